@@ -1,0 +1,313 @@
+package catalog
+
+import (
+	"slices"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+)
+
+// ignoredSubcommands change storage, ownership, triggers or statistics:
+// nothing a catalog for retrieval and SQL checking holds. ALTER TABLE
+// statements made only of these are skipped even when the relation is not
+// a table we know (pg_dump issues ALTER TABLE … OWNER TO on sequences).
+func catalogSubcommand(t pg.AlterTableType) bool {
+	switch t {
+	case pg.AlterTableType_AT_AddColumn, pg.AlterTableType_AT_DropColumn,
+		pg.AlterTableType_AT_AlterColumnType, pg.AlterTableType_AT_ColumnDefault,
+		pg.AlterTableType_AT_DropNotNull, pg.AlterTableType_AT_SetNotNull,
+		pg.AlterTableType_AT_AddConstraint, pg.AlterTableType_AT_AddIndexConstraint,
+		pg.AlterTableType_AT_DropConstraint,
+		pg.AlterTableType_AT_AddIdentity, pg.AlterTableType_AT_DropIdentity,
+		pg.AlterTableType_AT_DropExpression,
+		pg.AlterTableType_AT_AttachPartition, pg.AlterTableType_AT_DetachPartition,
+		pg.AlterTableType_AT_AddInherit, pg.AlterTableType_AT_DropInherit:
+		return true
+	}
+	return false
+}
+
+func (a *applier) alterTable(s *pg.AlterTableStmt) error {
+	switch s.Objtype {
+	case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_FOREIGN_TABLE:
+	default:
+		return nil // ALTER VIEW/INDEX/SEQUENCE/TYPE …: nothing we model changes
+	}
+	relevant := false
+	for _, c := range s.Cmds {
+		if cmd := c.GetAlterTableCmd(); cmd != nil && catalogSubcommand(cmd.Subtype) {
+			relevant = true
+		}
+	}
+	if !relevant {
+		return nil
+	}
+	q, kind := a.resolveRV(s.Relation)
+	switch kind {
+	case relNone:
+		if s.MissingOk {
+			return nil
+		}
+		return undefined("relation %s does not exist", displayName(s.Relation.Schemaname, s.Relation.Relname))
+	case relView:
+		return nil // ALTER TABLE on a view: only ownership and defaults apply
+	}
+	t := a.cat.tables[q]
+	for _, c := range s.Cmds {
+		cmd := c.GetAlterTableCmd()
+		if cmd == nil {
+			continue
+		}
+		if err := a.alterCmd(t, cmd, s.Relation.Inh); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error {
+	switch cmd.Subtype {
+	case pg.AlterTableType_AT_AddColumn:
+		def := cmd.Def.GetColumnDef()
+		if def == nil {
+			return nil
+		}
+		if t.Column(def.Colname) != nil && cmd.MissingOk {
+			return nil
+		}
+		if err := a.addColumn(t, def, false); err != nil {
+			return err
+		}
+		return a.eachChild(t, recurse, func(child *Table) error {
+			if child.Column(def.Colname) != nil {
+				return nil
+			}
+			c := *t.Column(def.Colname)
+			c.Comment = ""
+			child.Columns = append(child.Columns, &c)
+			return nil
+		})
+	case pg.AlterTableType_AT_DropColumn:
+		if t.Column(cmd.Name) == nil {
+			if cmd.MissingOk {
+				return nil
+			}
+			return undefined("column %s of relation %s does not exist", QuoteIdent(cmd.Name), t.QualName())
+		}
+		if err := a.dropColumn(t, cmd.Name, cmd.Behavior == pg.DropBehavior_DROP_CASCADE); err != nil {
+			return err
+		}
+		return a.eachChild(t, recurse, func(child *Table) error {
+			if child.Column(cmd.Name) == nil {
+				return nil
+			}
+			return a.dropColumn(child, cmd.Name, true)
+		})
+	case pg.AlterTableType_AT_AlterColumnType:
+		def := cmd.Def.GetColumnDef()
+		col, err := column(t, cmd.Name)
+		if err != nil {
+			return err
+		}
+		spec, err := a.typeOf(def.TypeName)
+		if err != nil {
+			return err
+		}
+		a.setColumnType(col, spec)
+		return a.eachChild(t, recurse, func(child *Table) error {
+			if cc := child.Column(cmd.Name); cc != nil {
+				a.setColumnType(cc, spec)
+			}
+			return nil
+		})
+	case pg.AlterTableType_AT_ColumnDefault:
+		col, err := column(t, cmd.Name)
+		if err != nil {
+			return err
+		}
+		col.Default = deparseExpr(cmd.Def)
+	case pg.AlterTableType_AT_DropNotNull, pg.AlterTableType_AT_SetNotNull:
+		col, err := column(t, cmd.Name)
+		if err != nil {
+			return err
+		}
+		notNull := cmd.Subtype == pg.AlterTableType_AT_SetNotNull
+		if !notNull && t.PrimaryKey != nil && slices.Contains(t.PrimaryKey.Columns, col.Name) {
+			return invalid("column %s is in a primary key", QuoteIdent(col.Name))
+		}
+		col.NotNull = notNull
+		return a.eachChild(t, recurse, func(child *Table) error {
+			if cc := child.Column(cmd.Name); cc != nil {
+				cc.NotNull = notNull
+			}
+			return nil
+		})
+	case pg.AlterTableType_AT_AddConstraint, pg.AlterTableType_AT_AddIndexConstraint:
+		con := cmd.Def.GetConstraint()
+		if con == nil {
+			return nil
+		}
+		return a.addConstraint(t, con, nil)
+	case pg.AlterTableType_AT_DropConstraint:
+		return a.dropConstraint(t, cmd.Name, cmd.MissingOk, cmd.Behavior == pg.DropBehavior_DROP_CASCADE)
+	case pg.AlterTableType_AT_AddIdentity:
+		col, err := column(t, cmd.Name)
+		if err != nil {
+			return err
+		}
+		if con := cmd.Def.GetConstraint(); con != nil {
+			col.Identity = identityKind(con.GeneratedWhen)
+		}
+		col.NotNull = true
+	case pg.AlterTableType_AT_DropIdentity:
+		col, err := column(t, cmd.Name)
+		if err != nil {
+			return err
+		}
+		if col.Identity == "" && !cmd.MissingOk {
+			return undefined("column %s of relation %s is not an identity column", QuoteIdent(col.Name), t.QualName())
+		}
+		col.Identity = ""
+	case pg.AlterTableType_AT_DropExpression:
+		col, err := column(t, cmd.Name)
+		if err != nil {
+			return err
+		}
+		col.Generated = ""
+	case pg.AlterTableType_AT_AttachPartition:
+		pc := cmd.Def.GetPartitionCmd()
+		child, err := a.table(pc.Name)
+		if err != nil {
+			return err
+		}
+		pq := t.QualName()
+		child.PartitionOf = &pq
+		child.PartitionBound = partitionBound(pc.Bound)
+	case pg.AlterTableType_AT_DetachPartition:
+		pc := cmd.Def.GetPartitionCmd()
+		child, err := a.table(pc.Name)
+		if err != nil {
+			return err
+		}
+		child.PartitionOf, child.PartitionBound = nil, ""
+	case pg.AlterTableType_AT_AddInherit:
+		parent, err := a.table(cmd.Def.GetRangeVar())
+		if err != nil {
+			return err
+		}
+		t.Inherits = append(t.Inherits, parent.QualName())
+	case pg.AlterTableType_AT_DropInherit:
+		parent, err := a.table(cmd.Def.GetRangeVar())
+		if err != nil {
+			return err
+		}
+		t.Inherits = slices.DeleteFunc(t.Inherits, func(q QualName) bool { return q == parent.QualName() })
+	}
+	return nil
+}
+
+func column(t *Table, name string) (*Column, error) {
+	if c := t.Column(name); c != nil {
+		return c, nil
+	}
+	return nil, undefined("column %s of relation %s does not exist", QuoteIdent(name), t.QualName())
+}
+
+// eachChild runs fn on every partition and inheritance child of t,
+// recursively, unless the statement said ONLY.
+func (a *applier) eachChild(t *Table, recurse bool, fn func(*Table) error) error {
+	if !recurse {
+		return nil
+	}
+	q := t.QualName()
+	for _, child := range a.cat.Tables() {
+		if (child.PartitionOf != nil && *child.PartitionOf == q) || slices.Contains(child.Inherits, q) {
+			if err := fn(child); err != nil {
+				return err
+			}
+			if err := a.eachChild(child, true, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dropColumn removes a column and, as PostgreSQL does, the table's own
+// constraints that use it. Foreign keys of other tables that reference the
+// column go only with CASCADE.
+func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
+	q := t.QualName()
+	for _, other := range a.cat.tables {
+		if other == t {
+			continue
+		}
+		for _, fk := range other.ForeignKeys {
+			if fk.RefTable == q && slices.Contains(fk.RefColumns, name) && !cascade {
+				return dependent("cannot drop column %s of %s: constraint %s on %s depends on it (use CASCADE)",
+					QuoteIdent(name), q, QuoteIdent(fk.Name), other.QualName())
+			}
+		}
+	}
+	for _, other := range a.cat.tables {
+		other.ForeignKeys = slices.DeleteFunc(other.ForeignKeys, func(fk ForeignKey) bool {
+			return fk.RefTable == q && slices.Contains(fk.RefColumns, name)
+		})
+	}
+	uses := func(cols []string) bool { return slices.Contains(cols, name) }
+	if t.PrimaryKey != nil && uses(t.PrimaryKey.Columns) {
+		t.PrimaryKey = nil
+	}
+	t.Unique = slices.DeleteFunc(t.Unique, func(k Key) bool { return uses(k.Columns) })
+	t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, func(fk ForeignKey) bool { return uses(fk.Columns) })
+	t.Checks = slices.DeleteFunc(t.Checks, func(c Check) bool { return uses(c.Columns) })
+	t.Columns = slices.DeleteFunc(t.Columns, func(c *Column) bool { return c.Name == name })
+	return nil
+}
+
+// dropConstraint removes a named constraint. Dropping a primary key or
+// unique constraint that other tables' foreign keys rely on needs CASCADE,
+// which drops those foreign keys too.
+func (a *applier) dropConstraint(t *Table, name string, missingOK, cascade bool) error {
+	var keyCols []string
+	found := false
+	if t.PrimaryKey != nil && t.PrimaryKey.Name == name {
+		keyCols, found = t.PrimaryKey.Columns, true
+		t.PrimaryKey = nil
+	}
+	if i := slices.IndexFunc(t.Unique, func(k Key) bool { return k.Name == name }); i >= 0 {
+		keyCols, found = t.Unique[i].Columns, true
+		t.Unique = slices.Delete(t.Unique, i, i+1)
+	}
+	if i := slices.IndexFunc(t.ForeignKeys, func(f ForeignKey) bool { return f.Name == name }); i >= 0 {
+		found = true
+		t.ForeignKeys = slices.Delete(t.ForeignKeys, i, i+1)
+	}
+	if i := slices.IndexFunc(t.Checks, func(c Check) bool { return c.Name == name }); i >= 0 {
+		found = true
+		t.Checks = slices.Delete(t.Checks, i, i+1)
+	}
+	if !found {
+		if missingOK {
+			return nil
+		}
+		return undefined("constraint %s of relation %s does not exist", QuoteIdent(name), t.QualName())
+	}
+	if keyCols == nil {
+		return nil
+	}
+	q := t.QualName()
+	for _, other := range a.cat.tables {
+		for _, fk := range other.ForeignKeys {
+			if other != t && fk.RefTable == q && slices.Equal(fk.RefColumns, keyCols) && !cascade {
+				return dependent("cannot drop constraint %s on %s: constraint %s on %s depends on it (use CASCADE)",
+					QuoteIdent(name), q, QuoteIdent(fk.Name), other.QualName())
+			}
+		}
+		if cascade {
+			other.ForeignKeys = slices.DeleteFunc(other.ForeignKeys, func(fk ForeignKey) bool {
+				return fk.RefTable == q && slices.Equal(fk.RefColumns, keyCols)
+			})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,432 @@
+package catalog
+
+import (
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+	pgparser "github.com/pganalyze/pg_query_go/v5/parser"
+)
+
+// Apply applies the DDL in sql to a copy of c and returns the copy. The
+// whole script is one unit: when any statement fails to parse or to apply,
+// Apply returns an *Error naming source, statement and position, and c is
+// left exactly as it was. Statements that do not change a catalog (indexes,
+// grants, functions, triggers, DML, transaction control, …) are accepted
+// and skipped. The returned catalog has c's Version; callers set it.
+func (c *Catalog) Apply(source, sql string) (*Catalog, error) {
+	clean := stripClientData(sql)
+	tree, err := pg.Parse(clean)
+	if err != nil {
+		return nil, parseError(source, clean, err)
+	}
+	a := &applier{cat: c.Clone(), searchPath: []string{DefaultSchema}}
+	for i, raw := range tree.Stmts {
+		a.stmt, a.raw = i+1, raw
+		if err := a.statement(raw.Stmt); err != nil {
+			return nil, statementError(source, clean, i+1, raw, err)
+		}
+	}
+	for _, p := range a.pending {
+		if a.cat.tables[p.table.QualName()] != p.table {
+			continue // the referencing table was dropped later in the script
+		}
+		a.searchPath = p.path
+		if err := a.addForeignKey(p.table, p.con, p.cols, false); err != nil {
+			return nil, statementError(source, clean, p.stmt, p.raw, err)
+		}
+	}
+	return a.cat, nil
+}
+
+// Snapshot builds a fresh catalog for database from a whole schema dump.
+func Snapshot(database, source, sql string) (*Catalog, error) {
+	return New(database).Apply(source, sql)
+}
+
+// applier carries the session state of one Apply: the working copy and the
+// search_path that SET statements in the script change.
+type applier struct {
+	cat        *Catalog
+	searchPath []string
+	// inDo is set while applying statements extracted from a DO block,
+	// whose conditions we cannot evaluate; see do.
+	inDo bool
+	// stmt and raw locate the statement being applied, for errors found
+	// only at the end of the script.
+	stmt int
+	raw  *pg.RawStmt
+	// pending holds foreign keys to tables not created yet: generated
+	// schema files (SpiderUnion's among them) declare a reference before
+	// the table it points to, and the script is applied as one unit.
+	pending []pendingFK
+}
+
+type pendingFK struct {
+	table *Table
+	con   *pg.Constraint
+	cols  []string
+	path  []string
+	stmt  int
+	raw   *pg.RawStmt
+}
+
+// stripClientData blanks what pg_dump and psql put in a script that is not
+// SQL: the data lines of COPY … FROM stdin (ended by "\.") and backslash
+// meta-commands such as \connect or \restrict. Blanking with spaces keeps
+// every byte offset and line number of the remaining SQL unchanged.
+func stripClientData(sql string) string {
+	if !strings.Contains(sql, "\\") {
+		return sql
+	}
+	b := []byte(sql)
+	inCopy := false
+	for start := 0; start < len(b); {
+		end := start
+		for end < len(b) && b[end] != '\n' {
+			end++
+		}
+		line := string(b[start:end])
+		trimmed := strings.TrimSpace(line)
+		blank := false
+		switch {
+		case inCopy:
+			blank = true
+			if trimmed == `\.` {
+				inCopy = false
+			}
+		case strings.HasPrefix(trimmed, `\`):
+			blank = true
+		case isCopyFromStdin(trimmed):
+			inCopy = true
+		}
+		if blank {
+			for i := start; i < end; i++ {
+				if b[i] != '\r' {
+					b[i] = ' '
+				}
+			}
+		}
+		start = end + 1
+	}
+	return string(b)
+}
+
+func isCopyFromStdin(line string) bool {
+	up := strings.ToUpper(line)
+	return strings.HasPrefix(up, "COPY ") && strings.HasSuffix(up, "FROM STDIN;")
+}
+
+// parseError turns libpg_query's error into an *Error. libpg_query reports
+// the cursor as a 1-based character offset into the whole script.
+func parseError(source, sql string, err error) error {
+	e := &Error{Source: source, Err: syntaxError(err.Error())}
+	var pe *pgparser.Error
+	if errors.As(err, &pe) && pe.Cursorpos > 0 {
+		off := charToByte(sql, pe.Cursorpos-1)
+		e.Line, e.Column = lineCol(sql, off)
+		e.Statement = statementAt(sql, off)
+		e.Excerpt = excerptAround(sql, off)
+	}
+	return e
+}
+
+func statementError(source, sql string, idx int, raw *pg.RawStmt, err error) error {
+	start := int(raw.StmtLocation)
+	end := len(sql)
+	if raw.StmtLen > 0 {
+		end = start + int(raw.StmtLen)
+	}
+	start = skipSpaceAndComments(sql, start, end)
+	line, col := lineCol(sql, start)
+	return &Error{Source: source, Statement: idx, Line: line, Column: col,
+		Excerpt: excerpt(sql[start:end]), Err: err}
+}
+
+func charToByte(s string, chars int) int {
+	off := 0
+	for i := 0; i < chars && off < len(s); i++ {
+		_, n := utf8.DecodeRuneInString(s[off:])
+		off += n
+	}
+	return off
+}
+
+func lineCol(s string, off int) (line, col int) {
+	if off > len(s) {
+		off = len(s)
+	}
+	before := s[:off]
+	line = strings.Count(before, "\n") + 1
+	lineStart := strings.LastIndexByte(before, '\n') + 1
+	return line, utf8.RuneCountInString(before[lineStart:]) + 1
+}
+
+// statementAt counts the top-level semicolons before off with the SQL
+// scanner (which knows strings, dollar quotes and comments) to tell which
+// statement a syntax error is in. Only the text before the error is
+// scanned, so an unterminated string at off does not stop the count. It
+// returns 0 when even that prefix does not scan.
+func statementAt(sql string, off int) int {
+	res, err := pg.Scan(sql[:off])
+	if err != nil {
+		return 0
+	}
+	n := 1
+	for _, t := range res.Tokens {
+		if int(t.Start) >= off {
+			break
+		}
+		if t.Token == pg.Token_ASCII_59 {
+			n++
+		}
+	}
+	return n
+}
+
+func skipSpaceAndComments(s string, i, end int) int {
+	for i < end {
+		switch {
+		case s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r':
+			i++
+		case strings.HasPrefix(s[i:], "--"):
+			nl := strings.IndexByte(s[i:], '\n')
+			if nl < 0 {
+				return end
+			}
+			i += nl + 1
+		case strings.HasPrefix(s[i:], "/*"):
+			cl := strings.Index(s[i+2:], "*/")
+			if cl < 0 {
+				return end
+			}
+			i += cl + 4
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+const excerptLen = 80
+
+func excerpt(stmt string) string {
+	s := strings.Join(strings.Fields(stmt), " ")
+	if utf8.RuneCountInString(s) > excerptLen {
+		s = string([]rune(s)[:excerptLen]) + "…"
+	}
+	return s
+}
+
+// excerptAround shows the source line holding off, for syntax errors where
+// the statement's extent is unknown.
+func excerptAround(s string, off int) string {
+	lineStart := strings.LastIndexByte(s[:off], '\n') + 1
+	lineEnd := strings.IndexByte(s[off:], '\n')
+	if lineEnd < 0 {
+		lineEnd = len(s)
+	} else {
+		lineEnd += off
+	}
+	return excerpt(s[lineStart:lineEnd])
+}
+
+// statement applies one parsed statement to the working catalog.
+func (a *applier) statement(n *pg.Node) error {
+	switch {
+	case n.GetCreateSchemaStmt() != nil:
+		return a.createSchema(n.GetCreateSchemaStmt())
+	case n.GetCreateStmt() != nil:
+		return a.createTable(n.GetCreateStmt())
+	case n.GetCreateForeignTableStmt() != nil:
+		return a.createTable(n.GetCreateForeignTableStmt().BaseStmt)
+	case n.GetAlterTableStmt() != nil:
+		return a.alterTable(n.GetAlterTableStmt())
+	case n.GetRenameStmt() != nil:
+		return a.rename(n.GetRenameStmt())
+	case n.GetAlterObjectSchemaStmt() != nil:
+		return a.setSchema(n.GetAlterObjectSchemaStmt())
+	case n.GetDropStmt() != nil:
+		return a.drop(n.GetDropStmt())
+	case n.GetCommentStmt() != nil:
+		return a.comment(n.GetCommentStmt())
+	case n.GetCreateEnumStmt() != nil:
+		return a.createEnum(n.GetCreateEnumStmt())
+	case n.GetAlterEnumStmt() != nil:
+		return a.alterEnum(n.GetAlterEnumStmt())
+	case n.GetViewStmt() != nil:
+		return a.createView(n.GetViewStmt())
+	case n.GetCreateTableAsStmt() != nil:
+		return a.createTableAs(n.GetCreateTableAsStmt())
+	case n.GetVariableSetStmt() != nil:
+		a.setVariable(n.GetVariableSetStmt())
+		return nil
+	case n.GetDoStmt() != nil:
+		return a.do(n.GetDoStmt())
+	}
+	// Everything else (indexes, grants, functions, triggers, sequences,
+	// policies, extensions, DML, transaction control, …) leaves the
+	// catalog as it is.
+	return nil
+}
+
+// setVariable follows SET search_path, which decides where unqualified
+// names are created and found for the rest of the script.
+func (a *applier) setVariable(s *pg.VariableSetStmt) {
+	if s.Name != "search_path" {
+		return
+	}
+	switch s.Kind {
+	case pg.VariableSetKind_VAR_SET_VALUE:
+		var path []string
+		for _, arg := range s.Args {
+			if c := arg.GetAConst(); c != nil && c.GetSval() != nil {
+				for _, p := range strings.Split(c.GetSval().Sval, ",") {
+					if p = strings.Trim(strings.TrimSpace(p), `"`); p != "" {
+						path = append(path, p)
+					}
+				}
+			}
+		}
+		a.searchPath = path
+	case pg.VariableSetKind_VAR_SET_DEFAULT, pg.VariableSetKind_VAR_RESET, pg.VariableSetKind_VAR_RESET_ALL:
+		a.searchPath = []string{DefaultSchema}
+	}
+}
+
+// creationSchema is the schema unqualified CREATEs go to: the first schema
+// of search_path that exists, as in PostgreSQL. With none (search_path
+// emptied by pg_dump's preamble) it falls back to public rather than fail,
+// because such scripts qualify every name anyway.
+func (a *applier) creationSchema() string {
+	for _, s := range a.searchPath {
+		if _, ok := a.cat.schemas[s]; ok {
+			return s
+		}
+	}
+	return DefaultSchema
+}
+
+// lookupPath is the search order for unqualified names: search_path, then
+// public, so that scripts that empty search_path still resolve.
+func (a *applier) lookupPath() []string {
+	if len(a.searchPath) == 0 {
+		return []string{DefaultSchema}
+	}
+	return a.searchPath
+}
+
+// target names a relation to be created.
+func (a *applier) target(rv *pg.RangeVar) QualName {
+	schema := rv.Schemaname
+	if schema == "" {
+		schema = a.creationSchema()
+	}
+	// A schema the script never created is created implicitly: producers
+	// publish histories that start after their schemas were made by other
+	// means (extensions, ops tooling).
+	if _, ok := a.cat.schemas[schema]; !ok {
+		a.cat.schemas[schema] = ""
+	}
+	return QualName{schema, rv.Relname}
+}
+
+// relKind says what a name resolves to.
+type relKind int
+
+const (
+	relNone relKind = iota
+	relTable
+	relView
+)
+
+// resolve finds an existing table or view by schema and name, following
+// search_path for unqualified names.
+func (a *applier) resolve(schema, name string) (QualName, relKind) {
+	if schema != "" {
+		q := QualName{schema, name}
+		return q, a.kindOf(q)
+	}
+	for _, s := range a.lookupPath() {
+		q := QualName{s, name}
+		if k := a.kindOf(q); k != relNone {
+			return q, k
+		}
+	}
+	return QualName{a.creationSchema(), name}, relNone
+}
+
+func (a *applier) resolveRV(rv *pg.RangeVar) (QualName, relKind) {
+	return a.resolve(rv.Schemaname, rv.Relname)
+}
+
+func (a *applier) kindOf(q QualName) relKind {
+	if a.cat.tables[q] != nil {
+		return relTable
+	}
+	if a.cat.views[q] != nil {
+		return relView
+	}
+	return relNone
+}
+
+// qualFromList resolves a dotted name given as a list of String nodes, as
+// DROP, COMMENT and ALTER TYPE carry them.
+func qualFromList(parts []string) (schema, name string) {
+	switch len(parts) {
+	case 0:
+		return "", ""
+	case 1:
+		return "", parts[0]
+	default:
+		return parts[len(parts)-2], parts[len(parts)-1]
+	}
+}
+
+func (a *applier) table(rv *pg.RangeVar) (*Table, error) {
+	q, kind := a.resolveRV(rv)
+	switch kind {
+	case relTable:
+		return a.cat.tables[q], nil
+	case relView:
+		return nil, invalid("%s is a view, not a table", q)
+	}
+	return nil, undefined("relation %s does not exist", displayName(rv.Schemaname, rv.Relname))
+}
+
+func displayName(schema, name string) string {
+	if schema == "" {
+		return QuoteIdent(name)
+	}
+	return QualName{schema, name}.String()
+}
+
+// deparseExpr renders an expression node as SQL by deparsing it as the
+// only target of a SELECT: libpg_query deparses statements, not bare
+// expressions.
+func deparseExpr(n *pg.Node) string {
+	if n == nil {
+		return ""
+	}
+	tree := &pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: &pg.Node{Node: &pg.Node_SelectStmt{
+		SelectStmt: &pg.SelectStmt{TargetList: []*pg.Node{{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: n}}}}},
+	}}}}}
+	out, err := pg.Deparse(tree)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(out, "SELECT ")
+}
+
+// deparseQuery renders a query node (a view's SELECT) as SQL.
+func deparseQuery(n *pg.Node) string {
+	if n == nil {
+		return ""
+	}
+	out, err := pg.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: n}}})
+	if err != nil {
+		return ""
+	}
+	return out
+}

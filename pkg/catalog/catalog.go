@@ -1,0 +1,377 @@
+// Package catalog keeps a per-database model of a PostgreSQL schema and
+// applies DDL to it with PostgreSQL's own parser (libpg_query).
+//
+// The package is pure: no I/O, clock, logger or globals. A Catalog is a value
+// the caller owns; Apply never mutates its receiver and returns a new Catalog,
+// so a failed migration leaves nothing half-applied. Catalogs are not safe
+// for concurrent mutation, but a Catalog that is no longer mutated may be
+// read from any number of goroutines.
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// DefaultSchema is where unqualified names are created and looked up, as in
+// a fresh PostgreSQL database whose search_path is "$user", public.
+const DefaultSchema = "public"
+
+// QualName is a schema-qualified object name. Both parts are stored as
+// PostgreSQL resolves them: unquoted identifiers folded to lower case,
+// quoted ones kept verbatim.
+type QualName struct {
+	Schema string `json:"schema"`
+	Name   string `json:"name"`
+}
+
+// String renders the name as SQL, quoting each part only where PostgreSQL
+// needs it.
+func (q QualName) String() string { return QuoteIdent(q.Schema) + "." + QuoteIdent(q.Name) }
+
+// Key is the lower-cased "schema.name" form used to compare with names that
+// come from outside SQL (benchmarks, chunk ids, user input).
+func (q QualName) Key() string { return strings.ToLower(q.Schema + "." + q.Name) }
+
+// Column is one column of a table or view.
+type Column struct {
+	Name string `json:"name"`
+	// Type is the column type as PostgreSQL's format_type prints it
+	// ("character varying(255)", "timestamp with time zone", "public.mood[]").
+	Type string `json:"type"`
+	// Enum is the enum type behind Type (element type for arrays), when the
+	// column is enum-typed.
+	Enum      *QualName `json:"enum,omitempty"`
+	NotNull   bool      `json:"not_null,omitempty"`
+	Default   string    `json:"default,omitempty"`
+	Generated string    `json:"generated,omitempty"` // expression of GENERATED ALWAYS AS (…) STORED
+	Identity  string    `json:"identity,omitempty"`  // "ALWAYS" or "BY DEFAULT"
+	Comment   string    `json:"comment,omitempty"`
+}
+
+// Key is a primary key or unique constraint.
+type Key struct {
+	Name string `json:"name"`
+	// Columns may be empty for a constraint added USING INDEX, whose
+	// columns live in an index the catalog does not model.
+	Columns []string `json:"columns"`
+}
+
+// ForeignKey is a FOREIGN KEY constraint.
+type ForeignKey struct {
+	Name       string   `json:"name"`
+	Columns    []string `json:"columns"`
+	RefTable   QualName `json:"ref_table"`
+	RefColumns []string `json:"ref_columns"`
+	OnDelete   string   `json:"on_delete,omitempty"`
+	OnUpdate   string   `json:"on_update,omitempty"`
+}
+
+// Check is a CHECK or EXCLUDE constraint. Columns lists the columns the
+// expression reads, so dropping one of them drops the constraint.
+type Check struct {
+	Name    string   `json:"name"`
+	Expr    string   `json:"expr"`
+	Columns []string `json:"columns,omitempty"`
+	Exclude bool     `json:"exclude,omitempty"`
+}
+
+// Table is a table (plain, partitioned, partition, foreign or CREATE TABLE AS).
+type Table struct {
+	Schema      string       `json:"schema"`
+	Name        string       `json:"name"`
+	Columns     []*Column    `json:"columns"`
+	PrimaryKey  *Key         `json:"primary_key,omitempty"`
+	Unique      []Key        `json:"unique,omitempty"`
+	ForeignKeys []ForeignKey `json:"foreign_keys,omitempty"`
+	Checks      []Check      `json:"checks,omitempty"`
+	Inherits    []QualName   `json:"inherits,omitempty"`
+	PartitionOf *QualName    `json:"partition_of,omitempty"`
+	// PartitionBound is the partition's bound as SQL ("FOR VALUES FROM
+	// ('2024-01-01') TO ('2025-01-01')", "DEFAULT").
+	PartitionBound string `json:"partition_bound,omitempty"`
+	PartitionBy    string `json:"partition_by,omitempty"` // e.g. "RANGE (payment_date)"
+	Comment        string `json:"comment,omitempty"`
+}
+
+// QualName returns the table's schema-qualified name.
+func (t *Table) QualName() QualName { return QualName{t.Schema, t.Name} }
+
+// Column returns the named column or nil.
+func (t *Table) Column(name string) *Column {
+	for _, c := range t.Columns {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func (t *Table) columnIndex(name string) int {
+	return slices.IndexFunc(t.Columns, func(c *Column) bool { return c.Name == name })
+}
+
+// View is a view or materialized view.
+type View struct {
+	Schema       string `json:"schema"`
+	Name         string `json:"name"`
+	Materialized bool   `json:"materialized,omitempty"`
+	// Definition is the SELECT as libpg_query deparses it: canonical, not
+	// the producer's formatting.
+	Definition string     `json:"definition"`
+	Columns    []*Column  `json:"columns,omitempty"`
+	Reads      []QualName `json:"reads,omitempty"` // tables and views it selects from
+	Comment    string     `json:"comment,omitempty"`
+}
+
+// QualName returns the view's schema-qualified name.
+func (v *View) QualName() QualName { return QualName{v.Schema, v.Name} }
+
+// Enum is a CREATE TYPE … AS ENUM type.
+type Enum struct {
+	Schema  string   `json:"schema"`
+	Name    string   `json:"name"`
+	Labels  []string `json:"labels"`
+	Comment string   `json:"comment,omitempty"`
+}
+
+// QualName returns the enum's schema-qualified name.
+func (e *Enum) QualName() QualName { return QualName{e.Schema, e.Name} }
+
+// Catalog is the schema of one database at one version.
+type Catalog struct {
+	Database string
+	// Version is the sequence number of the last migration or snapshot
+	// applied. The catalog does not interpret it; callers set it.
+	Version int64
+
+	schemas map[string]string // name → comment
+	tables  map[QualName]*Table
+	views   map[QualName]*View
+	enums   map[QualName]*Enum
+}
+
+// New returns an empty catalog for database, holding only the public schema.
+func New(database string) *Catalog {
+	return &Catalog{
+		Database: database,
+		schemas:  map[string]string{DefaultSchema: ""},
+		tables:   map[QualName]*Table{},
+		views:    map[QualName]*View{},
+		enums:    map[QualName]*Enum{},
+	}
+}
+
+// Schemas returns the schema names in sorted order.
+func (c *Catalog) Schemas() []string {
+	out := make([]string, 0, len(c.schemas))
+	for s := range c.schemas {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Tables returns every table sorted by schema and name.
+func (c *Catalog) Tables() []*Table { return sortedValues(c.tables) }
+
+// Views returns every view sorted by schema and name.
+func (c *Catalog) Views() []*View { return sortedValues(c.views) }
+
+// Enums returns every enum type sorted by schema and name.
+func (c *Catalog) Enums() []*Enum { return sortedValues(c.enums) }
+
+// Table returns the table q or nil.
+func (c *Catalog) Table(q QualName) *Table { return c.tables[q] }
+
+// View returns the view q or nil.
+func (c *Catalog) View(q QualName) *View { return c.views[q] }
+
+// Enum returns the enum q or nil.
+func (c *Catalog) Enum(q QualName) *Enum { return c.enums[q] }
+
+// Lookup finds a table by a name as a user would write it: "schema.table"
+// or a bare "table" (searched in public first, then in any schema if that
+// is unambiguous). Unquoted-style lookups are case-insensitive.
+func (c *Catalog) Lookup(name string) *Table {
+	schema, rel, qualified := strings.Cut(name, ".")
+	if !qualified {
+		rel, schema = schema, ""
+	}
+	if t := c.tables[QualName{schema, rel}]; t != nil && qualified {
+		return t
+	}
+	if !qualified {
+		if t := c.tables[QualName{DefaultSchema, rel}]; t != nil {
+			return t
+		}
+	}
+	var found *Table
+	for q, t := range c.tables {
+		if strings.EqualFold(q.Name, rel) && (!qualified || strings.EqualFold(q.Schema, schema)) {
+			if found != nil {
+				return nil // ambiguous
+			}
+			found = t
+		}
+	}
+	return found
+}
+
+// Clone returns a deep copy that shares nothing mutable with c.
+func (c *Catalog) Clone() *Catalog {
+	n := &Catalog{
+		Database: c.Database,
+		Version:  c.Version,
+		schemas:  make(map[string]string, len(c.schemas)),
+		tables:   make(map[QualName]*Table, len(c.tables)),
+		views:    make(map[QualName]*View, len(c.views)),
+		enums:    make(map[QualName]*Enum, len(c.enums)),
+	}
+	for k, v := range c.schemas {
+		n.schemas[k] = v
+	}
+	for k, t := range c.tables {
+		n.tables[k] = t.clone()
+	}
+	for k, v := range c.views {
+		n.views[k] = v.clone()
+	}
+	for k, e := range c.enums {
+		e2 := *e
+		e2.Labels = slices.Clone(e.Labels)
+		n.enums[k] = &e2
+	}
+	return n
+}
+
+func (t *Table) clone() *Table {
+	n := *t
+	n.Columns = cloneColumns(t.Columns)
+	if t.PrimaryKey != nil {
+		pk := *t.PrimaryKey
+		pk.Columns = slices.Clone(pk.Columns)
+		n.PrimaryKey = &pk
+	}
+	n.Unique = slices.Clone(t.Unique)
+	for i := range n.Unique {
+		n.Unique[i].Columns = slices.Clone(n.Unique[i].Columns)
+	}
+	n.ForeignKeys = slices.Clone(t.ForeignKeys)
+	for i := range n.ForeignKeys {
+		n.ForeignKeys[i].Columns = slices.Clone(n.ForeignKeys[i].Columns)
+		n.ForeignKeys[i].RefColumns = slices.Clone(n.ForeignKeys[i].RefColumns)
+	}
+	n.Checks = slices.Clone(t.Checks)
+	for i := range n.Checks {
+		n.Checks[i].Columns = slices.Clone(n.Checks[i].Columns)
+	}
+	n.Inherits = slices.Clone(t.Inherits)
+	if t.PartitionOf != nil {
+		p := *t.PartitionOf
+		n.PartitionOf = &p
+	}
+	return &n
+}
+
+func (v *View) clone() *View {
+	n := *v
+	n.Columns = cloneColumns(v.Columns)
+	n.Reads = slices.Clone(v.Reads)
+	return &n
+}
+
+func cloneColumns(cols []*Column) []*Column {
+	out := make([]*Column, len(cols))
+	for i, c := range cols {
+		c2 := *c
+		if c.Enum != nil {
+			e := *c.Enum
+			c2.Enum = &e
+		}
+		out[i] = &c2
+	}
+	return out
+}
+
+type named interface {
+	QualName() QualName
+}
+
+func sortedValues[T named](m map[QualName]T) []T {
+	out := make([]T, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b T) int { return compareQual(a.QualName(), b.QualName()) })
+	return out
+}
+
+func compareQual(a, b QualName) int {
+	if c := strings.Compare(a.Schema, b.Schema); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// wireCatalog is the JSON form: sorted slices, so equal catalogs serialise
+// to equal bytes (the worker compares and hashes them).
+type wireCatalog struct {
+	Database string       `json:"database"`
+	Version  int64        `json:"version"`
+	Schemas  []wireSchema `json:"schemas"`
+	Tables   []*Table     `json:"tables"`
+	Views    []*View      `json:"views"`
+	Enums    []*Enum      `json:"enums"`
+}
+
+type wireSchema struct {
+	Name    string `json:"name"`
+	Comment string `json:"comment,omitempty"`
+}
+
+// MarshalJSON encodes the catalog deterministically.
+func (c *Catalog) MarshalJSON() ([]byte, error) {
+	w := wireCatalog{Database: c.Database, Version: c.Version,
+		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums()}
+	for _, s := range c.Schemas() {
+		w.Schemas = append(w.Schemas, wireSchema{s, c.schemas[s]})
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes what MarshalJSON wrote, rejecting duplicates.
+func (c *Catalog) UnmarshalJSON(b []byte) error {
+	var w wireCatalog
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("decode catalog: %w", err)
+	}
+	n := New(w.Database)
+	n.Version = w.Version
+	n.schemas = map[string]string{}
+	for _, s := range w.Schemas {
+		n.schemas[s.Name] = s.Comment
+	}
+	for _, t := range w.Tables {
+		if _, dup := n.tables[t.QualName()]; dup {
+			return fmt.Errorf("decode catalog: duplicate table %s", t.QualName())
+		}
+		n.tables[t.QualName()] = t
+	}
+	for _, v := range w.Views {
+		if _, dup := n.views[v.QualName()]; dup {
+			return fmt.Errorf("decode catalog: duplicate view %s", v.QualName())
+		}
+		n.views[v.QualName()] = v
+	}
+	for _, e := range w.Enums {
+		if _, dup := n.enums[e.QualName()]; dup {
+			return fmt.Errorf("decode catalog: duplicate enum %s", e.QualName())
+		}
+		n.enums[e.QualName()] = e
+	}
+	*c = *n
+	return nil
+}

@@ -1,0 +1,436 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+)
+
+func (a *applier) createSchema(s *pg.CreateSchemaStmt) error {
+	name := s.Schemaname
+	if name == "" && s.Authrole != nil { // CREATE SCHEMA AUTHORIZATION role
+		name = s.Authrole.Rolename
+	}
+	if _, ok := a.cat.schemas[name]; ok {
+		if s.IfNotExists {
+			return nil
+		}
+		return duplicate("schema %s already exists", QuoteIdent(name))
+	}
+	a.cat.schemas[name] = ""
+	if len(s.SchemaElts) == 0 {
+		return nil
+	}
+	// Elements of CREATE SCHEMA … CREATE TABLE … are created in the new
+	// schema whatever search_path says.
+	saved := a.searchPath
+	a.searchPath = []string{name}
+	defer func() { a.searchPath = saved }()
+	for _, elt := range s.SchemaElts {
+		if err := a.statement(elt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *applier) createTable(s *pg.CreateStmt) error {
+	if s == nil || s.Relation == nil {
+		return nil
+	}
+	q := a.target(s.Relation)
+	if a.kindOf(q) != relNone {
+		if s.IfNotExists {
+			return nil
+		}
+		return duplicate("relation %s already exists", q)
+	}
+	t := &Table{Schema: q.Schema, Name: q.Name}
+	// Register first so that a self-referencing foreign key resolves.
+	a.cat.tables[q] = t
+
+	for _, inh := range s.InhRelations {
+		rv := inh.GetRangeVar()
+		if rv == nil {
+			continue
+		}
+		parent, err := a.table(rv)
+		if err != nil {
+			return err
+		}
+		if s.Partbound != nil {
+			pq := parent.QualName()
+			t.PartitionOf = &pq
+			t.PartitionBound = partitionBound(s.Partbound)
+		} else {
+			t.Inherits = append(t.Inherits, parent.QualName())
+		}
+		for _, pc := range parent.Columns {
+			if t.Column(pc.Name) != nil {
+				continue // merged, as PostgreSQL merges same-named columns
+			}
+			c := *pc
+			c.Comment = ""
+			if c.Enum != nil {
+				e := *c.Enum
+				c.Enum = &e
+			}
+			t.Columns = append(t.Columns, &c)
+		}
+	}
+	if ps := s.Partspec; ps != nil {
+		t.PartitionBy = partitionBy(ps)
+	}
+
+	var tableConstraints []*pg.Constraint
+	for _, elt := range s.TableElts {
+		switch {
+		case elt.GetColumnDef() != nil:
+			if err := a.addColumn(t, elt.GetColumnDef(), true); err != nil {
+				return err
+			}
+		case elt.GetConstraint() != nil:
+			tableConstraints = append(tableConstraints, elt.GetConstraint())
+		case elt.GetTableLikeClause() != nil:
+			if err := a.like(t, elt.GetTableLikeClause()); err != nil {
+				return err
+			}
+		}
+	}
+	for _, con := range tableConstraints {
+		if err := a.addConstraint(t, con, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// partitionBy renders PARTITION BY for display: strategy and key columns.
+func partitionBy(ps *pg.PartitionSpec) string {
+	strategy := map[pg.PartitionStrategy]string{
+		pg.PartitionStrategy_PARTITION_STRATEGY_LIST:  "LIST",
+		pg.PartitionStrategy_PARTITION_STRATEGY_RANGE: "RANGE",
+		pg.PartitionStrategy_PARTITION_STRATEGY_HASH:  "HASH",
+	}[ps.Strategy]
+	var keys []string
+	for _, p := range ps.PartParams {
+		if pe := p.GetPartitionElem(); pe != nil {
+			if pe.Name != "" {
+				keys = append(keys, QuoteIdent(pe.Name))
+			} else {
+				keys = append(keys, "("+deparseExpr(pe.Expr)+")")
+			}
+		}
+	}
+	return strategy + " (" + strings.Join(keys, ", ") + ")"
+}
+
+// partitionBound renders a partition bound as SQL. libpg_query deparses
+// statements only, so the bound is deparsed inside a minimal CREATE TABLE …
+// PARTITION OF and cut out of it.
+func partitionBound(b *pg.PartitionBoundSpec) string {
+	if b == nil {
+		return ""
+	}
+	stmt := &pg.Node{Node: &pg.Node_CreateStmt{CreateStmt: &pg.CreateStmt{
+		Relation:     &pg.RangeVar{Relname: "c", Inh: true, Relpersistence: "p"},
+		InhRelations: []*pg.Node{{Node: &pg.Node_RangeVar{RangeVar: &pg.RangeVar{Relname: "p", Inh: true, Relpersistence: "p"}}}},
+		Partbound:    b,
+	}}}
+	out := deparseQuery(stmt)
+	if _, after, ok := strings.Cut(out, " PARTITION OF p "); ok {
+		return after
+	}
+	return ""
+}
+
+// like copies columns from CREATE TABLE … (LIKE other [INCLUDING …]).
+// Columns, types and NOT NULL always come along; defaults, generated
+// expressions, identity, comments and constraints only when included, as
+// in PostgreSQL.
+func (a *applier) like(t *Table, l *pg.TableLikeClause) error {
+	src, err := a.table(l.Relation)
+	if err != nil {
+		return err
+	}
+	const (
+		comments    = 1 << 0
+		compression = 1 << 1
+		constraints = 1 << 2
+		defaults    = 1 << 3
+		generated   = 1 << 4
+		identity    = 1 << 5
+	) // CreateStmtLikeOption bits; INCLUDING ALL sets them all
+	opt := l.Options
+	for _, sc := range src.Columns {
+		if t.Column(sc.Name) != nil {
+			continue
+		}
+		c := &Column{Name: sc.Name, Type: sc.Type, NotNull: sc.NotNull}
+		if sc.Enum != nil {
+			e := *sc.Enum
+			c.Enum = &e
+		}
+		if opt&defaults != 0 {
+			c.Default = sc.Default
+		}
+		if opt&generated != 0 {
+			c.Generated = sc.Generated
+		}
+		if opt&identity != 0 {
+			c.Identity = sc.Identity
+		}
+		if opt&comments != 0 {
+			c.Comment = sc.Comment
+		}
+		t.Columns = append(t.Columns, c)
+	}
+	if opt&constraints != 0 {
+		for _, ch := range src.Checks {
+			if !ch.Exclude {
+				ch.Columns = slices.Clone(ch.Columns)
+				t.Checks = append(t.Checks, ch)
+			}
+		}
+	}
+	return nil
+}
+
+// addColumn adds a column definition with its inline constraints. In
+// CREATE TABLE a column inherited from a parent (or a partition's column
+// options) merges into the existing column instead of failing.
+func (a *applier) addColumn(t *Table, def *pg.ColumnDef, creating bool) error {
+	col := t.Column(def.Colname)
+	switch {
+	case col != nil && creating:
+		// Merge with an inherited column: local options win.
+	case col != nil:
+		return duplicate("column %s of relation %s already exists", QuoteIdent(def.Colname), t.QualName())
+	default:
+		col = &Column{Name: def.Colname}
+		t.Columns = append(t.Columns, col)
+	}
+	if def.TypeName != nil {
+		spec, err := a.typeOf(def.TypeName)
+		if err != nil {
+			return err
+		}
+		a.setColumnType(col, spec)
+		if isSerial(spec.rendered) {
+			col.NotNull = true
+		}
+	}
+	if def.IsNotNull {
+		col.NotNull = true
+	}
+	if def.RawDefault != nil {
+		col.Default = deparseExpr(def.RawDefault)
+	}
+	for _, cn := range def.Constraints {
+		con := cn.GetConstraint()
+		if con == nil {
+			continue
+		}
+		if err := a.addConstraint(t, con, col); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isSerial(typ string) bool {
+	switch typ {
+	case "serial", "bigserial", "smallserial", "serial4", "serial8", "serial2":
+		return true
+	}
+	return false
+}
+
+// addConstraint applies a column constraint (col != nil) or a table
+// constraint to t, naming it as PostgreSQL would when it has no name.
+func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error {
+	colNames := func(nodes []*pg.Node) []string {
+		if col != nil && len(nodes) == 0 {
+			return []string{col.Name}
+		}
+		return stringList(nodes)
+	}
+	switch con.Contype {
+	case pg.ConstrType_CONSTR_NOTNULL:
+		if col != nil {
+			col.NotNull = true
+		}
+	case pg.ConstrType_CONSTR_NULL:
+		if col != nil {
+			col.NotNull = false
+		}
+	case pg.ConstrType_CONSTR_DEFAULT:
+		if col != nil {
+			col.Default = deparseExpr(con.RawExpr)
+		}
+	case pg.ConstrType_CONSTR_GENERATED:
+		if col != nil {
+			col.Generated = deparseExpr(con.RawExpr)
+		}
+	case pg.ConstrType_CONSTR_IDENTITY:
+		if col != nil {
+			col.Identity = identityKind(con.GeneratedWhen)
+			col.NotNull = true
+		}
+	case pg.ConstrType_CONSTR_PRIMARY:
+		cols := colNames(con.Keys)
+		if con.Indexname != "" && len(cols) == 0 && col == nil {
+			cols = nil // USING INDEX: the columns live in the index
+		}
+		if t.PrimaryKey != nil {
+			return invalid("multiple primary keys for table %s are not allowed", t.QualName())
+		}
+		if err := requireColumns(t, cols); err != nil {
+			return err
+		}
+		name := con.Conname
+		if name == "" {
+			name = con.Indexname
+		}
+		if name == "" {
+			name = chooseConstraintName(t, "", "pkey")
+		} else if t.hasConstraint(name) {
+			return duplicate("constraint %s for relation %s already exists", QuoteIdent(name), t.QualName())
+		}
+		t.PrimaryKey = &Key{Name: name, Columns: cols}
+		for _, c := range cols {
+			t.Column(c).NotNull = true
+		}
+	case pg.ConstrType_CONSTR_UNIQUE:
+		cols := colNames(con.Keys)
+		if err := requireColumns(t, cols); err != nil {
+			return err
+		}
+		name := con.Conname
+		if name == "" {
+			name = con.Indexname
+		}
+		if name == "" {
+			name = chooseConstraintName(t, columnsAddition(cols), "key")
+		} else if t.hasConstraint(name) {
+			return duplicate("constraint %s for relation %s already exists", QuoteIdent(name), t.QualName())
+		}
+		t.Unique = append(t.Unique, Key{Name: name, Columns: cols})
+	case pg.ConstrType_CONSTR_FOREIGN:
+		return a.addForeignKey(t, con, colNames(con.FkAttrs), true)
+	case pg.ConstrType_CONSTR_CHECK, pg.ConstrType_CONSTR_EXCLUSION:
+		ch := Check{Name: con.Conname}
+		if con.Contype == pg.ConstrType_CONSTR_CHECK {
+			ch.Expr = deparseExpr(con.RawExpr)
+			ch.Columns = columnRefs(con.RawExpr)
+			if col != nil && len(ch.Columns) == 0 {
+				ch.Columns = []string{col.Name}
+			}
+		} else {
+			ch.Exclude = true
+			for _, ex := range con.Exclusions {
+				if l := ex.GetList(); l != nil && len(l.Items) > 0 {
+					if ie := l.Items[0].GetIndexElem(); ie != nil && ie.Name != "" {
+						ch.Columns = append(ch.Columns, ie.Name)
+					}
+				}
+			}
+			ch.Expr = "EXCLUDE (" + strings.Join(ch.Columns, ", ") + ")"
+		}
+		if ch.Name == "" {
+			label, name2 := "check", ""
+			if ch.Exclude {
+				label, name2 = "excl", columnsAddition(ch.Columns)
+			} else if col != nil {
+				name2 = col.Name
+			} else if len(ch.Columns) == 1 {
+				name2 = ch.Columns[0]
+			}
+			ch.Name = chooseConstraintName(t, name2, label)
+		} else if t.hasConstraint(ch.Name) {
+			return duplicate("constraint %s for relation %s already exists", QuoteIdent(ch.Name), t.QualName())
+		}
+		t.Checks = append(t.Checks, ch)
+	}
+	return nil
+}
+
+func identityKind(when string) string {
+	if when == "d" {
+		return "BY DEFAULT"
+	}
+	return "ALWAYS"
+}
+
+func requireColumns(t *Table, cols []string) error {
+	for _, c := range cols {
+		if t.Column(c) == nil {
+			return undefined("column %s named in key does not exist in %s", QuoteIdent(c), t.QualName())
+		}
+	}
+	return nil
+}
+
+var fkActions = map[string]string{
+	"a": "", // NO ACTION is the default; leave it implicit
+	"r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT",
+}
+
+// addForeignKey adds a foreign key. With mayDefer, a reference to a table
+// that does not exist yet is kept until the end of the script.
+func (a *applier) addForeignKey(t *Table, con *pg.Constraint, cols []string, mayDefer bool) error {
+	if err := requireColumns(t, cols); err != nil {
+		return err
+	}
+	ref, kind := a.resolveRV(con.Pktable)
+	if kind == relNone && mayDefer && !a.inDo {
+		a.pending = append(a.pending, pendingFK{table: t, con: con, cols: cols,
+			path: a.searchPath, stmt: a.stmt, raw: a.raw})
+		return nil
+	}
+	if kind != relTable {
+		return undefined("relation %s referenced by foreign key of %s does not exist",
+			displayName(con.Pktable.Schemaname, con.Pktable.Relname), t.QualName())
+	}
+	rt := a.cat.tables[ref]
+	refCols := stringList(con.PkAttrs)
+	if len(refCols) == 0 {
+		if rt.PrimaryKey == nil {
+			return invalid("there is no primary key for referenced table %s", ref)
+		}
+		refCols = slices.Clone(rt.PrimaryKey.Columns)
+	}
+	if err := requireColumns(rt, refCols); err != nil {
+		return err
+	}
+	if len(refCols) != len(cols) {
+		return invalid("number of referencing and referenced columns for foreign key of %s disagree", t.QualName())
+	}
+	name := con.Conname
+	if name == "" {
+		name = chooseConstraintName(t, columnsAddition(cols), "fkey")
+	} else if t.hasConstraint(name) {
+		return duplicate("constraint %s for relation %s already exists", QuoteIdent(name), t.QualName())
+	}
+	t.ForeignKeys = append(t.ForeignKeys, ForeignKey{
+		Name: name, Columns: cols, RefTable: ref, RefColumns: refCols,
+		OnDelete: fkActions[con.FkDelAction], OnUpdate: fkActions[con.FkUpdAction],
+	})
+	return nil
+}
+
+// columnRefs lists, in order of first use, the unqualified-or-last column
+// names an expression reads.
+func columnRefs(n *pg.Node) []string {
+	var out []string
+	walk(n, func(m *pg.Node) {
+		if cr := m.GetColumnRef(); cr != nil {
+			names := stringList(cr.Fields)
+			if len(names) > 0 && !slices.Contains(out, names[len(names)-1]) {
+				out = append(out, names[len(names)-1])
+			}
+		}
+	})
+	return out
+}

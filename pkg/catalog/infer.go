@@ -1,0 +1,382 @@
+package catalog
+
+import (
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+)
+
+// queryColumns infers a query's output columns for views and CREATE TABLE
+// AS: names as PostgreSQL picks them (alias, column name, function name,
+// else ?column?) and types where they follow from the relations read, casts,
+// constants, aggregates and operators. It is best effort: a column whose
+// type cannot be told gets an empty Type.
+func (a *applier) queryColumns(query *pg.Node, aliases []string) []*Column {
+	out := a.selectColumns(query.GetSelectStmt(), map[string][]*Column{})
+	for i, al := range aliases {
+		if i < len(out) {
+			out[i].Name = al
+		}
+	}
+	return out
+}
+
+// scope maps the names visible in a FROM clause to their columns; "" holds
+// every column in order, for unqualified references and *.
+type scope struct {
+	names map[string][]*Column
+	order []string
+}
+
+func (a *applier) selectColumns(sel *pg.SelectStmt, ctes map[string][]*Column) []*Column {
+	if sel == nil {
+		return nil
+	}
+	if sel.Op != pg.SetOperation_SETOP_NONE {
+		left := a.selectColumns(sel.Larg, ctes)
+		right := a.selectColumns(sel.Rarg, ctes)
+		for i, c := range left {
+			if c.Type == "" && i < len(right) && right[i].Type != "" {
+				c.Type, c.Enum = right[i].Type, right[i].Enum
+			}
+		}
+		return left
+	}
+	if sel.WithClause != nil {
+		inner := make(map[string][]*Column, len(ctes))
+		for k, v := range ctes {
+			inner[k] = v
+		}
+		for _, cn := range sel.WithClause.Ctes {
+			if cte := cn.GetCommonTableExpr(); cte != nil {
+				cols := a.selectColumns(cte.Ctequery.GetSelectStmt(), inner)
+				for i, al := range stringList(cte.Aliascolnames) {
+					if i < len(cols) {
+						cols[i].Name = al
+					}
+				}
+				inner[cte.Ctename] = cols
+			}
+		}
+		ctes = inner
+	}
+	if len(sel.ValuesLists) > 0 {
+		first := sel.ValuesLists[0].GetList()
+		if first == nil {
+			return nil
+		}
+		var out []*Column
+		for i, v := range first.Items {
+			out = append(out, &Column{Name: "column" + itoa(i+1), Type: a.exprType(v, &scope{})})
+		}
+		return out
+	}
+	sc := &scope{names: map[string][]*Column{}}
+	for _, f := range sel.FromClause {
+		a.addSource(sc, f, ctes)
+	}
+	var out []*Column
+	for _, tn := range sel.TargetList {
+		rt := tn.GetResTarget()
+		if rt == nil {
+			continue
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil && len(cr.Fields) > 0 && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			if len(cr.Fields) > 1 {
+				out = append(out, copyColumns(sc.names[listStrings(cr.Fields[len(cr.Fields)-2])[0]])...)
+			} else {
+				for _, n := range sc.order {
+					out = append(out, copyColumns(sc.names[n])...)
+				}
+			}
+			continue
+		}
+		c := &Column{Name: rt.Name}
+		if c.Name == "" {
+			c.Name = columnName(rt.Val)
+		}
+		if src := sc.lookup(rt.Val); src != nil {
+			c.Type = src.Type
+			if src.Enum != nil {
+				e := *src.Enum
+				c.Enum = &e
+			}
+		} else {
+			c.Type = a.exprType(rt.Val, sc)
+			c.Enum = a.enumOfType(c.Type)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func copyColumns(cols []*Column) []*Column {
+	out := cloneColumns(cols)
+	for _, c := range out {
+		c.NotNull, c.Default, c.Generated, c.Identity, c.Comment = false, "", "", "", ""
+	}
+	return out
+}
+
+func (a *applier) addSource(sc *scope, n *pg.Node, ctes map[string][]*Column) {
+	add := func(name string, cols []*Column, colAliases []string) {
+		cols = copyColumns(cols)
+		for i, al := range colAliases {
+			if i < len(cols) {
+				cols[i].Name = al
+			}
+		}
+		if _, seen := sc.names[name]; !seen {
+			sc.order = append(sc.order, name)
+		}
+		sc.names[name] = cols
+	}
+	switch {
+	case n.GetRangeVar() != nil:
+		rv := n.GetRangeVar()
+		name, aliases := rv.Relname, []string(nil)
+		if rv.Alias != nil {
+			name, aliases = rv.Alias.Aliasname, stringList(rv.Alias.Colnames)
+		}
+		if cols, ok := ctes[rv.Relname]; ok && rv.Schemaname == "" {
+			add(name, cols, aliases)
+			return
+		}
+		q, kind := a.resolveRV(rv)
+		switch kind {
+		case relTable:
+			add(name, a.cat.tables[q].Columns, aliases)
+		case relView:
+			add(name, a.cat.views[q].Columns, aliases)
+		}
+	case n.GetRangeSubselect() != nil:
+		rs := n.GetRangeSubselect()
+		name, aliases := "", []string(nil)
+		if rs.Alias != nil {
+			name, aliases = rs.Alias.Aliasname, stringList(rs.Alias.Colnames)
+		}
+		add(name, a.selectColumns(rs.Subquery.GetSelectStmt(), ctes), aliases)
+	case n.GetJoinExpr() != nil:
+		a.addSource(sc, n.GetJoinExpr().Larg, ctes)
+		a.addSource(sc, n.GetJoinExpr().Rarg, ctes)
+	}
+}
+
+// lookup resolves a plain column reference against the FROM clause.
+func (sc *scope) lookup(n *pg.Node) *Column {
+	cr := n.GetColumnRef()
+	if cr == nil {
+		return nil
+	}
+	names := stringList(cr.Fields)
+	if len(names) == 0 {
+		return nil
+	}
+	col := names[len(names)-1]
+	if len(names) > 1 {
+		for _, c := range sc.names[names[len(names)-2]] {
+			if c.Name == col {
+				return c
+			}
+		}
+		return nil
+	}
+	for _, rel := range sc.order {
+		for _, c := range sc.names[rel] {
+			if c.Name == col {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// columnName is the name PostgreSQL gives an unaliased target (FigureColname).
+func columnName(n *pg.Node) string {
+	switch {
+	case n.GetColumnRef() != nil:
+		names := stringList(n.GetColumnRef().Fields)
+		if len(names) > 0 {
+			return names[len(names)-1]
+		}
+	case n.GetTypeCast() != nil:
+		if name := columnName(n.GetTypeCast().Arg); name != "?column?" {
+			return name
+		}
+		names := stringList(n.GetTypeCast().TypeName.Names)
+		return names[len(names)-1]
+	case n.GetFuncCall() != nil:
+		names := stringList(n.GetFuncCall().Funcname)
+		return names[len(names)-1]
+	case n.GetCoalesceExpr() != nil:
+		return "coalesce"
+	case n.GetCaseExpr() != nil:
+		return "case"
+	case n.GetMinMaxExpr() != nil:
+		if n.GetMinMaxExpr().Op == pg.MinMaxOp_IS_GREATEST {
+			return "greatest"
+		}
+		return "least"
+	case n.GetSubLink() != nil && n.GetSubLink().SubLinkType == pg.SubLinkType_EXISTS_SUBLINK:
+		return "exists"
+	}
+	return "?column?"
+}
+
+// Result types of common functions, for inference only.
+var funcTypes = map[string]string{
+	"count": "bigint", "row_number": "bigint", "rank": "bigint", "dense_rank": "bigint",
+	"now": "timestamp with time zone", "clock_timestamp": "timestamp with time zone",
+	"statement_timestamp": "timestamp with time zone", "transaction_timestamp": "timestamp with time zone",
+	"bool_and": "boolean", "bool_or": "boolean", "every": "boolean",
+	"string_agg": "text", "lower": "text", "upper": "text", "concat": "text", "concat_ws": "text",
+	"substring": "text", "trim": "text", "replace": "text", "format": "text", "md5": "text",
+	"length": "integer", "char_length": "integer", "avg": "numeric", "random": "double precision",
+	"gen_random_uuid": "uuid", "uuid_generate_v4": "uuid", "to_tsvector": "tsvector",
+	"jsonb_build_object": "jsonb", "json_build_object": "json", "jsonb_agg": "jsonb", "json_agg": "json",
+}
+
+// sameAsArg are functions whose result has their first typed argument's type.
+var sameAsArg = map[string]bool{"max": true, "min": true, "coalesce": true, "greatest": true,
+	"least": true, "nullif": true, "first_value": true, "last_value": true, "lag": true,
+	"lead": true, "any_value": true, "abs": true, "round": true, "sum": true}
+
+func (a *applier) exprType(n *pg.Node, sc *scope) string {
+	if n == nil {
+		return ""
+	}
+	switch {
+	case n.GetColumnRef() != nil:
+		if c := sc.lookup(n); c != nil {
+			return c.Type
+		}
+	case n.GetTypeCast() != nil:
+		spec, _ := a.typeOf(n.GetTypeCast().TypeName)
+		return spec.rendered
+	case n.GetAConst() != nil:
+		c := n.GetAConst()
+		switch {
+		case c.Isnull:
+			return ""
+		case c.GetIval() != nil:
+			return "integer"
+		case c.GetFval() != nil:
+			return "numeric"
+		case c.GetBoolval() != nil:
+			return "boolean"
+		case c.GetSval() != nil:
+			return "text"
+		}
+	case n.GetFuncCall() != nil:
+		fc := n.GetFuncCall()
+		names := stringList(fc.Funcname)
+		name := strings.ToLower(names[len(names)-1])
+		if t, ok := funcTypes[name]; ok {
+			return t
+		}
+		if name == "array_agg" && len(fc.Args) > 0 {
+			if t := a.exprType(fc.Args[0], sc); t != "" {
+				return t + "[]"
+			}
+		}
+		if sameAsArg[name] {
+			t := a.firstType(fc.Args, sc)
+			if name == "sum" {
+				switch t {
+				case "smallint", "integer":
+					return "bigint"
+				case "bigint":
+					return "numeric"
+				}
+			}
+			return t
+		}
+	case n.GetCoalesceExpr() != nil:
+		return a.firstType(n.GetCoalesceExpr().Args, sc)
+	case n.GetMinMaxExpr() != nil:
+		return a.firstType(n.GetMinMaxExpr().Args, sc)
+	case n.GetCaseExpr() != nil:
+		ce := n.GetCaseExpr()
+		var results []*pg.Node
+		for _, w := range ce.Args {
+			if cw := w.GetCaseWhen(); cw != nil {
+				results = append(results, cw.Result)
+			}
+		}
+		return a.firstType(append(results, ce.Defresult), sc)
+	case n.GetBoolExpr() != nil, n.GetNullTest() != nil, n.GetBooleanTest() != nil:
+		return "boolean"
+	case n.GetSubLink() != nil:
+		sl := n.GetSubLink()
+		if sl.SubLinkType == pg.SubLinkType_EXPR_SUBLINK {
+			if cols := a.selectColumns(sl.Subselect.GetSelectStmt(), nil); len(cols) == 1 {
+				return cols[0].Type
+			}
+			return ""
+		}
+		if sl.SubLinkType == pg.SubLinkType_ARRAY_SUBLINK {
+			return ""
+		}
+		return "boolean"
+	case n.GetSqlvalueFunction() != nil:
+		switch n.GetSqlvalueFunction().Op {
+		case pg.SQLValueFunctionOp_SVFOP_CURRENT_DATE:
+			return "date"
+		case pg.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP, pg.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP_N:
+			return "timestamp with time zone"
+		case pg.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP, pg.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP_N:
+			return "timestamp without time zone"
+		default:
+			return "text"
+		}
+	case n.GetAExpr() != nil:
+		ae := n.GetAExpr()
+		switch ae.Kind {
+		case pg.A_Expr_Kind_AEXPR_OP:
+			op := strings.Join(stringList(ae.Name), "")
+			switch op {
+			case "=", "<>", "!=", "<", ">", "<=", ">=", "~~", "!~~", "~~*", "!~~*", "~", "~*", "@>", "<@", "&&", "?":
+				return "boolean"
+			case "||":
+				return "text"
+			}
+			return a.firstType([]*pg.Node{ae.Lexpr, ae.Rexpr}, sc)
+		case pg.A_Expr_Kind_AEXPR_NULLIF:
+			return a.firstType([]*pg.Node{ae.Lexpr}, sc)
+		default: // IN, LIKE, BETWEEN, DISTINCT, SIMILAR, ANY/ALL
+			return "boolean"
+		}
+	}
+	return ""
+}
+
+// enumOfType finds the enum an inferred type names, as rendered by typeOf
+// ("mood", "app.mood", "mood[]"), following search_path when unqualified.
+func (a *applier) enumOfType(rendered string) *QualName {
+	base := strings.TrimRight(rendered, "[]")
+	if base == "" {
+		return nil
+	}
+	for _, s := range a.lookupPath() {
+		q := QualName{s, base}
+		if QuoteIdent(base) == base && a.cat.enums[q] != nil {
+			return &q
+		}
+	}
+	for q := range a.cat.enums {
+		if q.String() == base {
+			q := q
+			return &q
+		}
+	}
+	return nil
+}
+
+func (a *applier) firstType(nodes []*pg.Node, sc *scope) string {
+	for _, n := range nodes {
+		if t := a.exprType(n, sc); t != "" {
+			return t
+		}
+	}
+	return ""
+}

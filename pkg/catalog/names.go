@@ -1,0 +1,142 @@
+package catalog
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxIdentLen is NAMEDATALEN-1: PostgreSQL truncates identifiers to 63 bytes.
+const maxIdentLen = 63
+
+// reservedWords are the keywords PostgreSQL does not accept as a bare column
+// or table name (RESERVED_KEYWORD and TYPE_FUNC_NAME_KEYWORD in kwlist.h);
+// they must be quoted.
+var reservedWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`all analyse analyze and any array as asc asymmetric both case cast
+		check collate column constraint create current_catalog current_date current_role current_time
+		current_timestamp current_user default deferrable desc distinct do else end except false fetch
+		for foreign from grant group having in initially intersect into lateral leading limit localtime
+		localtimestamp not null offset on only or order placing primary references returning select
+		session_user some symmetric system_user table then to trailing true union unique user using
+		variadic when where window with
+		authorization binary collation concurrently cross current_schema freeze full ilike inner is
+		isnull join left like natural notnull outer overlaps right similar tablesample verbose`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// QuoteIdent quotes an identifier the way PostgreSQL needs it written:
+// bare when it is lower-case letters, digits and underscores not starting
+// with a digit and not a reserved word; double-quoted otherwise.
+func QuoteIdent(s string) string {
+	if s != "" && !reservedWords[s] && isBareIdent(s) {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+func isBareIdent(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c == '_':
+		case (c >= '0' && c <= '9') || c == '$':
+			if i == 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// makeObjectName builds a constraint name the way PostgreSQL's
+// makeObjectName does, so that a later DROP CONSTRAINT naming the default
+// name finds it: name1_name2_label, shortening the longer of name1 and name2
+// until the whole fits in 63 bytes.
+func makeObjectName(name1, name2, label string) string {
+	n1, n2 := len(name1), len(name2)
+	avail := maxIdentLen - len(label) - 1
+	if name2 != "" {
+		avail--
+	}
+	for n1+n2 > avail {
+		if n1 > n2 {
+			n1--
+		} else {
+			n2--
+		}
+	}
+	out := clipUTF8(name1, n1)
+	if name2 != "" {
+		out += "_" + clipUTF8(name2, n2)
+	}
+	return out + "_" + label
+}
+
+// clipUTF8 cuts s to at most n bytes without splitting a character
+// (pg_mbcliplen).
+func clipUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// columnsAddition joins column names for a default constraint name, as
+// ChooseIndexNameAddition does: names joined by "_", stopping once the
+// result is long enough to be truncated anyway.
+func columnsAddition(cols []string) string {
+	var b strings.Builder
+	for _, c := range cols {
+		if b.Len() > 0 {
+			b.WriteByte('_')
+		}
+		b.WriteString(c)
+		if b.Len() >= maxIdentLen {
+			break
+		}
+	}
+	return b.String()
+}
+
+// chooseConstraintName picks a default name that no constraint of t has yet,
+// trying label, then label1, label2, … like ChooseConstraintName.
+func chooseConstraintName(t *Table, name2, label string) string {
+	name := makeObjectName(t.Name, name2, label)
+	for pass := 1; t.hasConstraint(name); pass++ {
+		name = makeObjectName(t.Name, name2, label+strconv.Itoa(pass))
+	}
+	return name
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func (t *Table) hasConstraint(name string) bool {
+	if t.PrimaryKey != nil && t.PrimaryKey.Name == name {
+		return true
+	}
+	for _, k := range t.Unique {
+		if k.Name == name {
+			return true
+		}
+	}
+	for _, f := range t.ForeignKeys {
+		if f.Name == name {
+			return true
+		}
+	}
+	for _, c := range t.Checks {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,349 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+)
+
+func (a *applier) rename(s *pg.RenameStmt) error {
+	switch s.RenameType {
+	case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW,
+		pg.ObjectType_OBJECT_FOREIGN_TABLE:
+		q, kind := a.resolveRV(s.Relation)
+		if kind == relNone {
+			if s.MissingOk {
+				return nil
+			}
+			return undefined("relation %s does not exist", displayName(s.Relation.Schemaname, s.Relation.Relname))
+		}
+		return a.moveRelation(q, QualName{q.Schema, s.Newname})
+	case pg.ObjectType_OBJECT_COLUMN:
+		return a.renameColumn(s)
+	case pg.ObjectType_OBJECT_TABCONSTRAINT:
+		t, err := a.table(s.Relation)
+		if err != nil {
+			if s.MissingOk {
+				return nil
+			}
+			return err
+		}
+		return renameConstraint(t, s.Subname, s.Newname)
+	case pg.ObjectType_OBJECT_INDEX:
+		// Renaming the index behind a primary key or unique constraint
+		// renames the constraint too.
+		q, _ := a.resolveIndexOwner(s.Relation)
+		if t := a.cat.tables[q]; t != nil {
+			return renameConstraint(t, s.Relation.Relname, s.Newname)
+		}
+		return nil
+	case pg.ObjectType_OBJECT_TYPE:
+		schema, name := qualFromList(listStrings(s.Object))
+		old, ok := a.findEnum(schema, name)
+		if !ok {
+			return nil // a composite, range or base type: not modelled
+		}
+		return a.moveEnum(old, QualName{old.Schema, s.Newname})
+	case pg.ObjectType_OBJECT_SCHEMA:
+		return a.renameSchema(s.Subname, s.Newname)
+	}
+	return nil
+}
+
+func listStrings(n *pg.Node) []string {
+	if n == nil {
+		return nil
+	}
+	if l := n.GetList(); l != nil {
+		return stringList(l.Items)
+	}
+	if s := n.GetString_(); s != nil {
+		return []string{s.Sval}
+	}
+	if tn := n.GetTypeName(); tn != nil {
+		return stringList(tn.Names)
+	}
+	return nil
+}
+
+// resolveIndexOwner finds the table that has a key constraint named like
+// the index.
+func (a *applier) resolveIndexOwner(rv *pg.RangeVar) (QualName, bool) {
+	for _, t := range a.cat.tables {
+		if rv.Schemaname != "" && t.Schema != rv.Schemaname {
+			continue
+		}
+		if rv.Schemaname == "" && !slices.Contains(a.lookupPath(), t.Schema) {
+			continue
+		}
+		if t.PrimaryKey != nil && t.PrimaryKey.Name == rv.Relname {
+			return t.QualName(), true
+		}
+		for _, k := range t.Unique {
+			if k.Name == rv.Relname {
+				return t.QualName(), true
+			}
+		}
+	}
+	return QualName{}, false
+}
+
+func renameConstraint(t *Table, from, to string) error {
+	if from == to {
+		return nil
+	}
+	if t.hasConstraint(to) {
+		return duplicate("constraint %s for relation %s already exists", QuoteIdent(to), t.QualName())
+	}
+	switch {
+	case t.PrimaryKey != nil && t.PrimaryKey.Name == from:
+		t.PrimaryKey.Name = to
+		return nil
+	}
+	for i := range t.Unique {
+		if t.Unique[i].Name == from {
+			t.Unique[i].Name = to
+			return nil
+		}
+	}
+	for i := range t.ForeignKeys {
+		if t.ForeignKeys[i].Name == from {
+			t.ForeignKeys[i].Name = to
+			return nil
+		}
+	}
+	for i := range t.Checks {
+		if t.Checks[i].Name == from {
+			t.Checks[i].Name = to
+			return nil
+		}
+	}
+	return undefined("constraint %s of relation %s does not exist", QuoteIdent(from), t.QualName())
+}
+
+func (a *applier) renameColumn(s *pg.RenameStmt) error {
+	q, kind := a.resolveRV(s.Relation)
+	var cols []*Column
+	switch kind {
+	case relNone:
+		if s.MissingOk {
+			return nil
+		}
+		return undefined("relation %s does not exist", displayName(s.Relation.Schemaname, s.Relation.Relname))
+	case relView:
+		cols = a.cat.views[q].Columns
+	case relTable:
+		cols = a.cat.tables[q].Columns
+	}
+	i := slices.IndexFunc(cols, func(c *Column) bool { return c.Name == s.Subname })
+	if i < 0 {
+		if kind == relView && len(cols) == 0 {
+			return nil // a view whose columns we could not infer
+		}
+		return undefined("column %s of relation %s does not exist", QuoteIdent(s.Subname), q)
+	}
+	if slices.ContainsFunc(cols, func(c *Column) bool { return c.Name == s.Newname }) {
+		return duplicate("column %s of relation %s already exists", QuoteIdent(s.Newname), q)
+	}
+	cols[i].Name = s.Newname
+	if kind != relTable {
+		return nil
+	}
+	t := a.cat.tables[q]
+	ren := func(list []string) {
+		for j, c := range list {
+			if c == s.Subname {
+				list[j] = s.Newname
+			}
+		}
+	}
+	if t.PrimaryKey != nil {
+		ren(t.PrimaryKey.Columns)
+	}
+	for _, k := range t.Unique {
+		ren(k.Columns)
+	}
+	for _, fk := range t.ForeignKeys {
+		ren(fk.Columns)
+	}
+	for _, ch := range t.Checks {
+		ren(ch.Columns)
+	}
+	for _, other := range a.cat.tables {
+		for _, fk := range other.ForeignKeys {
+			if fk.RefTable == q {
+				ren(fk.RefColumns)
+			}
+		}
+	}
+	// Partitions and inheritance children carry the same column.
+	return a.eachChild(t, s.Relation.Inh, func(child *Table) error {
+		if c := child.Column(s.Subname); c != nil {
+			c.Name = s.Newname
+		}
+		return nil
+	})
+}
+
+// moveRelation renames a table or view (in place or across schemas) and
+// repoints every reference to it: foreign keys, views' read lists,
+// partition and inheritance links.
+func (a *applier) moveRelation(from, to QualName) error {
+	if from == to {
+		return nil
+	}
+	if a.kindOf(to) != relNone {
+		return duplicate("relation %s already exists", to)
+	}
+	if _, ok := a.cat.schemas[to.Schema]; !ok {
+		return undefined("schema %s does not exist", QuoteIdent(to.Schema))
+	}
+	if t := a.cat.tables[from]; t != nil {
+		delete(a.cat.tables, from)
+		t.Schema, t.Name = to.Schema, to.Name
+		a.cat.tables[to] = t
+	} else if v := a.cat.views[from]; v != nil {
+		delete(a.cat.views, from)
+		v.Schema, v.Name = to.Schema, to.Name
+		a.cat.views[to] = v
+	}
+	a.repoint(from, to)
+	return nil
+}
+
+func (a *applier) repoint(from, to QualName) {
+	for _, t := range a.cat.tables {
+		for i := range t.ForeignKeys {
+			if t.ForeignKeys[i].RefTable == from {
+				t.ForeignKeys[i].RefTable = to
+			}
+		}
+		if t.PartitionOf != nil && *t.PartitionOf == from {
+			*t.PartitionOf = to
+		}
+		for i := range t.Inherits {
+			if t.Inherits[i] == from {
+				t.Inherits[i] = to
+			}
+		}
+	}
+	for _, v := range a.cat.views {
+		for i := range v.Reads {
+			if v.Reads[i] == from {
+				v.Reads[i] = to
+			}
+		}
+	}
+}
+
+func (a *applier) findEnum(schema, name string) (QualName, bool) {
+	if schema != "" {
+		q := QualName{schema, name}
+		return q, a.cat.enums[q] != nil
+	}
+	for _, s := range a.lookupPath() {
+		q := QualName{s, name}
+		if a.cat.enums[q] != nil {
+			return q, true
+		}
+	}
+	return QualName{}, false
+}
+
+// moveEnum renames an enum type and re-renders the type of every column
+// that uses it, keeping array dimensions and the producer's choice to
+// qualify the name or not.
+func (a *applier) moveEnum(from, to QualName) error {
+	if from == to {
+		return nil
+	}
+	if a.cat.enums[to] != nil {
+		return duplicate("type %s already exists", to)
+	}
+	e := a.cat.enums[from]
+	delete(a.cat.enums, from)
+	e.Schema, e.Name = to.Schema, to.Name
+	a.cat.enums[to] = e
+	fix := func(cols []*Column) {
+		for _, c := range cols {
+			if c.Enum == nil || *c.Enum != from {
+				continue
+			}
+			dims := 0
+			base := c.Type
+			for strings.HasSuffix(base, "[]") {
+				base = strings.TrimSuffix(base, "[]")
+				dims++
+			}
+			name := QuoteIdent(to.Name)
+			if strings.Contains(base, ".") || to.Schema != from.Schema {
+				name = to.String()
+			}
+			c.Type = name + strings.Repeat("[]", dims)
+			*c.Enum = to
+		}
+	}
+	for _, t := range a.cat.tables {
+		fix(t.Columns)
+	}
+	for _, v := range a.cat.views {
+		fix(v.Columns)
+	}
+	return nil
+}
+
+func (a *applier) renameSchema(from, to string) error {
+	if _, ok := a.cat.schemas[from]; !ok {
+		return undefined("schema %s does not exist", QuoteIdent(from))
+	}
+	if _, ok := a.cat.schemas[to]; ok {
+		return duplicate("schema %s already exists", QuoteIdent(to))
+	}
+	a.cat.schemas[to] = a.cat.schemas[from]
+	for _, q := range keysIn(a.cat.tables, from) {
+		_ = a.moveRelation(q, QualName{to, q.Name})
+	}
+	for _, q := range keysIn(a.cat.views, from) {
+		_ = a.moveRelation(q, QualName{to, q.Name})
+	}
+	for _, q := range keysIn(a.cat.enums, from) {
+		_ = a.moveEnum(q, QualName{to, q.Name})
+	}
+	delete(a.cat.schemas, from)
+	return nil
+}
+
+func keysIn[T any](m map[QualName]T, schema string) []QualName {
+	var out []QualName
+	for q := range m {
+		if q.Schema == schema {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func (a *applier) setSchema(s *pg.AlterObjectSchemaStmt) error {
+	if _, ok := a.cat.schemas[s.Newschema]; !ok {
+		return undefined("schema %s does not exist", QuoteIdent(s.Newschema))
+	}
+	switch s.ObjectType {
+	case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW,
+		pg.ObjectType_OBJECT_FOREIGN_TABLE:
+		q, kind := a.resolveRV(s.Relation)
+		if kind == relNone {
+			if s.MissingOk {
+				return nil
+			}
+			return undefined("relation %s does not exist", displayName(s.Relation.Schemaname, s.Relation.Relname))
+		}
+		return a.moveRelation(q, QualName{s.Newschema, q.Name})
+	case pg.ObjectType_OBJECT_TYPE:
+		schema, name := qualFromList(listStrings(s.Object))
+		if q, ok := a.findEnum(schema, name); ok {
+			return a.moveEnum(q, QualName{s.Newschema, q.Name})
+		}
+	}
+	return nil
+}
