@@ -1,0 +1,168 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Error codes carried by replies. Clients match them with errors.Is
+// against an *Error holding the same code.
+const (
+	CodeBadRequest       = "bad_request"
+	CodeUnknownDatabase  = "unknown_database"
+	CodeNotFound         = "not_found"
+	CodeStoreUnavailable = "store_unavailable"
+	CodeGatewayError     = "gateway_error"
+	CodeTimeout          = "timeout"
+	CodeBusy             = "busy"
+	CodeInternal         = "internal"
+	CodeUnsafeSQL        = "unsafe_sql"
+	CodeInvalidSQL       = "invalid_sql"
+	CodeUnknownTable     = "unknown_table"
+	CodeUnanswerable     = "unanswerable"
+	CodeNoGateway        = "no_gateway"
+)
+
+// Error is the error object of every reply.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Is matches another *Error by code, so errors.Is(err, &events.Error{Code:
+// events.CodeTimeout}) works after wrapping.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Limits on requests.
+const (
+	MaxQuestionBytes = 4096
+	MaxK             = 100
+)
+
+// SearchRequest asks for retrieval only: the ranked context for a question.
+type SearchRequest struct {
+	Database string `json:"database"`
+	Question string `json:"question"`
+	// K is how many results to return (default 10, at most MaxK).
+	K int `json:"k,omitempty"`
+	// Kinds restricts results to chunk kinds (table, view, doc, example).
+	Kinds []string `json:"kinds,omitempty"`
+	// Tags filter docs by metadata.
+	Tags    map[string]string `json:"tags,omitempty"`
+	Explain bool              `json:"explain,omitempty"`
+}
+
+// Validate checks a search request.
+func (r *SearchRequest) Validate() error {
+	if err := ValidateDatabase(r.Database); err != nil {
+		return err
+	}
+	return validateQuestion(r.Question, r.K)
+}
+
+func validateQuestion(q string, k int) error {
+	switch {
+	case strings.TrimSpace(q) == "":
+		return fieldErr("question", "required")
+	case len(q) > MaxQuestionBytes:
+		return fieldErr("question", "longer than %d bytes", MaxQuestionBytes)
+	case k < 0 || k > MaxK:
+		return fieldErr("k", "must be between 1 and %d, got %d", MaxK, k)
+	}
+	return nil
+}
+
+// AskRequest asks for SQL that answers a question.
+type AskRequest struct {
+	Database string            `json:"database"`
+	Question string            `json:"question"`
+	K        int               `json:"k,omitempty"`
+	Tags     map[string]string `json:"tags,omitempty"`
+	Explain  bool              `json:"explain,omitempty"`
+}
+
+// Validate checks an ask request.
+func (r *AskRequest) Validate() error {
+	if err := ValidateDatabase(r.Database); err != nil {
+		return err
+	}
+	return validateQuestion(r.Question, r.K)
+}
+
+// TablesRequest lists a database's tables, or describes one.
+type TablesRequest struct {
+	Database string `json:"database"`
+	// Table, when set, selects one table ("schema.table" or "table").
+	Table string `json:"table,omitempty"`
+}
+
+// Validate checks a tables request.
+func (r *TablesRequest) Validate() error {
+	return ValidateDatabase(r.Database)
+}
+
+// ContextItem is one piece of retrieved context.
+type ContextItem struct {
+	ID    string  `json:"id"`   // chunk id, db:kind:name[:part]
+	Kind  string  `json:"kind"` // table, view, doc, example
+	Name  string  `json:"name"`
+	Score float64 `json:"score"`
+	Text  string  `json:"text,omitempty"`
+}
+
+// Usage is token usage reported by the gateway.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+}
+
+// SearchReply is the reply of the search endpoint.
+type SearchReply struct {
+	Database string             `json:"database"`
+	Results  []ContextItem      `json:"results"`
+	Explain  any                `json:"explain,omitempty"`
+	Timings  map[string]float64 `json:"timings_ms,omitempty"`
+	Error    *Error             `json:"error,omitempty"`
+}
+
+// AskReply is the reply of the ask endpoint. On failure Error is set and
+// SQL may still carry the rejected statement.
+type AskReply struct {
+	Database    string             `json:"database"`
+	SQL         string             `json:"sql"`
+	Explanation string             `json:"explanation,omitempty"`
+	Tables      []string           `json:"tables,omitempty"`
+	Context     []ContextItem      `json:"context,omitempty"`
+	Warnings    []string           `json:"warnings,omitempty"`
+	Usage       *Usage             `json:"usage,omitempty"`
+	Timings     map[string]float64 `json:"timings_ms,omitempty"`
+	Explain     any                `json:"explain,omitempty"`
+	Error       *Error             `json:"error,omitempty"`
+}
+
+// TableInfo describes one table in a TablesReply.
+type TableInfo struct {
+	Name    string `json:"name"` // schema.table
+	Comment string `json:"comment,omitempty"`
+	Columns int    `json:"columns"`
+	DDL     string `json:"ddl,omitempty"` // only when one table was asked for
+}
+
+// TablesReply is the reply of the tables endpoint.
+type TablesReply struct {
+	Database string      `json:"database"`
+	Version  int64       `json:"version"`
+	Tables   []TableInfo `json:"tables"`
+	Error    *Error      `json:"error,omitempty"`
+}
+
+// Errorf builds a wire error.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}

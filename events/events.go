@@ -1,0 +1,407 @@
+// Package events is schemaq's wire contract: the subjects, headers and JSON
+// payloads that producers, workers, daemons and clients exchange over NATS.
+// It depends on the standard library only, so any Go service can import it.
+//
+// Every event is one Envelope with a spec version. Decode is strict:
+// unknown fields, a newer spec, a missing or malformed field, invalid UTF-8
+// and oversize events are errors that name the field. Changes are additive;
+// a breaking change gets a new spec version.
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// SpecVersion is the newest envelope version this code understands.
+const SpecVersion = 1
+
+// DefaultMaxEventBytes bounds an encoded event. It matches NATS's default
+// max_payload; a larger schema dump must be split or the server limit and
+// this one raised together.
+const DefaultMaxEventBytes = 1 << 20
+
+// Event types.
+const (
+	TypeMigration      = "schema.migration"
+	TypeSnapshot       = "schema.snapshot"
+	TypeDocUpsert      = "docs.upsert"
+	TypeDocDelete      = "docs.delete"
+	TypeExamplesUpsert = "examples.upsert"
+)
+
+// Envelope is the one shape every event has on the wire.
+type Envelope struct {
+	Spec int    `json:"spec"`
+	Type string `json:"type"`
+	// ID identifies the event; it is also the JetStream message id
+	// (Nats-Msg-Id), so a re-published event is dropped as a duplicate.
+	ID       string          `json:"id"`
+	Database string          `json:"database"`
+	Time     time.Time       `json:"time,omitzero"`
+	Data     json.RawMessage `json:"data"`
+}
+
+// Migration is the data of a schema.migration event: DDL to apply on top
+// of the catalog at version Seq-1.
+type Migration struct {
+	// Seq is the migration's position in the database's history, from 1.
+	Seq int64 `json:"seq"`
+	// Source names where the SQL came from (a file name); errors cite it.
+	Source string `json:"source,omitempty"`
+	SQL    string `json:"sql"`
+}
+
+// Snapshot is the data of a schema.snapshot event: the whole schema (for
+// example pg_dump --schema-only). It replaces the catalog and sets its
+// version to Seq.
+type Snapshot struct {
+	Seq    int64  `json:"seq"`
+	Source string `json:"source,omitempty"`
+	SQL    string `json:"sql"`
+}
+
+// DocUpsert is the data of a docs.upsert event: one markdown document.
+type DocUpsert struct {
+	DocID string `json:"doc_id"`
+	Title string `json:"title,omitempty"`
+	Body  string `json:"body"`
+	// Tags are metadata usable as search filters (version, product, …).
+	Tags map[string]string `json:"tags,omitempty"`
+}
+
+// DocDelete is the data of a docs.delete event.
+type DocDelete struct {
+	DocID string `json:"doc_id"`
+}
+
+// ExamplesUpsert is the data of an examples.upsert event: question/SQL
+// pairs retrieved as few-shot examples.
+type ExamplesUpsert struct {
+	Examples []Example `json:"examples"`
+}
+
+// Example is one question/SQL pair. ID defaults to a hash of the question.
+type Example struct {
+	ID       string `json:"id,omitempty"`
+	Question string `json:"question"`
+	SQL      string `json:"sql"`
+}
+
+// Event is a decoded, validated event: the envelope plus exactly one typed
+// payload, chosen by Type.
+type Event struct {
+	Envelope
+	Migration *Migration      `json:"-"`
+	Snapshot  *Snapshot       `json:"-"`
+	DocUpsert *DocUpsert      `json:"-"`
+	DocDelete *DocDelete      `json:"-"`
+	Examples  *ExamplesUpsert `json:"-"`
+}
+
+// Errors that Decode and Validate return; match with errors.Is.
+var (
+	ErrMalformed   = errors.New("malformed event")
+	ErrInvalid     = errors.New("invalid event")
+	ErrNewerSpec   = errors.New("event spec is newer than this schemaq understands")
+	ErrTooLarge    = errors.New("event too large")
+	ErrUnknownType = errors.New("unknown event type")
+)
+
+// FieldError says which field of an event is wrong and why. It matches
+// ErrInvalid.
+type FieldError struct {
+	Field   string // JSON path, e.g. "data.seq"
+	Problem string
+}
+
+func (e *FieldError) Error() string        { return fmt.Sprintf("field %s: %s", e.Field, e.Problem) }
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+var databaseRe = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// ValidateDatabase checks that name can be a NATS subject token and a key:
+// 1 to 64 of a-z, 0-9, '_' and '-'.
+func ValidateDatabase(name string) error {
+	if !databaseRe.MatchString(name) {
+		return fieldErr("database", "%q is not a valid database name: use 1 to 64 of a-z, 0-9, '_' and '-'", name)
+	}
+	return nil
+}
+
+const (
+	maxIDLen  = 256
+	maxTagLen = 256
+)
+
+var tagKeyRe = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
+
+// Decode parses and validates one event. maxBytes bounds its size
+// (DefaultMaxEventBytes when ≤ 0).
+func Decode(b []byte, maxBytes int) (*Event, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxEventBytes
+	}
+	if len(b) > maxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(b), maxBytes)
+	}
+	if !utf8.Valid(b) {
+		off := invalidUTF8Offset(b)
+		return nil, fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, off)
+	}
+	var env Envelope
+	if err := strictUnmarshal(b, &env, ""); err != nil {
+		return nil, err
+	}
+	ev := &Event{Envelope: env}
+	if err := ev.decodeData(); err != nil {
+		return nil, err
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+func invalidUTF8Offset(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// strictUnmarshal decodes one JSON value into v, rejecting unknown fields
+// and trailing data, and turns encoding/json's errors into ones that name
+// the field (prefixed with path).
+func strictUnmarshal(b []byte, v any, path string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err, path)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: data after the JSON object", ErrMalformed)
+	}
+	return nil
+}
+
+func jsonError(err error, path string) error {
+	join := func(f string) string {
+		if path == "" {
+			return f
+		}
+		if f == "" {
+			return path
+		}
+		return path + "." + f
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Errorf("%w: %v at byte %d", ErrMalformed, syn, syn.Offset)
+	case errors.As(err, &typ) && typ.Field == "" && path == "":
+		return fmt.Errorf("%w: an event is a JSON object, got JSON %s", ErrMalformed, typ.Value)
+	case errors.As(err, &typ):
+		return fieldErr(join(typ.Field), "expected %s, got JSON %s", typ.Type, typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return fieldErr(join(name), "unknown field")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: unexpected end of JSON", ErrMalformed)
+	}
+	var te *time.ParseError
+	if errors.As(err, &te) {
+		return fieldErr(join("time"), "not an RFC 3339 time: %v", err)
+	}
+	return fmt.Errorf("%w: %v", ErrMalformed, err)
+}
+
+func (ev *Event) decodeData() error {
+	if ev.Spec > SpecVersion {
+		return fmt.Errorf("%w: spec %d, this build understands up to %d", ErrNewerSpec, ev.Spec, SpecVersion)
+	}
+	if len(ev.Data) == 0 || string(ev.Data) == "null" {
+		if ev.Type == "" {
+			return fieldErr("type", "required")
+		}
+		return fieldErr("data", "required")
+	}
+	var target any
+	switch ev.Type {
+	case TypeMigration:
+		ev.Migration = &Migration{}
+		target = ev.Migration
+	case TypeSnapshot:
+		ev.Snapshot = &Snapshot{}
+		target = ev.Snapshot
+	case TypeDocUpsert:
+		ev.DocUpsert = &DocUpsert{}
+		target = ev.DocUpsert
+	case TypeDocDelete:
+		ev.DocDelete = &DocDelete{}
+		target = ev.DocDelete
+	case TypeExamplesUpsert:
+		ev.Examples = &ExamplesUpsert{}
+		target = ev.Examples
+	case "":
+		return fieldErr("type", "required")
+	default:
+		return fmt.Errorf("%w: %q (known: %s)", ErrUnknownType, ev.Type, strings.Join(Types(), ", "))
+	}
+	return strictUnmarshal(ev.Data, target, "data")
+}
+
+// Types lists the event types in a stable order.
+func Types() []string {
+	return []string{TypeMigration, TypeSnapshot, TypeDocUpsert, TypeDocDelete, TypeExamplesUpsert}
+}
+
+// Validate checks the envelope and the payload. Decode calls it; producers
+// call it before publishing.
+func (ev *Event) Validate() error {
+	switch {
+	case ev.Spec == 0:
+		return fieldErr("spec", "required (this build writes %d)", SpecVersion)
+	case ev.Spec < 0:
+		return fieldErr("spec", "must be positive, got %d", ev.Spec)
+	case ev.Spec > SpecVersion:
+		return fmt.Errorf("%w: spec %d, this build understands up to %d", ErrNewerSpec, ev.Spec, SpecVersion)
+	}
+	if err := validateID("id", ev.ID); err != nil {
+		return err
+	}
+	if ev.Database == "" {
+		return fieldErr("database", "required")
+	}
+	if err := ValidateDatabase(ev.Database); err != nil {
+		return err
+	}
+	switch ev.Type {
+	case TypeMigration:
+		return validateDDL(ev.Migration.Seq, ev.Migration.SQL)
+	case TypeSnapshot:
+		return validateDDL(ev.Snapshot.Seq, ev.Snapshot.SQL)
+	case TypeDocUpsert:
+		d := ev.DocUpsert
+		if err := validateID("data.doc_id", d.DocID); err != nil {
+			return err
+		}
+		if strings.TrimSpace(d.Body) == "" {
+			return fieldErr("data.body", "required: the markdown text of the document")
+		}
+		for k, v := range d.Tags {
+			if !tagKeyRe.MatchString(k) {
+				return fieldErr("data.tags", "key %q: use 1 to 64 of a-z, 0-9, '_', '.' and '-'", k)
+			}
+			if len(v) > maxTagLen {
+				return fieldErr("data.tags."+k, "longer than %d bytes", maxTagLen)
+			}
+		}
+	case TypeDocDelete:
+		return validateID("data.doc_id", ev.DocDelete.DocID)
+	case TypeExamplesUpsert:
+		if len(ev.Examples.Examples) == 0 {
+			return fieldErr("data.examples", "required: at least one question/SQL pair")
+		}
+		for i, ex := range ev.Examples.Examples {
+			f := fmt.Sprintf("data.examples[%d]", i)
+			if ex.ID != "" {
+				if err := validateID(f+".id", ex.ID); err != nil {
+					return err
+				}
+			}
+			if strings.TrimSpace(ex.Question) == "" {
+				return fieldErr(f+".question", "required")
+			}
+			if strings.TrimSpace(ex.SQL) == "" {
+				return fieldErr(f+".sql", "required")
+			}
+		}
+	default:
+		return fmt.Errorf("%w: %q", ErrUnknownType, ev.Type)
+	}
+	return nil
+}
+
+func validateDDL(seq int64, sql string) error {
+	if seq < 1 {
+		return fieldErr("data.seq", "must be 1 or more, got %d", seq)
+	}
+	if strings.TrimSpace(sql) == "" {
+		return fieldErr("data.sql", "required: the DDL to apply is empty")
+	}
+	return nil
+}
+
+func validateID(field, id string) error {
+	switch {
+	case id == "":
+		return fieldErr(field, "required")
+	case len(id) > maxIDLen:
+		return fieldErr(field, "longer than %d bytes", maxIDLen)
+	case strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return fieldErr(field, "%q contains white space or control characters", id)
+	}
+	return nil
+}
+
+// New builds a validated event of the given payload, setting spec, type
+// and data. The payload must be one of the payload types of this package.
+func New(id, database string, at time.Time, payload any) (*Event, error) {
+	ev := &Event{Envelope: Envelope{Spec: SpecVersion, ID: id, Database: database, Time: at.UTC()}}
+	switch p := payload.(type) {
+	case *Migration:
+		ev.Type, ev.Migration = TypeMigration, p
+	case *Snapshot:
+		ev.Type, ev.Snapshot = TypeSnapshot, p
+	case *DocUpsert:
+		ev.Type, ev.DocUpsert = TypeDocUpsert, p
+	case *DocDelete:
+		ev.Type, ev.DocDelete = TypeDocDelete, p
+	case *ExamplesUpsert:
+		ev.Type, ev.Examples = TypeExamplesUpsert, p
+	default:
+		return nil, fmt.Errorf("%w: payload of type %T", ErrUnknownType, payload)
+	}
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s payload: %w", ev.Type, err)
+	}
+	ev.Data = data
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// Encode returns the event's wire form.
+func (ev *Event) Encode() ([]byte, error) {
+	return json.Marshal(ev.Envelope)
+}
+
+// Subject is the subject the event is published on.
+func (ev *Event) Subject() string {
+	switch ev.Type {
+	case TypeDocUpsert, TypeDocDelete:
+		return DocsSubject(ev.Database)
+	case TypeExamplesUpsert:
+		return ExamplesSubject(ev.Database)
+	}
+	return SchemaSubject(ev.Database)
+}

@@ -1,0 +1,197 @@
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecodeGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil || len(files) != len(Types()) {
+		t.Fatalf("want one golden file per event type, got %v (%v)", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := Decode(b, 0)
+			if err != nil {
+				t.Fatalf("golden event does not decode: %v", err)
+			}
+			if want := strings.TrimSuffix(filepath.Base(f), ".json"); ev.Type != want {
+				t.Errorf("type %q, want %q", ev.Type, want)
+			}
+			// Encode → Decode gives the same event.
+			enc, err := ev.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := Decode(enc, 0)
+			if err != nil {
+				t.Fatalf("re-decode: %v", err)
+			}
+			a, _ := json.Marshal(again.Envelope)
+			if string(a) != string(enc) {
+				t.Errorf("round trip changed the event:\n%s\n%s", enc, a)
+			}
+		})
+	}
+}
+
+func TestDecodeBadInput(t *testing.T) {
+	valid := func(typ, data string) string {
+		return `{"spec":1,"type":"` + typ + `","id":"e1","database":"shop","data":` + data + `}`
+	}
+	tests := []struct {
+		name    string
+		in      string
+		want    error
+		field   string // for FieldErrors
+		message string
+	}{
+		{"malformed JSON", `{"spec":1,`, ErrMalformed, "", "unexpected end"},
+		{"not an object", `[1,2]`, ErrMalformed, "", ""},
+		{"trailing data", valid("docs.delete", `{"doc_id":"a"}`) + `{}`, ErrMalformed, "", "after the JSON object"},
+		{"unknown envelope field", `{"spec":1,"type":"docs.delete","id":"e","database":"shop","data":{"doc_id":"a"},"extra":1}`, ErrInvalid, "extra", "unknown field"},
+		{"unknown data field", valid("docs.delete", `{"doc_id":"a","force":true}`), ErrInvalid, "data.force", "unknown field"},
+		{"wrong type in data", valid("schema.migration", `{"seq":"three","sql":"SELECT 1"}`), ErrInvalid, "data.seq", "expected int64"},
+		{"newer spec", `{"spec":2,"type":"docs.delete","id":"e","database":"shop","data":{"doc_id":"a"}}`, ErrNewerSpec, "", "spec 2"},
+		{"missing spec", `{"type":"docs.delete","id":"e","database":"shop","data":{"doc_id":"a"}}`, ErrInvalid, "spec", "required"},
+		{"unknown type", valid("schema.drop", `{}`), ErrUnknownType, "", `"schema.drop"`},
+		{"missing type", `{"spec":1,"id":"e","database":"shop","data":{}}`, ErrInvalid, "type", "required"},
+		{"missing data", `{"spec":1,"type":"docs.delete","id":"e","database":"shop"}`, ErrInvalid, "data", "required"},
+		{"missing id", `{"spec":1,"type":"docs.delete","database":"shop","data":{"doc_id":"a"}}`, ErrInvalid, "id", "required"},
+		{"id with spaces", `{"spec":1,"type":"docs.delete","id":"a b","database":"shop","data":{"doc_id":"a"}}`, ErrInvalid, "id", "white space"},
+		{"missing database", `{"spec":1,"type":"docs.delete","id":"e","data":{"doc_id":"a"}}`, ErrInvalid, "database", "required"},
+		{"invalid database name", `{"spec":1,"type":"docs.delete","id":"e","database":"Shop.prod","data":{"doc_id":"a"}}`, ErrInvalid, "database", "not a valid database name"},
+		{"database name too long", `{"spec":1,"type":"docs.delete","id":"e","database":"` + strings.Repeat("a", 65) + `","data":{"doc_id":"a"}}`, ErrInvalid, "database", "not a valid"},
+		{"bad time", `{"spec":1,"type":"docs.delete","id":"e","database":"shop","time":"yesterday","data":{"doc_id":"a"}}`, ErrInvalid, "time", "RFC 3339"},
+		{"seq zero", valid("schema.migration", `{"seq":0,"sql":"CREATE TABLE t (id int)"}`), ErrInvalid, "data.seq", "1 or more"},
+		{"empty SQL", valid("schema.migration", `{"seq":1,"sql":"  \n"}`), ErrInvalid, "data.sql", "empty"},
+		{"snapshot without SQL", valid("schema.snapshot", `{"seq":4}`), ErrInvalid, "data.sql", "empty"},
+		{"doc without body", valid("docs.upsert", `{"doc_id":"a.md","body":""}`), ErrInvalid, "data.body", "required"},
+		{"doc with bad tag key", valid("docs.upsert", `{"doc_id":"a.md","body":"x","tags":{"Has Space":"v"}}`), ErrInvalid, "data.tags", "Has Space"},
+		{"doc with invalid UTF-8", valid("docs.upsert", "{\"doc_id\":\"a.md\",\"body\":\"caf\xe9\"}"), ErrMalformed, "", "invalid UTF-8 at byte"},
+		{"no examples", valid("examples.upsert", `{"examples":[]}`), ErrInvalid, "data.examples", "at least one"},
+		{"example without SQL", valid("examples.upsert", `{"examples":[{"question":"q","sql":"x"},{"question":"q2","sql":""}]}`), ErrInvalid, "data.examples[1].sql", "required"},
+		{"oversize", valid("schema.migration", `{"seq":1,"sql":"`+strings.Repeat("x", 2000)+`"}`), ErrTooLarge, "", "limit is 1024"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode([]byte(tc.in), 1024)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if tc.field != "" {
+				var fe *FieldError
+				if !errors.As(err, &fe) || fe.Field != tc.field {
+					t.Errorf("got %v, want a FieldError on %q", err, tc.field)
+				}
+			}
+			if !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("error %q should mention %q", err, tc.message)
+			}
+		})
+	}
+}
+
+func TestNewBuildsValidEvents(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	ev, err := New("shop-1", "shop", at, &Migration{Seq: 1, Source: "0001_init.sql", SQL: "CREATE TABLE t (id int)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Subject() != "schemaq.schema.shop" || ev.Type != TypeMigration {
+		t.Errorf("got subject %q type %q", ev.Subject(), ev.Type)
+	}
+	b, _ := ev.Encode()
+	back, err := Decode(b, 0)
+	if err != nil || back.Migration.SQL != "CREATE TABLE t (id int)" || !back.Time.Equal(at) {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	if _, err := New("x", "Bad Name", at, &DocDelete{DocID: "a"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("New with a bad database: got %v", err)
+	}
+	if _, err := New("x", "shop", at, "not a payload"); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("New with a bad payload: got %v", err)
+	}
+	d, _ := New("d", "shop", at, &DocUpsert{DocID: "a.md", Body: "# A"})
+	x, _ := New("x", "shop", at, &ExamplesUpsert{Examples: []Example{{Question: "q", SQL: "SELECT 1"}}})
+	if d.Subject() != "schemaq.docs.shop" || x.Subject() != "schemaq.examples.shop" {
+		t.Errorf("subjects: %s %s", d.Subject(), x.Subject())
+	}
+}
+
+func TestSubjectsStayOutOfStreams(t *testing.T) {
+	streamPrefixes := []string{"schemaq.schema.", "schemaq.docs.", "schemaq.examples.", "schemaq.dlq."}
+	for _, ep := range []string{EndpointAsk, EndpointSearch, EndpointTables} {
+		s := EndpointSubject(ep)
+		for _, p := range streamPrefixes {
+			if strings.HasPrefix(s, p) {
+				t.Errorf("request subject %s would be captured by a stream (%s*)", s, p)
+			}
+		}
+	}
+}
+
+func TestErrorMatchesByCode(t *testing.T) {
+	err := error(Errorf(CodeTimeout, "deadline of %s passed", "2s"))
+	wrapped := errors.Join(errors.New("ask"), err)
+	if !errors.Is(wrapped, &Error{Code: CodeTimeout}) || errors.Is(wrapped, &Error{Code: CodeBusy}) {
+		t.Error("Error.Is should compare codes")
+	}
+}
+
+func TestRequestValidation(t *testing.T) {
+	tests := []struct {
+		name  string
+		req   interface{ Validate() error }
+		field string
+	}{
+		{"empty question", &AskRequest{Database: "shop", Question: " "}, "question"},
+		{"bad database", &SearchRequest{Database: "", Question: "q"}, "database"},
+		{"k too large", &SearchRequest{Database: "shop", Question: "q", K: 1000}, "k"},
+		{"long question", &AskRequest{Database: "shop", Question: strings.Repeat("q", MaxQuestionBytes+1)}, "question"},
+		{"tables bad db", &TablesRequest{Database: "a.b"}, "database"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var fe *FieldError
+			if err := tc.req.Validate(); !errors.As(err, &fe) || fe.Field != tc.field {
+				t.Errorf("got %v, want a FieldError on %s", err, tc.field)
+			}
+		})
+	}
+	if err := (&AskRequest{Database: "shop", Question: "how many orders?"}).Validate(); err != nil {
+		t.Errorf("valid request: %v", err)
+	}
+}
+
+// TestImportsOnlyStdlib keeps the wire contract importable by any service.
+func TestImportsOnlyStdlib(t *testing.T) {
+	files, _ := filepath.Glob("*.go")
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		pf, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range pf.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+				t.Errorf("%s imports %s: package events may import the standard library only", f, path)
+			}
+		}
+	}
+}

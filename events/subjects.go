@@ -1,0 +1,64 @@
+package events
+
+// Stream and subjects. Request subjects of the query service are kept out
+// of every stream's subjects: a stream that captured a request would answer
+// it with a PubAck.
+const (
+	// Stream is the JetStream stream holding every event.
+	Stream = "SCHEMAQ"
+	// StreamSubjects are the subjects Stream captures.
+	StreamSubjectSchema   = "schemaq.schema.*"
+	StreamSubjectDocs     = "schemaq.docs.*"
+	StreamSubjectExamples = "schemaq.examples.*"
+
+	// DeadLetterStream keeps events that could not be applied, with the
+	// reason in headers.
+	DeadLetterStream = "SCHEMAQ_DLQ"
+	// DeadLetterSubjects is what DeadLetterStream captures.
+	DeadLetterSubjects = "schemaq.dlq.>"
+
+	// CatalogBucket is the JetStream key-value bucket of catalogs, one key
+	// per database.
+	CatalogBucket = "schemaq_catalogs"
+
+	// ServiceName is the NATS micro service of the query daemon; its
+	// endpoints answer on ServiceName + "." + endpoint.
+	ServiceName = "schemaq"
+	// Endpoint names of the query service.
+	EndpointAsk    = "ask"
+	EndpointSearch = "search"
+	EndpointTables = "tables"
+)
+
+// Headers.
+const (
+	// HeaderMsgID carries the event id; JetStream drops a second message
+	// with the same id inside the stream's duplicate window.
+	HeaderMsgID = "Nats-Msg-Id"
+	// HeaderEventType repeats the event type so that tools can filter
+	// without decoding the body.
+	HeaderEventType = "Schemaq-Event-Type"
+
+	// Dead-letter headers: why, what and where the event came from.
+	HeaderDLQReason     = "Schemaq-Dlq-Reason"
+	HeaderDLQSubject    = "Schemaq-Dlq-Subject"
+	HeaderDLQSource     = "Schemaq-Dlq-Source"
+	HeaderDLQStreamSeq  = "Schemaq-Dlq-Stream-Seq"
+	HeaderDLQDeliveries = "Schemaq-Dlq-Deliveries"
+)
+
+// SchemaSubject is where schema.migration and schema.snapshot events for db
+// are published.
+func SchemaSubject(db string) string { return "schemaq.schema." + db }
+
+// DocsSubject is where docs.upsert and docs.delete events for db go.
+func DocsSubject(db string) string { return "schemaq.docs." + db }
+
+// ExamplesSubject is where examples.upsert events for db go.
+func ExamplesSubject(db string) string { return "schemaq.examples." + db }
+
+// DeadLetterSubject is where a failed event for db is republished.
+func DeadLetterSubject(db string) string { return "schemaq.dlq." + db }
+
+// EndpointSubject is the request subject of a query service endpoint.
+func EndpointSubject(endpoint string) string { return ServiceName + "." + endpoint }

@@ -1,0 +1,38 @@
+package catalog
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestImportsArePure keeps the catalog free of I/O and infrastructure: it
+// may import the standard library (minus os, net and the like) and
+// libpg_query's bindings only.
+func TestImportsArePure(t *testing.T) {
+	allowed := map[string]bool{
+		"github.com/pganalyze/pg_query_go/v5":             true,
+		"github.com/pganalyze/pg_query_go/v5/parser":      true,
+		"google.golang.org/protobuf/reflect/protoreflect": true,
+	}
+	banned := map[string]bool{"os": true, "net": true, "net/http": true, "os/exec": true, "time": true, "log": true}
+	files, _ := filepath.Glob("*.go")
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		pf, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range pf.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			first, _, _ := strings.Cut(path, "/")
+			if (strings.Contains(first, ".") && !allowed[path]) || banned[path] {
+				t.Errorf("%s imports %s: package catalog is pure (stdlib and pg_query only, no I/O or clock)", f, path)
+			}
+		}
+	}
+}
