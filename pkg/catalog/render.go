@@ -27,7 +27,7 @@ func (t *Table) writeDDL(b *strings.Builder, withFKs bool) {
 	var lines []string
 	var comments []string
 	for _, c := range t.Columns {
-		lines = append(lines, "    "+c.definition())
+		lines = append(lines, "    "+c.Definition())
 		comments = append(comments, c.Comment)
 	}
 	if pk := t.PrimaryKey; pk != nil && len(pk.Columns) > 0 {
@@ -42,7 +42,7 @@ func (t *Table) writeDDL(b *strings.Builder, withFKs bool) {
 	}
 	if withFKs {
 		for _, fk := range t.ForeignKeys {
-			lines = append(lines, "    CONSTRAINT "+QuoteIdent(fk.Name)+" "+fk.clause())
+			lines = append(lines, "    CONSTRAINT "+QuoteIdent(fk.Name)+" "+fk.Clause())
 			comments = append(comments, "")
 		}
 	}
@@ -76,7 +76,8 @@ func (t *Table) writeDDL(b *strings.Builder, withFKs bool) {
 	b.WriteString(";\n")
 }
 
-func (c *Column) definition() string {
+// Definition renders the column as it appears in CREATE TABLE.
+func (c *Column) Definition() string {
 	s := QuoteIdent(c.Name)
 	if c.Type != "" {
 		s += " " + c.Type
@@ -97,7 +98,8 @@ func (c *Column) definition() string {
 	return s
 }
 
-func (fk ForeignKey) clause() string {
+// Clause renders the constraint after its name: FOREIGN KEY … REFERENCES ….
+func (fk ForeignKey) Clause() string {
 	s := "FOREIGN KEY (" + identList(fk.Columns) + ") REFERENCES " + fk.RefTable.String() +
 		" (" + identList(fk.RefColumns) + ")"
 	if fk.OnDelete != "" {
@@ -164,7 +166,7 @@ func (c *Catalog) DDL() string {
 	}
 	for _, t := range tables {
 		for _, fk := range t.ForeignKeys {
-			b.WriteString("ALTER TABLE " + t.QualName().String() + " ADD CONSTRAINT " + QuoteIdent(fk.Name) + " " + fk.clause() + ";\n")
+			b.WriteString("ALTER TABLE " + t.QualName().String() + " ADD CONSTRAINT " + QuoteIdent(fk.Name) + " " + fk.Clause() + ";\n")
 		}
 	}
 	for _, v := range c.viewsInDependencyOrder() {

@@ -1,0 +1,72 @@
+package catalog
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+	"github.com/schemaq/schemaq/pkg/sharedtest"
+)
+
+// Apply benchmarks over real input. Run:
+//
+//	go test ./pkg/catalog -run '^$' -bench . -benchmem -count 6 | tee apply.txt
+//	benchstat apply.txt
+func BenchmarkApply(b *testing.B) {
+	for _, tc := range []struct{ name, path string }{
+		{"input=spiderunion", "bench/spiderunion/schema.sql"},
+		{"input=gisia", "corpus/gisia/db/structure.sql"},
+		{"input=pagila", "corpus/pagila/pagila-schema.sql"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			sql := sharedtest.Read(b, strings.Split(tc.path, "/")...)
+			split, err := pg.SplitWithScanner(stripClientData(sql), true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			stmts := len(split)
+			b.SetBytes(int64(len(sql)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Snapshot("db", tc.path, sql); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(stmts), "stmts/op")
+		})
+	}
+}
+
+// BenchmarkApplyHistory replays Lemmy's 342 migrations, one Apply each, as
+// a worker would: every Apply clones the catalog it starts from.
+func BenchmarkApplyHistory(b *testing.B) {
+	dir := sharedtest.Path(b, "corpus", "lemmy")
+	order, err := os.ReadFile(filepath.Join(dir, "ORDER.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var files []string
+	for _, rel := range strings.Fields(string(order)) {
+		src, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			b.Fatal(err)
+		}
+		files = append(files, string(src))
+	}
+	b.Run("input=lemmy", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c := New("lemmy")
+			for i, f := range files {
+				n, err := c.Apply("m", f)
+				if err != nil {
+					b.Fatalf("migration %d: %v", i+1, err)
+				}
+				c = n
+			}
+		}
+		b.ReportMetric(float64(len(files)), "migrations/op")
+	})
+}

@@ -1,0 +1,44 @@
+package chunk
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/sharedtest"
+)
+
+// Chunking benchmarks, alone and together with the Apply they follow in a
+// worker. Run:
+//
+//	go test ./pkg/chunk -run '^$' -bench . -benchmem -count 6 | tee chunk.txt
+func BenchmarkChunk(b *testing.B) {
+	for _, tc := range []struct{ name, path string }{
+		{"input=spiderunion", "bench/spiderunion/schema.sql"},
+		{"input=gisia", "corpus/gisia/db/structure.sql"},
+	} {
+		sql := sharedtest.Read(b, strings.Split(tc.path, "/")...)
+		c, err := catalog.Snapshot("db", tc.path, sql)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name+"/stage=chunk", func(b *testing.B) {
+			b.ReportAllocs()
+			var n int
+			for b.Loop() {
+				n = len(Catalog(c, Options{}))
+			}
+			b.ReportMetric(float64(n), "chunks/op")
+		})
+		b.Run(tc.name+"/stage=apply+chunk", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := catalog.Snapshot("db", tc.path, sql)
+				if err != nil {
+					b.Fatal(err)
+				}
+				Catalog(c, Options{})
+			}
+		})
+	}
+}

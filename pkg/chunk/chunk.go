@@ -1,0 +1,364 @@
+// Package chunk turns a catalog, documents and examples into the units the
+// index stores and retrieval ranks: one chunk per table (wide tables in
+// parts), view, document section and example.
+//
+// Chunks are pure values. Each has a stable id (db:kind:name[:part]) so a
+// re-index replaces rather than duplicates, and a content hash so an
+// unchanged chunk is never embedded twice.
+package chunk
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+)
+
+// Kinds of chunk.
+const (
+	KindTable   = "table"
+	KindView    = "view"
+	KindDoc     = "doc"
+	KindExample = "example"
+)
+
+// Chunk is one retrievable unit.
+type Chunk struct {
+	ID       string `json:"id"`
+	Database string `json:"database"`
+	Kind     string `json:"kind"`
+	// Name is what the chunk is about: schema.table for tables and views,
+	// the doc id for docs, the example id for examples. All parts of a
+	// wide table or sections of a doc share it.
+	Name string `json:"name"`
+	Part int    `json:"part,omitempty"` // 1-based; 0 when not split
+	// Title is the table or view name, or a doc's title and heading path:
+	// the field BM25 weighs most.
+	Title string `json:"title"`
+	// Columns are the column names a table or view chunk covers: the
+	// field BM25 weighs second.
+	Columns []string `json:"columns,omitempty"`
+	// Text is what is embedded, searched as the body, and put in prompts.
+	Text string            `json:"text"`
+	Tags map[string]string `json:"tags,omitempty"`
+	// Hash is the SHA-256 of the content fields (not of Version).
+	Hash string `json:"hash"`
+	// Version is the catalog version a schema chunk was derived from, so
+	// that a slow writer never replaces chunks of a newer version.
+	Version int64 `json:"version"`
+}
+
+// Options bound chunk sizes. Sizes are in bytes of Text; a rough token
+// estimate is bytes/4.
+type Options struct {
+	// MaxTableBytes splits a table whose rendering is larger into parts
+	// that each repeat the table header.
+	MaxTableBytes int
+	// MaxDocBytes splits a document section that is larger.
+	MaxDocBytes int
+}
+
+// DefaultOptions suit prompts of a few thousand tokens: a table part is at
+// most ~1,000 tokens and a doc section ~400.
+var DefaultOptions = Options{MaxTableBytes: 4000, MaxDocBytes: 1600}
+
+func (o Options) withDefaults() Options {
+	if o.MaxTableBytes <= 0 {
+		o.MaxTableBytes = DefaultOptions.MaxTableBytes
+	}
+	if o.MaxDocBytes <= 0 {
+		o.MaxDocBytes = DefaultOptions.MaxDocBytes
+	}
+	return o
+}
+
+// ID builds a chunk id.
+func ID(db, kind, name string, part int) string {
+	id := db + ":" + kind + ":" + name
+	if part > 0 {
+		id += ":" + strconv.Itoa(part)
+	}
+	return id
+}
+
+func (c *Chunk) seal() {
+	h := sha256.New()
+	for _, s := range []string{c.Kind, c.Name, strconv.Itoa(c.Part), c.Title, strings.Join(c.Columns, "\x1f"), c.Text} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	keys := make([]string, 0, len(c.Tags))
+	for k := range c.Tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		h.Write([]byte(k + "=" + c.Tags[k] + "\x00"))
+	}
+	c.Hash = hex.EncodeToString(h.Sum(nil))
+	c.ID = ID(c.Database, c.Kind, c.Name, c.Part)
+}
+
+// Catalog chunks every table and view of c, in a deterministic order.
+// Partitions are not chunked on their own: they repeat their parent, whose
+// chunk lists them.
+func Catalog(c *catalog.Catalog, opts Options) []Chunk {
+	opts = opts.withDefaults()
+	idx := newFKIndex(c)
+	var out []Chunk
+	for _, t := range c.Tables() {
+		if t.PartitionOf != nil {
+			continue
+		}
+		out = append(out, table(c, t, idx, opts)...)
+	}
+	for _, v := range c.Views() {
+		out = append(out, View(c, v))
+	}
+	return out
+}
+
+// Table chunks one table.
+func Table(c *catalog.Catalog, t *catalog.Table, opts Options) []Chunk {
+	return table(c, t, newFKIndex(c), opts.withDefaults())
+}
+
+// fkIndex lists, per table, the foreign keys pointing at it and its
+// partitions, so that chunking all tables stays linear.
+type fkIndex struct {
+	incoming   map[catalog.QualName][]string
+	partitions map[catalog.QualName][]string
+}
+
+func newFKIndex(c *catalog.Catalog) *fkIndex {
+	idx := &fkIndex{incoming: map[catalog.QualName][]string{}, partitions: map[catalog.QualName][]string{}}
+	for _, t := range c.Tables() {
+		for _, fk := range t.ForeignKeys {
+			if fk.RefTable != t.QualName() {
+				idx.incoming[fk.RefTable] = append(idx.incoming[fk.RefTable], joinHint(t.QualName(), fk))
+			}
+		}
+		if t.PartitionOf != nil {
+			idx.partitions[*t.PartitionOf] = append(idx.partitions[*t.PartitionOf], displayName(t.QualName()))
+		}
+	}
+	return idx
+}
+
+// displayName is schema.table as people write it: unquoted unless needed.
+func displayName(q catalog.QualName) string { return q.String() }
+
+func joinHint(from catalog.QualName, fk catalog.ForeignKey) string {
+	pairs := make([]string, len(fk.Columns))
+	for i := range fk.Columns {
+		pairs[i] = from.Name + "." + fk.Columns[i] + " → " + fk.RefTable.Name + "." + fk.RefColumns[i]
+	}
+	return strings.Join(pairs, ", ")
+}
+
+// table renders a table chunk: canonical DDL (columns with comments), enum
+// labels of enum-typed columns and join hints both ways. A table too large
+// for one chunk is split by columns; every part repeats the header (name
+// and comment) and names the part.
+func table(c *catalog.Catalog, t *catalog.Table, idx *fkIndex, opts Options) []Chunk {
+	q := t.QualName()
+	var hints []string
+	for _, fk := range t.ForeignKeys {
+		hints = append(hints, "-- join: "+joinHint(q, fk))
+	}
+	for _, h := range idx.incoming[q] {
+		hints = append(hints, "-- referenced by: "+h)
+	}
+	if parts := idx.partitions[q]; len(parts) > 0 {
+		hints = append(hints, "-- partitions: "+strings.Join(parts, ", "))
+	}
+	var enums []string
+	seen := map[catalog.QualName]bool{}
+	for _, col := range t.Columns {
+		if col.Enum == nil || seen[*col.Enum] {
+			continue
+		}
+		seen[*col.Enum] = true
+		if e := c.Enum(*col.Enum); e != nil {
+			enums = append(enums, "-- enum "+e.QualName().String()+": "+strings.Join(e.Labels, ", "))
+		}
+	}
+	footer := strings.Join(append(enums, hints...), "\n")
+	ddl := t.DDL()
+	whole := ddl
+	if footer != "" {
+		whole += footer + "\n"
+	}
+	names := columnNames(t.Columns)
+	if len(whole) <= opts.MaxTableBytes || len(t.Columns) < 2 {
+		ch := Chunk{Database: c.Database, Kind: KindTable, Name: q.Key(), Title: tableTitle(q),
+			Columns: names, Text: whole, Version: c.Version}
+		ch.seal()
+		return []Chunk{ch}
+	}
+	return splitTable(c, t, footer, opts)
+}
+
+func tableTitle(q catalog.QualName) string { return q.Schema + "." + q.Name }
+
+func columnNames(cols []*catalog.Column) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// splitTable renders a wide table in parts. Each part is a CREATE TABLE
+// with the header comment and a run of the columns; key, foreign key and
+// check constraints go with the part that holds their first column, and
+// the enum and join footer with the last part. Parts are sized from the
+// exact rendered lines, so each stays within MaxTableBytes unless a single
+// column is larger.
+func splitTable(c *catalog.Catalog, t *catalog.Table, footer string, opts Options) []Chunk {
+	q := t.QualName()
+	// Fixed cost of every part: the part marker, the comment header, the
+	// CREATE TABLE line and the closing line (generously: 99 parts, a
+	// PARTITION BY or INHERITS suffix).
+	fixed := len("-- part 99 of 99 of table "+q.String()+"\n") + len("CREATE TABLE "+q.String()+" (\n") +
+		len(");\n") + len(t.PartitionBy) + 16
+	for _, in := range t.Inherits {
+		fixed += len(in.String()) + 12
+	}
+	if t.Comment != "" {
+		fixed += len(t.Comment) + 8*(strings.Count(t.Comment, "\n")+1)
+	}
+	if footer != "" {
+		fixed += len(footer) + 1
+	}
+	cost := map[string]int{}
+	for _, col := range t.Columns {
+		n := len(col.Definition()) + 6
+		if col.Comment != "" {
+			n += len(" -- ") + len(strings.Join(strings.Fields(col.Comment), " "))
+		}
+		cost[col.Name] += n
+	}
+	// A constraint is charged to, and rendered with, the part holding its
+	// first column; one that reads no column goes with the first part.
+	charge := func(cols []string, line string) {
+		if len(cols) > 0 {
+			cost[cols[0]] += len(line) + 6
+		} else if len(t.Columns) > 0 {
+			cost[t.Columns[0].Name] += len(line) + 6
+		}
+	}
+	if pk := t.PrimaryKey; pk != nil {
+		charge(pk.Columns, "CONSTRAINT "+pk.Name+" PRIMARY KEY ("+strings.Join(pk.Columns, ", ")+")")
+	}
+	for _, k := range t.Unique {
+		charge(k.Columns, "CONSTRAINT "+k.Name+" UNIQUE ("+strings.Join(k.Columns, ", ")+")")
+	}
+	for _, fk := range t.ForeignKeys {
+		charge(fk.Columns, "CONSTRAINT "+fk.Name+" "+fk.Clause())
+	}
+	for _, ch := range t.Checks {
+		charge(ch.Columns, "CONSTRAINT "+ch.Name+" CHECK ("+ch.Expr+")")
+	}
+	budget := opts.MaxTableBytes - fixed
+	var groups [][]*catalog.Column
+	var cur []*catalog.Column
+	size := 0
+	for _, col := range t.Columns {
+		if len(cur) > 0 && size+cost[col.Name] > budget {
+			groups = append(groups, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, col)
+		size += cost[col.Name]
+	}
+	groups = append(groups, cur)
+
+	var out []Chunk
+	for i, g := range groups {
+		part := &catalog.Table{Schema: t.Schema, Name: t.Name, Columns: g, Comment: t.Comment,
+			Inherits: t.Inherits, PartitionBy: t.PartitionBy}
+		in := map[string]bool{}
+		for _, col := range g {
+			in[col.Name] = true
+		}
+		first := func(cols []string) bool {
+			if len(cols) == 0 {
+				return i == 0
+			}
+			return in[cols[0]]
+		}
+		if t.PrimaryKey != nil && first(t.PrimaryKey.Columns) {
+			part.PrimaryKey = t.PrimaryKey
+		}
+		for _, k := range t.Unique {
+			if first(k.Columns) {
+				part.Unique = append(part.Unique, k)
+			}
+		}
+		for _, fk := range t.ForeignKeys {
+			if first(fk.Columns) {
+				part.ForeignKeys = append(part.ForeignKeys, fk)
+			}
+		}
+		for _, ch := range t.Checks {
+			if first(ch.Columns) {
+				part.Checks = append(part.Checks, ch)
+			}
+		}
+		text := "-- part " + strconv.Itoa(i+1) + " of " + strconv.Itoa(len(groups)) + " of table " + q.String() + "\n" + part.DDL()
+		if i == len(groups)-1 && footer != "" {
+			text += footer + "\n"
+		}
+		ch := Chunk{Database: c.Database, Kind: KindTable, Name: q.Key(), Part: i + 1,
+			Title: tableTitle(q), Columns: columnNames(g), Text: text, Version: c.Version}
+		ch.seal()
+		out = append(out, ch)
+	}
+	return out
+}
+
+// View chunks one view: its definition, columns and the relations it reads.
+func View(c *catalog.Catalog, v *catalog.View) Chunk {
+	text := v.DDL()
+	if len(v.Reads) > 0 {
+		reads := make([]string, len(v.Reads))
+		for i, r := range v.Reads {
+			reads[i] = displayName(r)
+		}
+		text += "-- reads: " + strings.Join(reads, ", ") + "\n"
+	}
+	var cols []string
+	for _, col := range v.Columns {
+		cols = append(cols, col.Name)
+		if col.Comment != "" {
+			text += "-- " + col.Name + ": " + strings.Join(strings.Fields(col.Comment), " ") + "\n"
+		}
+	}
+	ch := Chunk{Database: c.Database, Kind: KindView, Name: v.QualName().Key(), Title: tableTitle(v.QualName()),
+		Columns: cols, Text: text, Version: c.Version}
+	ch.seal()
+	return ch
+}
+
+// Example chunks one question/SQL pair. An empty id becomes a hash of the
+// question, so re-publishing the same question replaces it.
+func Example(db, id, question, sql string) Chunk {
+	if id == "" {
+		sum := sha256.Sum256([]byte(strings.ToLower(strings.Join(strings.Fields(question), " "))))
+		id = hex.EncodeToString(sum[:8])
+	}
+	ch := Chunk{Database: db, Kind: KindExample, Name: id, Title: strings.TrimSpace(question),
+		Text: "Question: " + strings.TrimSpace(question) + "\nSQL: " + strings.TrimSpace(sql) + "\n"}
+	ch.seal()
+	return ch
+}
+
+// SortByID orders chunks by id, for deterministic output.
+func SortByID(chunks []Chunk) {
+	slices.SortFunc(chunks, func(a, b Chunk) int { return strings.Compare(a.ID, b.ID) })
+}
