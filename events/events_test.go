@@ -195,3 +195,19 @@ func TestImportsOnlyStdlib(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsShowGoldenPayloads keeps docs/events.md true: every golden event
+// appears in it verbatim.
+func TestDocsShowGoldenPayloads(t *testing.T) {
+	doc, err := os.ReadFile("../docs/events.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if !strings.Contains(string(doc), strings.TrimSpace(string(b))) {
+			t.Errorf("docs/events.md does not show %s as it is", f)
+		}
+	}
+}

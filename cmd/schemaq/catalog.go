@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/migrate"
+)
+
+// runCatalog replays DDL files locally, exactly as a worker applies
+// migration events, and prints the result. It needs no server, so a
+// producer's CI can run it before publishing.
+func runCatalog(_ context.Context, e *env, args []string) error {
+	fs := newFlags(e, "catalog", "[flags] FILE|DIR...")
+	db := fs.String("db", "db", "database name the catalog is for")
+	format := fs.String("format", "summary", "output: summary, tables, ddl, json or chunks")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := oneOf("format", *format, "summary", "tables", "ddl", "json", "chunks"); err != nil {
+		return err
+	}
+	if err := events.ValidateDatabase(*db); err != nil {
+		return usagef("--db: %v", err)
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return usagef("catalog: give at least one migration file, directory or schema dump")
+	}
+	files, err := migrate.Discover(fs.Args()...)
+	if err != nil {
+		return err
+	}
+	c := catalog.New(*db)
+	for i, f := range files {
+		sql, err := os.ReadFile(f.Path)
+		if err != nil {
+			return fmt.Errorf("read migration: %w", err)
+		}
+		next, err := c.Apply(f.Name, string(sql))
+		if err != nil {
+			var ce *catalog.Error
+			if errors.As(err, &ce) {
+				return fmt.Errorf("migration %d of %d does not apply: %w", i+1, len(files), err)
+			}
+			return err
+		}
+		next.Version = int64(i + 1)
+		c = next
+	}
+	switch *format {
+	case "json":
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	case "ddl":
+		_, err := fmt.Fprint(e.stdout, c.DDL())
+		return err
+	case "chunks":
+		enc := json.NewEncoder(e.stdout)
+		for _, ch := range chunk.Catalog(c, chunk.Options{}) {
+			if err := enc.Encode(ch); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "tables":
+		for _, t := range c.Tables() {
+			fmt.Fprintf(e.stdout, "%s\t%d columns\n", t.QualName(), len(t.Columns))
+		}
+		for _, v := range c.Views() {
+			fmt.Fprintf(e.stdout, "%s\tview\n", v.QualName())
+		}
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "database %s at version %d: %d migration(s) applied; %d tables, %d views, %d enums in %d schemas\n",
+		c.Database, c.Version, len(files), len(c.Tables()), len(c.Views()), len(c.Enums()), len(c.Schemas()))
+	return nil
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Exit codes scripts can rely on.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed (bad DDL, unreachable server, …)
+	exitUsage   = 2 // the command line is wrong
+)
+
+// usageError marks a bad command line; it exits with exitUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// errSilent reports failure after the command has already said why.
+var errSilent = errors.New("failed")
+
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue), errors.Is(err, flag.ErrHelp):
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// env is what a command gets: its arguments and where to write.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"catalog": {"apply migrations or a schema dump locally and print the catalog", runCatalog},
+		"version": {"print the version", func(_ context.Context, e *env, _ []string) error {
+			fmt.Fprintln(e.stdout, "schemaq", version)
+			return nil
+		}},
+	}
+}
+
+// run is the whole CLI; main only adds the process around it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runEnv(ctx, args, &env{stdout: stdout, stderr: stderr, getenv: osGetenv})
+}
+
+func runEnv(ctx context.Context, args []string, e *env) error {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c, ok := cmds[args[1]]; ok {
+				return c.run(ctx, e, []string{"--help"})
+			}
+		}
+		printUsage(e.stdout, cmds)
+		if len(args) == 0 {
+			return usagef("no command given")
+		}
+		return nil
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		printUsage(e.stderr, cmds)
+		return usagef("unknown command %q", args[0])
+	}
+	return c.run(ctx, e, args[1:])
+}
+
+func printUsage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "Usage: schemaq <command> [flags] [args]\n\nCommands:")
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'schemaq <command> --help' for a command's flags.")
+}
+
+// newFlags builds a command's flag set that reports errors instead of
+// exiting, and prints help with the usage line given.
+func newFlags(e *env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: schemaq %s %s\n\nFlags:\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args; --help prints usage and returns flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	return nil
+}
+
+func oneOf(flagName, value string, allowed ...string) error {
+	for _, a := range allowed {
+		if value == a {
+			return nil
+		}
+	}
+	return usagef("--%s: %q is not one of %s", flagName, value, strings.Join(allowed, ", "))
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := runEnv(context.Background(), args, &env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }})
+	if err != nil {
+		errOut.WriteString("schemaq: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), exitCode(err)
+}
+
+func TestCLI(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "0001_bad.sql")
+	if err := os.WriteFile(bad, []byte("CREATE TABLE t (id int);\nALTER TABLE missing ADD COLUMN x int;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shop := filepath.Join("..", "..", "examples", "shop", "migrations")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"no command", nil, exitUsage, "Commands:", "no command given"},
+		{"unknown command", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
+		{"help", []string{"help"}, exitOK, "catalog", ""},
+		{"command help", []string{"catalog", "--help"}, exitUsage, "", "Usage: schemaq catalog"},
+		{"version", []string{"version"}, exitOK, "schemaq 0.0.0-dev", ""},
+		{"catalog summary", []string{"catalog", "--db", "shop", shop}, exitOK, "database shop at version 6: 6 migration(s) applied; 7 tables, 1 views, 1 enums", ""},
+		{"catalog ddl", []string{"catalog", "--format", "ddl", shop}, exitOK, "CREATE TABLE public.shipping_addresses (", ""},
+		{"catalog tables", []string{"catalog", "--format", "tables", shop}, exitOK, "public.order_totals\tview", ""},
+		{"catalog bad format", []string{"catalog", "--format", "xml", shop}, exitUsage, "", `--format: "xml" is not one of`},
+		{"catalog bad db", []string{"catalog", "--db", "Shop!", shop}, exitUsage, "", "not a valid database name"},
+		{"catalog no files", []string{"catalog"}, exitUsage, "", "give at least one"},
+		{"catalog missing path", []string{"catalog", "/nonexistent/dir"}, exitFailure, "", "no such file"},
+		{"catalog bad migration", []string{"catalog", bad}, exitFailure, "", "0001_bad.sql: statement 2 (line 2, column 1): undefined object: relation missing does not exist"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, out, errOut)
+			}
+			if !strings.Contains(out, tc.stdout) {
+				t.Errorf("stdout %q does not contain %q", out, tc.stdout)
+			}
+			if !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("stderr %q does not contain %q", errOut, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestCLICatalogJSONAndChunks(t *testing.T) {
+	shop := filepath.Join("..", "..", "examples", "shop", "migrations")
+	out, _, code := runCLI(t, "catalog", "--db", "shop", "--format", "json", shop)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var c struct {
+		Database string `json:"database"`
+		Version  int64  `json:"version"`
+		Tables   []struct {
+			Name string `json:"name"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Database != "shop" || c.Version != 6 || len(c.Tables) != 7 {
+		t.Fatalf("json output: %+v %v", c, err)
+	}
+	out, _, code = runCLI(t, "catalog", "--db", "shop", "--format", "chunks", shop)
+	if code != exitOK || strings.Count(out, "\n") != 8 || !strings.Contains(out, `"id":"shop:table:public.orders"`) {
+		t.Fatalf("chunks output (exit %d):\n%s", code, out)
+	}
+}

@@ -1,0 +1,87 @@
+package migrate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/sharedtest"
+)
+
+func write(t *testing.T, root string, files ...string) {
+	t.Helper()
+	for _, f := range files {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("SELECT 1;"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	tests := []struct {
+		name  string
+		files []string
+		want  []string
+	}{
+		{"numbered", []string{"10_c.sql", "2_b.sql", "0001_a.sql", "README.md"}, []string{"0001_a.sql", "2_b.sql", "10_c.sql"}},
+		{"flyway", []string{"V2__b.sql", "V1_1__a2.sql", "V1__a.sql", "V10__c.sql", "U2__undo.sql", "R__views.sql"}, []string{"V1__a.sql", "V1_1__a2.sql", "V2__b.sql", "V10__c.sql"}},
+		{"golang-migrate", []string{"20240102000000_b.up.sql", "20240102000000_b.down.sql", "20240101120000_a.up.sql"}, []string{"20240101120000_a.up.sql", "20240102000000_b.up.sql"}},
+		{"diesel", []string{"2019-02-27-170003_b/up.sql", "2019-02-27-170003_b/down.sql", "00000000000000_setup/up.sql", "2019-02-26-002946_a/up.sql"},
+			[]string{"00000000000000_setup/up.sql", "2019-02-26-002946_a/up.sql", "2019-02-27-170003_b/up.sql"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			write(t, root, tc.files...)
+			got, err := Discover(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, f := range got {
+				names = append(names, filepath.ToSlash(f.Name))
+			}
+			if strings.Join(names, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("got %v, want %v", names, tc.want)
+			}
+		})
+	}
+}
+
+func TestDiscoverErrors(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "notes.txt")
+	if _, err := Discover(root); err == nil || !strings.Contains(err.Error(), "no migration files") {
+		t.Errorf("empty dir: %v", err)
+	}
+	write(t, root, "1_a.sql", "01_b.sql")
+	if _, err := Discover(root); err == nil || !strings.Contains(err.Error(), "same version") {
+		t.Errorf("clash: %v", err)
+	}
+	if _, err := Discover(filepath.Join(root, "missing")); err == nil {
+		t.Error("missing path: want error")
+	}
+}
+
+// TestDiscoverLemmy checks the order against Lemmy's own ORDER.txt.
+func TestDiscoverLemmy(t *testing.T) {
+	dir := sharedtest.Path(t, "corpus", "lemmy", "migrations")
+	order := strings.Fields(sharedtest.Read(t, "corpus", "lemmy", "ORDER.txt"))
+	got, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(order) {
+		t.Fatalf("found %d migrations, ORDER.txt has %d", len(got), len(order))
+	}
+	for i, f := range got {
+		if want := strings.TrimPrefix(order[i], "migrations/"); filepath.ToSlash(f.Name) != want {
+			t.Fatalf("migration %d: got %s, want %s", i+1, f.Name, want)
+		}
+	}
+}
