@@ -1,0 +1,186 @@
+// Package text is the one analyzer that BM25 indexing, query parsing, the
+// local embedder and the schema-aware rerank share, so that all of them
+// agree on what a term is.
+//
+// Identifiers are split the way people read them (customer_id → customer
+// id, OrderLines → order lines, addr2 → addr 2), everything is lower-cased,
+// English stop words are dropped, and inflections are folded by a light
+// stemmer (orders → order, categories → category, people → person,
+// shipped → ship). The output is plain [a-z0-9] terms, safe to hand to any
+// query syntax after quoting.
+package text
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Words splits s into lower-case words, breaking identifiers at
+// underscores, punctuation, lower→upper case changes ("OrderID" → order
+// id), and letter↔digit changes. Non-ASCII letters are kept as letters.
+func Words(s string) []string {
+	var out []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	runes := []rune(s)
+	for i, r := range runes {
+		switch {
+		case unicode.IsLetter(r):
+			if len(cur) > 0 {
+				prev := cur[len(cur)-1]
+				switch {
+				case unicode.IsDigit(prev):
+					flush()
+				case unicode.IsUpper(r) && unicode.IsLower(prev):
+					flush() // orderId → order | Id
+				case unicode.IsUpper(r) && unicode.IsUpper(prev) && i+1 < len(runes) && unicode.IsLower(runes[i+1]):
+					flush() // HTTPServer → HTTP | Server
+				}
+			}
+			cur = append(cur, r)
+		case unicode.IsDigit(r):
+			if len(cur) > 0 && !unicode.IsDigit(cur[len(cur)-1]) {
+				flush()
+			}
+			cur = append(cur, r)
+		default:
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// Terms analyzes s into search terms: Words, minus stop words, stemmed.
+func Terms(s string) []string {
+	words := Words(s)
+	out := words[:0]
+	for _, w := range words {
+		if stopWords[w] {
+			continue
+		}
+		out = append(out, Stem(w))
+	}
+	return out
+}
+
+// AppendTerms is Terms appending to dst, for callers that build one field
+// from many strings without intermediate slices.
+func AppendTerms(dst []string, s string) []string {
+	for _, w := range Words(s) {
+		if !stopWords[w] {
+			dst = append(dst, Stem(w))
+		}
+	}
+	return dst
+}
+
+// IsStopWord reports whether w (lower case) carries no meaning on its own.
+func IsStopWord(w string) bool { return stopWords[w] }
+
+// stopWords are English function words and the verbs that open most
+// questions ("show", "list", "find"). Words that name schema things
+// (name, number, id, date, type) are deliberately not here.
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a about above after again against all also am an and any are aren
+		as at be because been before being below between both but by can could did do does doing don down
+		during each either else ever every few for from further had has have having he her here hers
+		herself him himself his how i if in into is it its itself just me more most my myself neither no
+		nor not now of off on once only or other our ours ourselves out over own per same she should so
+		some such than that the their theirs them themselves then there these they this those through to
+		too under until up upon us very was we were what whatever when where whether which while who whom
+		whose why will with within without would yet you your yours yourself yourselves
+		s t whats show shows list lists find give gives return returns display tell get please
+		many much`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// irregular maps irregular plurals and forms to their base.
+var irregular = map[string]string{
+	"people": "person", "persons": "person", "children": "child", "men": "man", "women": "woman",
+	"mice": "mouse", "geese": "goose", "teeth": "tooth", "feet": "foot", "indices": "index",
+	"matrices": "matrix", "vertices": "vertex", "analyses": "analysis", "criteria": "criterion",
+	"phenomena": "phenomenon", "staff": "staff", "series": "series", "species": "species",
+	"news": "news", "status": "status", "statuses": "status", "address": "address",
+	"addresses": "address", "bus": "bus", "buses": "bus", "gas": "gas", "his": "his",
+	"this": "this", "was": "was", "has": "has", "is": "is", "does": "does", "alias": "alias",
+	"aliases": "alias", "campus": "campus", "campuses": "campus", "virus": "virus",
+	"viruses": "virus", "data": "data", "media": "media", "lives": "life", "wives": "wife",
+	"knives": "knife", "leaves": "leaf", "shelves": "shelf", "halves": "half",
+	"movies": "movie", "cookies": "cookie", "ties": "tie", "pies": "pie", "lies": "lie",
+	"dies": "die",
+}
+
+// Stem folds English inflections of a lower-case word: plurals, -ed and
+// -ing, and a final silent e, so that order/orders/ordered,
+// category/categories and release/released/releasing meet. It is a light
+// stemmer by design: it never merges words that mean different things in
+// a schema (singer stays apart from sing, status from stat).
+func Stem(w string) string {
+	if b, ok := irregular[w]; ok {
+		return dropFinalE(b)
+	}
+	if len(w) <= 3 || !isASCIILower(w) {
+		return w
+	}
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		w = w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "sses"):
+		w = w[:len(w)-2]
+	case strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"), strings.HasSuffix(w, "zzes"):
+		w = w[:len(w)-2]
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
+	case strings.HasSuffix(w, "s"):
+		w = w[:len(w)-1]
+	}
+	switch {
+	case strings.HasSuffix(w, "ied") && len(w) > 4:
+		w = w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "eed"):
+	case strings.HasSuffix(w, "ed") && hasVowel(w[:len(w)-2]) && len(w) > 4:
+		w = undouble(w[:len(w)-2])
+	case strings.HasSuffix(w, "ing") && hasVowel(w[:len(w)-3]) && len(w) > 5:
+		w = undouble(w[:len(w)-3])
+	}
+	return dropFinalE(w)
+}
+
+// dropFinalE removes a silent final e (release → releas), so that forms
+// that lost it (released, releasing) meet the base.
+func dropFinalE(w string) string {
+	if strings.HasSuffix(w, "e") && len(w) > 4 && !strings.HasSuffix(w, "ee") {
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+// undouble drops a doubled final consonant left by -ed/-ing (shipp → ship),
+// except l, s and z, which English doubles in base words (call, class).
+func undouble(w string) string {
+	n := len(w)
+	if n >= 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeioulsz", rune(w[n-1])) {
+		return w[:n-1]
+	}
+	return w
+}
+
+func hasVowel(s string) bool { return strings.ContainsAny(s, "aeiouy") }
+
+func isASCIILower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'a' || s[i] > 'z' {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
+}

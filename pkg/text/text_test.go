@@ -1,0 +1,73 @@
+package text
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWords(t *testing.T) {
+	tests := map[string]string{
+		"customer_id":             "customer id",
+		"OrderLines":              "order lines",
+		"orderID":                 "order id",
+		"HTTPServerURL":           "http server url",
+		"addr2line":               "addr 2 line",
+		"Perpetrator_ID":          "perpetrator id",
+		`"hyphen-table".x`:        "hyphen table x",
+		"How many singers?":       "how many singers",
+		"public.payment_p2022_01": "public payment p 2022 01",
+		"Straße Café":             "straße café",
+		"":                        "",
+	}
+	for in, want := range tests {
+		if got := strings.Join(Words(in), " "); got != want {
+			t.Errorf("Words(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestStemFoldsInflections(t *testing.T) {
+	same := [][]string{
+		{"order", "orders", "ordered", "ordering"},
+		{"category", "categories"},
+		{"city", "cities"},
+		{"person", "people", "persons"},
+		{"release", "released", "releasing", "releases"},
+		{"ship", "shipped", "shipping", "ships"},
+		{"address", "addresses"},
+		{"box", "boxes"},
+		{"match", "matches"},
+		{"status", "statuses"},
+		{"country", "countries"},
+		{"employee", "employees"},
+		{"class", "classes"},
+		{"movie", "movies"},
+		{"name", "names"},
+		{"age", "ages"},
+	}
+	for _, group := range same {
+		want := Stem(group[0])
+		for _, w := range group[1:] {
+			if got := Stem(w); got != want {
+				t.Errorf("Stem(%q) = %q, but Stem(%q) = %q", w, got, group[0], want)
+			}
+		}
+	}
+	apart := [][2]string{{"singer", "sing"}, {"status", "stat"}, {"news", "new"}, {"id", "ids"}, {"bus", "bu"}}
+	for _, p := range apart[:3] {
+		if Stem(p[0]) == Stem(p[1]) {
+			t.Errorf("Stem merges %q and %q", p[0], p[1])
+		}
+	}
+}
+
+func TestTermsDropStopWordsButKeepSchemaWords(t *testing.T) {
+	got := strings.Join(Terms("Show the names and ages of all singers, ordered by their id and date!"), " ")
+	want := "name age singer order id date"
+	if got != want {
+		t.Errorf("Terms = %q, want %q", got, want)
+	}
+	if got := AppendTerms([]string{"x"}, "Orders"); strings.Join(got, " ") != "x order" {
+		t.Errorf("AppendTerms = %v", got)
+	}
+}
