@@ -36,8 +36,11 @@ type Chunk struct {
 	// wide table or sections of a doc share it.
 	Name string `json:"name"`
 	Part int    `json:"part,omitempty"` // 1-based; 0 when not split
-	// Title is the table or view name, or a doc's title and heading path:
-	// the field BM25 weighs most.
+	// Schema is the schema of a table or view chunk.
+	Schema string `json:"schema,omitempty"`
+	// Title is the table or view name (without schema), or a doc's title
+	// and heading path, or an example's question: the field BM25 weighs
+	// most.
 	Title string `json:"title"`
 	// Columns are the column names a table or view chunk covers: the
 	// field BM25 weighs second.
@@ -87,7 +90,7 @@ func ID(db, kind, name string, part int) string {
 
 func (c *Chunk) seal() {
 	h := sha256.New()
-	for _, s := range []string{c.Kind, c.Name, strconv.Itoa(c.Part), c.Title, strings.Join(c.Columns, "\x1f"), c.Text} {
+	for _, s := range []string{c.Kind, c.Name, strconv.Itoa(c.Part), c.Schema, c.Title, strings.Join(c.Columns, "\x1f"), c.Text} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -195,15 +198,13 @@ func table(c *catalog.Catalog, t *catalog.Table, idx *fkIndex, opts Options) []C
 	}
 	names := columnNames(t.Columns)
 	if len(whole) <= opts.MaxTableBytes || len(t.Columns) < 2 {
-		ch := Chunk{Database: c.Database, Kind: KindTable, Name: q.Key(), Title: tableTitle(q),
+		ch := Chunk{Database: c.Database, Kind: KindTable, Name: q.Key(), Schema: q.Schema, Title: q.Name,
 			Columns: names, Text: whole, Version: c.Version}
 		ch.seal()
 		return []Chunk{ch}
 	}
 	return splitTable(c, t, footer, opts)
 }
-
-func tableTitle(q catalog.QualName) string { return q.Schema + "." + q.Name }
 
 func columnNames(cols []*catalog.Column) []string {
 	out := make([]string, len(cols))
@@ -315,7 +316,7 @@ func splitTable(c *catalog.Catalog, t *catalog.Table, footer string, opts Option
 			text += footer + "\n"
 		}
 		ch := Chunk{Database: c.Database, Kind: KindTable, Name: q.Key(), Part: i + 1,
-			Title: tableTitle(q), Columns: columnNames(g), Text: text, Version: c.Version}
+			Schema: q.Schema, Title: q.Name, Columns: columnNames(g), Text: text, Version: c.Version}
 		ch.seal()
 		out = append(out, ch)
 	}
@@ -339,7 +340,7 @@ func View(c *catalog.Catalog, v *catalog.View) Chunk {
 			text += "-- " + col.Name + ": " + strings.Join(strings.Fields(col.Comment), " ") + "\n"
 		}
 	}
-	ch := Chunk{Database: c.Database, Kind: KindView, Name: v.QualName().Key(), Title: tableTitle(v.QualName()),
+	ch := Chunk{Database: c.Database, Kind: KindView, Name: v.QualName().Key(), Schema: v.Schema, Title: v.Name,
 		Columns: cols, Text: text, Version: c.Version}
 	ch.seal()
 	return ch

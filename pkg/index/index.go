@@ -1,0 +1,108 @@
+// Package index defines the Store that holds chunks with their vectors and
+// answers BM25 and KNN queries, and the types both sides of it share. The
+// embedded SQLite store lives in index/sqlite; every Store passes the
+// conformance suite in index/indextest.
+package index
+
+import (
+	"context"
+	"errors"
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+)
+
+// Record is a chunk and its embedding, as written.
+type Record struct {
+	chunk.Chunk
+	Vector []float32
+}
+
+// Filter scopes a query or a count. Database is required: a query never
+// crosses databases.
+type Filter struct {
+	Database string
+	Kinds    []string          // empty: every kind
+	Tags     map[string]string // every pair must match
+}
+
+// Weights are BM25 field weights: how much a match in each field counts.
+type Weights struct {
+	Name, Schema, Columns, Body float64
+}
+
+// DefaultWeights put the object's own name first, then its column names,
+// its schema's name and the rest of its text; tuned on the retrieval
+// benchmark (docs/retrieval.md).
+var DefaultWeights = Weights{Name: 4, Schema: 1.5, Columns: 2, Body: 1}
+
+// TextQuery is a BM25 query. Terms are analysed query terms (package
+// text); a store quotes each one, so no term can become query syntax, and
+// matches any of them (OR), ranking by BM25.
+type TextQuery struct {
+	Filter
+	Terms   []string
+	Weights Weights
+	Limit   int
+}
+
+// VectorQuery is a KNN query by cosine similarity.
+type VectorQuery struct {
+	Filter
+	Vector []float32
+	Limit  int
+}
+
+// Hit is a chunk a query found, with its score (higher is better; BM25
+// scores and cosines are not comparable with each other).
+type Hit struct {
+	Chunk chunk.Chunk
+	Score float64
+}
+
+// Meta is what the writer needs to know about a stored chunk.
+type Meta struct {
+	Hash    string
+	Version int64
+}
+
+// Errors a Store returns; match with errors.Is.
+var (
+	// ErrUnavailable: the store cannot be reached; retry later.
+	ErrUnavailable = errors.New("index store unavailable")
+	// ErrDimension: a vector does not have the index's dimension.
+	ErrDimension = errors.New("vector dimension mismatch")
+	// ErrNoDatabase: a query or write without a database.
+	ErrNoDatabase = errors.New("database is required")
+)
+
+// Store is the whole index interface. Consumers declare the subset they use
+// (a retriever needs only the two searches).
+//
+// Writes are idempotent and ordered by chunk version: Upsert never replaces
+// a stored chunk with one of a lower Version, so a slow writer holding an
+// old catalog cannot undo a newer one.
+type Store interface {
+	// Upsert writes records, skipping any whose stored version is newer,
+	// and returns how many it wrote.
+	Upsert(ctx context.Context, recs []Record) (int, error)
+	// Delete removes chunks by id.
+	Delete(ctx context.Context, db string, ids []string) error
+	// DeleteName removes every chunk of one object (all parts of a table,
+	// all sections of a doc).
+	DeleteName(ctx context.Context, db, kind, name string) error
+	// DeleteStale removes chunks of the given kinds whose version is below
+	// version: what a newer catalog no longer produces.
+	DeleteStale(ctx context.Context, db string, kinds []string, version int64) (int, error)
+	// DeleteDatabase removes every chunk of db.
+	DeleteDatabase(ctx context.Context, db string) error
+	// SearchText runs a BM25 query.
+	SearchText(ctx context.Context, q TextQuery) ([]Hit, error)
+	// SearchVector runs a KNN query.
+	SearchVector(ctx context.Context, q VectorQuery) ([]Hit, error)
+	// Count counts chunks matching f.
+	Count(ctx context.Context, f Filter) (int, error)
+	// Metas returns hash and version of every chunk matching f, by id.
+	Metas(ctx context.Context, f Filter) (map[string]Meta, error)
+	// Close releases the store.
+	Close() error
+}

@@ -1,0 +1,370 @@
+// Package indextest is the conformance suite every index.Store passes, in
+// the style of watermill's pubsub tests: one set of behaviours, run
+// against each implementation.
+package indextest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// Dimensions of the vectors the suite writes.
+const Dimensions = 64
+
+// Open returns a fresh, empty store for one test; the suite closes it.
+type Open func(t *testing.T) index.Store
+
+// Run runs every conformance test against stores made by open.
+func Run(t *testing.T, open Open) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s index.Store)
+	}{
+		{"UpsertAndCount", testUpsertAndCount},
+		{"BM25RanksByField", testBM25RanksByField},
+		{"BM25MatchesInflections", testBM25Inflections},
+		{"KNNOrdersByCosine", testKNN},
+		{"FiltersByKindAndTags", testFilters},
+		{"IsolatesDatabases", testIsolation},
+		{"QueryTextIsNeverSyntax", testHostileQueries},
+		{"VersionGuard", testVersionGuard},
+		{"Deletes", testDeletes},
+		{"ReplacesOnUpsert", testReplace},
+		{"RejectsBadInput", testBadInput},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() { _ = s.Close() })
+			tc.fn(t, s)
+		})
+	}
+}
+
+var local = embed.NewLocal(Dimensions)
+
+func rec(db, kind, name, title string, cols []string, body string, version int64, tags map[string]string) index.Record {
+	c := chunk.Chunk{Database: db, Kind: kind, Name: name, Title: title, Columns: cols, Text: body,
+		Version: version, Tags: tags, ID: chunk.ID(db, kind, name, 0), Hash: fmt.Sprintf("h-%s-%d-%s", name, version, body)}
+	return index.Record{Chunk: c, Vector: local.Vector(title + " " + body)}
+}
+
+func shopRecords() []index.Record {
+	return []index.Record{
+		rec("shop", chunk.KindTable, "public.orders", "orders", []string{"id", "customer_id", "status"},
+			"CREATE TABLE public.orders (id bigint, customer_id bigint, status text)", 1, nil),
+		rec("shop", chunk.KindTable, "public.customers", "customers", []string{"id", "email", "country"},
+			"CREATE TABLE public.customers (id bigint, email text, country text)", 1, nil),
+		rec("shop", chunk.KindTable, "public.shipments", "shipments", []string{"id", "order_ref", "carrier"},
+			"CREATE TABLE public.shipments (id bigint, order_ref bigint, carrier text) -- one row per parcel of an order", 1, nil),
+		rec("shop", chunk.KindTable, "public.audit_log", "audit_log", []string{"id", "note"},
+			"CREATE TABLE public.audit_log (id bigint, note text) -- free text mentioning orders orders orders", 1, nil),
+		rec("shop", chunk.KindDoc, "refunds.md", "Refunds > Partial refunds", nil,
+			"Sum payments per order to get the net amount refunded.", 1, map[string]string{"product": "checkout", "version": "2"}),
+		rec("shop", chunk.KindDoc, "legacy.md", "Legacy refunds", nil,
+			"Refunds before 2020 were kept in a spreadsheet.", 1, map[string]string{"product": "checkout", "version": "1"}),
+		rec("shop", chunk.KindExample, "q1", "How many orders per customer?", nil,
+			"Question: How many orders per customer?\nSQL: SELECT customer_id, count(*) FROM orders GROUP BY 1", 1, nil),
+	}
+}
+
+func mustUpsert(t *testing.T, s index.Store, recs []index.Record) int {
+	t.Helper()
+	n, err := s.Upsert(context.Background(), recs)
+	if err != nil {
+		t.Fatalf("upsert: %v", err)
+	}
+	return n
+}
+
+func names(hits []index.Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Chunk.Name
+	}
+	return out
+}
+
+func textQuery(db, q string, kinds ...string) index.TextQuery {
+	return index.TextQuery{Filter: index.Filter{Database: db, Kinds: kinds}, Terms: text.Terms(q),
+		Weights: index.DefaultWeights, Limit: 10}
+}
+
+func testUpsertAndCount(t *testing.T, s index.Store) {
+	ctx := context.Background()
+	if n := mustUpsert(t, s, shopRecords()); n != 7 {
+		t.Errorf("wrote %d, want 7", n)
+	}
+	for _, tc := range []struct {
+		f    index.Filter
+		want int
+	}{
+		{index.Filter{Database: "shop"}, 7},
+		{index.Filter{Database: "shop", Kinds: []string{chunk.KindTable}}, 4},
+		{index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc, chunk.KindExample}}, 3},
+		{index.Filter{Database: "shop", Tags: map[string]string{"version": "2"}}, 1},
+		{index.Filter{Database: "other"}, 0},
+	} {
+		if n, err := s.Count(ctx, tc.f); err != nil || n != tc.want {
+			t.Errorf("Count(%+v) = %d, %v; want %d", tc.f, n, err, tc.want)
+		}
+	}
+	metas, err := s.Metas(ctx, index.Filter{Database: "shop", Kinds: []string{chunk.KindTable}})
+	if err != nil || len(metas) != 4 || metas["shop:table:public.orders"].Version != 1 || metas["shop:table:public.orders"].Hash == "" {
+		t.Errorf("Metas = %v, %v", metas, err)
+	}
+	hits, err := s.SearchText(ctx, textQuery("shop", "carrier"))
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("search: %v %v", hits, err)
+	}
+	got := hits[0].Chunk
+	want := shopRecords()[2].Chunk
+	if got.ID != want.ID || got.Text != want.Text || got.Title != want.Title || !slices.Equal(got.Columns, want.Columns) || got.Hash != want.Hash || got.Version != 1 {
+		t.Errorf("stored chunk does not round-trip:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// A question word naming a table outranks the same word in a column name,
+// which outranks it in free text, even when the text repeats it.
+func testBM25RanksByField(t *testing.T, s index.Store) {
+	mustUpsert(t, s, shopRecords())
+	hits, err := s.SearchText(context.Background(), textQuery("shop", "orders", chunk.KindTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := names(hits)
+	if len(got) < 3 || got[0] != "public.orders" {
+		t.Fatalf("got %v, want public.orders first", got)
+	}
+	si, ai := slices.Index(got, "public.shipments"), slices.Index(got, "public.audit_log")
+	if si < 0 || ai < 0 || si > ai {
+		t.Errorf("got %v: a column match (shipments.order_ref) should beat free text, even repeated (audit_log)", got)
+	}
+	for i := 1; i < len(hits); i++ {
+		if hits[i].Score > hits[i-1].Score {
+			t.Errorf("scores not descending: %v", hits)
+		}
+	}
+}
+
+func testBM25Inflections(t *testing.T, s index.Store) {
+	mustUpsert(t, s, shopRecords())
+	for _, q := range []string{"order", "Orders", "ORDERED"} {
+		hits, err := s.SearchText(context.Background(), textQuery("shop", q, chunk.KindTable))
+		if err != nil || len(hits) == 0 || hits[0].Chunk.Name != "public.orders" {
+			t.Errorf("%q: got %v %v, want public.orders first", q, names(hits), err)
+		}
+	}
+}
+
+func testKNN(t *testing.T, s index.Store) {
+	mustUpsert(t, s, shopRecords())
+	q := local.Vector("customers email country")
+	hits, err := s.SearchVector(context.Background(), index.VectorQuery{Filter: index.Filter{Database: "shop"}, Vector: q, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 3 || hits[0].Chunk.Name != "public.customers" {
+		t.Fatalf("got %v, want public.customers first of 3", names(hits))
+	}
+	for i := 1; i < len(hits); i++ {
+		if hits[i].Score > hits[i-1].Score {
+			t.Errorf("scores not descending: %v", hits)
+		}
+	}
+	want := embed.Cosine(q, shopRecords()[1].Vector)
+	if d := hits[0].Score - float64(want); d > 1e-4 || d < -1e-4 {
+		t.Errorf("score %f, want the cosine %f", hits[0].Score, want)
+	}
+}
+
+func testFilters(t *testing.T, s index.Store) {
+	mustUpsert(t, s, shopRecords())
+	ctx := context.Background()
+	q := textQuery("shop", "refunds", chunk.KindDoc)
+	q.Tags = map[string]string{"product": "checkout", "version": "2"}
+	hits, err := s.SearchText(ctx, q)
+	if err != nil || len(hits) != 1 || hits[0].Chunk.Name != "refunds.md" {
+		t.Errorf("tag-filtered text search: %v %v", names(hits), err)
+	}
+	vq := index.VectorQuery{Filter: index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc},
+		Tags: map[string]string{"version": "1"}}, Vector: local.Vector("refunds"), Limit: 10}
+	hits, err = s.SearchVector(ctx, vq)
+	if err != nil || len(hits) != 1 || hits[0].Chunk.Name != "legacy.md" {
+		t.Errorf("tag-filtered vector search: %v %v", names(hits), err)
+	}
+	hits, err = s.SearchText(ctx, textQuery("shop", "orders customer", chunk.KindExample))
+	if err != nil || len(hits) != 1 || hits[0].Chunk.Kind != chunk.KindExample {
+		t.Errorf("kind-filtered search: %v %v", names(hits), err)
+	}
+}
+
+// A search scoped to one database never returns another database's
+// chunks, whatever the query text.
+func testIsolation(t *testing.T, s index.Store) {
+	mustUpsert(t, s, shopRecords())
+	mustUpsert(t, s, []index.Record{
+		rec("hr", chunk.KindTable, "public.orders", "orders", []string{"id"}, "CREATE TABLE public.orders (id int) -- shop orders", 1, nil),
+		rec("hr", chunk.KindTable, "public.staff", "staff", []string{"id", "name"}, "CREATE TABLE public.staff (id int, name text)", 1, nil),
+	})
+	ctx := context.Background()
+	for _, q := range []string{"orders", "staff", "hr", "shop", `database:"hr" OR staff`, "db:hr", "*", "staff NOT orders"} {
+		for _, db := range []string{"shop", "hr"} {
+			tq := textQuery(db, q)
+			tq.Terms = append(tq.Terms, "hr", "shop", "staff") // even raw extra terms stay scoped
+			hits, err := s.SearchText(ctx, tq)
+			if err != nil {
+				t.Fatalf("%q: %v", q, err)
+			}
+			vh, err := s.SearchVector(ctx, index.VectorQuery{Filter: index.Filter{Database: db}, Vector: local.Vector(q), Limit: 50})
+			if err != nil {
+				t.Fatalf("%q: %v", q, err)
+			}
+			for _, h := range append(hits, vh...) {
+				if h.Chunk.Database != db {
+					t.Errorf("query %q scoped to %s returned %s", q, db, h.Chunk.ID)
+				}
+			}
+		}
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "hr"}); n != 2 {
+		t.Errorf("hr has %d chunks, want 2", n)
+	}
+}
+
+// Terms come from users: quotes, operators, column filters and wildcards
+// must be matched as text or ignored, never parsed.
+func testHostileQueries(t *testing.T, s index.Store) {
+	mustUpsert(t, s, shopRecords())
+	ctx := context.Background()
+	for _, terms := range [][]string{
+		{`"`}, {`orders"`, `OR`, `"x`}, {"NEAR(orders customers)"}, {"*"}, {"orders*"}, {"-orders"},
+		{"^orders"}, {"title:orders"}, {"{name schema}:orders"}, {"AND"}, {"NOT"}, {"()"}, {"'; DROP TABLE chunks; --"},
+		{""}, {}, {"ordérs", "日本語"},
+	} {
+		hits, err := s.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: terms, Weights: index.DefaultWeights, Limit: 5})
+		if err != nil {
+			t.Errorf("terms %q: %v", terms, err)
+		}
+		for _, h := range hits {
+			if h.Chunk.Database != "shop" {
+				t.Errorf("terms %q leaked %s", terms, h.Chunk.ID)
+			}
+		}
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "shop"}); n != 7 {
+		t.Errorf("store lost chunks to a hostile query: %d left", n)
+	}
+}
+
+// Upsert never replaces a chunk derived from a newer catalog version, and
+// DeleteStale removes only what a newer version no longer produces.
+func testVersionGuard(t *testing.T, s index.Store) {
+	ctx := context.Background()
+	v2 := rec("shop", chunk.KindTable, "public.orders", "orders", []string{"id", "total"}, "CREATE TABLE public.orders (id bigint, total numeric)", 2, nil)
+	v1 := rec("shop", chunk.KindTable, "public.orders", "orders", []string{"id"}, "CREATE TABLE public.orders (id bigint)", 1, nil)
+	if n := mustUpsert(t, s, []index.Record{v2}); n != 1 {
+		t.Fatalf("wrote %d", n)
+	}
+	if n := mustUpsert(t, s, []index.Record{v1}); n != 0 {
+		t.Errorf("an older version was written (%d)", n)
+	}
+	metas, _ := s.Metas(ctx, index.Filter{Database: "shop"})
+	if metas[v2.ID].Version != 2 || metas[v2.ID].Hash != v2.Hash {
+		t.Errorf("stored %+v, want version 2", metas[v2.ID])
+	}
+	v2again := v2
+	v2again.Text += " -- same version, rewritten"
+	if n := mustUpsert(t, s, []index.Record{v2again}); n != 1 {
+		t.Errorf("the same version should be rewritable (idempotent redelivery), wrote %d", n)
+	}
+	old := rec("shop", chunk.KindTable, "public.gone", "gone", nil, "CREATE TABLE public.gone ()", 1, nil)
+	doc := rec("shop", chunk.KindDoc, "d.md", "D", nil, "doc text", 0, nil)
+	mustUpsert(t, s, []index.Record{old, doc})
+	n, err := s.DeleteStale(ctx, "shop", []string{chunk.KindTable, chunk.KindView}, 2)
+	if err != nil || n != 1 {
+		t.Errorf("DeleteStale removed %d, %v; want 1 (public.gone)", n, err)
+	}
+	if c, _ := s.Count(ctx, index.Filter{Database: "shop"}); c != 2 {
+		t.Errorf("%d chunks left, want orders v2 and the doc", c)
+	}
+}
+
+func testDeletes(t *testing.T, s index.Store) {
+	ctx := context.Background()
+	mustUpsert(t, s, shopRecords())
+	mustUpsert(t, s, []index.Record{rec("hr", chunk.KindTable, "public.staff", "staff", nil, "staff", 1, nil)})
+	if err := s.Delete(ctx, "shop", []string{"shop:table:public.orders", "shop:table:nope"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteName(ctx, "shop", chunk.KindDoc, "refunds.md"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "shop"}); n != 5 {
+		t.Errorf("%d left after deletes, want 5", n)
+	}
+	hits, _ := s.SearchText(ctx, textQuery("shop", "orders", chunk.KindTable))
+	if slices.Contains(names(hits), "public.orders") {
+		t.Error("a deleted chunk is still found by BM25")
+	}
+	vh, _ := s.SearchVector(ctx, index.VectorQuery{Filter: index.Filter{Database: "shop"}, Vector: local.Vector("orders"), Limit: 50})
+	if slices.Contains(names(vh), "public.orders") {
+		t.Error("a deleted chunk is still found by KNN")
+	}
+	if err := s.DeleteDatabase(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "shop"}); n != 0 {
+		t.Errorf("%d left after DeleteDatabase", n)
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "hr"}); n != 1 {
+		t.Error("DeleteDatabase touched another database")
+	}
+}
+
+func testReplace(t *testing.T, s index.Store) {
+	ctx := context.Background()
+	mustUpsert(t, s, shopRecords())
+	r := rec("shop", chunk.KindTable, "public.orders", "orders", []string{"id", "placed_at"}, "CREATE TABLE public.orders (id bigint, placed_at timestamptz)", 2, nil)
+	mustUpsert(t, s, []index.Record{r})
+	if n, _ := s.Count(ctx, index.Filter{Database: "shop"}); n != 7 {
+		t.Errorf("replace changed the count to %d", n)
+	}
+	hits, _ := s.SearchText(ctx, textQuery("shop", "placed", chunk.KindTable))
+	if len(hits) != 1 || hits[0].Chunk.Name != "public.orders" {
+		t.Errorf("new text not searchable: %v", names(hits))
+	}
+	hits, _ = s.SearchText(ctx, textQuery("shop", "status", chunk.KindTable))
+	if slices.Contains(names(hits), "public.orders") {
+		t.Error("old text still matches after replace")
+	}
+}
+
+func testBadInput(t *testing.T, s index.Store) {
+	ctx := context.Background()
+	r := shopRecords()[0]
+	r.Vector = make([]float32, Dimensions+1)
+	mustUpsert(t, s, shopRecords()[1:2])
+	if _, err := s.Upsert(ctx, []index.Record{r}); !errors.Is(err, index.ErrDimension) {
+		t.Errorf("upsert with a wrong dimension: %v", err)
+	}
+	if _, err := s.SearchVector(ctx, index.VectorQuery{Filter: index.Filter{Database: "shop"}, Vector: make([]float32, 3), Limit: 1}); !errors.Is(err, index.ErrDimension) {
+		t.Errorf("query with a wrong dimension: %v", err)
+	}
+	if _, err := s.SearchText(ctx, index.TextQuery{Terms: []string{"x"}, Limit: 1}); !errors.Is(err, index.ErrNoDatabase) {
+		t.Errorf("query without database: %v", err)
+	}
+	noDB := shopRecords()[0]
+	noDB.Database = ""
+	if _, err := s.Upsert(ctx, []index.Record{noDB}); !errors.Is(err, index.ErrNoDatabase) {
+		t.Errorf("upsert without database: %v", err)
+	}
+}

@@ -1,0 +1,617 @@
+// Package sqlite is the embedded index store: one SQLite file (WAL) holding
+// chunks, an FTS5 table for BM25 and the vectors, plus the embedding cache.
+// It serves a single node: the tests, the demo and `schemaq up`.
+//
+// BM25 runs in FTS5 over fields analysed in Go (package text), so
+// tokenisation matches the rest of schemaq; every query term is quoted, so
+// user text never reaches FTS5 syntax. KNN is exact: each database's
+// vectors are held in memory and scanned, which for schema-sized indexes
+// (thousands of chunks) takes well under a millisecond. A generation
+// counter per database, bumped by every write, tells searchers in any
+// process sharing the file when to reload.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, with FTS5
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// layoutVersion changes when the tables or the analysis change; an index
+// of another layout is rebuilt from the catalog, never read.
+const layoutVersion = "1"
+
+// Store is the SQLite index. It is safe for concurrent use.
+type Store struct {
+	db  *sql.DB
+	dim int
+
+	writeMu sync.Mutex // one writer at a time: SQLite's rule, kept in Go to avoid SQLITE_BUSY
+
+	mu    sync.Mutex
+	cache map[string]*dbCache // per database, for KNN and hit hydration
+}
+
+type entry struct {
+	chunk chunk.Chunk
+	vec   []float32
+}
+
+type dbCache struct {
+	gen     int64
+	entries map[int64]*entry
+	order   []int64 // rowids in a stable order for the KNN scan
+}
+
+var (
+	_ index.Store      = (*Store)(nil)
+	_ embed.CacheStore = (*Store)(nil)
+)
+
+// Open opens or creates the index file at path for vectors of dim
+// dimensions. An existing index with other dimensions is an error that
+// says how to rebuild.
+func Open(ctx context.Context, path string, dim int) (*Store, error) {
+	if dim <= 0 {
+		return nil, fmt.Errorf("open index %s: dimensions must be positive, got %d", path, dim)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open index %s: %w", path, err)
+		}
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
+	s := &Store{db: db, dim: dim, cache: map[string]*dbCache{}}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	stmts := []string{
+		`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS chunks (
+			rowid INTEGER PRIMARY KEY,
+			id TEXT NOT NULL UNIQUE,
+			db TEXT NOT NULL,
+			kind TEXT NOT NULL,
+			name TEXT NOT NULL,
+			part INTEGER NOT NULL,
+			schema_name TEXT NOT NULL,
+			title TEXT NOT NULL,
+			columns TEXT NOT NULL,
+			body TEXT NOT NULL,
+			tags TEXT NOT NULL,
+			hash TEXT NOT NULL,
+			version INTEGER NOT NULL,
+			vector BLOB NOT NULL)`,
+		`CREATE INDEX IF NOT EXISTS chunks_db_kind ON chunks (db, kind, name)`,
+		`CREATE TABLE IF NOT EXISTS chunk_tags (chunk INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (chunk, key))`,
+		`CREATE INDEX IF NOT EXISTS chunk_tags_kv ON chunk_tags (key, value)`,
+		`CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(name, schema, columns, body, tokenize = 'unicode61 remove_diacritics 2')`,
+		`CREATE TABLE IF NOT EXISTS generations (db TEXT PRIMARY KEY, gen INTEGER NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS embed_cache (key TEXT PRIMARY KEY, vector BLOB NOT NULL)`,
+	}
+	for _, q := range stmts {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create tables: %w", err)
+		}
+	}
+	want := map[string]string{"layout": layoutVersion, "dimensions": fmt.Sprint(s.dim)}
+	for k, v := range want {
+		var have string
+		err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, k).Scan(&have)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if _, err := s.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)`, k, v); err != nil {
+				return fmt.Errorf("write %s: %w", k, err)
+			}
+		case err != nil:
+			return fmt.Errorf("read %s: %w", k, err)
+		case have != v:
+			return fmt.Errorf("%w: the index was built with %s %s, this process uses %s; delete the index file (it is rebuilt from the catalogs) or use the embedder it was built with",
+				index.ErrDimension, k, have, v)
+		}
+	}
+	return nil
+}
+
+// Close implements index.Store.
+func (s *Store) Close() error { return s.db.Close() }
+
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func decodeVector(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+func analyzed(parts ...string) string {
+	var terms []string
+	for _, p := range parts {
+		terms = text.AppendTerms(terms, p)
+	}
+	return strings.Join(terms, " ")
+}
+
+// Upsert implements index.Store.
+func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
+	for _, r := range recs {
+		if r.Database == "" {
+			return 0, fmt.Errorf("upsert %s: %w", r.ID, index.ErrNoDatabase)
+		}
+		if len(r.Vector) != s.dim {
+			return 0, fmt.Errorf("upsert %s: %w: got %d, index has %d", r.ID, index.ErrDimension, len(r.Vector), s.dim)
+		}
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	written := 0
+	err := s.write(ctx, dbsOf(recs), func(tx *sql.Tx) error {
+		for _, r := range recs {
+			var rowid, version int64
+			err := tx.QueryRowContext(ctx, `SELECT rowid, version FROM chunks WHERE id = ?`, r.ID).Scan(&rowid, &version)
+			exists := err == nil
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if exists && version > r.Version {
+				continue // never replace a newer catalog's chunk
+			}
+			cols, _ := json.Marshal(r.Columns)
+			tags, _ := json.Marshal(r.Tags)
+			if r.Tags == nil {
+				tags = []byte("{}")
+			}
+			if exists {
+				if _, err := tx.ExecContext(ctx, `UPDATE chunks SET db=?, kind=?, name=?, part=?, schema_name=?, title=?, columns=?, body=?, tags=?, hash=?, version=?, vector=? WHERE rowid=?`,
+					r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, encodeVector(r.Vector), rowid); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM chunks_fts WHERE rowid = ?`, rowid); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM chunk_tags WHERE chunk = ?`, rowid); err != nil {
+					return err
+				}
+			} else {
+				res, err := tx.ExecContext(ctx, `INSERT INTO chunks (id, db, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+					r.ID, r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, encodeVector(r.Vector))
+				if err != nil {
+					return err
+				}
+				rowid, _ = res.LastInsertId()
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO chunks_fts (rowid, name, schema, columns, body) VALUES (?,?,?,?,?)`,
+				rowid, analyzed(r.Title), analyzed(r.Schema), analyzed(r.Columns...), analyzed(r.Text)); err != nil {
+				return err
+			}
+			for k, v := range r.Tags {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO chunk_tags (chunk, key, value) VALUES (?,?,?)`, rowid, k, v); err != nil {
+					return err
+				}
+			}
+			written++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("upsert %d chunks: %w", len(recs), err)
+	}
+	return written, nil
+}
+
+func dbsOf(recs []index.Record) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range recs {
+		if !seen[r.Database] {
+			seen[r.Database] = true
+			out = append(out, r.Database)
+		}
+	}
+	return out
+}
+
+// write runs fn in one transaction and bumps the generation of every
+// database it touches, so cached searchers reload.
+func (s *Store) write(ctx context.Context, dbs []string, fn func(tx *sql.Tx) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return wrapUnavailable(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	for _, db := range dbs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO generations (db, gen) VALUES (?, 1) ON CONFLICT (db) DO UPDATE SET gen = gen + 1`, db); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func wrapUnavailable(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", index.ErrUnavailable, err)
+}
+
+// deleteWhere removes chunks matching a WHERE clause over chunks.
+func (s *Store) deleteWhere(ctx context.Context, db, where string, args ...any) (int, error) {
+	if db == "" {
+		return 0, index.ErrNoDatabase
+	}
+	var n int
+	err := s.write(ctx, []string{db}, func(tx *sql.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE ` + where + `)`,
+			`DELETE FROM chunk_tags WHERE chunk IN (SELECT rowid FROM chunks WHERE ` + where + `)`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM chunks WHERE `+where, args...)
+		if err != nil {
+			return err
+		}
+		affected, _ := res.RowsAffected()
+		n = int(affected)
+		return nil
+	})
+	return n, err
+}
+
+// Delete implements index.Store.
+func (s *Store) Delete(ctx context.Context, db string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	ph := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	args := []any{db}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	if _, err := s.deleteWhere(ctx, db, `db = ? AND id IN (`+ph+`)`, args...); err != nil {
+		return fmt.Errorf("delete %d chunks of %s: %w", len(ids), db, err)
+	}
+	return nil
+}
+
+// DeleteName implements index.Store.
+func (s *Store) DeleteName(ctx context.Context, db, kind, name string) error {
+	if _, err := s.deleteWhere(ctx, db, `db = ? AND kind = ? AND name = ?`, db, kind, name); err != nil {
+		return fmt.Errorf("delete %s %s of %s: %w", kind, name, db, err)
+	}
+	return nil
+}
+
+// DeleteStale implements index.Store.
+func (s *Store) DeleteStale(ctx context.Context, db string, kinds []string, version int64) (int, error) {
+	if len(kinds) == 0 {
+		return 0, nil
+	}
+	args := []any{db, version}
+	for _, k := range kinds {
+		args = append(args, k)
+	}
+	ph := strings.TrimSuffix(strings.Repeat("?,", len(kinds)), ",")
+	n, err := s.deleteWhere(ctx, db, `db = ? AND version < ? AND kind IN (`+ph+`)`, args...)
+	if err != nil {
+		return 0, fmt.Errorf("delete stale chunks of %s: %w", db, err)
+	}
+	return n, nil
+}
+
+// DeleteDatabase implements index.Store.
+func (s *Store) DeleteDatabase(ctx context.Context, db string) error {
+	if _, err := s.deleteWhere(ctx, db, `db = ?`, db); err != nil {
+		return fmt.Errorf("delete database %s: %w", db, err)
+	}
+	return nil
+}
+
+// filterSQL renders a Filter as a WHERE fragment over chunks aliased c.
+func filterSQL(f index.Filter) (string, []any) {
+	where := []string{"c.db = ?"}
+	args := []any{f.Database}
+	if len(f.Kinds) > 0 {
+		where = append(where, "c.kind IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Kinds)), ",")+")")
+		for _, k := range f.Kinds {
+			args = append(args, k)
+		}
+	}
+	keys := make([]string, 0, len(f.Tags))
+	for k := range f.Tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		where = append(where, "EXISTS (SELECT 1 FROM chunk_tags t WHERE t.chunk = c.rowid AND t.key = ? AND t.value = ?)")
+		args = append(args, k, f.Tags[k])
+	}
+	return strings.Join(where, " AND "), args
+}
+
+// Count implements index.Store.
+func (s *Store) Count(ctx context.Context, f index.Filter) (int, error) {
+	if f.Database == "" {
+		return 0, index.ErrNoDatabase
+	}
+	where, args := filterSQL(f)
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM chunks c WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count chunks of %s: %w", f.Database, wrapUnavailable(err))
+	}
+	return n, nil
+}
+
+// Metas implements index.Store.
+func (s *Store) Metas(ctx context.Context, f index.Filter) (map[string]index.Meta, error) {
+	if f.Database == "" {
+		return nil, index.ErrNoDatabase
+	}
+	where, args := filterSQL(f)
+	rows, err := s.db.QueryContext(ctx, `SELECT c.id, c.hash, c.version FROM chunks c WHERE `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list chunks of %s: %w", f.Database, wrapUnavailable(err))
+	}
+	defer rows.Close()
+	out := map[string]index.Meta{}
+	for rows.Next() {
+		var id string
+		var m index.Meta
+		if err := rows.Scan(&id, &m.Hash, &m.Version); err != nil {
+			return nil, err
+		}
+		out[id] = m
+	}
+	return out, rows.Err()
+}
+
+// ftsQuery quotes every term (doubling any quote inside) and ORs them, so
+// no input can become FTS5 syntax: a quoted string is always a phrase.
+func ftsQuery(terms []string) string {
+	seen := map[string]bool{}
+	var parts []string
+	for _, t := range terms {
+		t = strings.TrimSpace(t)
+		if t == "" || seen[t] {
+			continue
+		}
+		seen[t] = true
+		parts = append(parts, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+	}
+	return strings.Join(parts, " OR ")
+}
+
+// SearchText implements index.Store.
+func (s *Store) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit, error) {
+	if q.Database == "" {
+		return nil, index.ErrNoDatabase
+	}
+	// Terms are analysed again so that raw words passed by a caller meet
+	// the analysed index, and so that operators and punctuation vanish.
+	var terms []string
+	for _, t := range q.Terms {
+		terms = text.AppendTerms(terms, t)
+	}
+	match := ftsQuery(terms)
+	if match == "" || q.Limit <= 0 {
+		return nil, nil
+	}
+	w := q.Weights
+	if w == (index.Weights{}) {
+		w = index.DefaultWeights
+	}
+	cache, err := s.snapshot(ctx, q.Database)
+	if err != nil {
+		return nil, err
+	}
+	where, args := filterSQL(q.Filter)
+	query := `SELECT c.rowid, bm25(chunks_fts, ?, ?, ?, ?) AS score
+		FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid
+		WHERE chunks_fts MATCH ? AND ` + where + `
+		ORDER BY score LIMIT ?`
+	all := append([]any{w.Name, w.Schema, w.Columns, w.Body, match}, args...)
+	all = append(all, q.Limit)
+	rows, err := s.db.QueryContext(ctx, query, all...)
+	if err != nil {
+		return nil, fmt.Errorf("text search in %s: %w", q.Database, wrapUnavailable(err))
+	}
+	defer rows.Close()
+	var hits []index.Hit
+	for rows.Next() {
+		var rowid int64
+		var score float64
+		if err := rows.Scan(&rowid, &score); err != nil {
+			return nil, err
+		}
+		if e := cache.entries[rowid]; e != nil {
+			// FTS5's bm25() is lower-is-better; negate so higher is better.
+			hits = append(hits, index.Hit{Chunk: e.chunk, Score: -score})
+		}
+	}
+	return hits, rows.Err()
+}
+
+// SearchVector implements index.Store.
+func (s *Store) SearchVector(ctx context.Context, q index.VectorQuery) ([]index.Hit, error) {
+	if q.Database == "" {
+		return nil, index.ErrNoDatabase
+	}
+	if len(q.Vector) != s.dim {
+		return nil, fmt.Errorf("vector search in %s: %w: got %d, index has %d", q.Database, index.ErrDimension, len(q.Vector), s.dim)
+	}
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	cache, err := s.snapshot(ctx, q.Database)
+	if err != nil {
+		return nil, err
+	}
+	kinds := map[string]bool{}
+	for _, k := range q.Kinds {
+		kinds[k] = true
+	}
+	type scored struct {
+		e     *entry
+		score float32
+	}
+	var top []scored
+	for _, rowid := range cache.order {
+		e := cache.entries[rowid]
+		if len(kinds) > 0 && !kinds[e.chunk.Kind] {
+			continue
+		}
+		if !tagsMatch(e.chunk.Tags, q.Tags) {
+			continue
+		}
+		top = append(top, scored{e, embed.Cosine(q.Vector, e.vec)})
+	}
+	sort.SliceStable(top, func(i, j int) bool { return top[i].score > top[j].score })
+	if len(top) > q.Limit {
+		top = top[:q.Limit]
+	}
+	hits := make([]index.Hit, len(top))
+	for i, t := range top {
+		hits[i] = index.Hit{Chunk: t.e.chunk, Score: float64(t.score)}
+	}
+	return hits, nil
+}
+
+func tagsMatch(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// snapshot returns the in-memory copy of db's chunks, reloading it when
+// any process has written since it was loaded.
+func (s *Store) snapshot(ctx context.Context, db string) (*dbCache, error) {
+	var gen int64
+	err := s.db.QueryRowContext(ctx, `SELECT gen FROM generations WHERE db = ?`, db).Scan(&gen)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("search %s: %w", db, wrapUnavailable(err))
+	}
+	s.mu.Lock()
+	c := s.cache[db]
+	s.mu.Unlock()
+	if c != nil && c.gen == gen {
+		return c, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT rowid, id, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector FROM chunks WHERE db = ? ORDER BY rowid`, db)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", db, wrapUnavailable(err))
+	}
+	defer rows.Close()
+	c = &dbCache{gen: gen, entries: map[int64]*entry{}}
+	for rows.Next() {
+		var rowid int64
+		var cols, tags string
+		var vec []byte
+		e := &entry{chunk: chunk.Chunk{Database: db}}
+		ch := &e.chunk
+		if err := rows.Scan(&rowid, &ch.ID, &ch.Kind, &ch.Name, &ch.Part, &ch.Schema, &ch.Title, &cols, &ch.Text, &tags, &ch.Hash, &ch.Version, &vec); err != nil {
+			return nil, fmt.Errorf("load %s: %w", db, err)
+		}
+		_ = json.Unmarshal([]byte(cols), &ch.Columns)
+		_ = json.Unmarshal([]byte(tags), &ch.Tags)
+		if len(ch.Tags) == 0 {
+			ch.Tags = nil
+		}
+		e.vec = decodeVector(vec)
+		c.entries[rowid] = e
+		c.order = append(c.order, rowid)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load %s: %w", db, err)
+	}
+	s.mu.Lock()
+	s.cache[db] = c
+	s.mu.Unlock()
+	return c, nil
+}
+
+// GetVectors implements embed.CacheStore over the same file, so cached
+// embeddings survive restarts.
+func (s *Store) GetVectors(ctx context.Context, keys []string) (map[string][]float32, error) {
+	out := map[string][]float32{}
+	for start := 0; start < len(keys); start += 500 {
+		batch := keys[start:min(start+500, len(keys))]
+		args := make([]any, len(batch))
+		for i, k := range batch {
+			args[i] = k
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT key, vector FROM embed_cache WHERE key IN (`+strings.TrimSuffix(strings.Repeat("?,", len(batch)), ",")+`)`, args...)
+		if err != nil {
+			return nil, wrapUnavailable(err)
+		}
+		for rows.Next() {
+			var k string
+			var v []byte
+			if err := rows.Scan(&k, &v); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[k] = decodeVector(v)
+		}
+		rows.Close()
+	}
+	return out, nil
+}
+
+// PutVectors implements embed.CacheStore.
+func (s *Store) PutVectors(ctx context.Context, vecs map[string][]float32) error {
+	if len(vecs) == 0 {
+		return nil
+	}
+	return s.write(ctx, nil, func(tx *sql.Tx) error {
+		for k, v := range vecs {
+			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO embed_cache (key, vector) VALUES (?, ?)`, k, encodeVector(v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
