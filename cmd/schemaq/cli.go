@@ -52,6 +52,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"catalog": {"apply migrations or a schema dump locally and print the catalog", runCatalog},
+		"bench":   {"measure retrieval quality and latency (bench retrieval)", runBench},
 		"version": {"print the version", func(_ context.Context, e *env, _ []string) error {
 			fmt.Fprintln(e.stdout, "schemaq", version)
 			return nil

@@ -84,3 +84,46 @@ func TestCLICatalogJSONAndChunks(t *testing.T) {
 		t.Fatalf("chunks output (exit %d):\n%s", code, out)
 	}
 }
+
+func TestCLIBenchRetrieval(t *testing.T) {
+	out, errOut, code := runCLI(t, "bench", "retrieval", "--schema", "testdata/bench_schema.sql",
+		"--questions", "testdata/bench_questions.jsonl", "--k", "1,5", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Tables         int                `json:"tables"`
+		Questions      int                `json:"questions"`
+		Recall         map[string]float64 `json:"recall"`
+		CompleteRecall map[string]float64 `json:"complete_recall"`
+		IndexSeconds   float64            `json:"index_seconds"`
+		LatencyMS      map[string]float64 `json:"latency_ms"`
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("output is not the documented JSON: %v\n%s", err, out)
+	}
+	if rep.Tables != 6 || rep.Questions != 5 || len(rep.Recall) != 2 || rep.LatencyMS["p50"] <= 0 || rep.IndexSeconds <= 0 {
+		t.Errorf("report %+v", rep)
+	}
+	// Every gold table of this small set is in the top 5.
+	if rep.CompleteRecall["5"] != 1 || rep.Recall["5"] != 1 {
+		t.Errorf("recall@5 %v CR@5 %v, want 1", rep.Recall["5"], rep.CompleteRecall["5"])
+	}
+	if !strings.Contains(errOut, "questions 5/5") {
+		t.Errorf("no progress on stderr: %q", errOut)
+	}
+	for _, args := range [][]string{
+		{"bench", "retrieval"},
+		{"bench", "retrieval", "--schema", "x.sql", "--questions", "q.jsonl", "--k", "0"},
+		{"bench", "nope"},
+	} {
+		if _, _, code := runCLI(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want usage", args, code)
+		}
+	}
+	if _, errOut, code := runCLI(t, "bench", "retrieval", "--schema", "testdata/bench_schema.sql", "--questions", "missing.jsonl"); code != exitFailure || !strings.Contains(errOut, "missing.jsonl") {
+		t.Errorf("missing questions file: exit %d %q", code, errOut)
+	}
+}

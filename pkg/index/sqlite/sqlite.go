@@ -21,6 +21,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -56,7 +57,8 @@ type entry struct {
 type dbCache struct {
 	gen     int64
 	entries map[int64]*entry
-	order   []int64 // rowids in a stable order for the KNN scan
+	list    []*entry  // rowid order, for the KNN scan
+	vecs    []float32 // every vector back to back, in list order: one cache-friendly scan
 }
 
 var (
@@ -487,39 +489,94 @@ func (s *Store) SearchVector(ctx context.Context, q index.VectorQuery) ([]index.
 	if err != nil {
 		return nil, err
 	}
-	kinds := map[string]bool{}
-	for _, k := range q.Kinds {
-		kinds[k] = true
-	}
-	type scored struct {
-		e     *entry
-		score float32
-	}
-	var top []scored
-	for _, rowid := range cache.order {
-		e := cache.entries[rowid]
-		if len(kinds) > 0 && !kinds[e.chunk.Kind] {
+	top := newTopK(q.Limit)
+	for i, e := range cache.list {
+		if !matches(e.chunk, q.Filter) {
 			continue
 		}
-		if !tagsMatch(e.chunk.Tags, q.Tags) {
-			continue
-		}
-		top = append(top, scored{e, embed.Cosine(q.Vector, e.vec)})
+		top.offer(i, embed.Cosine(q.Vector, cache.vecs[i*s.dim:(i+1)*s.dim]))
 	}
-	sort.SliceStable(top, func(i, j int) bool { return top[i].score > top[j].score })
-	if len(top) > q.Limit {
-		top = top[:q.Limit]
-	}
-	hits := make([]index.Hit, len(top))
-	for i, t := range top {
-		hits[i] = index.Hit{Chunk: t.e.chunk, Score: float64(t.score)}
+	best := top.sorted()
+	hits := make([]index.Hit, len(best))
+	for i, b := range best {
+		hits[i] = index.Hit{Chunk: cache.list[b.i].chunk, Score: float64(b.score)}
 	}
 	return hits, nil
 }
 
-func tagsMatch(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
+// topK keeps the k best scores seen in a min-heap: O(n log k) instead of
+// sorting all n. Ties keep the earlier index, so results are stable.
+type topK struct {
+	k    int
+	heap []scored
+}
+
+type scored struct {
+	i     int
+	score float32
+}
+
+func newTopK(k int) *topK { return &topK{k: k, heap: make([]scored, 0, k)} }
+
+// worse orders the heap: lower score, or the same score seen later.
+func worse(a, b scored) bool { return a.score < b.score || (a.score == b.score && a.i > b.i) }
+
+func (t *topK) offer(i int, score float32) {
+	s := scored{i, score}
+	if len(t.heap) < t.k {
+		t.heap = append(t.heap, s)
+		for c := len(t.heap) - 1; c > 0; {
+			p := (c - 1) / 2
+			if !worse(t.heap[c], t.heap[p]) {
+				break
+			}
+			t.heap[c], t.heap[p] = t.heap[p], t.heap[c]
+			c = p
+		}
+		return
+	}
+	if !worse(t.heap[0], s) {
+		return
+	}
+	t.heap[0] = s
+	for p := 0; ; {
+		l, r, m := 2*p+1, 2*p+2, p
+		if l < len(t.heap) && worse(t.heap[l], t.heap[m]) {
+			m = l
+		}
+		if r < len(t.heap) && worse(t.heap[r], t.heap[m]) {
+			m = r
+		}
+		if m == p {
+			return
+		}
+		t.heap[p], t.heap[m] = t.heap[m], t.heap[p]
+		p = m
+	}
+}
+
+func (t *topK) sorted() []scored {
+	out := slices.Clone(t.heap)
+	slices.SortFunc(out, func(a, b scored) int {
+		switch {
+		case worse(b, a):
+			return -1
+		case worse(a, b):
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// matches applies a Filter's kinds and tags to a cached chunk (its
+// database is the cache's).
+func matches(c chunk.Chunk, f index.Filter) bool {
+	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, c.Kind) {
+		return false
+	}
+	for k, v := range f.Tags {
+		if c.Tags[k] != v {
 			return false
 		}
 	}
@@ -562,7 +619,8 @@ func (s *Store) snapshot(ctx context.Context, db string) (*dbCache, error) {
 		}
 		e.vec = decodeVector(vec)
 		c.entries[rowid] = e
-		c.order = append(c.order, rowid)
+		c.list = append(c.list, e)
+		c.vecs = append(c.vecs, e.vec...)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load %s: %w", db, err)

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/schemaq/schemaq/pkg/benchmark"
+	"github.com/schemaq/schemaq/pkg/rerank"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+)
+
+func runBench(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprintln(e.stderr, "Usage: schemaq bench retrieval [flags]\n\nBenchmarks:\n  retrieval  recall and complete recall @k and latency of retrieval over a schema and questions")
+		if len(args) == 0 {
+			return usagef("bench: name a benchmark")
+		}
+		return nil
+	}
+	switch args[0] {
+	case "retrieval":
+		return runBenchRetrieval(ctx, e, args[1:])
+	}
+	return usagef("bench: unknown benchmark %q", args[0])
+}
+
+func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "bench retrieval", "--schema FILE.sql --questions FILE.jsonl [flags]")
+	schema := fs.String("schema", "", "schema SQL, applied as one snapshot (required)")
+	questions := fs.String("questions", "", "questions JSONL: question, gold_tables (required)")
+	ks := fs.String("k", "1,3,5,10,15,20", "comma-separated cut-offs")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	db := fs.String("db", "bench", "database name to index the schema under")
+	misses := fs.Int("misses", 0, "print up to N questions whose gold tables were not all retrieved")
+	cfg := retrieve.DefaultConfig
+	noBM25 := fs.Bool("no-bm25", false, "ablation: no BM25 candidates")
+	noKNN := fs.Bool("no-knn", false, "ablation: no vector candidates")
+	noSchema := fs.Bool("no-schema-rerank", false, "ablation: no schema-aware rescoring")
+	noFK := fs.Bool("no-fk", false, "ablation: no foreign-key bridge tables")
+	reranker := fs.String("reranker", "none", "reranker after schema rescoring: none or lexical")
+	fs.IntVar(&cfg.Candidates, "candidates", cfg.Candidates, "candidates taken from each of BM25 and KNN")
+	fs.Float64Var(&cfg.RRFK, "rrf-k", cfg.RRFK, "k of Reciprocal Rank Fusion")
+	fs.Float64Var(&cfg.BM25Weight, "bm25-weight", cfg.BM25Weight, "weight of the BM25 list in fusion")
+	fs.Float64Var(&cfg.KNNWeight, "knn-weight", cfg.KNNWeight, "weight of the vector list in fusion")
+	fs.IntVar(&cfg.SchemaWindow, "schema-window", cfg.SchemaWindow, "how many fused candidates the schema rescoring reorders")
+	fs.Float64Var(&cfg.SchemaWeights.Table, "w-table", cfg.SchemaWeights.Table, "schema rescoring: weight of a table-name hit")
+	fs.Float64Var(&cfg.SchemaWeights.Column, "w-column", cfg.SchemaWeights.Column, "schema rescoring: weight of a column hit")
+	fs.Float64Var(&cfg.SchemaWeights.Other, "w-other", cfg.SchemaWeights.Other, "schema rescoring: weight of any other hit")
+	fs.Float64Var(&cfg.SchemaWeights.Fusion, "w-fusion", cfg.SchemaWeights.Fusion, "schema rescoring: weight of the fused position")
+	fs.Float64Var(&cfg.Weights.Name, "f-name", cfg.Weights.Name, "BM25 weight of the name field")
+	fs.Float64Var(&cfg.Weights.Schema, "f-schema", cfg.Weights.Schema, "BM25 weight of the schema field")
+	fs.Float64Var(&cfg.Weights.Columns, "f-columns", cfg.Weights.Columns, "BM25 weight of the columns field")
+	fs.Float64Var(&cfg.Weights.Body, "f-body", cfg.Weights.Body, "BM25 weight of the body field")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *schema == "" || *questions == "" {
+		fs.Usage()
+		return usagef("bench retrieval: --schema and --questions are required")
+	}
+	if err := oneOf("reranker", *reranker, "none", "lexical"); err != nil {
+		return err
+	}
+	var cuts []int
+	for _, s := range strings.Split(*ks, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || k <= 0 {
+			return usagef("--k: %q is not a list of positive integers", *ks)
+		}
+		cuts = append(cuts, k)
+	}
+	cfg.BM25, cfg.KNN, cfg.SchemaRerank, cfg.FKExpansion = !*noBM25, !*noKNN, !*noSchema, !*noFK
+	if *reranker == "lexical" {
+		cfg.Reranker = rerank.Lexical{}
+	}
+	sql, err := os.ReadFile(*schema)
+	if err != nil {
+		return fmt.Errorf("bench retrieval: %w", err)
+	}
+	qf, err := os.Open(*questions)
+	if err != nil {
+		return fmt.Errorf("bench retrieval: %w", err)
+	}
+	qs, err := benchmark.ReadQuestions(qf)
+	qf.Close()
+	if err != nil {
+		return fmt.Errorf("bench retrieval: %s: %w", *questions, err)
+	}
+	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
+		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: e.stderr})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(rep)
+	}
+	keys := make([]int, 0, len(rep.Recall))
+	for k := range rep.Recall {
+		n, _ := strconv.Atoi(k)
+		keys = append(keys, n)
+	}
+	sort.Ints(keys)
+	fmt.Fprintf(e.stdout, "%d tables, %d questions; indexed in %.2f s\n", rep.Tables, rep.Questions, rep.IndexSeconds)
+	fmt.Fprintf(e.stdout, "%-6s %8s %8s\n", "k", "recall", "CR")
+	for _, k := range keys {
+		s := strconv.Itoa(k)
+		fmt.Fprintf(e.stdout, "%-6d %8.3f %8.3f\n", k, rep.Recall[s], rep.CompleteRecall[s])
+	}
+	fmt.Fprintf(e.stdout, "latency ms: p50 %.2f  p95 %.2f  p99 %.2f\n", rep.LatencyMS["p50"], rep.LatencyMS["p95"], rep.LatencyMS["p99"])
+	for i, m := range rep.Misses {
+		if i >= *misses {
+			break
+		}
+		fmt.Fprintf(e.stdout, "miss: %s\n  gold %v\n  got  %v\n", m.Question, m.Gold, m.Got)
+	}
+	return nil
+}

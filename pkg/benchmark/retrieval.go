@@ -1,0 +1,224 @@
+// Package benchmark measures schemaq the way users meet it: retrieval
+// quality and latency over a schema and its questions, through exactly the
+// code the daemon runs.
+package benchmark
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
+	"github.com/schemaq/schemaq/pkg/indexer"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+)
+
+// Question is one line of a questions file.
+type Question struct {
+	ID         any      `json:"id"`
+	Question   string   `json:"question"`
+	GoldTables []string `json:"gold_tables"`
+}
+
+// ReadQuestions reads a JSONL questions file; each line needs question and
+// gold_tables (schema.table).
+func ReadQuestions(r io.Reader) ([]Question, error) {
+	var out []Question
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if s == "" {
+			continue
+		}
+		var q Question
+		if err := json.Unmarshal([]byte(s), &q); err != nil {
+			return nil, fmt.Errorf("questions line %d: %w", line, err)
+		}
+		if strings.TrimSpace(q.Question) == "" || len(q.GoldTables) == 0 {
+			return nil, fmt.Errorf("questions line %d: question and gold_tables are required", line)
+		}
+		out = append(out, q)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read questions: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("read questions: the file has none")
+	}
+	return out, nil
+}
+
+// RetrievalConfig is one benchmark run.
+type RetrievalConfig struct {
+	Database  string // name the schema is indexed under
+	Schema    string // SQL text applied as one snapshot
+	Source    string // for errors
+	Questions []Question
+	Ks        []int
+	Retrieve  retrieve.Config
+	Embedder  embed.Embedder // local when nil
+	Dir       string         // where the index lives (a temporary directory when empty)
+	Progress  io.Writer      // a counter goes here while questions run (nil: none)
+}
+
+// RetrievalReport is the outcome; its JSON shape is stable because other
+// tools read it.
+type RetrievalReport struct {
+	Tables         int                `json:"tables"`
+	Questions      int                `json:"questions"`
+	Recall         map[string]float64 `json:"recall"`
+	CompleteRecall map[string]float64 `json:"complete_recall"`
+	IndexSeconds   float64            `json:"index_seconds"`
+	LatencyMS      map[string]float64 `json:"latency_ms"`
+	// Misses lists questions whose gold tables were not all in the top
+	// max(k), for study; it is not part of the JSON output.
+	Misses []Miss `json:"-"`
+}
+
+// Miss is a question that lost a gold table.
+type Miss struct {
+	Question string
+	Gold     []string
+	Got      []string
+}
+
+type staticCatalogs struct{ c *catalog.Catalog }
+
+func (s staticCatalogs) Catalog(db string) *catalog.Catalog {
+	if s.c != nil && s.c.Database == db {
+		return s.c
+	}
+	return nil
+}
+
+// Retrieval indexes the schema into a fresh embedded store and runs every
+// question through the daemon's retriever.
+func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, error) {
+	if len(cfg.Ks) == 0 {
+		cfg.Ks = []int{1, 3, 5, 10, 15, 20}
+	}
+	slices.Sort(cfg.Ks)
+	if cfg.Embedder == nil {
+		cfg.Embedder = embed.NewLocal(0)
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "schemaq-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+
+	start := time.Now()
+	cat, err := catalog.Snapshot(cfg.Database, cfg.Source, cfg.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("bench: apply schema: %w", err)
+	}
+	cat.Version = 1
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "index.db"), cfg.Embedder.Dimensions())
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer store.Close()
+	if _, err := indexer.Catalog(ctx, store, cfg.Embedder, cat, chunk.Options{}); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	indexSeconds := time.Since(start).Seconds()
+
+	ret, err := retrieve.New(store, cfg.Embedder, staticCatalogs{cat}, cfg.Retrieve)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	maxK := cfg.Ks[len(cfg.Ks)-1]
+	recall := make([]float64, len(cfg.Ks))
+	complete := make([]float64, len(cfg.Ks))
+	var lat []time.Duration
+	rep := &RetrievalReport{Tables: len(cat.Tables()), Questions: len(cfg.Questions)}
+	for qi, q := range cfg.Questions {
+		t0 := time.Now()
+		res, err := ret.Retrieve(ctx, retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK})
+		if err != nil {
+			return nil, fmt.Errorf("bench: question %v: %w", q.ID, err)
+		}
+		lat = append(lat, time.Since(t0))
+		var got []string
+		for _, it := range res.Items {
+			if it.Kind == chunk.KindTable {
+				got = append(got, strings.ToLower(it.Name))
+			}
+		}
+		gold := make([]string, len(q.GoldTables))
+		for i, g := range q.GoldTables {
+			gold[i] = strings.ToLower(g)
+		}
+		for i, k := range cfg.Ks {
+			top := got[:min(k, len(got))]
+			found := 0
+			for _, g := range gold {
+				if slices.Contains(top, g) {
+					found++
+				}
+			}
+			recall[i] += float64(found) / float64(len(gold))
+			if found == len(gold) {
+				complete[i]++
+			}
+		}
+		if !allIn(gold, got[:min(maxK, len(got))]) {
+			rep.Misses = append(rep.Misses, Miss{Question: q.Question, Gold: gold, Got: got[:min(maxK, len(got))]})
+		}
+		if cfg.Progress != nil && ((qi+1)%25 == 0 || qi+1 == len(cfg.Questions)) {
+			fmt.Fprintf(cfg.Progress, "\rquestions %d/%d", qi+1, len(cfg.Questions))
+		}
+	}
+	if cfg.Progress != nil {
+		fmt.Fprintln(cfg.Progress)
+	}
+	n := float64(len(cfg.Questions))
+	rep.Recall, rep.CompleteRecall = map[string]float64{}, map[string]float64{}
+	for i, k := range cfg.Ks {
+		rep.Recall[strconv.Itoa(k)] = round3(recall[i] / n)
+		rep.CompleteRecall[strconv.Itoa(k)] = round3(complete[i] / n)
+	}
+	rep.IndexSeconds = round3(indexSeconds)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	rep.LatencyMS = map[string]float64{"p50": ms(percentile(lat, 50)), "p95": ms(percentile(lat, 95)), "p99": ms(percentile(lat, 99))}
+	return rep, nil
+}
+
+func allIn(want, have []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// percentile of sorted durations, nearest rank.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (p*len(sorted) + 99) / 100
+	return sorted[max(0, min(len(sorted)-1, i-1))]
+}
+
+func ms(d time.Duration) float64 { return round3(float64(d) / float64(time.Millisecond)) }
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }

@@ -1,0 +1,169 @@
+// Package rerank reorders retrieval candidates. Schema rescoring uses the
+// structure a flat text score misses (which word named the table, which a
+// column); the Reranker seam holds optional rerankers behind one interface:
+// None (identity), Lexical, and a gateway cross-encoder elsewhere.
+//
+// Every reorder here is stable: candidates that score alike keep the order
+// they came in, so a question with no signal leaves retrieval's order as
+// it was.
+package rerank
+
+import (
+	"context"
+	"math"
+	"sort"
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// Candidate is one retrieved object (a table with all its parts, a view, a
+// doc section, an example) in rank order.
+type Candidate struct {
+	Kind    string
+	Name    string
+	Title   string   // table or view name without schema; doc heading path
+	Schema  string   // schema of a table or view
+	Columns []string // column names of a table or view
+	Text    string   // everything else: DDL, comments, enum labels, prose
+	Chunks  []chunk.Chunk
+	Score   float64
+}
+
+// Reranker reorders candidates for a query. It returns all of them, best
+// first, with Score set to its own score. It must be total: no candidates
+// in, none out.
+type Reranker interface {
+	Rerank(ctx context.Context, query string, cands []Candidate) ([]Candidate, error)
+}
+
+// None is the identity reranker, the default.
+type None struct{}
+
+// Rerank implements Reranker.
+func (None) Rerank(_ context.Context, _ string, cands []Candidate) ([]Candidate, error) {
+	return cands, nil
+}
+
+// Weights of the schema rescoring: a question term naming a table counts
+// more than one naming a column, which counts more than one found anywhere
+// else; the fused rank keeps retrieval's judgement in play.
+type Weights struct {
+	Table, Column, Other, Fusion float64
+}
+
+// DefaultWeights are the weights schemaq grew from: 3, 1, 0.25 and 1.5.
+var DefaultWeights = Weights{Table: 3.0, Column: 1.0, Other: 0.25, Fusion: 1.5}
+
+// SchemaScore scores one candidate against the question's distinct terms.
+// position is the candidate's fused rank normalised to 1 (first) … 0
+// (last). Tables and views score table-name, column and other-text hits;
+// docs and examples, having no such structure, score text hits only, so
+// they are not pushed to the bottom.
+func SchemaScore(w Weights, qterms []string, c *Candidate, position float64) float64 {
+	total := position * w.Fusion
+	if c.Kind != chunk.KindTable && c.Kind != chunk.KindView {
+		body := termSet(c.Title, c.Text)
+		for _, t := range qterms {
+			if body[t] {
+				total += w.Other
+			}
+		}
+		return total
+	}
+	name := termSet(c.Title)
+	cols := termSet(c.Columns...)
+	var other map[string]bool
+	for _, t := range qterms {
+		switch {
+		case name[t]:
+			total += w.Table
+		case cols[t]:
+			total += w.Column
+		default:
+			if other == nil {
+				other = termSet(c.Schema, c.Text)
+			}
+			if other[t] {
+				total += w.Other
+			}
+		}
+	}
+	return total
+}
+
+func termSet(parts ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, p := range parts {
+		for _, t := range text.Terms(p) {
+			m[t] = true
+		}
+	}
+	return m
+}
+
+// Distinct returns the distinct analysed terms of a question, in order.
+func Distinct(question string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range text.Terms(question) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Schema rescores candidates (in fused order) by SchemaScore and sorts them
+// stably, best first. It sets Score and returns the same slice.
+func Schema(w Weights, question string, cands []Candidate) []Candidate {
+	if len(cands) <= 1 {
+		return cands
+	}
+	qterms := Distinct(question)
+	n := float64(len(cands))
+	for i := range cands {
+		cands[i].Score = SchemaScore(w, qterms, &cands[i], 1-float64(i)/n)
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Score > cands[j].Score })
+	return cands
+}
+
+// Lexical reranks by query-term overlap: for each distinct query term a
+// candidate contains, a saturated term frequency count/(count+K1), all
+// divided by a length penalty 1+ln(1+tokens) so long chunks do not win by
+// size. Network-free and deterministic.
+type Lexical struct {
+	K1 float64 // saturation; 1.2 when zero
+}
+
+// Rerank implements Reranker.
+func (l Lexical) Rerank(_ context.Context, query string, cands []Candidate) ([]Candidate, error) {
+	k1 := l.K1
+	if k1 == 0 {
+		k1 = 1.2
+	}
+	qterms := Distinct(query)
+	for i := range cands {
+		tokens := text.Terms(cands[i].Title + " " + cands[i].Text)
+		if len(tokens) == 0 {
+			cands[i].Score = 0
+			continue
+		}
+		counts := map[string]int{}
+		for _, t := range tokens {
+			counts[t]++
+		}
+		penalty := 1 + math.Log(1+float64(len(tokens)))
+		var s float64
+		for _, q := range qterms {
+			if c := float64(counts[q]); c > 0 {
+				s += c / (c + k1) / penalty
+			}
+		}
+		cands[i].Score = s
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Score > cands[j].Score })
+	return cands, nil
+}

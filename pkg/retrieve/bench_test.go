@@ -1,0 +1,129 @@
+package retrieve_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/benchmark"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
+	"github.com/schemaq/schemaq/pkg/indexer"
+	"github.com/schemaq/schemaq/pkg/rerank"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+type oneCatalog struct{ c *catalog.Catalog }
+
+func (o oneCatalog) Catalog(string) *catalog.Catalog { return o.c }
+
+// spiderFixture indexes SpiderUnion once per benchmark.
+func spiderFixture(b *testing.B) (*sqlite.Store, *catalog.Catalog, []benchmark.Question) {
+	b.Helper()
+	sql := sharedtest.Read(b, "bench", "spiderunion", "schema.sql")
+	qf := sharedtest.Read(b, "bench", "spiderunion", "questions.jsonl")
+	qs, err := benchmark.ReadQuestions(strings.NewReader(qf))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cat, err := catalog.Snapshot("spider", "schema.sql", sql)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cat.Version = 1
+	ctx := context.Background()
+	e := embed.NewLocal(0)
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "i.db"), e.Dimensions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if _, err := indexer.Catalog(ctx, s, e, cat, chunk.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	return s, cat, qs
+}
+
+// Retrieval stage benchmarks over SpiderUnion (876 tables), one question a
+// loop cycling through the 658. Run:
+//
+//	go test ./pkg/retrieve -run '^$' -bench . -benchmem -count 6 | tee retrieve.txt
+func BenchmarkRetrieve(b *testing.B) {
+	s, cat, qs := spiderFixture(b)
+	ctx := context.Background()
+	e := embed.NewLocal(0)
+	b.Run("stage=bm25", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			q := qs[i%len(qs)]
+			i++
+			if _, err := s.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "spider"},
+				Terms: text.Terms(q.Question), Weights: index.DefaultWeights, Limit: 50}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("stage=knn", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			q := qs[i%len(qs)]
+			i++
+			if _, err := s.SearchVector(ctx, index.VectorQuery{Filter: index.Filter{Database: "spider"},
+				Vector: e.Vector(q.Question), Limit: 50}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("stage=schema-rerank", func(b *testing.B) {
+		r, _ := retrieve.New(s, e, nil, retrieve.DefaultConfig)
+		res, err := r.Retrieve(ctx, retrieve.Request{Database: "spider", Question: qs[0].Question, K: 50})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cands := make([]rerank.Candidate, len(res.Items))
+		for i, it := range res.Items {
+			cands[i] = it.Candidate
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			q := qs[i%len(qs)]
+			i++
+			rerank.Schema(rerank.DefaultWeights, q.Question, append([]rerank.Candidate(nil), cands[:retrieve.DefaultConfig.SchemaWindow]...))
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		cfg  func(retrieve.Config) retrieve.Config
+	}{
+		{"pipeline=default", func(c retrieve.Config) retrieve.Config { return c }},
+		{"pipeline=bm25-only", func(c retrieve.Config) retrieve.Config {
+			c.KNN, c.SchemaRerank, c.FKExpansion = false, false, false
+			return c
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			r, err := retrieve.New(s, e, oneCatalog{cat}, tc.cfg(retrieve.DefaultConfig))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				q := qs[i%len(qs)]
+				i++
+				if _, err := r.Retrieve(ctx, retrieve.Request{Database: "spider", Question: q.Question, K: 20}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package retrieve
+
+import (
+	"sync"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/rerank"
+)
+
+// graph is a catalog's foreign-key adjacency by table key (schema.table,
+// lower case), built once per catalog version.
+type graph struct {
+	tables map[string]*catalog.Table
+	adj    map[string]map[string]bool
+	chunks *chunk.Tabler // renders bridge tables as the index would
+}
+
+// graphCache keeps the graph of the latest catalog seen per database.
+type graphCache struct {
+	mu sync.Mutex
+	m  map[string]graphEntry
+}
+
+type graphEntry struct {
+	cat *catalog.Catalog
+	g   *graph
+}
+
+func newGraphCache() *graphCache { return &graphCache{m: map[string]graphEntry{}} }
+
+func (gc *graphCache) get(cat *catalog.Catalog) *graph {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if e, ok := gc.m[cat.Database]; ok && e.cat == cat {
+		return e.g
+	}
+	g := &graph{tables: map[string]*catalog.Table{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{})}
+	link := func(a, b string) {
+		if a == b {
+			return
+		}
+		if g.adj[a] == nil {
+			g.adj[a] = map[string]bool{}
+		}
+		g.adj[a][b] = true
+	}
+	for _, t := range cat.Tables() {
+		key := t.QualName().Key()
+		g.tables[key] = t
+		for _, fk := range t.ForeignKeys {
+			link(key, fk.RefTable.Key())
+			link(fk.RefTable.Key(), key)
+		}
+	}
+	gc.m[cat.Database] = graphEntry{cat, g}
+	return g
+}
+
+// expand adds bridge tables: a table not yet chosen that is linked by
+// foreign keys to two chosen tables that are not linked to each other (the
+// junction of a many-to-many, the middle of a chain). A question joining
+// the two needs it even when it names neither. Each bridge goes right
+// after the later of the two tables it joins.
+func (r *Retriever) expand(cat *catalog.Catalog, items []Item, limit int) []Item {
+	g := r.graphs.get(cat)
+	pos := map[string]int{}
+	for i, it := range items {
+		if it.Kind == chunk.KindTable {
+			pos[it.Name] = i
+		}
+	}
+	type bridge struct {
+		key    string
+		a, b   string
+		after  int
+		reason string
+	}
+	var found []bridge
+	for key, nbrs := range g.adj {
+		if _, chosen := pos[key]; chosen {
+			continue
+		}
+		best := bridge{after: 1 << 30}
+		for a := range nbrs {
+			ia, ok := pos[a]
+			if !ok {
+				continue
+			}
+			for b := range nbrs {
+				ib, ok := pos[b]
+				if !ok || a >= b || g.adj[a][b] {
+					continue
+				}
+				if after := max(ia, ib); after < best.after {
+					best = bridge{key: key, a: a, b: b, after: after}
+				}
+			}
+		}
+		if best.key != "" {
+			best.reason = "joins " + best.a + " and " + best.b
+			found = append(found, best)
+		}
+	}
+	// Bridges between the best-ranked tables first; names break ties.
+	for i := 1; i < len(found); i++ {
+		for j := i; j > 0 && (found[j].after < found[j-1].after || (found[j].after == found[j-1].after && found[j].key < found[j-1].key)); j-- {
+			found[j], found[j-1] = found[j-1], found[j]
+		}
+	}
+	if len(found) > limit {
+		found = found[:limit]
+	}
+	// Insert from the back so earlier positions stay valid.
+	for i := len(found) - 1; i >= 0; i-- {
+		b := found[i]
+		t := g.tables[b.key]
+		chunks := g.chunks.Table(t)
+		it := Item{Bridge: b.reason, Candidate: rerank.Candidate{Kind: chunk.KindTable, Name: b.key,
+			Title: t.Name, Schema: t.Schema, Chunks: chunks}}
+		for _, c := range chunks {
+			it.Columns = append(it.Columns, c.Columns...)
+			it.Text += c.Text
+		}
+		at := b.after + 1
+		items = append(items[:at], append([]Item{it}, items[at:]...)...)
+	}
+	return items
+}

@@ -1,0 +1,370 @@
+// Package retrieve is the retrieval pipeline the daemon and the benchmark
+// share: BM25 and KNN candidates, Reciprocal Rank Fusion, schema-aware
+// rescoring, an optional reranker, foreign-key bridges and a token budget.
+// Every stage records what it did to each candidate, so a result can
+// explain itself.
+package retrieve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/rerank"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// Searcher is the part of an index.Store retrieval needs.
+type Searcher interface {
+	SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit, error)
+	SearchVector(ctx context.Context, q index.VectorQuery) ([]index.Hit, error)
+}
+
+// Catalogs gives the current catalog of a database, or nil when unknown;
+// foreign-key expansion needs it.
+type Catalogs interface {
+	Catalog(db string) *catalog.Catalog
+}
+
+// Config switches and tunes the stages. The zero value is not useful; start
+// from DefaultConfig.
+type Config struct {
+	Candidates int     // how many hits each of BM25 and KNN contributes
+	RRFK       float64 // the k of Reciprocal Rank Fusion
+	// BM25Weight and KNNWeight scale each list's share of the fused score
+	// (weighted RRF): w / (k + rank).
+	BM25Weight, KNNWeight float64
+	Weights               index.Weights // BM25 field weights
+	BM25                  bool
+	KNN                   bool
+	// SchemaRerank rescores the best SchemaWindow fused candidates by
+	// table-name, column and text hits; the rest keep their fused order
+	// behind them.
+	SchemaRerank  bool
+	SchemaWeights rerank.Weights
+	SchemaWindow  int
+	// Reranker runs after schema rescoring; nil means none.
+	Reranker rerank.Reranker
+	// FKExpansion adds tables that join two chosen tables.
+	FKExpansion bool
+	MaxBridges  int
+	// TokenBudget bounds the context's size in estimated tokens; 0 means
+	// no bound.
+	TokenBudget int
+}
+
+// DefaultConfig is the pipeline the daemon runs, tuned on the retrieval
+// benchmark (docs/retrieval.md): the local embedder's vectors are weaker
+// than field-weighted BM25 on schema text, so they get a third of BM25's
+// voice in fusion (raise KNNWeight to 1 with a neural embedder), and the
+// schema rescoring reorders only the top few, where its term counting
+// sharpens the order instead of overriding BM25's finer scores.
+var DefaultConfig = Config{
+	Candidates: 50, RRFK: 60, BM25Weight: 1, KNNWeight: 0.3, Weights: index.DefaultWeights, BM25: true, KNN: true,
+	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
+}
+
+// Request is one retrieval.
+type Request struct {
+	Database string
+	Question string
+	K        int // results wanted (10 when ≤ 0)
+	Kinds    []string
+	Tags     map[string]string
+}
+
+// Item is one retrieved object with all its chunks.
+type Item struct {
+	rerank.Candidate
+	// Bridge, when set, says why the item was added by foreign-key
+	// expansion ("joins public.a and public.b").
+	Bridge string
+}
+
+// Result is a retrieval's outcome.
+type Result struct {
+	Items     []Item
+	Truncated bool // the token budget cut items
+	Explain   []Explain
+	Timings   Timings
+}
+
+// Timings per stage.
+type Timings struct {
+	Embed, BM25, KNN, Fuse, Rerank, Expand, Total time.Duration
+}
+
+// Explain is one candidate's path through the pipeline. Ranks are 1-based;
+// 0 means the stage did not see or did not rank it.
+type Explain struct {
+	Kind        string  `json:"kind"`
+	Name        string  `json:"name"`
+	BM25Rank    int     `json:"bm25_rank,omitempty"`
+	BM25Score   float64 `json:"bm25_score,omitempty"`
+	KNNRank     int     `json:"knn_rank,omitempty"`
+	KNNScore    float64 `json:"knn_score,omitempty"`
+	FusedRank   int     `json:"fused_rank,omitempty"`
+	FusedScore  float64 `json:"fused_score,omitempty"`
+	SchemaRank  int     `json:"schema_rank,omitempty"`
+	SchemaScore float64 `json:"schema_score,omitempty"`
+	RerankRank  int     `json:"rerank_rank,omitempty"`
+	RerankScore float64 `json:"rerank_score,omitempty"`
+	FinalRank   int     `json:"final_rank,omitempty"`
+	Bridge      string  `json:"bridge,omitempty"`
+}
+
+// Retriever runs the pipeline. It is safe for concurrent use.
+type Retriever struct {
+	search   Searcher
+	embedder embed.Embedder
+	catalogs Catalogs
+	cfg      Config
+	graphs   *graphCache
+}
+
+// New builds a retriever. catalogs may be nil (no FK expansion); embedder
+// may be nil only when cfg.KNN is off.
+func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config) (*Retriever, error) {
+	switch {
+	case search == nil:
+		return nil, errors.New("retriever: a searcher is required")
+	case cfg.KNN && embedder == nil:
+		return nil, errors.New("retriever: KNN needs an embedder")
+	case !cfg.BM25 && !cfg.KNN:
+		return nil, errors.New("retriever: enable BM25, KNN or both")
+	case cfg.Candidates <= 0:
+		return nil, fmt.Errorf("retriever: candidates must be positive, got %d", cfg.Candidates)
+	case cfg.RRFK <= 0:
+		return nil, fmt.Errorf("retriever: RRF k must be positive, got %v", cfg.RRFK)
+	}
+	return &Retriever{search: search, embedder: embedder, catalogs: catalogs, cfg: cfg, graphs: newGraphCache()}, nil
+}
+
+// object gathers the chunks of one table/view/doc/example and its stage
+// records while the pipeline runs.
+type object struct {
+	key    string
+	cand   rerank.Candidate
+	ex     Explain
+	seen   map[string]bool
+	rrf    float64
+	bestAt int
+}
+
+// Retrieve runs the pipeline for one question.
+func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) {
+	start := time.Now()
+	k := req.K
+	if k <= 0 {
+		k = 10
+	}
+	res := &Result{}
+	filter := index.Filter{Database: req.Database, Kinds: req.Kinds, Tags: req.Tags}
+	objs := map[string]*object{}
+	var all []*object
+	get := func(c chunk.Chunk) *object {
+		key := c.Kind + "\x00" + c.Name
+		o := objs[key]
+		if o == nil {
+			o = &object{key: key, seen: map[string]bool{}, cand: rerank.Candidate{Kind: c.Kind, Name: c.Name,
+				Title: c.Title, Schema: c.Schema}, ex: Explain{Kind: c.Kind, Name: c.Name}}
+			objs[key] = o
+			all = append(all, o)
+		}
+		if !o.seen[c.ID] {
+			o.seen[c.ID] = true
+			o.cand.Chunks = append(o.cand.Chunks, c)
+		}
+		return o
+	}
+
+	// BM25 runs in its own goroutine while the question is embedded and
+	// KNN runs here: on two cores that hides the shorter of the two.
+	type textResult struct {
+		hits []index.Hit
+		err  error
+		took time.Duration
+	}
+	textDone := make(chan textResult, 1)
+	if r.cfg.BM25 {
+		go func() {
+			t0 := time.Now()
+			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: text.Terms(req.Question),
+				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
+			textDone <- textResult{hits, err, time.Since(t0)}
+		}()
+	}
+	var knnHits []index.Hit
+	var knnErr error
+	if r.cfg.KNN {
+		t0 := time.Now()
+		vecs, err := r.embedder.Embed(ctx, []string{req.Question})
+		res.Timings.Embed = time.Since(t0)
+		if err != nil {
+			knnErr = fmt.Errorf("embed question: %w", err)
+		} else {
+			t0 = time.Now()
+			knnHits, err = r.search.SearchVector(ctx, index.VectorQuery{Filter: filter, Vector: vecs[0], Limit: r.cfg.Candidates})
+			res.Timings.KNN = time.Since(t0)
+			if err != nil {
+				knnErr = fmt.Errorf("knn: %w", err)
+			}
+		}
+	}
+	// BM25 first, so that with equal fused scores its order wins.
+	if r.cfg.BM25 {
+		tr := <-textDone
+		if tr.err != nil {
+			return nil, fmt.Errorf("bm25: %w", tr.err)
+		}
+		res.Timings.BM25 = tr.took
+		rank := 0
+		for _, h := range tr.hits {
+			o := get(h.Chunk)
+			if o.ex.BM25Rank == 0 {
+				rank++
+				o.ex.BM25Rank, o.ex.BM25Score = rank, h.Score
+			}
+		}
+	}
+	if knnErr != nil {
+		return nil, knnErr
+	}
+	rank := 0
+	for _, h := range knnHits {
+		o := get(h.Chunk)
+		if o.ex.KNNRank == 0 {
+			rank++
+			o.ex.KNNRank, o.ex.KNNScore = rank, h.Score
+		}
+	}
+
+	// Reciprocal Rank Fusion over objects; ties go to the better single
+	// rank, then to the name, so the order is deterministic.
+	t0 := time.Now()
+	for _, o := range all {
+		o.bestAt = 1 << 30
+		if rank := o.ex.BM25Rank; rank > 0 {
+			o.rrf += r.cfg.BM25Weight / (r.cfg.RRFK + float64(rank))
+			o.bestAt = min(o.bestAt, rank)
+		}
+		if rank := o.ex.KNNRank; rank > 0 {
+			o.rrf += r.cfg.KNNWeight / (r.cfg.RRFK + float64(rank))
+			o.bestAt = min(o.bestAt, rank)
+		}
+		o.finish()
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.rrf != b.rrf {
+			return a.rrf > b.rrf
+		}
+		if a.bestAt != b.bestAt {
+			return a.bestAt < b.bestAt
+		}
+		return a.key < b.key
+	})
+	cands := make([]rerank.Candidate, len(all))
+	byName := make(map[string]*object, len(all))
+	for i, o := range all {
+		o.ex.FusedRank, o.ex.FusedScore = i+1, o.rrf
+		o.cand.Score = o.rrf
+		cands[i] = o.cand
+		byName[o.key] = o
+	}
+	res.Timings.Fuse = time.Since(t0)
+
+	t0 = time.Now()
+	if r.cfg.SchemaRerank {
+		window := min(max(r.cfg.SchemaWindow, 1), len(cands))
+		rerank.Schema(r.cfg.SchemaWeights, req.Question, cands[:window])
+		for i, c := range cands[:window] {
+			o := byName[c.Kind+"\x00"+c.Name]
+			o.ex.SchemaRank, o.ex.SchemaScore = i+1, c.Score
+		}
+	}
+	if r.cfg.Reranker != nil {
+		var err error
+		cands, err = r.cfg.Reranker.Rerank(ctx, req.Question, cands)
+		if err != nil {
+			return nil, fmt.Errorf("rerank: %w", err)
+		}
+		for i, c := range cands {
+			o := byName[c.Kind+"\x00"+c.Name]
+			o.ex.RerankRank, o.ex.RerankScore = i+1, c.Score
+		}
+	}
+	res.Timings.Rerank = time.Since(t0)
+
+	items := make([]Item, 0, min(k, len(cands)))
+	for _, c := range cands[:min(k, len(cands))] {
+		items = append(items, Item{Candidate: c})
+	}
+	t0 = time.Now()
+	if r.cfg.FKExpansion && r.catalogs != nil {
+		if cat := r.catalogs.Catalog(req.Database); cat != nil && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, chunk.KindTable)) {
+			items = r.expand(cat, items, r.cfg.MaxBridges)
+		}
+	}
+	res.Timings.Expand = time.Since(t0)
+	items, res.Truncated = budget(items, r.cfg.TokenBudget)
+	res.Items = items
+
+	final := map[string]int{}
+	for i, it := range items {
+		final[it.Kind+"\x00"+it.Name] = i + 1
+	}
+	for _, o := range all {
+		o.ex.FinalRank = final[o.key]
+		res.Explain = append(res.Explain, o.ex)
+	}
+	for i, it := range items {
+		if it.Bridge != "" {
+			res.Explain = append(res.Explain, Explain{Kind: it.Kind, Name: it.Name, FinalRank: i + 1, Bridge: it.Bridge})
+		}
+	}
+	res.Timings.Total = time.Since(start)
+	return res, nil
+}
+
+// finish merges an object's chunks into its candidate: parts in order,
+// their columns and text joined.
+func (o *object) finish() {
+	slices.SortFunc(o.cand.Chunks, func(a, b chunk.Chunk) int { return a.Part - b.Part })
+	var cols []string
+	var body strings.Builder
+	for _, c := range o.cand.Chunks {
+		cols = append(cols, c.Columns...)
+		body.WriteString(c.Text)
+	}
+	o.cand.Columns, o.cand.Text = cols, body.String()
+}
+
+// EstimateTokens approximates a text's token count for budgeting (about
+// four bytes a token for English and SQL).
+func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
+
+// budget keeps items in order while their chunks fit in limit tokens; the
+// first item is always kept.
+func budget(items []Item, limit int) ([]Item, bool) {
+	if limit <= 0 {
+		return items, false
+	}
+	used := 0
+	for i, it := range items {
+		n := EstimateTokens(it.Text)
+		if i > 0 && used+n > limit {
+			return items[:i], true
+		}
+		used += n
+	}
+	return items, false
+}

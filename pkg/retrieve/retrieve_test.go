@@ -1,0 +1,227 @@
+package retrieve_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
+	"github.com/schemaq/schemaq/pkg/indexer"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+)
+
+const schoolDDL = `
+CREATE TABLE students (id int PRIMARY KEY, full_name text, enrolled_on date);
+CREATE TABLE courses (id int PRIMARY KEY, title text, credits int);
+CREATE TABLE enrollments (student_id int REFERENCES students, course_id int REFERENCES courses, grade text);
+CREATE TABLE teachers (id int PRIMARY KEY, full_name text, salary numeric);
+CREATE TABLE rooms (id int PRIMARY KEY, building text, capacity int);
+COMMENT ON TABLE rooms IS 'Lecture halls and labs.';
+`
+
+type fixture struct {
+	ret   *retrieve.Retriever
+	store *sqlite.Store
+	cat   *catalog.Catalog
+}
+
+func newFixture(t *testing.T, cfg retrieve.Config) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := catalog.Snapshot("school", "school.sql", schoolDDL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat.Version = 1
+	e := embed.NewLocal(0)
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "i.db"), e.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := indexer.Catalog(ctx, s, e, cat, chunk.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := catalog.Snapshot("hr", "hr.sql", "CREATE TABLE students (id int); CREATE TABLE payroll (id int, salary numeric);")
+	other.Version = 1
+	if _, err := indexer.Catalog(ctx, s, e, other, chunk.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	docs := chunk.Doc("school", "grading.md", "Grading", "# Grading\n\nGrades are letters A to F; a course's credits weigh its grade.", nil, chunk.Options{})
+	if _, err := indexer.Chunks(ctx, s, e, docs); err != nil {
+		t.Fatal(err)
+	}
+	r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{r, s, cat}
+}
+
+func names(items []retrieve.Item) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Name)
+	}
+	return out
+}
+
+func TestRetrieveFindsNamedTables(t *testing.T) {
+	f := newFixture(t, retrieve.DefaultConfig)
+	tests := []struct {
+		question string
+		first    string
+	}{
+		{"How many teachers earn a salary above 5000?", "public.teachers"},
+		{"Which room has the largest capacity?", "public.rooms"},
+		{"list every course title with its credits", "public.courses"},
+		{"lecture halls", "public.rooms"}, // found through the table comment
+	}
+	for _, tc := range tests {
+		res, err := f.ret.Retrieve(context.Background(), retrieve.Request{Database: "school", Question: tc.question, K: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) == 0 || res.Items[0].Name != tc.first {
+			t.Errorf("%q: got %v, want %s first", tc.question, names(res.Items), tc.first)
+		}
+		for _, it := range res.Items {
+			if !strings.HasPrefix(it.Chunks[0].ID, "school:") {
+				t.Errorf("%q returned %s from another database", tc.question, it.Chunks[0].ID)
+			}
+		}
+	}
+}
+
+func TestForeignKeyBridge(t *testing.T) {
+	cfg := retrieve.DefaultConfig
+	f := newFixture(t, cfg)
+	ctx := context.Background()
+	q := "For each student show the titles of the courses"
+	res, err := f.ret.Retrieve(ctx, retrieve.Request{Database: "school", Question: q, K: 2, Kinds: []string{chunk.KindTable}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := names(res.Items)
+	if len(got) != 3 || got[2] != "public.enrollments" || !slices.Contains(got[:2], "public.students") || !slices.Contains(got[:2], "public.courses") {
+		t.Fatalf("got %v, want students and courses, then the enrollments bridge", got)
+	}
+	bridge := res.Items[2]
+	if bridge.Bridge != "joins public.courses and public.students" || len(bridge.Chunks) == 0 || !strings.Contains(bridge.Text, "CREATE TABLE public.enrollments") {
+		t.Errorf("bridge item: %+v", bridge)
+	}
+	var explained bool
+	for _, ex := range res.Explain {
+		if ex.Name == "public.enrollments" && ex.Bridge != "" && ex.FinalRank == 3 {
+			explained = true
+		}
+	}
+	if !explained {
+		t.Errorf("explain does not show the bridge: %+v", res.Explain)
+	}
+
+	cfg.FKExpansion = false
+	f2 := newFixture(t, cfg)
+	res, _ = f2.ret.Retrieve(ctx, retrieve.Request{Database: "school", Question: q, K: 2, Kinds: []string{chunk.KindTable}})
+	if len(res.Items) != 2 {
+		t.Errorf("without expansion got %v", names(res.Items))
+	}
+}
+
+func TestExplainRecordsEveryStage(t *testing.T) {
+	cfg := retrieve.DefaultConfig
+	f := newFixture(t, cfg)
+	res, err := f.ret.Retrieve(context.Background(), retrieve.Request{Database: "school", Question: "student grades", K: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finals := map[int]bool{}
+	for _, ex := range res.Explain {
+		if ex.FusedRank == 0 && ex.Bridge == "" {
+			t.Errorf("%s has no fused rank", ex.Name)
+		}
+		if ex.BM25Rank == 0 && ex.KNNRank == 0 && ex.Bridge == "" {
+			t.Errorf("%s came from no retriever", ex.Name)
+		}
+		if ex.FusedRank > 0 && ex.FusedRank <= cfg.SchemaWindow && ex.SchemaRank == 0 {
+			t.Errorf("%s was in the rescoring window but has no schema rank", ex.Name)
+		}
+		if ex.FinalRank > 0 {
+			finals[ex.FinalRank] = true
+		}
+	}
+	for i := range res.Items {
+		if !finals[i+1] {
+			t.Errorf("no explain row has final rank %d", i+1)
+		}
+	}
+	if res.Timings.Total <= 0 || res.Timings.BM25 <= 0 || res.Timings.KNN <= 0 {
+		t.Errorf("timings not recorded: %+v", res.Timings)
+	}
+}
+
+func TestNoSignalKeepsFusedOrder(t *testing.T) {
+	f := newFixture(t, retrieve.DefaultConfig)
+	res, err := f.ret.Retrieve(context.Background(), retrieve.Request{Database: "school", Question: "zzqx wvvy", K: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ex := range res.Explain {
+		if ex.SchemaRank != 0 && ex.SchemaRank != ex.FusedRank {
+			t.Errorf("row %d: schema rescoring moved %s from %d to %d with no signal", i, ex.Name, ex.FusedRank, ex.SchemaRank)
+		}
+	}
+}
+
+func TestTokenBudget(t *testing.T) {
+	cfg := retrieve.DefaultConfig
+	cfg.TokenBudget = 1
+	f := newFixture(t, cfg)
+	res, err := f.ret.Retrieve(context.Background(), retrieve.Request{Database: "school", Question: "students courses teachers rooms", K: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || !res.Truncated {
+		t.Errorf("a budget smaller than one item should keep exactly the first: %v truncated=%v", names(res.Items), res.Truncated)
+	}
+	cfg.TokenBudget = 10_000
+	f = newFixture(t, cfg)
+	res, _ = f.ret.Retrieve(context.Background(), retrieve.Request{Database: "school", Question: "students courses teachers rooms", K: 5})
+	if len(res.Items) != 5 || res.Truncated {
+		t.Errorf("a large budget cut items: %v", names(res.Items))
+	}
+}
+
+func TestKindsAndDocs(t *testing.T) {
+	f := newFixture(t, retrieve.DefaultConfig)
+	res, err := f.ret.Retrieve(context.Background(), retrieve.Request{Database: "school", Question: "how are grades weighted by credits", K: 3, Kinds: []string{chunk.KindDoc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Kind != chunk.KindDoc || res.Items[0].Title != "Grading" {
+		t.Errorf("doc search: %+v", names(res.Items))
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	s := &sqlite.Store{}
+	bad := []retrieve.Config{
+		{Candidates: 10, RRFK: 60},
+		{Candidates: 0, RRFK: 60, BM25: true},
+		{Candidates: 10, RRFK: 0, BM25: true},
+		{Candidates: 10, RRFK: 60, KNN: true},
+	}
+	for i, cfg := range bad {
+		if _, err := retrieve.New(s, nil, nil, cfg); err == nil {
+			t.Errorf("config %d: want an error", i)
+		}
+	}
+	if _, err := retrieve.New(nil, nil, nil, retrieve.DefaultConfig); err == nil {
+		t.Error("no searcher: want an error")
+	}
+}
