@@ -25,6 +25,14 @@ type gateway struct {
 	dim      int
 }
 
+// calls is how many embedding requests arrived; handlers may still be
+// running (a timed-out request), so it takes the lock.
+func (g *gateway) calls() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.requests)
+}
+
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/embeddings" || r.Method != http.MethodPost {
 		http.NotFound(w, r)
@@ -94,8 +102,8 @@ func TestEmbedBatchesAndNormalises(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(vecs) != 6 || len(g.requests) != 2 {
-		t.Fatalf("%d vectors in %d requests, want 6 in 2", len(vecs), len(g.requests))
+	if len(vecs) != 6 || g.calls() != 2 {
+		t.Fatalf("%d vectors in %d requests, want 6 in 2", len(vecs), g.calls())
 	}
 	if vecs[5][1] != 1 {
 		t.Errorf("vector 6 = %v, want the gateway's 6th (index 1 of batch 2) normalised", vecs[5])
@@ -138,8 +146,8 @@ func TestEmbedErrors(t *testing.T) {
 			if err != nil && strings.Contains(err.Error(), key) {
 				t.Errorf("error leaks the API key: %v", err)
 			}
-			if tc.calls > 0 && len(tc.g.requests) != tc.calls {
-				t.Errorf("%d calls, want %d", len(tc.g.requests), tc.calls)
+			if tc.calls > 0 && tc.g.calls() != tc.calls {
+				t.Errorf("%d calls, want %d", tc.g.calls(), tc.calls)
 			}
 		})
 	}
