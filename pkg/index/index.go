@@ -85,14 +85,19 @@ type Store interface {
 	// Upsert writes records, skipping any whose stored version is newer,
 	// and returns how many it wrote.
 	Upsert(ctx context.Context, recs []Record) (int, error)
+	// Touch raises the version of stored chunks whose content has not
+	// changed, without rewriting them; chunks at a higher version are left
+	// alone. It returns how many it raised.
+	Touch(ctx context.Context, db string, ids []string, version int64) (int, error)
 	// Delete removes chunks by id.
 	Delete(ctx context.Context, db string, ids []string) error
 	// DeleteName removes every chunk of one object (all parts of a table,
 	// all sections of a doc).
 	DeleteName(ctx context.Context, db, kind, name string) error
-	// DeleteStale removes chunks of the given kinds whose version is below
-	// version: what a newer catalog no longer produces.
-	DeleteStale(ctx context.Context, db string, kinds []string, version int64) (int, error)
+	// DeleteStale removes chunks of the given kinds (and, when name is
+	// set, of that object only) whose version is below version: what a
+	// newer catalog or a newer doc no longer produces.
+	DeleteStale(ctx context.Context, s Stale) (int, error)
 	// DeleteDatabase removes every chunk of db.
 	DeleteDatabase(ctx context.Context, db string) error
 	// SearchText runs a BM25 query.
@@ -103,6 +108,19 @@ type Store interface {
 	Count(ctx context.Context, f Filter) (int, error)
 	// Metas returns hash and version of every chunk matching f, by id.
 	Metas(ctx context.Context, f Filter) (map[string]Meta, error)
+	// Projected returns the catalog version db's schema chunks reflect (0
+	// when none), and SetProjected raises it. The worker compares it with
+	// the catalog's version to repair a crash between the two writes.
+	Projected(ctx context.Context, db string) (int64, error)
+	SetProjected(ctx context.Context, db string, version int64) error
 	// Close releases the store.
 	Close() error
+}
+
+// Stale selects chunks for DeleteStale.
+type Stale struct {
+	Database string
+	Kinds    []string
+	Name     string // optional: one object only
+	Below    int64  // versions strictly below this go
 }

@@ -18,40 +18,86 @@ import (
 // Writer is the part of an index.Store indexing needs.
 type Writer interface {
 	Upsert(ctx context.Context, recs []index.Record) (int, error)
-	DeleteStale(ctx context.Context, db string, kinds []string, version int64) (int, error)
-	DeleteName(ctx context.Context, db, kind, name string) error
+	Touch(ctx context.Context, db string, ids []string, version int64) (int, error)
+	Metas(ctx context.Context, f index.Filter) (map[string]index.Meta, error)
+	DeleteStale(ctx context.Context, s index.Stale) (int, error)
+	SetProjected(ctx context.Context, db string, version int64) error
 }
 
 // Stats says what one indexing did.
 type Stats struct {
 	Chunks  int // chunks produced
 	Written int // chunks written (older versions in the store are never replaced)
+	Touched int // unchanged chunks whose version was raised
 	Deleted int // stale chunks removed
 }
 
 // Batch bounds how many chunks are embedded and written at once.
 const Batch = 256
 
-// Catalog writes the chunks of every table and view of cat at cat.Version
-// and deletes schema chunks of older versions. Re-running it is harmless,
-// and a run with an older catalog than the store's changes nothing.
+// Catalog brings the schema chunks of cat.Database to cat.Version: chunks
+// whose content changed are embedded and written, unchanged ones only get
+// the new version, and chunks the catalog no longer produces are deleted.
+// Re-running it is harmless, and a run with an older catalog than the
+// store's changes nothing.
 func Catalog(ctx context.Context, w Writer, e embed.Embedder, cat *catalog.Catalog, opts chunk.Options) (Stats, error) {
-	chunks := chunk.Catalog(cat, opts)
-	st, err := write(ctx, w, e, chunks)
+	kinds := []string{chunk.KindTable, chunk.KindView}
+	stored, err := w.Metas(ctx, index.Filter{Database: cat.Database, Kinds: kinds})
+	if err != nil {
+		return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
+	}
+	var changed []chunk.Chunk
+	var same []string
+	for _, c := range chunk.Catalog(cat, opts) {
+		if m, ok := stored[c.ID]; ok && m.Hash == c.Hash {
+			same = append(same, c.ID)
+		} else {
+			changed = append(changed, c)
+		}
+	}
+	st, err := write(ctx, w, e, changed)
+	st.Chunks += len(same)
 	if err != nil {
 		return st, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
 	}
-	n, err := w.DeleteStale(ctx, cat.Database, []string{chunk.KindTable, chunk.KindView}, cat.Version)
+	if st.Touched, err = w.Touch(ctx, cat.Database, same, cat.Version); err != nil {
+		return st, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
+	}
+	n, err := w.DeleteStale(ctx, index.Stale{Database: cat.Database, Kinds: kinds, Below: cat.Version})
 	if err != nil {
 		return st, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
 	}
 	st.Deleted = n
+	// Last: the projection is complete only once every write is done.
+	if err := w.SetProjected(ctx, cat.Database, cat.Version); err != nil {
+		return st, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
+	}
 	return st, nil
 }
 
 // Chunks embeds and writes chunks as they are (docs, examples).
 func Chunks(ctx context.Context, w Writer, e embed.Embedder, chunks []chunk.Chunk) (Stats, error) {
 	return write(ctx, w, e, chunks)
+}
+
+// Doc replaces one document's sections: the new sections are written at
+// version (the event's stream sequence, which orders edits of one doc) and
+// sections of older versions are removed, so a doc that shrank loses its
+// tail and a redelivered older edit changes nothing.
+func Doc(ctx context.Context, w Writer, e embed.Embedder, db, docID string, sections []chunk.Chunk, version int64) (Stats, error) {
+	for i := range sections {
+		sections[i].Version = version
+	}
+	st, err := write(ctx, w, e, sections)
+	if err != nil {
+		return st, fmt.Errorf("index doc %s of %s: %w", docID, db, err)
+	}
+	n, err := w.DeleteStale(ctx, index.Stale{Database: db, Kinds: []string{chunk.KindDoc}, Name: docID, Below: version})
+	if err != nil {
+		return st, fmt.Errorf("index doc %s of %s: %w", docID, db, err)
+	}
+	st.Deleted = n
+	return st, nil
 }
 
 func write(ctx context.Context, w Writer, e embed.Embedder, chunks []chunk.Chunk) (Stats, error) {

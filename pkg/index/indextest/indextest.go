@@ -39,6 +39,7 @@ func Run(t *testing.T, open Open) {
 		{"Deletes", testDeletes},
 		{"ReplacesOnUpsert", testReplace},
 		{"RejectsBadInput", testBadInput},
+		{"ProjectedVersion", testProjected},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -286,15 +287,56 @@ func testVersionGuard(t *testing.T, s index.Store) {
 	if n := mustUpsert(t, s, []index.Record{v2again}); n != 1 {
 		t.Errorf("the same version should be rewritable (idempotent redelivery), wrote %d", n)
 	}
+	// Touch raises versions without rewriting, and never lowers them.
+	if n, err := s.Touch(ctx, "shop", []string{v2.ID, "shop:table:nope"}, 3); err != nil || n != 1 {
+		t.Errorf("Touch raised %d, %v; want 1", n, err)
+	}
+	if n, _ := s.Touch(ctx, "shop", []string{v2.ID}, 2); n != 0 {
+		t.Errorf("Touch lowered a version")
+	}
+	if metas, _ := s.Metas(ctx, index.Filter{Database: "shop"}); metas[v2.ID].Version != 3 || metas[v2.ID].Hash != v2.Hash {
+		t.Errorf("after Touch: %+v", metas[v2.ID])
+	}
+	if n, _ := s.Touch(ctx, "hr", []string{v2.ID}, 9); n != 0 {
+		t.Error("Touch crossed databases")
+	}
 	old := rec("shop", chunk.KindTable, "public.gone", "gone", nil, "CREATE TABLE public.gone ()", 1, nil)
 	doc := rec("shop", chunk.KindDoc, "d.md", "D", nil, "doc text", 0, nil)
 	mustUpsert(t, s, []index.Record{old, doc})
-	n, err := s.DeleteStale(ctx, "shop", []string{chunk.KindTable, chunk.KindView}, 2)
+	n, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindTable, chunk.KindView}, Below: 3})
 	if err != nil || n != 1 {
 		t.Errorf("DeleteStale removed %d, %v; want 1 (public.gone)", n, err)
 	}
 	if c, _ := s.Count(ctx, index.Filter{Database: "shop"}); c != 2 {
 		t.Errorf("%d chunks left, want orders v2 and the doc", c)
+	}
+	// Scoped to one object: only that doc's older sections go.
+	d1 := rec("shop", chunk.KindDoc, "e.md", "E", nil, "old section", 5, nil)
+	d1.ID = "shop:doc:e.md:2"
+	mustUpsert(t, s, []index.Record{d1, rec("shop", chunk.KindDoc, "e.md", "E", nil, "new", 6, nil)})
+	if n, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindDoc}, Name: "e.md", Below: 6}); err != nil || n != 1 {
+		t.Errorf("scoped DeleteStale removed %d, %v; want 1", n, err)
+	}
+	if c, _ := s.Count(ctx, index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc}}); c != 2 {
+		t.Errorf("%d docs left, want d.md and e.md's new section", c)
+	}
+}
+
+func testProjected(t *testing.T, s index.Store) {
+	ctx := context.Background()
+	if v, err := s.Projected(ctx, "shop"); err != nil || v != 0 {
+		t.Errorf("fresh store: %d %v", v, err)
+	}
+	for _, v := range []int64{3, 7, 5} {
+		if err := s.SetProjected(ctx, "shop", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := s.Projected(ctx, "shop"); v != 7 {
+		t.Errorf("projected %d, want 7: it never goes down", v)
+	}
+	if v, _ := s.Projected(ctx, "hr"); v != 0 {
+		t.Errorf("another database: %d", v)
 	}
 }
 

@@ -115,6 +115,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		`CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(name, schema, columns, body, tokenize = 'unicode61 remove_diacritics 2')`,
 		`CREATE TABLE IF NOT EXISTS generations (db TEXT PRIMARY KEY, gen INTEGER NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS embed_cache (key TEXT PRIMARY KEY, vector BLOB NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS projections (db TEXT PRIMARY KEY, version INTEGER NOT NULL)`,
 	}
 	for _, q := range stmts {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
@@ -301,6 +302,35 @@ func (s *Store) deleteWhere(ctx context.Context, db, where string, args ...any) 
 	return n, err
 }
 
+// Touch implements index.Store.
+func (s *Store) Touch(ctx context.Context, db string, ids []string, version int64) (int, error) {
+	if db == "" {
+		return 0, index.ErrNoDatabase
+	}
+	n := 0
+	err := s.write(ctx, []string{db}, func(tx *sql.Tx) error {
+		for start := 0; start < len(ids); start += 500 {
+			batch := ids[start:min(start+500, len(ids))]
+			args := []any{version, db, version}
+			for _, id := range batch {
+				args = append(args, id)
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE chunks SET version = ? WHERE db = ? AND version < ? AND id IN (`+
+				strings.TrimSuffix(strings.Repeat("?,", len(batch)), ",")+`)`, args...)
+			if err != nil {
+				return err
+			}
+			affected, _ := res.RowsAffected()
+			n += int(affected)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("touch %d chunks of %s: %w", len(ids), db, err)
+	}
+	return n, nil
+}
+
 // Delete implements index.Store.
 func (s *Store) Delete(ctx context.Context, db string, ids []string) error {
 	if len(ids) == 0 {
@@ -326,26 +356,59 @@ func (s *Store) DeleteName(ctx context.Context, db, kind, name string) error {
 }
 
 // DeleteStale implements index.Store.
-func (s *Store) DeleteStale(ctx context.Context, db string, kinds []string, version int64) (int, error) {
-	if len(kinds) == 0 {
+func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
+	if len(st.Kinds) == 0 {
 		return 0, nil
 	}
-	args := []any{db, version}
-	for _, k := range kinds {
+	where := `db = ? AND version < ? AND kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(st.Kinds)), ",") + `)`
+	args := []any{st.Database, st.Below}
+	for _, k := range st.Kinds {
 		args = append(args, k)
 	}
-	ph := strings.TrimSuffix(strings.Repeat("?,", len(kinds)), ",")
-	n, err := s.deleteWhere(ctx, db, `db = ? AND version < ? AND kind IN (`+ph+`)`, args...)
+	if st.Name != "" {
+		where += ` AND name = ?`
+		args = append(args, st.Name)
+	}
+	n, err := s.deleteWhere(ctx, st.Database, where, args...)
 	if err != nil {
-		return 0, fmt.Errorf("delete stale chunks of %s: %w", db, err)
+		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
 	return n, nil
+}
+
+// Projected implements index.Store.
+func (s *Store) Projected(ctx context.Context, db string) (int64, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, `SELECT version FROM projections WHERE db = ?`, db).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("projected version of %s: %w", db, wrapUnavailable(err))
+	}
+	return v, nil
+}
+
+// SetProjected implements index.Store; it never lowers the version.
+func (s *Store) SetProjected(ctx context.Context, db string, version int64) error {
+	err := s.write(ctx, nil, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO projections (db, version) VALUES (?, ?)
+			ON CONFLICT (db) DO UPDATE SET version = max(version, excluded.version)`, db, version)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set projected version of %s: %w", db, err)
+	}
+	return nil
 }
 
 // DeleteDatabase implements index.Store.
 func (s *Store) DeleteDatabase(ctx context.Context, db string) error {
 	if _, err := s.deleteWhere(ctx, db, `db = ?`, db); err != nil {
 		return fmt.Errorf("delete database %s: %w", db, err)
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM projections WHERE db = ?`, db); err != nil {
+		return fmt.Errorf("delete database %s: %w", db, wrapUnavailable(err))
 	}
 	return nil
 }

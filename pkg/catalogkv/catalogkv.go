@@ -1,0 +1,197 @@
+// Package catalogkv keeps catalogs in a JetStream key-value bucket, one key
+// per database, gzip-compressed JSON, written with compare-and-set on the
+// entry's revision so that two workers can never both advance a catalog.
+package catalogkv
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+)
+
+// ErrConflict: the entry changed since it was read; read again.
+var ErrConflict = errors.New("catalog changed concurrently")
+
+// Store reads and writes catalogs.
+type Store struct {
+	kv jetstream.KeyValue
+}
+
+// New wraps a bucket.
+func New(kv jetstream.KeyValue) *Store { return &Store{kv: kv} }
+
+// Get returns db's catalog and the entry revision, or an empty catalog at
+// version 0 and revision 0 when there is none.
+func (s *Store) Get(ctx context.Context, db string) (*catalog.Catalog, uint64, error) {
+	e, err := s.kv.Get(ctx, db)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return catalog.New(db), 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read catalog %s: %w", db, err)
+	}
+	c, err := Decode(e.Value())
+	if err != nil {
+		return nil, 0, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), err)
+	}
+	return c, e.Revision(), nil
+}
+
+// Put writes c if the entry is still at revision rev (0: must not exist)
+// and returns the new revision.
+func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64, error) {
+	b, err := Encode(c)
+	if err != nil {
+		return 0, err
+	}
+	var next uint64
+	if rev == 0 {
+		next, err = s.kv.Create(ctx, c.Database, b)
+	} else {
+		next, err = s.kv.Update(ctx, c.Database, b, rev)
+	}
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, jetstream.ErrKeyExists), errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
+		return 0, fmt.Errorf("write catalog %s at revision %d: %w", c.Database, rev, ErrConflict)
+	case err != nil:
+		return 0, fmt.Errorf("write catalog %s: %w", c.Database, err)
+	}
+	return next, nil
+}
+
+// Keys lists the databases that have a catalog.
+func (s *Store) Keys(ctx context.Context) ([]string, error) {
+	keys, err := s.kv.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list catalogs: %w", err)
+	}
+	return keys, nil
+}
+
+// Encode is the stored form: gzip of the catalog's JSON.
+func Encode(c *catalog.Catalog) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(c); err != nil {
+		return nil, fmt.Errorf("encode catalog %s: %w", c.Database, err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("encode catalog %s: %w", c.Database, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Decode reads what Encode wrote.
+func Decode(b []byte) (*catalog.Catalog, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("decode catalog: %w", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("decode catalog: %w", err)
+	}
+	var c catalog.Catalog
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Watcher keeps every catalog of the bucket in memory, current within
+// moments of a write: what daemons read for FK expansion, table listings
+// and the SQL guard. It is safe for concurrent use.
+type Watcher struct {
+	mu    sync.RWMutex
+	cats  map[string]*catalog.Catalog
+	ready chan struct{}
+}
+
+// Watch starts watching the bucket until ctx ends. onError reports entries
+// that do not decode (they are skipped, the last good catalog stays).
+func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, err error)) (*Watcher, error) {
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch catalogs: %w", err)
+	}
+	cw := &Watcher{cats: map[string]*catalog.Catalog{}, ready: make(chan struct{})}
+	go func() {
+		defer w.Stop() //nolint:errcheck // best effort on shutdown
+		initial := true
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil { // the initial values are all delivered
+					if initial {
+						close(cw.ready)
+						initial = false
+					}
+					continue
+				}
+				cw.apply(e, onError)
+			}
+		}
+	}()
+	return cw, nil
+}
+
+func (cw *Watcher) apply(e jetstream.KeyValueEntry, onError func(string, error)) {
+	if e.Operation() != jetstream.KeyValuePut {
+		cw.mu.Lock()
+		delete(cw.cats, e.Key())
+		cw.mu.Unlock()
+		return
+	}
+	c, err := Decode(e.Value())
+	if err != nil {
+		if onError != nil {
+			onError(e.Key(), err)
+		}
+		return
+	}
+	cw.mu.Lock()
+	if old := cw.cats[e.Key()]; old == nil || old.Version <= c.Version {
+		cw.cats[e.Key()] = c
+	}
+	cw.mu.Unlock()
+}
+
+// Ready is closed once the catalogs that existed when watching began are
+// loaded.
+func (cw *Watcher) Ready() <-chan struct{} { return cw.ready }
+
+// Catalog returns db's current catalog or nil.
+func (cw *Watcher) Catalog(db string) *catalog.Catalog {
+	cw.mu.RLock()
+	defer cw.mu.RUnlock()
+	return cw.cats[db]
+}
+
+// Databases lists the databases with a catalog.
+func (cw *Watcher) Databases() []string {
+	cw.mu.RLock()
+	defer cw.mu.RUnlock()
+	out := make([]string, 0, len(cw.cats))
+	for k := range cw.cats {
+		out = append(out, k)
+	}
+	return out
+}

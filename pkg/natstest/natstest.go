@@ -1,0 +1,53 @@
+// Package natstest starts an in-process NATS server with JetStream for a
+// test, with the same embedded-server code as `schemaq up`.
+package natstest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/schemaq/schemaq/pkg/natsembed"
+)
+
+// Server starts a server on a free port with its store in t.TempDir();
+// both are cleaned up when the test ends.
+func Server(t testing.TB) *server.Server {
+	t.Helper()
+	ns, err := natsembed.Start(natsembed.Options{Port: -1, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	return ns
+}
+
+// Connect connects to ns; the connection closes with the test.
+func Connect(t testing.TB, ns *server.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(ns.ClientURL(), nats.Name(t.Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// Eventually polls cond every 10 ms until it holds or timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		case <-tick.C:
+		}
+	}
+}

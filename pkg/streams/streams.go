@@ -1,0 +1,109 @@
+// Package streams declares schemaq's JetStream topology: the event stream,
+// the dead-letter stream, the catalog bucket and the worker's durable
+// consumer. Every process ensures it on start, so any of them can come up
+// first.
+package streams
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/events"
+)
+
+// Config tunes the topology.
+type Config struct {
+	Replicas int
+	// DuplicateWindow is how long JetStream remembers event ids to drop
+	// re-published events.
+	DuplicateWindow time.Duration
+	// MaxAge bounds how long events are kept (0: forever). Catalogs live
+	// in the bucket, so old events are only needed for replay.
+	MaxAge time.Duration
+	// Memory stores streams in memory (tests).
+	Memory bool
+}
+
+// DefaultConfig suits a single node.
+var DefaultConfig = Config{Replicas: 1, DuplicateWindow: time.Hour}
+
+// Durable is the name of the workers' shared consumer.
+const Durable = "schemaq-worker"
+
+func (c Config) storage() jetstream.StorageType {
+	if c.Memory {
+		return jetstream.MemoryStorage
+	}
+	return jetstream.FileStorage
+}
+
+// Ensure creates or updates the streams and the catalog bucket.
+func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.KeyValue, error) {
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        events.Stream,
+		Description: "schemaq events: schema migrations and snapshots, docs, examples",
+		Subjects:    []string{events.StreamSubjectSchema, events.StreamSubjectDocs, events.StreamSubjectExamples},
+		Storage:     c.storage(),
+		Replicas:    c.Replicas,
+		Duplicates:  c.DuplicateWindow,
+		MaxAge:      c.MaxAge,
+		MaxMsgSize:  events.DefaultMaxEventBytes,
+	}); err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", events.Stream, err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        events.DeadLetterStream,
+		Description: "schemaq events that could not be applied, with the reason in headers",
+		Subjects:    []string{events.DeadLetterSubjects},
+		Storage:     c.storage(),
+		Replicas:    c.Replicas,
+	}); err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", events.DeadLetterStream, err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:       events.CatalogBucket,
+		Description:  "schemaq catalogs, one key per database",
+		History:      5,
+		Storage:      c.storage(),
+		Replicas:     c.Replicas,
+		MaxValueSize: int32(events.DefaultMaxEventBytes),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure bucket %s: %w", events.CatalogBucket, err)
+	}
+	return kv, nil
+}
+
+// ConsumerConfig is the workers' durable pull consumer.
+type ConsumerConfig struct {
+	AckWait       time.Duration
+	MaxDeliver    int
+	MaxAckPending int
+}
+
+// DefaultConsumer gives a waiting migration about half a minute of
+// redeliveries before it is dead-lettered.
+var DefaultConsumer = ConsumerConfig{AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 256}
+
+// EnsureConsumer creates or updates the durable consumer.
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, c ConsumerConfig) (jetstream.Consumer, error) {
+	cons, err := js.CreateOrUpdateConsumer(ctx, events.Stream, jetstream.ConsumerConfig{
+		Durable:       Durable,
+		Description:   "schemaq workers, shared by every replica",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       c.AckWait,
+		MaxDeliver:    c.MaxDeliver,
+		MaxAckPending: c.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure consumer %s: %w", Durable, err)
+	}
+	return cons, nil
+}

@@ -1,0 +1,420 @@
+// Package workers is the indexing worker: a durable JetStream pull
+// consumer shared by any number of replicas. Per event it decodes, applies
+// schema changes to the catalog (compare-and-set in the key-value bucket),
+// chunks, embeds and writes the index, and only then acks.
+//
+// Ordering and idempotency follow DESIGN.md: a migration whose seq is at or
+// below the catalog's version is a duplicate (acked, after repairing the
+// index if it lags the catalog); seq = version+1 is applied; a higher seq
+// waits for the missing one (nak with delay) and is dead-lettered when it
+// never comes. Unparseable DDL and invalid events are dead-lettered at once
+// with the reason. Nothing is dropped silently.
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/indexer"
+	"github.com/schemaq/schemaq/pkg/streams"
+)
+
+// Store is what the worker needs of the index.
+type Store interface {
+	indexer.Writer
+	Upsert(ctx context.Context, recs []index.Record) (int, error)
+	DeleteName(ctx context.Context, db, kind, name string) error
+	Projected(ctx context.Context, db string) (int64, error)
+}
+
+// Config of a worker. Start from DefaultConfig.
+type Config struct {
+	Consumer streams.ConsumerConfig
+	// Concurrency is how many events one worker processes at once; events
+	// of one database are still applied one at a time.
+	Concurrency int
+	// MessageTimeout bounds the processing of one event; it must be
+	// shorter than the consumer's AckWait.
+	MessageTimeout time.Duration
+	// RetryDelay is the first redelivery delay of a waiting or failed
+	// event; it doubles per delivery up to MaxRetryDelay.
+	RetryDelay, MaxRetryDelay time.Duration
+	// ShutdownTimeout bounds how long Run waits for in-flight events after
+	// its context ends; what is unfinished then is naked for redelivery.
+	ShutdownTimeout time.Duration
+	MaxEventBytes   int
+	Chunk           chunk.Options
+}
+
+// DefaultConfig suits most deployments.
+var DefaultConfig = Config{
+	Consumer: streams.DefaultConsumer, Concurrency: 8, MessageTimeout: 20 * time.Second,
+	RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 5 * time.Second, ShutdownTimeout: 20 * time.Second,
+	MaxEventBytes: events.DefaultMaxEventBytes,
+}
+
+// Validate checks the config, naming every problem.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Concurrency <= 0 {
+		errs = append(errs, fmt.Errorf("worker concurrency must be positive, got %d", c.Concurrency))
+	}
+	if c.Consumer.MaxDeliver < 2 {
+		errs = append(errs, fmt.Errorf("max deliver must be at least 2, got %d", c.Consumer.MaxDeliver))
+	}
+	if c.MessageTimeout <= 0 || c.MessageTimeout >= c.Consumer.AckWait {
+		errs = append(errs, fmt.Errorf("message timeout (%v) must be positive and shorter than ack wait (%v)", c.MessageTimeout, c.Consumer.AckWait))
+	}
+	if c.RetryDelay <= 0 || c.MaxRetryDelay < c.RetryDelay {
+		errs = append(errs, fmt.Errorf("retry delays must be positive with max ≥ first, got %v and %v", c.RetryDelay, c.MaxRetryDelay))
+	}
+	return errors.Join(errs...)
+}
+
+// Worker consumes and applies events.
+type Worker struct {
+	js    jetstream.JetStream
+	cats  *catalogkv.Store
+	store Store
+	emb   embed.Embedder
+	log   *zap.Logger
+	cfg   Config
+	locks sync.Map // database → *sync.Mutex
+}
+
+// New builds a worker; it does not touch the network.
+func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.Embedder, log *zap.Logger, cfg Config) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if js == nil || cats == nil || store == nil || emb == nil || log == nil {
+		return nil, errors.New("worker: jetstream, catalogs, store, embedder and logger are required")
+	}
+	return &Worker{js: js, cats: cats, store: store, emb: emb, log: log, cfg: cfg}, nil
+}
+
+// action is what to tell JetStream about a message.
+type action int
+
+const (
+	actAck action = iota
+	// actWait: the event is not applicable yet (a gap); redeliver later.
+	actWait
+	// actRetry: a transient failure (store, gateway, a concurrent write).
+	actRetry
+	// actDeadLetter: the event can never be applied.
+	actDeadLetter
+)
+
+func (a action) String() string {
+	return [...]string{"ack", "wait", "retry", "dead_letter"}[a]
+}
+
+// outcome is the result of handling one event.
+type outcome struct {
+	act    action
+	reason string // why, for waits, retries and dead letters
+	source string // the migration source, when there is one
+	db     string
+}
+
+// Run consumes until ctx ends, then stops fetching, lets in-flight events
+// finish within ShutdownTimeout and naks the rest. It returns nil after a
+// clean shutdown.
+func (w *Worker) Run(ctx context.Context) error {
+	cons, err := streams.EnsureConsumer(ctx, w.js, w.cfg.Consumer)
+	if err != nil {
+		return err
+	}
+	// Processing gets its own context: SIGTERM stops intake, not the
+	// events already being applied; they are cut only after the grace
+	// period.
+	workCtx, cancelWork := context.WithCancel(context.Background())
+	defer cancelWork()
+	sem := make(chan struct{}, w.cfg.Concurrency)
+	var inflight sync.WaitGroup
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		sem <- struct{}{}
+		inflight.Add(1)
+		go func() {
+			defer func() { <-sem; inflight.Done() }()
+			w.process(workCtx, msg)
+		}()
+	}, jetstream.PullMaxMessages(w.cfg.Concurrency*2), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrNoHeartbeat) || ctx.Err() == nil {
+			w.log.Warn("consume error", zap.Error(err))
+		}
+	}))
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", streams.Durable, err)
+	}
+	w.log.Info("worker started", zap.String("consumer", streams.Durable), zap.Int("concurrency", w.cfg.Concurrency))
+	<-ctx.Done()
+	// Drain: stop fetching, hand the buffered messages to the handler, and
+	// wait for everything in flight, up to the grace period.
+	cc.Drain()
+	done := make(chan struct{})
+	go func() { <-cc.Closed(); inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.cfg.ShutdownTimeout):
+		w.log.Warn("shutdown timeout: cancelling in-flight events; they will be redelivered")
+		cancelWork()
+		<-done
+	}
+	w.log.Info("worker stopped")
+	return nil
+}
+
+// process handles one message and settles it.
+func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		w.log.Error("message without jetstream metadata", zap.String("subject", msg.Subject()), zap.Error(err))
+		_ = msg.Term()
+		return
+	}
+	log := w.log.With(zap.String("subject", msg.Subject()), zap.Uint64("stream_seq", meta.Sequence.Stream),
+		zap.Uint64("delivery", meta.NumDelivered))
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.MessageTimeout)
+	defer cancel()
+	// Tell JetStream the event is still being worked on, so a long
+	// embedding batch is not redelivered to another worker meanwhile.
+	stopProgress := keepInProgress(ctx, msg, w.cfg.Consumer.AckWait/3)
+	out := w.handle(ctx, msg, meta)
+	stopProgress()
+	w.settle(msg, meta, out, log)
+}
+
+func keepInProgress(ctx context.Context, msg jetstream.Msg, every time.Duration) func() {
+	if every <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// handle decides the outcome of one event; it does not ack.
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata) outcome {
+	ev, err := events.Decode(msg.Data(), w.cfg.MaxEventBytes)
+	if err != nil {
+		return outcome{act: actDeadLetter, reason: "invalid event: " + err.Error(), db: subjectDB(msg.Subject())}
+	}
+	if want := subjectDB(msg.Subject()); want != ev.Database || ev.Subject() != msg.Subject() {
+		return outcome{act: actDeadLetter, db: ev.Database, reason: fmt.Sprintf(
+			"invalid event: %s for database %q was published on %s, expected %s", ev.Type, ev.Database, msg.Subject(), ev.Subject())}
+	}
+	mu := w.lock(ev.Database)
+	mu.Lock()
+	defer mu.Unlock()
+	var out outcome
+	switch ev.Type {
+	case events.TypeMigration, events.TypeSnapshot:
+		out = w.schema(ctx, ev)
+	case events.TypeDocUpsert:
+		d := ev.DocUpsert
+		sections := chunk.Doc(ev.Database, d.DocID, d.Title, d.Body, d.Tags, w.cfg.Chunk)
+		out = transient(indexer.Doc(ctx, w.store, w.emb, ev.Database, d.DocID, sections, int64(meta.Sequence.Stream)))
+	case events.TypeDocDelete:
+		out = transientErr(w.store.DeleteName(ctx, ev.Database, chunk.KindDoc, ev.DocDelete.DocID))
+	case events.TypeExamplesUpsert:
+		var chunks []chunk.Chunk
+		for _, ex := range ev.Examples.Examples {
+			c := chunk.Example(ev.Database, ex.ID, ex.Question, ex.SQL)
+			c.Version = int64(meta.Sequence.Stream)
+			chunks = append(chunks, c)
+		}
+		out = transient(indexer.Chunks(ctx, w.store, w.emb, chunks))
+	}
+	out.db = ev.Database
+	return out
+}
+
+func transient(_ indexer.Stats, err error) outcome { return transientErr(err) }
+
+func transientErr(err error) outcome {
+	if err != nil {
+		return outcome{act: actRetry, reason: err.Error()}
+	}
+	return outcome{act: actAck}
+}
+
+func (w *Worker) lock(db string) *sync.Mutex {
+	m, _ := w.locks.LoadOrStore(db, &sync.Mutex{})
+	return m.(*sync.Mutex)
+}
+
+// subjectDB is the database token of an event subject.
+func subjectDB(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	return parts[2]
+}
+
+// schema applies a migration or snapshot.
+func (w *Worker) schema(ctx context.Context, ev *events.Event) outcome {
+	cat, rev, err := w.cats.Get(ctx, ev.Database)
+	if err != nil {
+		return outcome{act: actRetry, reason: err.Error()}
+	}
+	var seq int64
+	var source, sql string
+	if m := ev.Migration; m != nil {
+		seq, source, sql = m.Seq, m.Source, m.SQL
+	} else {
+		seq, source, sql = ev.Snapshot.Seq, ev.Snapshot.Source, ev.Snapshot.SQL
+	}
+	if source == "" {
+		source = ev.ID
+	}
+	if seq <= cat.Version {
+		// Already applied (a redelivery or a re-publish outside the
+		// duplicate window). The index may still lag the catalog if a
+		// worker stopped between the two writes: repair it first.
+		if err := w.ensureProjected(ctx, cat); err != nil {
+			return outcome{act: actRetry, reason: err.Error(), source: source}
+		}
+		return outcome{act: actAck, source: source}
+	}
+	var next *catalog.Catalog
+	if ev.Migration != nil {
+		if seq > cat.Version+1 {
+			return outcome{act: actWait, source: source, reason: fmt.Sprintf(
+				"gap: catalog %s is at version %d, so migration %d waits for %d", ev.Database, cat.Version, seq, cat.Version+1)}
+		}
+		next, err = cat.Apply(source, sql)
+	} else {
+		next, err = catalog.Snapshot(ev.Database, source, sql)
+	}
+	if err != nil {
+		return outcome{act: actDeadLetter, source: source, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, seq, err)}
+	}
+	next.Version = seq
+	if _, err := w.cats.Put(ctx, next, rev); err != nil {
+		return outcome{act: actRetry, source: source, reason: err.Error()}
+	}
+	if _, err := indexer.Catalog(ctx, w.store, w.emb, next, w.cfg.Chunk); err != nil {
+		// The catalog moved on; redelivery finds a duplicate and repairs
+		// the index through ensureProjected.
+		return outcome{act: actRetry, source: source, reason: err.Error()}
+	}
+	return outcome{act: actAck, source: source}
+}
+
+func (w *Worker) ensureProjected(ctx context.Context, cat *catalog.Catalog) error {
+	if cat.Version == 0 {
+		return nil
+	}
+	p, err := w.store.Projected(ctx, cat.Database)
+	if err != nil {
+		return err
+	}
+	if p >= cat.Version {
+		return nil
+	}
+	w.log.Info("index behind catalog: re-projecting", zap.String("db", cat.Database),
+		zap.Int64("catalog_version", cat.Version), zap.Int64("projected_version", p))
+	_, err = indexer.Catalog(ctx, w.store, w.emb, cat, w.cfg.Chunk)
+	return err
+}
+
+// settle turns an outcome into the JetStream action. It is the one place
+// that acks.
+func (w *Worker) settle(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outcome, log *zap.Logger) {
+	last := meta.NumDelivered >= uint64(w.cfg.Consumer.MaxDeliver)
+	switch {
+	case out.act == actAck:
+		if err := msg.Ack(); err != nil {
+			log.Warn("ack failed; the event will be redelivered and found a duplicate", zap.Error(err))
+		}
+		return
+	case (out.act == actWait || out.act == actRetry) && !last:
+		delay := w.delay(meta.NumDelivered)
+		if out.act == actRetry {
+			log.Warn("event failed; retrying", zap.String("db", out.db), zap.String("reason", out.reason), zap.Duration("delay", delay))
+		} else {
+			log.Debug("event waits", zap.String("db", out.db), zap.String("reason", out.reason), zap.Duration("delay", delay))
+		}
+		_ = msg.NakWithDelay(delay)
+		return
+	case out.act != actDeadLetter:
+		out.reason = fmt.Sprintf("gave up after %d deliveries: %s", meta.NumDelivered, out.reason)
+	}
+	if err := w.deadLetter(msg, meta, out); err != nil {
+		log.Error("dead-letter publish failed; naking instead", zap.Error(err))
+		_ = msg.NakWithDelay(w.cfg.MaxRetryDelay)
+		return
+	}
+	log.Warn("event dead-lettered", zap.String("db", out.db), zap.String("reason", out.reason))
+	_ = msg.TermWithReason(clip(out.reason, 200))
+}
+
+func (w *Worker) delay(delivered uint64) time.Duration {
+	d := w.cfg.RetryDelay << min(delivered-1, 16)
+	return min(d, w.cfg.MaxRetryDelay)
+}
+
+func (w *Worker) deadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outcome) error {
+	db := out.db
+	if events.ValidateDatabase(db) != nil {
+		db = "_invalid"
+	}
+	m := nats.NewMsg(events.DeadLetterSubject(db))
+	m.Data = msg.Data()
+	m.Header.Set(events.HeaderDLQReason, clip(out.reason, 2000))
+	m.Header.Set(events.HeaderDLQSubject, msg.Subject())
+	m.Header.Set(events.HeaderDLQStreamSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
+	m.Header.Set(events.HeaderDLQDeliveries, strconv.FormatUint(meta.NumDelivered, 10))
+	if out.source != "" {
+		m.Header.Set(events.HeaderDLQSource, clip(out.source, 500))
+	}
+	if id := msg.Headers().Get(events.HeaderMsgID); id != "" {
+		m.Header.Set("Schemaq-Dlq-Event-Id", id)
+	}
+	// One dead letter per stream message, however often this runs.
+	m.Header.Set(events.HeaderMsgID, "dlq-"+strconv.FormatUint(meta.Sequence.Stream, 10))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := w.js.PublishMsg(ctx, m)
+	return err
+}
+
+// clip makes a header value: one line, at most n bytes.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n]
+	}
+	return s
+}

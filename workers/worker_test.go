@@ -1,0 +1,446 @@
+package workers_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
+	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/workers"
+)
+
+type env struct {
+	t     *testing.T
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	cats  *catalogkv.Store
+	store *sqlite.Store
+	emb   embed.Embedder
+}
+
+func testConfig() workers.Config {
+	cfg := workers.DefaultConfig
+	cfg.Consumer.AckWait = 5 * time.Second
+	cfg.Consumer.MaxDeliver = 5
+	cfg.MessageTimeout = 4 * time.Second
+	cfg.RetryDelay = 10 * time.Millisecond
+	cfg.MaxRetryDelay = 50 * time.Millisecond
+	cfg.ShutdownTimeout = 5 * time.Second
+	return cfg
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ns := natstest.Server(t)
+	nc := natstest.Connect(t, ns)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	kv, err := streams.Ensure(ctx, js, streams.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := embed.NewLocal(64)
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"), e.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &env{t: t, nc: nc, js: js, kv: kv, cats: catalogkv.New(kv), store: st, emb: e}
+}
+
+// startWorker runs a worker over store until the test ends.
+func (e *env) startWorker(cfg workers.Config, store workers.Store) {
+	e.t.Helper()
+	w, err := workers.New(e.js, e.cats, store, e.emb, zaptest.NewLogger(e.t), cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("worker: %v", err)
+		}
+	})
+}
+
+// publish sends an event with its id as Nats-Msg-Id and reports whether
+// JetStream dropped it as a duplicate.
+func (e *env) publish(ev *events.Event) bool {
+	e.t.Helper()
+	dup, err := e.publishRaw(ev.Subject(), ev.ID, mustEncode(e.t, ev))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return dup
+}
+
+func (e *env) publishRaw(subject, id string, data []byte) (bool, error) {
+	m := nats.NewMsg(subject)
+	m.Data = data
+	if id != "" {
+		m.Header.Set(events.HeaderMsgID, id)
+	}
+	ack, err := e.js.PublishMsg(context.Background(), m)
+	if err != nil {
+		return false, err
+	}
+	return ack.Duplicate, nil
+}
+
+func mustEncode(t *testing.T, ev *events.Event) []byte {
+	b, err := ev.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func migration(t *testing.T, db string, seq int64, sql string) *events.Event {
+	t.Helper()
+	ev, err := events.New(fmt.Sprintf("%s-%04d", db, seq), db, time.Now(), &events.Migration{Seq: seq, Source: fmt.Sprintf("%04d.sql", seq), SQL: sql})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func (e *env) version(db string) int64 {
+	c, _, err := e.cats.Get(context.Background(), db)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c.Version
+}
+
+func (e *env) waitVersion(db string, v int64) {
+	e.t.Helper()
+	natstest.Eventually(e.t, 20*time.Second, fmt.Sprintf("%s at version %d", db, v), func() bool { return e.version(db) == v })
+}
+
+type deadLetter struct {
+	subject string
+	reason  string
+	source  string
+	orig    string
+}
+
+// deadLetters reads every dead letter so far.
+func (e *env) deadLetters() []deadLetter {
+	e.t.Helper()
+	ctx := context.Background()
+	s, err := e.js.Stream(ctx, events.DeadLetterStream)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	info, _ := s.Info(ctx)
+	var out []deadLetter
+	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			continue
+		}
+		out = append(out, deadLetter{m.Subject, m.Header.Get(events.HeaderDLQReason), m.Header.Get(events.HeaderDLQSource), m.Header.Get(events.HeaderDLQSubject)})
+	}
+	return out
+}
+
+func (e *env) waitDeadLetters(n int) []deadLetter {
+	e.t.Helper()
+	var dl []deadLetter
+	natstest.Eventually(e.t, 20*time.Second, fmt.Sprintf("%d dead letters", n), func() bool { dl = e.deadLetters(); return len(dl) >= n })
+	return dl
+}
+
+func (e *env) count(db string) int {
+	n, err := e.store.Count(context.Background(), index.Filter{Database: db})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+func TestMigrationsApplyInAnyOrder(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	// Published out of order: 3 and 2 wait for 1.
+	e.publish(migration(t, "shop", 3, "ALTER TABLE orders ADD COLUMN total numeric;"))
+	e.publish(migration(t, "shop", 2, "CREATE TABLE orders (id int, customer_id int REFERENCES customers);"))
+	e.publish(migration(t, "shop", 1, "CREATE TABLE customers (id int PRIMARY KEY, email text);"))
+	e.waitVersion("shop", 3)
+	c, _, _ := e.cats.Get(context.Background(), "shop")
+	if c.Table(catalog.QualName{Schema: "public", Name: "orders"}).Column("total") == nil {
+		t.Error("migration 3 not applied")
+	}
+	natstest.Eventually(t, 5*time.Second, "projected to version 3", func() bool {
+		p, _ := e.store.Projected(context.Background(), "shop")
+		return p == 3
+	})
+	if n := e.count("shop"); n != 2 {
+		t.Errorf("%d chunks, want 2", n)
+	}
+	hits, err := e.store.SearchText(context.Background(), index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"total"}, Limit: 5})
+	if err != nil || len(hits) != 1 || hits[0].Chunk.Name != "public.orders" || hits[0].Chunk.Version != 3 {
+		t.Errorf("orders v3 not searchable: %+v %v", hits, err)
+	}
+}
+
+func TestDuplicatePublishIsDropped(t *testing.T) {
+	e := newEnv(t)
+	ev := migration(t, "shop", 1, "CREATE TABLE a (id int);")
+	if e.publish(ev) {
+		t.Fatal("first publish reported as duplicate")
+	}
+	if !e.publish(ev) {
+		t.Error("a second publish with the same id was not dropped by the duplicate window")
+	}
+	e.startWorker(testConfig(), e.store)
+	e.waitVersion("shop", 1)
+	// Re-published under a new id (outside the window): seq ≤ version, acked as a duplicate.
+	dup := migration(t, "shop", 1, "CREATE TABLE a (id int);")
+	dup.ID = "shop-0001-again"
+	e.publish(dup)
+	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
+	e.waitVersion("shop", 2)
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Errorf("duplicates were dead-lettered: %+v", dl)
+	}
+}
+
+func TestGapResolvesOrDeadLetters(t *testing.T) {
+	e := newEnv(t)
+	cfg := testConfig()
+	cfg.Consumer.MaxDeliver = 30
+	e.startWorker(cfg, e.store)
+	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
+	time.Sleep(100 * time.Millisecond) // let it be delivered and wait at least once
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int);"))
+	e.waitVersion("shop", 2)
+
+	e.publish(migration(t, "hr", 5, "CREATE TABLE never (id int);")) // 1–4 never come
+	dl := e.waitDeadLetters(1)
+	if dl[0].subject != "schemaq.dlq.hr" || !strings.Contains(dl[0].reason, "gap: catalog hr is at version 0, so migration 5 waits for 1") ||
+		!strings.Contains(dl[0].reason, "gave up after 30 deliveries") || dl[0].orig != "schemaq.schema.hr" || dl[0].source != "0005.sql" {
+		t.Errorf("dead letter %+v", dl[0])
+	}
+	if e.version("hr") != 0 {
+		t.Error("a gapped migration changed the catalog")
+	}
+}
+
+func TestBadInputIsDeadLettered(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	e.publish(migration(t, "shop", 1, "CREATE TABLE customers (id int);"))
+	e.waitVersion("shop", 1)
+	valid := func(typ, db, data string) []byte {
+		return []byte(`{"spec":1,"type":"` + typ + `","id":"x","database":"` + db + `","data":` + data + `}`)
+	}
+	cases := []struct {
+		name, subject string
+		data          []byte
+		reason        string
+	}{
+		{"malformed JSON", "schemaq.schema.shop", []byte(`{"spec":1,`), "malformed event"},
+		{"unknown event type", "schemaq.schema.shop", valid("schema.drop", "shop", `{}`), `unknown event type: "schema.drop"`},
+		{"newer spec", "schemaq.schema.shop", []byte(`{"spec":9,"type":"docs.delete","id":"x","database":"shop","data":{"doc_id":"a"}}`), "spec 9"},
+		{"invalid database name", "schemaq.schema.Bad!", valid("schema.migration", "Bad!", `{"seq":1,"sql":"SELECT 1"}`), "field database"},
+		{"empty SQL", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"sql":" "}`), "field data.sql"},
+		{"unparseable SQL", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"source":"0002_bad.sql","sql":"CREATE TABLE t (\n  id int,\n  x int GENERATED ALWAYS AS (id) VIRTUAL\n);"}`), `0002_bad.sql: statement 1 (line 3, column 34): syntax error at or near \"VIRTUAL\"`},
+		{"ALTER of a missing table", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"source":"0002_alter.sql","sql":"ALTER TABLE nope ADD COLUMN x int;"}`), "relation nope does not exist"},
+		{"doc with invalid UTF-8", "schemaq.docs.shop", valid("docs.upsert", "shop", "{\"doc_id\":\"a.md\",\"body\":\"caf\xe9\"}"), "invalid UTF-8"},
+		{"event on the wrong subject", "schemaq.docs.shop", valid("schema.migration", "shop", `{"seq":2,"sql":"CREATE TABLE z (id int)"}`), "expected schemaq.schema.shop"},
+	}
+	for i, tc := range cases {
+		if _, err := e.publishRaw(tc.subject, fmt.Sprintf("bad-%d", i), tc.data); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+	}
+	dl := e.waitDeadLetters(len(cases))
+	for _, tc := range cases {
+		found := false
+		for _, d := range dl {
+			if strings.Contains(d.reason, strings.ReplaceAll(tc.reason, `\"`, `"`)) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no dead letter with reason %q in %+v", tc.name, tc.reason, dl)
+		}
+	}
+	if e.version("shop") != 1 {
+		t.Errorf("bad events changed the catalog to version %d", e.version("shop"))
+	}
+	// The catalog is still at its last good version, and the next good
+	// migration applies.
+	e.publish(migration(t, "shop", 2, "CREATE TABLE orders (id int);"))
+	e.waitVersion("shop", 2)
+}
+
+func TestOversizeEventIsRejected(t *testing.T) {
+	e := newEnv(t)
+	big := migration(t, "shop", 1, "CREATE TABLE t (id int); -- "+strings.Repeat("x", events.DefaultMaxEventBytes))
+	_, err := e.publishRaw(big.Subject(), big.ID, mustEncode(t, big))
+	if err == nil {
+		t.Fatal("an event over the stream's max message size was accepted")
+	}
+}
+
+// flakyStore fails the first SetProjected: the chunks are written but the
+// worker "dies" before acking.
+type flakyStore struct {
+	*sqlite.Store
+	failed atomic.Bool
+}
+
+func (f *flakyStore) SetProjected(ctx context.Context, db string, v int64) error {
+	if !f.failed.Swap(true) {
+		return errors.New("simulated crash after the index write, before the ack")
+	}
+	return f.Store.SetProjected(ctx, db, v)
+}
+
+func TestCrashBetweenWriteAndAck(t *testing.T) {
+	e := newEnv(t)
+	fs := &flakyStore{Store: e.store}
+	e.startWorker(testConfig(), fs)
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int); CREATE TABLE b (id int); CREATE TABLE c (id int);"))
+	e.waitVersion("shop", 1)
+	natstest.Eventually(t, 10*time.Second, "projection repaired", func() bool {
+		p, _ := e.store.Projected(context.Background(), "shop")
+		return p == 1
+	})
+	if !fs.failed.Load() {
+		t.Fatal("the crash was not simulated")
+	}
+	metas, _ := e.store.Metas(context.Background(), index.Filter{Database: "shop"})
+	if len(metas) != 3 {
+		t.Errorf("after redelivery: %d chunks, want exactly 3 (none missing, none duplicated): %v", len(metas), metas)
+	}
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Errorf("dead letters: %+v", dl)
+	}
+}
+
+func TestDocsAndExamples(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	pub := func(payload any, id string) {
+		ev, err := events.New(id, "shop", time.Now(), payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.publish(ev)
+	}
+	pub(&events.DocUpsert{DocID: "a.md", Body: "# A\n\none\n\n## B\n\ntwo\n\n## C\n\nthree"}, "d1")
+	natstest.Eventually(t, 10*time.Second, "3 sections", func() bool { return e.count("shop") == 3 })
+	pub(&events.DocUpsert{DocID: "a.md", Body: "# A\n\nshorter now"}, "d2")
+	natstest.Eventually(t, 10*time.Second, "1 section after the edit", func() bool { return e.count("shop") == 1 })
+	pub(&events.ExamplesUpsert{Examples: []events.Example{{Question: "How many?", SQL: "SELECT 1"}, {Question: "Which?", SQL: "SELECT 2"}}}, "x1")
+	natstest.Eventually(t, 10*time.Second, "examples", func() bool { return e.count("shop") == 3 })
+	pub(&events.DocDelete{DocID: "a.md"}, "d3")
+	natstest.Eventually(t, 10*time.Second, "doc deleted", func() bool { return e.count("shop") == 2 })
+}
+
+// TestManyWorkersManyDatabases publishes 10 databases × 100 migrations,
+// shuffled, to three workers; every catalog must end identical to applying
+// its migrations one by one.
+func TestManyWorkersManyDatabases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: 1,000 migrations")
+	}
+	e := newEnv(t)
+	cfg := testConfig()
+	cfg.Consumer.MaxDeliver = 1000
+	cfg.Consumer.MaxAckPending = 1000
+	for i := 0; i < 3; i++ {
+		e.startWorker(cfg, e.store)
+	}
+	const dbs, n = 10, 100
+	var all []*events.Event
+	want := map[string]*catalog.Catalog{}
+	for d := 0; d < dbs; d++ {
+		db := fmt.Sprintf("db%02d", d)
+		c := catalog.New(db)
+		for seq := int64(1); seq <= n; seq++ {
+			var sql string
+			switch {
+			case seq%4 == 1:
+				sql = fmt.Sprintf("CREATE TABLE t%d (id int PRIMARY KEY, d%d text);", seq, d)
+			case seq%4 == 2:
+				sql = fmt.Sprintf("ALTER TABLE t%d ADD COLUMN c%d int REFERENCES t%d;", seq-1, seq, max(seq-5, 1))
+			case seq%4 == 3:
+				sql = fmt.Sprintf("ALTER TABLE t%d RENAME COLUMN c%d TO r%d; COMMENT ON TABLE t%d IS 'step %d';", seq-2, seq-1, seq, seq-2, seq)
+			default:
+				sql = fmt.Sprintf("CREATE VIEW v%d AS SELECT id FROM t%d;", seq, seq-3)
+			}
+			next, err := c.Apply("serial", sql)
+			if err != nil {
+				t.Fatalf("%s %d: %v", db, seq, err)
+			}
+			next.Version = seq
+			c = next
+			all = append(all, migration(t, db, seq, sql))
+		}
+		want[db] = c
+	}
+	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	var wg sync.WaitGroup
+	for p := 0; p < 4; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := p; i < len(all); i += 4 {
+				if _, err := e.publishRaw(all[i].Subject(), all[i].ID, mustEncode(t, all[i])); err != nil {
+					t.Error(err)
+				}
+			}
+		}(p)
+	}
+	wg.Wait()
+	for db, c := range want {
+		natstest.Eventually(t, 90*time.Second, db+" fully applied", func() bool { return e.version(db) == n })
+		got, _, _ := e.cats.Get(context.Background(), db)
+		a, _ := json.Marshal(got)
+		b, _ := json.Marshal(c)
+		if string(a) != string(b) {
+			t.Errorf("%s: catalog differs from serial application", db)
+		}
+		natstest.Eventually(t, 10*time.Second, db+" projected", func() bool {
+			p, _ := e.store.Projected(context.Background(), db)
+			return p == n
+		})
+		metas, _ := e.store.Metas(context.Background(), index.Filter{Database: db})
+		if len(metas) != len(c.Tables())+len(c.Views()) {
+			t.Errorf("%s: %d chunks, want %d", db, len(metas), len(c.Tables())+len(c.Views()))
+		}
+	}
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Errorf("dead letters: %+v", dl[0])
+	}
+}
