@@ -21,6 +21,7 @@ type Writer interface {
 	Touch(ctx context.Context, db string, ids []string, version int64) (int, error)
 	Metas(ctx context.Context, f index.Filter) (map[string]index.Meta, error)
 	DeleteStale(ctx context.Context, s index.Stale) (int, error)
+	Projected(ctx context.Context, db string) (int64, error)
 	SetProjected(ctx context.Context, db string, version int64) error
 }
 
@@ -39,9 +40,21 @@ const Batch = 256
 // whose content changed are embedded and written, unchanged ones only get
 // the new version, and chunks the catalog no longer produces are deleted.
 // Re-running it is harmless, and a run with an older catalog than the
-// store's changes nothing.
+// index already reflects changes nothing.
+//
+// Two writers may index one database at once (a slow worker still on
+// version V-1 while another indexes V). Upsert never replaces a newer
+// chunk, but the slow writer could re-create a chunk V dropped. So the
+// run ends by raising the projected version and then deleting every
+// schema chunk below the projected version as it reads it then: whichever
+// writer finishes last removes what the other left behind.
 func Catalog(ctx context.Context, w Writer, e embed.Embedder, cat *catalog.Catalog, opts chunk.Options) (Stats, error) {
 	kinds := []string{chunk.KindTable, chunk.KindView}
+	if p, err := w.Projected(ctx, cat.Database); err != nil {
+		return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
+	} else if p > cat.Version {
+		return Stats{}, nil // the index already reflects a newer catalog
+	}
 	stored, err := w.Metas(ctx, index.Filter{Database: cat.Database, Kinds: kinds})
 	if err != nil {
 		return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
@@ -63,13 +76,15 @@ func Catalog(ctx context.Context, w Writer, e embed.Embedder, cat *catalog.Catal
 	if st.Touched, err = w.Touch(ctx, cat.Database, same, cat.Version); err != nil {
 		return st, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
 	}
-	n, err := w.DeleteStale(ctx, index.Stale{Database: cat.Database, Kinds: kinds, Below: cat.Version})
+	// The projection is complete only once every write is done.
+	if err := w.SetProjected(ctx, cat.Database, cat.Version); err != nil {
+		return st, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
+	}
+	p, err := w.Projected(ctx, cat.Database)
 	if err != nil {
 		return st, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
 	}
-	st.Deleted = n
-	// Last: the projection is complete only once every write is done.
-	if err := w.SetProjected(ctx, cat.Database, cat.Version); err != nil {
+	if st.Deleted, err = w.DeleteStale(ctx, index.Stale{Database: cat.Database, Kinds: kinds, Below: p}); err != nil {
 		return st, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
 	}
 	return st, nil

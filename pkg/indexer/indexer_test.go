@@ -53,12 +53,59 @@ func TestCatalogWritesOnlyWhatChanged(t *testing.T) {
 	if p, _ := s.Projected(ctx, "db"); p != 2 {
 		t.Errorf("projected %d", p)
 	}
-	// An older catalog arriving late changes nothing.
+	// An older catalog arriving late changes nothing: it neither replaces
+	// a newer chunk nor brings back the table v2 dropped.
 	st, err = indexer.Catalog(ctx, s, e, v1, chunk.Options{})
 	if err != nil || st.Written != 0 {
 		t.Errorf("stale index run wrote %d: %v", st.Written, err)
 	}
-	if metas, _ := s.Metas(ctx, index.Filter{Database: "db"}); metas["db:table:public.a"].Version != 2 {
-		t.Error("a stale run replaced a newer chunk")
+	metas, _ = s.Metas(ctx, index.Filter{Database: "db"})
+	if len(metas) != 2 || metas["db:table:public.a"].Version != 2 {
+		t.Errorf("a stale run changed the index: %+v", metas)
+	}
+}
+
+// racyStore lets a newer writer finish in the middle of an older one's
+// run: the interleaving that could leave a dropped table behind.
+type racyStore struct {
+	*sqlite.Store
+	during func()
+}
+
+func (r *racyStore) Upsert(ctx context.Context, recs []index.Record) (int, error) {
+	n, err := r.Store.Upsert(ctx, recs)
+	if r.during != nil {
+		f := r.during
+		r.during = nil
+		f()
+	}
+	return n, err
+}
+
+func TestSlowWriterCannotResurrectDroppedTables(t *testing.T) {
+	ctx := context.Background()
+	e := embed.NewLocal(32)
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "i.db"), 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v1, _ := catalog.Snapshot("db", "v1", "CREATE TABLE a (id int); CREATE TABLE gone (id int);")
+	v1.Version = 1
+	v2, _ := v1.Apply("v2", "DROP TABLE gone; ALTER TABLE a ADD COLUMN x int;")
+	v2.Version = 2
+	// The slow writer (v1) writes its chunks; before it finishes, v2 is
+	// indexed completely.
+	slow := &racyStore{Store: s, during: func() {
+		if _, err := indexer.Catalog(ctx, s, e, v2, chunk.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	if _, err := indexer.Catalog(ctx, slow, e, v1, chunk.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	metas, _ := s.Metas(ctx, index.Filter{Database: "db"})
+	if _, ok := metas["db:table:public.gone"]; ok || len(metas) != 1 || metas["db:table:public.a"].Version != 2 {
+		t.Errorf("after the interleaving: %+v, want only a at version 2", metas)
 	}
 }
