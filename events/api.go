@@ -20,7 +20,8 @@ const (
 	CodeInvalidSQL       = "invalid_sql"
 	CodeUnknownTable     = "unknown_table"
 	CodeUnanswerable     = "unanswerable"
-	CodeNoGateway        = "no_gateway"
+	// CodeNoDaemon: no daemon answered the request (set by clients).
+	CodeNoDaemon = "no_daemon"
 )
 
 // Error is the error object of every reply.

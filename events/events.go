@@ -185,6 +185,15 @@ func invalidUTF8Offset(b []byte) int {
 	return -1
 }
 
+// DecodeRequest strictly decodes a request body (unknown fields, wrong
+// types and trailing data are errors naming the field) into v.
+func DecodeRequest(b []byte, v any) error {
+	if !utf8.Valid(b) {
+		return fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, invalidUTF8Offset(b))
+	}
+	return strictUnmarshal(b, v, "")
+}
+
 // strictUnmarshal decodes one JSON value into v, rejecting unknown fields
 // and trailing data, and turns encoding/json's errors into ones that name
 // the field (prefixed with path).
@@ -216,7 +225,7 @@ func jsonError(err error, path string) error {
 	case errors.As(err, &syn):
 		return fmt.Errorf("%w: %v at byte %d", ErrMalformed, syn, syn.Offset)
 	case errors.As(err, &typ) && typ.Field == "" && path == "":
-		return fmt.Errorf("%w: an event is a JSON object, got JSON %s", ErrMalformed, typ.Value)
+		return fmt.Errorf("%w: expected a JSON object, got JSON %s", ErrMalformed, typ.Value)
 	case errors.As(err, &typ):
 		return fieldErr(join(typ.Field), "expected %s, got JSON %s", typ.Type, typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

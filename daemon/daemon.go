@@ -1,0 +1,324 @@
+// Package daemon is the query daemon: the NATS micro service "schemaq" with
+// the endpoints ask, search and tables, in a queue group so replicas share
+// the load. Catalogs come from the key-value bucket through a watcher, so
+// a migration is visible to every replica without a restart.
+//
+// Every reply is a typed JSON object; every failure is a reply whose error
+// object has a code (events.Code*) and a message, also set as micro's
+// service-error headers. Requests beyond MaxConcurrent get `busy` at once
+// rather than queueing, and each request has a deadline.
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+)
+
+// Catalogs is the daemon's view of the catalogs (a catalogkv.Watcher).
+type Catalogs interface {
+	Catalog(db string) *catalog.Catalog
+}
+
+// Counter tells whether a database has anything indexed (docs-only
+// databases have no catalog).
+type Counter interface {
+	Count(ctx context.Context, f index.Filter) (int, error)
+}
+
+// Retriever runs retrieval.
+type Retriever interface {
+	Retrieve(ctx context.Context, req retrieve.Request) (*retrieve.Result, error)
+}
+
+// Asker turns a question and its retrieved context into checked SQL. A nil
+// Asker makes ask retrieval-only.
+type Asker interface {
+	Ask(ctx context.Context, db *catalog.Catalog, req *events.AskRequest, res *retrieve.Result) (*events.AskReply, error)
+}
+
+// Config of the daemon. Start from DefaultConfig.
+type Config struct {
+	Version        string // SemVer, reported by the micro service
+	MaxConcurrent  int
+	RequestTimeout time.Duration
+	DefaultK       int
+	// NoGatewayHint is the explanation of retrieval-only ask replies.
+	NoGatewayHint string
+}
+
+// DefaultConfig suits a replica on two cores.
+var DefaultConfig = Config{
+	Version: "0.0.0-dev", MaxConcurrent: 64, RequestTimeout: 10 * time.Second, DefaultK: 10,
+	NoGatewayHint: "retrieval only: no LLM gateway is configured, so no SQL was written. Set SCHEMAQ_LLM_BASE_URL, " +
+		"SCHEMAQ_LLM_MODEL and SCHEMAQ_LLM_API_KEY (any OpenAI-compatible endpoint) and restart; the context below is what the model would see.",
+}
+
+// Daemon serves the endpoints.
+type Daemon struct {
+	nc    *nats.Conn
+	cats  Catalogs
+	count Counter
+	ret   Retriever
+	asker Asker
+	log   *zap.Logger
+	cfg   Config
+	sem   chan struct{}
+}
+
+// New builds a daemon; asker may be nil.
+func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker, log *zap.Logger, cfg Config) (*Daemon, error) {
+	var errs []error
+	if nc == nil || cats == nil || count == nil || ret == nil || log == nil {
+		errs = append(errs, errors.New("daemon: connection, catalogs, counter, retriever and logger are required"))
+	}
+	if cfg.MaxConcurrent <= 0 {
+		errs = append(errs, fmt.Errorf("daemon: max concurrent requests must be positive, got %d", cfg.MaxConcurrent))
+	}
+	if cfg.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("daemon: request timeout must be positive, got %v", cfg.RequestTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.DefaultK <= 0 {
+		cfg.DefaultK = 10
+	}
+	return &Daemon{nc: nc, cats: cats, count: count, ret: ret, asker: asker, log: log, cfg: cfg,
+		sem: make(chan struct{}, cfg.MaxConcurrent)}, nil
+}
+
+// Run registers the service and serves until ctx ends, then stops the
+// service (draining its subscriptions) and waits for requests in flight.
+func (d *Daemon) Run(ctx context.Context) error {
+	svc, err := micro.AddService(d.nc, micro.Config{
+		Name:        events.ServiceName,
+		Version:     d.cfg.Version,
+		Description: "schemaq: schema retrieval and text-to-SQL",
+		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
+			d.log.Warn("micro service error", zap.String("subject", e.Subject), zap.String("error", e.Description))
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("register service %s: %w", events.ServiceName, err)
+	}
+	grp := svc.AddGroup(events.ServiceName)
+	endpoints := []struct {
+		name string
+		h    micro.Handler
+	}{
+		{events.EndpointAsk, adapt(d, events.EndpointAsk, d.ask, func(e *events.Error) any { return &events.AskReply{Error: e} })},
+		{events.EndpointSearch, adapt(d, events.EndpointSearch, d.search, func(e *events.Error) any { return &events.SearchReply{Error: e} })},
+		{events.EndpointTables, adapt(d, events.EndpointTables, d.tables, func(e *events.Error) any { return &events.TablesReply{Error: e} })},
+	}
+	for _, ep := range endpoints {
+		if err := grp.AddEndpoint(ep.name, ep.h); err != nil {
+			_ = svc.Stop()
+			return fmt.Errorf("register endpoint %s: %w", ep.name, err)
+		}
+	}
+	d.log.Info("daemon serving", zap.String("service", events.ServiceName), zap.String("version", d.cfg.Version))
+	<-ctx.Done()
+	if err := svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		d.log.Warn("stop service", zap.Error(err))
+	}
+	// Wait for handlers still running: they hold a semaphore slot each.
+	for i := 0; i < cap(d.sem); i++ {
+		d.sem <- struct{}{}
+	}
+	d.log.Info("daemon stopped")
+	return nil
+}
+
+type validator interface{ Validate() error }
+
+// adapt turns fn into a micro handler: strict decode, validation, a slot
+// of the concurrency limit (or busy), a deadline, panic recovery, and one
+// reply — the typed result or a typed error.
+func adapt[Req any, PReq interface {
+	*Req
+	validator
+}, Resp any](d *Daemon, endpoint string, fn func(context.Context, PReq) (Resp, error), errReply func(*events.Error) any) micro.Handler {
+	return micro.HandlerFunc(func(r micro.Request) {
+		select {
+		case d.sem <- struct{}{}:
+		default:
+			d.reply(r, endpoint, nil, events.Errorf(events.CodeBusy, "the daemon is at its limit of %d concurrent requests; retry shortly", cap(d.sem)), errReply)
+			return
+		}
+		// micro calls handlers one at a time per subscription; the work
+		// runs in its own goroutine so replicas serve requests concurrently.
+		go func() {
+			defer func() { <-d.sem }()
+			defer func() {
+				if p := recover(); p != nil {
+					d.log.Error("handler panic", zap.String("endpoint", endpoint), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+					d.reply(r, endpoint, nil, events.Errorf(events.CodeInternal, "internal error"), errReply)
+				}
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), d.cfg.RequestTimeout)
+			defer cancel()
+			var req Req
+			if err := events.DecodeRequest(r.Data(), &req); err != nil {
+				d.reply(r, endpoint, nil, events.Errorf(events.CodeBadRequest, "%v", err), errReply)
+				return
+			}
+			if err := PReq(&req).Validate(); err != nil {
+				d.reply(r, endpoint, nil, events.Errorf(events.CodeBadRequest, "%v", err), errReply)
+				return
+			}
+			resp, err := fn(ctx, &req)
+			if we := d.classify(ctx, endpoint, err); we != nil {
+				// resp is a typed nil here; send the endpoint's error shape.
+				d.reply(r, endpoint, nil, we, errReply)
+				return
+			}
+			d.reply(r, endpoint, resp, nil, errReply)
+		}()
+	})
+}
+
+// classify maps an endpoint error to a wire error, logging internal ones
+// once (their detail is not sent).
+func (d *Daemon) classify(ctx context.Context, endpoint string, err error) *events.Error {
+	var we *events.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &we):
+		return we
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+		return events.Errorf(events.CodeTimeout, "no answer within %v", d.cfg.RequestTimeout)
+	case errors.Is(err, index.ErrUnavailable):
+		return events.Errorf(events.CodeStoreUnavailable, "the index store is unavailable; retry shortly")
+	}
+	d.log.Error("request failed", zap.String("endpoint", endpoint), zap.Error(err))
+	return events.Errorf(events.CodeInternal, "internal error")
+}
+
+// reply sends resp, or an error reply with micro's error headers set.
+func (d *Daemon) reply(r micro.Request, endpoint string, resp any, e *events.Error, errReply func(*events.Error) any) {
+	var err error
+	if e != nil {
+		b, _ := json.Marshal(errReply(e))
+		err = r.Error(e.Code, e.Message, b)
+	} else {
+		err = r.RespondJSON(resp)
+	}
+	if err != nil {
+		d.log.Warn("reply failed", zap.String("endpoint", endpoint), zap.Error(err))
+	}
+}
+
+// known reports whether db has a catalog or indexed docs.
+func (d *Daemon) known(ctx context.Context, db string) (*catalog.Catalog, error) {
+	if c := d.cats.Catalog(db); c != nil {
+		return c, nil
+	}
+	n, err := d.count.Count(ctx, index.Filter{Database: db})
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, events.Errorf(events.CodeUnknownDatabase, "database %q has no schema or docs indexed; publish a migration or snapshot first", db)
+	}
+	return nil, nil
+}
+
+func (d *Daemon) k(k int) int {
+	if k <= 0 {
+		return d.cfg.DefaultK
+	}
+	return k
+}
+
+func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events.SearchReply, error) {
+	if _, err := d.known(ctx, req.Database); err != nil {
+		return nil, err
+	}
+	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Kinds: req.Kinds, Tags: req.Tags})
+	if err != nil {
+		return nil, err
+	}
+	out := &events.SearchReply{Database: req.Database, Results: contextItems(res), Timings: timings(res.Timings)}
+	if req.Explain {
+		out.Explain = res.Explain
+	}
+	return out, nil
+}
+
+func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskReply, error) {
+	cat, err := d.known(ctx, req.Database)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Tags: req.Tags})
+	if err != nil {
+		return nil, err
+	}
+	if d.asker == nil {
+		out := &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint,
+			Context: contextItems(res), Timings: timings(res.Timings),
+			Warnings: []string{"no LLM gateway configured: retrieval only"}}
+		for _, it := range res.Items {
+			if it.Kind == "table" || it.Kind == "view" {
+				out.Tables = append(out.Tables, it.Name)
+			}
+		}
+		if req.Explain {
+			out.Explain = res.Explain
+		}
+		return out, nil
+	}
+	return d.asker.Ask(ctx, cat, req, res)
+}
+
+func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events.TablesReply, error) {
+	cat := d.cats.Catalog(req.Database)
+	if cat == nil {
+		return nil, events.Errorf(events.CodeUnknownDatabase, "database %q has no catalog; publish a migration or snapshot first", req.Database)
+	}
+	out := &events.TablesReply{Database: req.Database, Version: cat.Version}
+	if req.Table != "" {
+		t := cat.Lookup(req.Table)
+		if t == nil {
+			return nil, events.Errorf(events.CodeNotFound, "table %q is not in database %s (version %d)", req.Table, req.Database, cat.Version)
+		}
+		out.Tables = []events.TableInfo{{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns), DDL: t.DDL()}}
+		return out, nil
+	}
+	for _, t := range cat.Tables() {
+		out.Tables = append(out.Tables, events.TableInfo{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns)})
+	}
+	for _, v := range cat.Views() {
+		out.Tables = append(out.Tables, events.TableInfo{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns)})
+	}
+	sort.Slice(out.Tables, func(i, j int) bool { return out.Tables[i].Name < out.Tables[j].Name })
+	return out, nil
+}
+
+func contextItems(res *retrieve.Result) []events.ContextItem {
+	out := make([]events.ContextItem, 0, len(res.Items))
+	for _, it := range res.Items {
+		out = append(out, events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score, Text: it.Text})
+	}
+	return out
+}
+
+func timings(t retrieve.Timings) map[string]float64 {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return map[string]float64{"retrieve": ms(t.Total), "bm25": ms(t.BM25), "knn": ms(t.KNN), "embed": ms(t.Embed)}
+}

@@ -1,0 +1,344 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/schemaq/schemaq/daemon"
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
+	"github.com/schemaq/schemaq/pkg/migrate"
+	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/workers"
+)
+
+type rig struct {
+	t     *testing.T
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	store *sqlite.Store
+	emb   embed.Embedder
+	cli   *client.Client
+	cats  *catalogkv.Watcher
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	ns := natstest.Server(t)
+	nc := natstest.Connect(t, ns)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	kv, err := streams.Ensure(ctx, js, streams.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := embed.NewLocal(128)
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"), e.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cats, err := catalogkv.Watch(ctx, kv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := client.New(nc)
+	r := &rig{t: t, nc: nc, js: js, kv: kv, store: st, emb: e, cli: cli, cats: cats}
+	wcfg := workers.DefaultConfig
+	wcfg.RetryDelay, wcfg.MaxRetryDelay = 10*time.Millisecond, 50*time.Millisecond
+	w, err := workers.New(js, catalogkv.New(kv), st, e, zaptest.NewLogger(t), wcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.run(w.Run)
+	return r
+}
+
+func (r *rig) run(fn func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	r.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			r.t.Errorf("run: %v", err)
+		}
+	})
+}
+
+// countingRetriever counts calls and can be made slow or blocking.
+type countingRetriever struct {
+	inner *retrieve.Retriever
+	calls atomic.Int64
+	delay time.Duration
+	gate  chan struct{}
+}
+
+func (c *countingRetriever) Retrieve(ctx context.Context, req retrieve.Request) (*retrieve.Result, error) {
+	c.calls.Add(1)
+	if c.gate != nil {
+		<-c.gate
+	}
+	if c.delay > 0 {
+		select {
+		case <-time.After(c.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return c.inner.Retrieve(ctx, req)
+}
+
+func (r *rig) daemon(cfg daemon.Config, wrap func(*countingRetriever)) *countingRetriever {
+	r.t.Helper()
+	ret, err := retrieve.New(r.store, r.emb, r.cats, retrieve.DefaultConfig)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cr := &countingRetriever{inner: ret}
+	if wrap != nil {
+		wrap(cr)
+	}
+	d, err := daemon.New(r.nc, r.cats, r.store, cr, nil, zaptest.NewLogger(r.t), cfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.run(d.Run)
+	natstest.Eventually(r.t, 5*time.Second, "service registered", func() bool {
+		_, err := r.nc.Request("$SRV.PING.schemaq", nil, time.Second)
+		return err == nil
+	})
+	return cr
+}
+
+// publishShop publishes the example shop's migrations and docs.
+func (r *rig) publishShop() {
+	r.t.Helper()
+	ctx := context.Background()
+	files, err := migrate.Discover(filepath.Join("..", "examples", "shop", "migrations"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for i, f := range files {
+		sql, _ := os.ReadFile(f.Path)
+		ev, err := events.New(fmt.Sprintf("shop-%d", i+1), "shop", time.Now(), &events.Migration{Seq: int64(i + 1), Source: f.Name, SQL: string(sql)})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if _, err := r.cli.Publish(ctx, ev); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	body, _ := os.ReadFile(filepath.Join("..", "examples", "shop", "docs", "refunds.md"))
+	doc, _ := events.New("shop-doc-refunds", "shop", time.Now(), &events.DocUpsert{DocID: "refunds.md", Body: string(body)})
+	if _, err := r.cli.Publish(ctx, doc); err != nil {
+		r.t.Fatal(err)
+	}
+	natstest.Eventually(r.t, 10*time.Second, "shop at version 6", func() bool {
+		c := r.cats.Catalog("shop")
+		return c != nil && c.Version == int64(len(files))
+	})
+	natstest.Eventually(r.t, 10*time.Second, "shop indexed", func() bool {
+		p, _ := r.store.Projected(ctx, "shop")
+		return p == int64(len(files))
+	})
+}
+
+func TestEndpoints(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil)
+	r.publishShop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	tables, err := r.cli.Tables(ctx, &events.TablesRequest{Database: "shop"})
+	if err != nil || tables.Version != 6 || len(tables.Tables) != 8 {
+		t.Fatalf("tables: %+v %v", tables, err)
+	}
+	one, err := r.cli.Tables(ctx, &events.TablesRequest{Database: "shop", Table: "shipping_addresses"})
+	if err != nil || len(one.Tables) != 1 || !strings.Contains(one.Tables[0].DDL, "postal_code text") {
+		t.Fatalf("one table: %+v %v", one, err)
+	}
+
+	s, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "How many orders did each customer place?", K: 3, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range s.Results {
+		names = append(names, it.Name)
+	}
+	if len(s.Results) < 2 || !strings.Contains(strings.Join(names, " "), "public.orders") || !strings.Contains(strings.Join(names, " "), "public.customers") ||
+		s.Explain == nil || s.Results[0].Text == "" {
+		t.Errorf("search: %v explain=%v", names, s.Explain != nil)
+	}
+	docs, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "how are partial refunds recorded", Kinds: []string{"doc"}})
+	if err != nil || len(docs.Results) == 0 || docs.Results[0].Kind != "doc" {
+		t.Errorf("doc search: %+v %v", docs, err)
+	}
+
+	ask, err := r.cli.Ask(ctx, &events.AskRequest{Database: "shop", Question: "What was the net amount paid per order?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ask.SQL != "" || !strings.Contains(ask.Explanation, "SCHEMAQ_LLM_BASE_URL") || len(ask.Context) == 0 || len(ask.Tables) == 0 {
+		t.Errorf("retrieval-only ask: %+v", ask)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil)
+	r.publishShop()
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		call func() error
+		code string
+		msg  string
+	}{
+		{"empty question", func() error {
+			_, err := r.cli.Ask(ctx, &events.AskRequest{Database: "shop", Question: "  "})
+			return err
+		}, events.CodeBadRequest, "field question: required"},
+		{"invalid database name", func() error {
+			_, err := r.cli.Search(ctx, &events.SearchRequest{Database: "Shop!", Question: "x"})
+			return err
+		}, events.CodeBadRequest, "not a valid database name"},
+		{"unknown database", func() error {
+			_, err := r.cli.Ask(ctx, &events.AskRequest{Database: "nope", Question: "how many?"})
+			return err
+		}, events.CodeUnknownDatabase, `database "nope"`},
+		{"unknown table", func() error {
+			_, err := r.cli.Tables(ctx, &events.TablesRequest{Database: "shop", Table: "ghosts"})
+			return err
+		}, events.CodeNotFound, `table "ghosts"`},
+		{"k out of range", func() error {
+			_, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "x", K: 1000})
+			return err
+		}, events.CodeBadRequest, "field k"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			var we *events.Error
+			if !errors.As(err, &we) || we.Code != tc.code || !strings.Contains(we.Message, tc.msg) {
+				t.Errorf("got %v, want %s containing %q", err, tc.code, tc.msg)
+			}
+		})
+	}
+	// Raw requests: malformed JSON and unknown fields get bad_request with
+	// micro's error headers set.
+	for _, body := range []string{`{"database":`, `{"database":"shop","question":"q","extra":1}`, `[]`} {
+		msg, err := r.nc.Request("schemaq.search", []byte(body), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg.Header.Get("Nats-Service-Error-Code") != events.CodeBadRequest || !strings.Contains(string(msg.Data), `"code":"bad_request"`) {
+			t.Errorf("%s: headers %v body %s", body, msg.Header, msg.Data)
+		}
+	}
+}
+
+func TestBusyAndTimeout(t *testing.T) {
+	r := newRig(t)
+	gate := make(chan struct{})
+	cfg := daemon.DefaultConfig
+	cfg.MaxConcurrent = 1
+	cfg.RequestTimeout = 300 * time.Millisecond
+	cr := r.daemon(cfg, func(c *countingRetriever) { c.gate = gate })
+	r.publishShop()
+	ctx := context.Background()
+	first := make(chan error, 1)
+	go func() {
+		_, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders"})
+		first <- err
+	}()
+	natstest.Eventually(t, 5*time.Second, "first request in flight", func() bool { return cr.calls.Load() == 1 })
+	_, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders"})
+	if !errors.Is(err, &events.Error{Code: events.CodeBusy}) {
+		t.Errorf("second request: %v, want busy", err)
+	}
+	close(gate)
+	if err := <-first; err != nil {
+		t.Errorf("first request: %v", err)
+	}
+
+	r2 := newRig(t)
+	cfg.MaxConcurrent = 4
+	r2.daemon(cfg, func(c *countingRetriever) { c.delay = time.Second })
+	r2.publishShop()
+	start := time.Now()
+	_, err = r2.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders"})
+	if !errors.Is(err, &events.Error{Code: events.CodeTimeout}) || time.Since(start) > 900*time.Millisecond {
+		t.Errorf("slow request: %v after %v, want timeout within the deadline", err, time.Since(start))
+	}
+}
+
+func TestReplicasShareLoad(t *testing.T) {
+	r := newRig(t)
+	a := r.daemon(daemon.DefaultConfig, nil)
+	b := r.daemon(daemon.DefaultConfig, nil)
+	r.publishShop()
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := r.cli.Search(context.Background(), &events.SearchRequest{Database: "shop", Question: "orders"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if a.calls.Load() == 0 || b.calls.Load() == 0 || a.calls.Load()+b.calls.Load() != 40 {
+		t.Errorf("replica calls %d and %d: both should serve, 40 in all", a.calls.Load(), b.calls.Load())
+	}
+}
+
+func TestNoDaemon(t *testing.T) {
+	ns := natstest.Server(t)
+	nc := natstest.Connect(t, ns)
+	cli, _ := client.New(nc)
+	_, err := cli.Ask(context.Background(), &events.AskRequest{Database: "shop", Question: "q"})
+	if !errors.Is(err, &events.Error{Code: events.CodeNoDaemon}) || !strings.Contains(err.Error(), "schemaq up") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestMigrationVisibleWithoutRestart(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil)
+	r.publishShop()
+	ev, _ := events.New("shop-7", "shop", time.Now(), &events.Migration{Seq: 7, Source: "0007_loyalty.sql", SQL: "CREATE TABLE loyalty_points (customer_id bigint REFERENCES customers, points int);"})
+	if _, err := r.cli.Publish(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, "new table listed and searchable", func() bool {
+		tb, err := r.cli.Tables(context.Background(), &events.TablesRequest{Database: "shop", Table: "loyalty_points"})
+		if err != nil || len(tb.Tables) != 1 {
+			return false
+		}
+		s, err := r.cli.Search(context.Background(), &events.SearchRequest{Database: "shop", Question: "loyalty points", K: 1})
+		return err == nil && len(s.Results) == 1 && s.Results[0].Name == "public.loyalty_points"
+	})
+}

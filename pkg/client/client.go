@@ -1,0 +1,124 @@
+// Package client is the Go client of schemaq for other services: publish
+// events with their id as the JetStream message id, and ask, search and
+// list tables by NATS request-reply with typed replies. A reply's error
+// object comes back as an *events.Error, so callers can match codes:
+//
+//	reply, err := c.Ask(ctx, &events.AskRequest{Database: "shop", Question: q})
+//	if errors.Is(err, &events.Error{Code: events.CodeUnknownDatabase}) { … }
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/events"
+)
+
+// Client talks to a running schemaq. It is safe for concurrent use; the
+// connection stays the caller's.
+type Client struct {
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+// New builds a client on a connection.
+func New(nc *nats.Conn) (*Client, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("schemaq client: %w", err)
+	}
+	return &Client{nc: nc, js: js}, nil
+}
+
+// Published is the outcome of a publish.
+type Published struct {
+	Sequence  uint64 // position in the SCHEMAQ stream
+	Duplicate bool   // JetStream dropped it: an event with this id was published within the duplicate window
+}
+
+// Publish validates and publishes an event on its subject with its id as
+// Nats-Msg-Id, and waits for JetStream's acknowledgement.
+func (c *Client) Publish(ctx context.Context, ev *events.Event) (Published, error) {
+	if err := ev.Validate(); err != nil {
+		return Published{}, fmt.Errorf("publish %s %s: %w", ev.Type, ev.ID, err)
+	}
+	data, err := ev.Encode()
+	if err != nil {
+		return Published{}, fmt.Errorf("publish %s %s: %w", ev.Type, ev.ID, err)
+	}
+	m := nats.NewMsg(ev.Subject())
+	m.Data = data
+	m.Header.Set(events.HeaderMsgID, ev.ID)
+	m.Header.Set(events.HeaderEventType, ev.Type)
+	ack, err := c.js.PublishMsg(ctx, m)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+			return Published{}, fmt.Errorf("publish %s %s: no %s stream answered on %s (is schemaq up, or have its streams been created?): %w",
+				ev.Type, ev.ID, events.Stream, ev.Subject(), err)
+		}
+		return Published{}, fmt.Errorf("publish %s %s: %w", ev.Type, ev.ID, err)
+	}
+	return Published{Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// Ask asks for SQL. On an error reply it returns the reply (which may
+// still carry the rejected SQL and the context) and the *events.Error.
+func (c *Client) Ask(ctx context.Context, req *events.AskRequest) (*events.AskReply, error) {
+	var reply events.AskReply
+	if err := c.request(ctx, events.EndpointAsk, req, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, wireError(reply.Error)
+}
+
+// Search retrieves the ranked context for a question.
+func (c *Client) Search(ctx context.Context, req *events.SearchRequest) (*events.SearchReply, error) {
+	var reply events.SearchReply
+	if err := c.request(ctx, events.EndpointSearch, req, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, wireError(reply.Error)
+}
+
+// Tables lists a database's tables, or describes one.
+func (c *Client) Tables(ctx context.Context, req *events.TablesRequest) (*events.TablesReply, error) {
+	var reply events.TablesReply
+	if err := c.request(ctx, events.EndpointTables, req, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, wireError(reply.Error)
+}
+
+func wireError(e *events.Error) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// request sends one request; ctx should carry the deadline.
+func (c *Client) request(ctx context.Context, endpoint string, req any, reply any) error {
+	subject := events.EndpointSubject(endpoint)
+	data, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", endpoint, err)
+	}
+	msg, err := c.nc.RequestWithContext(ctx, subject, data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return events.Errorf(events.CodeNoDaemon, "no schemaq daemon answers on %s (is `schemaq up` or `schemaq daemon` running?)", subject)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return events.Errorf(events.CodeTimeout, "%s: no reply before the deadline", subject)
+	case err != nil:
+		return fmt.Errorf("%s: %w", subject, err)
+	}
+	if err := json.Unmarshal(msg.Data, reply); err != nil {
+		return fmt.Errorf("%s: malformed reply: %w", subject, err)
+	}
+	return nil
+}
