@@ -53,6 +53,15 @@ func commands() map[string]command {
 	return map[string]command{
 		"catalog": {"apply migrations or a schema dump locally and print the catalog", runCatalog},
 		"bench":   {"measure retrieval quality and latency (bench retrieval)", runBench},
+		"up":      {"run everything in one process: embedded NATS, worker, daemon, SQLite index", runUp},
+		"worker":  {"run the indexing worker against SCHEMAQ_NATS_URL", runWorker},
+		"daemon":  {"run the query daemon against SCHEMAQ_NATS_URL", runDaemon},
+		"publish": {"publish migrations, a snapshot, docs or examples", runPublish},
+		"ask":     {"ask a question; prints checked SQL (or the context, without a gateway)", runAsk},
+		"search":  {"retrieve the context for a question", runSearch},
+		"tables":  {"list a database's tables, or print one's DDL", runTables},
+		"status":  {"stream, worker, catalog and dead-letter state", runStatus},
+		"dlq":     {"list, show or retry dead-lettered events", runDLQ},
 		"version": {"print the version", func(_ context.Context, e *env, _ []string) error {
 			fmt.Fprintln(e.stdout, "schemaq", version)
 			return nil
@@ -112,15 +121,32 @@ func newFlags(e *env, name, usage string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args; --help prints usage and returns flag.ErrHelp.
+// parseFlags parses args allowing flags before, between and after
+// positional arguments (`schemaq search "refunds" --kind doc`), as people
+// type them; "--" ends the flags. --help prints usage and returns
+// flag.ErrHelp.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usagef("%s: %v", fs.Name(), err)
 		}
-		return usagef("%s: %v", fs.Name(), err)
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
-	return nil
+	// Leave fs.Args() holding the positional arguments.
+	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 func oneOf(flagName, value string, allowed ...string) error {

@@ -127,3 +127,28 @@ func TestCLIBenchRetrieval(t *testing.T) {
 		t.Errorf("missing questions file: exit %d %q", code, errOut)
 	}
 }
+
+func TestParseFlagsAnywhere(t *testing.T) {
+	tests := []struct {
+		args []string
+		k    int
+		pos  []string
+	}{
+		{[]string{"--k", "3", "how", "many"}, 3, []string{"how", "many"}},
+		{[]string{"how many", "--k", "3"}, 3, []string{"how many"}},
+		{[]string{"a", "--k=2", "b"}, 2, []string{"a", "b"}},
+		{[]string{"--", "--k", "4"}, 0, []string{"--k", "4"}},
+		{[]string{"x", "--", "--k"}, 0, []string{"x", "--k"}},
+	}
+	for _, tc := range tests {
+		e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }}
+		fs := newFlags(e, "t", "")
+		k := fs.Int("k", 0, "")
+		if err := parseFlags(fs, tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if *k != tc.k || strings.Join(fs.Args(), "|") != strings.Join(tc.pos, "|") {
+			t.Errorf("%v: k=%d args=%q, want k=%d args=%q", tc.args, *k, fs.Args(), tc.k, tc.pos)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/schemaq/schemaq/events"
+)
+
+// replyError prints a wire error and makes the command fail.
+func replyError(e *env, err error) error {
+	var we *events.Error
+	if errors.As(err, &we) {
+		fmt.Fprintf(e.stderr, "schemaq: %s: %s\n", we.Code, we.Message)
+		return errSilent
+	}
+	return err
+}
+
+func runAsk(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "ask", "--db NAME [flags] QUESTION")
+	var c clientFlags
+	c.register(fs, e)
+	k := fs.Int("k", 0, "how many context items (default 10)")
+	explain := fs.Bool("explain", false, "include the retrieval explain record")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := c.requireDB(); err != nil {
+		return err
+	}
+	q := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if q == "" {
+		return usagef("ask: give a question")
+	}
+	cli, closeConn, err := c.client()
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	rctx, cancel := requestCtx(ctx, *c.timeout)
+	defer cancel()
+	reply, err := cli.Ask(rctx, &events.AskRequest{Database: *c.db, Question: q, K: *k, Explain: *explain})
+	if *c.asJSON && reply != nil {
+		if jerr := json.NewEncoder(e.stdout).Encode(reply); jerr != nil {
+			return jerr
+		}
+		if err != nil {
+			return errSilent
+		}
+		return nil
+	}
+	if err != nil {
+		if reply != nil && reply.SQL != "" {
+			fmt.Fprintf(e.stdout, "-- rejected SQL:\n%s\n", reply.SQL)
+		}
+		return replyError(e, err)
+	}
+	if reply.SQL != "" {
+		fmt.Fprintln(e.stdout, reply.SQL)
+	}
+	if reply.Explanation != "" {
+		fmt.Fprintf(e.stdout, "-- %s\n", reply.Explanation)
+	}
+	if len(reply.Tables) > 0 {
+		fmt.Fprintf(e.stdout, "-- tables: %s\n", strings.Join(reply.Tables, ", "))
+	}
+	for _, w := range reply.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	return nil
+}
+
+func runSearch(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "search", "--db NAME [flags] QUESTION")
+	var c clientFlags
+	c.register(fs, e)
+	k := fs.Int("k", 0, "how many results (default 10)")
+	explain := fs.Bool("explain", false, "print each candidate's ranks and scores at every stage")
+	kind := fs.String("kind", "", "only table, view, doc or example (comma-separated)")
+	text := fs.Bool("text", false, "print each result's text")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := c.requireDB(); err != nil {
+		return err
+	}
+	q := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if q == "" {
+		return usagef("search: give a question")
+	}
+	var kinds []string
+	if *kind != "" {
+		kinds = strings.Split(*kind, ",")
+	}
+	cli, closeConn, err := c.client()
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	rctx, cancel := requestCtx(ctx, *c.timeout)
+	defer cancel()
+	reply, err := cli.Search(rctx, &events.SearchRequest{Database: *c.db, Question: q, K: *k, Kinds: kinds, Explain: *explain})
+	if err != nil {
+		return replyError(e, err)
+	}
+	if *c.asJSON {
+		return json.NewEncoder(e.stdout).Encode(reply)
+	}
+	for i, r := range reply.Results {
+		fmt.Fprintf(e.stdout, "%2d  %-7s %-40s %.4f\n", i+1, r.Kind, r.Name, r.Score)
+		if *text {
+			for _, line := range strings.Split(strings.TrimRight(r.Text, "\n"), "\n") {
+				fmt.Fprintf(e.stdout, "      %s\n", line)
+			}
+		}
+	}
+	if *explain {
+		b, _ := json.MarshalIndent(reply.Explain, "", "  ")
+		fmt.Fprintf(e.stdout, "explain:\n%s\n", b)
+	}
+	return nil
+}
+
+func runTables(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "tables", "--db NAME [flags] [TABLE]")
+	var c clientFlags
+	c.register(fs, e)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := c.requireDB(); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usagef("tables: give at most one table")
+	}
+	cli, closeConn, err := c.client()
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	rctx, cancel := requestCtx(ctx, *c.timeout)
+	defer cancel()
+	reply, err := cli.Tables(rctx, &events.TablesRequest{Database: *c.db, Table: fs.Arg(0)})
+	if err != nil {
+		return replyError(e, err)
+	}
+	if *c.asJSON {
+		return json.NewEncoder(e.stdout).Encode(reply)
+	}
+	if fs.NArg() == 1 {
+		fmt.Fprint(e.stdout, reply.Tables[0].DDL)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "database %s, catalog version %d\n", reply.Database, reply.Version)
+	for _, t := range reply.Tables {
+		fmt.Fprintf(e.stdout, "  %-40s %3d columns  %s\n", t.Name, t.Columns, t.Comment)
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/daemon"
+	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
+	"github.com/schemaq/schemaq/pkg/natsembed"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/workers"
+)
+
+// roleFlags are the settings of the long-running roles.
+type roleFlags struct {
+	nats     natsFlags
+	embed    embedFlags
+	log      logFlags
+	dataDir  *string
+	worker   workers.Config
+	daemon   daemon.Config
+	shutdown time.Duration
+}
+
+func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string) error {
+	r.dataDir = dataDirFlag(fs, e)
+	r.nats.register(fs, e)
+	if err := r.embed.register(fs, e); err != nil {
+		return err
+	}
+	r.log.register(fs, e, defLog)
+	r.worker = workers.DefaultConfig
+	r.daemon = daemon.DefaultConfig
+	r.daemon.Version = version
+	fs.IntVar(&r.worker.Concurrency, "worker-concurrency", r.worker.Concurrency, "events one worker processes at once")
+	fs.DurationVar(&r.worker.Consumer.AckWait, "ack-wait", r.worker.Consumer.AckWait, "JetStream ack wait")
+	fs.IntVar(&r.worker.Consumer.MaxDeliver, "max-deliver", r.worker.Consumer.MaxDeliver, "deliveries before an event is dead-lettered")
+	fs.DurationVar(&r.worker.MessageTimeout, "message-timeout", r.worker.MessageTimeout, "time limit of one event (must be below --ack-wait)")
+	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
+	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one request")
+	fs.DurationVar(&r.shutdown, "shutdown-timeout", 25*time.Second, "grace period after SIGTERM")
+	return nil
+}
+
+// runtime is what the roles share once connected.
+type runtime struct {
+	log   *zap.Logger
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	store *sqlite.Store
+	emb   embed.Embedder
+}
+
+func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn) (*runtime, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := streams.Ensure(ctx, js, streams.DefaultConfig)
+	if err != nil {
+		return nil, err
+	}
+	emb, err := r.embed.build()
+	if err != nil {
+		return nil, err
+	}
+	store, err := sqlite.Open(ctx, filepath.Join(*r.dataDir, "index.db"), emb.Dimensions())
+	if err != nil {
+		return nil, err
+	}
+	// Embeddings are cached in the index file, keyed by model and content.
+	return &runtime{log: log, nc: nc, js: js, kv: kv, store: store, emb: embed.NewCached(emb, store)}, nil
+}
+
+// run runs the chosen roles until ctx ends, then shuts them down in order:
+// intake stops (worker drains, service stops), in-flight work finishes,
+// the connection drains, the store closes.
+func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if worker {
+		cfg := r.worker
+		cfg.ShutdownTimeout = r.shutdown
+		w, err := workers.New(rt.js, catalogkv.New(rt.kv), rt.store, rt.emb, rt.log.Named("worker"), cfg)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- w.Run(runCtx) }()
+	}
+	if serve {
+		watcher, err := catalogkv.Watch(runCtx, rt.kv, func(key string, err error) {
+			rt.log.Warn("catalog does not decode; keeping the last good one", zap.String("db", key), zap.Error(err))
+		})
+		if err != nil {
+			return err
+		}
+		select {
+		case <-watcher.Ready():
+		case <-time.After(30 * time.Second):
+			return errors.New("catalogs did not load within 30s")
+		}
+		ret, err := retrieve.New(rt.store, rt.emb, watcher, retrieve.DefaultConfig)
+		if err != nil {
+			return err
+		}
+		d, err := daemon.New(rt.nc, watcher, rt.store, ret, nil, rt.log.Named("daemon"), r.daemon)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- d.Run(runCtx) }()
+	}
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errs: // a role failed: stop the others
+	}
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if first == nil {
+			first = err
+		}
+	}
+	if err := rt.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		rt.log.Warn("drain nats", zap.Error(err))
+	}
+	if err := rt.store.Close(); err != nil {
+		rt.log.Warn("close store", zap.Error(err))
+	}
+	return first
+}
+
+func runWorker(ctx context.Context, e *env, args []string) error {
+	return runRole(ctx, e, args, "worker", true, false)
+}
+
+func runDaemon(ctx context.Context, e *env, args []string) error {
+	return runRole(ctx, e, args, "daemon", false, true)
+}
+
+func runRole(ctx context.Context, e *env, args []string, name string, worker, serve bool) error {
+	fs := newFlags(e, name, "[flags]")
+	var r roleFlags
+	if err := r.register(fs, e, "json"); err != nil {
+		return err
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log, err := r.log.build(e)
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
+	nc, err := r.nats.connect(log)
+	if err != nil {
+		return err
+	}
+	rt, err := r.open(ctx, log, nc)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	log.Info("schemaq "+name+" starting", zap.String("version", version), zap.String("nats", nc.ConnectedUrlRedacted()),
+		zap.String("data_dir", *r.dataDir), zap.String("embedder", rt.emb.Model()))
+	return rt.run(ctx, &r, worker, serve)
+}
+
+// runUp is the embedded default: NATS, worker, daemon and the SQLite
+// store in one process.
+func runUp(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "up", "[flags]")
+	var r roleFlags
+	if err := r.register(fs, e, "console"); err != nil {
+		return err
+	}
+	listen := fs.String("listen", envString(e, "SCHEMAQ_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server [SCHEMAQ_LISTEN]")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	host, portStr, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return usagef("--listen: %v", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return usagef("--listen: port %q is not a number", portStr)
+	}
+	log, err := r.log.build(e)
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
+	ns, err := natsembed.Start(natsembed.Options{Host: host, Port: port, StoreDir: filepath.Join(*r.dataDir, "nats")})
+	if err != nil {
+		return err
+	}
+	defer ns.Shutdown()
+	nc, err := nats.Connect(ns.ClientURL(), nats.Name("schemaq-up"), nats.InProcessServer(ns))
+	if err != nil {
+		return fmt.Errorf("connect to the embedded server: %w", err)
+	}
+	rt, err := r.open(ctx, log, nc)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	log.Info("schemaq up", zap.String("version", version), zap.String("nats", ns.ClientURL()),
+		zap.String("data_dir", *r.dataDir), zap.String("embedder", rt.emb.Model()))
+	fmt.Fprintf(e.stderr, "schemaq is up: NATS on %s, data in %s. Publish with `schemaq publish`, ask with `schemaq ask`. Ctrl-C stops.\n", ns.ClientURL(), *r.dataDir)
+	return rt.run(ctx, &r, true, true)
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/streams"
+)
+
+type statusReport struct {
+	Stream struct {
+		Messages uint64 `json:"messages"`
+		Bytes    uint64 `json:"bytes"`
+		LastSeq  uint64 `json:"last_seq"`
+	} `json:"stream"`
+	Consumer struct {
+		Pending     uint64 `json:"pending"`
+		AckPending  int    `json:"ack_pending"`
+		Redelivered int    `json:"redelivered"`
+		Delivered   uint64 `json:"delivered_seq"`
+	} `json:"consumer"`
+	Catalogs    map[string]int64 `json:"catalogs"`
+	DeadLetters uint64           `json:"dead_letters"`
+}
+
+func jetStreamFor(c *clientFlags) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := c.nats.connect(zap.NewNop())
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
+func runStatus(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "status", "[flags]")
+	var c clientFlags
+	c.register(fs, e)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	nc, js, err := jetStreamFor(&c)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, cancel := requestCtx(ctx, *c.timeout)
+	defer cancel()
+	var rep statusReport
+	s, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w (has schemaq run against this server yet?)", events.Stream, err)
+	}
+	si, err := s.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", events.Stream, err)
+	}
+	rep.Stream.Messages, rep.Stream.Bytes, rep.Stream.LastSeq = si.State.Msgs, si.State.Bytes, si.State.LastSeq
+	if cons, err := s.Consumer(ctx, streams.Durable); err == nil {
+		if ci, err := cons.Info(ctx); err == nil {
+			rep.Consumer.Pending, rep.Consumer.AckPending, rep.Consumer.Redelivered = ci.NumPending, ci.NumAckPending, ci.NumRedelivered
+			rep.Consumer.Delivered = ci.Delivered.Stream
+		}
+	}
+	rep.Catalogs = map[string]int64{}
+	if kv, err := js.KeyValue(ctx, events.CatalogBucket); err == nil {
+		store := catalogkv.New(kv)
+		keys, err := store.Keys(ctx)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			cat, _, err := store.Get(ctx, k)
+			if err != nil {
+				return err
+			}
+			rep.Catalogs[k] = cat.Version
+		}
+	}
+	if d, err := js.Stream(ctx, events.DeadLetterStream); err == nil {
+		if di, err := d.Info(ctx); err == nil {
+			rep.DeadLetters = di.State.Msgs
+		}
+	}
+	if *c.asJSON {
+		return json.NewEncoder(e.stdout).Encode(rep)
+	}
+	fmt.Fprintf(e.stdout, "stream %s: %d events (%d bytes), last seq %d\n", events.Stream, rep.Stream.Messages, rep.Stream.Bytes, rep.Stream.LastSeq)
+	fmt.Fprintf(e.stdout, "workers (%s): %d pending, %d in flight, %d redelivered\n", streams.Durable, rep.Consumer.Pending, rep.Consumer.AckPending, rep.Consumer.Redelivered)
+	names := make([]string, 0, len(rep.Catalogs))
+	for k := range rep.Catalogs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(e.stdout, "catalogs: %d\n", len(names))
+	for _, n := range names {
+		fmt.Fprintf(e.stdout, "  %-30s version %d\n", n, rep.Catalogs[n])
+	}
+	fmt.Fprintf(e.stdout, "dead letters: %d\n", rep.DeadLetters)
+	return nil
+}
+
+type deadLetterView struct {
+	Seq        uint64    `json:"seq"`
+	Database   string    `json:"database"`
+	Subject    string    `json:"subject"`
+	Source     string    `json:"source,omitempty"`
+	Reason     string    `json:"reason"`
+	Deliveries string    `json:"deliveries,omitempty"`
+	Time       time.Time `json:"time"`
+	Data       string    `json:"data,omitempty"`
+}
+
+func viewOf(m *jetstream.RawStreamMsg, withData bool) deadLetterView {
+	v := deadLetterView{Seq: m.Sequence, Subject: m.Header.Get(events.HeaderDLQSubject), Source: m.Header.Get(events.HeaderDLQSource),
+		Reason: m.Header.Get(events.HeaderDLQReason), Deliveries: m.Header.Get(events.HeaderDLQDeliveries), Time: m.Time,
+		Database: m.Subject[len("schemaq.dlq."):]}
+	if withData {
+		v.Data = string(m.Data)
+	}
+	return v
+}
+
+func runDLQ(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "show" && args[0] != "retry") {
+		fmt.Fprintln(e.stderr, "Usage: schemaq dlq list [--db NAME] | show SEQ | retry SEQ...")
+		return usagef("dlq: say list, show or retry")
+	}
+	verb := args[0]
+	fs := newFlags(e, "dlq "+verb, "[flags] [SEQ...]")
+	var c clientFlags
+	c.register(fs, e)
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	nc, js, err := jetStreamFor(&c)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, cancel := requestCtx(ctx, *c.timeout)
+	defer cancel()
+	s, err := js.Stream(ctx, events.DeadLetterStream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", events.DeadLetterStream, err)
+	}
+	switch verb {
+	case "list":
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		var out []deadLetterView
+		for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+			m, err := s.GetMsg(ctx, seq)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			v := viewOf(m, false)
+			if *c.db == "" || v.Database == *c.db {
+				out = append(out, v)
+			}
+		}
+		if *c.asJSON {
+			return json.NewEncoder(e.stdout).Encode(out)
+		}
+		for _, v := range out {
+			fmt.Fprintf(e.stdout, "%d\t%s\t%s\t%s\n", v.Seq, v.Database, v.Source, v.Reason)
+		}
+		fmt.Fprintf(e.stdout, "%d dead letter(s)\n", len(out))
+		return nil
+	}
+	if fs.NArg() == 0 {
+		return usagef("dlq %s: give the dead letter's sequence number (see dlq list)", verb)
+	}
+	for _, a := range fs.Args() {
+		seq, err := strconv.ParseUint(a, 10, 64)
+		if err != nil {
+			return usagef("dlq %s: %q is not a sequence number", verb, a)
+		}
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			return fmt.Errorf("dead letter %d: %w", seq, err)
+		}
+		v := viewOf(m, true)
+		if verb == "show" {
+			if *c.asJSON {
+				if err := json.NewEncoder(e.stdout).Encode(v); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprintf(e.stdout, "seq: %d\ndatabase: %s\nsubject: %s\nsource: %s\ndeliveries: %s\nreason: %s\nevent: %s\n",
+				v.Seq, v.Database, v.Subject, v.Source, v.Deliveries, v.Reason, v.Data)
+			continue
+		}
+		// retry: publish the original event again under a new id (the old
+		// one may still be in the duplicate window), then remove the letter.
+		msg := nats.NewMsg(v.Subject)
+		msg.Data = m.Data
+		msg.Header.Set(events.HeaderMsgID, fmt.Sprintf("%s-retry-%d-%d", m.Header.Get("Schemaq-Dlq-Event-Id"), seq, time.Now().UnixNano()))
+		if _, err := js.PublishMsg(ctx, msg); err != nil {
+			return fmt.Errorf("retry dead letter %d: %w", seq, err)
+		}
+		if err := s.DeleteMsg(ctx, seq); err != nil {
+			return fmt.Errorf("retry dead letter %d: republished, but could not remove it: %w", seq, err)
+		}
+		fmt.Fprintf(e.stdout, "dead letter %d republished to %s\n", seq, v.Subject)
+	}
+	return nil
+}

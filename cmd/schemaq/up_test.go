@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the goroutines of a running command.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startUp runs `schemaq up` until the returned stop is called.
+func startUp(t *testing.T, dataDir, addr string) (stop func() string) {
+	t.Helper()
+	var out, errOut syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runEnv(ctx, []string{"up", "--data-dir", dataDir, "--listen", addr, "--log-format", "json"},
+			&env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(errOut.String(), "schemaq is up") {
+		if time.Now().After(deadline) {
+			t.Fatalf("up did not start: %s", errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return func() string {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("up returned %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("up did not stop within 30s")
+		}
+		return errOut.String()
+	}
+}
+
+func runAt(t *testing.T, url string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := runEnv(context.Background(), args, &env{stdout: &out, stderr: &errOut, getenv: func(k string) string {
+		if k == "SCHEMAQ_NATS_URL" {
+			return url
+		}
+		return ""
+	}})
+	if err != nil && err != errSilent {
+		errOut.WriteString("schemaq: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), exitCode(err)
+}
+
+// TestQuickStart is the README's quick start, end to end.
+func TestQuickStart(t *testing.T) {
+	dir := t.TempDir()
+	addr := freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(dir, "data"), addr)
+	shop := filepath.Join("..", "..", "examples", "shop")
+
+	out, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations"))
+	if code != exitOK || !strings.Contains(out, "published 6 event(s) to shop, 0 duplicate(s)") || !strings.Contains(out, "catalog shop is at version 6") {
+		t.Fatalf("publish migrations (exit %d): %s %s", code, out, errOut)
+	}
+	if out, _, code := runAt(t, url, "publish", "migrations", "--db", "shop", filepath.Join(shop, "migrations")); code != exitOK || !strings.Contains(out, "6 duplicate(s)") {
+		t.Errorf("re-publish should be all duplicates: %s", out)
+	}
+	if out, errOut, code := runAt(t, url, "publish", "docs", "--db", "shop", "--tag", "team=payments", filepath.Join(shop, "docs")); code != exitOK || !strings.Contains(out, "published 2 event(s)") {
+		t.Errorf("publish docs (exit %d): %s %s", code, out, errOut)
+	}
+	if out, errOut, code := runAt(t, url, "publish", "examples", "--db", "shop", filepath.Join(shop, "examples.jsonl")); code != exitOK || !strings.Contains(out, "published 1 event(s)") {
+		t.Errorf("publish examples (exit %d): %s %s", code, out, errOut)
+	}
+
+	out, _, code = runAt(t, url, "tables", "--db", "shop")
+	if code != exitOK || !strings.Contains(out, "catalog version 6") || !strings.Contains(out, "public.shipping_addresses") {
+		t.Errorf("tables: %s", out)
+	}
+	var found bool
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !found; time.Sleep(50 * time.Millisecond) {
+		out, _, _ = runAt(t, url, "search", "--db", "shop", "partial refunds", "--kind", "doc", "--k", "1")
+		found = strings.Contains(out, "refunds.md")
+	}
+	if !found {
+		t.Errorf("doc search: %s", out)
+	}
+	out, errOut, code = runAt(t, url, "ask", "--db", "shop", "Which customers placed the most orders?", "--json")
+	var reply struct {
+		Tables      []string `json:"tables"`
+		Explanation string   `json:"explanation"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &reply) != nil || !strings.Contains(strings.Join(reply.Tables, " "), "public.orders") ||
+		!strings.Contains(reply.Explanation, "SCHEMAQ_LLM_BASE_URL") {
+		t.Errorf("ask (exit %d): %s %s", code, out, errOut)
+	}
+	if _, errOut, code := runAt(t, url, "ask", "--db", "nope", "anything?"); code != exitFailure || !strings.Contains(errOut, "unknown_database") {
+		t.Errorf("ask unknown db (exit %d): %s", code, errOut)
+	}
+
+	// A migration that does not apply is dead-lettered with its reason.
+	bad := filepath.Join(dir, "bad")
+	os.MkdirAll(bad, 0o755)
+	for name, sql := range map[string]string{"0001_a.sql": "CREATE TABLE a (id int);", "0002_b.sql": "ALTER TABLE missing ADD COLUMN x int;"} {
+		os.WriteFile(filepath.Join(bad, name), []byte(sql), 0o644)
+	}
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "bad", "--wait", "2s", bad); code != exitFailure || !strings.Contains(errOut, "reached version 1, not 2") {
+		t.Errorf("publish a bad history (exit %d): %s", code, errOut)
+	}
+	out, _, _ = runAt(t, url, "dlq", "list", "--db", "bad")
+	if !strings.Contains(out, "0002_b.sql") || !strings.Contains(out, "relation missing does not exist") {
+		t.Errorf("dlq list: %s", out)
+	}
+	out, _, _ = runAt(t, url, "status", "--json")
+	var st struct {
+		Catalogs    map[string]int64 `json:"catalogs"`
+		DeadLetters uint64           `json:"dead_letters"`
+	}
+	if json.Unmarshal([]byte(out), &st) != nil || st.Catalogs["shop"] != 6 || st.Catalogs["bad"] != 1 || st.DeadLetters != 1 {
+		t.Errorf("status: %s", out)
+	}
+	logs := stop()
+	if !strings.Contains(logs, "event dead-lettered") {
+		t.Errorf("the dead letter was not logged")
+	}
+
+	// State survives a restart.
+	stop = startUp(t, filepath.Join(dir, "data"), addr)
+	defer stop()
+	out, _, code = runAt(t, url, "tables", "--db", "shop", "orders")
+	if code != exitOK || !strings.Contains(out, "CREATE TABLE public.orders") {
+		t.Errorf("after restart: %s", out)
+	}
+}
