@@ -152,3 +152,25 @@ func TestParseFlagsAnywhere(t *testing.T) {
 		}
 	}
 }
+
+func TestCLIBenchAskAndFreshness(t *testing.T) {
+	out, errOut, code := runCLI(t, "bench", "ask", "--schema", "testdata/bench_schema.sql", "--questions", "testdata/bench_questions.jsonl",
+		"--concurrency", "2", "--duration", "500ms", "--json")
+	var rep struct {
+		Requests   int                `json:"requests"`
+		Errors     int                `json:"errors"`
+		Throughput float64            `json:"throughput_per_s"`
+		LatencyMS  map[string]float64 `json:"latency_ms"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil || rep.Requests == 0 || rep.Errors != 0 || rep.Throughput <= 0 || rep.LatencyMS["p99"] <= 0 {
+		t.Errorf("bench ask (exit %d): %s %s", code, out, errOut)
+	}
+	out, errOut, code = runCLI(t, "bench", "freshness", "--schema", "testdata/bench_schema.sql", "--migrations", "3", "--json")
+	var fr struct {
+		Migrations int                `json:"migrations"`
+		Freshness  map[string]float64 `json:"freshness_ms"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &fr) != nil || fr.Migrations != 3 || fr.Freshness["p50"] <= 0 {
+		t.Errorf("bench freshness (exit %d): %s %s", code, out, errOut)
+	}
+}

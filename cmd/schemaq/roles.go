@@ -19,7 +19,6 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
-	"github.com/schemaq/schemaq/pkg/natsembed"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/workers"
@@ -211,22 +210,13 @@ func runUp(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
-	ns, err := natsembed.Start(natsembed.Options{Host: host, Port: port, StoreDir: filepath.Join(*r.dataDir, "nats")})
+	em, err := startEmbedded(ctx, &r, log, host, port)
 	if err != nil {
 		return err
 	}
-	defer ns.Shutdown()
-	nc, err := nats.Connect(ns.ClientURL(), nats.Name("schemaq-up"), nats.InProcessServer(ns))
-	if err != nil {
-		return fmt.Errorf("connect to the embedded server: %w", err)
-	}
-	rt, err := r.open(ctx, log, nc)
-	if err != nil {
-		nc.Close()
-		return err
-	}
-	log.Info("schemaq up", zap.String("version", version), zap.String("nats", ns.ClientURL()),
-		zap.String("data_dir", *r.dataDir), zap.String("embedder", rt.emb.Model()))
-	fmt.Fprintf(e.stderr, "schemaq is up: NATS on %s, data in %s. Publish with `schemaq publish`, ask with `schemaq ask`. Ctrl-C stops.\n", ns.ClientURL(), *r.dataDir)
-	return rt.run(ctx, &r, true, true)
+	log.Info("schemaq up", zap.String("version", version), zap.String("nats", em.url),
+		zap.String("data_dir", *r.dataDir))
+	fmt.Fprintf(e.stderr, "schemaq is up: NATS on %s, data in %s. Publish with `schemaq publish`, ask with `schemaq ask`. Ctrl-C stops.\n", em.url, *r.dataDir)
+	<-ctx.Done()
+	return em.shutdown()
 }

@@ -21,13 +21,23 @@ import (
 // ErrConflict: the entry changed since it was read; read again.
 var ErrConflict = errors.New("catalog changed concurrently")
 
-// Store reads and writes catalogs.
+// Store reads and writes catalogs. It remembers the last catalog it read
+// or wrote per database, so that reading an entry it already holds costs a
+// revision check instead of decompressing and decoding the whole schema.
+// Catalogs are treated as immutable values, so sharing them is safe.
 type Store struct {
-	kv jetstream.KeyValue
+	kv    jetstream.KeyValue
+	mu    sync.Mutex
+	known map[string]cached
+}
+
+type cached struct {
+	rev uint64
+	cat *catalog.Catalog
 }
 
 // New wraps a bucket.
-func New(kv jetstream.KeyValue) *Store { return &Store{kv: kv} }
+func New(kv jetstream.KeyValue) *Store { return &Store{kv: kv, known: map[string]cached{}} }
 
 // Get returns db's catalog and the entry revision, or an empty catalog at
 // version 0 and revision 0 when there is none.
@@ -39,11 +49,26 @@ func (s *Store) Get(ctx context.Context, db string) (*catalog.Catalog, uint64, e
 	if err != nil {
 		return nil, 0, fmt.Errorf("read catalog %s: %w", db, err)
 	}
+	s.mu.Lock()
+	k, ok := s.known[db]
+	s.mu.Unlock()
+	if ok && k.rev == e.Revision() {
+		return k.cat, k.rev, nil
+	}
 	c, err := Decode(e.Value())
 	if err != nil {
 		return nil, 0, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), err)
 	}
+	s.remember(db, e.Revision(), c)
 	return c, e.Revision(), nil
+}
+
+func (s *Store) remember(db string, rev uint64, c *catalog.Catalog) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k, ok := s.known[db]; !ok || k.rev < rev {
+		s.known[db] = cached{rev, c}
+	}
 }
 
 // Put writes c if the entry is still at revision rev (0: must not exist)
@@ -66,6 +91,7 @@ func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64
 	case err != nil:
 		return 0, fmt.Errorf("write catalog %s: %w", c.Database, err)
 	}
+	s.remember(c.Database, next, c)
 	return next, nil
 }
 
@@ -84,7 +110,9 @@ func (s *Store) Keys(ctx context.Context) ([]string, error) {
 // Encode is the stored form: gzip of the catalog's JSON.
 func Encode(c *catalog.Catalog) ([]byte, error) {
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
+	// Fastest compression: catalogs are written on every migration, and
+	// the ratio on JSON is already good at this level.
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	if err := json.NewEncoder(zw).Encode(c); err != nil {
 		return nil, fmt.Errorf("encode catalog %s: %w", c.Database, err)
 	}

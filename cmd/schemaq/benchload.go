@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/benchmark"
+	"github.com/schemaq/schemaq/pkg/client"
+)
+
+// benchSystem is a running schemaq to load: embedded from a schema file
+// in a temporary directory, or the one at --nats-url.
+type benchSystem struct {
+	cli   *client.Client
+	db    string
+	close func()
+}
+
+type benchSystemFlags struct {
+	nats   natsFlags
+	schema *string
+	db     *string
+}
+
+func (b *benchSystemFlags) register(fs *flag.FlagSet, e *env) {
+	b.nats.register(fs, e)
+	b.schema = fs.String("schema", "", "schema SQL: run an embedded schemaq in a temporary directory with it as a snapshot (otherwise use --nats-url and --db)")
+	b.db = fs.String("db", "bench", "database name")
+}
+
+func (b *benchSystemFlags) start(ctx context.Context, e *env) (*benchSystem, error) {
+	if err := events.ValidateDatabase(*b.db); err != nil {
+		return nil, usagef("--db: %v", err)
+	}
+	if *b.schema == "" {
+		nc, err := b.nats.connect(zap.NewNop())
+		if err != nil {
+			return nil, err
+		}
+		cli, err := client.New(nc)
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		return &benchSystem{cli: cli, db: *b.db, close: nc.Close}, nil
+	}
+	sql, err := os.ReadFile(*b.schema)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "schemaq-bench-")
+	if err != nil {
+		return nil, err
+	}
+	var r roleFlags
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	if err := r.register(fs, &env{getenv: func(string) string { return "" }}, "json"); err != nil {
+		return nil, err
+	}
+	*r.dataDir = dir
+	r.daemon.MaxConcurrent = 256
+	em, err := startEmbedded(ctx, &r, zap.NewNop(), "", 0)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	cleanup := func() { _ = em.shutdown(); os.RemoveAll(dir) }
+	nc, err := em.connect()
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	cli, _ := client.New(nc)
+	ev, err := events.New("bench-snapshot", *b.db, time.Now(), &events.Snapshot{Seq: 1, Source: *b.schema, SQL: string(sql)})
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	if _, err := cli.Publish(ctx, ev); err != nil {
+		cleanup()
+		return nil, err
+	}
+	fmt.Fprintf(e.stderr, "indexing %s … ", *b.schema)
+	t0 := time.Now()
+	for {
+		tb, err := cli.Tables(ctx, &events.TablesRequest{Database: *b.db})
+		if err == nil && tb.Version == 1 {
+			if s, err := cli.Search(ctx, &events.SearchRequest{Database: *b.db, Question: "x y z", K: 1}); err == nil && s != nil {
+				break
+			}
+		}
+		if time.Since(t0) > time.Minute {
+			cleanup()
+			return nil, fmt.Errorf("bench: the snapshot was not indexed within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Fprintf(e.stderr, "%.2fs\n", time.Since(t0).Seconds())
+	return &benchSystem{cli: cli, db: *b.db, close: func() { nc.Close(); cleanup() }}, nil
+}
+
+func runBenchAsk(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "bench ask", "(--schema FILE.sql | --nats-url URL --db NAME) --questions FILE.jsonl [flags]")
+	var sys benchSystemFlags
+	sys.register(fs, e)
+	questions := fs.String("questions", "", "questions JSONL (field question) (required)")
+	concurrency := fs.Int("concurrency", 8, "requests in flight")
+	duration := fs.Duration("duration", 10*time.Second, "how long to load")
+	k := fs.Int("k", 10, "results per search")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *questions == "" || *concurrency <= 0 || *duration <= 0 {
+		fs.Usage()
+		return usagef("bench ask: --questions, a positive --concurrency and --duration are required")
+	}
+	qf, err := os.Open(*questions)
+	if err != nil {
+		return fmt.Errorf("bench ask: %w", err)
+	}
+	qs, err := benchmark.ReadQuestions(qf)
+	qf.Close()
+	if err != nil {
+		return err
+	}
+	s, err := sys.start(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	// The search endpoint is the retrieval the daemon serves for ask; it
+	// is what can be measured without a paid gateway.
+	rep := benchmark.Load(ctx, *concurrency, *duration, func(ctx context.Context, i int) error {
+		_, err := s.cli.Search(ctx, &events.SearchRequest{Database: s.db, Question: qs[i%len(qs)].Question, K: *k})
+		return err
+	})
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(rep)
+	}
+	fmt.Fprintf(e.stdout, "%d searches in %.1fs at concurrency %d: %.0f/s, %d errors\nlatency ms: p50 %.2f  p95 %.2f  p99 %.2f\n",
+		rep.Requests, rep.Seconds, rep.Concurrency, rep.Throughput, rep.Errors, rep.LatencyMS["p50"], rep.LatencyMS["p95"], rep.LatencyMS["p99"])
+	if rep.FirstError != "" {
+		fmt.Fprintf(e.stdout, "first error: %s\n", rep.FirstError)
+	}
+	return nil
+}
+
+func runBenchFreshness(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "bench freshness", "[--schema FILE.sql | --nats-url URL --db NAME] [flags]")
+	var sys benchSystemFlags
+	sys.register(fs, e)
+	n := fs.Int("migrations", 50, "how many migrations to publish, one at a time")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *n <= 0 {
+		return usagef("--migrations must be positive")
+	}
+	if *sys.schema == "" && sys.nats.url == "" {
+		return usagef("bench freshness: give --schema or --nats-url")
+	}
+	s, err := sys.start(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	tb, err := s.cli.Tables(ctx, &events.TablesRequest{Database: s.db})
+	if err != nil {
+		return fmt.Errorf("bench freshness: %w", err)
+	}
+	base := tb.Version
+	run := time.Now().UnixNano()
+	var lat []time.Duration
+	for i := 1; i <= *n; i++ {
+		seq := base + int64(i)
+		table := fmt.Sprintf("freshness_probe_%d_%d", run%100000, i)
+		ev, err := events.New(fmt.Sprintf("fresh-%d-%d", run, i), s.db, time.Now(),
+			&events.Migration{Seq: seq, Source: table + ".sql", SQL: "CREATE TABLE " + table + " (probe_id int, observed_at timestamptz);"})
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if _, err := s.cli.Publish(ctx, ev); err != nil {
+			return err
+		}
+		for {
+			r, err := s.cli.Search(ctx, &events.SearchRequest{Database: s.db, Question: table, K: 1, Kinds: []string{"table"}})
+			if err == nil && len(r.Results) > 0 && r.Results[0].Name == "public."+table {
+				break
+			}
+			if time.Since(t0) > 30*time.Second {
+				return fmt.Errorf("bench freshness: migration %d was not searchable within 30s", seq)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	p := benchmark.Percentiles(lat)
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"migrations": *n, "freshness_ms": p})
+	}
+	fmt.Fprintf(e.stdout, "%d migrations, publish → searchable ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", *n, p["p50"], p["p95"], p["p99"], p["max"])
+	return nil
+}
