@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/natsembed"
 )
 
@@ -43,7 +45,41 @@ func startEmbedded(ctx context.Context, r *roleFlags, log *zap.Logger, host stri
 	runCtx, cancel := context.WithCancel(ctx)
 	em := &embedded{ns: ns, nc: nc, url: ns.ClientURL(), done: make(chan error, 1), stop: cancel}
 	go func() { em.done <- rt.run(runCtx, r, true, true) }()
+	if err := em.waitReady(ctx); err != nil {
+		_ = em.shutdown()
+		return nil, err
+	}
 	return em, nil
+}
+
+// waitReady returns once the query service answers its own ping, so that
+// "up" is only announced when requests can be served.
+func (em *embedded) waitReady(ctx context.Context) error {
+	probe, err := em.connect()
+	if err != nil {
+		return err
+	}
+	defer probe.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := probe.Request("$SRV.PING."+events.ServiceName, nil, 200*time.Millisecond); err == nil {
+			return nil
+		}
+		select {
+		case err := <-em.done:
+			if err == nil {
+				err = ctx.Err()
+			}
+			em.done <- err // shutdown reads it again
+			return fmt.Errorf("schemaq did not start: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("schemaq did not become ready within 30s")
+		}
+	}
 }
 
 // connect opens another in-process client connection.

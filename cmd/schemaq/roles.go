@@ -109,12 +109,17 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			rt.log.Warn("catalog does not decode; keeping the last good one", zap.String("db", key), zap.Error(err))
 		})
 		if err != nil {
-			return err
+			cancel()
+			wg.Wait()
+			return rt.finish(ctx, err)
 		}
 		select {
 		case <-watcher.Ready():
+		case <-runCtx.Done():
 		case <-time.After(30 * time.Second):
-			return errors.New("catalogs did not load within 30s")
+			cancel()
+			wg.Wait()
+			return rt.finish(ctx, errors.New("catalogs did not load within 30s"))
 		}
 		ret, err := retrieve.New(rt.store, rt.emb, watcher, retrieve.DefaultConfig)
 		if err != nil {
@@ -140,13 +145,22 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			first = err
 		}
 	}
-	if err := rt.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		rt.log.Warn("drain nats", zap.Error(err))
+	return rt.finish(ctx, first)
+}
+
+// finish drains the connection and closes the store, the last steps of
+// every shutdown.
+func (rt *runtime) finish(ctx context.Context, err error) error {
+	if derr := rt.nc.Drain(); derr != nil && !errors.Is(derr, nats.ErrConnectionClosed) {
+		rt.log.Warn("drain nats", zap.Error(derr))
 	}
-	if err := rt.store.Close(); err != nil {
-		rt.log.Warn("close store", zap.Error(err))
+	if cerr := rt.store.Close(); cerr != nil {
+		rt.log.Warn("close store", zap.Error(cerr))
 	}
-	return first
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil // stopped while starting: a clean shutdown
+	}
+	return err
 }
 
 func runWorker(ctx context.Context, e *env, args []string) error {
