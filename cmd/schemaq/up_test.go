@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -154,6 +155,34 @@ func TestQuickStart(t *testing.T) {
 	}
 	if json.Unmarshal([]byte(out), &st) != nil || st.Catalogs["shop"] != 6 || st.Catalogs["bad"] != 1 || st.DeadLetters != 1 {
 		t.Errorf("status: %s", out)
+	}
+	// dlq show gives the reason and the event; dlq retry republishes it
+	// (it fails again, so a new letter appears) and removes the old one.
+	out, _, _ = runAt(t, url, "dlq", "list", "--json")
+	var letters []struct {
+		Seq uint64 `json:"seq"`
+	}
+	if json.Unmarshal([]byte(out), &letters) != nil || len(letters) != 1 {
+		t.Fatalf("dlq list --json: %s", out)
+	}
+	seq := strconv.FormatUint(letters[0].Seq, 10)
+	if out, _, code := runAt(t, url, "dlq", "show", seq); code != exitOK || !strings.Contains(out, `"seq":2`) || !strings.Contains(out, "reason: schema.migration 2 does not apply") {
+		t.Errorf("dlq show: %s", out)
+	}
+	if out, errOut, code := runAt(t, url, "dlq", "retry", seq); code != exitOK || !strings.Contains(out, "republished to schemaq.schema.bad") {
+		t.Errorf("dlq retry (exit %d): %s %s", code, out, errOut)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _, _ = runAt(t, url, "dlq", "list", "--json")
+		_ = json.Unmarshal([]byte(out), &letters)
+		if len(letters) == 1 && strconv.FormatUint(letters[0].Seq, 10) != seq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the retried event was not dead-lettered again: %s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	logs := stop()
 	if !strings.Contains(logs, "event dead-lettered") {
