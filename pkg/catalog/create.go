@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 func (a *applier) createSchema(s *pg.CreateSchemaStmt) error {
@@ -254,7 +256,7 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 		if col != nil && len(nodes) == 0 {
 			return []string{col.Name}
 		}
-		return stringList(nodes)
+		return pgtree.Strings(nodes)
 	}
 	switch con.Contype {
 	case pg.ConstrType_CONSTR_NOTNULL:
@@ -394,7 +396,7 @@ func (a *applier) addForeignKey(t *Table, con *pg.Constraint, cols []string, may
 			displayName(con.Pktable.Schemaname, con.Pktable.Relname), t.QualName())
 	}
 	rt := a.cat.tables[ref]
-	refCols := stringList(con.PkAttrs)
+	refCols := pgtree.Strings(con.PkAttrs)
 	if len(refCols) == 0 {
 		if rt.PrimaryKey == nil {
 			return invalid("there is no primary key for referenced table %s", ref)
@@ -424,9 +426,9 @@ func (a *applier) addForeignKey(t *Table, con *pg.Constraint, cols []string, may
 // names an expression reads.
 func columnRefs(n *pg.Node) []string {
 	var out []string
-	walk(n, func(m *pg.Node) {
+	pgtree.Walk(n, func(m *pg.Node) {
 		if cr := m.GetColumnRef(); cr != nil {
-			names := stringList(cr.Fields)
+			names := pgtree.Strings(cr.Fields)
 			if len(names) > 0 && !slices.Contains(out, names[len(names)-1]) {
 				out = append(out, names[len(names)-1])
 			}

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 // queryColumns infers a query's output columns for views and CREATE TABLE
@@ -50,7 +52,7 @@ func (a *applier) selectColumns(sel *pg.SelectStmt, ctes map[string][]*Column) [
 		for _, cn := range sel.WithClause.Ctes {
 			if cte := cn.GetCommonTableExpr(); cte != nil {
 				cols := a.selectColumns(cte.Ctequery.GetSelectStmt(), inner)
-				for i, al := range stringList(cte.Aliascolnames) {
+				for i, al := range pgtree.Strings(cte.Aliascolnames) {
 					if i < len(cols) {
 						cols[i].Name = al
 					}
@@ -136,7 +138,7 @@ func (a *applier) addSource(sc *scope, n *pg.Node, ctes map[string][]*Column) {
 		rv := n.GetRangeVar()
 		name, aliases := rv.Relname, []string(nil)
 		if rv.Alias != nil {
-			name, aliases = rv.Alias.Aliasname, stringList(rv.Alias.Colnames)
+			name, aliases = rv.Alias.Aliasname, pgtree.Strings(rv.Alias.Colnames)
 		}
 		if cols, ok := ctes[rv.Relname]; ok && rv.Schemaname == "" {
 			add(name, cols, aliases)
@@ -153,7 +155,7 @@ func (a *applier) addSource(sc *scope, n *pg.Node, ctes map[string][]*Column) {
 		rs := n.GetRangeSubselect()
 		name, aliases := "", []string(nil)
 		if rs.Alias != nil {
-			name, aliases = rs.Alias.Aliasname, stringList(rs.Alias.Colnames)
+			name, aliases = rs.Alias.Aliasname, pgtree.Strings(rs.Alias.Colnames)
 		}
 		add(name, a.selectColumns(rs.Subquery.GetSelectStmt(), ctes), aliases)
 	case n.GetJoinExpr() != nil:
@@ -168,7 +170,7 @@ func (sc *scope) lookup(n *pg.Node) *Column {
 	if cr == nil {
 		return nil
 	}
-	names := stringList(cr.Fields)
+	names := pgtree.Strings(cr.Fields)
 	if len(names) == 0 {
 		return nil
 	}
@@ -195,7 +197,7 @@ func (sc *scope) lookup(n *pg.Node) *Column {
 func columnName(n *pg.Node) string {
 	switch {
 	case n.GetColumnRef() != nil:
-		names := stringList(n.GetColumnRef().Fields)
+		names := pgtree.Strings(n.GetColumnRef().Fields)
 		if len(names) > 0 {
 			return names[len(names)-1]
 		}
@@ -203,10 +205,10 @@ func columnName(n *pg.Node) string {
 		if name := columnName(n.GetTypeCast().Arg); name != "?column?" {
 			return name
 		}
-		names := stringList(n.GetTypeCast().TypeName.Names)
+		names := pgtree.Strings(n.GetTypeCast().TypeName.Names)
 		return names[len(names)-1]
 	case n.GetFuncCall() != nil:
-		names := stringList(n.GetFuncCall().Funcname)
+		names := pgtree.Strings(n.GetFuncCall().Funcname)
 		return names[len(names)-1]
 	case n.GetCoalesceExpr() != nil:
 		return "coalesce"
@@ -269,7 +271,7 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 		}
 	case n.GetFuncCall() != nil:
 		fc := n.GetFuncCall()
-		names := stringList(fc.Funcname)
+		names := pgtree.Strings(fc.Funcname)
 		name := strings.ToLower(names[len(names)-1])
 		if t, ok := funcTypes[name]; ok {
 			return t
@@ -333,7 +335,7 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 		ae := n.GetAExpr()
 		switch ae.Kind {
 		case pg.A_Expr_Kind_AEXPR_OP:
-			op := strings.Join(stringList(ae.Name), "")
+			op := strings.Join(pgtree.Strings(ae.Name), "")
 			switch op {
 			case "=", "<>", "!=", "<", ">", "<=", ">=", "~~", "!~~", "~~*", "!~~*", "~", "~*", "@>", "<@", "&&", "?":
 				return "boolean"

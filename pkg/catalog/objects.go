@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 func (a *applier) comment(s *pg.CommentStmt) error {
@@ -63,7 +65,7 @@ func (a *applier) comment(s *pg.CommentStmt) error {
 }
 
 func (a *applier) createEnum(s *pg.CreateEnumStmt) error {
-	schema, name := qualFromList(stringList(s.TypeName))
+	schema, name := qualFromList(pgtree.Strings(s.TypeName))
 	if schema == "" {
 		schema = a.creationSchema()
 	}
@@ -75,7 +77,7 @@ func (a *applier) createEnum(s *pg.CreateEnumStmt) error {
 		a.cat.schemas[schema] = ""
 	}
 	labels := make([]string, 0, len(s.Vals))
-	for _, v := range stringList(s.Vals) {
+	for _, v := range pgtree.Strings(s.Vals) {
 		if slices.Contains(labels, v) {
 			return invalid("enum label %q used more than once", v)
 		}
@@ -86,7 +88,7 @@ func (a *applier) createEnum(s *pg.CreateEnumStmt) error {
 }
 
 func (a *applier) alterEnum(s *pg.AlterEnumStmt) error {
-	schema, name := qualFromList(stringList(s.TypeName))
+	schema, name := qualFromList(pgtree.Strings(s.TypeName))
 	q, ok := a.findEnum(schema, name)
 	if !ok {
 		return undefined("type %s does not exist", displayName(schema, name))
@@ -139,7 +141,7 @@ func (a *applier) createView(s *pg.ViewStmt) error {
 		v.Comment = old.Comment
 	}
 	v.Reads = a.reads(s.Query)
-	v.Columns = a.queryColumns(s.Query, stringList(s.Aliases))
+	v.Columns = a.queryColumns(s.Query, pgtree.Strings(s.Aliases))
 	a.cat.views[q] = v
 	return nil
 }
@@ -155,7 +157,7 @@ func (a *applier) createTableAs(s *pg.CreateTableAsStmt) error {
 		}
 		return duplicate("relation %s already exists", q)
 	}
-	cols := a.queryColumns(s.Query, stringList(s.Into.ColNames))
+	cols := a.queryColumns(s.Query, pgtree.Strings(s.Into.ColNames))
 	if s.Objtype == pg.ObjectType_OBJECT_MATVIEW {
 		a.cat.views[q] = &View{Schema: q.Schema, Name: q.Name, Materialized: true,
 			Definition: deparseQuery(s.Query), Reads: a.reads(s.Query), Columns: cols}
@@ -170,13 +172,13 @@ func (a *applier) createTableAs(s *pg.CreateTableAsStmt) error {
 // nothing (functions, objects of extensions) are left out.
 func (a *applier) reads(query *pg.Node) []QualName {
 	ctes := map[string]bool{}
-	walk(query, func(n *pg.Node) {
+	pgtree.Walk(query, func(n *pg.Node) {
 		if c := n.GetCommonTableExpr(); c != nil {
 			ctes[c.Ctename] = true
 		}
 	})
 	var out []QualName
-	walk(query, func(n *pg.Node) {
+	pgtree.Walk(query, func(n *pg.Node) {
 		rv := n.GetRangeVar()
 		if rv == nil || (rv.Schemaname == "" && ctes[rv.Relname]) {
 			return

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 func (a *applier) rename(s *pg.RenameStmt) error {
@@ -56,13 +58,13 @@ func listStrings(n *pg.Node) []string {
 		return nil
 	}
 	if l := n.GetList(); l != nil {
-		return stringList(l.Items)
+		return pgtree.Strings(l.Items)
 	}
 	if s := n.GetString_(); s != nil {
 		return []string{s.Sval}
 	}
 	if tn := n.GetTypeName(); tn != nil {
-		return stringList(tn.Names)
+		return pgtree.Strings(tn.Names)
 	}
 	return nil
 }

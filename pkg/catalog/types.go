@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 // builtinTypes maps pg_catalog's internal type names to the names
@@ -37,7 +39,7 @@ func (a *applier) typeOf(tn *pg.TypeName) (typeSpec, error) {
 	if tn == nil {
 		return typeSpec{}, nil
 	}
-	names := stringList(tn.Names)
+	names := pgtree.Strings(tn.Names)
 	var spec typeSpec
 	mods := a.typmods(tn.Typmods)
 	var base string
@@ -106,7 +108,7 @@ func (a *applier) typmods(mods []*pg.Node) string {
 			}
 		}
 		if cr := m.GetColumnRef(); cr != nil { // e.g. geometry(Point, 4326)
-			parts = append(parts, strings.Join(stringList(cr.Fields), "."))
+			parts = append(parts, strings.Join(pgtree.Strings(cr.Fields), "."))
 			continue
 		}
 		parts = append(parts, deparseExpr(m))
@@ -136,14 +138,4 @@ func (a *applier) setColumnType(col *Column, spec typeSpec) {
 			return
 		}
 	}
-}
-
-func stringList(nodes []*pg.Node) []string {
-	out := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		if s := n.GetString_(); s != nil {
-			out = append(out, s.Sval)
-		}
-	}
-	return out
 }

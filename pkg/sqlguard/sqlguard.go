@@ -1,0 +1,318 @@
+// Package sqlguard checks SQL written by a model before it is returned:
+// it must be exactly one read-only statement (SELECT, WITH … SELECT,
+// VALUES), call no function with side effects, and read only relations
+// the database's catalog has. It parses with PostgreSQL's own parser
+// (libpg_query), so comments, quoting and nesting cannot hide anything.
+// It never executes SQL.
+package sqlguard
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+)
+
+// Failure classes; match with errors.Is.
+var (
+	ErrInvalid      = errors.New("invalid_sql")   // does not parse
+	ErrUnsafe       = errors.New("unsafe_sql")    // not a single read-only statement
+	ErrUnknownTable = errors.New("unknown_table") // reads a relation the catalog lacks
+)
+
+// Rejection says why a statement was refused. It wraps one of the
+// sentinels above.
+type Rejection struct {
+	Kind   error
+	Reason string
+}
+
+func (r *Rejection) Error() string        { return r.Kind.Error() + ": " + r.Reason }
+func (r *Rejection) Unwrap() error        { return r.Kind }
+func (r *Rejection) Is(target error) bool { return target == r.Kind }
+
+func reject(kind error, format string, args ...any) *Rejection {
+	return &Rejection{Kind: kind, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Result is what a passing statement reads.
+type Result struct {
+	Tables   []string // schema.name of every catalog relation read, sorted
+	Warnings []string // e.g. columns no referenced table has
+}
+
+// sideEffects are functions that write, sleep, reach outside the
+// database or run other SQL, by name (schema ignored, lower case).
+var sideEffects = map[string]bool{
+	"pg_sleep": true, "pg_sleep_for": true, "pg_sleep_until": true,
+	"pg_read_file": true, "pg_read_binary_file": true, "pg_ls_dir": true, "pg_stat_file": true,
+	"pg_file_write": true, "pg_file_rename": true, "pg_file_unlink": true, "pg_logdir_ls": true,
+	"pg_terminate_backend": true, "pg_cancel_backend": true, "pg_reload_conf": true, "pg_rotate_logfile": true,
+	"pg_switch_wal": true, "pg_create_restore_point": true, "pg_promote": true, "pg_backup_start": true, "pg_backup_stop": true,
+	"pg_create_logical_replication_slot": true, "pg_create_physical_replication_slot": true, "pg_drop_replication_slot": true,
+	"pg_logical_emit_message": true, "pg_replication_origin_create": true,
+	"set_config": true, "nextval": true, "setval": true, "pg_notify": true,
+	"pg_advisory_lock": true, "pg_advisory_xact_lock": true, "pg_try_advisory_lock": true, "pg_advisory_lock_shared": true,
+	"pg_advisory_unlock": true, "pg_advisory_unlock_all": true,
+	"query_to_xml": true, "query_to_xml_and_xmlschema": true, "cursor_to_xml": true, "table_to_xml": true,
+	"pg_import_system_collations": true, "pg_stat_reset": true, "pg_stat_reset_shared": true,
+	"txid_current": true, "pg_current_xact_id": true,
+}
+
+// sideEffectPrefixes cover function families: dblink(), dblink_exec(), …,
+// the large-object API lo_*(), and pg_write_* style helpers.
+var sideEffectPrefixes = []string{"dblink", "lo_", "pg_write", "pg_replication_origin"}
+
+func hasSideEffects(name string) bool {
+	if sideEffects[name] {
+		return true
+	}
+	for _, p := range sideEffectPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// systemSchemas are read-only catalogs every PostgreSQL has; reading them
+// is allowed with a warning.
+var systemSchemas = map[string]bool{"pg_catalog": true, "information_schema": true}
+
+// Check parses and checks sql against cat (nil: skip the table check).
+func Check(sql string, cat *catalog.Catalog) (*Result, error) {
+	tree, err := pg.Parse(sql)
+	if err != nil {
+		return nil, reject(ErrInvalid, "%v", err)
+	}
+	switch n := len(tree.Stmts); {
+	case n == 0:
+		return nil, reject(ErrInvalid, "no statement")
+	case n > 1:
+		return nil, reject(ErrUnsafe, "%d statements; exactly one is allowed", n)
+	}
+	root := tree.Stmts[0].Stmt
+	sel := root.GetSelectStmt()
+	if sel == nil {
+		return nil, reject(ErrUnsafe, "%s is not a read-only query; only SELECT, WITH … SELECT and VALUES are allowed", statementKind(root))
+	}
+	var problem *Rejection
+	ctes := map[string]bool{}
+	var rels []*pg.RangeVar
+	var colRefs [][]string
+	aliases := map[string]bool{}
+	pgtree.Walk(root, func(n *pg.Node) {
+		if problem != nil {
+			return
+		}
+		switch {
+		case n.GetSelectStmt() != nil:
+			s := n.GetSelectStmt()
+			if s.IntoClause != nil {
+				problem = reject(ErrUnsafe, "SELECT … INTO creates a table")
+			} else if len(s.LockingClause) > 0 {
+				problem = reject(ErrUnsafe, "FOR UPDATE/SHARE takes row locks")
+			}
+		case n.GetInsertStmt() != nil, n.GetUpdateStmt() != nil, n.GetDeleteStmt() != nil, n.GetMergeStmt() != nil:
+			problem = reject(ErrUnsafe, "a data-modifying statement (%s) inside the query", statementKind(n))
+		case n.GetCommonTableExpr() != nil:
+			ctes[n.GetCommonTableExpr().Ctename] = true
+			for _, c := range pgtree.Strings(n.GetCommonTableExpr().Aliascolnames) {
+				aliases[c] = true
+			}
+		case n.GetFuncCall() != nil:
+			names := pgtree.Strings(n.GetFuncCall().Funcname)
+			if name := strings.ToLower(names[len(names)-1]); hasSideEffects(name) {
+				problem = reject(ErrUnsafe, "function %s() has side effects", strings.Join(names, "."))
+			}
+		case n.GetRangeVar() != nil:
+			rels = append(rels, n.GetRangeVar())
+		case n.GetColumnRef() != nil:
+			colRefs = append(colRefs, pgtree.Strings(n.GetColumnRef().Fields))
+		case n.GetResTarget() != nil && n.GetResTarget().Name != "":
+			aliases[n.GetResTarget().Name] = true
+		case n.GetAlias() != nil:
+			aliases[n.GetAlias().Aliasname] = true
+			for _, c := range pgtree.Strings(n.GetAlias().Colnames) {
+				aliases[c] = true
+			}
+		}
+	})
+	if problem != nil {
+		return nil, problem
+	}
+	res := &Result{}
+	if cat == nil {
+		return res, nil
+	}
+	var unknown []string
+	seen := map[string]bool{}
+	var read []relation
+	for _, rv := range rels {
+		if rv.Schemaname == "" && ctes[rv.Relname] {
+			continue
+		}
+		if systemSchemas[rv.Schemaname] {
+			res.Warnings = appendOnce(res.Warnings, fmt.Sprintf("reads the system catalog %s.%s", rv.Schemaname, rv.Relname))
+			continue
+		}
+		r, ok := resolve(cat, rv)
+		if !ok {
+			name := rv.Relname
+			if rv.Schemaname != "" {
+				name = rv.Schemaname + "." + name
+			}
+			unknown = appendOnce(unknown, name)
+			continue
+		}
+		r.alias = rv.Relname
+		if rv.Alias != nil {
+			r.alias = rv.Alias.Aliasname
+		}
+		read = append(read, r)
+		if !seen[r.name] {
+			seen[r.name] = true
+			res.Tables = append(res.Tables, r.name)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, reject(ErrUnknownTable, "%s not in database %s (catalog version %d)", plural(unknown), cat.Database, cat.Version)
+	}
+	sort.Strings(res.Tables)
+	res.Warnings = append(res.Warnings, columnWarnings(read, colRefs, aliases)...)
+	return res, nil
+}
+
+type relation struct {
+	name, alias string
+	columns     map[string]bool
+}
+
+// resolve finds a relation as PostgreSQL would with search_path public:
+// qualified names exactly, unqualified ones in public first, then in the
+// only schema that has one of that name.
+func resolve(cat *catalog.Catalog, rv *pg.RangeVar) (relation, bool) {
+	try := func(q catalog.QualName) (relation, bool) {
+		if t := cat.Table(q); t != nil {
+			return relation{name: q.Schema + "." + q.Name, columns: columnSet(t.Columns)}, true
+		}
+		if v := cat.View(q); v != nil {
+			return relation{name: q.Schema + "." + q.Name, columns: columnSet(v.Columns)}, true
+		}
+		return relation{}, false
+	}
+	if rv.Schemaname != "" {
+		return try(catalog.QualName{Schema: rv.Schemaname, Name: rv.Relname})
+	}
+	if r, ok := try(catalog.QualName{Schema: catalog.DefaultSchema, Name: rv.Relname}); ok {
+		return r, true
+	}
+	var found []relation
+	for _, t := range cat.Tables() {
+		if t.Name == rv.Relname {
+			found = append(found, relation{name: t.Schema + "." + t.Name, columns: columnSet(t.Columns)})
+		}
+	}
+	for _, v := range cat.Views() {
+		if v.Name == rv.Relname {
+			found = append(found, relation{name: v.Schema + "." + v.Name, columns: columnSet(v.Columns)})
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return relation{}, false
+}
+
+func columnSet(cols []*catalog.Column) map[string]bool {
+	m := make(map[string]bool, len(cols))
+	for _, c := range cols {
+		m[c.Name] = true
+	}
+	return m
+}
+
+// columnWarnings names column references that no referenced relation has
+// (best effort: aliases, CTE columns and output names are allowed).
+func columnWarnings(read []relation, refs [][]string, aliases map[string]bool) []string {
+	var out []string
+	byAlias := map[string]relation{}
+	for _, r := range read {
+		byAlias[r.alias] = r
+	}
+	for _, ref := range refs {
+		if len(ref) == 0 {
+			continue // a bare *
+		}
+		col := ref[len(ref)-1]
+		if aliases[col] {
+			continue
+		}
+		if len(ref) >= 2 {
+			r, ok := byAlias[ref[len(ref)-2]]
+			if ok && len(r.columns) > 0 && !r.columns[col] {
+				out = appendOnce(out, fmt.Sprintf("column %s.%s does not exist in %s", ref[len(ref)-2], col, r.name))
+			}
+			continue
+		}
+		known := false
+		for _, r := range read {
+			if r.columns[col] || len(r.columns) == 0 {
+				known = true
+				break
+			}
+		}
+		if !known && len(read) > 0 {
+			out = appendOnce(out, fmt.Sprintf("column %s is in none of the tables read", col))
+		}
+	}
+	return out
+}
+
+func plural(names []string) string {
+	if len(names) == 1 {
+		return "relation " + names[0] + " is"
+	}
+	return "relations " + strings.Join(names, ", ") + " are"
+}
+
+func appendOnce(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// statementNames are the statement kinds whose node name is not already
+// the SQL a person would recognise.
+var statementNames = map[string]string{
+	"VariableSet": "SET", "VariableShow": "SHOW", "Transaction": "transaction control",
+	"Create": "CREATE TABLE", "Index": "CREATE INDEX", "View": "CREATE VIEW", "Rule": "CREATE RULE",
+	"CreateFunction": "CREATE FUNCTION",
+}
+
+// statementKind names a statement node for messages: InsertStmt →
+// INSERT, CreateTableAsStmt → CREATE TABLE AS.
+func statementKind(n *pg.Node) string {
+	name := fmt.Sprintf("%T", n.Node)
+	name = strings.TrimPrefix(name, "*pg_query.Node_")
+	name = strings.TrimSuffix(name, "Stmt")
+	if s, ok := statementNames[name]; ok {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range name {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}

@@ -1,0 +1,162 @@
+package sqlguard
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+)
+
+const shopDDL = `
+CREATE TABLE customers (id bigint PRIMARY KEY, email text, name text);
+CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint REFERENCES customers, total numeric, placed_at timestamptz);
+CREATE SCHEMA billing;
+CREATE TABLE billing.invoices (id bigint, order_id bigint, amount numeric);
+CREATE VIEW big_orders AS SELECT id, total FROM orders WHERE total > 100;
+`
+
+func shop(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	c, err := catalog.Snapshot("shop", "shop.sql", shopDDL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCheck(t *testing.T) {
+	cat := shop(t)
+	tests := []struct {
+		sql    string
+		want   error    // nil: allowed
+		tables []string // for allowed statements
+		reason string   // substring of the rejection
+	}{
+		// Allowed.
+		{"SELECT 1", nil, nil, ""},
+		{"SELECT count(*) FROM orders", nil, []string{"public.orders"}, ""},
+		{"select c.name, sum(o.total) from customers c join orders o on o.customer_id = c.id group by c.name", nil, []string{"public.customers", "public.orders"}, ""},
+		{"WITH recent AS (SELECT * FROM orders WHERE placed_at > now() - interval '7 days') SELECT count(*) FROM recent", nil, []string{"public.orders"}, ""},
+		{"SELECT * FROM billing.invoices", nil, []string{"billing.invoices"}, ""},
+		{"SELECT * FROM invoices", nil, []string{"billing.invoices"}, ""}, // the only invoices
+		{"SELECT * FROM big_orders", nil, []string{"public.big_orders"}, ""},
+		{"VALUES (1, 'a'), (2, 'b')", nil, nil, ""},
+		{"SELECT id FROM orders UNION SELECT id FROM customers", nil, []string{"public.customers", "public.orders"}, ""},
+		{"SELECT * FROM orders WHERE customer_id IN (SELECT id FROM customers WHERE email LIKE '%@x.com')", nil, []string{"public.customers", "public.orders"}, ""},
+		{"SELECT 'DELETE FROM orders; DROP TABLE x' AS text_not_sql", nil, nil, ""},
+		{"SELECT id -- ; DROP TABLE orders\nFROM orders", nil, []string{"public.orders"}, ""},
+		{"SELECT generate_series(1, 10)", nil, nil, ""},
+		{"SELECT * FROM orders ORDER BY total DESC LIMIT 5", nil, []string{"public.orders"}, ""},
+		{"SELECT lower(name) AS n FROM customers ORDER BY n", nil, []string{"public.customers"}, ""},
+		{"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5) SELECT i FROM n", nil, nil, ""},
+		{"SELECT relname FROM pg_catalog.pg_class", nil, nil, ""},
+		{"SELECT * FROM orders;", nil, []string{"public.orders"}, ""},
+
+		// Not SQL, or more than one statement.
+		{"SELEC 1", ErrInvalid, nil, "syntax error"},
+		{"", ErrInvalid, nil, "no statement"},
+		{"SELECT 1; SELECT 2", ErrUnsafe, nil, "2 statements"},
+		{"SELECT 1; /* hidden */ DELETE FROM orders", ErrUnsafe, nil, "2 statements"},
+		{"SELECT * FROM orders; DROP TABLE orders --", ErrUnsafe, nil, "2 statements"},
+
+		// Writes and DDL.
+		{"INSERT INTO orders (id) VALUES (1)", ErrUnsafe, nil, "INSERT"},
+		{"UPDATE orders SET total = 0", ErrUnsafe, nil, "UPDATE"},
+		{"DELETE FROM orders", ErrUnsafe, nil, "DELETE"},
+		{"MERGE INTO orders o USING customers c ON o.customer_id = c.id WHEN MATCHED THEN DELETE", ErrUnsafe, nil, "MERGE"},
+		{"DROP TABLE orders", ErrUnsafe, nil, "DROP"},
+		{"TRUNCATE orders", ErrUnsafe, nil, "TRUNCATE"},
+		{"CREATE TABLE x AS SELECT * FROM orders", ErrUnsafe, nil, "CREATE TABLE AS is not"},
+		{"ALTER TABLE orders ADD COLUMN x int", ErrUnsafe, nil, "ALTER TABLE is not"},
+		{"GRANT SELECT ON orders TO public", ErrUnsafe, nil, "GRANT"},
+		{"COPY orders TO '/tmp/x'", ErrUnsafe, nil, "COPY"},
+		{"COPY (SELECT * FROM orders) TO PROGRAM 'curl x'", ErrUnsafe, nil, "COPY"},
+		{"CALL refresh_everything()", ErrUnsafe, nil, "CALL"},
+		{"DO $$ BEGIN DELETE FROM orders; END $$", ErrUnsafe, nil, "DO"},
+		{"SET search_path = evil", ErrUnsafe, nil, "SET is not"},
+		{"BEGIN", ErrUnsafe, nil, "transaction control is not"},
+		{"EXPLAIN ANALYZE DELETE FROM orders", ErrUnsafe, nil, "EXPLAIN"},
+		{"PREPARE p AS SELECT 1", ErrUnsafe, nil, "PREPARE"},
+		{"LISTEN orders", ErrUnsafe, nil, "LISTEN"},
+		{"VACUUM orders", ErrUnsafe, nil, "VACUUM"},
+
+		// Writes hidden inside a SELECT.
+		{"WITH gone AS (DELETE FROM orders RETURNING id) SELECT count(*) FROM gone", ErrUnsafe, nil, "data-modifying"},
+		{"WITH x AS (UPDATE orders SET total = 0 RETURNING *) SELECT * FROM x", ErrUnsafe, nil, "data-modifying"},
+		{"WITH x AS (INSERT INTO orders (id) VALUES (1) RETURNING id) SELECT 1", ErrUnsafe, nil, "data-modifying"},
+		{"SELECT * INTO backup FROM orders", ErrUnsafe, nil, "SELECT … INTO"},
+		{"SELECT * FROM orders FOR UPDATE", ErrUnsafe, nil, "FOR UPDATE"},
+		{"SELECT * FROM orders o FOR SHARE OF o", ErrUnsafe, nil, "FOR UPDATE/SHARE"},
+
+		// Functions with side effects, anywhere.
+		{"SELECT pg_sleep(10)", ErrUnsafe, nil, "pg_sleep"},
+		{"SELECT * FROM orders WHERE pg_sleep(1) IS NOT NULL", ErrUnsafe, nil, "pg_sleep"},
+		{"SELECT pg_catalog.pg_sleep_for('1 minute')", ErrUnsafe, nil, "pg_sleep_for"},
+		{"SELECT * FROM dblink('host=x', 'DELETE FROM t') AS t(a int)", ErrUnsafe, nil, "dblink"},
+		{"SELECT dblink_exec('host=x', 'DROP TABLE t')", ErrUnsafe, nil, "dblink_exec"},
+		{"SELECT lo_import('/etc/passwd')", ErrUnsafe, nil, "lo_import"},
+		{"SELECT lo_export(1, '/tmp/x')", ErrUnsafe, nil, "lo_export"},
+		{"SELECT pg_read_file('/etc/passwd')", ErrUnsafe, nil, "pg_read_file"},
+		{"SELECT set_config('statement_timeout', '0', false)", ErrUnsafe, nil, "set_config"},
+		{"SELECT nextval('orders_id_seq')", ErrUnsafe, nil, "nextval"},
+		{"SELECT pg_terminate_backend(pid) FROM pg_stat_activity", ErrUnsafe, nil, "pg_terminate_backend"},
+		{"SELECT query_to_xml('DELETE FROM orders RETURNING 1', true, false, '')", ErrUnsafe, nil, "query_to_xml"},
+		{"SELECT * FROM generate_series(1, 3) g, LATERAL (SELECT pg_advisory_lock(g)) l", ErrUnsafe, nil, "pg_advisory_lock"},
+		{"SELECT (SELECT pg_notify('ch', 'x'))", ErrUnsafe, nil, "pg_notify"},
+
+		// Relations the catalog does not have.
+		{"SELECT * FROM payments", ErrUnknownTable, nil, "relation payments is not in database shop"},
+		{"SELECT * FROM orders o JOIN refunds r ON r.order_id = o.id JOIN ghosts g ON true", ErrUnknownTable, nil, "relations refunds, ghosts are"},
+		{"SELECT * FROM public.invoices", ErrUnknownTable, nil, "public.invoices"},
+		{"WITH orders AS (SELECT 1 AS id) SELECT * FROM orders, missing", ErrUnknownTable, nil, "relation missing"},
+	}
+	if len(tests) < 40 {
+		t.Fatalf("the table has %d statements; keep at least 40", len(tests))
+	}
+	for _, tc := range tests {
+		t.Run(tc.sql, func(t *testing.T) {
+			res, err := Check(tc.sql, cat)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("rejected a safe statement: %v", err)
+				}
+				if !slices.Equal(res.Tables, tc.tables) {
+					t.Errorf("tables %v, want %v", res.Tables, tc.tables)
+				}
+				return
+			}
+			var r *Rejection
+			if !errors.Is(err, tc.want) || !errors.As(err, &r) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if !strings.Contains(r.Reason, tc.reason) {
+				t.Errorf("reason %q should mention %q", r.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+func TestColumnWarnings(t *testing.T) {
+	cat := shop(t)
+	tests := []struct {
+		sql  string
+		want []string
+	}{
+		{"SELECT o.totl FROM orders o", []string{"column o.totl does not exist in public.orders"}},
+		{"SELECT nickname FROM customers", []string{"column nickname is in none of the tables read"}},
+		{"SELECT name AS n, count(*) AS c FROM customers GROUP BY n ORDER BY c", nil},
+		{"WITH t(x) AS (SELECT id FROM orders) SELECT x FROM t", nil},
+		{"SELECT relname FROM pg_catalog.pg_class", []string{"reads the system catalog pg_catalog.pg_class"}},
+	}
+	for _, tc := range tests {
+		res, err := Check(tc.sql, cat)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		if !slices.Equal(res.Warnings, tc.want) {
+			t.Errorf("%s: warnings %q, want %q", tc.sql, res.Warnings, tc.want)
+		}
+	}
+}
