@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/ask"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/retrieve"
@@ -186,6 +187,14 @@ func adapt[Req any, PReq interface {
 				d.reply(r, endpoint, nil, we, errReply)
 				return
 			}
+			// A reply may carry its own error (ask: the rejected SQL).
+			if w, ok := any(resp).(interface{ WireError() *events.Error }); ok && w.WireError() != nil {
+				b, _ := json.Marshal(resp)
+				if err := r.Error(w.WireError().Code, w.WireError().Message, b); err != nil {
+					d.log.Warn("reply failed", zap.String("endpoint", endpoint), zap.Error(err))
+				}
+				return
+			}
 			d.reply(r, endpoint, resp, nil, errReply)
 		}()
 	})
@@ -204,6 +213,9 @@ func (d *Daemon) classify(ctx context.Context, endpoint string, err error) *even
 		return events.Errorf(events.CodeTimeout, "no answer within %v", d.cfg.RequestTimeout)
 	case errors.Is(err, index.ErrUnavailable):
 		return events.Errorf(events.CodeStoreUnavailable, "the index store is unavailable; retry shortly")
+	case errors.Is(err, ask.ErrGateway):
+		d.log.Warn("gateway failed", zap.String("endpoint", endpoint), zap.Error(err))
+		return events.Errorf(events.CodeGatewayError, "the LLM gateway failed: %v", err)
 	}
 	d.log.Error("request failed", zap.String("endpoint", endpoint), zap.Error(err))
 	return events.Errorf(events.CodeInternal, "internal error")

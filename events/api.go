@@ -20,6 +20,7 @@ const (
 	CodeInvalidSQL       = "invalid_sql"
 	CodeUnknownTable     = "unknown_table"
 	CodeUnanswerable     = "unanswerable"
+	CodeInvalidOutput    = "invalid_output"
 	// CodeNoDaemon: no daemon answered the request (set by clients).
 	CodeNoDaemon = "no_daemon"
 )
@@ -145,6 +146,15 @@ type AskReply struct {
 	Timings     map[string]float64 `json:"timings_ms,omitempty"`
 	Explain     any                `json:"explain,omitempty"`
 	Error       *Error             `json:"error,omitempty"`
+}
+
+// WireError is the reply's error, so a server can send an error reply
+// that still carries the rejected SQL and the context.
+func (r *AskReply) WireError() *Error {
+	if r == nil {
+		return nil
+	}
+	return r.Error
 }
 
 // TableInfo describes one table in a TablesReply.

@@ -93,8 +93,11 @@ type Item struct {
 type Result struct {
 	Items     []Item
 	Truncated bool // the token budget cut items
-	Explain   []Explain
-	Timings   Timings
+	// Warnings say what degraded without failing (a reranker that
+	// failed, leaving the fused order).
+	Warnings []string
+	Explain  []Explain
+	Timings  Timings
 }
 
 // Timings per stage.
@@ -292,14 +295,16 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		}
 	}
 	if r.cfg.Reranker != nil {
-		var err error
-		cands, err = r.cfg.Reranker.Rerank(ctx, req.Question, cands)
+		reranked, err := r.cfg.Reranker.Rerank(ctx, req.Question, slices.Clone(cands))
 		if err != nil {
-			return nil, fmt.Errorf("rerank: %w", err)
-		}
-		for i, c := range cands {
-			o := byName[c.Kind+"\x00"+c.Name]
-			o.ex.RerankRank, o.ex.RerankScore = i+1, c.Score
+			// An optional stage: the order so far stands.
+			res.Warnings = append(res.Warnings, "reranker failed, results keep the fused order: "+err.Error())
+		} else {
+			cands = reranked
+			for i, c := range cands {
+				o := byName[c.Kind+"\x00"+c.Name]
+				o.ex.RerankRank, o.ex.RerankScore = i+1, c.Score
+			}
 		}
 	}
 	res.Timings.Rerank = time.Since(t0)

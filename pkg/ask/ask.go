@@ -1,0 +1,110 @@
+package ask
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/sqlguard"
+)
+
+// Asker writes and checks SQL. Safe for concurrent use.
+type Asker struct {
+	gw Gateway
+}
+
+// New builds an Asker on a gateway.
+func New(gw Gateway) (*Asker, error) {
+	if gw == nil {
+		return nil, errors.New("ask: a gateway is required")
+	}
+	return &Asker{gw: gw}, nil
+}
+
+// attempt is one answer and what became of it.
+type attempt struct {
+	raw, sql, explanation string
+	guard                 *sqlguard.Result
+	failure               error // *OutputError or *sqlguard.Rejection
+}
+
+// Ask asks the model and checks its SQL. Gateway failures are returned as
+// errors; everything the model got wrong comes back as a reply with its
+// error set (and the SQL it wrote), after one repair round.
+func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRequest, res *retrieve.Result) (*events.AskReply, error) {
+	reply := &events.AskReply{Database: req.Database, Timings: map[string]float64{"retrieve": ms(res.Timings.Total)}}
+	for _, it := range res.Items {
+		reply.Context = append(reply.Context, events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score})
+	}
+	reply.Warnings = append(reply.Warnings, res.Warnings...)
+	if req.Explain {
+		reply.Explain = res.Explain
+	}
+	msgs := Prompt(req.Database, res.Items, req.Question)
+	var usage Usage
+	var llm, guard time.Duration
+	try := func(msgs []Message) (*attempt, error) {
+		t0 := time.Now()
+		out, err := a.gw.Complete(ctx, Completion{Messages: msgs, JSON: true})
+		llm += time.Since(t0)
+		if err != nil {
+			return nil, err
+		}
+		usage.add(out.Usage)
+		at := &attempt{raw: out.Content}
+		at.sql, at.explanation, at.failure = ParseOutput(out.Content)
+		if at.failure != nil || at.sql == "" {
+			return at, nil
+		}
+		t0 = time.Now()
+		at.guard, at.failure = sqlguard.Check(at.sql, cat)
+		guard += time.Since(t0)
+		return at, nil
+	}
+	at, err := try(msgs)
+	if err == nil && at.failure != nil {
+		// One repair round with the exact error.
+		at, err = try(repairMessages(msgs, at.raw, at.failure.Error()))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ask %s: %w", req.Database, err)
+	}
+	reply.Timings["llm"], reply.Timings["guard"] = ms(llm), ms(guard)
+	reply.Usage = &events.Usage{PromptTokens: usage.Prompt, CompletionTokens: usage.Completion, CachedTokens: usage.Cached}
+	reply.SQL, reply.Explanation = at.sql, at.explanation
+	switch {
+	case at.failure != nil:
+		reply.Error = wireError(at.failure)
+	case at.sql == "":
+		reply.Error = events.Errorf(events.CodeUnanswerable, "the model found no way to answer from this schema: %s", at.explanation)
+	default:
+		reply.Tables = at.guard.Tables
+		reply.Warnings = append(reply.Warnings, at.guard.Warnings...)
+	}
+	return reply, nil
+}
+
+func wireError(err error) *events.Error {
+	var oe *OutputError
+	if errors.As(err, &oe) {
+		return events.Errorf(events.CodeInvalidOutput, "%v; the model answered: %.500s", oe.Err, oe.Raw)
+	}
+	code := events.CodeInvalidSQL
+	switch {
+	case errors.Is(err, sqlguard.ErrUnsafe):
+		code = events.CodeUnsafeSQL
+	case errors.Is(err, sqlguard.ErrUnknownTable):
+		code = events.CodeUnknownTable
+	}
+	var r *sqlguard.Rejection
+	if errors.As(err, &r) {
+		return events.Errorf(code, "%s", r.Reason)
+	}
+	return events.Errorf(code, "%v", err)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,132 @@
+// Package openai is the ask.Gateway for any OpenAI-compatible chat
+// completions endpoint (OpenAI, Azure OpenAI, vLLM, Ollama, LiteLLM),
+// through github.com/sashabaranov/go-openai.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/schemaq/schemaq/pkg/ask"
+	"github.com/schemaq/schemaq/pkg/httpretry"
+)
+
+// Config of the gateway. APIKey is a secret: never logged, scrubbed from
+// errors.
+type Config struct {
+	BaseURL     string
+	APIKey      string
+	Model       string
+	MaxTokens   int
+	Temperature float32
+	Timeout     time.Duration
+	Retry       httpretry.Config
+}
+
+// Gateway calls the chat completions endpoint. Safe for concurrent use.
+type Gateway struct {
+	cfg    Config
+	client *goopenai.Client
+	// noJSONMode is set once the gateway has refused response_format, so
+	// later calls do not ask again.
+	noJSONMode atomic.Bool
+}
+
+var _ ask.Gateway = (*Gateway)(nil)
+
+// New validates cfg and builds the gateway; it does not dial out.
+func New(cfg Config) (*Gateway, error) {
+	var errs []error
+	if cfg.BaseURL == "" {
+		errs = append(errs, errors.New("LLM base URL is required (SCHEMAQ_LLM_BASE_URL)"))
+	}
+	if cfg.Model == "" {
+		errs = append(errs, errors.New("LLM model is required (SCHEMAQ_LLM_MODEL)"))
+	}
+	if cfg.MaxTokens < 0 || cfg.Temperature < 0 || cfg.Temperature > 2 {
+		errs = append(errs, fmt.Errorf("LLM max tokens must be ≥ 0 and temperature within 0–2, got %d and %v", cfg.MaxTokens, cfg.Temperature))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.MaxTokens == 0 {
+		cfg.MaxTokens = 1024
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	oc := goopenai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	oc.HTTPClient = &http.Client{Timeout: cfg.Timeout, Transport: httpretry.New(nil, cfg.Retry)}
+	return &Gateway{cfg: cfg, client: goopenai.NewClientWithConfig(oc)}, nil
+}
+
+// Model is the configured model.
+func (g *Gateway) Model() string { return g.cfg.Model }
+
+// Complete implements ask.Gateway.
+func (g *Gateway) Complete(ctx context.Context, c ask.Completion) (*ask.Reply, error) {
+	req := goopenai.ChatCompletionRequest{Model: g.cfg.Model, MaxTokens: g.cfg.MaxTokens, Temperature: g.cfg.Temperature}
+	for _, m := range c.Messages {
+		req.Messages = append(req.Messages, goopenai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
+	}
+	useJSON := c.JSON && !g.noJSONMode.Load()
+	if useJSON {
+		req.ResponseFormat = &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONObject}
+	}
+	resp, err := g.client.CreateChatCompletion(ctx, req)
+	if err != nil && useJSON && refusedJSONMode(err) {
+		// Not every OpenAI-compatible server has JSON mode; the prompt
+		// asks for JSON anyway and parsing tolerates prose.
+		g.noJSONMode.Store(true)
+		req.ResponseFormat = nil
+		resp, err = g.client.CreateChatCompletion(ctx, req)
+	}
+	if err != nil {
+		return nil, g.gatewayError(ctx, err)
+	}
+	if len(resp.Choices) == 0 {
+		return nil, &ask.GatewayError{Msg: "the completion has no choices"}
+	}
+	out := &ask.Reply{Content: resp.Choices[0].Message.Content,
+		Usage: ask.Usage{Prompt: resp.Usage.PromptTokens, Completion: resp.Usage.CompletionTokens}}
+	if d := resp.Usage.PromptTokensDetails; d != nil {
+		out.Usage.Cached = d.CachedTokens
+	}
+	return out, nil
+}
+
+func refusedJSONMode(err error) bool {
+	var apiErr *goopenai.APIError
+	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode == http.StatusBadRequest {
+		msg := strings.ToLower(apiErr.Message)
+		return strings.Contains(msg, "response_format") || strings.Contains(msg, "json")
+	}
+	return false
+}
+
+func (g *Gateway) gatewayError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	msg := err.Error()
+	if g.cfg.APIKey != "" {
+		msg = strings.ReplaceAll(msg, g.cfg.APIKey, "[redacted]")
+	}
+	var apiErr *goopenai.APIError
+	var reqErr *goopenai.RequestError
+	switch {
+	case errors.As(err, &apiErr):
+		return &ask.GatewayError{Status: apiErr.HTTPStatusCode, Msg: msg}
+	case errors.As(err, &reqErr):
+		return &ask.GatewayError{Status: reqErr.HTTPStatusCode, Msg: msg}
+	}
+	return &ask.GatewayError{Msg: msg}
+}

@@ -1,0 +1,42 @@
+package ask
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParseOutput(t *testing.T) {
+	tests := []struct {
+		name, raw, sql, expl string
+		err                  error
+	}{
+		{"strict JSON", `{"sql": "SELECT COUNT(*) FROM users", "explanation": "counts users"}`, "SELECT COUNT(*) FROM users", "counts users", nil},
+		{"trailing semicolons stripped", `{"sql": "SELECT 1;; ", "explanation": "x"}`, "SELECT 1", "x", nil},
+		{"markdown fence with tag", "```json\n{\"sql\": \"SELECT 1\", \"explanation\": \"one\"}\n```", "SELECT 1", "one", nil},
+		{"bare fence", "```\n{\"sql\": \"SELECT 2\"}\n```", "SELECT 2", "", nil},
+		{"leading prose", `Sure! Here is the query: {"sql": "SELECT 1", "explanation": "e"} Hope it helps.`, "SELECT 1", "e", nil},
+		{"braces and quotes inside strings", `Answer: {"sql": "SELECT '{' || name || '\"}' FROM t", "explanation": "odd {braces}"}`, `SELECT '{' || name || '"}' FROM t`, "odd {braces}", nil},
+		{"a non-JSON brace before the object", `Use {this} then {"sql": "SELECT 3"}`, "SELECT 3", "", nil},
+		{"missing explanation is fine", `{"sql": "SELECT 1"}`, "SELECT 1", "", nil},
+		{"empty sql means unanswerable", `{"sql": "", "explanation": "no such data"}`, "", "no such data", nil},
+		{"not JSON", "SELECT 1 FROM users", "", "", ErrNoJSON},
+		{"missing sql field", `{"query": "SELECT 1"}`, "", "", ErrMissingSQL},
+		{"sql not a string", `{"sql": 42}`, "", "", ErrMissingSQL},
+		{"unterminated object", `{"sql": "SELECT 1"`, "", "", ErrNoJSON},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sql, expl, err := ParseOutput(tc.raw)
+			if tc.err != nil {
+				var oe *OutputError
+				if !errors.Is(err, tc.err) || !errors.As(err, &oe) || oe.Raw != tc.raw {
+					t.Fatalf("got %v, want %v carrying the raw output", err, tc.err)
+				}
+				return
+			}
+			if err != nil || sql != tc.sql || expl != tc.expl {
+				t.Errorf("got %q, %q, %v; want %q, %q", sql, expl, err, tc.sql, tc.expl)
+			}
+		})
+	}
+}

@@ -1,0 +1,67 @@
+package ask
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+)
+
+// Instructions open every prompt. They never change, so with the schema
+// block after them they form a prefix that gateway prompt caches reuse.
+const Instructions = `You write one PostgreSQL query that answers the user's question about the database described below.
+
+Rules:
+- Use only the tables, views and columns in the schema below. Qualify a name with its schema when the schema is not public.
+- Write exactly one read-only statement: SELECT, WITH ... SELECT or VALUES. Never modify data or schema, never call functions with side effects.
+- If the schema cannot answer the question, return an empty "sql" and say why in "explanation".
+- Answer with one JSON object and nothing else: {"sql": "<the query>", "explanation": "<one sentence>"}`
+
+// Prompt builds the messages for a question: the system message holds the
+// instructions, then the chosen tables' and views' DDL, docs and examples,
+// each group in a fixed order (by name, not by retrieval rank), so two
+// asks with the same context send byte-identical prefixes; the question
+// comes last, alone.
+func Prompt(db string, items []retrieve.Item, question string) []Message {
+	var schema, docs, examples []retrieve.Item
+	for _, it := range items {
+		switch it.Kind {
+		case chunk.KindTable, chunk.KindView:
+			schema = append(schema, it)
+		case chunk.KindDoc:
+			docs = append(docs, it)
+		case chunk.KindExample:
+			examples = append(examples, it)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(Instructions)
+	b.WriteString("\n\n# Database " + db + "\n")
+	section := func(title string, its []retrieve.Item) {
+		if len(its) == 0 {
+			return
+		}
+		sort.Slice(its, func(i, j int) bool { return its[i].Name < its[j].Name })
+		b.WriteString("\n## " + title + "\n")
+		for _, it := range its {
+			b.WriteString("\n")
+			b.WriteString(strings.TrimRight(it.Text, "\n"))
+			b.WriteString("\n")
+		}
+	}
+	section("Schema", schema)
+	section("Documentation", docs)
+	section("Examples", examples)
+	return []Message{{Role: "system", Content: b.String()}, {Role: "user", Content: question}}
+}
+
+// repairMessages continues a conversation whose answer was rejected,
+// quoting the exact reason.
+func repairMessages(msgs []Message, answer, reason string) []Message {
+	out := append([]Message(nil), msgs...)
+	return append(out,
+		Message{Role: "assistant", Content: answer},
+		Message{Role: "user", Content: "Your answer was rejected: " + reason +
+			"\nAnswer again with one JSON object {\"sql\": ..., \"explanation\": ...} that fixes this."})
+}
