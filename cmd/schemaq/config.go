@@ -12,10 +12,14 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/schemaq/schemaq/pkg/ask"
+	askopenai "github.com/schemaq/schemaq/pkg/ask/openai"
 	"github.com/schemaq/schemaq/pkg/embed"
 	embedopenai "github.com/schemaq/schemaq/pkg/embed/openai"
 	"github.com/schemaq/schemaq/pkg/httpretry"
 	"github.com/schemaq/schemaq/pkg/natsconn"
+	"github.com/schemaq/schemaq/pkg/rerank"
+	"github.com/schemaq/schemaq/pkg/rerank/httprerank"
 )
 
 // Flags read their default from the environment, so the precedence is
@@ -109,6 +113,80 @@ func (f *embedFlags) build() (embed.Embedder, error) {
 		return nil, usagef("embedder (--embed-*, SCHEMAQ_EMBED_*): %v", err)
 	}
 	return e, nil
+}
+
+// llmFlags configure the chat gateway that writes SQL and the optional
+// gateway reranker. Keys come from the environment only.
+type llmFlags struct {
+	baseURL, model, apiKey       string
+	maxTokens, retries           int
+	temperature                  float64
+	timeout                      time.Duration
+	rerankURL, rerankModel, rkey string
+}
+
+func (l *llmFlags) register(fs *flag.FlagSet, e *env) error {
+	maxTokens, err := envInt(e, "SCHEMAQ_LLM_MAX_TOKENS", 1024)
+	if err != nil {
+		return err
+	}
+	retries, err := envInt(e, "SCHEMAQ_LLM_RETRIES", 3)
+	if err != nil {
+		return err
+	}
+	temp := 0.0
+	if v := e.getenv("SCHEMAQ_LLM_TEMPERATURE"); v != "" {
+		if temp, err = strconv.ParseFloat(v, 64); err != nil {
+			return usagef("SCHEMAQ_LLM_TEMPERATURE: %q is not a number", v)
+		}
+	}
+	timeout := 60 * time.Second
+	if v := e.getenv("SCHEMAQ_LLM_TIMEOUT"); v != "" {
+		if timeout, err = time.ParseDuration(v); err != nil {
+			return usagef("SCHEMAQ_LLM_TIMEOUT: %v", err)
+		}
+	}
+	fs.StringVar(&l.baseURL, "llm-base-url", envString(e, "SCHEMAQ_LLM_BASE_URL", ""), "OpenAI-compatible chat endpoint (OpenAI, Azure, vLLM, Ollama, LiteLLM); empty: ask is retrieval only [SCHEMAQ_LLM_BASE_URL]")
+	fs.StringVar(&l.model, "llm-model", envString(e, "SCHEMAQ_LLM_MODEL", ""), "chat model [SCHEMAQ_LLM_MODEL]")
+	fs.IntVar(&l.maxTokens, "llm-max-tokens", maxTokens, "completion token limit [SCHEMAQ_LLM_MAX_TOKENS]")
+	fs.Float64Var(&l.temperature, "llm-temperature", temp, "sampling temperature [SCHEMAQ_LLM_TEMPERATURE]")
+	fs.DurationVar(&l.timeout, "llm-timeout", timeout, "timeout of one gateway call [SCHEMAQ_LLM_TIMEOUT]")
+	fs.IntVar(&l.retries, "llm-retries", retries, "retries on 429 and 5xx, honouring Retry-After [SCHEMAQ_LLM_RETRIES]")
+	l.apiKey = envString(e, "SCHEMAQ_LLM_API_KEY", e.getenv("OPENAI_API_KEY"))
+	fs.StringVar(&l.rerankURL, "rerank-base-url", envString(e, "SCHEMAQ_RERANK_BASE_URL", ""), "optional /rerank endpoint (Cohere, Jina, TEI shape) [SCHEMAQ_RERANK_BASE_URL]")
+	fs.StringVar(&l.rerankModel, "rerank-model", envString(e, "SCHEMAQ_RERANK_MODEL", ""), "reranker model [SCHEMAQ_RERANK_MODEL]")
+	l.rkey = envString(e, "SCHEMAQ_RERANK_API_KEY", l.apiKey)
+	return nil
+}
+
+func (l *llmFlags) retry() httpretry.Config {
+	c := httpretry.DefaultConfig
+	c.MaxRetries = l.retries
+	return c
+}
+
+// asker is nil when no gateway is configured.
+func (l *llmFlags) asker() (*ask.Asker, error) {
+	if l.baseURL == "" {
+		return nil, nil
+	}
+	gw, err := askopenai.New(askopenai.Config{BaseURL: l.baseURL, APIKey: l.apiKey, Model: l.model,
+		MaxTokens: l.maxTokens, Temperature: float32(l.temperature), Timeout: l.timeout, Retry: l.retry()})
+	if err != nil {
+		return nil, usagef("LLM gateway (--llm-*, SCHEMAQ_LLM_*): %v", err)
+	}
+	return ask.New(gw)
+}
+
+func (l *llmFlags) reranker() (rerank.Reranker, error) {
+	if l.rerankURL == "" {
+		return nil, nil
+	}
+	r, err := httprerank.New(httprerank.Config{BaseURL: l.rerankURL, APIKey: l.rkey, Model: l.rerankModel, Retry: l.retry()})
+	if err != nil {
+		return nil, usagef("reranker (--rerank-*, SCHEMAQ_RERANK_*): %v", err)
+	}
+	return r, nil
 }
 
 type logFlags struct{ format, level string }

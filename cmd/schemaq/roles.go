@@ -28,6 +28,7 @@ import (
 type roleFlags struct {
 	nats     natsFlags
 	embed    embedFlags
+	llm      llmFlags
 	log      logFlags
 	dataDir  *string
 	worker   workers.Config
@@ -39,6 +40,9 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string) error {
 	r.dataDir = dataDirFlag(fs, e)
 	r.nats.register(fs, e)
 	if err := r.embed.register(fs, e); err != nil {
+		return err
+	}
+	if err := r.llm.register(fs, e); err != nil {
 		return err
 	}
 	r.log.register(fs, e, defLog)
@@ -121,11 +125,30 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			wg.Wait()
 			return rt.finish(ctx, errors.New("catalogs did not load within 30s"))
 		}
-		ret, err := retrieve.New(rt.store, rt.emb, watcher, retrieve.DefaultConfig)
+		rcfg := retrieve.DefaultConfig
+		reranker, err := r.llm.reranker()
 		if err != nil {
 			return err
 		}
-		d, err := daemon.New(rt.nc, watcher, rt.store, ret, nil, rt.log.Named("daemon"), r.daemon)
+		if reranker != nil {
+			rcfg.Reranker = reranker
+		}
+		ret, err := retrieve.New(rt.store, rt.emb, watcher, rcfg)
+		if err != nil {
+			return err
+		}
+		asker, err := r.llm.asker()
+		if err != nil {
+			return err
+		}
+		var da daemon.Asker
+		if asker != nil {
+			da = asker
+			rt.log.Info("LLM gateway configured", zap.String("base_url", r.llm.baseURL), zap.String("model", r.llm.model))
+		} else {
+			rt.log.Info("no LLM gateway configured: ask is retrieval only (set SCHEMAQ_LLM_BASE_URL and SCHEMAQ_LLM_MODEL)")
+		}
+		d, err := daemon.New(rt.nc, watcher, rt.store, ret, da, rt.log.Named("daemon"), r.daemon)
 		if err != nil {
 			return usagef("%v", err)
 		}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,15 +44,24 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// startUp runs `schemaq up` until the returned stop is called.
-func startUp(t *testing.T, dataDir, addr string) (stop func() string) {
+// startUp runs `schemaq up` until the returned stop is called; vars
+// stand in for the environment.
+func startUp(t *testing.T, dataDir, addr string, vars ...string) (stop func() string) {
 	t.Helper()
 	var out, errOut syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	getenv := func(k string) string {
+		for i := 0; i+1 < len(vars); i += 2 {
+			if vars[i] == k {
+				return vars[i+1]
+			}
+		}
+		return ""
+	}
 	go func() {
 		done <- runEnv(ctx, []string{"up", "--data-dir", dataDir, "--listen", addr, "--log-format", "json"},
-			&env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }})
+			&env{stdout: &out, stderr: &errOut, getenv: getenv})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(errOut.String(), "schemaq is up") {
@@ -195,5 +206,52 @@ func TestQuickStart(t *testing.T) {
 	out, _, code = runAt(t, url, "tables", "--db", "shop", "orders")
 	if code != exitOK || !strings.Contains(out, "CREATE TABLE public.orders") {
 		t.Errorf("after restart: %s", out)
+	}
+}
+
+// TestAskWithGateway runs up against an OpenAI-compatible chat server
+// (httptest, the real request and response shapes).
+func TestAskWithGateway(t *testing.T) {
+	var mu sync.Mutex
+	answers := []string{
+		`{"sql": "SELECT c.name, count(o.id) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.name ORDER BY 2 DESC;", "explanation": "orders per customer"}`,
+		`{"sql": "DELETE FROM orders"}`, `{"sql": "SELECT pg_sleep(1)"}`, // rejected, then rejected again after the repair
+	}
+	var prompts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Role, Content string } `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		prompts = append(prompts, req.Messages[0].Content)
+		content := answers[0]
+		answers = answers[1:]
+		mu.Unlock()
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "model": "m",
+			"choices": []map[string]any{{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": content}}},
+			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	addr := freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_LLM_BASE_URL", srv.URL+"/v1", "SCHEMAQ_LLM_MODEL", "gpt-test", "SCHEMAQ_LLM_API_KEY", "sk-x")
+	defer stop()
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")); code != exitOK {
+		t.Fatalf("publish: %s", errOut)
+	}
+	out, errOut, code := runAt(t, url, "ask", "--db", "shop", "Which customers placed the most orders?")
+	if code != exitOK || !strings.HasPrefix(out, "SELECT c.name, count(o.id) FROM customers c JOIN orders o") || !strings.Contains(out, "-- tables: public.customers, public.orders") {
+		t.Fatalf("ask (exit %d): %s %s", code, out, errOut)
+	}
+	mu.Lock()
+	if !strings.Contains(prompts[0], "CREATE TABLE public.orders (") {
+		t.Errorf("the prompt lacks the orders DDL:\n%s", prompts[0])
+	}
+	mu.Unlock()
+	out, errOut, code = runAt(t, url, "ask", "--db", "shop", "Delete every order")
+	if code != exitFailure || !strings.Contains(out, "-- rejected SQL:\nSELECT pg_sleep(1)") || !strings.Contains(errOut, "unsafe_sql: function pg_sleep() has side effects") {
+		t.Errorf("rejected ask (exit %d): %q %q", code, out, errOut)
 	}
 }
