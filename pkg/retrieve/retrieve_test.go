@@ -2,6 +2,7 @@ package retrieve_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/indexer"
+	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 )
 
@@ -223,5 +225,32 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if _, err := retrieve.New(nil, nil, nil, retrieve.DefaultConfig); err == nil {
 		t.Error("no searcher: want an error")
+	}
+}
+
+type failingReranker struct{}
+
+func (failingReranker) Rerank(context.Context, string, []rerank.Candidate) ([]rerank.Candidate, error) {
+	return nil, errors.New("reranker is down")
+}
+
+func TestFailingRerankerKeepsFusedOrder(t *testing.T) {
+	base := newFixture(t, retrieve.DefaultConfig)
+	want, err := base.ret.Retrieve(context.Background(), retrieve.Request{Database: "school", Question: "teachers salary", K: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := retrieve.DefaultConfig
+	cfg.Reranker = failingReranker{}
+	f := newFixture(t, cfg)
+	got, err := f.ret.Retrieve(context.Background(), retrieve.Request{Database: "school", Question: "teachers salary", K: 3})
+	if err != nil {
+		t.Fatalf("a failing optional reranker failed the retrieval: %v", err)
+	}
+	if !slices.Equal(names(got.Items), names(want.Items)) {
+		t.Errorf("order %v, want the un-reranked %v", names(got.Items), names(want.Items))
+	}
+	if len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "reranker is down") {
+		t.Errorf("warnings %v", got.Warnings)
 	}
 }
