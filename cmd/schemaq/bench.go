@@ -52,6 +52,15 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.BM25Weight, "bm25-weight", cfg.BM25Weight, "weight of the BM25 list in fusion")
 	fs.Float64Var(&cfg.KNNWeight, "knn-weight", cfg.KNNWeight, "weight of the vector list in fusion")
 	fs.IntVar(&cfg.SchemaWindow, "schema-window", cfg.SchemaWindow, "how many fused candidates the schema rescoring reorders")
+	noRouting := fs.Bool("no-routing", false, "ablation: no schema routing")
+	noPropagation := fs.Bool("no-propagation", false, "ablation: no foreign-key score propagation")
+	fs.Float64Var(&cfg.RoutingWeight, "routing-weight", cfg.RoutingWeight, "schema routing: weight of the schema list")
+	fs.Float64Var(&cfg.RoutingK, "routing-k", cfg.RoutingK, "schema routing: k of the schema list")
+	fs.IntVar(&cfg.RoutingDepth, "routing-depth", cfg.RoutingDepth, "schema routing: how many of a schema's best candidates count")
+	fs.BoolVar(&cfg.RoutingByVocab, "routing-vocab", cfg.RoutingByVocab, "schema routing: rank schemas by their vocabulary, not their tables' evidence")
+	fs.Float64Var(&cfg.PropagationWeight, "propagation-weight", cfg.PropagationWeight, "propagation: share of a seed's score lent")
+	fs.IntVar(&cfg.PropagationSeeds, "propagation-seeds", cfg.PropagationSeeds, "propagation: how many of the best tables lend")
+	fs.IntVar(&cfg.SchemaExpansion, "schema-expansion", cfg.SchemaExpansion, "add up to N unfound tables of the best schema")
 	fs.Float64Var(&cfg.SchemaWeights.Table, "w-table", cfg.SchemaWeights.Table, "schema rescoring: weight of a table-name hit")
 	fs.Float64Var(&cfg.SchemaWeights.Column, "w-column", cfg.SchemaWeights.Column, "schema rescoring: weight of a column hit")
 	fs.Float64Var(&cfg.SchemaWeights.Other, "w-other", cfg.SchemaWeights.Other, "schema rescoring: weight of any other hit")
@@ -79,6 +88,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		cuts = append(cuts, k)
 	}
 	cfg.BM25, cfg.KNN, cfg.SchemaRerank, cfg.FKExpansion = !*noBM25, !*noKNN, !*noSchema, !*noFK
+	cfg.SchemaRouting, cfg.Propagation = !*noRouting, !*noPropagation
 	if *reranker == "lexical" {
 		cfg.Reranker = rerank.Lexical{}
 	}

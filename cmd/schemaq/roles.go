@@ -126,6 +126,9 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			return rt.finish(ctx, errors.New("catalogs did not load within 30s"))
 		}
 		rcfg := retrieve.DefaultConfig
+		if r.embed.baseURL != "" {
+			rcfg.KNNWeight = retrieve.NeuralKNNWeight
+		}
 		reranker, err := r.llm.reranker()
 		if err != nil {
 			return err

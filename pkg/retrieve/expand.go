@@ -14,6 +14,7 @@ type graph struct {
 	tables map[string]*catalog.Table
 	adj    map[string]map[string]bool
 	chunks *chunk.Tabler // renders bridge tables as the index would
+	vocab  *vocab        // scores schemas for routing
 }
 
 // graphCache keeps the graph of the latest catalog seen per database.
@@ -35,7 +36,7 @@ func (gc *graphCache) get(cat *catalog.Catalog) *graph {
 	if e, ok := gc.m[cat.Database]; ok && e.cat == cat {
 		return e.g
 	}
-	g := &graph{tables: map[string]*catalog.Table{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{})}
+	g := &graph{tables: map[string]*catalog.Table{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat)}
 	link := func(a, b string) {
 		if a == b {
 			return

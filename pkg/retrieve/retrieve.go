@@ -53,6 +53,32 @@ type Config struct {
 	SchemaWindow  int
 	// Reranker runs after schema rescoring; nil means none.
 	Reranker rerank.Reranker
+	// SchemaRouting treats schemas as a third ranked list: schemas are
+	// ranked by the summed fused scores of their best RoutingDepth
+	// candidates, and every table or view gets RoutingWeight/(RoutingK +
+	// its schema's rank) added to its fused score. A question is about one
+	// database; in a pooled index that is one schema, so its tables rise
+	// together. With a single schema it changes nothing.
+	SchemaRouting bool
+	RoutingWeight float64
+	RoutingK      float64
+	RoutingDepth  int
+	// RoutingByVocab ranks schemas by their own vocabulary (names and
+	// columns, IDF over schemas) instead of by their tables' evidence.
+	RoutingByVocab bool
+	// SchemaExpansion adds the tables of the best-ranked schema that no
+	// retriever found, after the candidates that have evidence of their
+	// own, up to this many (0: off).
+	SchemaExpansion int
+	// Propagation lets the best PropagationSeeds fused tables lend
+	// PropagationWeight of their score to their foreign-key neighbours,
+	// divided by the square root of the seed's degree (a hub lends less to
+	// each): one step of personalised PageRank. Neighbours no retriever
+	// found join the candidates. A question's tables are joined, so the
+	// partners of a strong match are likely needed too.
+	Propagation       bool
+	PropagationWeight float64
+	PropagationSeeds  int
 	// FKExpansion adds tables that join two chosen tables.
 	FKExpansion bool
 	MaxBridges  int
@@ -61,14 +87,22 @@ type Config struct {
 	TokenBudget int
 }
 
+// KNN weights in fusion: the local embedder's vectors are much weaker than
+// field-weighted BM25 on schema text (docs/retrieval.md), so they get a
+// small voice; a neural embedder's get an equal one.
+const (
+	LocalKNNWeight  = 0.15
+	NeuralKNNWeight = 1.0
+)
+
 // DefaultConfig is the pipeline the daemon runs, tuned on the retrieval
-// benchmark (docs/retrieval.md): the local embedder's vectors are weaker
-// than field-weighted BM25 on schema text, so they get a third of BM25's
-// voice in fusion (raise KNNWeight to 1 with a neural embedder), and the
-// schema rescoring reorders only the top few, where its term counting
-// sharpens the order instead of overriding BM25's finer scores.
+// benchmark (docs/retrieval.md). The schema rescoring reorders only the
+// top few, where its term counting sharpens the order instead of
+// overriding BM25's finer scores.
 var DefaultConfig = Config{
-	Candidates: 50, RRFK: 60, BM25Weight: 1, KNNWeight: 0.3, Weights: index.DefaultWeights, BM25: true, KNN: true,
+	Candidates: 50, RRFK: 60, BM25Weight: 1, KNNWeight: LocalKNNWeight, Weights: index.DefaultWeights, BM25: true, KNN: true,
+	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
+	Propagation: true, PropagationWeight: 0.3, PropagationSeeds: 3,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
 }
 
@@ -114,6 +148,7 @@ type Explain struct {
 	BM25Score   float64 `json:"bm25_score,omitempty"`
 	KNNRank     int     `json:"knn_rank,omitempty"`
 	KNNScore    float64 `json:"knn_score,omitempty"`
+	SchemaRoute int     `json:"schema_route_rank,omitempty"`
 	FusedRank   int     `json:"fused_rank,omitempty"`
 	FusedScore  float64 `json:"fused_score,omitempty"`
 	SchemaRank  int     `json:"schema_rank,omitempty"`
@@ -154,12 +189,13 @@ func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config
 // object gathers the chunks of one table/view/doc/example and its stage
 // records while the pipeline runs.
 type object struct {
-	key    string
-	cand   rerank.Candidate
-	ex     Explain
-	seen   map[string]bool
-	rrf    float64
-	bestAt int
+	key        string
+	cand       rerank.Candidate
+	ex         Explain
+	seen       map[string]bool
+	rrf        float64
+	bestAt     int
+	schemaRank int // rank of the object's schema by routing; 0 when not routed
 }
 
 // Retrieve runs the pipeline for one question.
@@ -253,6 +289,9 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	// Reciprocal Rank Fusion over objects; ties go to the better single
 	// rank, then to the name, so the order is deterministic.
 	t0 := time.Now()
+	if r.cfg.SchemaRouting || r.cfg.SchemaExpansion > 0 {
+		r.route(req, func() []*object { return all }, get)
+	}
 	for _, o := range all {
 		o.bestAt = 1 << 30
 		if rank := o.ex.BM25Rank; rank > 0 {
@@ -263,18 +302,30 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 			o.rrf += r.cfg.KNNWeight / (r.cfg.RRFK + float64(rank))
 			o.bestAt = min(o.bestAt, rank)
 		}
+		if o.schemaRank > 0 && r.cfg.SchemaRouting {
+			o.rrf += r.cfg.RoutingWeight / (r.cfg.RoutingK + float64(o.schemaRank))
+		}
 		o.finish()
 	}
-	sort.SliceStable(all, func(i, j int) bool {
-		a, b := all[i], all[j]
-		if a.rrf != b.rrf {
-			return a.rrf > b.rrf
+	byFused := func() {
+		sort.SliceStable(all, func(i, j int) bool {
+			a, b := all[i], all[j]
+			if a.rrf != b.rrf {
+				return a.rrf > b.rrf
+			}
+			if a.bestAt != b.bestAt {
+				return a.bestAt < b.bestAt
+			}
+			return a.key < b.key
+		})
+	}
+	byFused()
+	if r.cfg.Propagation && r.catalogs != nil {
+		if cat := r.catalogs.Catalog(req.Database); cat != nil {
+			r.propagate(cat, func() []*object { return all }, get)
+			byFused()
 		}
-		if a.bestAt != b.bestAt {
-			return a.bestAt < b.bestAt
-		}
-		return a.key < b.key
-	})
+	}
 	cands := make([]rerank.Candidate, len(all))
 	byName := make(map[string]*object, len(all))
 	for i, o := range all {

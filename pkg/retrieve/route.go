@@ -1,0 +1,228 @@
+package retrieve
+
+import (
+	"math"
+	"sort"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// rankByEvidence orders schemas by their best table or view: its fused
+// score so far, then the second best adds a little (RoutingDepth > 1), so
+// one strong match outranks many weak ones.
+func (r *Retriever) rankByEvidence(all []*object) []string {
+	scores := map[string][]float64{}
+	for _, o := range all {
+		if o.cand.Kind != chunk.KindTable && o.cand.Kind != chunk.KindView {
+			continue
+		}
+		var s float64
+		if o.ex.BM25Rank > 0 {
+			s += r.cfg.BM25Weight / (r.cfg.RRFK + float64(o.ex.BM25Rank))
+		}
+		if o.ex.KNNRank > 0 {
+			s += r.cfg.KNNWeight / (r.cfg.RRFK + float64(o.ex.KNNRank))
+		}
+		scores[o.cand.Schema] = append(scores[o.cand.Schema], s)
+	}
+	agg := map[string]float64{}
+	out := make([]string, 0, len(scores))
+	for schema, ss := range scores {
+		sort.Sort(sort.Reverse(sort.Float64Slice(ss)))
+		w := 1.0
+		for i := 0; i < len(ss) && i < max(r.cfg.RoutingDepth, 1); i++ {
+			agg[schema] += w * ss[i]
+			w /= 4 // later tables add less and less
+		}
+		out = append(out, schema)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if agg[out[i]] != agg[out[j]] {
+			return agg[out[i]] > agg[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// vocab scores schemas as documents: a schema's words are its name, its
+// tables' and views' names and their column names. A question term found
+// in a schema scores its inverse schema frequency (rare words say more
+// about which database a question is about), twice when it names a table
+// or the schema itself.
+type vocab struct {
+	names   map[string]map[string]bool // schema → terms of its schema, table and view names
+	columns map[string]map[string]bool // schema → terms of its column names
+	df      map[string]int             // term → number of schemas that have it
+}
+
+func newVocab(cat *catalog.Catalog) *vocab {
+	v := &vocab{names: map[string]map[string]bool{}, columns: map[string]map[string]bool{}, df: map[string]int{}}
+	add := func(m map[string]map[string]bool, schema, s string) {
+		if m[schema] == nil {
+			m[schema] = map[string]bool{}
+		}
+		for _, t := range text.Terms(s) {
+			m[schema][t] = true
+		}
+	}
+	for _, t := range cat.Tables() {
+		add(v.names, t.Schema, t.Schema+" "+t.Name)
+		for _, c := range t.Columns {
+			add(v.columns, t.Schema, c.Name)
+		}
+	}
+	for _, vw := range cat.Views() {
+		add(v.names, vw.Schema, vw.Schema+" "+vw.Name)
+		for _, c := range vw.Columns {
+			add(v.columns, vw.Schema, c.Name)
+		}
+	}
+	for schema := range v.names {
+		seen := map[string]bool{}
+		for t := range v.names[schema] {
+			seen[t] = true
+		}
+		for t := range v.columns[schema] {
+			seen[t] = true
+		}
+		for t := range seen {
+			v.df[t]++
+		}
+	}
+	return v
+}
+
+// rank orders the schemas by score, best first; schemas that match no
+// term are left out. A database with one schema ranks it alone.
+func (v *vocab) rank(terms []string) []string {
+	n := float64(len(v.names))
+	seen := map[string]bool{}
+	scores := map[string]float64{}
+	for _, t := range terms {
+		if seen[t] || v.df[t] == 0 {
+			continue
+		}
+		seen[t] = true
+		idf := math.Log(1 + (n-float64(v.df[t])+0.5)/(float64(v.df[t])+0.5))
+		for schema, names := range v.names {
+			switch {
+			case names[t]:
+				scores[schema] += 2 * idf
+			case v.columns[schema][t]:
+				scores[schema] += idf
+			}
+		}
+	}
+	out := make([]string, 0, len(scores))
+	for s := range scores {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if scores[out[i]] != scores[out[j]] {
+			return scores[out[i]] > scores[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// route ranks the database's schemas against the question (see vocab) and
+// records each object's schema rank. With SchemaExpansion it also adds the
+// best schema's tables that no retriever found (they get only the routing
+// bonus, so they follow the tables with evidence of their own).
+// objects returns the caller's current list, which get extends.
+func (r *Retriever) route(req Request, objects func() []*object, get func(chunk.Chunk) *object) {
+	if r.catalogs == nil {
+		return
+	}
+	cat := r.catalogs.Catalog(req.Database)
+	if cat == nil {
+		return
+	}
+	g := r.graphs.get(cat)
+	var schemas []string
+	if r.cfg.RoutingByVocab {
+		schemas = g.vocab.rank(text.Terms(req.Question))
+	} else {
+		schemas = r.rankByEvidence(objects())
+	}
+	if len(schemas) == 0 {
+		return
+	}
+	rank := map[string]int{}
+	for i, s := range schemas {
+		rank[s] = i + 1
+	}
+	if n := r.cfg.SchemaExpansion; n > 0 {
+		added := 0
+		for _, t := range cat.Tables() {
+			if added >= n || t.Schema != schemas[0] || t.PartitionOf != nil {
+				continue
+			}
+			before := len(objects())
+			for _, c := range g.chunks.Table(t) {
+				get(c)
+			}
+			if len(objects()) > before {
+				added++
+			}
+		}
+	}
+	for _, o := range objects() {
+		if o.cand.Kind == chunk.KindTable || o.cand.Kind == chunk.KindView {
+			o.schemaRank = rank[o.cand.Schema]
+			o.ex.SchemaRoute = o.schemaRank
+		}
+	}
+}
+
+// propagate runs one step of score propagation over foreign keys from the
+// best fused tables (objects must be in fused order). New neighbours are
+// added through get and finished here.
+func (r *Retriever) propagate(cat *catalog.Catalog, objects func() []*object, get func(chunk.Chunk) *object) {
+	g := r.graphs.get(cat)
+	type lend struct {
+		key   string
+		score float64
+	}
+	var lends []lend
+	seeds := 0
+	for _, o := range objects() {
+		if seeds >= r.cfg.PropagationSeeds {
+			break
+		}
+		if o.cand.Kind != chunk.KindTable {
+			continue
+		}
+		seeds++
+		nbrs := g.adj[o.cand.Name]
+		if len(nbrs) == 0 {
+			continue
+		}
+		share := r.cfg.PropagationWeight * o.rrf / math.Sqrt(float64(len(nbrs)))
+		for n := range nbrs {
+			lends = append(lends, lend{n, share})
+		}
+	}
+	for _, l := range lends {
+		t := g.tables[l.key]
+		if t == nil {
+			continue
+		}
+		var o *object
+		for _, c := range g.chunks.Table(t) {
+			o = get(c)
+		}
+		if o == nil {
+			continue
+		}
+		if o.bestAt == 0 { // new: finish it like the others
+			o.bestAt = 1 << 30
+			o.finish()
+		}
+		o.rrf += l.score
+	}
+}
