@@ -41,6 +41,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	db := fs.String("db", "bench", "database name to index the schema under")
 	misses := fs.Int("misses", 0, "print up to N questions whose gold tables were not all retrieved")
+	goldSchema := fs.Bool("gold-schema", false, "filter each question to its gold tables' schema (single-database asks)")
 	cfg := retrieve.DefaultConfig
 	noBM25 := fs.Bool("no-bm25", false, "ablation: no BM25 candidates")
 	noKNN := fs.Bool("no-knn", false, "ablation: no vector candidates")
@@ -106,7 +107,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench retrieval: %s: %w", *questions, err)
 	}
 	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
-		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: e.stderr})
+		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: e.stderr, GoldSchema: *goldSchema})
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,10 @@ type RetrievalConfig struct {
 	Retrieve  retrieve.Config
 	Embedder  embed.Embedder // local when nil
 	Dir       string         // where the index lives (a temporary directory when empty)
-	Progress  io.Writer      // a counter goes here while questions run (nil: none)
+	// GoldSchema filters each question to the schema of its gold tables:
+	// the single-database ask, where the caller says which database.
+	GoldSchema bool
+	Progress   io.Writer // a counter goes here while questions run (nil: none)
 }
 
 // RetrievalReport is the outcome; its JSON shape is stable because other
@@ -151,7 +154,13 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	rep := &RetrievalReport{Tables: len(cat.Tables()), Questions: len(cfg.Questions)}
 	for qi, q := range cfg.Questions {
 		t0 := time.Now()
-		res, err := ret.Retrieve(ctx, retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK})
+		req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK}
+		if cfg.GoldSchema {
+			if schema, _, ok := strings.Cut(strings.ToLower(q.GoldTables[0]), "."); ok {
+				req.Schemas = []string{schemaOf(cat, schema)}
+			}
+		}
+		res, err := ret.Retrieve(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("bench: question %v: %w", q.ID, err)
 		}
@@ -199,6 +208,16 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	rep.LatencyMS = map[string]float64{"p50": ms(percentile(lat, 50)), "p95": ms(percentile(lat, 95)), "p99": ms(percentile(lat, 99))}
 	return rep, nil
+}
+
+// schemaOf finds the catalog's spelling of a lower-cased schema name.
+func schemaOf(cat *catalog.Catalog, lower string) string {
+	for _, s := range cat.Schemas() {
+		if strings.ToLower(s) == lower {
+			return s
+		}
+	}
+	return lower
 }
 
 func allIn(want, have []string) bool {

@@ -22,6 +22,7 @@ type Record struct {
 type Filter struct {
 	Database string
 	Kinds    []string          // empty: every kind
+	Schemas  []string          // empty: every schema; else tables and views of these schemas only
 	Tags     map[string]string // every pair must match
 }
 

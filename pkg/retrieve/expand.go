@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -63,7 +64,7 @@ func (gc *graphCache) get(cat *catalog.Catalog) *graph {
 // junction of a many-to-many, the middle of a chain). A question joining
 // the two needs it even when it names neither. Each bridge goes right
 // after the later of the two tables it joins.
-func (r *Retriever) expand(cat *catalog.Catalog, items []Item, limit int) []Item {
+func (r *Retriever) expand(cat *catalog.Catalog, items []Item, limit int, schemas []string) []Item {
 	g := r.graphs.get(cat)
 	pos := map[string]int{}
 	for i, it := range items {
@@ -80,6 +81,9 @@ func (r *Retriever) expand(cat *catalog.Catalog, items []Item, limit int) []Item
 	var found []bridge
 	for key, nbrs := range g.adj {
 		if _, chosen := pos[key]; chosen {
+			continue
+		}
+		if t := g.tables[key]; t == nil || (len(schemas) > 0 && !slices.Contains(schemas, t.Schema)) {
 			continue
 		}
 		best := bridge{after: 1 << 30}

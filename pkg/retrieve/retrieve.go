@@ -70,12 +70,11 @@ type Config struct {
 	// retriever found, after the candidates that have evidence of their
 	// own, up to this many (0: off).
 	SchemaExpansion int
-	// Propagation lets the best PropagationSeeds fused tables lend
-	// PropagationWeight of their score to their foreign-key neighbours,
-	// divided by the square root of the seed's degree (a hub lends less to
-	// each): one step of personalised PageRank. Neighbours no retriever
-	// found join the candidates. A question's tables are joined, so the
-	// partners of a strong match are likely needed too.
+	// Propagation raises the foreign-key neighbours of the best
+	// PropagationSeeds fused tables to at least PropagationWeight times
+	// the seed's score; neighbours no retriever found join the candidates.
+	// A question's tables are joined, so the partners of a strong match
+	// are likely needed too.
 	Propagation       bool
 	PropagationWeight float64
 	PropagationSeeds  int
@@ -102,7 +101,7 @@ const (
 var DefaultConfig = Config{
 	Candidates: 50, RRFK: 60, BM25Weight: 1, KNNWeight: LocalKNNWeight, Weights: index.DefaultWeights, BM25: true, KNN: true,
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
-	Propagation: true, PropagationWeight: 0.3, PropagationSeeds: 3,
+	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
 }
 
@@ -112,6 +111,7 @@ type Request struct {
 	Question string
 	K        int // results wanted (10 when ≤ 0)
 	Kinds    []string
+	Schemas  []string // only tables and views of these schemas
 	Tags     map[string]string
 }
 
@@ -149,6 +149,9 @@ type Explain struct {
 	KNNRank     int     `json:"knn_rank,omitempty"`
 	KNNScore    float64 `json:"knn_score,omitempty"`
 	SchemaRoute int     `json:"schema_route_rank,omitempty"`
+	// LiftedTo is the score foreign-key propagation raised the candidate
+	// to (0: not lifted).
+	LiftedTo    float64 `json:"lifted_to,omitempty"`
 	FusedRank   int     `json:"fused_rank,omitempty"`
 	FusedScore  float64 `json:"fused_score,omitempty"`
 	SchemaRank  int     `json:"schema_rank,omitempty"`
@@ -206,7 +209,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		k = 10
 	}
 	res := &Result{}
-	filter := index.Filter{Database: req.Database, Kinds: req.Kinds, Tags: req.Tags}
+	filter := index.Filter{Database: req.Database, Kinds: req.Kinds, Schemas: req.Schemas, Tags: req.Tags}
 	objs := map[string]*object{}
 	var all []*object
 	get := func(c chunk.Chunk) *object {
@@ -322,7 +325,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	byFused()
 	if r.cfg.Propagation && r.catalogs != nil {
 		if cat := r.catalogs.Catalog(req.Database); cat != nil {
-			r.propagate(cat, func() []*object { return all }, get)
+			r.propagate(cat, req.Schemas, func() []*object { return all }, get)
 			byFused()
 		}
 	}
@@ -367,7 +370,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	t0 = time.Now()
 	if r.cfg.FKExpansion && r.catalogs != nil {
 		if cat := r.catalogs.Catalog(req.Database); cat != nil && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, chunk.KindTable)) {
-			items = r.expand(cat, items, r.cfg.MaxBridges)
+			items = r.expand(cat, items, r.cfg.MaxBridges, req.Schemas)
 		}
 	}
 	res.Timings.Expand = time.Since(t0)

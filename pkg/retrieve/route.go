@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -179,10 +180,10 @@ func (r *Retriever) route(req Request, objects func() []*object, get func(chunk.
 	}
 }
 
-// propagate runs one step of score propagation over foreign keys from the
-// best fused tables (objects must be in fused order). New neighbours are
-// added through get and finished here.
-func (r *Retriever) propagate(cat *catalog.Catalog, objects func() []*object, get func(chunk.Chunk) *object) {
+// propagate lifts the foreign-key neighbours of the best fused tables
+// (objects must be in fused order) to at least PropagationWeight times the
+// seed's score. New neighbours are added through get and finished here.
+func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects func() []*object, get func(chunk.Chunk) *object) {
 	g := r.graphs.get(cat)
 	type lend struct {
 		key   string
@@ -202,14 +203,14 @@ func (r *Retriever) propagate(cat *catalog.Catalog, objects func() []*object, ge
 		if len(nbrs) == 0 {
 			continue
 		}
-		share := r.cfg.PropagationWeight * o.rrf / math.Sqrt(float64(len(nbrs)))
+		floor := r.cfg.PropagationWeight * o.rrf
 		for n := range nbrs {
-			lends = append(lends, lend{n, share})
+			lends = append(lends, lend{n, floor})
 		}
 	}
 	for _, l := range lends {
 		t := g.tables[l.key]
-		if t == nil {
+		if t == nil || (len(schemas) > 0 && !slices.Contains(schemas, t.Schema)) {
 			continue
 		}
 		var o *object
@@ -223,6 +224,12 @@ func (r *Retriever) propagate(cat *catalog.Catalog, objects func() []*object, ge
 			o.bestAt = 1 << 30
 			o.finish()
 		}
-		o.rrf += l.score
+		// A floor, not a sum: a neighbour of a strong match is at least
+		// this relevant, but lends never reorder candidates that have
+		// stronger evidence of their own.
+		if l.score > o.rrf {
+			o.rrf = l.score
+			o.ex.LiftedTo = l.score
+		}
 	}
 }

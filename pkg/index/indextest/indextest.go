@@ -206,6 +206,23 @@ func testFilters(t *testing.T, s index.Store) {
 	if err != nil || len(hits) != 1 || hits[0].Chunk.Kind != chunk.KindExample {
 		t.Errorf("kind-filtered search: %v %v", names(hits), err)
 	}
+	// Schema filter: only tables and views of those schemas.
+	other := rec("shop", chunk.KindTable, "archive.orders", "orders", []string{"id"}, "CREATE TABLE archive.orders (id bigint)", 1, nil)
+	other.Schema = "archive"
+	mustUpsert(t, s, []index.Record{other})
+	sq := textQuery("shop", "orders")
+	sq.Schemas = []string{"archive"}
+	hits, err = s.SearchText(ctx, sq)
+	if err != nil || len(hits) != 1 || hits[0].Chunk.Name != "archive.orders" {
+		t.Errorf("schema-filtered text search: %v %v", names(hits), err)
+	}
+	vh, err := s.SearchVector(ctx, index.VectorQuery{Filter: index.Filter{Database: "shop", Schemas: []string{"archive"}}, Vector: local.Vector("orders"), Limit: 10})
+	if err != nil || len(vh) != 1 || vh[0].Chunk.Name != "archive.orders" {
+		t.Errorf("schema-filtered vector search: %v %v", names(vh), err)
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "shop", Schemas: []string{"archive"}}); n != 1 {
+		t.Errorf("schema-filtered count %d", n)
+	}
 }
 
 // A search scoped to one database never returns another database's

@@ -423,6 +423,12 @@ func filterSQL(f index.Filter) (string, []any) {
 			args = append(args, k)
 		}
 	}
+	if len(f.Schemas) > 0 {
+		where = append(where, "c.schema_name IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Schemas)), ",")+")")
+		for _, s := range f.Schemas {
+			args = append(args, s)
+		}
+	}
 	keys := make([]string, 0, len(f.Tags))
 	for k := range f.Tags {
 		keys = append(keys, k)
@@ -636,6 +642,9 @@ func (t *topK) sorted() []scored {
 // database is the cache's).
 func matches(c chunk.Chunk, f index.Filter) bool {
 	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, c.Kind) {
+		return false
+	}
+	if len(f.Schemas) > 0 && !slices.Contains(f.Schemas, c.Schema) {
 		return false
 	}
 	for k, v := range f.Tags {
