@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -309,7 +310,30 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 		if t == nil {
 			return nil, events.Errorf(events.CodeNotFound, "table %q is not in database %s (version %d)", req.Table, req.Database, cat.Version)
 		}
-		out.Tables = []events.TableInfo{{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns), DDL: t.DDL()}}
+		info := events.TableInfo{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns), DDL: t.DDL()}
+		for _, fk := range t.ForeignKeys {
+			for i := range fk.Columns {
+				info.References = append(info.References, fk.Columns[i]+" → "+fk.RefTable.Schema+"."+fk.RefTable.Name+"."+fk.RefColumns[i])
+			}
+		}
+		for _, other := range cat.Tables() {
+			for _, fk := range other.ForeignKeys {
+				if fk.RefTable != t.QualName() {
+					continue
+				}
+				for i := range fk.Columns {
+					info.ReferencedBy = append(info.ReferencedBy, other.Schema+"."+other.Name+"."+fk.Columns[i]+" → "+fk.RefColumns[i])
+				}
+			}
+		}
+		for _, c := range t.Columns {
+			if c.Enum != nil {
+				if e := cat.Enum(*c.Enum); e != nil {
+					info.Enums = append(info.Enums, c.Name+": "+strings.Join(e.Labels, ", "))
+				}
+			}
+		}
+		out.Tables = []events.TableInfo{info}
 		return out, nil
 	}
 	for _, t := range cat.Tables() {

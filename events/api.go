@@ -162,7 +162,11 @@ type TableInfo struct {
 	Name    string `json:"name"` // schema.table
 	Comment string `json:"comment,omitempty"`
 	Columns int    `json:"columns"`
-	DDL     string `json:"ddl,omitempty"` // only when one table was asked for
+	// Only when one table was asked for:
+	DDL          string   `json:"ddl,omitempty"`
+	References   []string `json:"references,omitempty"`    // "customer_id → public.customers.id"
+	ReferencedBy []string `json:"referenced_by,omitempty"` // "public.orders.customer_id → id"
+	Enums        []string `json:"enums,omitempty"`         // "status: pending, paid, shipped"
 }
 
 // TablesReply is the reply of the tables endpoint.

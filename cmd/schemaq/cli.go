@@ -62,6 +62,7 @@ func commands() map[string]command {
 		"tables":  {"list a database's tables, or print one's DDL", runTables},
 		"status":  {"stream, worker, catalog and dead-letter state", runStatus},
 		"dlq":     {"list, show or retry dead-lettered events", runDLQ},
+		"mcp":     {"serve schemaq's tools to AI agents (Model Context Protocol, stdio or HTTP)", runMCP},
 		"version": {"print the version", func(_ context.Context, e *env, _ []string) error {
 			fmt.Fprintln(e.stdout, "schemaq", version)
 			return nil

@@ -12,11 +12,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalogkv"
 )
 
 // Client talks to a running schemaq. It is safe for concurrent use; the
@@ -92,6 +94,38 @@ func (c *Client) Tables(ctx context.Context, req *events.TablesRequest) (*events
 		return nil, err
 	}
 	return &reply, wireError(reply.Error)
+}
+
+// Database is a database schemaq has a catalog for.
+type Database struct {
+	Name    string `json:"name"`
+	Version int64  `json:"version"` // catalog version: the last migration applied
+}
+
+// Databases lists the databases with a catalog, from the catalog bucket.
+func (c *Client) Databases(ctx context.Context) ([]Database, error) {
+	kv, err := c.js.KeyValue(ctx, events.CatalogBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list databases: %w", err)
+	}
+	store := catalogkv.New(kv)
+	keys, err := store.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(keys)
+	out := make([]Database, 0, len(keys))
+	for _, k := range keys {
+		cat, _, err := store.Get(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Database{Name: k, Version: cat.Version})
+	}
+	return out, nil
 }
 
 func wireError(e *events.Error) error {

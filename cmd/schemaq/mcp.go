@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/mcpserver"
+)
+
+// runMCP serves schemaq's tools to AI agents over MCP: stdio for a local
+// agent, streamable HTTP (--http) for shared deployments. It talks to the
+// running system over NATS, or to an embedded one with --embedded.
+func runMCP(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "mcp", "[--http ADDR] [--embedded] [flags]")
+	var r roleFlags
+	if err := r.register(fs, e, "json"); err != nil {
+		return err
+	}
+	httpAddr := fs.String("http", envString(e, "SCHEMAQ_MCP_HTTP", ""), "serve streamable HTTP on this address instead of stdio [SCHEMAQ_MCP_HTTP]")
+	embedded := fs.Bool("embedded", false, "run NATS, worker, daemon and the index in this process (data in --data-dir) instead of connecting to --nats-url")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log, err := r.log.build(e) // stderr: stdout carries the protocol on stdio
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
+	var cli *client.Client
+	if *embedded {
+		em, err := startEmbedded(ctx, &r, log.Named("embedded"), "", 0)
+		if err != nil {
+			return err
+		}
+		defer em.shutdown() //nolint:errcheck // logged by the roles
+		nc, err := em.connect()
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		cli, _ = client.New(nc)
+	} else {
+		nc, err := r.nats.connect(log)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		cli, _ = client.New(nc)
+	}
+	server := mcpserver.New(cli, version)
+	if *httpAddr == "" {
+		log.Info("mcp serving on stdio")
+		if err := server.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		return nil
+	}
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	srv := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil),
+		ReadHeaderTimeout: 10 * time.Second}
+	log.Info("mcp serving streamable HTTP", zap.String("addr", ln.Addr().String()))
+	fmt.Fprintf(e.stderr, "schemaq mcp: streamable HTTP on http://%s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("mcp: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), r.shutdown)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/mcpserver"
+)
+
+// fakeLLM answers with SQL, or fails for questions that say "gateway-down".
+func fakeLLM(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Role, Content string } `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if strings.Contains(req.Messages[len(req.Messages)-1].Content, "gateway-down") {
+			http.Error(w, `{"error":{"message":"upstream overloaded","type":"server_error"}}`, 503)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "model": "m",
+			"choices": []map[string]any{{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant",
+				"content": `{"sql": "SELECT count(*) FROM orders", "explanation": "counts orders"}`}}},
+			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func mcpFixture(t *testing.T) *client.Client {
+	t.Helper()
+	llm := fakeLLM(t)
+	dir := t.TempDir()
+	addr := freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_LLM_BASE_URL", llm.URL+"/v1", "SCHEMAQ_LLM_MODEL", "m", "SCHEMAQ_LLM_RETRIES", "0")
+	t.Cleanup(func() { stop() })
+	shop := filepath.Join("..", "..", "examples", "shop")
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations")); code != exitOK {
+		t.Fatalf("publish: %s", errOut)
+	}
+	if _, errOut, code := runAt(t, url, "publish", "docs", "--db", "shop", filepath.Join(shop, "docs")); code != exitOK {
+		t.Fatalf("publish docs: %s", errOut)
+	}
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	cli, _ := client.New(nc)
+	return cli
+}
+
+func connect(t *testing.T, server *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := server.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0.0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call returns the tool's structured output as JSON text, or its error text.
+func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return err.Error(), true
+	}
+	var text []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text = append(text, tc.Text)
+		}
+	}
+	if res.IsError {
+		return strings.Join(text, "\n"), true
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	return string(b), false
+}
+
+func TestMCPTools(t *testing.T) {
+	cli := mcpFixture(t)
+	cs := connect(t, mcpserver.New(cli, "0.0.0-test"))
+	ctx := context.Background()
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if tl.Description == "" || tl.InputSchema == nil {
+			t.Errorf("tool %s lacks a description or input schema", tl.Name)
+		}
+	}
+	if got := strings.Join(names, ","); got != "ask_sql,describe_table,explain_retrieval,list_databases,list_tables,search_schema" {
+		t.Errorf("tools: %s", got)
+	}
+
+	tests := []struct {
+		tool    string
+		args    map[string]any
+		isError bool
+		want    []string
+	}{
+		{"list_databases", map[string]any{}, false, []string{`"name":"shop"`, `"version":6`}},
+		{"list_tables", map[string]any{"database": "shop"}, false, []string{`"public.orders"`, `"public.order_totals"`}},
+		{"describe_table", map[string]any{"database": "shop", "table": "orders"}, false, []string{"CREATE TABLE public.orders", `customer_id → public.customers.id`, `public.payments.order_id → id`}},
+		{"search_schema", map[string]any{"database": "shop", "question": "how are partial refunds recorded", "kinds": []string{"doc"}, "k": 2}, false, []string{`"kind":"doc"`, `refunds.md`}},
+		{"ask_sql", map[string]any{"database": "shop", "question": "How many orders are there?"}, false, []string{`"sql":"SELECT count(*) FROM orders"`, `"tables":["public.orders"]`}},
+		{"explain_retrieval", map[string]any{"database": "shop", "question": "payments per order", "k": 3}, false, []string{`"fused_rank"`, `"bm25_rank"`}},
+		// Errors.
+		{"list_tables", map[string]any{"database": "nope"}, true, []string{"unknown_database"}},
+		{"describe_table", map[string]any{"database": "shop", "table": "ghosts"}, true, []string{"not_found"}},
+		{"describe_table", map[string]any{"database": "shop", "table": " "}, true, []string{"table is required"}},
+		{"search_schema", map[string]any{"database": "shop", "question": "x", "k": 500}, true, []string{"k must be between 1 and 25"}},
+		{"search_schema", map[string]any{"database": "shop"}, true, []string{"question"}},
+		{"search_schema", map[string]any{"database": "Bad!", "question": "x"}, true, []string{"bad_request"}},
+		{"ask_sql", map[string]any{"database": "shop", "question": "gateway-down: anything"}, true, []string{"gateway_error"}},
+		{"ask_sql", map[string]any{"database": "shop", "question": 42}, true, []string{"question"}},
+	}
+	for _, tc := range tests {
+		out, isErr := call(t, cs, tc.tool, tc.args)
+		if isErr != tc.isError {
+			t.Errorf("%s %v: error=%v, want %v: %s", tc.tool, tc.args, isErr, tc.isError, out)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s %v: %s does not contain %s", tc.tool, tc.args, out, w)
+			}
+		}
+	}
+
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "schemaq://shop/tables/public.customers"})
+	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "CREATE TABLE public.customers") {
+		t.Errorf("resource: %+v %v", res, err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "schemaq://shop/tables/public.ghosts"}); err == nil {
+		t.Error("a missing table resource should be an error")
+	}
+}
+
+func TestMCPOverHTTP(t *testing.T) {
+	cli := mcpFixture(t)
+	server := mcpserver.New(cli, "0.0.0-test")
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	defer srv.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1.0.0"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	out, isErr := call(t, cs, "search_schema", map[string]any{"database": "shop", "question": "which customers placed orders", "k": 3})
+	if isErr || !strings.Contains(out, "public.orders") {
+		t.Errorf("search over HTTP: %s", out)
+	}
+}

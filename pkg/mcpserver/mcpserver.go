@@ -1,0 +1,245 @@
+// Package mcpserver exposes schemaq to AI agents as a Model Context
+// Protocol server (github.com/modelcontextprotocol/go-sdk): tools to list
+// databases and tables, describe a table, search the schema, ask for
+// checked SQL and explain a retrieval, and a resource per table. It talks
+// to a running schemaq through a Backend (pkg/client over NATS), like any
+// other service.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/client"
+)
+
+// Backend is what the tools call; *client.Client implements it.
+type Backend interface {
+	Databases(ctx context.Context) ([]client.Database, error)
+	Tables(ctx context.Context, req *events.TablesRequest) (*events.TablesReply, error)
+	Search(ctx context.Context, req *events.SearchRequest) (*events.SearchReply, error)
+	Ask(ctx context.Context, req *events.AskRequest) (*events.AskReply, error)
+}
+
+var _ Backend = (*client.Client)(nil)
+
+// Bounds keep replies small enough for an agent's context.
+const (
+	MaxK          = 25
+	MaxTables     = 500
+	MaxResultText = 4000
+)
+
+// ResourcePrefix starts every table resource URI:
+// schemaq://<database>/tables/<schema.table>.
+const ResourcePrefix = "schemaq://"
+
+// New builds the server.
+func New(b Backend, version string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "schemaq", Title: "schemaq: schema retrieval and text-to-SQL", Version: version},
+		&mcp.ServerOptions{Instructions: "Use list_databases, then search_schema or list_tables to find the tables a question needs, " +
+			"describe_table for their DDL, and ask_sql for a checked, read-only PostgreSQL query. SQL is never executed."})
+	t := &tools{b: b}
+	mcp.AddTool(s, &mcp.Tool{Name: "list_databases", Description: "List the databases schemaq knows, with the version (last migration) of each catalog."}, t.listDatabases)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_tables", Description: "List a database's tables and views: schema-qualified name, comment and column count. At most 500."}, t.listTables)
+	mcp.AddTool(s, &mcp.Tool{Name: "describe_table", Description: "Describe one table: its canonical CREATE TABLE (with column comments and constraints), the foreign keys out of it and into it, and the labels of enum-typed columns."}, t.describeTable)
+	mcp.AddTool(s, &mcp.Tool{Name: "search_schema", Description: "Find the tables, views, doc sections and question/SQL examples most relevant to a natural-language question, ranked, with scores and their text."}, t.searchSchema)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_sql", Description: "Answer a question with one read-only PostgreSQL query, checked against the database's catalog (single SELECT, no side effects, only known tables). Returns the SQL, an explanation, the tables used and warnings; the SQL is not run."}, t.askSQL)
+	mcp.AddTool(s, &mcp.Tool{Name: "explain_retrieval", Description: "Show how retrieval ranked candidates for a question: each candidate's rank and score at every stage (BM25, vectors, fusion, schema routing, foreign-key propagation, rescoring, final)."}, t.explainRetrieval)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "table", Title: "Table DDL", MIMEType: "text/plain",
+		URITemplate: ResourcePrefix + "{database}/tables/{table}",
+		Description: "The canonical CREATE TABLE of a table (schema.table) of a database, with comments and constraints."}, t.readTable)
+	return s
+}
+
+type tools struct{ b Backend }
+
+// toolError turns a backend failure into the error the SDK reports as a
+// tool error; wire errors keep their code.
+func toolError(err error) error {
+	var we *events.Error
+	if errors.As(err, &we) {
+		return fmt.Errorf("%s: %s", we.Code, we.Message)
+	}
+	return err
+}
+
+// DatabasesOut is list_databases's result.
+type DatabasesOut struct {
+	Databases []client.Database `json:"databases"`
+}
+
+func (t *tools) listDatabases(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, DatabasesOut, error) {
+	dbs, err := t.b.Databases(ctx)
+	if err != nil {
+		return nil, DatabasesOut{}, toolError(err)
+	}
+	if dbs == nil {
+		dbs = []client.Database{}
+	}
+	return nil, DatabasesOut{Databases: dbs}, nil
+}
+
+// DatabaseIn names a database.
+type DatabaseIn struct {
+	Database string `json:"database" jsonschema:"the database name, as list_databases gives it"`
+}
+
+// TablesOut is list_tables's result.
+type TablesOut struct {
+	Database  string             `json:"database"`
+	Version   int64              `json:"version"`
+	Tables    []events.TableInfo `json:"tables"`
+	Truncated bool               `json:"truncated,omitempty"`
+}
+
+func (t *tools) listTables(ctx context.Context, _ *mcp.CallToolRequest, in DatabaseIn) (*mcp.CallToolResult, TablesOut, error) {
+	r, err := t.b.Tables(ctx, &events.TablesRequest{Database: in.Database})
+	if err != nil {
+		return nil, TablesOut{}, toolError(err)
+	}
+	out := TablesOut{Database: r.Database, Version: r.Version, Tables: r.Tables}
+	if len(out.Tables) > MaxTables {
+		out.Tables, out.Truncated = out.Tables[:MaxTables], true
+	}
+	return nil, out, nil
+}
+
+// TableIn names a table of a database.
+type TableIn struct {
+	Database string `json:"database" jsonschema:"the database name"`
+	Table    string `json:"table" jsonschema:"the table, as schema.table or just table"`
+}
+
+func (t *tools) describeTable(ctx context.Context, _ *mcp.CallToolRequest, in TableIn) (*mcp.CallToolResult, events.TableInfo, error) {
+	if strings.TrimSpace(in.Table) == "" {
+		return nil, events.TableInfo{}, errors.New("bad_request: table is required")
+	}
+	r, err := t.b.Tables(ctx, &events.TablesRequest{Database: in.Database, Table: in.Table})
+	if err != nil {
+		return nil, events.TableInfo{}, toolError(err)
+	}
+	return nil, r.Tables[0], nil
+}
+
+// SearchIn is a question to retrieve context for.
+type SearchIn struct {
+	Database string   `json:"database" jsonschema:"the database name"`
+	Question string   `json:"question" jsonschema:"the natural-language question"`
+	K        int      `json:"k,omitempty" jsonschema:"how many results, 1 to 25 (default 10)"`
+	Kinds    []string `json:"kinds,omitempty" jsonschema:"only these kinds: table, view, doc, example"`
+}
+
+func (in SearchIn) request(explain bool) (*events.SearchRequest, error) {
+	if in.K < 0 || in.K > MaxK {
+		return nil, fmt.Errorf("bad_request: k must be between 1 and %d, got %d", MaxK, in.K)
+	}
+	return &events.SearchRequest{Database: in.Database, Question: in.Question, K: in.K, Kinds: in.Kinds, Explain: explain}, nil
+}
+
+// SearchResult is one search_schema result.
+type SearchResult struct {
+	Kind      string  `json:"kind"`
+	Name      string  `json:"name"`
+	Score     float64 `json:"score"`
+	Text      string  `json:"text"`
+	Truncated bool    `json:"truncated,omitempty"`
+}
+
+// SearchOut is search_schema's result.
+type SearchOut struct {
+	Results []SearchResult `json:"results"`
+}
+
+func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, SearchOut, error) {
+	req, err := in.request(false)
+	if err != nil {
+		return nil, SearchOut{}, err
+	}
+	r, err := t.b.Search(ctx, req)
+	if err != nil {
+		return nil, SearchOut{}, toolError(err)
+	}
+	out := SearchOut{Results: []SearchResult{}}
+	for _, it := range r.Results {
+		res := SearchResult{Kind: it.Kind, Name: it.Name, Score: it.Score, Text: it.Text}
+		if len(res.Text) > MaxResultText {
+			res.Text, res.Truncated = res.Text[:MaxResultText], true
+		}
+		out.Results = append(out.Results, res)
+	}
+	return nil, out, nil
+}
+
+// AskIn is a question to answer with SQL.
+type AskIn struct {
+	Database string `json:"database" jsonschema:"the database name"`
+	Question string `json:"question" jsonschema:"the natural-language question"`
+}
+
+// AskOut is ask_sql's result.
+type AskOut struct {
+	SQL         string   `json:"sql"`
+	Explanation string   `json:"explanation,omitempty"`
+	Tables      []string `json:"tables,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*mcp.CallToolResult, AskOut, error) {
+	r, err := t.b.Ask(ctx, &events.AskRequest{Database: in.Database, Question: in.Question})
+	if err != nil {
+		if r != nil && r.SQL != "" {
+			return nil, AskOut{}, fmt.Errorf("%v (rejected SQL: %s)", toolError(err), r.SQL)
+		}
+		return nil, AskOut{}, toolError(err)
+	}
+	return nil, AskOut{SQL: r.SQL, Explanation: r.Explanation, Tables: r.Tables, Warnings: r.Warnings}, nil
+}
+
+// ExplainOut is explain_retrieval's result: the results and each
+// candidate's path through the stages.
+type ExplainOut struct {
+	Results []string `json:"results"`
+	Explain any      `json:"explain"`
+}
+
+func (t *tools) explainRetrieval(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, ExplainOut, error) {
+	req, err := in.request(true)
+	if err != nil {
+		return nil, ExplainOut{}, err
+	}
+	r, err := t.b.Search(ctx, req)
+	if err != nil {
+		return nil, ExplainOut{}, toolError(err)
+	}
+	out := ExplainOut{Results: []string{}, Explain: r.Explain}
+	for _, it := range r.Results {
+		out.Results = append(out.Results, it.Kind+" "+it.Name)
+	}
+	return nil, out, nil
+}
+
+// readTable serves schemaq://<database>/tables/<schema.table>.
+func (t *tools) readTable(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "schemaq" || !strings.HasPrefix(u.Path, "/tables/") {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	table, _ := url.PathUnescape(strings.TrimPrefix(u.Path, "/tables/"))
+	r, err := t.b.Tables(ctx, &events.TablesRequest{Database: u.Host, Table: table})
+	if err != nil {
+		var we *events.Error
+		if errors.As(err, &we) && (we.Code == events.CodeNotFound || we.Code == events.CodeUnknownDatabase || we.Code == events.CodeBadRequest) {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
+		return nil, toolError(err)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: r.Tables[0].DDL}}}, nil
+}
