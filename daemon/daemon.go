@@ -17,10 +17,12 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
@@ -79,10 +81,26 @@ type Daemon struct {
 	log   *zap.Logger
 	cfg   Config
 	sem   chan struct{}
+	m     *Metrics
+	ready atomic.Bool
 }
 
+// Option configures a Daemon.
+type Option func(*Daemon)
+
+// WithMetrics records the daemon's metrics in m.
+func WithMetrics(m *Metrics) Option { return func(d *Daemon) { d.m = m } }
+
+// Ready reports whether the service is registered and serving.
+func (d *Daemon) Ready() bool { return d.ready.Load() }
+
+// HeaderRequestID carries a request id: taken from the request when the
+// caller sets it, made up otherwise, logged with the request and returned
+// on the reply.
+const HeaderRequestID = "Schemaq-Request-Id"
+
 // New builds a daemon; asker may be nil.
-func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker, log *zap.Logger, cfg Config) (*Daemon, error) {
+func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker, log *zap.Logger, cfg Config, opts ...Option) (*Daemon, error) {
 	var errs []error
 	if nc == nil || cats == nil || count == nil || ret == nil || log == nil {
 		errs = append(errs, errors.New("daemon: connection, catalogs, counter, retriever and logger are required"))
@@ -99,8 +117,12 @@ func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker
 	if cfg.DefaultK <= 0 {
 		cfg.DefaultK = 10
 	}
-	return &Daemon{nc: nc, cats: cats, count: count, ret: ret, asker: asker, log: log, cfg: cfg,
-		sem: make(chan struct{}, cfg.MaxConcurrent)}, nil
+	d := &Daemon{nc: nc, cats: cats, count: count, ret: ret, asker: asker, log: log, cfg: cfg,
+		sem: make(chan struct{}, cfg.MaxConcurrent)}
+	for _, o := range opts {
+		o(d)
+	}
+	return d, nil
 }
 
 // Run registers the service and serves until ctx ends, then stops the
@@ -133,7 +155,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	d.log.Info("daemon serving", zap.String("service", events.ServiceName), zap.String("version", d.cfg.Version))
+	d.ready.Store(true)
 	<-ctx.Done()
+	d.ready.Store(false)
 	if err := svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		d.log.Warn("stop service", zap.Error(err))
 	}
@@ -154,7 +178,13 @@ func adapt[Req any, PReq interface {
 	*Req
 	validator
 }, Resp any](d *Daemon, endpoint string, fn func(context.Context, PReq) (Resp, error), errReply func(*events.Error) any) micro.Handler {
-	return micro.HandlerFunc(func(r micro.Request) {
+	return micro.HandlerFunc(func(raw micro.Request) {
+		start := time.Now()
+		id := raw.Headers().Get(HeaderRequestID)
+		if id == "" {
+			id = nuid.Next()
+		}
+		r := &tracked{Request: raw, d: d, endpoint: endpoint, id: id, start: start}
 		select {
 		case d.sem <- struct{}{}:
 		default:
@@ -167,7 +197,7 @@ func adapt[Req any, PReq interface {
 			defer func() { <-d.sem }()
 			defer func() {
 				if p := recover(); p != nil {
-					d.log.Error("handler panic", zap.String("endpoint", endpoint), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+					d.log.Error("handler panic", zap.String("endpoint", endpoint), zap.String("request_id", id), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 					d.reply(r, endpoint, nil, events.Errorf(events.CodeInternal, "internal error"), errReply)
 				}
 			}()
@@ -183,6 +213,9 @@ func adapt[Req any, PReq interface {
 				return
 			}
 			resp, err := fn(ctx, &req)
+			if err != nil {
+				d.log.Debug("request failed", zap.String("endpoint", endpoint), zap.String("request_id", id), zap.Error(err))
+			}
 			if we := d.classify(ctx, endpoint, err); we != nil {
 				// resp is a typed nil here; send the endpoint's error shape.
 				d.reply(r, endpoint, nil, we, errReply)
@@ -196,9 +229,68 @@ func adapt[Req any, PReq interface {
 				}
 				return
 			}
+			d.observeStages(resp)
 			d.reply(r, endpoint, resp, nil, errReply)
 		}()
 	})
+}
+
+// tracked wraps a request so that every reply carries the request id and
+// is counted once with its outcome code.
+type tracked struct {
+	micro.Request
+	d        *Daemon
+	endpoint string
+	id       string
+	start    time.Time
+}
+
+func (t *tracked) headers() micro.RespondOpt {
+	return micro.WithHeaders(micro.Headers{HeaderRequestID: []string{t.id}})
+}
+
+func (t *tracked) done(code string) {
+	if t.d.m != nil {
+		t.d.m.requests.WithLabelValues(t.endpoint, code).Inc()
+		t.d.m.seconds.WithLabelValues(t.endpoint).Observe(time.Since(t.start).Seconds())
+	}
+}
+
+func (t *tracked) RespondJSON(v any, opts ...micro.RespondOpt) error {
+	t.done("ok")
+	return t.Request.RespondJSON(v, append(opts, t.headers())...)
+}
+
+func (t *tracked) Error(code, description string, data []byte, opts ...micro.RespondOpt) error {
+	t.done(code)
+	if code == events.CodeInternal || code == events.CodeTimeout || code == events.CodeGatewayError {
+		t.d.log.Warn("request failed", zap.String("endpoint", t.endpoint), zap.String("request_id", t.id), zap.String("code", code))
+	}
+	return t.Request.Error(code, description, data, append(opts, t.headers())...)
+}
+
+// observeStages records the stage timings and token usage a reply carries.
+func (d *Daemon) observeStages(resp any) {
+	if d.m == nil {
+		return
+	}
+	var timings map[string]float64
+	switch r := resp.(type) {
+	case *events.AskReply:
+		timings = r.Timings
+		if r.Usage != nil {
+			d.m.tokens.WithLabelValues("prompt").Add(float64(r.Usage.PromptTokens))
+			d.m.tokens.WithLabelValues("completion").Add(float64(r.Usage.CompletionTokens))
+			d.m.tokens.WithLabelValues("cached").Add(float64(r.Usage.CachedTokens))
+		}
+	case *events.SearchReply:
+		timings = r.Timings
+	}
+	for _, stage := range []string{"retrieve", "llm", "guard"} {
+		if v, ok := timings[stage]; ok {
+			d.m.stage.WithLabelValues(stage).Observe(v / 1000)
+		}
+	}
 }
 
 // classify maps an endpoint error to a wire error, logging internal ones

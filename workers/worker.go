@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -95,17 +96,32 @@ type Worker struct {
 	log   *zap.Logger
 	cfg   Config
 	locks sync.Map // database → *sync.Mutex
+	m     *Metrics
+	ready atomic.Bool
 }
 
+// Option configures a Worker.
+type Option func(*Worker)
+
+// WithMetrics records the worker's metrics in m.
+func WithMetrics(m *Metrics) Option { return func(w *Worker) { w.m = m } }
+
+// Ready reports whether the worker's consumer is bound and consuming.
+func (w *Worker) Ready() bool { return w.ready.Load() }
+
 // New builds a worker; it does not touch the network.
-func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.Embedder, log *zap.Logger, cfg Config) (*Worker, error) {
+func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.Embedder, log *zap.Logger, cfg Config, opts ...Option) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if js == nil || cats == nil || store == nil || emb == nil || log == nil {
 		return nil, errors.New("worker: jetstream, catalogs, store, embedder and logger are required")
 	}
-	return &Worker{js: js, cats: cats, store: store, emb: emb, log: log, cfg: cfg}, nil
+	w := &Worker{js: js, cats: cats, store: store, emb: emb, log: log, cfg: cfg}
+	for _, o := range opts {
+		o(w)
+	}
+	return w, nil
 }
 
 // action is what to tell JetStream about a message.
@@ -127,6 +143,7 @@ func (a action) String() string {
 
 // outcome is the result of handling one event.
 type outcome struct {
+	typ    string // the event type, once decoded
 	act    action
 	reason string // why, for waits, retries and dead letters
 	source string // the migration source, when there is one
@@ -164,6 +181,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("consume %s: %w", streams.Durable, err)
 	}
 	w.log.Info("worker started", zap.String("consumer", streams.Durable), zap.Int("concurrency", w.cfg.Concurrency))
+	w.ready.Store(true)
+	defer w.ready.Store(false)
+	if w.m != nil {
+		go w.watchConsumer(ctx, cons)
+	}
 	<-ctx.Done()
 	// Drain: stop fetching, hand the buffered messages to the handler, and
 	// wait for everything in flight, up to the grace period.
@@ -181,6 +203,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
+// watchConsumer exports the consumer's lag every few seconds.
+func (w *Worker) watchConsumer(ctx context.Context, cons jetstream.Consumer) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		if info, err := cons.Info(ctx); err == nil {
+			w.m.pending.Set(float64(info.NumPending))
+			w.m.ackPending.Set(float64(info.NumAckPending))
+			w.m.redelivered.Set(float64(info.NumRedelivered))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // process handles one message and settles it.
 func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	meta, err := msg.Metadata()
@@ -196,9 +236,18 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	// Tell JetStream the event is still being worked on, so a long
 	// embedding batch is not redelivered to another worker meanwhile.
 	stopProgress := keepInProgress(ctx, msg, w.cfg.Consumer.AckWait/3)
+	t0 := time.Now()
 	out := w.handle(ctx, msg, meta)
 	stopProgress()
-	w.settle(msg, meta, out, log)
+	act := w.settle(msg, meta, out, log)
+	if w.m != nil {
+		typ := out.typ
+		if typ == "" {
+			typ = "invalid"
+		}
+		w.m.events.WithLabelValues(typ, act.String()).Inc()
+		w.m.apply.WithLabelValues(typ).Observe(time.Since(t0).Seconds())
+	}
 }
 
 func keepInProgress(ctx context.Context, msg jetstream.Msg, every time.Duration) func() {
@@ -255,7 +304,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 		}
 		out = transient(indexer.Chunks(ctx, w.store, w.emb, chunks))
 	}
-	out.db = ev.Database
+	out.db, out.typ = ev.Database, ev.Type
 	return out
 }
 
@@ -349,16 +398,16 @@ func (w *Worker) ensureProjected(ctx context.Context, cat *catalog.Catalog) erro
 	return err
 }
 
-// settle turns an outcome into the JetStream action. It is the one place
-// that acks.
-func (w *Worker) settle(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outcome, log *zap.Logger) {
+// settle turns an outcome into the JetStream action and returns what it
+// did. It is the one place that acks.
+func (w *Worker) settle(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outcome, log *zap.Logger) action {
 	last := meta.NumDelivered >= uint64(w.cfg.Consumer.MaxDeliver)
 	switch {
 	case out.act == actAck:
 		if err := msg.Ack(); err != nil {
 			log.Warn("ack failed; the event will be redelivered and found a duplicate", zap.Error(err))
 		}
-		return
+		return actAck
 	case (out.act == actWait || out.act == actRetry) && !last:
 		delay := w.delay(meta.NumDelivered)
 		if out.act == actRetry {
@@ -367,17 +416,18 @@ func (w *Worker) settle(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outc
 			log.Debug("event waits", zap.String("db", out.db), zap.String("reason", out.reason), zap.Duration("delay", delay))
 		}
 		_ = msg.NakWithDelay(delay)
-		return
+		return out.act
 	case out.act != actDeadLetter:
 		out.reason = fmt.Sprintf("gave up after %d deliveries: %s", meta.NumDelivered, out.reason)
 	}
 	if err := w.deadLetter(msg, meta, out); err != nil {
 		log.Error("dead-letter publish failed; naking instead", zap.Error(err))
 		_ = msg.NakWithDelay(w.cfg.MaxRetryDelay)
-		return
+		return actRetry
 	}
 	log.Warn("event dead-lettered", zap.String("db", out.db), zap.String("reason", out.reason))
 	_ = msg.TermWithReason(clip(out.reason, 200))
+	return actDeadLetter
 }
 
 func (w *Worker) delay(delivered uint64) time.Duration {

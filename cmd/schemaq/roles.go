@@ -13,14 +13,18 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/telemetry"
 	"github.com/schemaq/schemaq/workers"
 )
 
@@ -34,6 +38,7 @@ type roleFlags struct {
 	worker   workers.Config
 	daemon   daemon.Config
 	shutdown time.Duration
+	metrics  string
 }
 
 func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string) error {
@@ -56,6 +61,7 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string) error {
 	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
 	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one request")
 	fs.DurationVar(&r.shutdown, "shutdown-timeout", 25*time.Second, "grace period after SIGTERM")
+	fs.StringVar(&r.metrics, "metrics-addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 [SCHEMAQ_METRICS_ADDR]")
 	return nil
 }
 
@@ -67,6 +73,8 @@ type runtime struct {
 	kv    jetstream.KeyValue
 	store *sqlite.Store
 	emb   embed.Embedder
+	reg   *prometheus.Registry
+	tel   *telemetry.Server
 }
 
 func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn) (*runtime, error) {
@@ -86,8 +94,17 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn) (*
 	if err != nil {
 		return nil, err
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	tel := telemetry.New(reg)
+	tel.AddCheck("nats", telemetry.NATSCheck(nc))
+	tel.AddCheck("store", telemetry.StoreCheck(func(ctx context.Context) error {
+		_, err := store.Count(ctx, index.Filter{Database: "_readyz"})
+		return err
+	}))
 	// Embeddings are cached in the index file, keyed by model and content.
-	return &runtime{log: log, nc: nc, js: js, kv: kv, store: store, emb: embed.NewCached(emb, store)}, nil
+	cached := telemetry.InstrumentEmbedder(reg, embed.NewCached(emb, store))
+	return &runtime{log: log, nc: nc, js: js, kv: kv, store: store, emb: cached, reg: reg, tel: tel}, nil
 }
 
 // run runs the chosen roles until ctx ends, then shuts them down in order:
@@ -95,16 +112,27 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn) (*
 // the connection drains, the store closes.
 func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) error {
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if r.metrics != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := rt.tel.Serve(runCtx, r.metrics); err != nil {
+				errs <- err
+			}
+		}()
+	}
 	if worker {
 		cfg := r.worker
 		cfg.ShutdownTimeout = r.shutdown
-		w, err := workers.New(rt.js, catalogkv.New(rt.kv), rt.store, rt.emb, rt.log.Named("worker"), cfg)
+		w, err := workers.New(rt.js, catalogkv.New(rt.kv), rt.store, rt.emb, rt.log.Named("worker"), cfg,
+			workers.WithMetrics(workers.NewMetrics(rt.reg)))
 		if err != nil {
 			return usagef("%v", err)
 		}
+		rt.tel.AddCheck("consumer", telemetry.FlagCheck("not bound", w.Ready))
 		wg.Add(1)
 		go func() { defer wg.Done(); errs <- w.Run(runCtx) }()
 	}
@@ -151,10 +179,12 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		} else {
 			rt.log.Info("no LLM gateway configured: ask is retrieval only (set SCHEMAQ_LLM_BASE_URL and SCHEMAQ_LLM_MODEL)")
 		}
-		d, err := daemon.New(rt.nc, watcher, rt.store, ret, da, rt.log.Named("daemon"), r.daemon)
+		d, err := daemon.New(rt.nc, watcher, rt.store, ret, da, rt.log.Named("daemon"), r.daemon,
+			daemon.WithMetrics(daemon.NewMetrics(rt.reg)))
 		if err != nil {
 			return usagef("%v", err)
 		}
+		rt.tel.AddCheck("service", telemetry.FlagCheck("not registered", d.Ready))
 		wg.Add(1)
 		go func() { defer wg.Done(); errs <- d.Run(runCtx) }()
 	}

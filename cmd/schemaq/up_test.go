@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -253,5 +254,55 @@ func TestAskWithGateway(t *testing.T) {
 	out, errOut, code = runAt(t, url, "ask", "--db", "shop", "Delete every order")
 	if code != exitFailure || !strings.Contains(out, "-- rejected SQL:\nSELECT pg_sleep(1)") || !strings.Contains(errOut, "unsafe_sql: function pg_sleep() has side effects") {
 		t.Errorf("rejected ask (exit %d): %q %q", code, out, errOut)
+	}
+}
+
+// TestMetricsAfterEventsAndAsks reads /metrics after real events and
+// requests, and checks /readyz.
+func TestMetricsAfterEventsAndAsks(t *testing.T) {
+	dir := t.TempDir()
+	addr, metrics := freePort(t), freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_METRICS_ADDR", metrics)
+	defer stop()
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")); code != exitOK {
+		t.Fatalf("publish: %s", errOut)
+	}
+	runAt(t, url, "search", "--db", "shop", "orders")
+	runAt(t, url, "ask", "--db", "shop", "how many orders?")
+	runAt(t, url, "ask", "--db", "nope", "how many orders?")
+	resp, err := http.Get("http://" + metrics + "/readyz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("readyz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	var body string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + metrics + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if strings.Contains(body, `schemaq_worker_events_total{outcome="ack",type="schema.migration"} 6`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`schemaq_worker_events_total{outcome="ack",type="schema.migration"} 6`,
+		`schemaq_worker_apply_seconds_count{type="schema.migration"}`, // ≥ 6: waits for a gap are handled too
+		`schemaq_daemon_requests_total{code="ok",endpoint="search"} 1`,
+		`schemaq_daemon_requests_total{code="ok",endpoint="ask"} 1`,
+		`schemaq_daemon_requests_total{code="unknown_database",endpoint="ask"} 1`,
+		`schemaq_daemon_stage_seconds_count{stage="retrieve"}`,
+		"schemaq_embed_calls_total", "schemaq_embed_cache_misses_total", "schemaq_worker_consumer_pending",
+		"go_goroutines",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }

@@ -1,0 +1,29 @@
+package daemon
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of a daemon; build with NewMetrics on the process's registerer.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	seconds  *prometheus.HistogramVec
+	stage    *prometheus.HistogramVec
+	tokens   *prometheus.CounterVec
+}
+
+// NewMetrics registers the daemon's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_requests_total",
+			Help: "Requests by endpoint and outcome code (ok, or the error code)."}, []string{"endpoint", "code"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "schemaq_daemon_request_seconds",
+			Help: "Request latency by endpoint.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"endpoint"}),
+		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "schemaq_daemon_stage_seconds",
+			Help: "Latency of request stages: retrieve, llm, guard.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"stage"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_llm_tokens_total",
+			Help: "LLM tokens by kind: prompt, completion, cached."}, []string{"kind"}),
+	}
+	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens)
+	return m
+}

@@ -1,0 +1,139 @@
+// Package telemetry serves a process's operational endpoints on their own
+// listener: /metrics (Prometheus), /healthz (the process is alive) and
+// /readyz (every readiness check passes: NATS connected, store reachable,
+// consumer bound, service registered). It also instruments embedders.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check reports whether one dependency is ready; nil means ready.
+type Check func(ctx context.Context) error
+
+// Server serves the endpoints. Checks can be added while it runs (a role
+// adds its own once started).
+type Server struct {
+	reg    *prometheus.Registry
+	mu     sync.Mutex
+	checks map[string]Check
+}
+
+// New returns a server over reg.
+func New(reg *prometheus.Registry) *Server {
+	return &Server{reg: reg, checks: map[string]Check{}}
+}
+
+// AddCheck registers a readiness check under name.
+func (s *Server) AddCheck(name string, c Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks[name] = c
+}
+
+// Handler is the HTTP mux of the three endpoints.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if failed := s.failing(ctx); len(failed) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not ready: " + strings.Join(failed, "; ") + "\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	return mux
+}
+
+func (s *Server) failing(ctx context.Context) []string {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.checks))
+	for n := range s.checks {
+		names = append(names, n)
+	}
+	checks := s.checks
+	s.mu.Unlock()
+	sort.Strings(names)
+	var failed []string
+	if len(names) == 0 {
+		return []string{"starting"}
+	}
+	for _, n := range names {
+		if err := checks[n](ctx); err != nil {
+			failed = append(failed, n+": "+err.Error())
+		}
+	}
+	return failed
+}
+
+// Serve listens on addr until ctx ends.
+func (s *Server) Serve(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics listener %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Connected is the readiness of a NATS connection.
+type Connected interface {
+	IsConnected() bool
+}
+
+// NATSCheck fails while the connection is down (it reconnects by itself).
+func NATSCheck(nc Connected) Check {
+	return func(context.Context) error {
+		if !nc.IsConnected() {
+			return errors.New("not connected")
+		}
+		return nil
+	}
+}
+
+// Pinger answers a cheap query; a store's Count with a filter that
+// matches nothing will do.
+type Pinger func(ctx context.Context) error
+
+// StoreCheck fails while the index store does not answer.
+func StoreCheck(ping Pinger) Check { return Check(ping) }
+
+// FlagCheck fails until ready reports true (a consumer bound, a service
+// registered).
+func FlagCheck(what string, ready func() bool) Check {
+	return func(context.Context) error {
+		if !ready() {
+			return errors.New(what)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,32 @@
+package workers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of a worker; build with NewMetrics on the process's registerer.
+type Metrics struct {
+	events      *prometheus.CounterVec
+	apply       *prometheus.HistogramVec
+	pending     prometheus.Gauge
+	ackPending  prometheus.Gauge
+	redelivered prometheus.Gauge
+}
+
+// NewMetrics registers the worker's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_worker_events_total",
+			Help: "Events handled, by type and outcome (ack, wait, retry, dead_letter)."}, []string{"type", "outcome"}),
+		apply: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "schemaq_worker_apply_seconds",
+			Help: "Time to handle one event: decode, apply, chunk, embed, write.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)}, []string{"type"}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_consumer_pending",
+			Help: "Events in the stream the worker consumer has not delivered yet (lag)."}),
+		ackPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_consumer_ack_pending",
+			Help: "Events delivered and not acknowledged yet."}),
+		redelivered: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_consumer_redelivered",
+			Help: "Events being redelivered."}),
+	}
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered)
+	return m
+}
