@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 
@@ -20,21 +21,31 @@ func replyError(e *env, err error) error {
 	return err
 }
 
+// question parses a query command's flags and returns the question its
+// positional arguments spell.
+func (c *clientFlags) question(fs *flag.FlagSet, args []string) (string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
+	}
+	if err := c.requireDB(); err != nil {
+		return "", err
+	}
+	q := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if q == "" {
+		return "", usagef("%s: give a question", fs.Name())
+	}
+	return q, nil
+}
+
 func runAsk(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "ask", "--db NAME [flags] QUESTION")
 	var c clientFlags
 	c.register(fs, e)
 	k := fs.Int("k", 0, "how many context items (default 10)")
 	explain := fs.Bool("explain", false, "include the retrieval explain record")
-	if err := parseFlags(fs, args); err != nil {
+	q, err := c.question(fs, args)
+	if err != nil {
 		return err
-	}
-	if err := c.requireDB(); err != nil {
-		return err
-	}
-	q := strings.TrimSpace(strings.Join(fs.Args(), " "))
-	if q == "" {
-		return usagef("ask: give a question")
 	}
 	cli, closeConn, err := c.client()
 	if err != nil {
@@ -82,15 +93,9 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	explain := fs.Bool("explain", false, "print each candidate's ranks and scores at every stage")
 	kind := fs.String("kind", "", "only table, view, doc or example (comma-separated)")
 	text := fs.Bool("text", false, "print each result's text")
-	if err := parseFlags(fs, args); err != nil {
+	q, err := c.question(fs, args)
+	if err != nil {
 		return err
-	}
-	if err := c.requireDB(); err != nil {
-		return err
-	}
-	q := strings.TrimSpace(strings.Join(fs.Args(), " "))
-	if q == "" {
-		return usagef("search: give a question")
 	}
 	var kinds []string
 	if *kind != "" {

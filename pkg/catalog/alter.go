@@ -41,14 +41,11 @@ func (a *applier) alterTable(s *pg.AlterTableStmt) error {
 	if !relevant {
 		return nil
 	}
-	q, kind := a.resolveRV(s.Relation)
-	switch kind {
-	case relNone:
-		if s.MissingOk {
-			return nil
-		}
-		return undefined("relation %s does not exist", displayName(s.Relation.Schemaname, s.Relation.Relname))
-	case relView:
+	q, kind, ok, err := a.existing(s.Relation, s.MissingOk)
+	if !ok {
+		return err
+	}
+	if kind == relView {
 		return nil // ALTER TABLE on a view: only ownership and defaults apply
 	}
 	t := a.cat.tables[q]

@@ -357,6 +357,20 @@ func (a *applier) resolve(schema, name string) (QualName, relKind) {
 	return QualName{a.creationSchema(), name}, relNone
 }
 
+// existing resolves the relation an ALTER, RENAME or SET SCHEMA names. ok
+// is false with no error when it is missing and the statement said IF
+// EXISTS; a missing relation otherwise is an error.
+func (a *applier) existing(rv *pg.RangeVar, missingOK bool) (q QualName, kind relKind, ok bool, err error) {
+	q, kind = a.resolveRV(rv)
+	switch {
+	case kind != relNone:
+		return q, kind, true, nil
+	case missingOK:
+		return q, kind, false, nil
+	}
+	return q, kind, false, undefined("relation %s does not exist", displayName(rv.Schemaname, rv.Relname))
+}
+
 func (a *applier) resolveRV(rv *pg.RangeVar) (QualName, relKind) {
 	return a.resolve(rv.Schemaname, rv.Relname)
 }

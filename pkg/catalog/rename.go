@@ -13,12 +13,9 @@ func (a *applier) rename(s *pg.RenameStmt) error {
 	switch s.RenameType {
 	case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW,
 		pg.ObjectType_OBJECT_FOREIGN_TABLE:
-		q, kind := a.resolveRV(s.Relation)
-		if kind == relNone {
-			if s.MissingOk {
-				return nil
-			}
-			return undefined("relation %s does not exist", displayName(s.Relation.Schemaname, s.Relation.Relname))
+		q, _, ok, err := a.existing(s.Relation, s.MissingOk)
+		if !ok {
+			return err
 		}
 		return a.moveRelation(q, QualName{q.Schema, s.Newname})
 	case pg.ObjectType_OBJECT_COLUMN:
@@ -125,14 +122,12 @@ func renameConstraint(t *Table, from, to string) error {
 }
 
 func (a *applier) renameColumn(s *pg.RenameStmt) error {
-	q, kind := a.resolveRV(s.Relation)
+	q, kind, ok, err := a.existing(s.Relation, s.MissingOk)
+	if !ok {
+		return err
+	}
 	var cols []*Column
 	switch kind {
-	case relNone:
-		if s.MissingOk {
-			return nil
-		}
-		return undefined("relation %s does not exist", displayName(s.Relation.Schemaname, s.Relation.Relname))
 	case relView:
 		cols = a.cat.views[q].Columns
 	case relTable:
@@ -333,12 +328,9 @@ func (a *applier) setSchema(s *pg.AlterObjectSchemaStmt) error {
 	switch s.ObjectType {
 	case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW,
 		pg.ObjectType_OBJECT_FOREIGN_TABLE:
-		q, kind := a.resolveRV(s.Relation)
-		if kind == relNone {
-			if s.MissingOk {
-				return nil
-			}
-			return undefined("relation %s does not exist", displayName(s.Relation.Schemaname, s.Relation.Relname))
+		q, _, ok, err := a.existing(s.Relation, s.MissingOk)
+		if !ok {
+			return err
 		}
 		return a.moveRelation(q, QualName{s.Newschema, q.Name})
 	case pg.ObjectType_OBJECT_TYPE:
