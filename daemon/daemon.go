@@ -354,7 +354,7 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 	if _, err := d.known(ctx, req.Database); err != nil {
 		return nil, err
 	}
-	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Kinds: req.Kinds, Tags: req.Tags})
+	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Kinds: req.Kinds, Schemas: req.Schemas, Tags: req.Tags})
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +370,7 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Tags: req.Tags})
+	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Schemas: req.Schemas, Tags: req.Tags})
 	if err != nil {
 		return nil, err
 	}

@@ -191,6 +191,10 @@ func TestEndpoints(t *testing.T) {
 		s.Explain == nil || s.Results[0].Text == "" {
 		t.Errorf("search: %v explain=%v", names, s.Explain != nil)
 	}
+	none, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders", Schemas: []string{"archive"}})
+	if err != nil || len(none.Results) != 0 {
+		t.Errorf("a schema with no tables should give no results: %+v %v", none, err)
+	}
 	docs, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "how are partial refunds recorded", Kinds: []string{"doc"}})
 	if err != nil || len(docs.Results) == 0 || docs.Results[0].Kind != "doc" {
 		t.Errorf("doc search: %+v %v", docs, err)

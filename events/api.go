@@ -54,6 +54,9 @@ type SearchRequest struct {
 	K int `json:"k,omitempty"`
 	// Kinds restricts results to chunk kinds (table, view, doc, example).
 	Kinds []string `json:"kinds,omitempty"`
+	// Schemas restricts tables and views to these schemas (a pooled
+	// warehouse where the caller knows which part a question is about).
+	Schemas []string `json:"schemas,omitempty"`
 	// Tags filter docs by metadata.
 	Tags    map[string]string `json:"tags,omitempty"`
 	Explain bool              `json:"explain,omitempty"`
@@ -64,7 +67,26 @@ func (r *SearchRequest) Validate() error {
 	if err := ValidateDatabase(r.Database); err != nil {
 		return err
 	}
+	if err := validateSchemas(r.Schemas); err != nil {
+		return err
+	}
+	for i, k := range r.Kinds {
+		switch k {
+		case "table", "view", "doc", "example":
+		default:
+			return fieldErr(fmt.Sprintf("kinds[%d]", i), "%q is not one of table, view, doc, example", k)
+		}
+	}
 	return validateQuestion(r.Question, r.K)
+}
+
+func validateSchemas(schemas []string) error {
+	for i, s := range schemas {
+		if s == "" || len(s) > 63 {
+			return fieldErr(fmt.Sprintf("schemas[%d]", i), "%q is not a schema name (1 to 63 bytes)", s)
+		}
+	}
+	return nil
 }
 
 func validateQuestion(q string, k int) error {
@@ -84,6 +106,7 @@ type AskRequest struct {
 	Database string            `json:"database"`
 	Question string            `json:"question"`
 	K        int               `json:"k,omitempty"`
+	Schemas  []string          `json:"schemas,omitempty"`
 	Tags     map[string]string `json:"tags,omitempty"`
 	Explain  bool              `json:"explain,omitempty"`
 }
@@ -91,6 +114,9 @@ type AskRequest struct {
 // Validate checks an ask request.
 func (r *AskRequest) Validate() error {
 	if err := ValidateDatabase(r.Database); err != nil {
+		return err
+	}
+	if err := validateSchemas(r.Schemas); err != nil {
 		return err
 	}
 	return validateQuestion(r.Question, r.K)

@@ -162,6 +162,8 @@ func TestRequestValidation(t *testing.T) {
 		{"k too large", &SearchRequest{Database: "shop", Question: "q", K: 1000}, "k"},
 		{"long question", &AskRequest{Database: "shop", Question: strings.Repeat("q", MaxQuestionBytes+1)}, "question"},
 		{"tables bad db", &TablesRequest{Database: "a.b"}, "database"},
+		{"unknown kind", &SearchRequest{Database: "shop", Question: "q", Kinds: []string{"table", "index"}}, "kinds[1]"},
+		{"empty schema", &AskRequest{Database: "shop", Question: "q", Schemas: []string{""}}, "schemas[0]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -92,6 +92,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	k := fs.Int("k", 0, "how many results (default 10)")
 	explain := fs.Bool("explain", false, "print each candidate's ranks and scores at every stage")
 	kind := fs.String("kind", "", "only table, view, doc or example (comma-separated)")
+	schemas := fs.String("schemas", "", "only tables and views of these schemas (comma-separated)")
 	text := fs.Bool("text", false, "print each result's text")
 	q, err := c.question(fs, args)
 	if err != nil {
@@ -108,7 +109,11 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	defer closeConn()
 	rctx, cancel := requestCtx(ctx, *c.timeout)
 	defer cancel()
-	reply, err := cli.Search(rctx, &events.SearchRequest{Database: *c.db, Question: q, K: *k, Kinds: kinds, Explain: *explain})
+	var only []string
+	if *schemas != "" {
+		only = strings.Split(*schemas, ",")
+	}
+	reply, err := cli.Search(rctx, &events.SearchRequest{Database: *c.db, Question: q, K: *k, Kinds: kinds, Schemas: only, Explain: *explain})
 	if err != nil {
 		return replyError(e, err)
 	}
