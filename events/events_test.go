@@ -213,3 +213,21 @@ func TestDocsShowGoldenPayloads(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecode: any bytes decode to a valid event or an error; never a panic.
+func FuzzDecode(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"spec":1,"type":"docs.upsert","id":"x","database":"d","data":{"doc_id":"a","body":"b","tags":{"k":"v"}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ev, err := Decode(b, 1<<16)
+		if err == nil {
+			if verr := ev.Validate(); verr != nil {
+				t.Fatalf("decoded an invalid event: %v", verr)
+			}
+		}
+	})
+}

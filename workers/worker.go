@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -272,8 +273,21 @@ func keepInProgress(ctx context.Context, msg jetstream.Msg, every time.Duration)
 	return func() { close(done) }
 }
 
-// handle decides the outcome of one event; it does not ack.
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata) outcome {
+// handle decides the outcome of one event; it does not ack. A panic while
+// handling (a bug, say in walking an unusual parse tree) dead-letters the
+// event with the panic as the reason instead of crashing the worker; the
+// stack goes to the log.
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata) (out outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error("panic while handling an event", zap.String("subject", msg.Subject()), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			out = outcome{act: actDeadLetter, db: subjectDB(msg.Subject()), reason: fmt.Sprintf("internal error while applying the event: %v", p)}
+		}
+	}()
+	return w.handleEvent(ctx, msg, meta)
+}
+
+func (w *Worker) handleEvent(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata) outcome {
 	ev, err := events.Decode(msg.Data(), w.cfg.MaxEventBytes)
 	if err != nil {
 		return outcome{act: actDeadLetter, reason: "invalid event: " + err.Error(), db: subjectDB(msg.Subject())}

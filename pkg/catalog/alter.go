@@ -176,6 +176,9 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 		if err != nil {
 			return err
 		}
+		if err := a.noCycle(child.QualName(), t.QualName()); err != nil {
+			return err
+		}
 		pq := t.QualName()
 		child.PartitionOf = &pq
 		child.PartitionBound = partitionBound(pc.Bound)
@@ -189,6 +192,9 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 	case pg.AlterTableType_AT_AddInherit:
 		parent, err := a.table(cmd.Def.GetRangeVar())
 		if err != nil {
+			return err
+		}
+		if err := a.noCycle(t.QualName(), parent.QualName()); err != nil {
 			return err
 		}
 		t.Inherits = append(t.Inherits, parent.QualName())
@@ -210,21 +216,63 @@ func column(t *Table, name string) (*Column, error) {
 }
 
 // eachChild runs fn on every partition and inheritance child of t,
-// recursively, unless the statement said ONLY.
+// recursively, unless the statement said ONLY. Each table is visited once,
+// so even a cycle that slipped in cannot recurse forever.
 func (a *applier) eachChild(t *Table, recurse bool, fn func(*Table) error) error {
 	if !recurse {
 		return nil
 	}
-	q := t.QualName()
-	for _, child := range a.cat.Tables() {
-		if (child.PartitionOf != nil && *child.PartitionOf == q) || slices.Contains(child.Inherits, q) {
+	seen := map[QualName]bool{t.QualName(): true}
+	queue := []QualName{t.QualName()}
+	tables := a.cat.Tables()
+	for len(queue) > 0 {
+		q := queue[0]
+		queue = queue[1:]
+		for _, child := range tables {
+			cq := child.QualName()
+			if seen[cq] || !((child.PartitionOf != nil && *child.PartitionOf == q) || slices.Contains(child.Inherits, q)) {
+				continue
+			}
+			seen[cq] = true
 			if err := fn(child); err != nil {
 				return err
 			}
-			if err := a.eachChild(child, true, fn); err != nil {
-				return err
+			queue = append(queue, cq)
+		}
+	}
+	return nil
+}
+
+// descendsFrom reports whether t inherits from, or is a partition of,
+// ancestor, directly or through other tables.
+func (a *applier) descendsFrom(t, ancestor QualName) bool {
+	seen := map[QualName]bool{}
+	stack := []QualName{t}
+	for len(stack) > 0 {
+		q := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if q == ancestor {
+			return true
+		}
+		if seen[q] {
+			continue
+		}
+		seen[q] = true
+		if tb := a.cat.tables[q]; tb != nil {
+			stack = append(stack, tb.Inherits...)
+			if tb.PartitionOf != nil {
+				stack = append(stack, *tb.PartitionOf)
 			}
 		}
+	}
+	return false
+}
+
+// noCycle refuses to make child a descendant of parent when parent already
+// descends from child (or is child), as PostgreSQL does.
+func (a *applier) noCycle(child, parent QualName) error {
+	if a.descendsFrom(parent, child) {
+		return invalid("circular inheritance not allowed: %s is already a child of %s", parent, child)
 	}
 	return nil
 }

@@ -466,6 +466,10 @@ CREATE TABLE r (t_id int REFERENCES t);
 		{"enum label that is not there", "CREATE TYPE e AS ENUM ('a');\nALTER TYPE e RENAME VALUE 'b' TO 'c';", ErrUndefined, 4, 4, 1, `"b" is not an existing enum label`},
 		{"DROP SCHEMA with objects and no CASCADE", "CREATE SCHEMA s;\nCREATE TABLE s.x (id int);\nDROP SCHEMA s;", ErrDependent, 5, 5, 1, "schema s"},
 		{"DROP COLUMN referenced by another table", "ALTER TABLE t DROP COLUMN id;", ErrDependent, 3, 3, 1, "constraint r_t_id_fkey"},
+		{"a table inheriting from itself", "CREATE TABLE x (id int) INHERITS (x);", ErrInvalid, 3, 3, 1, "cannot inherit from itself"},
+		{"circular inheritance", "CREATE TABLE x (id int);\nCREATE TABLE y () INHERITS (x);\nALTER TABLE x INHERIT y;", ErrInvalid, 5, 5, 1, "circular inheritance not allowed"},
+		{"INHERIT itself", "ALTER TABLE t INHERIT t;", ErrInvalid, 3, 3, 1, "circular inheritance"},
+		{"attach a partition to its own partition", "CREATE TABLE m (id int) PARTITION BY LIST (id);\nCREATE TABLE m1 PARTITION OF m FOR VALUES IN (1);\nALTER TABLE m1 ATTACH PARTITION m FOR VALUES IN (2);", ErrInvalid, 5, 5, 1, "circular inheritance"},
 		{"syntax error inside a DO block", "DO $$ BEGIN EXECUTE 'CREATE TABLE'; CREATE TABLE (; END $$;", ErrSyntax, 3, 3, 1, "DO block"},
 	}
 	for _, tc := range tests {

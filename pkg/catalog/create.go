@@ -61,6 +61,9 @@ func (a *applier) createTable(s *pg.CreateStmt) error {
 		if err != nil {
 			return err
 		}
+		if parent == t {
+			return invalid("%s cannot inherit from itself", q)
+		}
 		if s.Partbound != nil {
 			pq := parent.QualName()
 			t.PartitionOf = &pq

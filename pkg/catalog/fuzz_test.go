@@ -1,0 +1,51 @@
+package catalog
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzApply: whatever the script, Apply returns a catalog or an *Error;
+// it never panics and never changes its receiver. Run longer with:
+//
+//	go test ./pkg/catalog -run '^$' -fuzz FuzzApply -fuzztime 5m
+func FuzzApply(f *testing.F) {
+	seeds := []string{
+		"CREATE TABLE t (id int PRIMARY KEY, a text REFERENCES u);",
+		"ALTER TABLE t ALTER COLUMN a TYPE int USING a::int, DROP COLUMN b CASCADE;",
+		"CREATE VIEW v AS WITH x AS (SELECT * FROM t) SELECT a, count(*) FROM x GROUP BY 1;",
+		"CREATE TABLE p (LIKE t INCLUDING ALL) PARTITION BY RANGE (id); CREATE TABLE p1 PARTITION OF p FOR VALUES FROM (1) TO (2);",
+		"DO $$ BEGIN EXECUTE 'CREATE TABLE z (id int)'; END $$;",
+		"CREATE TYPE e AS ENUM ('a'); ALTER TYPE e ADD VALUE 'b' BEFORE 'a'; ALTER TYPE e RENAME TO f;",
+		"COMMENT ON COLUMN t.id IS 'x'; ALTER TABLE t RENAME TO u; ALTER TABLE u SET SCHEMA s;",
+		"CREATE TABLE t AS SELECT 1 AS a, now() b, (SELECT 1) c, CASE WHEN true THEN 'x' END d, ARRAY[1] e, ROW(1,2) f;",
+		"ALTER TABLE ONLY t ADD CONSTRAINT c EXCLUDE USING gist (a WITH &&), ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY;",
+		"CREATE SCHEMA s CREATE TABLE a (id int) CREATE VIEW b AS SELECT * FROM a;",
+		"COPY t FROM stdin;\n1\n\\.\n",
+		"SET search_path = ''; CREATE TABLE x (); RESET search_path; DROP SCHEMA public CASCADE;",
+		"CREATE TABLE a (id int); ALTER TABLE a INHERIT a; ALTER TABLE a ADD COLUMN x int;",
+		"CREATE TABLE m (id int) PARTITION BY LIST (id); CREATE TABLE m1 PARTITION OF m FOR VALUES IN (1); ALTER TABLE m1 ATTACH PARTITION m FOR VALUES IN (2); ALTER TABLE m ADD COLUMN y int;",
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	base, err := New("db").Apply("base.sql", "CREATE TABLE t (id int PRIMARY KEY, a text, b int); CREATE SCHEMA s;")
+	if err != nil {
+		f.Fatal(err)
+	}
+	before, _ := base.MarshalJSON()
+	f.Fuzz(func(t *testing.T, sql string) {
+		c, err := base.Apply("fuzz.sql", sql)
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is not a *catalog.Error: %T %v", err, err)
+			}
+		} else if _, err := c.MarshalJSON(); err != nil {
+			t.Fatalf("result does not serialise: %v", err)
+		}
+		if after, _ := base.MarshalJSON(); string(after) != string(before) {
+			t.Fatal("Apply changed its receiver")
+		}
+	})
+}
