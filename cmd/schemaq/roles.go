@@ -72,7 +72,8 @@ type runtime struct {
 	js    jetstream.JetStream
 	kv    jetstream.KeyValue
 	store *sqlite.Store
-	emb   embed.Embedder
+	emb   embed.Embedder // chunks: cached in the index file, across restarts
+	qemb  embed.Embedder // questions: cached in memory only
 	reg   *prometheus.Registry
 	tel   *telemetry.Server
 }
@@ -102,9 +103,13 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn) (*
 		_, err := store.Count(ctx, index.Filter{Database: "_readyz"})
 		return err
 	}))
-	// Embeddings are cached in the index file, keyed by model and content.
+	// Chunk embeddings are cached in the index file, keyed by model and
+	// content, so a re-index costs nothing. Questions are cached in memory
+	// only: persisting them would put a write on every query and fill the
+	// file with one-off questions.
 	cached := telemetry.InstrumentEmbedder(reg, embed.NewCached(emb, store))
-	return &runtime{log: log, nc: nc, js: js, kv: kv, store: store, emb: cached, reg: reg, tel: tel}, nil
+	questions := embed.NewCached(emb, embed.NewMemoryCache(10_000))
+	return &runtime{log: log, nc: nc, js: js, kv: kv, store: store, emb: cached, qemb: questions, reg: reg, tel: tel}, nil
 }
 
 // run runs the chosen roles until ctx ends, then shuts them down in order:
@@ -164,7 +169,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		if reranker != nil {
 			rcfg.Reranker = reranker
 		}
-		ret, err := retrieve.New(rt.store, rt.emb, watcher, rcfg)
+		ret, err := retrieve.New(rt.store, rt.qemb, watcher, rcfg)
 		if err != nil {
 			return err
 		}
