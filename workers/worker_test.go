@@ -444,3 +444,31 @@ func TestManyWorkersManyDatabases(t *testing.T) {
 		t.Errorf("dead letters: %+v", dl[0])
 	}
 }
+
+// panickyStore panics on its first write, as a bug deep in indexing would.
+type panickyStore struct {
+	*sqlite.Store
+	panicked atomic.Bool
+}
+
+func (p *panickyStore) Upsert(ctx context.Context, recs []index.Record) (int, error) {
+	if !p.panicked.Swap(true) {
+		panic("simulated bug while writing chunks")
+	}
+	return p.Store.Upsert(ctx, recs)
+}
+
+func TestPanicDeadLettersAndWorkerSurvives(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), &panickyStore{Store: e.store})
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int);"))
+	dl := e.waitDeadLetters(1)
+	if !strings.Contains(dl[0].reason, "internal error while applying the event: simulated bug") {
+		t.Errorf("dead letter %+v", dl[0])
+	}
+	// The worker lives on: the catalog was written before the panic, so
+	// the next migration applies and repairs the index.
+	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
+	e.waitVersion("shop", 2)
+	natstest.Eventually(t, 10*time.Second, "both tables indexed", func() bool { return e.count("shop") == 2 })
+}
