@@ -24,7 +24,7 @@ func fakeLLM(t *testing.T) *httptest.Server {
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		if strings.Contains(req.Messages[len(req.Messages)-1].Content, "gateway-down") {
-			http.Error(w, `{"error":{"message":"upstream overloaded","type":"server_error"}}`, 503)
+			http.Error(w, `{"error":{"message":"upstream overloaded","type":"server_error"}}`, http.StatusServiceUnavailable)
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "model": "m",

@@ -109,10 +109,6 @@ func (t *Table) Column(name string) *Column {
 	return nil
 }
 
-func (t *Table) columnIndex(name string) int {
-	return slices.IndexFunc(t.Columns, func(c *Column) bool { return c.Name == name })
-}
-
 // View is a view or materialized view.
 type View struct {
 	Schema       string `json:"schema"`

@@ -73,6 +73,10 @@ func (g *Gateway) Model() string { return g.cfg.Model }
 
 // Complete implements ask.Gateway.
 func (g *Gateway) Complete(ctx context.Context, c ask.Completion) (*ask.Reply, error) {
+	// max_tokens, not max_completion_tokens: every OpenAI-compatible
+	// server (vLLM, Ollama, LiteLLM, Azure) accepts it; the newer field is
+	// OpenAI's own.
+	//lint:ignore SA1019 deliberate, see above
 	req := goopenai.ChatCompletionRequest{Model: g.cfg.Model, MaxTokens: g.cfg.MaxTokens, Temperature: g.cfg.Temperature}
 	for _, m := range c.Messages {
 		req.Messages = append(req.Messages, goopenai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
