@@ -184,6 +184,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker started", zap.String("consumer", streams.Durable), zap.Int("concurrency", w.cfg.Concurrency))
 	w.ready.Store(true)
 	defer w.ready.Store(false)
+	go w.reproject(workCtx)
 	if w.m != nil {
 		go w.watchConsumer(ctx, cons)
 	}
@@ -202,6 +203,81 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker stopped")
 	return nil
+}
+
+// reproject brings the index up to the stored state at start: every
+// catalog in the bucket whose index lags is re-indexed, and after the
+// store was rebuilt (a new layout or embedding model) docs and examples
+// are replayed from the stream, in order, with their stream sequences as
+// versions, so nothing has to be published again.
+func (w *Worker) reproject(ctx context.Context) {
+	keys, err := w.cats.Keys(ctx)
+	if err != nil {
+		w.log.Warn("re-projection: cannot list catalogs", zap.Error(err))
+		return
+	}
+	fixed := 0
+	for _, db := range keys {
+		mu := w.lock(db)
+		mu.Lock()
+		cat, _, err := w.cats.Get(ctx, db)
+		if err == nil {
+			var p int64
+			if p, err = w.store.Projected(ctx, db); err == nil && p < cat.Version {
+				err = w.ensureProjected(ctx, cat)
+				fixed++
+			}
+		}
+		mu.Unlock()
+		if err != nil {
+			w.log.Warn("re-projection failed; the next event of the database retries it", zap.String("db", db), zap.Error(err))
+		}
+	}
+	rebuilt, ok := w.store.(interface{ Rebuilt() bool })
+	replayed := 0
+	if ok && rebuilt.Rebuilt() {
+		replayed = w.replayDocs(ctx)
+	}
+	if fixed > 0 || replayed > 0 {
+		w.log.Info("index re-projected from stored state", zap.Int("catalogs", fixed), zap.Int("doc_and_example_events", replayed))
+	}
+}
+
+// replayDocs re-applies every docs and examples event still in the stream.
+func (w *Worker) replayDocs(ctx context.Context) int {
+	cons, err := w.js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{events.StreamSubjectDocs, events.StreamSubjectExamples}})
+	if err != nil {
+		w.log.Warn("replay docs: cannot read the stream", zap.Error(err))
+		return 0
+	}
+	n := 0
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(100, jetstream.FetchMaxWait(500*time.Millisecond))
+		if err != nil {
+			w.log.Warn("replay docs", zap.Error(err))
+			return n
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			meta, err := msg.Metadata()
+			if err != nil {
+				continue
+			}
+			if out := w.handle(ctx, msg, meta); out.act != actAck {
+				w.log.Warn("replay: event not applied", zap.Uint64("stream_seq", meta.Sequence.Stream), zap.String("reason", out.reason))
+			}
+			n++
+			if meta.NumPending == 0 {
+				return n
+			}
+		}
+		if got == 0 {
+			return n
+		}
+	}
+	return n
 }
 
 // watchConsumer exports the consumer's lag every few seconds.

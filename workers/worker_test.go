@@ -89,6 +89,20 @@ func (e *env) startWorker(cfg workers.Config, store workers.Store) {
 	})
 }
 
+// runWorker runs a worker over store and emb until the returned stop.
+func (e *env) runWorker(store workers.Store, emb embed.Embedder) (stop func()) {
+	e.t.Helper()
+	w, err := workers.New(e.js, e.cats, store, emb, zaptest.NewLogger(e.t), testConfig())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); <-done }) }
+}
+
 // publish sends an event with its id as Nats-Msg-Id and reports whether
 // JetStream dropped it as a duplicate.
 func (e *env) publish(ev *events.Event) bool {
@@ -471,4 +485,57 @@ func TestPanicDeadLettersAndWorkerSurvives(t *testing.T) {
 	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
 	e.waitVersion("shop", 2)
 	natstest.Eventually(t, 10*time.Second, "both tables indexed", func() bool { return e.count("shop") == 2 })
+}
+
+// TestRebuildReprojectsStoredState: after the index is rebuilt (another
+// embedding model, another layout), a new worker restores it from the
+// catalogs and the stream, with nothing published again.
+func TestRebuildReprojectsStoredState(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "index.db")
+	first, err := sqlite.Open(ctx, path, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := e.runWorker(first, embed.NewLocal(64))
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int); CREATE TABLE b (id int);"))
+	doc, _ := events.New("d1", "shop", time.Now(), &events.DocUpsert{DocID: "a.md", Body: "# A\n\none\n\n## B\n\ntwo"})
+	e.publish(doc)
+	gone, _ := events.New("d2", "shop", time.Now(), &events.DocUpsert{DocID: "gone.md", Body: "# Gone"})
+	e.publish(gone)
+	del, _ := events.New("d3", "shop", time.Now(), &events.DocDelete{DocID: "gone.md"})
+	e.publish(del)
+	ex, _ := events.New("x1", "shop", time.Now(), &events.ExamplesUpsert{Examples: []events.Example{{Question: "q", SQL: "SELECT 1"}}})
+	e.publish(ex)
+	count := func(s *sqlite.Store) int {
+		n, _ := s.Count(ctx, index.Filter{Database: "shop"})
+		return n
+	}
+	natstest.Eventually(t, 10*time.Second, "indexed", func() bool { return count(first) == 5 })
+	stop()
+	first.Close()
+
+	// A new embedding model with other dimensions: the file is rebuilt.
+	second, err := sqlite.Open(ctx, path, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if !second.Rebuilt() || count(second) != 0 {
+		t.Fatalf("rebuilt=%v count=%d", second.Rebuilt(), count(second))
+	}
+	stop = e.runWorker(second, embed.NewLocal(128))
+	defer stop()
+	natstest.Eventually(t, 10*time.Second, "re-projected", func() bool { return count(second) == 5 })
+	metas, _ := second.Metas(ctx, index.Filter{Database: "shop"})
+	for _, id := range []string{"shop:table:public.a", "shop:table:public.b", "shop:doc:a.md:1", "shop:doc:a.md:2"} {
+		if _, ok := metas[id]; !ok {
+			t.Errorf("%s missing after re-projection: %v", id, metas)
+		}
+	}
+	if _, ok := metas["shop:doc:gone.md:1"]; ok {
+		t.Error("a deleted doc came back")
+	}
 }

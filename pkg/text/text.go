@@ -184,3 +184,14 @@ func isASCIILower(s string) bool {
 	}
 	return utf8.ValidString(s)
 }
+
+// Compounds returns the joins of adjacent terms ("car", "maker" →
+// "carmaker"), so that an identifier and a question that name the same
+// thing as a phrase meet on one rare term.
+func Compounds(terms []string) []string {
+	out := make([]string, 0, len(terms))
+	for i := 1; i < len(terms); i++ {
+		out = append(out, terms[i-1]+terms[i])
+	}
+	return out
+}

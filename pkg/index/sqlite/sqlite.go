@@ -34,14 +34,17 @@ import (
 	"github.com/schemaq/schemaq/pkg/text"
 )
 
-// layoutVersion changes when the tables or the analysis change; an index
-// of another layout is rebuilt from the catalog, never read.
-const layoutVersion = "1"
+// layoutVersion changes when the tables or the analysis change. An index
+// file of another layout, or of other vector dimensions, is emptied and
+// rebuilt (it is a projection of the catalogs and events), and Rebuilt
+// reports it so the worker can re-project.
+const layoutVersion = "2"
 
 // Store is the SQLite index. It is safe for concurrent use.
 type Store struct {
-	db  *sql.DB
-	dim int
+	db      *sql.DB
+	dim     int
+	rebuilt bool
 
 	writeMu sync.Mutex // one writer at a time: SQLite's rule, kept in Go to avoid SQLITE_BUSY
 
@@ -91,7 +94,14 @@ func Open(ctx context.Context, path string, dim int) (*Store, error) {
 	return s, nil
 }
 
+// Rebuilt reports whether Open found an index of another layout or
+// dimension and emptied it, so that its contents must be re-projected.
+func (s *Store) Rebuilt() bool { return s.rebuilt }
+
 func (s *Store) migrate(ctx context.Context) error {
+	if err := s.resetIfIncompatible(ctx); err != nil {
+		return err
+	}
 	stmts := []string{
 		`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS chunks (
@@ -122,20 +132,48 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("create tables: %w", err)
 		}
 	}
-	want := map[string]string{"layout": layoutVersion, "dimensions": fmt.Sprint(s.dim)}
-	for k, v := range want {
+	for k, v := range s.wantMeta() {
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
+			return fmt.Errorf("write %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) wantMeta() map[string]string {
+	return map[string]string{"layout": layoutVersion, "dimensions": fmt.Sprint(s.dim)}
+}
+
+// resetIfIncompatible drops the projection tables of an index built with
+// another layout or other dimensions. The embedding cache stays: its keys
+// name model and dimensions.
+func (s *Store) resetIfIncompatible(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("create tables: %w", err)
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta`).Scan(&n); err != nil {
+		return fmt.Errorf("read meta: %w", err)
+	}
+	if n == 0 {
+		return nil // a new file
+	}
+	for k, v := range s.wantMeta() {
 		var have string
 		err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, k).Scan(&have)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			if _, err := s.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)`, k, v); err != nil {
-				return fmt.Errorf("write %s: %w", k, err)
-			}
-		case err != nil:
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("read %s: %w", k, err)
-		case have != v:
-			return fmt.Errorf("%w: the index was built with %s %s, this process uses %s; delete the index file (it is rebuilt from the catalogs) or use the embedder it was built with",
-				index.ErrDimension, k, have, v)
+		}
+		if have != v {
+			s.rebuilt = true
+		}
+	}
+	if !s.rebuilt {
+		return nil
+	}
+	for _, t := range []string{"chunks_fts", "chunk_tags", "chunks", "generations", "projections"} {
+		if _, err := s.db.ExecContext(ctx, `DROP TABLE IF EXISTS `+t); err != nil {
+			return fmt.Errorf("reset index: %w", err)
 		}
 	}
 	return nil
@@ -164,6 +202,19 @@ func analyzed(parts ...string) string {
 	var terms []string
 	for _, p := range parts {
 		terms = text.AppendTerms(terms, p)
+	}
+	return strings.Join(terms, " ")
+}
+
+// identifiers is the FTS text of identifier fields (names, columns): each
+// part's terms plus the compounds of its adjacent terms, so car_makers
+// also yields carmaker and meets a question saying "car makers".
+func identifiers(parts ...string) string {
+	var terms []string
+	for _, p := range parts {
+		t := text.Terms(p)
+		terms = append(terms, t...)
+		terms = append(terms, text.Compounds(t)...)
 	}
 	return strings.Join(terms, " ")
 }
@@ -218,7 +269,7 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 				rowid, _ = res.LastInsertId()
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO chunks_fts (rowid, name, schema, columns, body) VALUES (?,?,?,?,?)`,
-				rowid, analyzed(r.Title), analyzed(r.Schema), analyzed(r.Columns...), analyzed(r.Text)); err != nil {
+				rowid, identifiers(r.Title), identifiers(r.Schema), identifiers(r.Columns...), analyzed(r.Text)); err != nil {
 				return err
 			}
 			for k, v := range r.Tags {
@@ -504,7 +555,7 @@ func (s *Store) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit,
 	for _, t := range q.Terms {
 		terms = text.AppendTerms(terms, t)
 	}
-	match := ftsQuery(terms)
+	match := ftsQuery(append(terms, text.Compounds(terms)...))
 	if match == "" || q.Limit <= 0 {
 		return nil, nil
 	}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"testing"
 
@@ -40,9 +39,37 @@ func TestReopenKeepsDataAndChecksDimensions(t *testing.T) {
 	if err != nil || len(got) != 1 || got["k"][1] != 2 {
 		t.Errorf("cache after reopen: %v %v", got, err)
 	}
+	if s.Rebuilt() {
+		t.Error("a compatible index was reported rebuilt")
+	}
+	vec := make([]float32, indextest.Dimensions)
+	rec := index.Record{Vector: vec}
+	rec.ID, rec.Database, rec.Kind, rec.Name, rec.Text, rec.Hash = "db:table:t", "db", "table", "t", "x", "h"
+	if _, err := s.Upsert(ctx, []index.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetProjected(ctx, "db", 4); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
-	if _, err := Open(ctx, path, indextest.Dimensions*2); !errors.Is(err, index.ErrDimension) {
-		t.Errorf("reopen with other dimensions: %v", err)
+	// Other dimensions (a new embedding model): the projection is emptied
+	// and reported rebuilt; the embedding cache survives.
+	s, err = Open(ctx, path, indextest.Dimensions*2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.Rebuilt() {
+		t.Error("a rebuilt index was not reported")
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "db"}); n != 0 {
+		t.Errorf("%d chunks survived a rebuild", n)
+	}
+	if p, _ := s.Projected(ctx, "db"); p != 0 {
+		t.Errorf("projected version %d survived a rebuild", p)
+	}
+	if got, _ := s.GetVectors(ctx, []string{"k"}); len(got) != 1 {
+		t.Error("the embedding cache was dropped")
 	}
 }
 
