@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/client"
 )
 
 // replyError prints a wire error and makes the command fail.
@@ -37,6 +38,17 @@ func (c *clientFlags) question(fs *flag.FlagSet, args []string) (string, error) 
 	return q, nil
 }
 
+// session connects a one-shot command and bounds it by --timeout; done
+// releases both.
+func (c *clientFlags) session(ctx context.Context) (*client.Client, context.Context, func(), error) {
+	cli, closeConn, err := c.client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rctx, cancel := requestCtx(ctx, *c.timeout)
+	return cli, rctx, func() { cancel(); closeConn() }, nil
+}
+
 func runAsk(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "ask", "--db NAME [flags] QUESTION")
 	var c clientFlags
@@ -47,13 +59,11 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cli, closeConn, err := c.client()
+	cli, rctx, done, err := c.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer closeConn()
-	rctx, cancel := requestCtx(ctx, *c.timeout)
-	defer cancel()
+	defer done()
 	reply, err := cli.Ask(rctx, &events.AskRequest{Database: *c.db, Question: q, K: *k, Explain: *explain})
 	if *c.asJSON && reply != nil {
 		if jerr := json.NewEncoder(e.stdout).Encode(reply); jerr != nil {
@@ -102,13 +112,11 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	if *kind != "" {
 		kinds = strings.Split(*kind, ",")
 	}
-	cli, closeConn, err := c.client()
+	cli, rctx, done, err := c.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer closeConn()
-	rctx, cancel := requestCtx(ctx, *c.timeout)
-	defer cancel()
+	defer done()
 	var only []string
 	if *schemas != "" {
 		only = strings.Split(*schemas, ",")
@@ -148,13 +156,11 @@ func runTables(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 1 {
 		return usagef("tables: give at most one table")
 	}
-	cli, closeConn, err := c.client()
+	cli, rctx, done, err := c.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer closeConn()
-	rctx, cancel := requestCtx(ctx, *c.timeout)
-	defer cancel()
+	defer done()
 	reply, err := cli.Tables(rctx, &events.TablesRequest{Database: *c.db, Table: fs.Arg(0)})
 	if err != nil {
 		return replyError(e, err)
