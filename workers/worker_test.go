@@ -539,3 +539,43 @@ func TestRebuildReprojectsStoredState(t *testing.T) {
 		t.Error("a deleted doc came back")
 	}
 }
+
+func TestSnapshotReplacesTheCatalog(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	e.publish(migration(t, "shop", 1, "CREATE TABLE old_a (id int); CREATE TABLE old_b (id int);"))
+	e.waitVersion("shop", 1)
+	snap := func(id string, seq int64, sql string) *events.Event {
+		ev, err := events.New(id, "shop", time.Now(), &events.Snapshot{Seq: seq, Source: "dump.sql", SQL: sql})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	// A snapshot may jump ahead: it replaces the catalog whole.
+	e.publish(snap("s10", 10, "CREATE TABLE public.fresh (id int PRIMARY KEY, note text);"))
+	e.waitVersion("shop", 10)
+	c, _, _ := e.cats.Get(context.Background(), "shop")
+	if len(c.Tables()) != 1 || c.Table(catalog.QualName{Schema: "public", Name: "fresh"}) == nil {
+		t.Fatalf("snapshot did not replace the catalog: %v", c.Tables())
+	}
+	natstest.Eventually(t, 10*time.Second, "old tables gone from the index", func() bool {
+		metas, _ := e.store.Metas(context.Background(), index.Filter{Database: "shop"})
+		_, fresh := metas["shop:table:public.fresh"]
+		return len(metas) == 1 && fresh
+	})
+	// An older snapshot is a duplicate; a bad one is dead-lettered and
+	// leaves the catalog as it was.
+	e.publish(snap("s5", 5, "CREATE TABLE stale (id int);"))
+	e.publish(snap("s11", 11, "CREATE TABLE broken (id int GENERATED ALWAYS AS (id) VIRTUAL);"))
+	dl := e.waitDeadLetters(1)
+	if !strings.Contains(dl[0].reason, "schema.snapshot 11 does not apply") || !strings.Contains(dl[0].reason, `"VIRTUAL"`) {
+		t.Errorf("dead letter %+v", dl[0])
+	}
+	// Migrations continue from the snapshot's version.
+	e.publish(migration(t, "shop", 11, "ALTER TABLE fresh ADD COLUMN extra int;"))
+	e.waitVersion("shop", 11)
+	if c, _, _ := e.cats.Get(context.Background(), "shop"); c.Table(catalog.QualName{Schema: "public", Name: "stale"}) != nil {
+		t.Error("an older snapshot was applied")
+	}
+}

@@ -115,6 +115,10 @@ func TestQuickStart(t *testing.T) {
 	if out, _, code := runAt(t, url, "publish", "migrations", "--db", "shop", filepath.Join(shop, "migrations")); code != exitOK || !strings.Contains(out, "6 duplicate(s)") {
 		t.Errorf("re-publish should be all duplicates: %s", out)
 	}
+	if out, _, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--from", "5", filepath.Join(shop, "migrations")); code != exitOK ||
+		!strings.Contains(out, "published 2 event(s)") || strings.Contains(out, "0001_customers.sql") {
+		t.Errorf("--from 5 should publish migrations 5 and 6 only: %s", out)
+	}
 	if out, errOut, code := runAt(t, url, "publish", "docs", "--db", "shop", "--tag", "team=payments", filepath.Join(shop, "docs")); code != exitOK || !strings.Contains(out, "published 2 event(s)") {
 		t.Errorf("publish docs (exit %d): %s %s", code, out, errOut)
 	}
