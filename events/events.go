@@ -10,6 +10,8 @@ package events
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,16 +58,63 @@ type Migration struct {
 	Seq int64 `json:"seq"`
 	// Source names where the SQL came from (a file name); errors cite it.
 	Source string `json:"source,omitempty"`
-	SQL    string `json:"sql"`
+	SQL    string `json:"sql,omitempty"`
+	// SQLGzip is the SQL gzip-compressed (base64 in JSON), for scripts
+	// too large for one event otherwise. Set SQL or SQLGzip, not both;
+	// Decode fills SQL from it.
+	SQLGzip []byte `json:"sql_gzip,omitempty"`
 }
 
 // Snapshot is the data of a schema.snapshot event: the whole schema (for
 // example pg_dump --schema-only). It replaces the catalog and sets its
 // version to Seq.
 type Snapshot struct {
-	Seq    int64  `json:"seq"`
-	Source string `json:"source,omitempty"`
-	SQL    string `json:"sql"`
+	Seq     int64  `json:"seq"`
+	Source  string `json:"source,omitempty"`
+	SQL     string `json:"sql,omitempty"`
+	SQLGzip []byte `json:"sql_gzip,omitempty"` // as in Migration
+}
+
+// MaxSQLBytes bounds the SQL of one event once decompressed.
+const MaxSQLBytes = 64 << 20
+
+// GzipSQL compresses sql for Migration.SQLGzip or Snapshot.SQLGzip.
+func GzipSQL(sql string) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	_, _ = zw.Write([]byte(sql))
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// expandSQL fills *sql from gz, refusing both set, corrupt data and more
+// than MaxSQLBytes (a gzip bomb).
+func expandSQL(sql *string, gz []byte) error {
+	if len(gz) == 0 {
+		return nil
+	}
+	if *sql != "" {
+		return fieldErr("data.sql_gzip", "set sql or sql_gzip, not both")
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return fieldErr("data.sql_gzip", "not gzip data: %v", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(zr, MaxSQLBytes+1))
+	if err != nil {
+		return fieldErr("data.sql_gzip", "corrupt gzip data: %v", err)
+	}
+	if len(b) > MaxSQLBytes {
+		return fieldErr("data.sql_gzip", "expands to more than %d bytes", MaxSQLBytes)
+	}
+	if !utf8.Valid(b) {
+		return fieldErr("data.sql_gzip", "the SQL is not valid UTF-8 (at byte %d)", invalidUTF8Offset(b))
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return fieldErr("data.sql_gzip", "required: the compressed DDL is empty")
+	}
+	*sql = string(b)
+	return nil
 }
 
 // DocUpsert is the data of a docs.upsert event: one markdown document.
@@ -234,6 +283,10 @@ func jsonError(err error, path string) error {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("%w: unexpected end of JSON", ErrMalformed)
 	}
+	var b64 base64.CorruptInputError
+	if errors.As(err, &b64) {
+		return fmt.Errorf("%w: a binary field (such as data.sql_gzip) is not valid base64: %v", ErrMalformed, err)
+	}
 	var te *time.ParseError
 	if errors.As(err, &te) {
 		return fieldErr(join("time"), "not an RFC 3339 time: %v", err)
@@ -273,7 +326,16 @@ func (ev *Event) decodeData() error {
 	default:
 		return fmt.Errorf("%w: %q (known: %s)", ErrUnknownType, ev.Type, strings.Join(Types(), ", "))
 	}
-	return strictUnmarshal(ev.Data, target, "data")
+	if err := strictUnmarshal(ev.Data, target, "data"); err != nil {
+		return err
+	}
+	switch {
+	case ev.Migration != nil:
+		return expandSQL(&ev.Migration.SQL, ev.Migration.SQLGzip)
+	case ev.Snapshot != nil:
+		return expandSQL(&ev.Snapshot.SQL, ev.Snapshot.SQLGzip)
+	}
+	return nil
 }
 
 // Types lists the event types in a stable order.
@@ -303,9 +365,9 @@ func (ev *Event) Validate() error {
 	}
 	switch ev.Type {
 	case TypeMigration:
-		return validateDDL(ev.Migration.Seq, ev.Migration.SQL)
+		return validateDDL(ev.Migration.Seq, ev.Migration.SQL, ev.Migration.SQLGzip)
 	case TypeSnapshot:
-		return validateDDL(ev.Snapshot.Seq, ev.Snapshot.SQL)
+		return validateDDL(ev.Snapshot.Seq, ev.Snapshot.SQL, ev.Snapshot.SQLGzip)
 	case TypeDocUpsert:
 		d := ev.DocUpsert
 		if err := validateID("data.doc_id", d.DocID); err != nil {
@@ -348,11 +410,13 @@ func (ev *Event) Validate() error {
 	return nil
 }
 
-func validateDDL(seq int64, sql string) error {
+func validateDDL(seq int64, sql string, gz []byte) error {
 	if seq < 1 {
 		return fieldErr("data.seq", "must be 1 or more, got %d", seq)
 	}
-	if strings.TrimSpace(sql) == "" {
+	// A compressed script is checked once Decode has expanded it; before
+	// that (a producer's Validate) its presence is enough.
+	if strings.TrimSpace(sql) == "" && len(gz) == 0 {
 		return fieldErr("data.sql", "required: the DDL to apply is empty")
 	}
 	return nil

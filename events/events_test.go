@@ -231,3 +231,45 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestCompressedSQL(t *testing.T) {
+	sql := "CREATE TABLE big (id int);\n" + strings.Repeat("-- padding that compresses well\n", 50000)
+	ev, err := New("big-1", "shop", time.Now(), &Snapshot{Seq: 1, SQLGzip: GzipSQL(sql)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ev.Encode()
+	if len(b) > DefaultMaxEventBytes || len(sql) <= DefaultMaxEventBytes {
+		t.Fatalf("the test wants a script over the limit that compresses under it: %d → %d", len(sql), len(b))
+	}
+	back, err := Decode(b, 0)
+	if err != nil || back.Snapshot.SQL != sql {
+		t.Fatalf("decode: %v (sql %d bytes)", err, len(back.Snapshot.SQL))
+	}
+	enc := func(data string) []byte {
+		return []byte(`{"spec":1,"type":"schema.migration","id":"x","database":"shop","data":` + data + `}`)
+	}
+	b64 := func(b []byte) string { j, _ := json.Marshal(b); return string(j) }
+	bomb := GzipSQL(strings.Repeat("a", MaxSQLBytes+1))
+	tests := []struct {
+		name, data, want string
+	}{
+		{"both set", `{"seq":1,"sql":"SELECT 1","sql_gzip":` + b64(GzipSQL("SELECT 1")) + `}`, "not both"},
+		{"not gzip", `{"seq":1,"sql_gzip":` + b64([]byte("plain text")) + `}`, "not gzip data"},
+		{"gzip bomb", `{"seq":1,"sql_gzip":` + b64(bomb) + `}`, "expands to more than"},
+		{"empty inside", `{"seq":1,"sql_gzip":` + b64(GzipSQL("  ")) + `}`, "compressed DDL is empty"},
+		{"invalid UTF-8 inside", `{"seq":1,"sql_gzip":` + b64(GzipSQL("caf\xe9")) + `}`, "not valid UTF-8"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(enc(tc.data), 1<<20)
+			var fe *FieldError
+			if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want a field error mentioning %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := Decode(enc(`{"seq":1,"sql_gzip":"%%%"}`), 1<<20); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "not valid base64") {
+		t.Errorf("bad base64: %v", err)
+	}
+}

@@ -190,14 +190,27 @@ func migrationEvents(db string, paths []string, from int64, now time.Time) ([]*e
 		if err != nil {
 			return nil, fmt.Errorf("read migration: %w", err)
 		}
-		ev, err := events.New(eventID(db, "m", fmt.Sprint(seq), string(sql)), db, now,
-			&events.Migration{Seq: seq, Source: filepath.ToSlash(f.Name), SQL: string(sql)})
+		m := &events.Migration{Seq: seq, Source: filepath.ToSlash(f.Name)}
+		m.SQL, m.SQLGzip = sqlPayload(string(sql))
+		ev, err := events.New(eventID(db, "m", fmt.Sprint(seq), string(sql)), db, now, m)
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: %w", f.Name, err)
 		}
 		out = append(out, ev)
 	}
 	return out, nil
+}
+
+// compressAbove is the script size from which events carry the SQL
+// gzip-compressed: schema dumps of large applications exceed the 1 MiB
+// event limit as text, but compress tenfold.
+const compressAbove = 256 << 10
+
+func sqlPayload(sql string) (string, []byte) {
+	if len(sql) > compressAbove {
+		return "", events.GzipSQL(sql)
+	}
+	return sql, nil
 }
 
 func snapshotEvent(ctx context.Context, c *clientFlags, paths []string, seq int64, now time.Time) ([]*events.Event, error) {
@@ -215,8 +228,9 @@ func snapshotEvent(ctx context.Context, c *clientFlags, paths []string, seq int6
 		}
 		seq = cur + 1
 	}
-	ev, err := events.New(eventID(*c.db, "s", fmt.Sprint(seq), string(sql)), *c.db, now,
-		&events.Snapshot{Seq: seq, Source: filepath.Base(paths[0]), SQL: string(sql)})
+	snap := &events.Snapshot{Seq: seq, Source: filepath.Base(paths[0])}
+	snap.SQL, snap.SQLGzip = sqlPayload(string(sql))
+	ev, err := events.New(eventID(*c.db, "s", fmt.Sprint(seq), string(sql)), *c.db, now, snap)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", paths[0], err)
 	}

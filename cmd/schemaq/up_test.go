@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -308,5 +309,38 @@ func TestMetricsAfterEventsAndAsks(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// TestLargeSnapshot publishes a schema dump over the 1 MiB event limit: the
+// CLI compresses it and the worker applies it.
+func TestLargeSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&b, "CREATE TABLE public.table_%04d (id bigint PRIMARY KEY, name text NOT NULL, created_at timestamptz, amount numeric(12,2));\n", i)
+		fmt.Fprintf(&b, "COMMENT ON TABLE public.table_%04d IS 'Table number %d of a large application schema, with a comment long enough to matter.';\n", i, i)
+	}
+	dump := filepath.Join(dir, "structure.sql")
+	if err := os.WriteFile(dump, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() <= 1<<20 {
+		t.Fatalf("the dump should exceed 1 MiB, is %d bytes", b.Len())
+	}
+	addr := freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(dir, "data"), addr)
+	defer stop()
+	out, errOut, code := runAt(t, url, "publish", "snapshot", "--db", "big", "--wait", "30s", dump)
+	if code != exitOK || !strings.Contains(out, "catalog big is at version 1") {
+		t.Fatalf("publish a %d-byte snapshot (exit %d): %s %s", b.Len(), code, out, errOut)
+	}
+	out, _, _ = runAt(t, url, "tables", "--db", "big", "--json")
+	var tb struct {
+		Tables []struct{ Name string } `json:"tables"`
+	}
+	if json.Unmarshal([]byte(out), &tb) != nil || len(tb.Tables) != 5000 {
+		t.Errorf("tables after a large snapshot: %d", len(tb.Tables))
 	}
 }

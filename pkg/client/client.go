@@ -53,6 +53,10 @@ func (c *Client) Publish(ctx context.Context, ev *events.Event) (Published, erro
 	if err != nil {
 		return Published{}, fmt.Errorf("publish %s %s: %w", ev.Type, ev.ID, err)
 	}
+	if len(data) > events.DefaultMaxEventBytes {
+		return Published{}, fmt.Errorf("publish %s %s: %w: %d bytes, the limit is %d (compress the SQL with events.GzipSQL, split it, or raise NATS max_payload and the stream's max message size together)",
+			ev.Type, ev.ID, events.ErrTooLarge, len(data), events.DefaultMaxEventBytes)
+	}
 	m := nats.NewMsg(ev.Subject())
 	m.Data = data
 	m.Header.Set(events.HeaderMsgID, ev.ID)
