@@ -61,7 +61,7 @@ func (b *benchSystemFlags) start(ctx context.Context, e *env) (*benchSystem, err
 	}
 	var r roleFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	if err := r.register(fs, &env{getenv: func(string) string { return "" }}, "json"); err != nil {
+	if err := r.register(fs, &env{getenv: func(string) string { return "" }}, "json", false); err != nil {
 		return nil, err
 	}
 	*r.dataDir = dir

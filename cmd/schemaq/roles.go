@@ -41,9 +41,13 @@ type roleFlags struct {
 	metrics  string
 }
 
-func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string) error {
+// register declares the role flags; connect adds the NATS client flags,
+// which `up` does not need (it runs its own server).
+func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bool) error {
 	r.dataDir = dataDirFlag(fs, e)
-	r.nats.register(fs, e)
+	if connect {
+		r.nats.register(fs, e)
+	}
 	if err := r.embed.register(fs, e); err != nil {
 		return err
 	}
@@ -235,7 +239,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 func runRole(ctx context.Context, e *env, args []string, name string, worker, serve bool) error {
 	fs := newFlags(e, name, "[flags]")
 	var r roleFlags
-	if err := r.register(fs, e, "json"); err != nil {
+	if err := r.register(fs, e, "json", true); err != nil {
 		return err
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -265,7 +269,7 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 func runUp(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "up", "[flags]")
 	var r roleFlags
-	if err := r.register(fs, e, "console"); err != nil {
+	if err := r.register(fs, e, "console", false); err != nil {
 		return err
 	}
 	listen := fs.String("listen", envString(e, "SCHEMAQ_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server [SCHEMAQ_LISTEN]")
