@@ -99,6 +99,9 @@ type Worker struct {
 	locks sync.Map // database → *sync.Mutex
 	m     *Metrics
 	ready atomic.Bool
+	// caughtUp closes once the index holds everything the stream held
+	// when the worker started, so a replica opens for queries only then.
+	caughtUp chan struct{}
 }
 
 // Option configures a Worker.
@@ -107,8 +110,23 @@ type Option func(*Worker)
 // WithMetrics records the worker's metrics in m.
 func WithMetrics(m *Metrics) Option { return func(w *Worker) { w.m = m } }
 
+func (w *Worker) consumerName() string {
+	if w.cfg.Consumer.Name != "" {
+		return w.cfg.Consumer.Name
+	}
+	return streams.Durable
+}
+
 // Ready reports whether the worker's consumer is bound and consuming.
 func (w *Worker) Ready() bool { return w.ready.Load() }
+
+// CaughtUp is closed once the stored catalogs are projected and the
+// consumer has no undelivered events and none being applied. Events that
+// wait for a gap to fill do not hold it shut for more than stuckWait: a
+// shared index would not have them either.
+func (w *Worker) CaughtUp() <-chan struct{} { return w.caughtUp }
+
+const stuckWait = 30 * time.Second
 
 // New builds a worker; it does not touch the network.
 func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.Embedder, log *zap.Logger, cfg Config, opts ...Option) (*Worker, error) {
@@ -118,7 +136,7 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 	if js == nil || cats == nil || store == nil || emb == nil || log == nil {
 		return nil, errors.New("worker: jetstream, catalogs, store, embedder and logger are required")
 	}
-	w := &Worker{js: js, cats: cats, store: store, emb: emb, log: log, cfg: cfg}
+	w := &Worker{js: js, cats: cats, store: store, emb: emb, log: log, cfg: cfg, caughtUp: make(chan struct{})}
 	for _, o := range opts {
 		o(w)
 	}
@@ -179,12 +197,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}))
 	if err != nil {
-		return fmt.Errorf("consume %s: %w", streams.Durable, err)
+		return fmt.Errorf("consume %s: %w", w.consumerName(), err)
 	}
-	w.log.Info("worker started", zap.String("consumer", streams.Durable), zap.Int("concurrency", w.cfg.Concurrency))
+	w.log.Info("worker started", zap.String("consumer", w.consumerName()), zap.Int("concurrency", w.cfg.Concurrency))
 	w.ready.Store(true)
 	defer w.ready.Store(false)
-	go w.reproject(workCtx)
+	go func() {
+		w.reproject(workCtx)
+		w.awaitCaughtUp(ctx, cons)
+	}()
 	if w.m != nil {
 		go w.watchConsumer(ctx, cons)
 	}
@@ -240,6 +261,32 @@ func (w *Worker) reproject(ctx context.Context) {
 	}
 	if fixed > 0 || replayed > 0 {
 		w.log.Info("index re-projected from stored state", zap.Int("catalogs", fixed), zap.Int("doc_and_example_events", replayed))
+	}
+}
+
+// awaitCaughtUp closes caughtUp when the consumer has drained.
+func (w *Worker) awaitCaughtUp(ctx context.Context, cons jetstream.Consumer) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var drained time.Time // when NumPending first read 0
+	for {
+		info, err := cons.Info(ctx)
+		if err == nil && info.NumPending == 0 {
+			if drained.IsZero() {
+				drained = time.Now()
+			}
+			if info.NumAckPending == 0 || time.Since(drained) > stuckWait {
+				w.log.Info("caught up with the stream", zap.Uint64("stream_seq", info.Delivered.Stream),
+					zap.Int("waiting", info.NumAckPending))
+				close(w.caughtUp)
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 

@@ -56,6 +56,7 @@ func commands() map[string]command {
 		"up":      {"run everything in one process: embedded NATS, worker, daemon, SQLite index", runUp},
 		"worker":  {"run the indexing worker against SCHEMAQ_NATS_URL", runWorker},
 		"daemon":  {"run the query daemon against SCHEMAQ_NATS_URL", runDaemon},
+		"serve":   {"run a replica with its own index (worker + daemon) against SCHEMAQ_NATS_URL", runServe},
 		"publish": {"publish migrations, a snapshot, docs or examples", runPublish},
 		"ask":     {"ask a question; prints checked SQL (or the context, without a gateway)", runAsk},
 		"search":  {"retrieve the context for a question", runSearch},

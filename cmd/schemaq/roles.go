@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +41,9 @@ type roleFlags struct {
 	daemon   daemon.Config
 	shutdown time.Duration
 	metrics  string
+	// replica: the daemon opens only once the worker has caught up, as
+	// its index is its own.
+	replica bool
 }
 
 // register declares the role flags; connect adds the NATS client flags,
@@ -133,6 +138,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			}
 		}()
 	}
+	var caughtUp <-chan struct{}
 	if worker {
 		cfg := r.worker
 		cfg.ShutdownTimeout = r.shutdown
@@ -144,6 +150,18 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		rt.tel.AddCheck("consumer", telemetry.FlagCheck("not bound", w.Ready))
 		wg.Add(1)
 		go func() { defer wg.Done(); errs <- w.Run(runCtx) }()
+		caughtUp = w.CaughtUp()
+	}
+	if serve && r.replica {
+		rt.log.Info("replica catching up with the stream before it answers")
+		select {
+		case <-caughtUp:
+		case <-runCtx.Done():
+		case err := <-errs:
+			cancel()
+			wg.Wait()
+			return rt.finish(ctx, err)
+		}
 	}
 	if serve {
 		watcher, err := catalogkv.Watch(runCtx, rt.kv, func(key string, err error) {
@@ -236,14 +254,45 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	return runRole(ctx, e, args, "daemon", false, true)
 }
 
+// runServe is a replica with its own index: a worker on a consumer of its
+// own (so it sees every event) and a daemon over its local store. The
+// catalog bucket's compare-and-set and the version guards make replicas
+// converge: one applies a migration, the others find it a duplicate and
+// project the stored catalog. Any number of replicas share one NATS, with
+// no shared index store.
+func runServe(ctx context.Context, e *env, args []string) error {
+	return runRole(ctx, e, args, "serve", true, true)
+}
+
 func runRole(ctx context.Context, e *env, args []string, name string, worker, serve bool) error {
 	fs := newFlags(e, name, "[flags]")
 	var r roleFlags
 	if err := r.register(fs, e, "json", true); err != nil {
 		return err
 	}
+	var replica *string
+	if name == "serve" {
+		host, _ := os.Hostname()
+		replica = fs.String("replica-id", envString(e, "SCHEMAQ_REPLICA_ID", host), "this replica's name; its consumer is schemaq-replica-<id> [SCHEMAQ_REPLICA_ID] (default: the host name)")
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if replica != nil {
+		id := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+				return r
+			}
+			return '_'
+		}, *replica)
+		if id == "" {
+			return usagef("--replica-id: give this replica a name")
+		}
+		r.worker.Consumer.Name = "schemaq-replica-" + id
+		// A replica that is gone for a day loses its consumer; when it
+		// comes back it replays the stream into a fresh index.
+		r.worker.Consumer.InactiveThreshold = 24 * time.Hour
+		r.replica = true
 	}
 	log, err := r.log.build(e)
 	if err != nil {

@@ -82,9 +82,15 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 
 // ConsumerConfig is the workers' durable pull consumer.
 type ConsumerConfig struct {
+	// Name is the durable's name: Durable for the shared worker pool, one
+	// name per replica when each replica keeps its own index.
+	Name          string
 	AckWait       time.Duration
 	MaxDeliver    int
 	MaxAckPending int
+	// InactiveThreshold removes the consumer after this long without a
+	// reader (0: never), so replicas that are gone do not pile up.
+	InactiveThreshold time.Duration
 }
 
 // DefaultConsumer gives a waiting migration about half a minute of
@@ -93,17 +99,22 @@ var DefaultConsumer = ConsumerConfig{AckWait: 30 * time.Second, MaxDeliver: 20, 
 
 // EnsureConsumer creates or updates the durable consumer.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, c ConsumerConfig) (jetstream.Consumer, error) {
+	name := c.Name
+	if name == "" {
+		name = Durable
+	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, events.Stream, jetstream.ConsumerConfig{
-		Durable:       Durable,
-		Description:   "schemaq workers, shared by every replica",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       c.AckWait,
-		MaxDeliver:    c.MaxDeliver,
-		MaxAckPending: c.MaxAckPending,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
+		Durable:           name,
+		Description:       "schemaq workers",
+		AckPolicy:         jetstream.AckExplicitPolicy,
+		AckWait:           c.AckWait,
+		MaxDeliver:        c.MaxDeliver,
+		MaxAckPending:     c.MaxAckPending,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: c.InactiveThreshold,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ensure consumer %s: %w", Durable, err)
+		return nil, fmt.Errorf("ensure consumer %s: %w", name, err)
 	}
 	return cons, nil
 }

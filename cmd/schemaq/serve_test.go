@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/streams"
+)
+
+// startServe runs `schemaq serve` as the replica id until stop is called.
+func startServe(t *testing.T, url, dataDir, id string) (stop func() string) {
+	t.Helper()
+	var out, errOut syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runEnv(ctx, []string{"serve", "--data-dir", dataDir, "--replica-id", id, "--log-format", "json"},
+			&env{stdout: &out, stderr: &errOut, getenv: func(k string) string {
+				if k == "SCHEMAQ_NATS_URL" {
+					return url
+				}
+				return ""
+			}})
+	}()
+	return func() string {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve %s returned %v: %s", id, err, errOut.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("serve %s did not stop within 30s", id)
+		}
+		return errOut.String()
+	}
+}
+
+// TestServeReplicas runs two replicas with indexes of their own on one
+// NATS: both index everything, and a replica that starts late answers
+// only once it has caught up with the stream.
+func TestServeReplicas(t *testing.T) {
+	ns := natstest.Server(t)
+	url := ns.ClientURL()
+	dir := t.TempDir()
+	shop := filepath.Join("..", "..", "examples", "shop")
+
+	stopA := startServe(t, url, filepath.Join(dir, "a"), "a")
+	stopAOnce := func() string { s := stopA(); stopA = func() string { return "" }; return s }
+	defer func() { stopAOnce() }()
+	// publish --wait waits for the catalog; the docs need a replica's index.
+	if out, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations")); code != exitOK || !strings.Contains(out, "catalog shop is at version 6") {
+		t.Fatalf("publish migrations (exit %d): %s %s", code, out, errOut)
+	}
+	if out, errOut, code := runAt(t, url, "publish", "docs", "--db", "shop", filepath.Join(shop, "docs")); code != exitOK {
+		t.Fatalf("publish docs (exit %d): %s %s", code, out, errOut)
+	}
+	searchDoc := func() (string, int) {
+		out, _, code := runAt(t, url, "search", "--db", "shop", "partial refunds", "--kind", "doc", "--k", "1")
+		return out, code
+	}
+	natstest.Eventually(t, 20*time.Second, "replica a indexes the docs", func() bool {
+		out, _ := searchDoc()
+		return strings.Contains(out, "refunds.md")
+	})
+
+	// Replica b starts after everything was published and a stops: every
+	// answer b gives must already hold the doc, as b opens for queries
+	// only once it has replayed the stream into its own index.
+	stopB := startServe(t, url, filepath.Join(dir, "b"), "b")
+	defer func() { stopB() }()
+	logsA := stopAOnce()
+	if !strings.Contains(logsA, `"consumer":"schemaq-replica-a"`) {
+		t.Errorf("replica a did not consume on its own durable: %s", logsA)
+	}
+	var out string
+	code := exitFailure
+	for deadline := time.Now().Add(20 * time.Second); code != exitOK && time.Now().Before(deadline); {
+		out, code = searchDoc()
+		if code != exitOK {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if code != exitOK || !strings.Contains(out, "refunds.md") {
+		t.Fatalf("replica b's first answer (exit %d) lacks the doc: %s", code, out)
+	}
+	if out, _, _ := runAt(t, url, "search", "--db", "shop", "customers with their shipping addresses", "--kind", "table", "--k", "3"); !strings.Contains(out, "shipping_addresses") {
+		t.Errorf("replica b table search: %s", out)
+	}
+	for _, d := range []string{"a", "b"} {
+		if entries, err := os.ReadDir(filepath.Join(dir, d)); err != nil || len(entries) == 0 {
+			t.Errorf("replica %s has no index of its own in %s: %v", d, filepath.Join(dir, d), err)
+		}
+	}
+
+	nc := natstest.Connect(t, ns)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, name := range []string{"schemaq-replica-a", "schemaq-replica-b"} {
+		c, err := js.Consumer(ctx, events.Stream, name)
+		if err != nil {
+			t.Errorf("consumer %s: %v", name, err)
+			continue
+		}
+		info, err := c.Info(ctx)
+		if err != nil || info.Config.InactiveThreshold != 24*time.Hour {
+			t.Errorf("consumer %s: inactive threshold not set: %v %+v", name, err, info)
+		}
+	}
+	if _, err := js.Consumer(ctx, events.Stream, streams.Durable); err == nil {
+		t.Error("replicas created the shared worker consumer")
+	}
+	if logsB := stopB(); !strings.Contains(logsB, "caught up with the stream") {
+		t.Errorf("replica b did not log catching up: %s", logsB)
+	}
+	stopB = func() string { return "" }
+}
