@@ -51,19 +51,20 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"catalog": {"apply migrations or a schema dump locally and print the catalog", runCatalog},
-		"bench":   {"measure retrieval quality, load and freshness (bench retrieval|ask|freshness)", runBench},
-		"up":      {"run everything in one process: embedded NATS, worker, daemon, SQLite index", runUp},
-		"worker":  {"run the indexing worker against SCHEMAQ_NATS_URL", runWorker},
-		"daemon":  {"run the query daemon against SCHEMAQ_NATS_URL", runDaemon},
-		"serve":   {"run a replica with its own index (worker + daemon) against SCHEMAQ_NATS_URL", runServe},
-		"publish": {"publish migrations, a snapshot, docs or examples", runPublish},
-		"ask":     {"ask a question; prints checked SQL (or the context, without a gateway)", runAsk},
-		"search":  {"retrieve the context for a question", runSearch},
-		"tables":  {"list a database's tables, or print one's DDL", runTables},
-		"status":  {"stream, worker, catalog and dead-letter state", runStatus},
-		"dlq":     {"list, show or retry dead-lettered events", runDLQ},
-		"mcp":     {"serve schemaq's tools to AI agents (Model Context Protocol, stdio or HTTP)", runMCP},
+		"catalog":     {"apply migrations or a schema dump locally and print the catalog", runCatalog},
+		"bench":       {"measure retrieval quality, load and freshness (bench retrieval|ask|freshness)", runBench},
+		"up":          {"run everything in one process: embedded NATS, worker, daemon, SQLite index", runUp},
+		"worker":      {"run the indexing worker against SCHEMAQ_NATS_URL", runWorker},
+		"daemon":      {"run the query daemon against SCHEMAQ_NATS_URL", runDaemon},
+		"serve":       {"run a replica with its own index (worker + daemon) against SCHEMAQ_NATS_URL", runServe},
+		"publish":     {"publish migrations, a snapshot, docs or examples", runPublish},
+		"ask":         {"ask a question; prints checked SQL (or the context, without a gateway)", runAsk},
+		"search":      {"retrieve the context for a question", runSearch},
+		"tables":      {"list a database's tables, or print one's DDL", runTables},
+		"status":      {"stream, worker, catalog and dead-letter state", runStatus},
+		"dlq":         {"list, show or retry dead-lettered events", runDLQ},
+		"healthcheck": {"probe a running process's /readyz; exits non-zero unless ready (container health checks)", runHealthcheck},
+		"mcp":         {"serve schemaq's tools to AI agents (Model Context Protocol, stdio or HTTP)", runMCP},
 		"version": {"print the version", func(_ context.Context, e *env, _ []string) error {
 			fmt.Fprintln(e.stdout, "schemaq", version)
 			return nil

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -139,6 +140,15 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		}()
 	}
 	var caughtUp <-chan struct{}
+	// The service check exists from the start, so a replica still catching
+	// up reads as not ready rather than as ready without it.
+	var dmn atomic.Pointer[daemon.Daemon]
+	if serve {
+		rt.tel.AddCheck("service", telemetry.FlagCheck("not registered", func() bool {
+			d := dmn.Load()
+			return d != nil && d.Ready()
+		}))
+	}
 	if worker {
 		cfg := r.worker
 		cfg.ShutdownTimeout = r.shutdown
@@ -211,7 +221,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		if err != nil {
 			return usagef("%v", err)
 		}
-		rt.tel.AddCheck("service", telemetry.FlagCheck("not registered", d.Ready))
+		dmn.Store(d)
 		wg.Add(1)
 		go func() { defer wg.Done(); errs <- d.Run(runCtx) }()
 	}

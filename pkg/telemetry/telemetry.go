@@ -63,21 +63,26 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) failing(ctx context.Context) []string {
-	s.mu.Lock()
-	names := make([]string, 0, len(s.checks))
-	for n := range s.checks {
-		names = append(names, n)
+	type named struct {
+		name  string
+		check Check
 	}
-	checks := s.checks
+	// Copied under the lock: checks run outside it, and a role may add
+	// one meanwhile.
+	s.mu.Lock()
+	checks := make([]named, 0, len(s.checks))
+	for n, c := range s.checks {
+		checks = append(checks, named{n, c})
+	}
 	s.mu.Unlock()
-	sort.Strings(names)
-	var failed []string
-	if len(names) == 0 {
+	if len(checks) == 0 {
 		return []string{"starting"}
 	}
-	for _, n := range names {
-		if err := checks[n](ctx); err != nil {
-			failed = append(failed, n+": "+err.Error())
+	sort.Slice(checks, func(i, j int) bool { return checks[i].name < checks[j].name })
+	var failed []string
+	for _, c := range checks {
+		if err := c.check(ctx); err != nil {
+			failed = append(failed, c.name+": "+err.Error())
 		}
 	}
 	return failed

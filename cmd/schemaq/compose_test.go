@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/schemaq/schemaq/pkg/natstest"
+)
+
+// composeFile is the part of the Compose specification deploy/compose.yaml
+// uses; unknown fields are rejected, so a misspelt key fails the test.
+type composeFile struct {
+	Name     string                    `yaml:"name"`
+	Services map[string]composeService `yaml:"services"`
+	Volumes  map[string]any            `yaml:"volumes"`
+}
+
+type composeService struct {
+	Build     *struct{ Context, Dockerfile string } `yaml:"build"`
+	Image     string                                `yaml:"image"`
+	Command   []string                              `yaml:"command"`
+	Env       map[string]string                     `yaml:"environment"`
+	Ports     []string                              `yaml:"ports"`
+	Volumes   []string                              `yaml:"volumes"`
+	DependsOn map[string]struct {
+		Condition string `yaml:"condition"`
+	} `yaml:"depends_on"`
+	Healthcheck *struct {
+		Test        []string `yaml:"test"`
+		Interval    string   `yaml:"interval"`
+		Timeout     string   `yaml:"timeout"`
+		Retries     int      `yaml:"retries"`
+		StartPeriod string   `yaml:"start_period"`
+	} `yaml:"healthcheck"`
+	StopGracePeriod string   `yaml:"stop_grace_period"`
+	Restart         string   `yaml:"restart"`
+	Profiles        []string `yaml:"profiles"`
+}
+
+// interpolation is Compose's ${VAR:-default}; the test runs with every
+// variable unset.
+var interpolation = regexp.MustCompile(`\$\{[A-Z0-9_]+:-([^}]*)\}`)
+
+// TestComposeStack checks deploy/compose.yaml and then runs what it
+// declares: each schemaq service's command and environment, with the
+// container's addresses and mounts mapped onto this machine, against a
+// real NATS server, until its own health check passes; then the example
+// publish job, and a search the replicas answer.
+func TestComposeStack(t *testing.T) {
+	deployDir := filepath.Join("..", "..", "deploy")
+	raw, err := os.ReadFile(filepath.Join(deployDir, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockerfile, err := os.ReadFile(filepath.Join(deployDir, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var cf composeFile
+	if err := dec.Decode(&cf); err != nil {
+		t.Fatalf("compose.yaml: %v", err)
+	}
+
+	natsSvc, ok := cf.Services["nats"]
+	if !ok || !strings.Contains(strings.Join(natsSvc.Command, " "), "--jetstream") || natsSvc.Healthcheck == nil {
+		t.Fatalf("compose.yaml: a nats service with JetStream and a health check is required: %+v", natsSvc)
+	}
+	cmds := commands()
+	var long, jobs []string
+	for name, s := range cf.Services {
+		if name == "nats" {
+			continue
+		}
+		if !strings.HasPrefix(s.Image, "schemaq:") {
+			t.Errorf("service %s: image %q is not schemaq's", name, s.Image)
+		}
+		if s.Build != nil && (s.Build.Dockerfile != "deploy/Dockerfile" || s.Build.Context != "..") {
+			t.Errorf("service %s: build %+v is not deploy/Dockerfile from the repository root", name, s.Build)
+		}
+		if len(s.Command) == 0 {
+			t.Errorf("service %s: no command", name)
+			continue
+		}
+		if _, ok := cmds[s.Command[0]]; !ok {
+			t.Errorf("service %s: %q is not a schemaq subcommand", name, s.Command[0])
+		}
+		if s.DependsOn["nats"].Condition != "service_healthy" {
+			t.Errorf("service %s: must wait for a healthy nats", name)
+		}
+		for _, v := range s.Volumes {
+			src, _, _ := strings.Cut(v, ":")
+			if !strings.HasPrefix(src, ".") {
+				if _, ok := cf.Volumes[src]; !ok {
+					t.Errorf("service %s: volume %q is not declared", name, src)
+				}
+			}
+		}
+		if len(s.Profiles) > 0 {
+			jobs = append(jobs, name)
+			continue
+		}
+		long = append(long, name)
+		hc := s.Healthcheck
+		if hc == nil || len(hc.Test) < 3 || hc.Test[0] != "CMD" || hc.Test[2] != "healthcheck" ||
+			!bytes.Contains(dockerfile, []byte("/out/schemaq "+hc.Test[1]+"\n")) {
+			t.Errorf("service %s: health check must run the image's binary: schemaq healthcheck: %+v", name, hc)
+		}
+		if s.Env["SCHEMAQ_METRICS_ADDR"] == "" {
+			t.Errorf("service %s: the health check needs SCHEMAQ_METRICS_ADDR", name)
+		}
+	}
+	if len(long) < 2 {
+		t.Fatalf("compose.yaml: want at least two serving replicas, have %v", long)
+	}
+	if t.Failed() {
+		return
+	}
+
+	ns := natstest.Server(t)
+	dir := t.TempDir()
+	// envFor maps a service's environment onto this machine: its NATS is
+	// the test server, its data and metrics addresses private to it.
+	envFor := func(name string, s composeService) map[string]string {
+		vars := map[string]string{}
+		for k, v := range s.Env {
+			vars[k] = interpolation.ReplaceAllString(v, "$1")
+		}
+		vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
+		if _, ok := vars["SCHEMAQ_DATA_DIR"]; ok {
+			vars["SCHEMAQ_DATA_DIR"] = filepath.Join(dir, name)
+		}
+		if _, ok := vars["SCHEMAQ_METRICS_ADDR"]; ok {
+			vars["SCHEMAQ_METRICS_ADDR"] = freePort(t)
+		}
+		return vars
+	}
+	run := func(ctx context.Context, args []string, vars map[string]string) (string, error) {
+		var out syncBuffer
+		err := runEnv(ctx, args, &env{stdout: &out, stderr: &out, getenv: func(k string) string { return vars[k] }})
+		return out.String(), err
+	}
+
+	type running struct {
+		name   string
+		vars   map[string]string
+		health []string
+		stop   func()
+	}
+	var services []running
+	for _, name := range long {
+		s := cf.Services[name]
+		vars := envFor(name, s)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		var logs string
+		go func() {
+			var err error
+			logs, err = run(ctx, s.Command, vars)
+			done <- err
+		}()
+		stopped := false
+		stop := func() {
+			if stopped {
+				return
+			}
+			stopped = true
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("service %s: %v\n%s", name, err, logs)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("service %s did not stop within 30s", name)
+			}
+		}
+		t.Cleanup(stop)
+		services = append(services, running{name, vars, cf.Services[name].Healthcheck.Test[2:], stop})
+	}
+	for _, r := range services {
+		var out string
+		var err error
+		natstest.Eventually(t, 30*time.Second, r.name+" passes its health check", func() bool {
+			out, err = run(context.Background(), r.health, r.vars)
+			return err == nil && strings.Contains(out, "/readyz")
+		})
+	}
+
+	for _, name := range jobs {
+		s := cf.Services[name]
+		args := append([]string(nil), s.Command...)
+		// Arguments under a mount point name the mounted host directory.
+		for _, v := range s.Volumes {
+			parts := strings.Split(v, ":")
+			if len(parts) < 2 || !strings.HasPrefix(parts[0], ".") {
+				continue
+			}
+			for i, a := range args {
+				if rest, ok := strings.CutPrefix(a, parts[1]+"/"); ok {
+					args[i] = filepath.Join(deployDir, parts[0], rest)
+				}
+			}
+		}
+		out, err := run(context.Background(), args, envFor(name, s))
+		if err != nil || (name == "publish-shop" && !strings.Contains(out, "catalog shop is at version 6")) {
+			t.Fatalf("job %s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	natstest.Eventually(t, 20*time.Second, "the replicas answer from the published schema", func() bool {
+		out, _, code := runAt(t, ns.ClientURL(), "search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3")
+		return code == exitOK && strings.Contains(out, "public.orders")
+	})
+
+	// The health check fails once its process is gone.
+	services[0].stop()
+	if out, err := run(context.Background(), services[0].health, services[0].vars); err == nil {
+		t.Errorf("health check of a stopped %s passed: %s", services[0].name, out)
+	}
+}
