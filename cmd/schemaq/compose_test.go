@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,43 @@ import (
 
 	"github.com/schemaq/schemaq/pkg/natstest"
 )
+
+// runVars runs one command with vars as its whole environment.
+func runVars(ctx context.Context, args []string, vars map[string]string) (string, error) {
+	var out syncBuffer
+	err := runEnv(ctx, args, &env{stdout: &out, stderr: &out, getenv: func(k string) string { return vars[k] }})
+	return out.String(), err
+}
+
+// startService runs a long-lived command (a container's) until the
+// returned stop, which the test's cleanup also calls.
+func startService(t *testing.T, name string, args []string, vars map[string]string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var logs string
+	go func() {
+		var err error
+		logs, err = runVars(ctx, args, vars)
+		done <- err
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("service %s: %v\n%s", name, err, logs)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("service %s did not stop within 30s", name)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
 
 // composeFile is the part of the Compose specification deploy/compose.yaml
 // uses; unknown fields are rejected, so a misspelt key fails the test.
@@ -144,12 +182,6 @@ func TestComposeStack(t *testing.T) {
 		}
 		return vars
 	}
-	run := func(ctx context.Context, args []string, vars map[string]string) (string, error) {
-		var out syncBuffer
-		err := runEnv(ctx, args, &env{stdout: &out, stderr: &out, getenv: func(k string) string { return vars[k] }})
-		return out.String(), err
-	}
-
 	type running struct {
 		name   string
 		vars   map[string]string
@@ -160,38 +192,13 @@ func TestComposeStack(t *testing.T) {
 	for _, name := range long {
 		s := cf.Services[name]
 		vars := envFor(name, s)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		var logs string
-		go func() {
-			var err error
-			logs, err = run(ctx, s.Command, vars)
-			done <- err
-		}()
-		stopped := false
-		stop := func() {
-			if stopped {
-				return
-			}
-			stopped = true
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("service %s: %v\n%s", name, err, logs)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("service %s did not stop within 30s", name)
-			}
-		}
-		t.Cleanup(stop)
-		services = append(services, running{name, vars, cf.Services[name].Healthcheck.Test[2:], stop})
+		services = append(services, running{name, vars, s.Healthcheck.Test[2:], startService(t, name, s.Command, vars)})
 	}
 	for _, r := range services {
 		var out string
 		var err error
 		natstest.Eventually(t, 30*time.Second, r.name+" passes its health check", func() bool {
-			out, err = run(context.Background(), r.health, r.vars)
+			out, err = runVars(context.Background(), r.health, r.vars)
 			return err == nil && strings.Contains(out, "/readyz")
 		})
 	}
@@ -211,7 +218,7 @@ func TestComposeStack(t *testing.T) {
 				}
 			}
 		}
-		out, err := run(context.Background(), args, envFor(name, s))
+		out, err := runVars(context.Background(), args, envFor(name, s))
 		if err != nil || (name == "publish-shop" && !strings.Contains(out, "catalog shop is at version 6")) {
 			t.Fatalf("job %s %v: %v\n%s", name, args, err, out)
 		}
@@ -223,7 +230,7 @@ func TestComposeStack(t *testing.T) {
 
 	// The health check fails once its process is gone.
 	services[0].stop()
-	if out, err := run(context.Background(), services[0].health, services[0].vars); err == nil {
+	if out, err := runVars(context.Background(), services[0].health, services[0].vars); err == nil {
 		t.Errorf("health check of a stopped %s passed: %s", services[0].name, out)
 	}
 }

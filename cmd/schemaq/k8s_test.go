@@ -1,0 +1,367 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/schemaq/schemaq/pkg/natstest"
+)
+
+var k8sDir = filepath.Join("..", "..", "k8s")
+
+// decodeManifests decodes a multi-document YAML stream into typed
+// objects; unknown and duplicate fields are errors.
+func decodeManifests(t *testing.T, what string, raw []byte) []kruntime.Object {
+	t.Helper()
+	scheme := kruntime.NewScheme()
+	for _, add := range []func(*kruntime.Scheme) error{appsv1.AddToScheme, corev1.AddToScheme, policyv1.AddToScheme,
+		autoscalingv2.AddToScheme, batchv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dec := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	var objs []kruntime.Object
+	for i, doc := range bytes.Split(raw, []byte("\n---\n")) {
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := dec.Decode(doc, nil, nil)
+		if err != nil {
+			t.Errorf("%s: document %d: %v", what, i+1, err)
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+func kustomizeBuild(t *testing.T, dir string) []byte {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	out, err := m.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// envRead lists the environment variables a subcommand reads while it
+// declares its flags, the ones a ConfigMap may set.
+func envRead(t *testing.T, sub string) map[string]bool {
+	t.Helper()
+	read := map[string]bool{}
+	_ = runEnv(context.Background(), []string{sub, "--help"}, &env{stdout: io.Discard, stderr: io.Discard,
+		getenv: func(k string) string { read[k] = true; return "" }})
+	return read
+}
+
+// checkPodSpec holds every pod to the same rules: non-root, a read-only
+// root, no privilege escalation, requests and limits, and for schemaq
+// containers a real subcommand with flags it accepts.
+func checkPodSpec(t *testing.T, where string, spec *corev1.PodSpec, longRunning bool) {
+	t.Helper()
+	psc := spec.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Errorf("%s: pod must set runAsNonRoot", where)
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		t.Errorf("%s: pods call no Kubernetes API; automountServiceAccountToken must be false", where)
+	}
+	cmds := commands()
+	for _, c := range spec.Containers {
+		at := where + " container " + c.Name
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || len(sc.Capabilities.Drop) == 0 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("%s: securityContext must be read-only, without privilege escalation, all capabilities dropped", at)
+		}
+		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if _, ok := c.Resources.Requests[res]; !ok {
+				t.Errorf("%s: no %s request", at, res)
+			}
+			if _, ok := c.Resources.Limits[res]; !ok {
+				t.Errorf("%s: no %s limit", at, res)
+			}
+		}
+		if longRunning && (c.LivenessProbe == nil || c.ReadinessProbe == nil) {
+			t.Errorf("%s: liveness and readiness probes are required", at)
+		}
+		if !strings.Contains(c.Image, "schemaq") {
+			continue
+		}
+		if len(c.Args) == 0 {
+			t.Errorf("%s: no args; the image needs a subcommand", at)
+			continue
+		}
+		if _, ok := cmds[c.Args[0]]; !ok {
+			t.Errorf("%s: %q is not a schemaq subcommand", at, c.Args[0])
+		}
+		if longRunning {
+			for _, p := range []struct {
+				probe *corev1.Probe
+				path  string
+			}{{c.LivenessProbe, "/healthz"}, {c.ReadinessProbe, "/readyz"}} {
+				if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.StrVal != "metrics" {
+					t.Errorf("%s: probe must GET %s on the metrics port", at, p.path)
+				}
+			}
+			if len(c.Ports) == 0 || c.Ports[0].Name != "metrics" {
+				t.Errorf("%s: the first port must be metrics", at)
+			}
+		}
+	}
+}
+
+// podEnv resolves a container's environment the way the kubelet would,
+// from the built ConfigMaps and the downward API.
+func podEnv(t *testing.T, c corev1.Container, podName string, cms map[string]*corev1.ConfigMap) map[string]string {
+	t.Helper()
+	vars := map[string]string{}
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef != nil {
+			cm, ok := cms[from.ConfigMapRef.Name]
+			if !ok {
+				t.Errorf("container %s: ConfigMap %s is not in the build", c.Name, from.ConfigMapRef.Name)
+				continue
+			}
+			for k, v := range cm.Data {
+				vars[k] = v
+			}
+		}
+		if from.SecretRef != nil && (from.SecretRef.Optional == nil || !*from.SecretRef.Optional) {
+			t.Errorf("container %s: Secret %s must be optional (ask works without a gateway)", c.Name, from.SecretRef.Name)
+		}
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			vars[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			vars[e.Name] = podName
+		default:
+			t.Errorf("container %s: env %s: source not resolved by the test", c.Name, e.Name)
+		}
+	}
+	return vars
+}
+
+// TestKubernetesManifests builds each overlay with kustomize, decodes
+// every object strictly into its Kubernetes type, checks the invariants,
+// and then runs the serving container as the pod would (its args, its
+// environment from the built ConfigMap) against a real NATS until the
+// readiness probe's endpoint answers, followed by the example Job.
+func TestKubernetesManifests(t *testing.T) {
+	overlays, err := filepath.Glob(filepath.Join(k8sDir, "overlays", "*"))
+	if err != nil || len(overlays) < 2 {
+		t.Fatalf("want dev and prod overlays, have %v (%v)", overlays, err)
+	}
+	serveEnv := envRead(t, "serve")
+	for _, dir := range overlays {
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			objs := decodeManifests(t, name, kustomizeBuild(t, dir))
+			cms := map[string]*corev1.ConfigMap{}
+			accounts := map[string]bool{}
+			var sets []*appsv1.StatefulSet
+			var pdbs []*policyv1.PodDisruptionBudget
+			var hpas []*autoscalingv2.HorizontalPodAutoscaler
+			var services []*corev1.Service
+			for _, o := range objs {
+				switch v := o.(type) {
+				case *corev1.ConfigMap:
+					cms[v.Name] = v
+				case *corev1.ServiceAccount:
+					accounts[v.Name] = true
+				case *appsv1.StatefulSet:
+					sets = append(sets, v)
+				case *appsv1.Deployment:
+					checkPodSpec(t, "Deployment "+v.Name, &v.Spec.Template.Spec, true)
+				case *policyv1.PodDisruptionBudget:
+					pdbs = append(pdbs, v)
+				case *autoscalingv2.HorizontalPodAutoscaler:
+					hpas = append(hpas, v)
+				case *corev1.Service:
+					services = append(services, v)
+				}
+			}
+			if len(sets) != 1 {
+				t.Fatalf("want one schemaq StatefulSet, have %d", len(sets))
+			}
+			ss := sets[0]
+			spec := &ss.Spec.Template.Spec
+			checkPodSpec(t, "StatefulSet "+ss.Name, spec, true)
+			if !accounts[spec.ServiceAccountName] {
+				t.Errorf("ServiceAccount %q is not in the build", spec.ServiceAccountName)
+			}
+			sel, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector)
+			if err != nil || !sel.Matches(labels.Set(ss.Spec.Template.Labels)) || sel.Empty() {
+				t.Errorf("StatefulSet selector %v does not select its pods %v (%v)", ss.Spec.Selector, ss.Spec.Template.Labels, err)
+			}
+			governed := false
+			for _, s := range services {
+				if s.Name == ss.Spec.ServiceName && s.Spec.ClusterIP == corev1.ClusterIPNone {
+					governed = true
+				}
+				if s.Labels["app.kubernetes.io/name"] == "schemaq" && !labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(ss.Spec.Template.Labels)) {
+					t.Errorf("Service %s selects no schemaq pod", s.Name)
+				}
+			}
+			if !governed {
+				t.Errorf("StatefulSet's serviceName %q is not a headless Service in the build", ss.Spec.ServiceName)
+			}
+			for _, p := range pdbs {
+				ps, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+				if err != nil || ps.Empty() || !ps.Matches(labels.Set(ss.Spec.Template.Labels)) {
+					t.Errorf("PodDisruptionBudget %s does not select the replicas", p.Name)
+				}
+			}
+			if len(pdbs) == 0 {
+				t.Error("no PodDisruptionBudget")
+			}
+			for _, h := range hpas {
+				if h.Spec.ScaleTargetRef.Kind != "StatefulSet" || h.Spec.ScaleTargetRef.Name != ss.Name {
+					t.Errorf("HorizontalPodAutoscaler %s targets %+v", h.Name, h.Spec.ScaleTargetRef)
+				}
+				if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas < 2 {
+					t.Errorf("HorizontalPodAutoscaler %s: at least two replicas keep queries answered", h.Name)
+				}
+			}
+			if name == "prod" && (ss.Spec.Replicas == nil || *ss.Spec.Replicas < 2 || len(hpas) == 0) {
+				t.Error("prod: at least two replicas and an autoscaler")
+			}
+
+			c := spec.Containers[0]
+			vars := podEnv(t, c, ss.Name+"-0", cms)
+			for k := range vars {
+				if !serveEnv[k] {
+					t.Errorf("container %s sets %s, which `schemaq %s` does not read", c.Name, k, c.Args[0])
+				}
+			}
+			mounts := map[string]bool{}
+			for _, m := range c.VolumeMounts {
+				mounts[m.MountPath] = true
+			}
+			if !mounts[vars["SCHEMAQ_DATA_DIR"]] || !mounts["/tmp"] {
+				t.Errorf("the data dir %q and /tmp must be volumes (the root is read-only): %v", vars["SCHEMAQ_DATA_DIR"], mounts)
+			}
+			if vars["SCHEMAQ_METRICS_ADDR"] != fmt.Sprintf(":%d", c.Ports[0].ContainerPort) {
+				t.Errorf("SCHEMAQ_METRICS_ADDR %q is not the metrics port %d", vars["SCHEMAQ_METRICS_ADDR"], c.Ports[0].ContainerPort)
+			}
+			if t.Failed() {
+				return
+			}
+
+			// Run the pod's container against a real NATS.
+			ns := natstest.Server(t)
+			vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
+			vars["SCHEMAQ_DATA_DIR"] = t.TempDir()
+			vars["SCHEMAQ_METRICS_ADDR"] = freePort(t)
+			startService(t, ss.Name+"-0", c.Args, vars)
+			probe := []string{"healthcheck", "--path", c.ReadinessProbe.HTTPGet.Path}
+			natstest.Eventually(t, 30*time.Second, "the readiness probe passes", func() bool {
+				_, err := runVars(context.Background(), probe, vars)
+				return err == nil
+			})
+			runExampleJob(t, ns.ClientURL())
+		})
+	}
+}
+
+// runExampleJob runs k8s/examples' Job with the shop migrations mounted.
+func runExampleJob(t *testing.T, natsURL string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(k8sDir, "examples", "publish-migrations-job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeManifests(t, "publish-migrations-job.yaml", raw)
+	if len(objs) != 1 {
+		t.Fatalf("want one Job, have %d objects", len(objs))
+	}
+	job, ok := objs[0].(*batchv1.Job)
+	if !ok {
+		t.Fatalf("want a Job, have %T", objs[0])
+	}
+	spec := &job.Spec.Template.Spec
+	checkPodSpec(t, "Job "+job.Name, spec, false)
+	c := spec.Containers[0]
+	args := append([]string(nil), c.Args...)
+	for _, m := range c.VolumeMounts {
+		for i, a := range args {
+			if a == m.MountPath {
+				args[i] = filepath.Join("..", "..", "examples", "shop", "migrations")
+			}
+		}
+	}
+	vars := podEnv(t, c, job.Name, nil)
+	vars["SCHEMAQ_NATS_URL"] = natsURL
+	out, err := runVars(context.Background(), args, vars)
+	if err != nil || !strings.Contains(out, "catalog shop is at version 6") {
+		t.Fatalf("Job %s %v: %v\n%s", job.Name, args, err, out)
+	}
+	natstest.Eventually(t, 20*time.Second, "the replica answers from the published schema", func() bool {
+		out, _, code := runAt(t, natsURL, "search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3")
+		return code == exitOK && strings.Contains(out, "public.orders")
+	})
+}
+
+// TestKubernetesTemplates decodes the files applied by hand: the Secret
+// template strictly, the ServiceMonitor (a CRD, no Go type here) for the
+// fields that must line up with the base.
+func TestKubernetesTemplates(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(k8sDir, "base", "secret.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeManifests(t, "secret.example.yaml", raw)
+	sec, ok := objs[0].(*corev1.Secret)
+	if !ok {
+		t.Fatalf("secret.example.yaml: want a Secret, have %T", objs[0])
+	}
+	read := envRead(t, "serve")
+	for k := range sec.StringData {
+		if !read[k] {
+			t.Errorf("secret.example.yaml sets %s, which `schemaq serve` does not read", k)
+		}
+	}
+	built := string(kustomizeBuild(t, filepath.Join(k8sDir, "base")))
+	if !strings.Contains(built, "name: "+sec.Name+"\n") {
+		t.Errorf("the base does not refer to the Secret %s", sec.Name)
+	}
+	sm, err := os.ReadFile(filepath.Join(k8sDir, "examples", "servicemonitor.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kind: ServiceMonitor", "- port: metrics", "app.kubernetes.io/component: metrics"} {
+		if !bytes.Contains(sm, []byte(want)) {
+			t.Errorf("servicemonitor.yaml lacks %q", want)
+		}
+	}
+	if !strings.Contains(built, "app.kubernetes.io/component: metrics") {
+		t.Error("no Service carries the label the ServiceMonitor selects")
+	}
+}
