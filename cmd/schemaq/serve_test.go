@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,6 +121,20 @@ func TestServeReplicas(t *testing.T) {
 	}
 	if _, err := js.Consumer(ctx, events.Stream, streams.Durable); err == nil {
 		t.Error("replicas created the shared worker consumer")
+	}
+	out, _, _ = runAt(t, url, "status", "--json")
+	var st struct {
+		Consumers []struct {
+			Name    string `json:"name"`
+			Pending uint64 `json:"pending"`
+		} `json:"consumers"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Consumers) != 2 ||
+		st.Consumers[0].Name != "schemaq-replica-a" || st.Consumers[1].Name != "schemaq-replica-b" || st.Consumers[1].Pending != 0 {
+		t.Errorf("status lists the replicas' consumers: %v %s", err, out)
+	}
+	if out, _, _ := runAt(t, url, "status"); !strings.Contains(out, "consumer schemaq-replica-b: 0 pending") {
+		t.Errorf("status: %s", out)
 	}
 	if logsB := stopB(); !strings.Contains(logsB, "caught up with the stream") {
 		t.Errorf("replica b did not log catching up: %s", logsB)

@@ -18,19 +18,25 @@ import (
 	"github.com/schemaq/schemaq/pkg/streams"
 )
 
+type consumerReport struct {
+	Name        string `json:"name,omitempty"`
+	Pending     uint64 `json:"pending"`
+	AckPending  int    `json:"ack_pending"`
+	Redelivered int    `json:"redelivered"`
+	Delivered   uint64 `json:"delivered_seq"`
+}
+
 type statusReport struct {
 	Stream struct {
 		Messages uint64 `json:"messages"`
 		Bytes    uint64 `json:"bytes"`
 		LastSeq  uint64 `json:"last_seq"`
 	} `json:"stream"`
-	Consumer struct {
-		Pending     uint64 `json:"pending"`
-		AckPending  int    `json:"ack_pending"`
-		Redelivered int    `json:"redelivered"`
-		Delivered   uint64 `json:"delivered_seq"`
-	} `json:"consumer"`
-	Catalogs    map[string]int64 `json:"catalogs"`
+	// Consumer is the shared workers' durable; Consumers lists every
+	// durable on the stream, the serve replicas' included.
+	Consumer  consumerReport   `json:"consumer"`
+	Consumers []consumerReport `json:"consumers"`
+	Catalogs  map[string]int64 `json:"catalogs"`
 	DeadLetters uint64           `json:"dead_letters"`
 }
 
@@ -71,12 +77,24 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
 	rep.Stream.Messages, rep.Stream.Bytes, rep.Stream.LastSeq = si.State.Msgs, si.State.Bytes, si.State.LastSeq
-	if cons, err := s.Consumer(ctx, streams.Durable); err == nil {
-		if ci, err := cons.Info(ctx); err == nil {
-			rep.Consumer.Pending, rep.Consumer.AckPending, rep.Consumer.Redelivered = ci.NumPending, ci.NumAckPending, ci.NumRedelivered
-			rep.Consumer.Delivered = ci.Delivered.Stream
+	rep.Consumers = []consumerReport{}
+	lister := s.ListConsumers(ctx)
+	for ci := range lister.Info() {
+		if ci.Config.Durable == "" {
+			continue // ordered consumers of CLI commands and replays
+		}
+		cr := consumerReport{Name: ci.Name, Pending: ci.NumPending, AckPending: ci.NumAckPending,
+			Redelivered: ci.NumRedelivered, Delivered: ci.Delivered.Stream}
+		rep.Consumers = append(rep.Consumers, cr)
+		if ci.Name == streams.Durable {
+			rep.Consumer = cr
+			rep.Consumer.Name = ""
 		}
 	}
+	if err := lister.Err(); err != nil {
+		return fmt.Errorf("list consumers of %s: %w", events.Stream, err)
+	}
+	sort.Slice(rep.Consumers, func(i, j int) bool { return rep.Consumers[i].Name < rep.Consumers[j].Name })
 	rep.Catalogs = map[string]int64{}
 	if kv, err := js.KeyValue(ctx, events.CatalogBucket); err == nil {
 		store := catalogkv.New(kv)
@@ -101,7 +119,12 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return json.NewEncoder(e.stdout).Encode(rep)
 	}
 	fmt.Fprintf(e.stdout, "stream %s: %d events (%d bytes), last seq %d\n", events.Stream, rep.Stream.Messages, rep.Stream.Bytes, rep.Stream.LastSeq)
-	fmt.Fprintf(e.stdout, "workers (%s): %d pending, %d in flight, %d redelivered\n", streams.Durable, rep.Consumer.Pending, rep.Consumer.AckPending, rep.Consumer.Redelivered)
+	if len(rep.Consumers) == 0 {
+		fmt.Fprintln(e.stdout, "consumers: none (no worker or replica has started)")
+	}
+	for _, c := range rep.Consumers {
+		fmt.Fprintf(e.stdout, "consumer %s: %d pending, %d in flight, %d redelivered\n", c.Name, c.Pending, c.AckPending, c.Redelivered)
+	}
 	names := make([]string, 0, len(rep.Catalogs))
 	for k := range rep.Catalogs {
 		names = append(names, k)
