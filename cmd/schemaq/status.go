@@ -34,9 +34,9 @@ type statusReport struct {
 	} `json:"stream"`
 	// Consumer is the shared workers' durable; Consumers lists every
 	// durable on the stream, the serve replicas' included.
-	Consumer  consumerReport   `json:"consumer"`
-	Consumers []consumerReport `json:"consumers"`
-	Catalogs  map[string]int64 `json:"catalogs"`
+	Consumer    consumerReport   `json:"consumer"`
+	Consumers   []consumerReport `json:"consumers"`
+	Catalogs    map[string]int64 `json:"catalogs"`
 	DeadLetters uint64           `json:"dead_letters"`
 }
 
