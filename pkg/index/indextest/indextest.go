@@ -31,6 +31,7 @@ func Run(t *testing.T, open Open) {
 		{"UpsertAndCount", testUpsertAndCount},
 		{"BM25RanksByField", testBM25RanksByField},
 		{"BM25MatchesInflections", testBM25Inflections},
+		{"BM25TakesAnalysedTermsAsTheyAre", testStemsEndingInS},
 		{"KNNOrdersByCosine", testKNN},
 		{"FiltersByKindAndTags", testFilters},
 		{"IsolatesDatabases", testIsolation},
@@ -162,6 +163,24 @@ func testBM25Inflections(t *testing.T, s index.Store) {
 		hits, err := s.SearchText(context.Background(), textQuery("shop", q, chunk.KindTable))
 		if err != nil || len(hits) == 0 || hits[0].Chunk.Name != "public.orders" {
 			t.Errorf("%q: got %v %v, want public.orders first", q, names(hits), err)
+		}
+	}
+}
+
+// testStemsEndingInS: analysed terms reach the store as they are. Words
+// whose stem ends in s (courses → cours, purchases → purchas) are where a
+// store that analysed them again would lose them.
+func testStemsEndingInS(t *testing.T, s index.Store) {
+	mustUpsert(t, s, []index.Record{
+		rec("school", chunk.KindTable, "public.courses", "courses", []string{"course_id", "course_description"}, "CREATE TABLE public.courses (course_id int, course_description text)", 1, nil),
+		rec("school", chunk.KindTable, "public.purchases", "purchases", []string{"id", "amount"}, "CREATE TABLE public.purchases (id int, amount numeric)", 1, nil),
+		rec("school", chunk.KindTable, "public.notes", "notes", []string{"id", "description"}, "CREATE TABLE public.notes (id int, description text)", 1, nil),
+	})
+	for q, want := range map[string]string{"courses": "public.courses", "Which course descriptions?": "public.courses",
+		"purchase amounts": "public.purchases"} {
+		hits, err := s.SearchText(context.Background(), textQuery("school", q))
+		if err != nil || len(hits) == 0 || hits[0].Chunk.Name != want {
+			t.Errorf("%q: got %v %v, want %s first", q, names(hits), err, want)
 		}
 	}
 }

@@ -549,11 +549,13 @@ func (s *Store) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit,
 	if q.Database == "" {
 		return nil, index.ErrNoDatabase
 	}
-	// Terms are analysed again so that raw words passed by a caller meet
-	// the analysed index, and so that operators and punctuation vanish.
+	// Terms arrive analysed; they are only split into words here, so that
+	// operators and punctuation vanish. Analysing them again would stem
+	// twice, which is not idempotent: courses → cours → cour, and the
+	// term would miss the index.
 	var terms []string
 	for _, t := range q.Terms {
-		terms = text.AppendTerms(terms, t)
+		terms = append(terms, text.Words(t)...)
 	}
 	match := ftsQuery(append(terms, text.Compounds(terms)...))
 	if match == "" || q.Limit <= 0 {
