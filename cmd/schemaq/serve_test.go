@@ -136,6 +136,44 @@ func TestServeReplicas(t *testing.T) {
 	if out, _, _ := runAt(t, url, "status"); !strings.Contains(out, "consumer schemaq-replica-b: 0 pending") {
 		t.Errorf("status: %s", out)
 	}
+	// With a back and b up, a migration that cannot apply is refused by
+	// both and dead-lettered once.
+	stopA = startServe(t, url, filepath.Join(dir, "a"), "a")
+	bad := filepath.Join(dir, "bad")
+	os.MkdirAll(bad, 0o755)
+	os.WriteFile(filepath.Join(bad, "0001_a.sql"), []byte("ALTER TABLE missing ADD COLUMN x int;"), 0o644)
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "bad", "--wait", "1s", bad); code != exitFailure {
+		t.Errorf("a bad migration was not refused (exit %d): %s", code, errOut)
+	}
+	natstest.Eventually(t, 20*time.Second, "both replicas settle the bad migration", func() bool {
+		out, _, _ := runAt(t, url, "status", "--json")
+		var st struct {
+			Stream struct {
+				LastSeq uint64 `json:"last_seq"`
+			} `json:"stream"`
+			Consumers []struct {
+				Delivered  uint64 `json:"delivered_seq"`
+				AckPending int    `json:"ack_pending"`
+			} `json:"consumers"`
+		}
+		if json.Unmarshal([]byte(out), &st) != nil || len(st.Consumers) != 2 {
+			return false
+		}
+		for _, c := range st.Consumers {
+			if c.Delivered < st.Stream.LastSeq || c.AckPending != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	out, _, _ = runAt(t, url, "dlq", "list", "--db", "bad", "--json")
+	var letters []struct {
+		Seq uint64 `json:"seq"`
+	}
+	if json.Unmarshal([]byte(out), &letters) != nil || len(letters) != 1 {
+		t.Errorf("want one dead letter for the bad migration, have: %s", out)
+	}
+	stopAOnce()
 	if logsB := stopB(); !strings.Contains(logsB, "caught up with the stream") {
 		t.Errorf("replica b did not log catching up: %s", logsB)
 	}
