@@ -63,6 +63,10 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 		Subjects:    []string{events.DeadLetterSubjects},
 		Storage:     c.storage(),
 		Replicas:    c.Replicas,
+		// A letter's id is its event's stream sequence. Every serve
+		// replica refuses a bad event, some only when they replay the
+		// stream hours later; a day's window keeps one letter per event.
+		Duplicates: 24 * time.Hour,
 	}); err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", events.DeadLetterStream, err)
 	}
