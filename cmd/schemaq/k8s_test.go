@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -184,6 +185,21 @@ func TestKubernetesManifests(t *testing.T) {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
 			objs := decodeManifests(t, name, kustomizeBuild(t, dir))
+			namespaces := map[string]bool{}
+			for _, o := range objs {
+				if n, ok := o.(*corev1.Namespace); ok {
+					namespaces[n.Name] = true
+				}
+			}
+			for _, o := range objs {
+				m, err := meta.Accessor(o)
+				if _, isNS := o.(*corev1.Namespace); err != nil || isNS {
+					continue
+				}
+				if !namespaces[m.GetNamespace()] {
+					t.Errorf("%T %s: namespace %q is not created by the overlay", o, m.GetName(), m.GetNamespace())
+				}
+			}
 			cms := map[string]*corev1.ConfigMap{}
 			accounts := map[string]bool{}
 			var sets []*appsv1.StatefulSet
