@@ -23,33 +23,39 @@ func runVars(ctx context.Context, args []string, vars map[string]string) (string
 	return out.String(), err
 }
 
-// startService runs a long-lived command (a container's) until the
-// returned stop, which the test's cleanup also calls.
-func startService(t *testing.T, name string, args []string, vars map[string]string) (stop func()) {
+// startService runs a long-lived command (a container's) until stop,
+// which the test's cleanup also calls; stop may be called again and
+// returns the command's output.
+func startService(t *testing.T, name string, args []string, vars map[string]string) (stop func() string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var logs string
+	type result struct {
+		logs string
+		err  error
+	}
+	done := make(chan result, 1)
 	go func() {
-		var err error
-		logs, err = runVars(ctx, args, vars)
-		done <- err
+		logs, err := runVars(ctx, args, vars)
+		done <- result{logs, err}
 	}()
 	var once sync.Once
-	stop = func() {
+	var logs string
+	stop = func() string {
 		once.Do(func() {
 			cancel()
 			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("service %s: %v\n%s", name, err, logs)
+			case r := <-done:
+				logs = r.logs
+				if r.err != nil {
+					t.Errorf("service %s: %v\n%s", name, r.err, logs)
 				}
 			case <-time.After(30 * time.Second):
 				t.Errorf("service %s did not stop within 30s", name)
 			}
 		})
+		return logs
 	}
-	t.Cleanup(stop)
+	t.Cleanup(func() { stop() })
 	return stop
 }
 
@@ -186,7 +192,7 @@ func TestComposeStack(t *testing.T) {
 		name   string
 		vars   map[string]string
 		health []string
-		stop   func()
+		stop   func() string
 	}
 	var services []running
 	for _, name := range long {

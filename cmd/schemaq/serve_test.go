@@ -16,33 +16,11 @@ import (
 	"github.com/schemaq/schemaq/pkg/streams"
 )
 
-// startServe runs `schemaq serve` as the replica id until stop is called.
+// startServe runs `schemaq serve` as the replica id; see startService.
 func startServe(t *testing.T, url, dataDir, id string) (stop func() string) {
 	t.Helper()
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- runEnv(ctx, []string{"serve", "--data-dir", dataDir, "--replica-id", id, "--log-format", "json"},
-			&env{stdout: &out, stderr: &errOut, getenv: func(k string) string {
-				if k == "SCHEMAQ_NATS_URL" {
-					return url
-				}
-				return ""
-			}})
-	}()
-	return func() string {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve %s returned %v: %s", id, err, errOut.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("serve %s did not stop within 30s", id)
-		}
-		return errOut.String()
-	}
+	return startService(t, "serve "+id, []string{"serve", "--data-dir", dataDir, "--replica-id", id, "--log-format", "json"},
+		map[string]string{"SCHEMAQ_NATS_URL": url})
 }
 
 // TestServeReplicas runs two replicas with indexes of their own on one
@@ -55,8 +33,6 @@ func TestServeReplicas(t *testing.T) {
 	shop := filepath.Join("..", "..", "examples", "shop")
 
 	stopA := startServe(t, url, filepath.Join(dir, "a"), "a")
-	stopAOnce := func() string { s := stopA(); stopA = func() string { return "" }; return s }
-	defer func() { stopAOnce() }()
 	// publish --wait waits for the catalog; the docs need a replica's index.
 	if out, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations")); code != exitOK || !strings.Contains(out, "catalog shop is at version 6") {
 		t.Fatalf("publish migrations (exit %d): %s %s", code, out, errOut)
@@ -77,8 +53,7 @@ func TestServeReplicas(t *testing.T) {
 	// answer b gives must already hold the doc, as b opens for queries
 	// only once it has replayed the stream into its own index.
 	stopB := startServe(t, url, filepath.Join(dir, "b"), "b")
-	defer func() { stopB() }()
-	logsA := stopAOnce()
+	logsA := stopA()
 	if !strings.Contains(logsA, `"consumer":"schemaq-replica-a"`) {
 		t.Errorf("replica a did not consume on its own durable: %s", logsA)
 	}
@@ -173,9 +148,8 @@ func TestServeReplicas(t *testing.T) {
 	if json.Unmarshal([]byte(out), &letters) != nil || len(letters) != 1 {
 		t.Errorf("want one dead letter for the bad migration, have: %s", out)
 	}
-	stopAOnce()
+	stopA()
 	if logsB := stopB(); !strings.Contains(logsB, "caught up with the stream") {
 		t.Errorf("replica b did not log catching up: %s", logsB)
 	}
-	stopB = func() string { return "" }
 }
