@@ -40,17 +40,20 @@ type statusReport struct {
 	DeadLetters uint64           `json:"dead_letters"`
 }
 
-func jetStreamFor(c *clientFlags) (*nats.Conn, jetstream.JetStream, error) {
+// jetStreamSession is session for commands that read the streams
+// directly: a JetStream handle, the request context and one cleanup.
+func (c *clientFlags) jetStreamSession(ctx context.Context) (jetstream.JetStream, context.Context, func(), error) {
 	nc, err := c.nats.connect(zap.NewNop())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return nc, js, nil
+	rctx, cancel := requestCtx(ctx, *c.timeout)
+	return js, rctx, func() { cancel(); nc.Close() }, nil
 }
 
 func runStatus(ctx context.Context, e *env, args []string) error {
@@ -60,13 +63,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	nc, js, err := jetStreamFor(&c)
+	js, ctx, done, err := c.jetStreamSession(ctx)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	ctx, cancel := requestCtx(ctx, *c.timeout)
-	defer cancel()
+	defer done()
 	var rep statusReport
 	s, err := js.Stream(ctx, events.Stream)
 	if err != nil {
@@ -171,13 +172,11 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	nc, js, err := jetStreamFor(&c)
+	js, ctx, done, err := c.jetStreamSession(ctx)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	ctx, cancel := requestCtx(ctx, *c.timeout)
-	defer cancel()
+	defer done()
 	s, err := js.Stream(ctx, events.DeadLetterStream)
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", events.DeadLetterStream, err)
