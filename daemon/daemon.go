@@ -245,10 +245,6 @@ type tracked struct {
 	start    time.Time
 }
 
-func (t *tracked) headers() micro.RespondOpt {
-	return micro.WithHeaders(micro.Headers{HeaderRequestID: []string{t.id}})
-}
-
 func (t *tracked) done(code string) {
 	if t.d.m != nil {
 		t.d.m.requests.WithLabelValues(t.endpoint, code).Inc()
@@ -256,9 +252,32 @@ func (t *tracked) done(code string) {
 	}
 }
 
+// respond publishes a reply on the connection, not through micro's
+// request: micro reads the request's error state right after the handler
+// returns, while the work goroutine is still replying, which is a data
+// race. The reply carries the same headers micro would set.
+func (t *tracked) respond(m *nats.Msg, opts []micro.RespondOpt) error {
+	m.Subject = t.Reply()
+	if m.Header == nil {
+		m.Header = nats.Header{}
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	m.Header.Set(HeaderRequestID, t.id)
+	if err := t.d.nc.PublishMsg(m); err != nil {
+		return fmt.Errorf("%w: %w", micro.ErrRespond, err)
+	}
+	return nil
+}
+
 func (t *tracked) RespondJSON(v any, opts ...micro.RespondOpt) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%w: %w", micro.ErrMarshalResponse, err)
+	}
 	t.done("ok")
-	return t.Request.RespondJSON(v, append(opts, t.headers())...)
+	return t.respond(&nats.Msg{Data: b}, opts)
 }
 
 func (t *tracked) Error(code, description string, data []byte, opts ...micro.RespondOpt) error {
@@ -266,7 +285,7 @@ func (t *tracked) Error(code, description string, data []byte, opts ...micro.Res
 	if code == events.CodeInternal || code == events.CodeTimeout || code == events.CodeGatewayError {
 		t.d.log.Warn("request failed", zap.String("endpoint", t.endpoint), zap.String("request_id", t.id), zap.String("code", code))
 	}
-	return t.Request.Error(code, description, data, append(opts, t.headers())...)
+	return t.respond(&nats.Msg{Header: nats.Header{micro.ErrorHeader: {description}, micro.ErrorCodeHeader: {code}}, Data: data}, opts)
 }
 
 // observeStages records the stage timings and token usage a reply carries.
