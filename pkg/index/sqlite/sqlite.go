@@ -31,7 +31,6 @@ import (
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
-	"github.com/schemaq/schemaq/pkg/text"
 )
 
 // layoutVersion changes when the tables or the analysis change. An index
@@ -198,27 +197,6 @@ func decodeVector(b []byte) []float32 {
 	return v
 }
 
-func analyzed(parts ...string) string {
-	var terms []string
-	for _, p := range parts {
-		terms = text.AppendTerms(terms, p)
-	}
-	return strings.Join(terms, " ")
-}
-
-// identifiers is the FTS text of identifier fields (names, columns): each
-// part's terms plus the compounds of its adjacent terms, so car_makers
-// also yields carmaker and meets a question saying "car makers".
-func identifiers(parts ...string) string {
-	var terms []string
-	for _, p := range parts {
-		t := text.Terms(p)
-		terms = append(terms, t...)
-		terms = append(terms, text.Compounds(t)...)
-	}
-	return strings.Join(terms, " ")
-}
-
 // Upsert implements index.Store.
 func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 	for _, r := range recs {
@@ -268,8 +246,9 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 				}
 				rowid, _ = res.LastInsertId()
 			}
+			f := index.SearchFields(r.Chunk)
 			if _, err := tx.ExecContext(ctx, `INSERT INTO chunks_fts (rowid, name, schema, columns, body) VALUES (?,?,?,?,?)`,
-				rowid, identifiers(r.Title), identifiers(r.Schema), identifiers(r.Columns...), analyzed(r.Text)); err != nil {
+				rowid, f.Name, f.Schema, f.Columns, f.Body); err != nil {
 				return err
 			}
 			for k, v := range r.Tags {
@@ -531,15 +510,9 @@ func (s *Store) Metas(ctx context.Context, f index.Filter) (map[string]index.Met
 // ftsQuery quotes every term (doubling any quote inside) and ORs them, so
 // no input can become FTS5 syntax: a quoted string is always a phrase.
 func ftsQuery(terms []string) string {
-	seen := map[string]bool{}
-	var parts []string
-	for _, t := range terms {
-		t = strings.TrimSpace(t)
-		if t == "" || seen[t] {
-			continue
-		}
-		seen[t] = true
-		parts = append(parts, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
 	}
 	return strings.Join(parts, " OR ")
 }
@@ -549,15 +522,7 @@ func (s *Store) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit,
 	if q.Database == "" {
 		return nil, index.ErrNoDatabase
 	}
-	// Terms arrive analysed; they are only split into words here, so that
-	// operators and punctuation vanish. Analysing them again would stem
-	// twice, which is not idempotent: courses → cours → cour, and the
-	// term would miss the index.
-	var terms []string
-	for _, t := range q.Terms {
-		terms = append(terms, text.Words(t)...)
-	}
-	match := ftsQuery(append(terms, text.Compounds(terms)...))
+	match := ftsQuery(index.MatchTerms(q.Terms))
 	if match == "" || q.Limit <= 0 {
 		return nil, nil
 	}

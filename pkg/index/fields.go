@@ -1,0 +1,66 @@
+package index
+
+import (
+	"strings"
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// Fields is the analysed text of a chunk's four BM25 fields, as every
+// store indexes them: space-separated terms of package text, so that a
+// store's own tokenizer only has to split on spaces and never stems.
+type Fields struct {
+	Name, Schema, Columns, Body string
+}
+
+// SearchFields analyses c into its BM25 fields. Identifier fields (name,
+// schema, columns) also carry the compounds of adjacent terms, so
+// car_makers yields carmaker and meets a question saying "car makers".
+func SearchFields(c chunk.Chunk) Fields {
+	return Fields{
+		Name:    identifiers(c.Title),
+		Schema:  identifiers(c.Schema),
+		Columns: identifiers(c.Columns...),
+		Body:    analysed(c.Text),
+	}
+}
+
+func analysed(parts ...string) string {
+	var terms []string
+	for _, p := range parts {
+		terms = text.AppendTerms(terms, p)
+	}
+	return strings.Join(terms, " ")
+}
+
+func identifiers(parts ...string) string {
+	var terms []string
+	for _, p := range parts {
+		t := text.Terms(p)
+		terms = append(terms, t...)
+		terms = append(terms, text.Compounds(t)...)
+	}
+	return strings.Join(terms, " ")
+}
+
+// MatchTerms turns a TextQuery's terms into the distinct terms a store
+// ORs together: each is only split into words, so operators and
+// punctuation vanish, plus the compounds of adjacent words. Terms arrive
+// analysed; analysing them again would stem twice, which is not
+// idempotent (courses → cours → cour) and would miss the index.
+func MatchTerms(terms []string) []string {
+	var words []string
+	for _, t := range terms {
+		words = append(words, text.Words(t)...)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range append(words, text.Compounds(words)...) {
+		if w != "" && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
