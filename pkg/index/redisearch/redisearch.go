@@ -1,0 +1,502 @@
+// Package redisearch is the shared index store: chunks as Redis hashes,
+// indexed by the Redis query engine (RediSearch) for BM25 and vector
+// search, so that many workers and daemons on many hosts use one index.
+//
+// Everything that does not need the query engine (the writes and their
+// version guard, counts, deletes, projections, the embedding cache) is
+// plain Redis: hashes, one set of chunk ids per database, and Lua scripts
+// that make each guarded write atomic. Only the two searches and the
+// index definitions use FT.* commands.
+//
+// The index is versioned behind an alias. A process whose configuration
+// (embedding model, dimensions, layout, weights) matches the index the
+// alias names uses it. A worker with a new configuration builds the next
+// version beside it from the stored catalogs and events, and swaps the
+// alias with FT.ALIASUPDATE once it has caught up, so asks never see a
+// half-built index (docs/redis.md).
+package redisearch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+)
+
+// layoutVersion changes when the hash fields, the index schema or the
+// analysis change; a new one makes workers build the next index version.
+const layoutVersion = "1"
+
+// Version thresholds of the search module, as MODULE LIST reports them
+// (major*10000 + minor*100 + patch).
+const (
+	minModuleVersion     = 20800 // vectors with DIALECT 2 and PARAMS, query attributes
+	bm25stdModuleVersion = 21000 // SCORER BM25STD
+	hybridModuleVersion  = 80400 // FT.HYBRID
+)
+
+// Requirement names what the store needs of the server, for errors.
+const Requirement = "Redis 8 with the query engine, or Redis Stack / RediSearch ≥ 2.8"
+
+// Options configure a Store. Dimensions is required.
+type Options struct {
+	// Prefix of every key, index and alias; "schemaq:" when empty. Two
+	// deployments can share one Redis under different prefixes.
+	Prefix string
+	// Dimensions of the vectors, and Model the embedder's name: both are
+	// part of the index's identity.
+	Dimensions int
+	Model      string
+	// Algorithm of the vector index: "HNSW" (default) or "FLAT" (exact,
+	// fine up to some tens of thousands of chunks).
+	Algorithm string
+	// Weights of the BM25 fields, set on the index's TEXT fields;
+	// index.DefaultWeights when zero.
+	Weights index.Weights
+	// Writer marks a worker: when the current index does not match the
+	// options, a writer builds the next version instead of failing.
+	Writer bool
+	// CacheTTL expires embedding cache entries; zero keeps them.
+	CacheTTL time.Duration
+}
+
+// Store is the RediSearch index. It is safe for concurrent use.
+type Store struct {
+	rdb  redis.UniversalClient
+	opt  Options
+	spec string // the index identity this process needs
+
+	moduleVersion int
+	scorer        string // BM25STD, or BM25 on servers without it
+	hybrid        bool   // the server has FT.HYBRID
+
+	version int  // the index version this process reads and writes
+	rebuilt bool // this Open created version (fresh, or the next one)
+
+	mu        sync.Mutex
+	pending   bool  // version is a build the alias does not name yet
+	servable  error // nil when searches may run; else why not
+	hybridOff bool  // FT.HYBRID failed once: fuse client-side from then on
+}
+
+var (
+	_ index.Store      = (*Store)(nil)
+	_ embed.CacheStore = (*Store)(nil)
+)
+
+// Open checks the server, then finds or creates the index version that
+// matches opt. Errors name what is wrong: an unreachable server, no or
+// too old a search module, or an index built for another configuration.
+func Open(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, error) {
+	if opt.Dimensions <= 0 {
+		return nil, fmt.Errorf("redisearch: dimensions must be positive, got %d", opt.Dimensions)
+	}
+	if opt.Prefix == "" {
+		opt.Prefix = "schemaq:"
+	}
+	if opt.Algorithm == "" {
+		opt.Algorithm = "HNSW"
+	}
+	opt.Algorithm = strings.ToUpper(opt.Algorithm)
+	if opt.Algorithm != "HNSW" && opt.Algorithm != "FLAT" {
+		return nil, fmt.Errorf("redisearch: vector algorithm must be HNSW or FLAT, got %q", opt.Algorithm)
+	}
+	if opt.Weights == (index.Weights{}) {
+		opt.Weights = index.DefaultWeights
+	}
+	s := &Store{rdb: rdb, opt: opt, spec: specOf(opt)}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redis %s unreachable: %w", addrOf(rdb), classify(err))
+	}
+	v, err := moduleVersion(ctx, rdb)
+	if err != nil {
+		return nil, fmt.Errorf("redis %s: %w", addrOf(rdb), err)
+	}
+	if err := s.setCapabilities(v); err != nil {
+		return nil, fmt.Errorf("redis %s: %w", addrOf(rdb), err)
+	}
+	if err := s.resolveVersion(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// setCapabilities checks the module version and picks the scorer and the
+// hybrid path from it.
+func (s *Store) setCapabilities(v int) error {
+	if v == 0 {
+		return fmt.Errorf("no search module loaded: schemaq needs %s", Requirement)
+	}
+	if v < minModuleVersion {
+		return fmt.Errorf("search module %s is too old: schemaq needs %s", formatModuleVersion(v), Requirement)
+	}
+	s.moduleVersion = v
+	s.scorer = "BM25STD"
+	if v < bm25stdModuleVersion {
+		// The legacy BM25 scores far worse over one hash per table
+		// (docs/redis.md), but it is what such a server has.
+		s.scorer = "BM25"
+	}
+	s.hybrid = v >= hybridModuleVersion
+	return nil
+}
+
+// specOf is the identity of the index opt needs: two processes share an
+// index version only when their specs are equal.
+func specOf(opt Options) string {
+	w := opt.Weights
+	return fmt.Sprintf("layout=%s dim=%d model=%s algorithm=%s weights=%g,%g,%g,%g",
+		layoutVersion, opt.Dimensions, opt.Model, opt.Algorithm, w.Name, w.Schema, w.Columns, w.Body)
+}
+
+// Key names. Every version has its own hashes, id sets and projections,
+// so a version under construction never touches the one being served.
+func (s *Store) metaKey() string            { return s.opt.Prefix + "meta" }
+func (s *Store) alias() string              { return s.opt.Prefix + "idx" }
+func (s *Store) indexName(v int) string     { return s.opt.Prefix + "idx:v" + strconv.Itoa(v) }
+func (s *Store) versionPrefix(v int) string { return s.opt.Prefix + "v" + strconv.Itoa(v) + ":" }
+func (s *Store) chunkPrefix() string        { return s.versionPrefix(s.version) + "c:" }
+func (s *Store) chunkKey(id string) string  { return s.chunkPrefix() + id }
+func (s *Store) dbKey(db string) string     { return s.versionPrefix(s.version) + "db:" + db }
+func (s *Store) projectedKey() string       { return s.versionPrefix(s.version) + "projected" }
+func (s *Store) cacheKey(k string) string   { return s.opt.Prefix + "emb:" + k }
+
+// Version is the index version this store reads and writes.
+func (s *Store) Version() int { return s.version }
+
+// Rebuilt reports whether Open created the index version, so that its
+// contents must be projected from the stored catalogs and events.
+func (s *Store) Rebuilt() bool { return s.rebuilt }
+
+// Close implements index.Store. The client belongs to the caller.
+func (s *Store) Close() error { return nil }
+
+// claimScript decides, atomically across every process opening the
+// store, which index version matches a spec:
+//
+//	{version, "current"} the alias names a version of this spec;
+//	{version, "next"}    a version of this spec is being built;
+//	{version, "new"}     the caller must create this version (writers);
+//	{version, "other"}   the alias names a version of another spec
+//	                     (readers; version is the current one).
+//
+// KEYS[1] meta; ARGV[1] spec, ARGV[2] "1" for a writer.
+var claimScript = redis.NewScript(`
+local cur = tonumber(redis.call('HGET', KEYS[1], 'current') or '0')
+local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
+if cur > 0 and redis.call('HGET', KEYS[1], 'spec:' .. cur) == ARGV[1] then
+  return {cur, 'current'}
+end
+if nxt > 0 and redis.call('HGET', KEYS[1], 'spec:' .. nxt) == ARGV[1] then
+  return {nxt, 'next'}
+end
+if ARGV[2] ~= '1' then
+  return {cur, 'other'}
+end
+local v = math.max(cur, nxt) + 1
+redis.call('HSET', KEYS[1], 'spec:' .. v, ARGV[1])
+if cur == 0 then
+  redis.call('HSET', KEYS[1], 'current', v)
+else
+  if nxt > 0 then redis.call('HSET', KEYS[1], 'abandoned', nxt) end
+  redis.call('HSET', KEYS[1], 'next', v)
+end
+return {v, 'new'}
+`)
+
+func (s *Store) resolveVersion(ctx context.Context) error {
+	writer := "0"
+	if s.opt.Writer {
+		writer = "1"
+	}
+	res, err := claimScript.Run(ctx, s.rdb, []string{s.metaKey()}, s.spec, writer).Slice()
+	if err != nil {
+		return fmt.Errorf("redisearch: read index versions: %w", classify(err))
+	}
+	if len(res) != 2 {
+		return fmt.Errorf("redisearch: read index versions: unexpected reply %v", res)
+	}
+	v, _ := res[0].(int64)
+	state, _ := res[1].(string)
+	s.version = int(v)
+	switch state {
+	case "current":
+		// The index may be gone (FLUSHALL, a manual drop): recreate it.
+		if err := s.createIndex(ctx, s.version); err != nil {
+			return err
+		}
+		return s.pointAlias(ctx, false)
+	case "next":
+		s.pending = true
+		if !s.opt.Writer {
+			s.servable = fmt.Errorf("%w: index version %d for this configuration is still being built; asks start once the workers switch the alias", index.ErrUnavailable, s.version)
+		}
+		s.rebuilt = s.opt.Writer
+		return s.createIndex(ctx, s.version)
+	case "new":
+		s.rebuilt = true
+		if err := s.createIndex(ctx, s.version); err != nil {
+			return err
+		}
+		// A build of another configuration this one took over from.
+		if ab, err := s.rdb.HGet(ctx, s.metaKey(), "abandoned").Int(); err == nil && ab > 0 {
+			if err := s.dropVersion(ctx, ab); err != nil {
+				return err
+			}
+			s.rdb.HDel(ctx, s.metaKey(), "abandoned")
+		}
+		cur, err := s.rdb.HGet(ctx, s.metaKey(), "current").Int()
+		if err != nil {
+			return fmt.Errorf("redisearch: read index versions: %w", classify(err))
+		}
+		if cur == s.version {
+			return s.pointAlias(ctx, false) // the first index: nothing to hide it from
+		}
+		s.pending = true
+		return nil
+	default:
+		spec, _ := s.rdb.HGet(ctx, s.metaKey(), fmt.Sprintf("spec:%d", s.version)).Result()
+		if s.version == 0 {
+			return fmt.Errorf("redisearch: no index under %q yet: start a worker (schemaq worker) first; it creates the index", s.alias())
+		}
+		return fmt.Errorf("redisearch: index %s (version %d) was built for %q, but this process needs %q (vector dimension or model mismatch): start the workers with the new configuration; they build version %d from the stored catalogs and switch the alias when it is complete (docs/redis.md, \"Re-indexing\")",
+			s.alias(), s.version, spec, s.spec, s.version+1)
+	}
+}
+
+// createIndex runs FT.CREATE for version v, accepting an index that
+// already exists (another process created it first).
+func (s *Store) createIndex(ctx context.Context, v int) error {
+	name, opts, schema := s.createArgs(v)
+	err := s.rdb.FTCreate(ctx, name, opts, schema...).Err()
+	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "index already exists") {
+		return fmt.Errorf("redisearch: create index %s: %w", name, classify(err))
+	}
+	return nil
+}
+
+// pointAlias makes the alias name this store's version: FT.ALIASUPDATE
+// moves it atomically; FT.ALIASADD creates it the first time.
+func (s *Store) pointAlias(ctx context.Context, move bool) error {
+	name := s.indexName(s.version)
+	if move {
+		if err := s.rdb.FTAliasUpdate(ctx, name, s.alias()).Err(); err != nil {
+			return fmt.Errorf("redisearch: point alias %s at %s: %w", s.alias(), name, classify(err))
+		}
+		return nil
+	}
+	err := s.rdb.FTAliasAdd(ctx, name, s.alias()).Err()
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "alias already exists") {
+		err = s.rdb.FTAliasUpdate(ctx, name, s.alias()).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("redisearch: point alias %s at %s: %w", s.alias(), name, classify(err))
+	}
+	return nil
+}
+
+// promoteScript makes version ARGV[1] current if it is still the one
+// being built, and returns the version it replaced (0 when none, -1 when
+// ARGV[1] is not the next version any more).
+var promoteScript = redis.NewScript(`
+local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
+local cur = tonumber(redis.call('HGET', KEYS[1], 'current') or '0')
+local v = tonumber(ARGV[1])
+if cur == v then return 0 end
+if nxt ~= v then return -1 end
+redis.call('HSET', KEYS[1], 'current', v)
+redis.call('HDEL', KEYS[1], 'next')
+return cur
+`)
+
+// Promote switches the alias to the version this store built, once its
+// writer has projected every catalog and event into it, then drops the
+// version it replaced with its keys. It does nothing when the store's
+// version is already current, so every worker of a rebuild may call it.
+func (s *Store) Promote(ctx context.Context) (bool, error) {
+	s.mu.Lock()
+	pending := s.pending
+	s.mu.Unlock()
+	if !pending {
+		return false, nil
+	}
+	if err := s.pointAlias(ctx, true); err != nil {
+		return false, err
+	}
+	old, err := promoteScript.Run(ctx, s.rdb, []string{s.metaKey()}, s.version).Int()
+	if err != nil {
+		return false, fmt.Errorf("redisearch: promote version %d: %w", s.version, classify(err))
+	}
+	s.mu.Lock()
+	s.pending, s.servable = false, nil
+	s.mu.Unlock()
+	if old > 0 {
+		if err := s.dropVersion(ctx, old); err != nil {
+			return true, err
+		}
+	}
+	return old >= 0, nil
+}
+
+// dropVersion removes an index version and every key under its prefix.
+func (s *Store) dropVersion(ctx context.Context, v int) error {
+	err := s.rdb.FTDropIndexWithArgs(ctx, s.indexName(v), &redis.FTDropIndexOptions{DeleteDocs: true}).Err()
+	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "unknown index name") {
+		return fmt.Errorf("redisearch: drop index %s: %w", s.indexName(v), classify(err))
+	}
+	iter := s.rdb.Scan(ctx, 0, s.versionPrefix(v)+"*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+		if len(keys) == 1000 {
+			if err := s.rdb.Unlink(ctx, keys...).Err(); err != nil {
+				return fmt.Errorf("redisearch: drop version %d: %w", v, classify(err))
+			}
+			keys = keys[:0]
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("redisearch: drop version %d: %w", v, classify(err))
+	}
+	if len(keys) > 0 {
+		if err := s.rdb.Unlink(ctx, keys...).Err(); err != nil {
+			return fmt.Errorf("redisearch: drop version %d: %w", v, classify(err))
+		}
+	}
+	return s.rdb.HDel(ctx, s.metaKey(), fmt.Sprintf("spec:%d", v)).Err()
+}
+
+// Check is the readiness probe: the server answers, and the alias names
+// the version this process needs. A reader waiting for a rebuild becomes
+// ready once a worker promotes it; one whose version was replaced by
+// another configuration stops being ready.
+func (s *Store) Check(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis %s: %w", addrOf(s.rdb), classify(err))
+	}
+	cur, err := s.rdb.HGet(ctx, s.metaKey(), "current").Int()
+	if err != nil {
+		return fmt.Errorf("redis %s: read index versions: %w", addrOf(s.rdb), classify(err))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case cur == s.version:
+		s.pending, s.servable = false, nil
+	case s.pending:
+		// still building; servable already says so for readers
+	default:
+		s.servable = fmt.Errorf("%w: the alias now names index version %d, built for another configuration; restart with that configuration", index.ErrUnavailable, cur)
+	}
+	if s.opt.Writer && s.pending {
+		return nil // a writer building the next version is working, not broken
+	}
+	return s.servable
+}
+
+// writableErr refuses writes once the alias names another configuration's
+// version: this one is dropped, and writing would only leave stray keys.
+func (s *Store) writableErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending {
+		return nil
+	}
+	return s.servable
+}
+
+func (s *Store) servableErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.servable
+}
+
+// moduleVersion reads the search module's version from MODULE LIST (0 when
+// no search module is loaded). The reply is an array of arrays in RESP2
+// and an array of maps in RESP3.
+func moduleVersion(ctx context.Context, rdb redis.UniversalClient) (int, error) {
+	res, err := rdb.Do(ctx, "MODULE", "LIST").Result()
+	if err != nil {
+		return 0, fmt.Errorf("list modules: %w", classify(err))
+	}
+	return parseModuleList(res), nil
+}
+
+func parseModuleList(res any) int {
+	list, _ := res.([]any)
+	for _, m := range list {
+		fields := map[string]any{}
+		switch m := m.(type) {
+		case []any:
+			for i := 0; i+1 < len(m); i += 2 {
+				if k, ok := m[i].(string); ok {
+					fields[strings.ToLower(k)] = m[i+1]
+				}
+			}
+		case map[any]any:
+			for k, v := range m {
+				if k, ok := k.(string); ok {
+					fields[strings.ToLower(k)] = v
+				}
+			}
+		}
+		name, _ := fields["name"].(string)
+		if n := strings.ToLower(name); n != "search" && n != "ft" && n != "searchlight" {
+			continue
+		}
+		switch v := fields["ver"].(type) {
+		case int64:
+			return int(v)
+		case string:
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
+}
+
+func formatModuleVersion(v int) string {
+	return fmt.Sprintf("%d.%d.%d", v/10000, v/100%100, v%100)
+}
+
+// classify marks errors that mean "Redis cannot serve now" as
+// index.ErrUnavailable, so that asks reply store_unavailable and workers
+// retry. Replies that are Redis errors about the command itself (a syntax
+// error, a wrong type) are bugs or bad data and stay as they are.
+func classify(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, index.ErrUnavailable) {
+		return err
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		msg := rerr.Error()
+		for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "NOREPLICAS"} {
+			if strings.HasPrefix(msg, p) {
+				return fmt.Errorf("%w: %v", index.ErrUnavailable, err)
+			}
+		}
+		return err
+	}
+	var nerr net.Error
+	if errors.As(err, &nerr) || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
+		strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "connection") {
+		return fmt.Errorf("%w: %v", index.ErrUnavailable, err)
+	}
+	return err
+}
+
+func addrOf(rdb redis.UniversalClient) string {
+	if c, ok := rdb.(*redis.Client); ok {
+		return c.Options().Addr
+	}
+	return "server"
+}

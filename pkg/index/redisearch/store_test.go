@@ -1,0 +1,368 @@
+package redisearch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/redistest"
+)
+
+const dim = 8
+
+var local = embed.NewLocal(dim)
+
+// bare is a Store over plain Redis at version 1, without the index
+// definitions: everything but the searches works on it, so those parts
+// are tested against a real redis-server wherever one is installed.
+func bare(t *testing.T, rdb redis.UniversalClient) *Store {
+	t.Helper()
+	opt := Options{Prefix: "t:", Dimensions: dim, Model: "local", Algorithm: "HNSW", Weights: index.DefaultWeights, Writer: true}
+	s := &Store{rdb: rdb, opt: opt, spec: specOf(opt), version: 1, scorer: "BM25STD"}
+	if err := rdb.HSet(context.Background(), s.metaKey(), "current", 1, "spec:1", s.spec).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func rec(db, kind, name string, version int64, tags map[string]string) index.Record {
+	c := chunk.Chunk{ID: chunk.ID(db, kind, name, 0), Database: db, Kind: kind, Name: name, Title: name,
+		Columns: []string{"id", "name"}, Text: "CREATE TABLE " + name + " (id int, name text)", Tags: tags,
+		Hash: fmt.Sprintf("h-%s-%d", name, version), Version: version}
+	if kind == chunk.KindTable {
+		c.Schema = "public"
+	}
+	return index.Record{Chunk: c, Vector: local.Vector(c.Text)}
+}
+
+func TestWritesOnPlainRedis(t *testing.T) {
+	ctx := context.Background()
+	s := bare(t, redistest.Start(t).Client())
+	recs := []index.Record{
+		rec("shop", chunk.KindTable, "public.orders", 2, nil),
+		rec("shop", chunk.KindTable, "public.customers", 2, nil),
+		rec("shop", chunk.KindDoc, "refunds.md", 7, map[string]string{"product": "checkout"}),
+		rec("hr", chunk.KindTable, "public.staff", 1, nil),
+	}
+	if n, err := s.Upsert(ctx, recs); err != nil || n != 4 {
+		t.Fatalf("upsert wrote %d, %v", n, err)
+	}
+	older := rec("shop", chunk.KindTable, "public.orders", 1, nil)
+	if n, err := s.Upsert(ctx, []index.Record{older}); err != nil || n != 0 {
+		t.Errorf("an older version was written: %d, %v", n, err)
+	}
+	for _, tc := range []struct {
+		f    index.Filter
+		want int
+	}{
+		{index.Filter{Database: "shop"}, 3},
+		{index.Filter{Database: "shop", Kinds: []string{chunk.KindTable}}, 2},
+		{index.Filter{Database: "shop", Schemas: []string{"public"}}, 2},
+		{index.Filter{Database: "shop", Tags: map[string]string{"product": "checkout"}}, 1},
+		{index.Filter{Database: "shop", Tags: map[string]string{"product": "billing"}}, 0},
+		{index.Filter{Database: "hr"}, 1},
+		{index.Filter{Database: "none"}, 0},
+	} {
+		if n, err := s.Count(ctx, tc.f); err != nil || n != tc.want {
+			t.Errorf("Count(%+v) = %d, %v; want %d", tc.f, n, err, tc.want)
+		}
+	}
+	metas, err := s.Metas(ctx, index.Filter{Database: "shop", Kinds: []string{chunk.KindTable}})
+	if err != nil || len(metas) != 2 || metas[recs[0].ID] != (index.Meta{Hash: "h-public.orders-2", Version: 2}) {
+		t.Errorf("Metas = %v, %v", metas, err)
+	}
+	// The hash holds exactly what a search hydrates a chunk from.
+	fields, err := s.rdb.HGetAll(ctx, s.chunkKey(recs[2].ID)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := chunkOf(fields)
+	if err != nil || got.ID != recs[2].ID || got.Database != "shop" || got.Kind != chunk.KindDoc || got.Tags["product"] != "checkout" ||
+		got.Text != recs[2].Text || got.Version != 7 || len(got.Columns) != 2 {
+		t.Errorf("hash does not round-trip: %+v, %v", got, err)
+	}
+	if v := decodeVector([]byte(fields[fVector])); embed.Cosine(v, recs[2].Vector) < 0.9999 {
+		t.Errorf("vector does not round-trip")
+	}
+
+	if n, err := s.Touch(ctx, "shop", []string{recs[0].ID, "shop:table:nope"}, 3); err != nil || n != 1 {
+		t.Errorf("Touch raised %d, %v; want 1", n, err)
+	}
+	if n, _ := s.Touch(ctx, "hr", []string{recs[0].ID}, 9); n != 0 {
+		t.Error("Touch crossed databases")
+	}
+	if n, _ := s.Touch(ctx, "shop", []string{recs[0].ID}, 2); n != 0 {
+		t.Error("Touch lowered a version")
+	}
+	// DeleteStale: customers (2) goes, orders (touched to 3) stays.
+	if n, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindTable}, Below: 3}); err != nil || n != 1 {
+		t.Errorf("DeleteStale removed %d, %v; want 1", n, err)
+	}
+	if err := s.DeleteName(ctx, "shop", chunk.KindDoc, "refunds.md"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "shop"}); n != 1 {
+		t.Errorf("%d chunks left in shop, want orders only", n)
+	}
+	if err := s.Delete(ctx, "hr", []string{recs[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "shop"}); n != 1 {
+		t.Error("Delete scoped to hr removed a chunk of shop")
+	}
+
+	for _, v := range []int64{3, 7, 5} {
+		if err := s.SetProjected(ctx, "shop", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := s.Projected(ctx, "shop"); err != nil || v != 7 {
+		t.Errorf("projected %d, %v; want 7", v, err)
+	}
+	if err := s.DeleteDatabase(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "shop"}); n != 0 {
+		t.Errorf("%d left after DeleteDatabase", n)
+	}
+	if v, _ := s.Projected(ctx, "shop"); v != 0 {
+		t.Errorf("projected version survived DeleteDatabase: %d", v)
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "hr"}); n != 1 {
+		t.Error("DeleteDatabase touched another database")
+	}
+	keys, _ := s.rdb.Keys(ctx, s.versionPrefix(1)+"c:shop:*").Result()
+	if len(keys) != 0 {
+		t.Errorf("hashes left behind: %v", keys)
+	}
+}
+
+func TestRejectsBadWrites(t *testing.T) {
+	ctx := context.Background()
+	s := bare(t, redistest.Start(t).Client())
+	r := rec("shop", chunk.KindTable, "public.orders", 1, nil)
+	r.Vector = make([]float32, dim+1)
+	if _, err := s.Upsert(ctx, []index.Record{r}); !errors.Is(err, index.ErrDimension) {
+		t.Errorf("wrong dimension: %v", err)
+	}
+	r = rec("", chunk.KindTable, "public.orders", 1, nil)
+	if _, err := s.Upsert(ctx, []index.Record{r}); !errors.Is(err, index.ErrNoDatabase) {
+		t.Errorf("no database: %v", err)
+	}
+	if _, err := s.SearchVector(ctx, index.VectorQuery{Filter: index.Filter{Database: "shop"}, Vector: make([]float32, 3), Limit: 1}); !errors.Is(err, index.ErrDimension) {
+		t.Errorf("query dimension: %v", err)
+	}
+	if _, err := s.SearchText(ctx, index.TextQuery{Terms: []string{"x"}, Limit: 1}); !errors.Is(err, index.ErrNoDatabase) {
+		t.Errorf("query without database: %v", err)
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "shop"}); n != 0 {
+		t.Errorf("a rejected batch left %d chunks", n)
+	}
+}
+
+func TestEmbeddingCacheInRedis(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	s := bare(t, srv.Client())
+	s.opt.CacheTTL = time.Hour
+	cached := embed.NewCached(local, s)
+	texts := []string{"orders by customer", "refunds", "orders by customer"}
+	first, err := cached.Embed(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits, misses := cached.Stats(); hits != 1 || misses != 2 {
+		t.Errorf("first pass: %d hits, %d misses; want 2 misses (one per distinct text) and the repeat as a hit", hits, misses)
+	}
+	// A second process (a new Cached over the same Redis) hits.
+	again := embed.NewCached(local, bare(t, srv.Client()))
+	second, err := again.Embed(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits, misses := again.Stats(); hits != 3 || misses != 0 {
+		t.Errorf("second process: %d hits, %d misses; want 3 and 0", hits, misses)
+	}
+	for i := range texts {
+		if embed.Cosine(first[i], second[i]) < 0.9999 {
+			t.Errorf("cached vector %d differs", i)
+		}
+	}
+	key := s.cacheKey(embed.CacheKey(local.Model(), dim, "refunds"))
+	if ttl, err := s.rdb.TTL(ctx, key).Result(); err != nil || ttl <= 0 || ttl > time.Hour {
+		t.Errorf("cache entry %s has TTL %v, %v; want ≤ 1h", key, ttl, err)
+	}
+}
+
+// Redis going away: every call fails as index.ErrUnavailable (asks reply
+// store_unavailable, workers retry), and the same Store works again once
+// Redis is back, with no reconnect by the caller.
+func TestUnavailableThenRecovers(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	s := bare(t, rdb)
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("ready store: %v", err)
+	}
+	srv.Stop()
+	r := rec("shop", chunk.KindTable, "public.orders", 1, nil)
+	calls := map[string]func() error{
+		"Check":     func() error { return s.Check(ctx) },
+		"Upsert":    func() error { _, err := s.Upsert(ctx, []index.Record{r}); return err },
+		"Count":     func() error { _, err := s.Count(ctx, index.Filter{Database: "shop", Kinds: []string{"table"}}); return err },
+		"Projected": func() error { _, err := s.Projected(ctx, "shop"); return err },
+		"Cache":     func() error { _, err := s.GetVectors(ctx, []string{"k"}); return err },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, index.ErrUnavailable) {
+			t.Errorf("%s with Redis down: %v, want ErrUnavailable", name, err)
+		}
+	}
+	srv.Start()
+	// The restarted server has lost its data (no persistence here); the
+	// store's scripts are loaded again on first use.
+	if err := rdb.HSet(ctx, s.metaKey(), "current", 1, "spec:1", s.spec).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Errorf("after restart: %v", err)
+	}
+	if n, err := s.Upsert(ctx, []index.Record{r}); err != nil || n != 1 {
+		t.Errorf("upsert after restart: %d, %v", n, err)
+	}
+}
+
+func TestOpenNamesWhatIsMissing(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	_, err := Open(ctx, srv.Client(), Options{Dimensions: dim})
+	if err == nil || !strings.Contains(err.Error(), "no search module") || !strings.Contains(err.Error(), Requirement) {
+		t.Errorf("plain Redis: %v; want the requirement named", err)
+	}
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer down.Close()
+	_, err = Open(ctx, down, Options{Dimensions: dim})
+	if !errors.Is(err, index.ErrUnavailable) || !strings.Contains(err.Error(), "127.0.0.1:1 unreachable") {
+		t.Errorf("no server: %v", err)
+	}
+	if _, err := Open(ctx, srv.Client(), Options{Dimensions: dim, Algorithm: "IVF"}); err == nil || !strings.Contains(err.Error(), "HNSW or FLAT") {
+		t.Errorf("bad algorithm: %v", err)
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	for _, tc := range []struct {
+		version        int
+		scorer, errSub string
+		hybrid         bool
+	}{
+		{0, "", "no search module", false},
+		{20612, "", "2.6.12 is too old", false},
+		{20816, "BM25", "", false},
+		{21005, "BM25STD", "", false},
+		{80200, "BM25STD", "", false},
+		{80400, "BM25STD", "", true},
+	} {
+		s := &Store{}
+		err := s.setCapabilities(tc.version)
+		if tc.errSub != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.errSub) {
+				t.Errorf("%d: %v, want %q", tc.version, err, tc.errSub)
+			}
+			continue
+		}
+		if err != nil || s.scorer != tc.scorer || s.hybrid != tc.hybrid {
+			t.Errorf("%d: scorer %q hybrid %v err %v", tc.version, s.scorer, s.hybrid, err)
+		}
+	}
+}
+
+func TestParseModuleList(t *testing.T) {
+	resp2 := []any{
+		[]any{"name", "ReJSON", "ver", int64(80200), "path", "/x", "args", []any{}},
+		[]any{"name", "search", "ver", int64(80205), "path", "/y", "args", []any{}},
+	}
+	resp3 := []any{map[any]any{"name": "search", "ver": int64(21010), "path": "/y", "args": []any{}}}
+	for name, tc := range map[string]struct {
+		reply any
+		want  int
+	}{"resp2": {resp2, 80205}, "resp3": {resp3, 21010}, "none": {[]any{}, 0}, "junk": {"x", 0}} {
+		if got := parseModuleList(tc.reply); got != tc.want {
+			t.Errorf("%s: %d, want %d", name, got, tc.want)
+		}
+	}
+}
+
+// The version claims decide, across every process, which index version
+// serves a configuration; they run on plain Redis.
+func TestVersionClaims(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	meta := "t:meta"
+	claim := func(spec string, writer bool) string {
+		w := "0"
+		if writer {
+			w = "1"
+		}
+		res, err := claimScript.Run(ctx, rdb, []string{meta}, spec, w).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d %s", res[0], res[1])
+	}
+	promote := func(v int) int {
+		n, err := promoteScript.Run(ctx, rdb, []string{meta}, v).Int()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	steps := []struct {
+		what, got, want string
+	}{
+		{"a reader before any index", claim("A", false), "0 other"},
+		{"the first writer creates version 1", claim("A", true), "1 new"},
+		{"a second writer of A joins it", claim("A", true), "1 current"},
+		{"a reader of A uses it", claim("A", false), "1 current"},
+		{"a reader of B is refused", claim("B", false), "1 other"},
+		{"a writer of B builds version 2", claim("B", true), "2 new"},
+		{"another writer of B joins the build", claim("B", true), "2 next"},
+		{"a reader of B waits for it", claim("B", false), "2 next"},
+		{"A still serves", claim("A", false), "1 current"},
+	}
+	for _, s := range steps {
+		if s.got != s.want {
+			t.Errorf("%s: %s, want %s", s.what, s.got, s.want)
+		}
+	}
+	if old := promote(2); old != 1 {
+		t.Errorf("promote 2 replaced %d, want 1", old)
+	}
+	if old := promote(2); old != 0 {
+		t.Errorf("promoting again replaced %d, want 0 (already current)", old)
+	}
+	if got := claim("B", false); got != "2 current" {
+		t.Errorf("after promotion a reader of B: %s", got)
+	}
+	if got := claim("C", true); got != "3 new" {
+		t.Errorf("writer of C: %s", got)
+	}
+	if got := claim("D", true); got != "4 new" {
+		t.Errorf("writer of D takes over the build: %s", got)
+	}
+	if ab, _ := rdb.HGet(ctx, meta, "abandoned").Int(); ab != 3 {
+		t.Errorf("abandoned build %d, want 3", ab)
+	}
+	if old := promote(3); old != -1 {
+		t.Errorf("promoting an abandoned build: %d, want -1", old)
+	}
+}

@@ -1,0 +1,499 @@
+package redisearch
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/schemaq/schemaq/pkg/index"
+)
+
+// Hash fields of a chunk. The TAG fields hold hex-encoded values, so no
+// database, schema or tag can contain a separator or query syntax; the
+// TEXT fields hold terms analysed by package text (index.SearchFields).
+const (
+	fID       = "id"
+	fDB       = "db"     // TAG, hex
+	fKind     = "kind"   // TAG, hex
+	fSchema   = "schema" // TAG, hex
+	fTags     = "tags"   // TAG, hex of key=value, comma-separated
+	fName     = "name"   // TEXT: the table, view or doc title
+	fSchemaT  = "schema_terms"
+	fColumns  = "columns" // TEXT: column names
+	fBody     = "body"    // TEXT: the chunk text
+	fVector   = "embedding"
+	fObject   = "object" // chunk.Name
+	fPart     = "part"
+	fTitle    = "title"
+	fColList  = "column_list" // JSON
+	fText     = "text"
+	fTagMap   = "tag_map" // JSON
+	fHash     = "hash"
+	fVersion  = "version"
+	batchSize = 200
+)
+
+// returned are the fields a search hydrates a chunk from.
+var returned = []string{fID, fDB, fKind, fSchema, fObject, fPart, fTitle, fColList, fText, fTagMap, fHash, fVersion}
+
+func hexTag(s string) string { return hex.EncodeToString([]byte(s)) }
+
+func unhexTag(s string) string {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return s
+	}
+	return string(b)
+}
+
+func tagPair(k, v string) string { return hexTag(k + "=" + v) }
+
+// createArgs is the FT.CREATE of version v.
+func (s *Store) createArgs(v int) (string, *redis.FTCreateOptions, []*redis.FieldSchema) {
+	w := s.opt.Weights
+	vec := &redis.FTVectorArgs{}
+	if s.opt.Algorithm == "FLAT" {
+		vec.FlatOptions = &redis.FTFlatOptions{Type: "FLOAT32", Dim: s.opt.Dimensions, DistanceMetric: "COSINE"}
+	} else {
+		vec.HNSWOptions = &redis.FTHNSWOptions{Type: "FLOAT32", Dim: s.opt.Dimensions, DistanceMetric: "COSINE"}
+	}
+	opts := &redis.FTCreateOptions{
+		OnHash: true,
+		Prefix: []any{s.versionPrefix(v) + "c:"},
+		// Terms arrive analysed; the engine must neither drop nor stem them.
+		StopWords: []any{},
+	}
+	schema := []*redis.FieldSchema{
+		{FieldName: fDB, FieldType: redis.SearchFieldTypeTag},
+		{FieldName: fKind, FieldType: redis.SearchFieldTypeTag},
+		{FieldName: fSchema, FieldType: redis.SearchFieldTypeTag},
+		{FieldName: fTags, FieldType: redis.SearchFieldTypeTag},
+		{FieldName: fName, FieldType: redis.SearchFieldTypeText, NoStem: true, Weight: w.Name},
+		{FieldName: fSchemaT, FieldType: redis.SearchFieldTypeText, NoStem: true, Weight: w.Schema},
+		{FieldName: fColumns, FieldType: redis.SearchFieldTypeText, NoStem: true, Weight: w.Columns},
+		{FieldName: fBody, FieldType: redis.SearchFieldTypeText, NoStem: true, Weight: w.Body},
+		{FieldName: fVector, FieldType: redis.SearchFieldTypeVector, VectorArgs: vec},
+	}
+	return s.indexName(v), opts, schema
+}
+
+// hashFields is the hash of one record.
+func hashFields(r index.Record) []any {
+	f := index.SearchFields(r.Chunk)
+	cols, _ := json.Marshal(r.Columns)
+	tagMap := []byte("{}")
+	if len(r.Tags) > 0 {
+		tagMap, _ = json.Marshal(r.Tags)
+	}
+	keys := make([]string, 0, len(r.Tags))
+	for k := range r.Tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = tagPair(k, r.Tags[k])
+	}
+	return []any{
+		fID, r.ID, fDB, hexTag(r.Database), fKind, hexTag(r.Kind), fSchema, hexTag(r.Schema), fTags, strings.Join(pairs, ","),
+		fName, f.Name, fSchemaT, f.Schema, fColumns, f.Columns, fBody, f.Body,
+		fVector, encodeVector(r.Vector),
+		fObject, r.Name, fPart, r.Part, fTitle, r.Title, fColList, string(cols), fText, r.Text, fTagMap, string(tagMap),
+		fHash, r.Hash, fVersion, r.Version,
+	}
+}
+
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func decodeVector(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// upsertScript writes a chunk's hash unless the stored one has a higher
+// version, replacing every field (DEL first, so no old tag lingers), and
+// records its id in the database's set. KEYS: chunk, db set; ARGV:
+// version, id, then field/value pairs.
+var upsertScript = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], 'version')
+if v and tonumber(v) > tonumber(ARGV[1]) then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('SADD', KEYS[2], ARGV[2])
+return 1
+`)
+
+// touchScript raises a chunk's version if it belongs to the database and
+// is lower. KEYS: chunk; ARGV: hex db, version.
+var touchScript = redis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'db', 'version')
+if not h[1] or h[1] ~= ARGV[1] or tonumber(h[2]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'version', ARGV[2])
+return 1
+`)
+
+// deleteScript removes a chunk of the database, when ARGV[3] is set only
+// if its version is below it, so a delete decided on a stale read never
+// removes a chunk a newer write put there. KEYS: chunk, db set; ARGV:
+// hex db, id, below (or "").
+var deleteScript = redis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'db', 'version')
+if not h[1] then
+  redis.call('SREM', KEYS[2], ARGV[2])
+  return 0
+end
+if h[1] ~= ARGV[1] then return 0 end
+if ARGV[3] ~= '' and tonumber(h[2]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[2])
+return 1
+`)
+
+// setProjectedScript raises a database's projected version, never lowers
+// it. KEYS: projections hash; ARGV: db, version.
+var setProjectedScript = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v or tonumber(v) < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+return 0
+`)
+
+// runBatched runs one script call per item in pipelined batches and sums
+// the integer replies. Scripts go as EVALSHA; a server that lost them
+// (a restart) gets them loaded again first.
+func (s *Store) runBatched(ctx context.Context, script *redis.Script, n int, call func(i int) ([]string, []any)) (int, error) {
+	if n == 0 {
+		return 0, nil
+	}
+	if err := script.Load(ctx, s.rdb).Err(); err != nil {
+		return 0, classify(err)
+	}
+	total := 0
+	for start := 0; start < n; start += batchSize {
+		end := min(start+batchSize, n)
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, 0, end-start)
+		for i := start; i < end; i++ {
+			keys, args := call(i)
+			cmds = append(cmds, script.EvalSha(ctx, pipe, keys, args...))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return total, classify(err)
+		}
+		for _, c := range cmds {
+			v, err := c.Int()
+			if err != nil {
+				return total, classify(err)
+			}
+			total += v
+		}
+	}
+	return total, nil
+}
+
+// Upsert implements index.Store.
+func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
+	for _, r := range recs {
+		if r.Database == "" {
+			return 0, fmt.Errorf("upsert %s: %w", r.ID, index.ErrNoDatabase)
+		}
+		if len(r.Vector) != s.opt.Dimensions {
+			return 0, fmt.Errorf("upsert %s: %w: got %d, index has %d", r.ID, index.ErrDimension, len(r.Vector), s.opt.Dimensions)
+		}
+	}
+	if err := s.writableErr(); err != nil {
+		return 0, fmt.Errorf("upsert %d chunks: %w", len(recs), err)
+	}
+	n, err := s.runBatched(ctx, upsertScript, len(recs), func(i int) ([]string, []any) {
+		r := recs[i]
+		return []string{s.chunkKey(r.ID), s.dbKey(r.Database)}, append([]any{r.Version, r.ID}, hashFields(r)...)
+	})
+	if err != nil {
+		return n, fmt.Errorf("upsert %d chunks: %w", len(recs), err)
+	}
+	return n, nil
+}
+
+// Touch implements index.Store.
+func (s *Store) Touch(ctx context.Context, db string, ids []string, version int64) (int, error) {
+	if db == "" {
+		return 0, index.ErrNoDatabase
+	}
+	n, err := s.runBatched(ctx, touchScript, len(ids), func(i int) ([]string, []any) {
+		return []string{s.chunkKey(ids[i])}, []any{hexTag(db), version}
+	})
+	if err != nil {
+		return n, fmt.Errorf("touch %d chunks of %s: %w", len(ids), db, err)
+	}
+	return n, nil
+}
+
+func (s *Store) deleteIDs(ctx context.Context, db string, ids []string, below string) (int, error) {
+	return s.runBatched(ctx, deleteScript, len(ids), func(i int) ([]string, []any) {
+		return []string{s.chunkKey(ids[i]), s.dbKey(db)}, []any{hexTag(db), ids[i], below}
+	})
+}
+
+// Delete implements index.Store.
+func (s *Store) Delete(ctx context.Context, db string, ids []string) error {
+	if db == "" {
+		return index.ErrNoDatabase
+	}
+	if _, err := s.deleteIDs(ctx, db, ids, ""); err != nil {
+		return fmt.Errorf("delete %d chunks of %s: %w", len(ids), db, err)
+	}
+	return nil
+}
+
+// meta is what filtering and listing need of a stored chunk.
+type meta struct {
+	id, kind, schema, object string
+	tags                     map[string]string
+	hash                     string
+	version                  int64
+}
+
+// metas reads the listing fields of every chunk of db, in pipelined
+// batches over the database's id set.
+func (s *Store) metas(ctx context.Context, db string) ([]meta, error) {
+	ids, err := s.rdb.SMembers(ctx, s.dbKey(db)).Result()
+	if err != nil {
+		return nil, classify(err)
+	}
+	slices.Sort(ids)
+	out := make([]meta, 0, len(ids))
+	for start := 0; start < len(ids); start += batchSize {
+		batch := ids[start:min(start+batchSize, len(ids))]
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.SliceCmd, len(batch))
+		for i, id := range batch {
+			cmds[i] = pipe.HMGet(ctx, s.chunkKey(id), fKind, fSchema, fObject, fTagMap, fHash, fVersion, fDB)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, classify(err)
+		}
+		for i, c := range cmds {
+			v := c.Val()
+			if len(v) != 7 || v[6] == nil || str(v[6]) != hexTag(db) {
+				continue // deleted since the set was read
+			}
+			m := meta{id: batch[i], kind: unhexTag(str(v[0])), schema: unhexTag(str(v[1])), object: str(v[2]), hash: str(v[4])}
+			_ = json.Unmarshal([]byte(str(v[3])), &m.tags)
+			m.version, _ = strconv.ParseInt(str(v[5]), 10, 64)
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func str(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func (m meta) matches(f index.Filter) bool {
+	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, m.kind) {
+		return false
+	}
+	if len(f.Schemas) > 0 && !slices.Contains(f.Schemas, m.schema) {
+		return false
+	}
+	for k, v := range f.Tags {
+		if m.tags[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// DeleteName implements index.Store.
+func (s *Store) DeleteName(ctx context.Context, db, kind, name string) error {
+	if db == "" {
+		return index.ErrNoDatabase
+	}
+	ms, err := s.metas(ctx, db)
+	if err != nil {
+		return fmt.Errorf("delete %s %s of %s: %w", kind, name, db, err)
+	}
+	var ids []string
+	for _, m := range ms {
+		if m.kind == kind && m.object == name {
+			ids = append(ids, m.id)
+		}
+	}
+	if _, err := s.deleteIDs(ctx, db, ids, ""); err != nil {
+		return fmt.Errorf("delete %s %s of %s: %w", kind, name, db, err)
+	}
+	return nil
+}
+
+// DeleteStale implements index.Store.
+func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
+	if st.Database == "" {
+		return 0, index.ErrNoDatabase
+	}
+	if len(st.Kinds) == 0 {
+		return 0, nil
+	}
+	ms, err := s.metas(ctx, st.Database)
+	if err != nil {
+		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
+	}
+	var ids []string
+	for _, m := range ms {
+		if m.version < st.Below && slices.Contains(st.Kinds, m.kind) && (st.Name == "" || m.object == st.Name) {
+			ids = append(ids, m.id)
+		}
+	}
+	n, err := s.deleteIDs(ctx, st.Database, ids, strconv.FormatInt(st.Below, 10))
+	if err != nil {
+		return n, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
+	}
+	return n, nil
+}
+
+// DeleteDatabase implements index.Store.
+func (s *Store) DeleteDatabase(ctx context.Context, db string) error {
+	if db == "" {
+		return index.ErrNoDatabase
+	}
+	ids, err := s.rdb.SMembers(ctx, s.dbKey(db)).Result()
+	if err == nil {
+		_, err = s.deleteIDs(ctx, db, ids, "")
+	}
+	if err == nil {
+		err = s.rdb.HDel(ctx, s.projectedKey(), db).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("delete database %s: %w", db, classify(err))
+	}
+	return nil
+}
+
+// Count implements index.Store.
+func (s *Store) Count(ctx context.Context, f index.Filter) (int, error) {
+	if f.Database == "" {
+		return 0, index.ErrNoDatabase
+	}
+	if len(f.Kinds) == 0 && len(f.Schemas) == 0 && len(f.Tags) == 0 {
+		n, err := s.rdb.SCard(ctx, s.dbKey(f.Database)).Result()
+		if err != nil {
+			return 0, fmt.Errorf("count chunks of %s: %w", f.Database, classify(err))
+		}
+		return int(n), nil
+	}
+	ms, err := s.metas(ctx, f.Database)
+	if err != nil {
+		return 0, fmt.Errorf("count chunks of %s: %w", f.Database, err)
+	}
+	n := 0
+	for _, m := range ms {
+		if m.matches(f) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Metas implements index.Store.
+func (s *Store) Metas(ctx context.Context, f index.Filter) (map[string]index.Meta, error) {
+	if f.Database == "" {
+		return nil, index.ErrNoDatabase
+	}
+	ms, err := s.metas(ctx, f.Database)
+	if err != nil {
+		return nil, fmt.Errorf("list chunks of %s: %w", f.Database, err)
+	}
+	out := make(map[string]index.Meta, len(ms))
+	for _, m := range ms {
+		if m.matches(f) {
+			out[m.id] = index.Meta{Hash: m.hash, Version: m.version}
+		}
+	}
+	return out, nil
+}
+
+// Projected implements index.Store.
+func (s *Store) Projected(ctx context.Context, db string) (int64, error) {
+	v, err := s.rdb.HGet(ctx, s.projectedKey(), db).Int64()
+	if err == redis.Nil {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("projected version of %s: %w", db, classify(err))
+	}
+	return v, nil
+}
+
+// SetProjected implements index.Store; it never lowers the version.
+func (s *Store) SetProjected(ctx context.Context, db string, version int64) error {
+	if err := setProjectedScript.Run(ctx, s.rdb, []string{s.projectedKey()}, db, version).Err(); err != nil && err != redis.Nil {
+		return fmt.Errorf("set projected version of %s: %w", db, classify(err))
+	}
+	return nil
+}
+
+// GetVectors implements embed.CacheStore: one MGET per batch.
+func (s *Store) GetVectors(ctx context.Context, keys []string) (map[string][]float32, error) {
+	out := make(map[string][]float32, len(keys))
+	for start := 0; start < len(keys); start += batchSize {
+		batch := keys[start:min(start+batchSize, len(keys))]
+		rk := make([]string, len(batch))
+		for i, k := range batch {
+			rk[i] = s.cacheKey(k)
+		}
+		vals, err := s.rdb.MGet(ctx, rk...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("embedding cache: %w", classify(err))
+		}
+		for i, v := range vals {
+			if b := str(v); b != "" {
+				out[batch[i]] = decodeVector([]byte(b))
+			}
+		}
+	}
+	return out, nil
+}
+
+// PutVectors implements embed.CacheStore, pipelined, with the TTL the
+// options give.
+func (s *Store) PutVectors(ctx context.Context, vecs map[string][]float32) error {
+	pipe := s.rdb.Pipeline()
+	n := 0
+	for k, v := range vecs {
+		pipe.Set(ctx, s.cacheKey(k), encodeVector(v), s.opt.CacheTTL)
+		if n++; n%batchSize == 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return fmt.Errorf("embedding cache: %w", classify(err))
+			}
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("embedding cache: %w", classify(err))
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+// Package redistest runs a real redis-server for tests: one process per
+// test on a free loopback port, without persistence, stopped at cleanup.
+// Tests that need it skip when redis-server is not installed, unless
+// SCHEMAQ_REQUIRE_REDIS=1 (as .ci/run sets), which makes that a failure
+// so that CI cannot pass by skipping.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is one redis-server process.
+type Server struct {
+	tb   testing.TB
+	bin  string
+	dir  string
+	port int
+	cmd  *exec.Cmd
+}
+
+// Start starts a redis-server and stops it when tb ends.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("SCHEMAQ_REQUIRE_REDIS") == "1" {
+			tb.Fatalf("redis-server is required (SCHEMAQ_REQUIRE_REDIS=1) but not on PATH: %v", err)
+		}
+		tb.Skip("redis-server not installed (apt-get install -y redis-server)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), port: port}
+	s.Start()
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Addr is host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// URL is the redis:// URL of the server.
+func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Client returns a client of the server, closed when the test ends.
+func (s *Server) Client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true, MaxRetries: -1, DialerRetries: 1,
+		DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	s.tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Start (re)starts the process on the same port and waits until it
+// answers PING.
+func (s *Server) Start() {
+	s.tb.Helper()
+	s.cmd = exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"))
+	if err := s.cmd.Start(); err != nil {
+		s.tb.Fatalf("start redis-server: %v", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			s.tb.Fatalf("redis-server on %s did not answer: %v\n%s", s.Addr(), err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills the process and waits for it; the data is gone with it.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// String names the server in test output.
+func (s *Server) String() string { return fmt.Sprintf("redis-server %s", s.Addr()) }
