@@ -49,7 +49,6 @@ func argStrings(args []any) []string {
 	return out
 }
 
-
 func TestCreateArgs(t *testing.T) {
 	for _, tc := range []struct {
 		algorithm string

@@ -216,9 +216,12 @@ func TestUnavailableThenRecovers(t *testing.T) {
 	srv.Stop()
 	r := rec("shop", chunk.KindTable, "public.orders", 1, nil)
 	calls := map[string]func() error{
-		"Check":     func() error { return s.Check(ctx) },
-		"Upsert":    func() error { _, err := s.Upsert(ctx, []index.Record{r}); return err },
-		"Count":     func() error { _, err := s.Count(ctx, index.Filter{Database: "shop", Kinds: []string{"table"}}); return err },
+		"Check":  func() error { return s.Check(ctx) },
+		"Upsert": func() error { _, err := s.Upsert(ctx, []index.Record{r}); return err },
+		"Count": func() error {
+			_, err := s.Count(ctx, index.Filter{Database: "shop", Kinds: []string{"table"}})
+			return err
+		},
 		"Projected": func() error { _, err := s.Projected(ctx, "shop"); return err },
 		"Cache":     func() error { _, err := s.GetVectors(ctx, []string{"k"}); return err },
 	}
