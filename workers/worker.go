@@ -203,8 +203,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.ready.Store(true)
 	defer w.ready.Store(false)
 	go func() {
-		w.reproject(workCtx)
+		failed := w.reproject(workCtx)
 		w.awaitCaughtUp(ctx, cons)
+		w.promote(ctx, failed)
 	}()
 	if w.m != nil {
 		go w.watchConsumer(ctx, cons)
@@ -231,13 +232,16 @@ func (w *Worker) Run(ctx context.Context) error {
 // store was rebuilt (a new layout or embedding model) docs and examples
 // are replayed from the stream, in order, with their stream sequences as
 // versions, so nothing has to be published again.
-func (w *Worker) reproject(ctx context.Context) {
+//
+// It returns how many catalogs failed to project (-1: none could be
+// listed), so that a rebuilt index is not promoted with gaps.
+func (w *Worker) reproject(ctx context.Context) int {
 	keys, err := w.cats.Keys(ctx)
 	if err != nil {
 		w.log.Warn("re-projection: cannot list catalogs", zap.Error(err))
-		return
+		return -1
 	}
-	fixed := 0
+	fixed, failed := 0, 0
 	for _, db := range keys {
 		mu := w.lock(db)
 		mu.Lock()
@@ -251,6 +255,7 @@ func (w *Worker) reproject(ctx context.Context) {
 		}
 		mu.Unlock()
 		if err != nil {
+			failed++
 			w.log.Warn("re-projection failed; the next event of the database retries it", zap.String("db", db), zap.Error(err))
 		}
 	}
@@ -261,6 +266,41 @@ func (w *Worker) reproject(ctx context.Context) {
 	}
 	if fixed > 0 || replayed > 0 {
 		w.log.Info("index re-projected from stored state", zap.Int("catalogs", fixed), zap.Int("doc_and_example_events", replayed))
+	}
+	return failed
+}
+
+// promoter is a store that builds a new index version beside the one
+// being served and switches to it when told (the shared Redis index).
+type promoter interface {
+	Rebuilt() bool
+	Promote(ctx context.Context) (bool, error)
+}
+
+// promote switches a rebuilt shared index to serving once every catalog
+// is projected and the stream is drained; until then asks keep the old
+// version. A build with failures is left for the next start to finish.
+func (w *Worker) promote(ctx context.Context, failed int) {
+	p, ok := w.store.(promoter)
+	if !ok || !p.Rebuilt() {
+		return
+	}
+	select {
+	case <-w.caughtUp:
+	default:
+		return // stopped before catching up
+	}
+	if failed != 0 {
+		w.log.Warn("the rebuilt index is not switched on: some catalogs failed to project; restart the worker to retry", zap.Int("failed", failed))
+		return
+	}
+	switched, err := p.Promote(ctx)
+	if err != nil {
+		w.log.Error("switching to the rebuilt index failed; restart the worker to retry", zap.Error(err))
+		return
+	}
+	if switched {
+		w.log.Info("rebuilt index switched on: asks now read it")
 	}
 }
 

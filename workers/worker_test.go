@@ -490,6 +490,23 @@ func TestPanicDeadLettersAndWorkerSurvives(t *testing.T) {
 // TestRebuildReprojectsStoredState: after the index is rebuilt (another
 // embedding model, another layout), a new worker restores it from the
 // catalogs and the stream, with nothing published again.
+// promotingStore is a store that reports a rebuild and records when the
+// worker switches it on, and how full it was then.
+type promotingStore struct {
+	*sqlite.Store
+	count       func(*sqlite.Store) int
+	calls       atomic.Int32
+	atPromotion atomic.Int32
+}
+
+func (p *promotingStore) Rebuilt() bool { return true }
+
+func (p *promotingStore) Promote(context.Context) (bool, error) {
+	p.atPromotion.Store(int32(p.count(p.Store)))
+	p.calls.Add(1)
+	return true, nil
+}
+
 func TestRebuildReprojectsStoredState(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -526,9 +543,16 @@ func TestRebuildReprojectsStoredState(t *testing.T) {
 	if !second.Rebuilt() || count(second) != 0 {
 		t.Fatalf("rebuilt=%v count=%d", second.Rebuilt(), count(second))
 	}
-	stop = e.runWorker(second, embed.NewLocal(128))
+	// A store that builds beside a served index (the shared Redis one)
+	// is switched on once, and only once everything is in it.
+	ps := &promotingStore{Store: second, count: count}
+	stop = e.runWorker(ps, embed.NewLocal(128))
 	defer stop()
 	natstest.Eventually(t, 10*time.Second, "re-projected", func() bool { return count(second) == 5 })
+	natstest.Eventually(t, 10*time.Second, "promoted", func() bool { return ps.calls.Load() > 0 })
+	if n := ps.atPromotion.Load(); n != 5 {
+		t.Errorf("promoted with %d chunks in the new index, want all 5", n)
+	}
 	metas, _ := second.Metas(ctx, index.Filter{Database: "shop"})
 	for _, id := range []string{"shop:table:public.a", "shop:table:public.b", "shop:doc:a.md:1", "shop:doc:a.md:2"} {
 		if _, ok := metas[id]; !ok {

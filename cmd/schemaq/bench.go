@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/schemaq/schemaq/pkg/benchmark"
+	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 )
@@ -42,6 +43,11 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	db := fs.String("db", "bench", "database name to index the schema under")
 	misses := fs.Int("misses", 0, "print up to N questions whose gold tables were not all retrieved")
 	goldSchema := fs.Bool("gold-schema", false, "filter each question to its gold tables' schema (single-database asks)")
+	storeName := fs.String("store", "sqlite", "index store: sqlite (embedded) or redis (needs --redis-url)")
+	var sf storeFlags
+	if err := sf.register(fs, e); err != nil {
+		return err
+	}
 	cfg := retrieve.DefaultConfig
 	noBM25 := fs.Bool("no-bm25", false, "ablation: no BM25 candidates")
 	noKNN := fs.Bool("no-knn", false, "ablation: no vector candidates")
@@ -80,6 +86,16 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	if err := oneOf("reranker", *reranker, "none", "lexical"); err != nil {
 		return err
 	}
+	if err := oneOf("store", *storeName, "sqlite", "redis"); err != nil {
+		return err
+	}
+	var openStore func(ctx context.Context, dim int) (index.Store, string, error)
+	if *storeName == "redis" {
+		if !sf.shared() {
+			return usagef("bench retrieval: --store redis needs --redis-url (SCHEMAQ_REDIS_URL)")
+		}
+		openStore = sf.benchStore
+	}
 	var cuts []int
 	for _, s := range strings.Split(*ks, ",") {
 		k, err := strconv.Atoi(strings.TrimSpace(s))
@@ -107,7 +123,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench retrieval: %s: %w", *questions, err)
 	}
 	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
-		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: e.stderr, GoldSchema: *goldSchema})
+		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: e.stderr, GoldSchema: *goldSchema, OpenStore: openStore})
 	if err != nil {
 		return err
 	}
@@ -120,7 +136,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		keys = append(keys, n)
 	}
 	sort.Ints(keys)
-	fmt.Fprintf(e.stdout, "%d tables, %d questions; indexed in %.2f s\n", rep.Tables, rep.Questions, rep.IndexSeconds)
+	fmt.Fprintf(e.stdout, "%d tables, %d questions; indexed in %.2f s (%s store)\n", rep.Tables, rep.Questions, rep.IndexSeconds, rep.Store)
 	fmt.Fprintf(e.stdout, "%-6s %8s %8s\n", "k", "recall", "CR")
 	for _, k := range keys {
 		s := strconv.Itoa(k)

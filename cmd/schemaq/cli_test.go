@@ -92,6 +92,7 @@ func TestCLIBenchRetrieval(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var rep struct {
+		Store          string             `json:"store"`
 		Tables         int                `json:"tables"`
 		Questions      int                `json:"questions"`
 		Recall         map[string]float64 `json:"recall"`
@@ -104,7 +105,7 @@ func TestCLIBenchRetrieval(t *testing.T) {
 	if err := dec.Decode(&rep); err != nil {
 		t.Fatalf("output is not the documented JSON: %v\n%s", err, out)
 	}
-	if rep.Tables != 6 || rep.Questions != 5 || len(rep.Recall) != 2 || rep.LatencyMS["p50"] <= 0 || rep.IndexSeconds <= 0 {
+	if rep.Store != "sqlite" || rep.Tables != 6 || rep.Questions != 5 || len(rep.Recall) != 2 || rep.LatencyMS["p50"] <= 0 || rep.IndexSeconds <= 0 {
 		t.Errorf("report %+v", rep)
 	}
 	// Every gold table of this small set is in the top 5.
@@ -118,6 +119,8 @@ func TestCLIBenchRetrieval(t *testing.T) {
 		{"bench", "retrieval"},
 		{"bench", "retrieval", "--schema", "x.sql", "--questions", "q.jsonl", "--k", "0"},
 		{"bench", "nope"},
+		{"bench", "retrieval", "--schema", "x.sql", "--questions", "q.jsonl", "--store", "redis"},
+		{"bench", "retrieval", "--schema", "x.sql", "--questions", "q.jsonl", "--store", "elastic"},
 	} {
 		if _, _, code := runCLI(t, args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want usage", args, code)

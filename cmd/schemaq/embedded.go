@@ -36,7 +36,7 @@ func startEmbedded(ctx context.Context, r *roleFlags, log *zap.Logger, host stri
 		ns.Shutdown()
 		return nil, fmt.Errorf("connect to the embedded server: %w", err)
 	}
-	rt, err := r.open(ctx, log, nc)
+	rt, err := r.open(ctx, log, nc, true)
 	if err != nil {
 		nc.Close()
 		ns.Shutdown()

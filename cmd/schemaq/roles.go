@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,8 +22,6 @@ import (
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/embed"
-	"github.com/schemaq/schemaq/pkg/index"
-	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/telemetry"
@@ -35,6 +32,7 @@ import (
 type roleFlags struct {
 	nats     natsFlags
 	embed    embedFlags
+	store    storeFlags
 	llm      llmFlags
 	log      logFlags
 	dataDir  *string
@@ -55,6 +53,9 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 		r.nats.register(fs, e)
 	}
 	if err := r.embed.register(fs, e); err != nil {
+		return err
+	}
+	if err := r.store.register(fs, e); err != nil {
 		return err
 	}
 	if err := r.llm.register(fs, e); err != nil {
@@ -81,14 +82,17 @@ type runtime struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	kv    jetstream.KeyValue
-	store *sqlite.Store
+	store indexStore
+	close func() error   // releases the store
 	emb   embed.Embedder // chunks: cached in the index file, across restarts
 	qemb  embed.Embedder // questions: cached in memory only
 	reg   *prometheus.Registry
 	tel   *telemetry.Server
 }
 
-func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn) (*runtime, error) {
+// open connects the runtime; writer says whether it runs a worker, which
+// may build a new version of a shared index.
+func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, writer bool) (*runtime, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -101,7 +105,7 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn) (*
 	if err != nil {
 		return nil, err
 	}
-	store, err := sqlite.Open(ctx, filepath.Join(*r.dataDir, "index.db"), emb.Dimensions())
+	store, check, closeStore, err := r.store.openStore(ctx, log, *r.dataDir, emb.Model(), emb.Dimensions(), writer)
 	if err != nil {
 		return nil, err
 	}
@@ -109,17 +113,14 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn) (*
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	tel := telemetry.New(reg)
 	tel.AddCheck("nats", telemetry.NATSCheck(nc))
-	tel.AddCheck("store", telemetry.StoreCheck(func(ctx context.Context) error {
-		_, err := store.Count(ctx, index.Filter{Database: "_readyz"})
-		return err
-	}))
+	tel.AddCheck("store", telemetry.StoreCheck(check))
 	// Chunk embeddings are cached in the index file, keyed by model and
 	// content, so a re-index costs nothing. Questions are cached in memory
 	// only: persisting them would put a write on every query and fill the
 	// file with one-off questions.
 	cached := telemetry.InstrumentEmbedder(reg, embed.NewCached(emb, store))
 	questions := embed.NewCached(emb, embed.NewMemoryCache(10_000))
-	return &runtime{log: log, nc: nc, js: js, kv: kv, store: store, emb: cached, qemb: questions, reg: reg, tel: tel}, nil
+	return &runtime{log: log, nc: nc, js: js, kv: kv, store: store, close: closeStore, emb: cached, qemb: questions, reg: reg, tel: tel}, nil
 }
 
 // run runs the chosen roles until ctx ends, then shuts them down in order:
@@ -247,7 +248,7 @@ func (rt *runtime) finish(ctx context.Context, err error) error {
 	if derr := rt.nc.Drain(); derr != nil && !errors.Is(derr, nats.ErrConnectionClosed) {
 		rt.log.Warn("drain nats", zap.Error(derr))
 	}
-	if cerr := rt.store.Close(); cerr != nil {
+	if cerr := rt.close(); cerr != nil {
 		rt.log.Warn("close store", zap.Error(cerr))
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -288,6 +289,9 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if replica != nil && r.store.shared() {
+		return usagef("serve keeps an index per replica; with a shared Redis index (--redis-url, SCHEMAQ_REDIS_URL) run `schemaq worker` and `schemaq daemon` instead")
+	}
 	if replica != nil {
 		id := strings.Map(func(r rune) rune {
 			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
@@ -313,7 +317,7 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 	if err != nil {
 		return err
 	}
-	rt, err := r.open(ctx, log, nc)
+	rt, err := r.open(ctx, log, nc, worker)
 	if err != nil {
 		nc.Close()
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/indexer"
 	"github.com/schemaq/schemaq/pkg/retrieve"
@@ -71,6 +72,9 @@ type RetrievalConfig struct {
 	Retrieve  retrieve.Config
 	Embedder  embed.Embedder // local when nil
 	Dir       string         // where the index lives (a temporary directory when empty)
+	// OpenStore opens an empty store to index into, named for the report;
+	// nil: a fresh embedded SQLite store in Dir.
+	OpenStore func(ctx context.Context, dim int) (index.Store, string, error)
 	// GoldSchema filters each question to the schema of its gold tables:
 	// the single-database ask, where the caller says which database.
 	GoldSchema bool
@@ -80,6 +84,7 @@ type RetrievalConfig struct {
 // RetrievalReport is the outcome; its JSON shape is stable because other
 // tools read it.
 type RetrievalReport struct {
+	Store          string             `json:"store"`
 	Tables         int                `json:"tables"`
 	Questions      int                `json:"questions"`
 	Recall         map[string]float64 `json:"recall"`
@@ -133,7 +138,13 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 		return nil, fmt.Errorf("bench: apply schema: %w", err)
 	}
 	cat.Version = 1
-	store, err := sqlite.Open(ctx, filepath.Join(dir, "index.db"), cfg.Embedder.Dimensions())
+	var store index.Store
+	storeName := "sqlite"
+	if cfg.OpenStore != nil {
+		store, storeName, err = cfg.OpenStore(ctx, cfg.Embedder.Dimensions())
+	} else {
+		store, err = sqlite.Open(ctx, filepath.Join(dir, "index.db"), cfg.Embedder.Dimensions())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -151,7 +162,7 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	recall := make([]float64, len(cfg.Ks))
 	complete := make([]float64, len(cfg.Ks))
 	var lat []time.Duration
-	rep := &RetrievalReport{Tables: len(cat.Tables()), Questions: len(cfg.Questions)}
+	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Questions: len(cfg.Questions)}
 	for qi, q := range cfg.Questions {
 		t0 := time.Now()
 		req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK}

@@ -48,23 +48,12 @@ func openLive(t *testing.T, rdb *redis.Client, opt Options) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cleanup(rdb, opt.Prefix) })
-	return s
-}
-
-func cleanup(rdb *redis.Client, prefix string) {
-	ctx := context.Background()
-	names, _ := rdb.FT_List(ctx).Result()
-	for _, n := range names {
-		if strings.HasPrefix(n, prefix) {
-			rdb.FTDropIndexWithArgs(ctx, n, &redis.FTDropIndexOptions{DeleteDocs: true})
+	t.Cleanup(func() {
+		if err := s.DropAll(context.Background()); err != nil {
+			t.Errorf("clean up %s: %v", opt.Prefix, err)
 		}
-	}
-	rdb.FTAliasDel(ctx, prefix+"idx")
-	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		rdb.Unlink(ctx, iter.Val())
-	}
+	})
+	return s
 }
 
 func TestConformanceLive(t *testing.T) {

@@ -500,3 +500,32 @@ func addrOf(rdb redis.UniversalClient) string {
 	}
 	return "server"
 }
+
+// DropAll removes everything under the store's prefix: every index
+// version, the alias, the hashes, the embedding cache. For benchmarks and
+// tests that open a store of their own; never run against a prefix that
+// serves.
+func (s *Store) DropAll(ctx context.Context) error {
+	names, err := s.rdb.FT_List(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("redisearch: list indexes: %w", classify(err))
+	}
+	_ = s.rdb.FTAliasDel(ctx, s.alias()).Err() // absent is fine
+	for _, n := range names {
+		if strings.HasPrefix(n, s.opt.Prefix+"idx:v") {
+			if err := s.rdb.FTDropIndexWithArgs(ctx, n, &redis.FTDropIndexOptions{DeleteDocs: true}).Err(); err != nil {
+				return fmt.Errorf("redisearch: drop index %s: %w", n, classify(err))
+			}
+		}
+	}
+	iter := s.rdb.Scan(ctx, 0, s.opt.Prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if err := s.rdb.Unlink(ctx, iter.Val()).Err(); err != nil {
+			return fmt.Errorf("redisearch: drop keys: %w", classify(err))
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("redisearch: drop keys: %w", classify(err))
+	}
+	return nil
+}

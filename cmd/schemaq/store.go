@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nuid"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/index/redisearch"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
+)
+
+// indexStore is what the roles need of a store: the index, and the
+// embedding cache beside it.
+type indexStore interface {
+	index.Store
+	embed.CacheStore
+}
+
+// storeFlags choose the index store: the embedded SQLite file under the
+// data directory, or a shared Redis with the query engine when a Redis
+// URL is set.
+type storeFlags struct {
+	redisURL  string
+	prefix    string
+	algorithm string
+	ca        string
+	cacheTTL  time.Duration
+	password  string // from the environment only
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet, e *env) error {
+	ttl := 30 * 24 * time.Hour
+	if v := e.getenv("SCHEMAQ_REDIS_CACHE_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return usagef("SCHEMAQ_REDIS_CACHE_TTL: %v", err)
+		}
+		ttl = d
+	}
+	f.password = e.getenv("SCHEMAQ_REDIS_PASSWORD")
+	fs.StringVar(&f.redisURL, "redis-url", envString(e, "SCHEMAQ_REDIS_URL", ""), "shared index in Redis with the query engine: redis://[user:password@]host:port/db or rediss:// for TLS; empty uses the embedded SQLite index [SCHEMAQ_REDIS_URL]")
+	fs.StringVar(&f.prefix, "redis-prefix", envString(e, "SCHEMAQ_REDIS_PREFIX", "schemaq:"), "prefix of every Redis key and index [SCHEMAQ_REDIS_PREFIX]")
+	fs.StringVar(&f.algorithm, "redis-vector-algorithm", envString(e, "SCHEMAQ_REDIS_VECTOR_ALGORITHM", "HNSW"), "HNSW or FLAT (exact) [SCHEMAQ_REDIS_VECTOR_ALGORITHM]")
+	fs.StringVar(&f.ca, "redis-ca", envString(e, "SCHEMAQ_REDIS_CA", ""), "CA file for rediss:// with a private CA [SCHEMAQ_REDIS_CA]")
+	fs.DurationVar(&f.cacheTTL, "redis-cache-ttl", ttl, "expiry of embedding cache entries in Redis; 0 keeps them [SCHEMAQ_REDIS_CACHE_TTL]")
+	return nil
+}
+
+// shared reports whether the index is the shared Redis one.
+func (f *storeFlags) shared() bool { return f.redisURL != "" }
+
+// client builds the Redis client from the URL. The password may come
+// from SCHEMAQ_REDIS_PASSWORD instead of the URL, so that it stays out of
+// process listings and manifests.
+func (f *storeFlags) client() (*redis.Client, error) {
+	opt, err := redis.ParseURL(f.redisURL)
+	if err != nil {
+		return nil, usagef("--redis-url (SCHEMAQ_REDIS_URL): %v", err)
+	}
+	if f.password != "" && opt.Password == "" {
+		opt.Password = f.password
+	}
+	if f.ca != "" {
+		if opt.TLSConfig == nil {
+			return nil, usagef("--redis-ca is set but %s is not a rediss:// URL", redactURL(f.redisURL))
+		}
+		pem, err := os.ReadFile(f.ca)
+		if err != nil {
+			return nil, usagef("--redis-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usagef("--redis-ca: %s holds no PEM certificate", f.ca)
+		}
+		opt.TLSConfig.RootCAs = pool
+		opt.TLSConfig.MinVersion = tls.VersionTLS12
+	}
+	opt.ClientName = "schemaq"
+	return redis.NewClient(opt), nil
+}
+
+// openStore opens the chosen store for vectors of dim dimensions from
+// model. A writer (a process running a worker) may create the next
+// Redis index version; readers only use the current one. The returned
+// check is the store's readiness probe; close releases everything.
+func (f *storeFlags) openStore(ctx context.Context, log *zap.Logger, dataDir string, model string, dim int, writer bool) (indexStore, func(context.Context) error, func() error, error) {
+	if !f.shared() {
+		s, err := sqlite.Open(ctx, filepath.Join(dataDir, "index.db"), dim)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		check := func(ctx context.Context) error {
+			_, err := s.Count(ctx, index.Filter{Database: "_readyz"})
+			return err
+		}
+		return s, check, s.Close, nil
+	}
+	rdb, err := f.client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{log.Named("redis")}) })
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s, err := redisearch.Open(openCtx, rdb, redisearch.Options{Prefix: f.prefix, Dimensions: dim, Model: model,
+		Algorithm: f.algorithm, Writer: writer, CacheTTL: f.cacheTTL})
+	if err != nil {
+		rdb.Close()
+		if errors.Is(err, index.ErrUnavailable) {
+			return nil, nil, nil, fmt.Errorf("index store %s: %w", redactURL(f.redisURL), err)
+		}
+		return nil, nil, nil, err
+	}
+	log.Info("index store: redis", zap.String("url", redactURL(f.redisURL)), zap.Int("index_version", s.Version()),
+		zap.Bool("building", s.Rebuilt()), zap.String("prefix", f.prefix))
+	return s, s.Check, rdb.Close, nil
+}
+
+// go-redis logs through one process-wide logger (its design, not ours);
+// the first store opened routes it into zap, once.
+var redisLogOnce sync.Once
+
+type redisLogger struct{ log *zap.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Warn(fmt.Sprintf(format, v...))
+}
+
+// redactURL hides a password in a Redis URL, for logs and errors.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return u
+	}
+	user, _, _ := strings.Cut(rest[:at], ":")
+	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+}
+
+// benchStore opens a Redis store under a prefix of its own for one
+// benchmark run; closing it removes everything the run wrote.
+func (f *storeFlags) benchStore(ctx context.Context, dim int) (index.Store, string, error) {
+	rdb, err := f.client()
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := redisearch.Open(ctx, rdb, redisearch.Options{Prefix: "schemaq-bench:" + nuid.Next() + ":", Dimensions: dim,
+		Model: "bench", Algorithm: f.algorithm, Writer: true})
+	if err != nil {
+		rdb.Close()
+		return nil, "", err
+	}
+	return benchRedis{s, rdb}, "redis (" + strings.ToLower(f.algorithm) + ")", nil
+}
+
+type benchRedis struct {
+	*redisearch.Store
+	rdb *redis.Client
+}
+
+func (b benchRedis) Close() error {
+	err := b.DropAll(context.Background())
+	return errors.Join(err, b.rdb.Close())
+}
