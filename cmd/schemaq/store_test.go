@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -19,7 +18,9 @@ func TestRedisStoreWiring(t *testing.T) {
 	srv := redistest.Start(t)
 	ns := natstest.Server(t)
 	envWith := func(vars map[string]string) *env {
-		return &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(k string) string { return vars[k] }}
+		// The NATS connection's closed handler logs asynchronously, after
+		// the command returns.
+		return &env{stdout: &syncBuffer{}, stderr: &syncBuffer{}, getenv: func(k string) string { return vars[k] }}
 	}
 	base := map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_DATA_DIR": t.TempDir()}
 	for _, tc := range []struct {
@@ -56,7 +57,7 @@ func TestRedisStoreWiring(t *testing.T) {
 			if code := exitCode(err); code != tc.code || !strings.Contains(msg, tc.want) {
 				t.Errorf("exit %d (%v), want %d with %q", code, err, tc.code, tc.want)
 			}
-			if strings.Contains(msg, "s3cret") || strings.Contains(e.stderr.(*bytes.Buffer).String(), "s3cret") {
+			if strings.Contains(msg, "s3cret") || strings.Contains(e.stderr.(*syncBuffer).String(), "s3cret") {
 				t.Error("the Redis password leaked into the output")
 			}
 		})
