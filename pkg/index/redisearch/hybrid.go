@@ -52,7 +52,7 @@ func (s *Store) SearchHybrid(ctx context.Context, q HybridQuery) ([]index.Hit, s
 	if q.Limit <= 0 {
 		return nil, "", nil
 	}
-	if err := s.servableErr(); err != nil {
+	if err := s.servableErr(ctx); err != nil {
 		return nil, "", fmt.Errorf("hybrid search in %s: %w", q.Text.Database, err)
 	}
 	s.mu.Lock()

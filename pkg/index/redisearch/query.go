@@ -141,7 +141,7 @@ func (s *Store) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit,
 	if q.Limit <= 0 {
 		return nil, nil
 	}
-	if err := s.servableErr(); err != nil {
+	if err := s.servableErr(ctx); err != nil {
 		return nil, fmt.Errorf("text search in %s: %w", q.Database, err)
 	}
 	expr, opts := s.textSearchArgs(q)
@@ -171,7 +171,7 @@ func (s *Store) SearchVector(ctx context.Context, q index.VectorQuery) ([]index.
 	if q.Limit <= 0 {
 		return nil, nil
 	}
-	if err := s.servableErr(); err != nil {
+	if err := s.servableErr(ctx); err != nil {
 		return nil, fmt.Errorf("vector search in %s: %w", q.Database, err)
 	}
 	expr, opts := s.vectorSearchArgs(q)

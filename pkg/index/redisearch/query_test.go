@@ -70,6 +70,22 @@ func TestCreateArgs(t *testing.T) {
 	}
 }
 
+func TestAliasArgs(t *testing.T) {
+	s, pipe := offline(t, Options{Dimensions: 8})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		got, want []string
+	}{
+		{argStrings(pipe.FTAliasAdd(ctx, s.indexName(1), s.alias()).Args()), []string{"FT.ALIASADD", "schemaq:idx", "schemaq:idx:v1"}},
+		{argStrings(pipe.FTAliasUpdate(ctx, s.indexName(4), s.alias()).Args()), []string{"FT.ALIASUPDATE", "schemaq:idx", "schemaq:idx:v4"}},
+		{argStrings(pipe.FTDropIndexWithArgs(ctx, s.indexName(3), &redis.FTDropIndexOptions{DeleteDocs: true}).Args()), []string{"FT.DROPINDEX", "schemaq:idx:v3", "DD"}},
+	} {
+		if !slices.Equal(tc.got, tc.want) {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
 func TestTextSearchArgs(t *testing.T) {
 	s, pipe := offline(t, Options{Dimensions: 8})
 	q := index.TextQuery{Filter: index.Filter{Database: "shop", Kinds: []string{chunk.KindTable, chunk.KindView},

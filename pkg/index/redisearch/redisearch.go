@@ -86,6 +86,7 @@ type Store struct {
 	pending   bool  // version is a build the alias does not name yet
 	servable  error // nil when searches may run; else why not
 	hybridOff bool  // FT.HYBRID failed once: fuse client-side from then on
+	checkedAt time.Time
 }
 
 var (
@@ -284,19 +285,17 @@ func (s *Store) createIndex(ctx context.Context, v int) error {
 	return nil
 }
 
-// pointAlias makes the alias name this store's version: FT.ALIASUPDATE
-// moves it atomically; FT.ALIASADD creates it the first time.
+// pointAlias makes the alias name this store's version. FT.ALIASUPDATE
+// moves it atomically (Promote); FT.ALIASADD only creates it, so that a
+// process opening an older current version can never move the alias back
+// while a promotion is under way.
 func (s *Store) pointAlias(ctx context.Context, move bool) error {
 	name := s.indexName(s.version)
+	var err error
 	if move {
-		if err := s.rdb.FTAliasUpdate(ctx, name, s.alias()).Err(); err != nil {
-			return fmt.Errorf("redisearch: point alias %s at %s: %w", s.alias(), name, classify(err))
-		}
-		return nil
-	}
-	err := s.rdb.FTAliasAdd(ctx, name, s.alias()).Err()
-	if err != nil && strings.Contains(strings.ToLower(err.Error()), "alias already exists") {
 		err = s.rdb.FTAliasUpdate(ctx, name, s.alias()).Err()
+	} else if err = s.rdb.FTAliasAdd(ctx, name, s.alias()).Err(); err != nil && strings.Contains(strings.ToLower(err.Error()), "alias already exists") {
+		err = nil
 	}
 	if err != nil {
 		return fmt.Errorf("redisearch: point alias %s at %s: %w", s.alias(), name, classify(err))
@@ -329,12 +328,19 @@ func (s *Store) Promote(ctx context.Context) (bool, error) {
 	if !pending {
 		return false, nil
 	}
-	if err := s.pointAlias(ctx, true); err != nil {
-		return false, err
-	}
+	// Record the new current version first, then move the alias: a
+	// process opening in between sees the new version as current and
+	// does not touch the alias. A failed move is retried by the next
+	// Promote, which finds the version current and moves it again.
 	old, err := promoteScript.Run(ctx, s.rdb, []string{s.metaKey()}, s.version).Int()
 	if err != nil {
 		return false, fmt.Errorf("redisearch: promote version %d: %w", s.version, classify(err))
+	}
+	if old < 0 {
+		return false, fmt.Errorf("redisearch: version %d is no longer the one being built (another configuration took over)", s.version)
+	}
+	if err := s.pointAlias(ctx, true); err != nil {
+		return false, err
 	}
 	s.mu.Lock()
 	s.pending, s.servable = false, nil
@@ -344,7 +350,7 @@ func (s *Store) Promote(ctx context.Context) (bool, error) {
 			return true, err
 		}
 	}
-	return old >= 0, nil
+	return true, nil
 }
 
 // dropVersion removes an index version and every key under its prefix.
@@ -383,12 +389,26 @@ func (s *Store) Check(ctx context.Context) error {
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis %s: %w", addrOf(s.rdb), classify(err))
 	}
+	if err := s.checkVersion(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opt.Writer && s.pending {
+		return nil // a writer building the next version is working, not broken
+	}
+	return s.servable
+}
+
+// checkVersion compares the current version in meta with this store's.
+func (s *Store) checkVersion(ctx context.Context) error {
 	cur, err := s.rdb.HGet(ctx, s.metaKey(), "current").Int()
 	if err != nil {
 		return fmt.Errorf("redis %s: read index versions: %w", addrOf(s.rdb), classify(err))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.checkedAt = time.Now()
 	switch {
 	case cur == s.version:
 		s.pending, s.servable = false, nil
@@ -397,9 +417,25 @@ func (s *Store) Check(ctx context.Context) error {
 	default:
 		s.servable = fmt.Errorf("%w: the alias now names index version %d, built for another configuration; restart with that configuration", index.ErrUnavailable, cur)
 	}
-	if s.opt.Writer && s.pending {
-		return nil // a writer building the next version is working, not broken
+	return nil
+}
+
+// servableErr says whether searches may run. It re-reads the current
+// version now and then (every second while waiting, every 5 s otherwise),
+// so a process without readiness probes still notices a promotion.
+func (s *Store) servableErr(ctx context.Context) error {
+	s.mu.Lock()
+	every := 5 * time.Second
+	if s.servable != nil || s.pending {
+		every = time.Second
 	}
+	due := time.Since(s.checkedAt) > every
+	s.mu.Unlock()
+	if due {
+		_ = s.checkVersion(ctx) // an unreachable server surfaces in the query itself
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.servable
 }
 
@@ -411,12 +447,6 @@ func (s *Store) writableErr() error {
 	if s.pending {
 		return nil
 	}
-	return s.servable
-}
-
-func (s *Store) servableErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	return s.servable
 }
 

@@ -369,3 +369,37 @@ func TestVersionClaims(t *testing.T) {
 		t.Errorf("promoting an abandoned build: %d, want -1", old)
 	}
 }
+
+// A reader waiting for a build notices the promotion by itself (no
+// readiness probe needed), and one whose version was replaced stops.
+func TestReaderFollowsPromotion(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	s := bare(t, rdb)
+	s.opt.Writer = false
+	s.version, s.pending = 2, true
+	s.servable = fmt.Errorf("%w: still being built", index.ErrUnavailable)
+	if err := s.servableErr(ctx); !errors.Is(err, index.ErrUnavailable) {
+		t.Fatalf("during the build: %v", err)
+	}
+	if err := s.Check(ctx); err == nil {
+		t.Error("a reader of a version under construction reads as ready")
+	}
+	if err := rdb.HSet(ctx, s.metaKey(), "current", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.checkedAt = time.Time{} // as if the re-check interval had passed
+	if err := s.servableErr(ctx); err != nil {
+		t.Errorf("after promotion: %v", err)
+	}
+	if err := rdb.HSet(ctx, s.metaKey(), "current", 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.checkedAt = time.Time{}
+	if err := s.servableErr(ctx); !errors.Is(err, index.ErrUnavailable) || !strings.Contains(err.Error(), "another configuration") {
+		t.Errorf("after another configuration took over: %v", err)
+	}
+	if _, err := s.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.x", 1, nil)}); err == nil {
+		t.Error("a replaced version still takes writes")
+	}
+}
