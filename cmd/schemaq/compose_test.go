@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +15,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/schemaq/schemaq/pkg/index/redisearch"
 	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/redistest"
 )
 
 // runVars runs one command with vars as its whole environment.
@@ -84,6 +88,9 @@ type composeService struct {
 		Retries     int      `yaml:"retries"`
 		StartPeriod string   `yaml:"start_period"`
 	} `yaml:"healthcheck"`
+	Deploy *struct {
+		Replicas int `yaml:"replicas"`
+	} `yaml:"deploy"`
 	StopGracePeriod string   `yaml:"stop_grace_period"`
 	Restart         string   `yaml:"restart"`
 	Profiles        []string `yaml:"profiles"`
@@ -93,11 +100,24 @@ type composeService struct {
 // variable unset.
 var interpolation = regexp.MustCompile(`\$\{[A-Z0-9_]+:-([^}]*)\}`)
 
+// replicas is how many containers of s compose starts.
+func (s composeService) replicas() int {
+	if s.Deploy != nil && s.Deploy.Replicas > 0 {
+		return s.Deploy.Replicas
+	}
+	return 1
+}
+
 // TestComposeStack checks deploy/compose.yaml and then runs what it
 // declares: each schemaq service's command and environment, with the
 // container's addresses and mounts mapped onto this machine, against a
-// real NATS server, until its own health check passes; then the example
-// publish job, and a search the replicas answer.
+// real NATS server and a real Redis, until its own health check passes;
+// then the example publish job, and a search the replicas answer.
+//
+// The shared-index services need Redis with the query engine: with
+// SCHEMAQ_TEST_REDISEARCH_URL they run against it like the rest; without
+// it they run against a plain redis-server, which each must refuse at
+// start, naming what it needs.
 func TestComposeStack(t *testing.T) {
 	deployDir := filepath.Join("..", "..", "deploy")
 	raw, err := os.ReadFile(filepath.Join(deployDir, "compose.yaml"))
@@ -119,10 +139,15 @@ func TestComposeStack(t *testing.T) {
 	if !ok || !strings.Contains(strings.Join(natsSvc.Command, " "), "--jetstream") || natsSvc.Healthcheck == nil {
 		t.Fatalf("compose.yaml: a nats service with JetStream and a health check is required: %+v", natsSvc)
 	}
+	redisSvc, ok := cf.Services["redis"]
+	if !ok || !strings.HasPrefix(redisSvc.Image, "redis:8") || redisSvc.Healthcheck == nil {
+		t.Fatalf("compose.yaml: a redis:8 service (query engine built in) with a health check is required: %+v", redisSvc)
+	}
 	cmds := commands()
 	var long, jobs []string
+	count := map[string]int{} // containers per subcommand in the default profile
 	for name, s := range cf.Services {
-		if name == "nats" {
+		if name == "nats" || name == "redis" {
 			continue
 		}
 		if !strings.HasPrefix(s.Image, "schemaq:") {
@@ -141,6 +166,9 @@ func TestComposeStack(t *testing.T) {
 		if s.DependsOn["nats"].Condition != "service_healthy" {
 			t.Errorf("service %s: must wait for a healthy nats", name)
 		}
+		if u := s.Env["SCHEMAQ_REDIS_URL"]; u != "" && (!strings.HasPrefix(u, "redis://redis:") || s.DependsOn["redis"].Condition != "service_healthy") {
+			t.Errorf("service %s: the shared index must be the redis service, waited for healthy (%q)", name, u)
+		}
 		for _, v := range s.Volumes {
 			src, _, _ := strings.Cut(v, ":")
 			if !strings.HasPrefix(src, ".") {
@@ -149,9 +177,14 @@ func TestComposeStack(t *testing.T) {
 				}
 			}
 		}
-		if len(s.Profiles) > 0 {
+		if slices.Contains(s.Profiles, "example") {
 			jobs = append(jobs, name)
 			continue
+		}
+		if len(s.Profiles) == 0 {
+			count[s.Command[0]] += s.replicas()
+		} else {
+			count[strings.Join(s.Profiles, ",")+":"+s.Command[0]] += s.replicas()
 		}
 		long = append(long, name)
 		hc := s.Healthcheck
@@ -163,23 +196,33 @@ func TestComposeStack(t *testing.T) {
 			t.Errorf("service %s: the health check needs SCHEMAQ_METRICS_ADDR", name)
 		}
 	}
-	if len(long) < 2 {
-		t.Fatalf("compose.yaml: want at least two serving replicas, have %v", long)
+	if count["worker"] < 2 || count["daemon"] < 2 || count["replicas:serve"] < 2 {
+		t.Errorf("compose.yaml: want two workers and two daemons by default and two serve replicas in the replicas profile, have %v", count)
 	}
 	if t.Failed() {
 		return
 	}
+	slices.Sort(long)
 
 	ns := natstest.Server(t)
+	live := os.Getenv("SCHEMAQ_TEST_REDISEARCH_URL")
+	redisURL := live
+	if live == "" {
+		redisURL = redistest.Start(t).URL()
+	}
 	dir := t.TempDir()
-	// envFor maps a service's environment onto this machine: its NATS is
-	// the test server, its data and metrics addresses private to it.
+	// envFor maps a service's environment onto this machine: its NATS and
+	// Redis are the test's, its data and metrics addresses private to it.
 	envFor := func(name string, s composeService) map[string]string {
 		vars := map[string]string{}
 		for k, v := range s.Env {
 			vars[k] = interpolation.ReplaceAllString(v, "$1")
 		}
 		vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
+		if _, ok := vars["SCHEMAQ_REDIS_URL"]; ok {
+			vars["SCHEMAQ_REDIS_URL"] = redisURL
+			vars["SCHEMAQ_REDIS_PREFIX"] = "composetest:"
+		}
 		if _, ok := vars["SCHEMAQ_DATA_DIR"]; ok {
 			vars["SCHEMAQ_DATA_DIR"] = filepath.Join(dir, name)
 		}
@@ -197,8 +240,20 @@ func TestComposeStack(t *testing.T) {
 	var services []running
 	for _, name := range long {
 		s := cf.Services[name]
-		vars := envFor(name, s)
-		services = append(services, running{name, vars, s.Healthcheck.Test[2:], startService(t, name, s.Command, vars)})
+		if s.Env["SCHEMAQ_REDIS_URL"] != "" && live == "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			out, err := runVars(ctx, s.Command, envFor(name, s))
+			cancel()
+			if err == nil || !strings.Contains(err.Error(), redisearch.Requirement) {
+				t.Errorf("service %s on plain Redis: %v, want the requirement named\n%s", name, err, out)
+			}
+			continue
+		}
+		for i := range s.replicas() {
+			id := fmt.Sprintf("%s-%d", name, i+1)
+			vars := envFor(id, s)
+			services = append(services, running{id, vars, s.Healthcheck.Test[2:], startService(t, id, s.Command, vars)})
+		}
 	}
 	for _, r := range services {
 		var out string
@@ -229,7 +284,7 @@ func TestComposeStack(t *testing.T) {
 			t.Fatalf("job %s %v: %v\n%s", name, args, err, out)
 		}
 	}
-	natstest.Eventually(t, 20*time.Second, "the replicas answer from the published schema", func() bool {
+	natstest.Eventually(t, 20*time.Second, "the stack answers from the published schema", func() bool {
 		out, _, code := runAt(t, ns.ClientURL(), "search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3")
 		return code == exitOK && strings.Contains(out, "public.orders")
 	})

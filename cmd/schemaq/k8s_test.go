@@ -46,6 +46,15 @@ func decodeManifests(t *testing.T, what string, raw []byte) []kruntime.Object {
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
+		if bytes.Contains(doc, []byte("apiVersion: keda.sh/")) {
+			so, err := decodeScaledObject(doc)
+			if err != nil {
+				t.Errorf("%s: document %d: %v", what, i+1, err)
+				continue
+			}
+			objs = append(objs, so)
+			continue
+		}
 		obj, _, err := dec.Decode(doc, nil, nil)
 		if err != nil {
 			t.Errorf("%s: document %d: %v", what, i+1, err)
@@ -177,12 +186,15 @@ func podEnv(t *testing.T, c corev1.Container, podName string, cms map[string]*co
 // readiness probe's endpoint answers, followed by the example Job.
 func TestKubernetesManifests(t *testing.T) {
 	overlays, err := filepath.Glob(filepath.Join(k8sDir, "overlays", "*"))
-	if err != nil || len(overlays) < 2 {
-		t.Fatalf("want dev and prod overlays, have %v (%v)", overlays, err)
+	if err != nil || len(overlays) < 4 {
+		t.Fatalf("want dev, prod, shared-dev and shared-prod overlays, have %v (%v)", overlays, err)
 	}
 	serveEnv := envRead(t, "serve")
 	for _, dir := range overlays {
 		name := filepath.Base(dir)
+		if strings.HasPrefix(name, "shared-") {
+			continue // TestKubernetesSharedIndex
+		}
 		t.Run(name, func(t *testing.T) {
 			objs := decodeManifests(t, name, kustomizeBuild(t, dir))
 			namespaces := map[string]bool{}
