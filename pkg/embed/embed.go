@@ -46,8 +46,10 @@ func NewLocal(dim int) *Local {
 	return &Local{dim: dim}
 }
 
-// Model implements Embedder.
-func (l *Local) Model() string { return "schemaq-local-v1" }
+// Model implements Embedder. The version changes with the analyzer the
+// vectors are built from (v2: abbreviations spelt out), so that no cache
+// serves vectors of an older analysis.
+func (l *Local) Model() string { return "schemaq-local-v2" }
 
 // Dimensions implements Embedder.
 func (l *Local) Dimensions() int { return l.dim }

@@ -84,6 +84,11 @@ type Config struct {
 	// TokenBudget bounds the context's size in estimated tokens; 0 means
 	// no bound.
 	TokenBudget int
+	// PrefixTerms adds to the BM25 query every identifier term of the
+	// database that abbreviates a question word by truncation (indep for
+	// independent, pop for population): at least PrefixMin letters and at
+	// least two shorter than the word. 0: off.
+	PrefixMin int
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -103,6 +108,7 @@ var DefaultConfig = Config{
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
+	PrefixMin: 4,
 }
 
 // Request is one retrieval.
@@ -239,7 +245,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	if r.cfg.BM25 {
 		go func() {
 			t0 := time.Now()
-			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: text.Terms(req.Question),
+			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: r.queryTerms(req),
 				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
 			textDone <- textResult{hits, err, time.Since(t0)}
 		}()
@@ -426,4 +432,33 @@ func budget(items []Item, limit int) ([]Item, bool) {
 		used += n
 	}
 	return items, false
+}
+
+// queryTerms are the BM25 terms of a question: its analysed words, and
+// with PrefixMin set the identifier terms that abbreviate one of them.
+func (r *Retriever) queryTerms(req Request) []string {
+	terms := text.Terms(req.Question)
+	if r.cfg.PrefixMin <= 0 || r.catalogs == nil {
+		return terms
+	}
+	cat := r.catalogs.Catalog(req.Database)
+	if cat == nil {
+		return terms
+	}
+	v := r.graphs.get(cat).vocab
+	seen := map[string]bool{}
+	for _, t := range terms {
+		seen[t] = true
+	}
+	out := terms
+	for _, t := range terms {
+		for n := r.cfg.PrefixMin; n <= len(t)-2; n++ {
+			p := t[:n]
+			if !seen[p] && v.df[p] > 0 {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }

@@ -254,3 +254,50 @@ func TestFailingRerankerKeepsFusedOrder(t *testing.T) {
 		t.Errorf("warnings %v", got.Warnings)
 	}
 }
+
+// A column named by truncation (indep_year, pop_est) is found from the
+// word it abbreviates when PrefixMin is set, and not otherwise.
+func TestPrefixTermsFindTruncatedIdentifiers(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Snapshot("geo", "geo.sql", `
+CREATE TABLE nations (code text PRIMARY KEY, title text, indep_year int, gov_form text);
+CREATE TABLE teams (id int PRIMARY KEY, title text, founded int, nation text);
+CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat.Version = 1
+	e := embed.NewLocal(0)
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "i.db"), e.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := indexer.Catalog(ctx, s, e, cat, chunk.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		prefixMin int
+		wantBM25  int // nations' BM25 rank: 0, not found by BM25
+	}{{0, 0}, {4, 1}} {
+		cfg := retrieve.DefaultConfig
+		cfg.PrefixMin = tc.prefixMin
+		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Retrieve(ctx, retrieve.Request{Database: "geo", Question: "Which ones became independent first?", K: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rank := -1
+		for _, ex := range res.Explain {
+			if ex.Name == "public.nations" {
+				rank = ex.BM25Rank
+			}
+		}
+		if rank != tc.wantBM25 {
+			t.Errorf("PrefixMin %d: nations has BM25 rank %d, want %d (%+v)", tc.prefixMin, rank, tc.wantBM25, res.Explain)
+		}
+	}
+}

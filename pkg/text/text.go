@@ -57,7 +57,8 @@ func Words(s string) []string {
 	return out
 }
 
-// Terms analyzes s into search terms: Words, minus stop words, stemmed.
+// Terms analyzes s into search terms: Words, minus stop words, with
+// schema abbreviations spelt out, stemmed.
 func Terms(s string) []string {
 	words := Words(s)
 	out := words[:0]
@@ -65,7 +66,7 @@ func Terms(s string) []string {
 		if stopWords[w] {
 			continue
 		}
-		out = append(out, Stem(w))
+		out = append(out, term(w))
 	}
 	return out
 }
@@ -75,10 +76,37 @@ func Terms(s string) []string {
 func AppendTerms(dst []string, s string) []string {
 	for _, w := range Words(s) {
 		if !stopWords[w] {
-			dst = append(dst, Stem(w))
+			dst = append(dst, term(w))
 		}
 	}
 	return dst
+}
+
+// term is one word's search term: its stem, or the stem of what it
+// abbreviates (qty and qtys both become quantity).
+func term(w string) string {
+	if e, ok := abbreviations[w]; ok {
+		return Stem(e)
+	}
+	st := Stem(w)
+	if e, ok := abbreviations[st]; ok {
+		return Stem(e)
+	}
+	return st
+}
+
+// abbreviations are the contractions schemas use for words questions
+// spell out (order_qty, dept_id, cust_addr). Only unambiguous ones: a
+// contraction that also reads as a word of its own (no, cat, prod, pos)
+// is left alone. Prefix abbreviations the schema itself defines (indep
+// for independent) are matched by the retriever instead.
+var abbreviations = map[string]string{
+	"qty": "quantity", "amt": "amount", "nbr": "number", "num": "number", "dept": "department",
+	"desc": "description", "descr": "description", "addr": "address", "emp": "employee", "empl": "employee",
+	"cust": "customer", "acct": "account", "mgr": "manager", "avg": "average", "pct": "percent",
+	"txn": "transaction", "tel": "telephone", "pwd": "password", "dob": "birth", "yr": "year",
+	"cnt": "count", "pmt": "payment", "pymt": "payment", "stmt": "statement", "lang": "language",
+	"univ": "university", "govt": "government", "intl": "international",
 }
 
 // IsStopWord reports whether w (lower case) carries no meaning on its own.

@@ -1,6 +1,7 @@
 package text
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,6 +59,28 @@ func TestStemFoldsInflections(t *testing.T) {
 		if Stem(p[0]) == Stem(p[1]) {
 			t.Errorf("Stem merges %q and %q", p[0], p[1])
 		}
+	}
+}
+
+func TestTermsSpellOutAbbreviations(t *testing.T) {
+	for _, tc := range []struct{ identifier, question string }{
+		{"order_qty", "What quantity was ordered?"},
+		{"DeptID", "department id"},
+		{"cust_addr", "customer addresses"},
+		{"total_amts", "total amount"},
+		{"EmpNum", "employee number"},
+		{"dob", "birth"},
+	} {
+		got, want := Terms(tc.identifier), Terms(tc.question)
+		for _, term := range got {
+			if !slices.Contains(want, term) {
+				t.Errorf("Terms(%q) = %q: %q is not among the question %q's terms %q", tc.identifier, got, term, tc.question, want)
+			}
+		}
+	}
+	// Words that are words stay themselves.
+	if got := strings.Join(Terms("ship cat hr no prod"), " "); got != "ship cat hr prod" {
+		t.Errorf("Terms = %q", got)
 	}
 }
 

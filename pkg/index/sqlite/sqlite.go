@@ -37,7 +37,7 @@ import (
 // file of another layout, or of other vector dimensions, is emptied and
 // rebuilt (it is a projection of the catalogs and events), and Rebuilt
 // reports it so the worker can re-project.
-const layoutVersion = "2"
+const layoutVersion = "3"
 
 // Store is the SQLite index. It is safe for concurrent use.
 type Store struct {
