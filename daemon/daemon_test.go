@@ -21,6 +21,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/migrate"
 	"github.com/schemaq/schemaq/pkg/natstest"
@@ -345,4 +346,60 @@ func TestMigrationVisibleWithoutRestart(t *testing.T) {
 		s, err := r.cli.Search(context.Background(), &events.SearchRequest{Database: "shop", Question: "loyalty points", K: 1})
 		return err == nil && len(s.Results) == 1 && s.Results[0].Name == "public.loyalty_points"
 	})
+}
+
+// downSearcher is the index as the daemon sees it while its store cannot
+// be reached (Redis restarting): every search fails as unavailable.
+type downSearcher struct {
+	inner retrieve.Searcher
+	down  atomic.Bool
+}
+
+func (d *downSearcher) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit, error) {
+	if d.down.Load() {
+		return nil, fmt.Errorf("text search in %s: %w: dial tcp: connection refused", q.Database, index.ErrUnavailable)
+	}
+	return d.inner.SearchText(ctx, q)
+}
+
+func (d *downSearcher) SearchVector(ctx context.Context, q index.VectorQuery) ([]index.Hit, error) {
+	if d.down.Load() {
+		return nil, fmt.Errorf("vector search in %s: %w: dial tcp: connection refused", q.Database, index.ErrUnavailable)
+	}
+	return d.inner.SearchVector(ctx, q)
+}
+
+// An unreachable store is a store_unavailable reply the caller can retry,
+// not an internal error, and the same daemon answers once it is back.
+func TestStoreUnavailable(t *testing.T) {
+	r := newRig(t)
+	ds := &downSearcher{inner: r.store}
+	ret, err := retrieve.New(ds, r.emb, r.cats, retrieve.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.daemon(daemon.DefaultConfig, func(c *countingRetriever) { c.inner = ret })
+	r.publishShop()
+	ctx := context.Background()
+	ds.down.Store(true)
+	for _, call := range []func() error{
+		func() error {
+			_, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders per customer"})
+			return err
+		},
+		func() error {
+			_, err := r.cli.Ask(ctx, &events.AskRequest{Database: "shop", Question: "How many orders per customer?"})
+			return err
+		},
+	} {
+		var we *events.Error
+		if err := call(); !errors.As(err, &we) || we.Code != events.CodeStoreUnavailable {
+			t.Errorf("with the store down: %v, want %s", err, events.CodeStoreUnavailable)
+		}
+	}
+	ds.down.Store(false)
+	res, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders per customer"})
+	if err != nil || len(res.Results) == 0 {
+		t.Errorf("after the store came back: %v %v", res, err)
+	}
 }
