@@ -106,7 +106,7 @@ func termSet(parts ...string) map[string]bool {
 func Distinct(question string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, t := range text.Terms(question) {
+	for _, t := range text.QueryTerms(question) {
 		if !seen[t] {
 			seen[t] = true
 			out = append(out, t)

@@ -437,7 +437,7 @@ func budget(items []Item, limit int) ([]Item, bool) {
 // queryTerms are the BM25 terms of a question: its analysed words, and
 // with PrefixMin set the identifier terms that abbreviate one of them.
 func (r *Retriever) queryTerms(req Request) []string {
-	terms := text.Terms(req.Question)
+	terms := text.QueryTerms(req.Question)
 	if r.cfg.PrefixMin <= 0 || r.catalogs == nil {
 		return terms
 	}

@@ -146,7 +146,7 @@ func (r *Retriever) route(req Request, objects func() []*object, get func(chunk.
 	g := r.graphs.get(cat)
 	var schemas []string
 	if r.cfg.RoutingByVocab {
-		schemas = g.vocab.rank(text.Terms(req.Question))
+		schemas = g.vocab.rank(text.QueryTerms(req.Question))
 	} else {
 		schemas = r.rankByEvidence(objects())
 	}

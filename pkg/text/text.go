@@ -110,7 +110,7 @@ var abbreviations = map[string]string{
 }
 
 // IsStopWord reports whether w (lower case) carries no meaning on its own.
-func IsStopWord(w string) bool { return stopWords[w] }
+func IsStopWord(w string) bool { return stopWords[w] || commandWords[w] }
 
 // stopWords are English function words and the verbs that open most
 // questions ("show", "list", "find"). Words that name schema things
@@ -125,12 +125,46 @@ var stopWords = func() map[string]bool {
 		some such than that the their theirs them themselves then there these they this those through to
 		too under until up upon us very was we were what whatever when where whether which while who whom
 		whose why will with within without would yet you your yours yourself yourselves
-		s t whats show shows list lists find give gives return returns display tell get please
-		many much`) {
+		s t whats please many much`) {
 		m[w] = true
 	}
 	return m
 }()
+
+// commandWords open most questions as verbs ("Show the names…", "List
+// all…") but are also nouns that schemas use ("the attendance of shows",
+// a table named list, a return date). Terms keeps them, so identifiers
+// and text are indexed with them; QueryTerms drops them where they are
+// verbs.
+var commandWords = map[string]bool{
+	"show": true, "shows": true, "list": true, "lists": true, "find": true, "give": true, "gives": true,
+	"return": true, "returns": true, "display": true, "tell": true, "get": true,
+}
+
+// nounContext are the words after which a command word is a noun.
+var nounContext = map[string]bool{
+	"the": true, "a": true, "an": true, "of": true, "all": true, "each": true, "every": true, "for": true,
+	"per": true, "by": true, "their": true, "its": true, "his": true, "her": true, "my": true, "our": true,
+	"your": true, "whose": true, "with": true, "in": true, "on": true, "at": true, "from": true, "no": true,
+	"any": true, "some": true, "this": true, "that": true, "these": true, "those": true, "which": true,
+	"what": true, "many": true, "most": true, "fewest": true, "least": true, "total": true,
+}
+
+// QueryTerms analyzes a question: Terms, except that command words count
+// only where they are nouns (after a determiner or a preposition).
+func QueryTerms(s string) []string {
+	words := Words(s)
+	out := make([]string, 0, len(words))
+	prev := ""
+	for _, w := range words {
+		keep := !stopWords[w] && (!commandWords[w] || nounContext[prev])
+		prev = w
+		if keep {
+			out = append(out, term(w))
+		}
+	}
+	return out
+}
 
 // irregular maps irregular plurals and forms to their base.
 var irregular = map[string]string{

@@ -84,11 +84,29 @@ func TestTermsSpellOutAbbreviations(t *testing.T) {
 	}
 }
 
+// Command words are verbs at the head of a question and nouns after a
+// determiner or preposition; identifiers keep them.
+func TestQueryTermsKeepCommandWordsAsNouns(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"Show the average attendance of shows.", "average attendance show"},
+		{"List all items and show their prices", "item price"},
+		{"Which returns were late? Find the return date.", "return late return date"},
+		{"What is on the list?", "list"},
+	} {
+		if got, want := strings.Join(QueryTerms(tc.in), " "), strings.Join(Terms(tc.want), " "); got != want {
+			t.Errorf("QueryTerms(%q) = %q, want %q", tc.in, got, want)
+		}
+	}
+	if got := strings.Join(Terms("show_id list_name"), " "); got != "show id list name" {
+		t.Errorf("identifiers lost command words: %q", got)
+	}
+}
+
 func TestTermsDropStopWordsButKeepSchemaWords(t *testing.T) {
-	got := strings.Join(Terms("Show the names and ages of all singers, ordered by their id and date!"), " ")
+	got := strings.Join(QueryTerms("Show the names and ages of all singers, ordered by their id and date!"), " ")
 	want := "name age singer order id date"
 	if got != want {
-		t.Errorf("Terms = %q, want %q", got, want)
+		t.Errorf("QueryTerms = %q, want %q", got, want)
 	}
 	if got := AppendTerms([]string{"x"}, "Orders"); strings.Join(got, " ") != "x order" {
 		t.Errorf("AppendTerms = %v", got)
