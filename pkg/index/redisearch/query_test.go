@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -222,7 +223,7 @@ func TestParsesSearchRepliesInBothProtocols(t *testing.T) {
 		reply    string
 	}{{2, resp2}, {3, resp3}} {
 		t.Run(fmt.Sprintf("RESP%d", tc.protocol), func(t *testing.T) {
-			rdb := replay(t, tc.protocol, map[string]string{"FT.SEARCH": tc.reply})
+			rdb := replay(t, tc.protocol, map[string][]string{"FT.SEARCH": {tc.reply}})
 			s := &Store{rdb: rdb, opt: Options{Prefix: "schemaq:", Dimensions: 4, Weights: index.DefaultWeights}, version: 3, scorer: "BM25STD"}
 			hits, err := s.SearchText(context.Background(), index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"order"}, Limit: 5})
 			if err != nil {
@@ -242,8 +243,11 @@ func TestParsesSearchRepliesInBothProtocols(t *testing.T) {
 
 // replay returns a client whose every connection is a net.Pipe to a
 // goroutine that answers HELLO and CLIENT as a server of the given
-// protocol does, and each other command with its transcribed reply.
-func replay(t *testing.T, protocol int, replies map[string]string) *redis.Client {
+// protocol does, and each other command with its transcribed replies, in
+// turn (the last one repeats).
+func replay(t *testing.T, protocol int, replies map[string][]string) *redis.Client {
+	var mu sync.Mutex
+	served := map[string]int{}
 	hello := map[int]string{
 		2: "*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n8.2.0\r\n$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:7\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n",
 		3: "%7\r\n+server\r\n+redis\r\n+version\r\n+8.2.0\r\n+proto\r\n:3\r\n+id\r\n:7\r\n+mode\r\n+standalone\r\n+role\r\n+master\r\n+modules\r\n*0\r\n",
@@ -259,7 +263,15 @@ func replay(t *testing.T, protocol int, replies map[string]string) *redis.Client
 					if err != nil {
 						return
 					}
-					reply, ok := replies[strings.ToUpper(cmd)]
+					name := strings.ToUpper(cmd)
+					mu.Lock()
+					list, ok := replies[name]
+					var reply string
+					if ok {
+						reply = list[min(served[name], len(list)-1)]
+						served[name]++
+					}
+					mu.Unlock()
 					switch {
 					case strings.EqualFold(cmd, "HELLO"):
 						reply = hello
@@ -307,4 +319,70 @@ func readCommand(r *bufio.Reader) (string, error) {
 		}
 	}
 	return first, nil
+}
+
+// FT.HYBRID replies in both protocols, through go-redis's parser, into
+// fused hits scored by the yielded RRF score.
+func TestParsesHybridRepliesInBothProtocols(t *testing.T) {
+	bulk := func(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
+	fields := []string{"id", "shop:table:public.orders", "db", hexTag("shop"), "kind", hexTag("table"), "schema", hexTag("public"),
+		"object", "public.orders", "part", "0", "title", "orders", "column_list", `["id"]`, "text", "CREATE TABLE public.orders (id bigint)",
+		"tag_map", "{}", "hash", "h1", "version", "2", "rrf", "0.0327"}
+	var pairs strings.Builder
+	for _, f := range fields {
+		pairs.WriteString(bulk(f))
+	}
+	n := strconv.Itoa(len(fields))
+	resp2 := "*8\r\n" + bulk("total_results") + ":1\r\n" + bulk("results") + "*1\r\n*" + n + "\r\n" + pairs.String() +
+		bulk("warnings") + "*0\r\n" + bulk("execution_time") + bulk("0.25")
+	resp3 := "%4\r\n+total_results\r\n:1\r\n+results\r\n*1\r\n%" + strconv.Itoa(len(fields)/2) + "\r\n" + pairs.String() +
+		"+warnings\r\n*0\r\n+execution_time\r\n,0.25\r\n"
+	for _, tc := range []struct {
+		protocol int
+		reply    string
+	}{{2, resp2}, {3, resp3}} {
+		t.Run(fmt.Sprintf("RESP%d", tc.protocol), func(t *testing.T) {
+			rdb := replay(t, tc.protocol, map[string][]string{"FT.HYBRID": {tc.reply}})
+			s := &Store{rdb: rdb, opt: Options{Prefix: "schemaq:", Dimensions: 4, Weights: index.DefaultWeights}, version: 3, scorer: "BM25STD", hybrid: true}
+			hits, path, err := s.SearchHybrid(context.Background(), HybridQuery{Text: index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"order"}},
+				Vector: []float32{1, 0, 0, 0}, Limit: 5})
+			if err != nil || path != PathServer {
+				t.Fatalf("%v (%s)", err, path)
+			}
+			if len(hits) != 1 || hits[0].Chunk.Name != "public.orders" || hits[0].Chunk.Database != "shop" || hits[0].Score != 0.0327 {
+				t.Errorf("hits %+v", hits)
+			}
+		})
+	}
+}
+
+// A server that refuses FT.HYBRID (an older or changed syntax) is served
+// by the client-side fusion, from then on without asking again.
+func TestHybridFallsBackOnRefusal(t *testing.T) {
+	bulk := func(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
+	fields := []string{"id", "shop:table:public.orders", "db", hexTag("shop"), "kind", hexTag("table"), "object", "public.orders", "version", "1"}
+	var pairs strings.Builder
+	for _, f := range fields {
+		pairs.WriteString(bulk(f))
+	}
+	doc := bulk("schemaq:v3:c:shop:table:public.orders")
+	text := "*4\r\n:1\r\n" + doc + bulk("1.5") + "*" + strconv.Itoa(len(fields)) + "\r\n" + pairs.String()
+	knn := "*3\r\n:1\r\n" + doc + "*" + strconv.Itoa(len(fields)+2) + "\r\n" + pairs.String() + bulk("knn_dist") + bulk("0.1")
+	// The client path sends the text search, then the KNN search.
+	rdb := replay(t, 2, map[string][]string{"FT.HYBRID": {"-ERR Unknown argument `VSIM`\r\n"}, "FT.SEARCH": {text, knn, text, knn}})
+	s := &Store{rdb: rdb, opt: Options{Prefix: "schemaq:", Dimensions: 4, Weights: index.DefaultWeights}, version: 3, scorer: "BM25STD", hybrid: true}
+	q := HybridQuery{Text: index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"order"}}, Vector: []float32{1, 0, 0, 0}, Limit: 5}
+	for i := range 2 {
+		hits, path, err := s.SearchHybrid(context.Background(), q)
+		if err != nil || path != PathClient || len(hits) != 1 || hits[0].Chunk.ID != "shop:table:public.orders" {
+			t.Fatalf("call %d: %v %s %+v", i, err, path, hits)
+		}
+		// In both lists at rank 1: 2/(60+1).
+		if want := 2.0 / 61; hits[0].Score < want-1e-12 || hits[0].Score > want+1e-12 {
+			t.Errorf("fused score %v, want %v", hits[0].Score, want)
+		}
+	}
+	if !s.hybridOff {
+		t.Error("the refusal was not remembered")
+	}
 }
