@@ -67,6 +67,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&cfg.RoutingByVocab, "routing-vocab", cfg.RoutingByVocab, "schema routing: rank schemas by their vocabulary, not their tables' evidence")
 	fs.Float64Var(&cfg.PropagationWeight, "propagation-weight", cfg.PropagationWeight, "propagation: share of a seed's score lent")
 	fs.IntVar(&cfg.PropagationSeeds, "propagation-seeds", cfg.PropagationSeeds, "propagation: how many of the best tables lend")
+	noCorrections := fs.Bool("no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
 	fs.IntVar(&cfg.PrefixMin, "prefix-min", cfg.PrefixMin, "BM25: add identifier terms of at least N letters that abbreviate a question word (0: off)")
 	fs.IntVar(&cfg.SchemaExpansion, "schema-expansion", cfg.SchemaExpansion, "add up to N unfound tables of the best schema")
 	fs.Float64Var(&cfg.SchemaWeights.Table, "w-table", cfg.SchemaWeights.Table, "schema rescoring: weight of a table-name hit")
@@ -107,6 +108,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	}
 	cfg.BM25, cfg.KNN, cfg.SchemaRerank, cfg.FKExpansion = !*noBM25, !*noKNN, !*noSchema, !*noFK
 	cfg.SchemaRouting, cfg.Propagation = !*noRouting, !*noPropagation
+	cfg.Corrections = cfg.Corrections && !*noCorrections
 	if *reranker == "lexical" {
 		cfg.Reranker = rerank.Lexical{}
 	}

@@ -89,6 +89,10 @@ type Config struct {
 	// independent, pop for population): at least PrefixMin letters and at
 	// least two shorter than the word. 0: off.
 	PrefixMin int
+	// Corrections adds, for a question word of 4+ letters that no
+	// identifier of the database uses, the one identifier term a single
+	// edit away, if exactly one is (carr → car, weigh → weight).
+	Corrections bool
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -108,7 +112,7 @@ var DefaultConfig = Config{
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
-	PrefixMin: 4,
+	PrefixMin: 4, Corrections: true,
 }
 
 // Request is one retrieval.
@@ -434,11 +438,13 @@ func budget(items []Item, limit int) ([]Item, bool) {
 	return items, false
 }
 
-// queryTerms are the BM25 terms of a question: its analysed words, and
-// with PrefixMin set the identifier terms that abbreviate one of them.
+// queryTerms are the BM25 terms of a question: its analysed words, the
+// identifier terms that abbreviate one of them (PrefixMin), and the
+// corrections of words the database's identifiers do not use
+// (Corrections).
 func (r *Retriever) queryTerms(req Request) []string {
 	terms := text.QueryTerms(req.Question)
-	if r.cfg.PrefixMin <= 0 || r.catalogs == nil {
+	if (r.cfg.PrefixMin <= 0 && !r.cfg.Corrections) || r.catalogs == nil {
 		return terms
 	}
 	cat := r.catalogs.Catalog(req.Database)
@@ -452,6 +458,18 @@ func (r *Retriever) queryTerms(req Request) []string {
 	}
 	out := terms
 	for _, t := range terms {
+		if !r.cfg.Corrections {
+			break
+		}
+		if c := v.correction(t); c != "" && !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	for _, t := range terms {
+		if r.cfg.PrefixMin <= 0 {
+			break
+		}
 		for n := r.cfg.PrefixMin; n <= len(t)-2; n++ {
 			p := t[:n]
 			if !seen[p] && v.df[p] > 0 {

@@ -57,6 +57,10 @@ type vocab struct {
 	names   map[string]map[string]bool // schema → terms of its schema, table and view names
 	columns map[string]map[string]bool // schema → terms of its column names
 	df      map[string]int             // term → number of schemas that have it
+	// deletes maps every term of 4+ letters, and each of its one-letter
+	// deletions, to the terms it came from: the symmetric-delete index
+	// that finds the terms one edit from a misspelt word.
+	deletes map[string][]string
 }
 
 func newVocab(cat *catalog.Catalog) *vocab {
@@ -91,6 +95,19 @@ func newVocab(cat *catalog.Catalog) *vocab {
 		}
 		for t := range seen {
 			v.df[t]++
+		}
+	}
+	v.deletes = map[string][]string{}
+	for t := range v.df {
+		if len(t) < 4 {
+			continue
+		}
+		v.deletes[t] = append(v.deletes[t], t)
+		for i := range len(t) {
+			if i == 0 || t[i] != t[i-1] { // a doubled letter deletes to one variant
+				d := t[:i] + t[i+1:]
+				v.deletes[d] = append(v.deletes[d], t)
+			}
 		}
 	}
 	return v
@@ -231,5 +248,60 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 			o.rrf = l.score
 			o.ex.LiftedTo = l.score
 		}
+	}
+}
+
+// correction is the one identifier term a word not in the vocabulary is a
+// single edit (insertion, deletion, substitution) away from, or "" when
+// there is none or more than one: a misspelt question word ("carr",
+// "sname") or a near form the stemmer does not fold ("weigh" → weight).
+func (v *vocab) correction(w string) string {
+	if len(w) < 4 || v.df[w] > 0 {
+		return ""
+	}
+	found := ""
+	check := func(key string) bool {
+		for _, t := range v.deletes[key] {
+			if t != found && editOne(w, t) {
+				if found != "" {
+					return false // ambiguous
+				}
+				found = t
+			}
+		}
+		return true
+	}
+	if !check(w) {
+		return ""
+	}
+	for i := range len(w) {
+		if !check(w[:i] + w[i+1:]) {
+			return ""
+		}
+	}
+	return found
+}
+
+// editOne reports whether a and b differ by exactly one insertion,
+// deletion or substitution.
+func editOne(a, b string) bool {
+	if a == b {
+		return false
+	}
+	la, lb := len(a), len(b)
+	if la-lb > 1 || lb-la > 1 {
+		return false
+	}
+	i := 0
+	for i < la && i < lb && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case la == lb:
+		return a[i+1:] == b[i+1:]
+	case la < lb:
+		return a[i:] == b[i+1:]
+	default:
+		return a[i+1:] == b[i:]
 	}
 }
