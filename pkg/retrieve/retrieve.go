@@ -93,6 +93,12 @@ type Config struct {
 	// identifier of the database uses, the one identifier term a single
 	// edit away, if exactly one is (carr → car, weigh → weight).
 	Corrections bool
+	// RoutingHead keeps the routed order for the first RoutingHead
+	// candidates only; after them it interleaves the routed order with
+	// the order without the routing bonus. Routing bets on one schema;
+	// the head is where that bet pays, and the tail hedges it with the
+	// other schemas' best matches. 0: the routed order throughout.
+	RoutingHead int
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -112,7 +118,7 @@ var DefaultConfig = Config{
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
-	PrefixMin: 4, Corrections: true,
+	PrefixMin: 4, Corrections: true, RoutingHead: 5,
 }
 
 // Request is one retrieval.
@@ -208,7 +214,8 @@ type object struct {
 	seen       map[string]bool
 	rrf        float64
 	bestAt     int
-	schemaRank int // rank of the object's schema by routing; 0 when not routed
+	schemaRank int     // rank of the object's schema by routing; 0 when not routed
+	base       float64 // fused score without the routing bonus
 }
 
 // Retrieve runs the pipeline for one question.
@@ -315,6 +322,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 			o.rrf += r.cfg.KNNWeight / (r.cfg.RRFK + float64(rank))
 			o.bestAt = min(o.bestAt, rank)
 		}
+		o.base = o.rrf
 		if o.schemaRank > 0 && r.cfg.SchemaRouting {
 			o.rrf += r.cfg.RoutingWeight / (r.cfg.RoutingK + float64(o.schemaRank))
 		}
@@ -338,6 +346,9 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 			r.propagate(cat, req.Schemas, func() []*object { return all }, get)
 			byFused()
 		}
+	}
+	if h := r.cfg.RoutingHead; h > 0 && r.cfg.SchemaRouting && len(all) > h {
+		all = hedge(all, h)
 	}
 	cands := make([]rerank.Candidate, len(all))
 	byName := make(map[string]*object, len(all))
@@ -477,6 +488,35 @@ func (r *Retriever) queryTerms(req Request) []string {
 				out = append(out, p)
 			}
 		}
+	}
+	return out
+}
+
+// hedge keeps the first h objects of the routed order and then takes,
+// in turn, the next of the routed order and the next by score without
+// routing, each once.
+func hedge(routed []*object, h int) []*object {
+	unrouted := slices.Clone(routed)
+	sort.SliceStable(unrouted, func(i, j int) bool { return unrouted[i].base > unrouted[j].base })
+	taken := make(map[*object]bool, len(routed))
+	out := make([]*object, 0, len(routed))
+	for _, o := range routed[:h] {
+		taken[o] = true
+		out = append(out, o)
+	}
+	next := func(list []*object, i *int) {
+		for *i < len(list) && taken[list[*i]] {
+			*i++
+		}
+		if *i < len(list) {
+			taken[list[*i]] = true
+			out = append(out, list[*i])
+		}
+	}
+	ri, ui := h, 0
+	for len(out) < len(routed) {
+		next(routed, &ri)
+		next(unrouted, &ui)
 	}
 	return out
 }

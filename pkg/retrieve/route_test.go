@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -41,6 +42,30 @@ CREATE TABLE tales (id int, moral text);`)
 	} {
 		if got := v.correction(tc.word); got != tc.want {
 			t.Errorf("correction(%q) = %q, want %q", tc.word, got, tc.want)
+		}
+	}
+}
+
+func TestHedge(t *testing.T) {
+	// Routed order a b c d e f; without the routing bonus x and y (another
+	// schema) would lead.
+	mk := func(key string, base float64) *object { return &object{key: key, base: base} }
+	a, b, c, d, x, y := mk("a", 0.5), mk("b", 0.4), mk("c", 0.3), mk("d", 0.2), mk("x", 0.9), mk("y", 0.8)
+	routed := []*object{a, b, c, d, x, y}
+	for _, tc := range []struct {
+		h    int
+		want string
+	}{
+		{2, "a b c x d y"}, // head kept, then routed and unrouted in turn
+		{4, "a b c d x y"},
+		{6, "a b c d x y"},
+	} {
+		var got []string
+		for _, o := range hedge(routed, min(tc.h, len(routed))) {
+			got = append(got, o.key)
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("hedge(h=%d) = %s, want %s", tc.h, g, tc.want)
 		}
 	}
 }
