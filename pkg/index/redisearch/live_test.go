@@ -118,7 +118,7 @@ func TestReindexSwapsAliasLive(t *testing.T) {
 	if _, err := old.Upsert(ctx, []index.Record{r}); err != nil {
 		t.Fatal(err)
 	}
-	reader, err := Open(ctx, rdb, Options{Prefix: prefix, Dimensions: 16, Model: "b"})
+	_, err := Open(ctx, rdb, Options{Prefix: prefix, Dimensions: 16, Model: "b"})
 	if err == nil || !strings.Contains(err.Error(), "start the workers with the new configuration") {
 		t.Fatalf("reader of an unbuilt configuration: %v", err)
 	}
@@ -126,7 +126,7 @@ func TestReindexSwapsAliasLive(t *testing.T) {
 	if next.Version() != old.Version()+1 || !next.Rebuilt() {
 		t.Fatalf("next version %d (rebuilt %v), old %d", next.Version(), next.Rebuilt(), old.Version())
 	}
-	reader, err = Open(ctx, rdb, Options{Prefix: prefix, Dimensions: 16, Model: "b"})
+	reader, err := Open(ctx, rdb, Options{Prefix: prefix, Dimensions: 16, Model: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
