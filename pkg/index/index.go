@@ -6,7 +6,10 @@ package index
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math"
+	"slices"
 
 	"github.com/schemaq/schemaq/pkg/chunk"
 )
@@ -24,6 +27,23 @@ type Filter struct {
 	Kinds    []string          // empty: every kind
 	Schemas  []string          // empty: every schema; else tables and views of these schemas only
 	Tags     map[string]string // every pair must match
+}
+
+// Admits reports whether an object of this kind, schema and tags passes
+// f's kinds, schemas and tags (its database is the caller's to check).
+func (f Filter) Admits(kind, schema string, tags map[string]string) bool {
+	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, kind) {
+		return false
+	}
+	if len(f.Schemas) > 0 && !slices.Contains(f.Schemas, schema) {
+		return false
+	}
+	for k, v := range f.Tags {
+		if tags[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // Weights are BM25 field weights: how much a match in each field counts.
@@ -124,4 +144,23 @@ type Stale struct {
 	Kinds    []string
 	Name     string // optional: one object only
 	Below    int64  // versions strictly below this go
+}
+
+// EncodeVector is a vector as little-endian FLOAT32 bytes, the layout
+// both SQLite blobs and RediSearch VECTOR fields hold.
+func EncodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// DecodeVector reverses EncodeVector; a trailing partial float is dropped.
+func DecodeVector(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
 }

@@ -39,21 +39,8 @@ func newFixture(t *testing.T, cfg retrieve.Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat.Version = 1
-	e := embed.NewLocal(0)
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "i.db"), e.Dimensions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := indexer.Catalog(ctx, s, e, cat, chunk.Options{}); err != nil {
-		t.Fatal(err)
-	}
 	other, _ := catalog.Snapshot("hr", "hr.sql", "CREATE TABLE students (id int); CREATE TABLE payroll (id int, salary numeric);")
-	other.Version = 1
-	if _, err := indexer.Catalog(ctx, s, e, other, chunk.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	s, e := indexCatalogs(t, cat, other)
 	docs := chunk.Doc("school", "grading.md", "Grading", "# Grading\n\nGrades are letters A to F; a course's credits weigh its grade.", nil, chunk.Options{})
 	if _, err := indexer.Chunks(ctx, s, e, docs); err != nil {
 		t.Fatal(err)
@@ -63,6 +50,26 @@ func newFixture(t *testing.T, cfg retrieve.Config) *fixture {
 		t.Fatal(err)
 	}
 	return &fixture{r, s, cat}
+}
+
+// indexCatalogs indexes catalogs (at version 1) into a fresh SQLite store
+// with the local embedder.
+func indexCatalogs(t *testing.T, cats ...*catalog.Catalog) (*sqlite.Store, embed.Embedder) {
+	t.Helper()
+	ctx := context.Background()
+	e := embed.NewLocal(0)
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "i.db"), e.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, cat := range cats {
+		cat.Version = 1
+		if _, err := indexer.Catalog(ctx, s, e, cat, chunk.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, e
 }
 
 func names(items []retrieve.Item) []string {
@@ -266,16 +273,7 @@ CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat.Version = 1
-	e := embed.NewLocal(0)
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "i.db"), e.Dimensions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := indexer.Catalog(ctx, s, e, cat, chunk.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	s, e := indexCatalogs(t, cat)
 	for _, tc := range []struct {
 		prefixMin int
 		wantBM25  int // nations' BM25 rank: 0, not found by BM25

@@ -84,7 +84,7 @@ func (s *Store) hybridArgs(q HybridQuery) *redis.FTHybridOptions {
 	return &redis.FTHybridOptions{
 		SearchExpressions: []redis.FTHybridSearchExpression{{Query: s.textExpr(q.Text), Scorer: s.scorer}},
 		VectorExpressions: []redis.FTHybridVectorExpression{{
-			VectorField: fVector, VectorData: &redis.VectorFP32{Val: encodeVector(q.Vector)}, VectorParamName: "vec",
+			VectorField: fVector, VectorData: &redis.VectorFP32{Val: index.EncodeVector(q.Vector)}, VectorParamName: "vec",
 			Method: "KNN", MethodParams: []any{"K", q.Window}, Filter: filterExpr(q.Text.Filter),
 		}},
 		Combine: &redis.FTHybridCombineOptions{Method: redis.FTHybridCombineRRF, Window: q.Window, Constant: q.K, YieldScoreAs: "rrf"},

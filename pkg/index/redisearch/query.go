@@ -128,7 +128,7 @@ func (s *Store) vectorSearchArgs(q index.VectorQuery) (string, *redis.FTSearchOp
 		SortBy:         []redis.FTSearchSortBy{{FieldName: knnScore, Asc: true}},
 		LimitOffset:    0,
 		Limit:          q.Limit,
-		Params:         map[string]any{"vec": encodeVector(q.Vector)},
+		Params:         map[string]any{"vec": index.EncodeVector(q.Vector)},
 		DialectVersion: 2,
 	}
 }

@@ -149,7 +149,7 @@ func TestVectorSearchArgs(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("\n got %q\nwant %q", got, want)
 	}
-	if blob := args[len(args)-3].([]byte); !slices.Equal(decodeVector(blob), q.Vector) {
+	if blob := args[len(args)-3].([]byte); !slices.Equal(index.DecodeVector(blob), q.Vector) {
 		t.Error("the vector blob is not little-endian FLOAT32")
 	}
 }

@@ -89,7 +89,7 @@ func TestWritesOnPlainRedis(t *testing.T) {
 		got.Text != recs[2].Text || got.Version != 7 || len(got.Columns) != 2 {
 		t.Errorf("hash does not round-trip: %+v, %v", got, err)
 	}
-	if v := decodeVector([]byte(fields[fVector])); embed.Cosine(v, recs[2].Vector) < 0.9999 {
+	if v := index.DecodeVector([]byte(fields[fVector])); embed.Cosine(v, recs[2].Vector) < 0.9999 {
 		t.Errorf("vector does not round-trip")
 	}
 

@@ -2,11 +2,9 @@ package redisearch
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -106,26 +104,10 @@ func hashFields(r index.Record) []any {
 	return []any{
 		fID, r.ID, fDB, hexTag(r.Database), fKind, hexTag(r.Kind), fSchema, hexTag(r.Schema), fTags, strings.Join(pairs, ","),
 		fName, f.Name, fSchemaT, f.Schema, fColumns, f.Columns, fBody, f.Body,
-		fVector, encodeVector(r.Vector),
+		fVector, index.EncodeVector(r.Vector),
 		fObject, r.Name, fPart, r.Part, fTitle, r.Title, fColList, string(cols), fText, r.Text, fTagMap, string(tagMap),
 		fHash, r.Hash, fVersion, r.Version,
 	}
-}
-
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func decodeVector(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
 }
 
 // upsertScript writes a chunk's hash unless the stored one has a higher
@@ -315,21 +297,6 @@ func str(v any) string {
 	return fmt.Sprint(v)
 }
 
-func (m meta) matches(f index.Filter) bool {
-	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, m.kind) {
-		return false
-	}
-	if len(f.Schemas) > 0 && !slices.Contains(f.Schemas, m.schema) {
-		return false
-	}
-	for k, v := range f.Tags {
-		if m.tags[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // DeleteName implements index.Store.
 func (s *Store) DeleteName(ctx context.Context, db, kind, name string) error {
 	if db == "" {
@@ -412,7 +379,7 @@ func (s *Store) Count(ctx context.Context, f index.Filter) (int, error) {
 	}
 	n := 0
 	for _, m := range ms {
-		if m.matches(f) {
+		if f.Admits(m.kind, m.schema, m.tags) {
 			n++
 		}
 	}
@@ -430,7 +397,7 @@ func (s *Store) Metas(ctx context.Context, f index.Filter) (map[string]index.Met
 	}
 	out := make(map[string]index.Meta, len(ms))
 	for _, m := range ms {
-		if m.matches(f) {
+		if f.Admits(m.kind, m.schema, m.tags) {
 			out[m.id] = index.Meta{Hash: m.hash, Version: m.version}
 		}
 	}
@@ -472,7 +439,7 @@ func (s *Store) GetVectors(ctx context.Context, keys []string) (map[string][]flo
 		}
 		for i, v := range vals {
 			if b := str(v); b != "" {
-				out[batch[i]] = decodeVector([]byte(b))
+				out[batch[i]] = index.DecodeVector([]byte(b))
 			}
 		}
 	}
@@ -485,7 +452,7 @@ func (s *Store) PutVectors(ctx context.Context, vecs map[string][]float32) error
 	pipe := s.rdb.Pipeline()
 	n := 0
 	for k, v := range vecs {
-		pipe.Set(ctx, s.cacheKey(k), encodeVector(v), s.opt.CacheTTL)
+		pipe.Set(ctx, s.cacheKey(k), index.EncodeVector(v), s.opt.CacheTTL)
 		if n++; n%batchSize == 0 {
 			if _, err := pipe.Exec(ctx); err != nil {
 				return fmt.Errorf("embedding cache: %w", classify(err))

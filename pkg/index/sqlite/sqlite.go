@@ -14,11 +14,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,22 +179,6 @@ func (s *Store) resetIfIncompatible(ctx context.Context) error {
 // Close implements index.Store.
 func (s *Store) Close() error { return s.db.Close() }
 
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func decodeVector(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
-
 // Upsert implements index.Store.
 func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 	for _, r := range recs {
@@ -229,7 +211,7 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 			}
 			if exists {
 				if _, err := tx.ExecContext(ctx, `UPDATE chunks SET db=?, kind=?, name=?, part=?, schema_name=?, title=?, columns=?, body=?, tags=?, hash=?, version=?, vector=? WHERE rowid=?`,
-					r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, encodeVector(r.Vector), rowid); err != nil {
+					r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector), rowid); err != nil {
 					return err
 				}
 				if _, err := tx.ExecContext(ctx, `DELETE FROM chunks_fts WHERE rowid = ?`, rowid); err != nil {
@@ -240,7 +222,7 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 				}
 			} else {
 				res, err := tx.ExecContext(ctx, `INSERT INTO chunks (id, db, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-					r.ID, r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, encodeVector(r.Vector))
+					r.ID, r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector))
 				if err != nil {
 					return err
 				}
@@ -578,7 +560,7 @@ func (s *Store) SearchVector(ctx context.Context, q index.VectorQuery) ([]index.
 	}
 	top := newTopK(q.Limit)
 	for i, e := range cache.list {
-		if !matches(e.chunk, q.Filter) {
+		if !q.Filter.Admits(e.chunk.Kind, e.chunk.Schema, e.chunk.Tags) {
 			continue
 		}
 		top.offer(i, embed.Cosine(q.Vector, cache.vecs[i*s.dim:(i+1)*s.dim]))
@@ -656,23 +638,6 @@ func (t *topK) sorted() []scored {
 	return out
 }
 
-// matches applies a Filter's kinds and tags to a cached chunk (its
-// database is the cache's).
-func matches(c chunk.Chunk, f index.Filter) bool {
-	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, c.Kind) {
-		return false
-	}
-	if len(f.Schemas) > 0 && !slices.Contains(f.Schemas, c.Schema) {
-		return false
-	}
-	for k, v := range f.Tags {
-		if c.Tags[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // snapshot returns the in-memory copy of db's chunks, reloading it when
 // any process has written since it was loaded.
 func (s *Store) snapshot(ctx context.Context, db string) (*dbCache, error) {
@@ -707,7 +672,7 @@ func (s *Store) snapshot(ctx context.Context, db string) (*dbCache, error) {
 		if len(ch.Tags) == 0 {
 			ch.Tags = nil
 		}
-		e.vec = decodeVector(vec)
+		e.vec = index.DecodeVector(vec)
 		c.entries[rowid] = e
 		c.list = append(c.list, e)
 		c.vecs = append(c.vecs, e.vec...)
@@ -742,7 +707,7 @@ func (s *Store) GetVectors(ctx context.Context, keys []string) (map[string][]flo
 				rows.Close()
 				return nil, err
 			}
-			out[k] = decodeVector(v)
+			out[k] = index.DecodeVector(v)
 		}
 		rows.Close()
 	}
@@ -756,7 +721,7 @@ func (s *Store) PutVectors(ctx context.Context, vecs map[string][]float32) error
 	}
 	return s.write(ctx, nil, func(tx *sql.Tx) error {
 		for k, v := range vecs {
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO embed_cache (key, vector) VALUES (?, ?)`, k, encodeVector(v)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO embed_cache (key, vector) VALUES (?, ?)`, k, index.EncodeVector(v)); err != nil {
 				return err
 			}
 		}
