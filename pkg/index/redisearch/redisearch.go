@@ -355,30 +355,49 @@ func (s *Store) Promote(ctx context.Context) (bool, error) {
 
 // dropVersion removes an index version and every key under its prefix.
 func (s *Store) dropVersion(ctx context.Context, v int) error {
-	err := s.rdb.FTDropIndexWithArgs(ctx, s.indexName(v), &redis.FTDropIndexOptions{DeleteDocs: true}).Err()
-	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "unknown index name") {
-		return fmt.Errorf("redisearch: drop index %s: %w", s.indexName(v), classify(err))
+	if err := s.dropIndex(ctx, s.indexName(v)); err != nil {
+		return err
 	}
-	iter := s.rdb.Scan(ctx, 0, s.versionPrefix(v)+"*", 1000).Iterator()
-	var keys []string
+	if err := s.unlinkMatching(ctx, s.versionPrefix(v)+"*"); err != nil {
+		return fmt.Errorf("redisearch: drop version %d: %w", v, err)
+	}
+	return s.rdb.HDel(ctx, s.metaKey(), fmt.Sprintf("spec:%d", v)).Err()
+}
+
+// dropIndex drops an index with the hashes it indexed; one already gone
+// is fine.
+func (s *Store) dropIndex(ctx context.Context, name string) error {
+	err := s.rdb.FTDropIndexWithArgs(ctx, name, &redis.FTDropIndexOptions{DeleteDocs: true}).Err()
+	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "unknown index name") {
+		return fmt.Errorf("redisearch: drop index %s: %w", name, classify(err))
+	}
+	return nil
+}
+
+// unlinkMatching removes every key matching pattern, scanning and
+// unlinking a thousand at a time so the server is never blocked long.
+func (s *Store) unlinkMatching(ctx context.Context, pattern string) error {
+	iter := s.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+	keys := make([]string, 0, 1000)
+	flush := func() error {
+		if len(keys) == 0 {
+			return nil
+		}
+		err := s.rdb.Unlink(ctx, keys...).Err()
+		keys = keys[:0]
+		return classify(err)
+	}
 	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-		if len(keys) == 1000 {
-			if err := s.rdb.Unlink(ctx, keys...).Err(); err != nil {
-				return fmt.Errorf("redisearch: drop version %d: %w", v, classify(err))
+		if keys = append(keys, iter.Val()); len(keys) == cap(keys) {
+			if err := flush(); err != nil {
+				return err
 			}
-			keys = keys[:0]
 		}
 	}
 	if err := iter.Err(); err != nil {
-		return fmt.Errorf("redisearch: drop version %d: %w", v, classify(err))
+		return classify(err)
 	}
-	if len(keys) > 0 {
-		if err := s.rdb.Unlink(ctx, keys...).Err(); err != nil {
-			return fmt.Errorf("redisearch: drop version %d: %w", v, classify(err))
-		}
-	}
-	return s.rdb.HDel(ctx, s.metaKey(), fmt.Sprintf("spec:%d", v)).Err()
+	return flush()
 }
 
 // Check is the readiness probe: the server answers, and the alias names
@@ -543,19 +562,13 @@ func (s *Store) DropAll(ctx context.Context) error {
 	_ = s.rdb.FTAliasDel(ctx, s.alias()).Err() // absent is fine
 	for _, n := range names {
 		if strings.HasPrefix(n, s.opt.Prefix+"idx:v") {
-			if err := s.rdb.FTDropIndexWithArgs(ctx, n, &redis.FTDropIndexOptions{DeleteDocs: true}).Err(); err != nil {
-				return fmt.Errorf("redisearch: drop index %s: %w", n, classify(err))
+			if err := s.dropIndex(ctx, n); err != nil {
+				return err
 			}
 		}
 	}
-	iter := s.rdb.Scan(ctx, 0, s.opt.Prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		if err := s.rdb.Unlink(ctx, iter.Val()).Err(); err != nil {
-			return fmt.Errorf("redisearch: drop keys: %w", classify(err))
-		}
-	}
-	if err := iter.Err(); err != nil {
-		return fmt.Errorf("redisearch: drop keys: %w", classify(err))
+	if err := s.unlinkMatching(ctx, s.opt.Prefix+"*"); err != nil {
+		return fmt.Errorf("redisearch: drop keys: %w", err)
 	}
 	return nil
 }

@@ -403,3 +403,28 @@ func TestReaderFollowsPromotion(t *testing.T) {
 		t.Error("a replaced version still takes writes")
 	}
 }
+
+// unlinkMatching removes exactly the keys under a pattern, across more
+// than one batch.
+func TestUnlinkMatching(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	s := bare(t, rdb)
+	pipe := rdb.Pipeline()
+	for i := range 2500 {
+		pipe.Set(ctx, fmt.Sprintf("t:v7:c:%d", i), "x", 0)
+	}
+	pipe.Set(ctx, "t:v8:c:1", "keep", 0)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.unlinkMatching(ctx, s.versionPrefix(7)+"*"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Keys(ctx, "t:v7:*").Result(); len(n) != 0 {
+		t.Errorf("%d keys of version 7 left", len(n))
+	}
+	if v, _ := rdb.Get(ctx, "t:v8:c:1").Result(); v != "keep" {
+		t.Error("a key of another version was removed")
+	}
+}
