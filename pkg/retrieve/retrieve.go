@@ -84,7 +84,7 @@ type Config struct {
 	// TokenBudget bounds the context's size in estimated tokens; 0 means
 	// no bound.
 	TokenBudget int
-	// PrefixTerms adds to the BM25 query every identifier term of the
+	// PrefixMin adds to the BM25 query every identifier term of the
 	// database that abbreviates a question word by truncation (indep for
 	// independent, pop for population): at least PrefixMin letters and at
 	// least two shorter than the word. 0: off.
@@ -227,6 +227,12 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	}
 	res := &Result{}
 	filter := index.Filter{Database: req.Database, Kinds: req.Kinds, Schemas: req.Schemas, Tags: req.Tags}
+	// One catalog for the whole request: query expansion, routing,
+	// propagation and bridges all read the same version.
+	var cat *catalog.Catalog
+	if r.catalogs != nil {
+		cat = r.catalogs.Catalog(req.Database)
+	}
 	objs := map[string]*object{}
 	var all []*object
 	get := func(c chunk.Chunk) *object {
@@ -256,7 +262,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	if r.cfg.BM25 {
 		go func() {
 			t0 := time.Now()
-			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: r.queryTerms(req),
+			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: r.queryTerms(req.Question, cat),
 				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
 			textDone <- textResult{hits, err, time.Since(t0)}
 		}()
@@ -310,7 +316,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	// rank, then to the name, so the order is deterministic.
 	t0 := time.Now()
 	if r.cfg.SchemaRouting || r.cfg.SchemaExpansion > 0 {
-		r.route(req, func() []*object { return all }, get)
+		r.route(req, cat, func() []*object { return all }, get)
 	}
 	for _, o := range all {
 		o.bestAt = 1 << 30
@@ -341,11 +347,9 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		})
 	}
 	byFused()
-	if r.cfg.Propagation && r.catalogs != nil {
-		if cat := r.catalogs.Catalog(req.Database); cat != nil {
-			r.propagate(cat, req.Schemas, func() []*object { return all }, get)
-			byFused()
-		}
+	if r.cfg.Propagation && cat != nil {
+		r.propagate(cat, req.Schemas, func() []*object { return all }, get)
+		byFused()
 	}
 	if h := r.cfg.RoutingHead; h > 0 && r.cfg.SchemaRouting && len(all) > h {
 		all = hedge(all, h)
@@ -389,10 +393,8 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		items = append(items, Item{Candidate: c})
 	}
 	t0 = time.Now()
-	if r.cfg.FKExpansion && r.catalogs != nil {
-		if cat := r.catalogs.Catalog(req.Database); cat != nil && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, chunk.KindTable)) {
-			items = r.expand(cat, items, r.cfg.MaxBridges, req.Schemas)
-		}
+	if r.cfg.FKExpansion && cat != nil && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, chunk.KindTable)) {
+		items = r.expand(cat, items, r.cfg.MaxBridges, req.Schemas)
 	}
 	res.Timings.Expand = time.Since(t0)
 	items, res.Truncated = budget(items, r.cfg.TokenBudget)
@@ -450,42 +452,39 @@ func budget(items []Item, limit int) ([]Item, bool) {
 }
 
 // queryTerms are the BM25 terms of a question: its analysed words, the
-// identifier terms that abbreviate one of them (PrefixMin), and the
 // corrections of words the database's identifiers do not use
-// (Corrections).
-func (r *Retriever) queryTerms(req Request) []string {
-	terms := text.QueryTerms(req.Question)
-	if (r.cfg.PrefixMin <= 0 && !r.cfg.Corrections) || r.catalogs == nil {
-		return terms
-	}
-	cat := r.catalogs.Catalog(req.Database)
-	if cat == nil {
+// (Corrections), and the identifier terms that abbreviate one of them
+// (PrefixMin). cat may be nil: then only the words.
+func (r *Retriever) queryTerms(question string, cat *catalog.Catalog) []string {
+	terms := text.QueryTerms(question)
+	if cat == nil || (r.cfg.PrefixMin <= 0 && !r.cfg.Corrections) {
 		return terms
 	}
 	v := r.graphs.get(cat).vocab
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(terms))
 	for _, t := range terms {
 		seen[t] = true
 	}
 	out := terms
-	for _, t := range terms {
-		if !r.cfg.Corrections {
-			break
-		}
-		if c := v.correction(t); c != "" && !seen[c] {
-			seen[c] = true
-			out = append(out, c)
+	add := func(t string) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
 		}
 	}
-	for _, t := range terms {
-		if r.cfg.PrefixMin <= 0 {
-			break
+	if r.cfg.Corrections {
+		for _, t := range terms {
+			if c := v.correction(t); c != "" {
+				add(c)
+			}
 		}
-		for n := r.cfg.PrefixMin; n <= len(t)-2; n++ {
-			p := t[:n]
-			if !seen[p] && v.df[p] > 0 {
-				seen[p] = true
-				out = append(out, p)
+	}
+	if r.cfg.PrefixMin > 0 {
+		for _, t := range terms {
+			for n := r.cfg.PrefixMin; n <= len(t)-2; n++ {
+				if v.df[t[:n]] > 0 {
+					add(t[:n])
+				}
 			}
 		}
 	}

@@ -152,11 +152,7 @@ func (v *vocab) rank(terms []string) []string {
 // best schema's tables that no retriever found (they get only the routing
 // bonus, so they follow the tables with evidence of their own).
 // objects returns the caller's current list, which get extends.
-func (r *Retriever) route(req Request, objects func() []*object, get func(chunk.Chunk) *object) {
-	if r.catalogs == nil {
-		return
-	}
-	cat := r.catalogs.Catalog(req.Database)
+func (r *Retriever) route(req Request, cat *catalog.Catalog, objects func() []*object, get func(chunk.Chunk) *object) {
 	if cat == nil {
 		return
 	}

@@ -112,9 +112,9 @@ var abbreviations = map[string]string{
 // IsStopWord reports whether w (lower case) carries no meaning on its own.
 func IsStopWord(w string) bool { return stopWords[w] || commandWords[w] }
 
-// stopWords are English function words and the verbs that open most
-// questions ("show", "list", "find"). Words that name schema things
-// (name, number, id, date, type) are deliberately not here.
+// stopWords are English function words and question fillers. Words that
+// name schema things (name, number, id, date, type) are deliberately not
+// here, nor the command verbs that open questions (commandWords).
 var stopWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a about above after again against all also am an and any are aren
