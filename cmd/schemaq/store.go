@@ -109,25 +109,36 @@ func (f *storeFlags) openStore(ctx context.Context, log *zap.Logger, dataDir str
 		}
 		return s, check, s.Close, nil
 	}
-	rdb, err := f.client()
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{log.Named("redis")}) })
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	s, err := redisearch.Open(openCtx, rdb, redisearch.Options{Prefix: f.prefix, Dimensions: dim, Model: model,
+	s, rdb, err := f.openRedis(ctx, redisearch.Options{Prefix: f.prefix, Dimensions: dim, Model: model,
 		Algorithm: f.algorithm, Writer: writer, CacheTTL: f.cacheTTL})
 	if err != nil {
-		rdb.Close()
-		if errors.Is(err, index.ErrUnavailable) {
-			return nil, nil, nil, fmt.Errorf("index store %s: %w", redactURL(f.redisURL), err)
-		}
 		return nil, nil, nil, err
 	}
 	log.Info("index store: redis", zap.String("url", redactURL(f.redisURL)), zap.Int("index_version", s.Version()),
 		zap.Bool("building", s.Rebuilt()), zap.String("prefix", f.prefix))
 	return s, s.Check, rdb.Close, nil
+}
+
+// openRedis connects to the configured Redis and opens the store with
+// opt; on failure the client is closed again, and an unreachable server
+// is named by its URL with the password hidden.
+func (f *storeFlags) openRedis(ctx context.Context, opt redisearch.Options) (*redisearch.Store, *redis.Client, error) {
+	rdb, err := f.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s, err := redisearch.Open(openCtx, rdb, opt)
+	if err != nil {
+		rdb.Close()
+		if errors.Is(err, index.ErrUnavailable) {
+			return nil, nil, fmt.Errorf("index store %s: %w", redactURL(f.redisURL), err)
+		}
+		return nil, nil, err
+	}
+	return s, rdb, nil
 }
 
 // go-redis logs through one process-wide logger (its design, not ours);
@@ -157,14 +168,9 @@ func redactURL(u string) string {
 // benchStore opens a Redis store under a prefix of its own for one
 // benchmark run; closing it removes everything the run wrote.
 func (f *storeFlags) benchStore(ctx context.Context, dim int) (index.Store, string, error) {
-	rdb, err := f.client()
-	if err != nil {
-		return nil, "", err
-	}
-	s, err := redisearch.Open(ctx, rdb, redisearch.Options{Prefix: "schemaq-bench:" + nuid.Next() + ":", Dimensions: dim,
+	s, rdb, err := f.openRedis(ctx, redisearch.Options{Prefix: "schemaq-bench:" + nuid.Next() + ":", Dimensions: dim,
 		Model: "bench", Algorithm: f.algorithm, Writer: true})
 	if err != nil {
-		rdb.Close()
 		return nil, "", err
 	}
 	return benchRedis{s, rdb}, "redis (" + strings.ToLower(f.algorithm) + ")", nil
