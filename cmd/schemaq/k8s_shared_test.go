@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,13 +132,7 @@ func TestKubernetesSharedIndex(t *testing.T) {
 			}
 			worker, daemon := deps["schemaq-worker"], deps["schemaq-daemon"]
 			if worker == nil || daemon == nil {
-				t.Fatalf("want Deployments schemaq-worker and schemaq-daemon, have %v", slices.Collect(func(yield func(string) bool) {
-					for k := range deps {
-						if !yield(k) {
-							return
-						}
-					}
-				}))
+				t.Fatalf("want Deployments schemaq-worker and schemaq-daemon, have %v", slices.Sorted(maps.Keys(deps)))
 			}
 			wc, dc := worker.Spec.Template.Spec.Containers[0], daemon.Spec.Template.Spec.Containers[0]
 			if wc.Args[0] != "worker" || dc.Args[0] != "daemon" {
