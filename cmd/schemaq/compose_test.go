@@ -27,6 +27,29 @@ func runVars(ctx context.Context, args []string, vars map[string]string) (string
 	return out.String(), err
 }
 
+// sharedRedis is the Redis a test runs shared-index services against:
+// the one SCHEMAQ_TEST_REDISEARCH_URL names (live: true), or else a
+// plain redis-server, which they must refuse (expectRefusal).
+func sharedRedis(t *testing.T) (url string, live bool) {
+	t.Helper()
+	if u := os.Getenv("SCHEMAQ_TEST_REDISEARCH_URL"); u != "" {
+		return u, true
+	}
+	return redistest.Start(t).URL(), false
+}
+
+// expectRefusal runs a shared-index command against a plain Redis: it
+// must exit at start, naming what it needs.
+func expectRefusal(t *testing.T, name string, args []string, vars map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := runVars(ctx, args, vars)
+	if err == nil || !strings.Contains(err.Error(), redisearch.Requirement) {
+		t.Errorf("%s on plain Redis: %v, want the requirement named\n%s", name, err, out)
+	}
+}
+
 // startService runs a long-lived command (a container's) until stop,
 // which the test's cleanup also calls; stop may be called again and
 // returns the command's output.
@@ -205,11 +228,7 @@ func TestComposeStack(t *testing.T) {
 	slices.Sort(long)
 
 	ns := natstest.Server(t)
-	live := os.Getenv("SCHEMAQ_TEST_REDISEARCH_URL")
-	redisURL := live
-	if live == "" {
-		redisURL = redistest.Start(t).URL()
-	}
+	redisURL, live := sharedRedis(t)
 	dir := t.TempDir()
 	// envFor maps a service's environment onto this machine: its NATS and
 	// Redis are the test's, its data and metrics addresses private to it.
@@ -240,13 +259,8 @@ func TestComposeStack(t *testing.T) {
 	var services []running
 	for _, name := range long {
 		s := cf.Services[name]
-		if s.Env["SCHEMAQ_REDIS_URL"] != "" && live == "" {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			out, err := runVars(ctx, s.Command, envFor(name, s))
-			cancel()
-			if err == nil || !strings.Contains(err.Error(), redisearch.Requirement) {
-				t.Errorf("service %s on plain Redis: %v, want the requirement named\n%s", name, err, out)
-			}
+		if s.Env["SCHEMAQ_REDIS_URL"] != "" && !live {
+			expectRefusal(t, "service "+name, s.Command, envFor(name, s))
 			continue
 		}
 		for i := range s.replicas() {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,9 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/index/redisearch"
 	"github.com/schemaq/schemaq/pkg/natstest"
-	"github.com/schemaq/schemaq/pkg/redistest"
 	"github.com/schemaq/schemaq/pkg/streams"
 )
 
@@ -222,11 +219,7 @@ func TestKubernetesSharedIndex(t *testing.T) {
 			}
 
 			ns := natstest.Server(t)
-			live := os.Getenv("SCHEMAQ_TEST_REDISEARCH_URL")
-			redisURL := live
-			if live == "" {
-				redisURL = redistest.Start(t).URL()
-			}
+			redisURL, live := sharedRedis(t)
 			for _, role := range []string{"worker", "daemon"} {
 				vars := running[role]
 				vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
@@ -234,13 +227,8 @@ func TestKubernetesSharedIndex(t *testing.T) {
 				vars["SCHEMAQ_REDIS_PREFIX"] = "k8stest-" + name + ":"
 				vars["SCHEMAQ_METRICS_ADDR"] = freePort(t)
 				vars["SCHEMAQ_DATA_DIR"] = t.TempDir()
-				if live == "" {
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					out, err := runVars(ctx, []string{role}, vars)
-					cancel()
-					if err == nil || !strings.Contains(err.Error(), redisearch.Requirement) {
-						t.Errorf("%s on plain Redis: %v, want the requirement named\n%s", role, err, out)
-					}
+				if !live {
+					expectRefusal(t, role, []string{role}, vars)
 					continue
 				}
 				startService(t, role, []string{role}, vars)
@@ -249,7 +237,7 @@ func TestKubernetesSharedIndex(t *testing.T) {
 					return err == nil
 				})
 			}
-			if live != "" {
+			if live {
 				runExampleJob(t, ns.ClientURL())
 			}
 		})
