@@ -158,33 +158,42 @@ return 0
 `)
 
 // runBatched runs one script call per item in pipelined batches and sums
-// the integer replies. Scripts go as EVALSHA; a server that lost them
-// (a restart) gets them loaded again first.
+// the integer replies. Scripts go as EVALSHA; the calls a server refuses
+// with NOSCRIPT (it never had the script, or lost it in a restart) are
+// the only ones not run, so the script is loaded and just those go again.
 func (s *Store) runBatched(ctx context.Context, script *redis.Script, n int, call func(i int) ([]string, []any)) (int, error) {
-	if n == 0 {
-		return 0, nil
-	}
-	if err := script.Load(ctx, s.rdb).Err(); err != nil {
-		return 0, classify(err)
-	}
 	total := 0
 	for start := 0; start < n; start += batchSize {
-		end := min(start+batchSize, n)
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, 0, end-start)
-		for i := start; i < end; i++ {
-			keys, args := call(i)
-			cmds = append(cmds, script.EvalSha(ctx, pipe, keys, args...))
+		idx := make([]int, 0, batchSize)
+		for i := start; i < min(start+batchSize, n); i++ {
+			idx = append(idx, i)
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return total, classify(err)
-		}
-		for _, c := range cmds {
-			v, err := c.Int()
-			if err != nil {
-				return total, classify(err)
+		for loaded := false; len(idx) > 0; loaded = true {
+			pipe := s.rdb.Pipeline()
+			cmds := make([]*redis.Cmd, len(idx))
+			for j, i := range idx {
+				keys, args := call(i)
+				cmds[j] = script.EvalSha(ctx, pipe, keys, args...)
 			}
-			total += v
+			_, _ = pipe.Exec(ctx) // every command carries its own error
+			var again []int
+			for j, c := range cmds {
+				v, err := c.Int()
+				switch {
+				case err == nil:
+					total += v
+				case !loaded && redis.HasErrorPrefix(err, "NOSCRIPT"):
+					again = append(again, idx[j])
+				default:
+					return total, classify(err)
+				}
+			}
+			if len(again) > 0 {
+				if err := script.Load(ctx, s.rdb).Err(); err != nil {
+					return total, classify(err)
+				}
+			}
+			idx = again
 		}
 	}
 	return total, nil
