@@ -151,19 +151,65 @@ var nounContext = map[string]bool{
 }
 
 // QueryTerms analyzes a question: Terms, except that command words count
-// only where they are nouns (after a determiner or a preposition).
+// only where they are nouns (after a determiner or a preposition), and
+// the words of a sort instruction ("ordered by age", "in descending
+// alphabetical order") are dropped: they ask for an ORDER BY, not for a
+// table of orders.
 func QueryTerms(s string) []string {
 	words := Words(s)
 	out := make([]string, 0, len(words))
+	sorting := sortPhrase(words)
 	prev := ""
-	for _, w := range words {
-		keep := !stopWords[w] && (!commandWords[w] || nounContext[prev])
+	for i, w := range words {
+		keep := !stopWords[w] && !sorting[i] && (!commandWords[w] || nounContext[prev])
 		prev = w
 		if keep {
 			out = append(out, term(w))
 		}
 	}
 	return out
+}
+
+// sortOrders are the words that say which way an ORDER BY runs.
+var sortOrders = map[string]bool{
+	"ascending": true, "descending": true, "alphabetical": true, "alphabetic": true, "alphabetically": true,
+	"lexicographical": true, "lexicographic": true, "lexicographically": true, "reverse": true,
+	"reversed": true, "increasing": true, "decreasing": true, "chronological": true, "numerical": true,
+	"asc": true, "desc": true,
+}
+
+// sortVerbs are the words that ask for an ORDER BY when "by" follows them
+// ("sorted by", "ordered by") or when they open the question ("Sort …").
+var sortVerbs = map[string]bool{"order": true, "ordered": true, "sort": true, "sorted": true, "sorting": true}
+
+// sortPhrase marks the words of the question's sort instructions: a sort
+// verb followed by "by" or opening the question, "order" after a sort
+// direction ("in descending order") or in "in order of", and the
+// directions themselves ("… by age, descending"). "order" anywhere else
+// is a noun and stays.
+func sortPhrase(words []string) map[int]bool {
+	var m map[int]bool
+	mark := func(i int) {
+		if m == nil {
+			m = map[int]bool{}
+		}
+		m[i] = true
+	}
+	for i, w := range words {
+		switch {
+		case sortOrders[w]:
+			mark(i)
+			// "descending alphabetical order": the whole run goes.
+			if j := i + 1; j < len(words) && (words[j] == "order" || words[j] == "orders") {
+				mark(j)
+			}
+		case sortVerbs[w] && (i == 0 || (i+1 < len(words) && words[i+1] == "by")):
+			mark(i)
+		case w == "order" && i > 0 && words[i-1] == "in" && i+1 < len(words) && words[i+1] == "of":
+			mark(i) // "in order of age"
+		}
+	}
+	return m
 }
 
 // irregular maps irregular plurals and forms to their base.

@@ -104,11 +104,30 @@ func TestQueryTermsKeepCommandWordsAsNouns(t *testing.T) {
 
 func TestTermsDropStopWordsButKeepSchemaWords(t *testing.T) {
 	got := strings.Join(QueryTerms("Show the names and ages of all singers, ordered by their id and date!"), " ")
-	want := "name age singer order id date"
+	want := "name age singer id date"
 	if got != want {
 		t.Errorf("QueryTerms = %q, want %q", got, want)
 	}
 	if got := AppendTerms([]string{"x"}, "Orders"); strings.Join(got, " ") != "x order" {
 		t.Errorf("AppendTerms = %v", got)
+	}
+}
+
+// A sort instruction asks for an ORDER BY, not for a table of orders;
+// "order" elsewhere is a noun.
+func TestQueryTermsDropSortInstructions(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"Sort employee names by their age in ascending order.", "employee name age"},
+		{"List the names ordered by age, descending.", "name age"},
+		{"Names in descending alphabetical order", "name"},
+		{"the details of students in reverse lexicographical order", "detail student"},
+		{"Show the cities in order of population.", "city population"},
+		{"Which customers placed an order sorted by date?", "customer placed order date"},
+		{"What is the order date of the largest order?", "order date largest order"},
+		{"Sort the products by price.", "product price"},
+	} {
+		if got, want := strings.Join(QueryTerms(tc.in), " "), strings.Join(Terms(tc.want), " "); got != want {
+			t.Errorf("QueryTerms(%q) = %q, want %q", tc.in, got, want)
+		}
 	}
 }
