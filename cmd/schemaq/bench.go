@@ -68,6 +68,8 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.PropagationWeight, "propagation-weight", cfg.PropagationWeight, "propagation: share of a seed's score lent")
 	fs.IntVar(&cfg.PropagationSeeds, "propagation-seeds", cfg.PropagationSeeds, "propagation: how many of the best tables lend")
 	noCorrections := fs.Bool("no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
+	fs.Float64Var(&cfg.RoutingLikelihood, "routing-likelihood", cfg.RoutingLikelihood, "schema routing: weight of the schemas' query likelihood (0: off)")
+	fs.Float64Var(&cfg.RoutingMu, "routing-mu", cfg.RoutingMu, "schema routing: Dirichlet mu of the query likelihood")
 	fs.IntVar(&cfg.RoutingHead, "routing-head", cfg.RoutingHead, "schema routing: keep the routed order for this many candidates, then interleave it with the unrouted order (0: routed throughout)")
 	fs.IntVar(&cfg.PrefixMin, "prefix-min", cfg.PrefixMin, "BM25: add identifier terms of at least N letters that abbreviate a question word (0: off)")
 	fs.IntVar(&cfg.SchemaExpansion, "schema-expansion", cfg.SchemaExpansion, "add up to N unfound tables of the best schema")

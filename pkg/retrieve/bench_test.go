@@ -24,7 +24,7 @@ type oneCatalog struct{ c *catalog.Catalog }
 func (o oneCatalog) Catalog(string) *catalog.Catalog { return o.c }
 
 // spiderFixture indexes SpiderUnion once per benchmark.
-func spiderFixture(b *testing.B) (*sqlite.Store, *catalog.Catalog, []benchmark.Question) {
+func spiderFixture(b testing.TB) (*sqlite.Store, *catalog.Catalog, []benchmark.Question) {
 	b.Helper()
 	sql := sharedtest.Read(b, "bench", "spiderunion", "schema.sql")
 	qf := sharedtest.Read(b, "bench", "spiderunion", "questions.jsonl")

@@ -99,6 +99,13 @@ type Config struct {
 	// the head is where that bet pays, and the tail hedges it with the
 	// other schemas' best matches. 0: the routed order throughout.
 	RoutingHead int
+	// RoutingLikelihood > 0 fuses the evidence ranking of schemas (their
+	// best table) with their ranking as documents by query likelihood, at
+	// this weight: the evidence follows one strong table, the likelihood
+	// rewards a schema that covers more of the question. RoutingMu is the
+	// Dirichlet smoothing of the likelihood, in term counts.
+	RoutingLikelihood float64
+	RoutingMu         float64
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -118,7 +125,7 @@ var DefaultConfig = Config{
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
-	PrefixMin: 4, Corrections: true, RoutingHead: 5,
+	PrefixMin: 4, Corrections: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
 }
 
 // Request is one retrieval.

@@ -57,6 +57,14 @@ type vocab struct {
 	names   map[string]map[string]bool // schema → terms of its schema, table and view names
 	columns map[string]map[string]bool // schema → terms of its column names
 	df      map[string]int             // term → number of schemas that have it
+	// counts, length, coll and total are the schemas as documents for
+	// query likelihood: a term's weighted count in each schema (names
+	// twice, columns once), each schema's length, and the whole
+	// catalog's counts.
+	counts map[string]map[string]float64
+	length map[string]float64
+	coll   map[string]float64
+	total  float64
 	// deletes maps every term of 4+ letters, and each of its one-letter
 	// deletions, to the terms it came from: the symmetric-delete index
 	// that finds the terms one edit from a misspelt word.
@@ -73,16 +81,34 @@ func newVocab(cat *catalog.Catalog) *vocab {
 			m[schema][t] = true
 		}
 	}
+	v.counts, v.length, v.coll = map[string]map[string]float64{}, map[string]float64{}, map[string]float64{}
+	count := func(schema, s string, w float64) {
+		if v.counts[schema] == nil {
+			v.counts[schema] = map[string]float64{}
+		}
+		ts := text.Terms(s)
+		ts = append(ts, text.Compounds(ts)...)
+		for _, t := range ts {
+			v.counts[schema][t] += w
+			v.length[schema] += w
+			v.coll[t] += w
+			v.total += w
+		}
+	}
 	for _, t := range cat.Tables() {
 		add(v.names, t.Schema, t.Schema+" "+t.Name)
+		count(t.Schema, t.Name, 2)
 		for _, c := range t.Columns {
 			add(v.columns, t.Schema, c.Name)
+			count(t.Schema, c.Name, 1)
 		}
 	}
 	for _, vw := range cat.Views() {
 		add(v.names, vw.Schema, vw.Schema+" "+vw.Name)
+		count(vw.Schema, vw.Name, 2)
 		for _, c := range vw.Columns {
 			add(v.columns, vw.Schema, c.Name)
+			count(vw.Schema, c.Name, 1)
 		}
 	}
 	for schema := range v.names {
@@ -147,6 +173,35 @@ func (v *vocab) rank(terms []string) []string {
 	return out
 }
 
+// likelihood orders the schemas by the query likelihood of terms under
+// each schema's Dirichlet-smoothed term distribution (mu), best first:
+// a schema that covers more of the question's concepts wins, and a big
+// schema is not favoured just for having many words. Terms the catalog
+// does not use are skipped.
+func (v *vocab) likelihood(terms []string, mu float64) []string {
+	scores := make(map[string]float64, len(v.counts))
+	out := make([]string, 0, len(v.counts))
+	for schema, counts := range v.counts {
+		var sc float64
+		for _, t := range terms {
+			pc := v.coll[t] / v.total
+			if pc == 0 {
+				continue
+			}
+			sc += math.Log((counts[t] + mu*pc) / (v.length[schema] + mu) / pc)
+		}
+		scores[schema] = sc
+		out = append(out, schema)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if scores[out[i]] != scores[out[j]] {
+			return scores[out[i]] > scores[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
 // route ranks the database's schemas against the question (see vocab) and
 // records each object's schema rank. With SchemaExpansion it also adds the
 // best schema's tables that no retriever found (they get only the routing
@@ -162,6 +217,11 @@ func (r *Retriever) route(req Request, cat *catalog.Catalog, objects func() []*o
 		schemas = g.vocab.rank(text.QueryTerms(req.Question))
 	} else {
 		schemas = r.rankByEvidence(objects())
+		if w := r.cfg.RoutingLikelihood; w > 0 && len(schemas) > 1 {
+			terms := r.queryTerms(req.Question, cat)
+			terms = append(terms, text.Compounds(text.QueryTerms(req.Question))...)
+			schemas = fuseRanks(schemas, g.vocab.likelihood(terms, r.cfg.RoutingMu), w)
+		}
 	}
 	if len(schemas) == 0 {
 		return
@@ -300,4 +360,24 @@ func editOne(a, b string) bool {
 	default:
 		return a[i+1:] == b[i:]
 	}
+}
+
+// fuseRanks orders the schemas of evidence by 1/(1+rank) in evidence plus
+// w/(1+rank) in likelihood, where likelihood ranks only the schemas that
+// have evidence: a schema with no candidate has nothing to route to.
+func fuseRanks(evidence, likelihood []string, w float64) []string {
+	score := make(map[string]float64, len(evidence))
+	for i, s := range evidence {
+		score[s] = 1 / float64(i+2)
+	}
+	i := 0
+	for _, s := range likelihood {
+		if _, ok := score[s]; ok {
+			score[s] += w / float64(i+2)
+			i++
+		}
+	}
+	out := slices.Clone(evidence)
+	sort.SliceStable(out, func(i, j int) bool { return score[out[i]] > score[out[j]] })
+	return out
 }

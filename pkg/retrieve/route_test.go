@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/rerank"
+	"github.com/schemaq/schemaq/pkg/text"
 )
 
 func TestEditOne(t *testing.T) {
@@ -66,6 +69,88 @@ func TestHedge(t *testing.T) {
 		}
 		if g := strings.Join(got, " "); g != tc.want {
 			t.Errorf("hedge(h=%d) = %s, want %s", tc.h, g, tc.want)
+		}
+	}
+}
+
+// worldDDL pools two databases as schemas: a question about languages
+// spoken across continents names films' table but covers world's.
+const worldDDL = `
+CREATE SCHEMA films;
+CREATE TABLE films.language (language_id int PRIMARY KEY, name text, last_update date);
+CREATE TABLE films.film (film_id int PRIMARY KEY, title text, language_id int REFERENCES films.language, release_year int);
+CREATE SCHEMA world;
+CREATE TABLE world.country (code text PRIMARY KEY, name text, continent text, region text, population int);
+CREATE TABLE world.countrylanguage (country_code text REFERENCES world.country, language text, is_official boolean, percentage numeric);
+CREATE TABLE world.city (id int PRIMARY KEY, name text, country_code text REFERENCES world.country, population int);
+`
+
+func TestLikelihoodFavoursCoverage(t *testing.T) {
+	cat, err := catalog.Snapshot("db", "world.sql", worldDDL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newVocab(cat)
+	for _, tc := range []struct{ question, first string }{
+		{"List every language.", "films"},
+		{"Which official languages are spoken on each continent?", "world"},
+		{"What films were released in 2006?", "films"},
+		{"Which city has the largest population?", "world"},
+	} {
+		got := v.likelihood(text.QueryTerms(tc.question), 50)
+		if len(got) != 2 || got[0] != tc.first {
+			t.Errorf("%q: likelihood order %v, want %s first", tc.question, got, tc.first)
+		}
+	}
+}
+
+func TestFuseRanks(t *testing.T) {
+	for _, tc := range []struct {
+		evidence, likelihood []string
+		w                    float64
+		want                 string
+	}{
+		{[]string{"a", "b", "c"}, []string{"c", "a", "b"}, 1.75, "c a b"},
+		{[]string{"a", "b", "c"}, []string{"c", "a", "b"}, 0.5, "a c b"},
+		// A schema only the likelihood knows has no candidates: it stays out.
+		{[]string{"a", "b"}, []string{"d", "b", "a"}, 1.75, "b a"},
+	} {
+		if got := strings.Join(fuseRanks(tc.evidence, tc.likelihood, tc.w), " "); got != tc.want {
+			t.Errorf("fuseRanks(%v, %v, %v) = %s, want %s", tc.evidence, tc.likelihood, tc.w, got, tc.want)
+		}
+	}
+}
+
+// Routing by evidence follows the best single table; with the likelihood
+// fused in, the schema that covers the question's other words as well
+// wins when the evidence is close.
+func TestRouteFusesLikelihood(t *testing.T) {
+	cat, err := catalog.Snapshot("db", "world.sql", worldDDL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		likelihood float64
+		want       string // schema routed first
+	}{{0, "films"}, {DefaultConfig.RoutingLikelihood, "world"}} {
+		cfg := DefaultConfig
+		cfg.RoutingLikelihood = tc.likelihood
+		r := &Retriever{cfg: cfg, graphs: newGraphCache()}
+		table := func(name, schema string) rerank.Candidate {
+			return rerank.Candidate{Kind: chunk.KindTable, Name: name, Schema: schema}
+		}
+		// BM25 ranked films' language table first, world's tables next.
+		objs := []*object{
+			{cand: table("films.language", "films"), ex: Explain{BM25Rank: 1}},
+			{cand: table("world.countrylanguage", "world"), ex: Explain{BM25Rank: 2}},
+			{cand: table("world.country", "world"), ex: Explain{BM25Rank: 3}},
+		}
+		r.route(Request{Question: "Which official languages are spoken on each continent?"}, cat,
+			func() []*object { return objs }, nil)
+		for _, o := range objs {
+			if o.cand.Schema == tc.want && o.schemaRank != 1 {
+				t.Errorf("RoutingLikelihood %v: %s routed %d, want 1", tc.likelihood, o.cand.Name, o.schemaRank)
+			}
 		}
 	}
 }
