@@ -68,6 +68,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.PropagationWeight, "propagation-weight", cfg.PropagationWeight, "propagation: share of a seed's score lent")
 	fs.IntVar(&cfg.PropagationSeeds, "propagation-seeds", cfg.PropagationSeeds, "propagation: how many of the best tables lend")
 	noCorrections := fs.Bool("no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
+	noCompounds := fs.Bool("no-compounds", false, "ablation: no run-together identifiers for the question words they are made of")
 	fs.Float64Var(&cfg.RoutingLikelihood, "routing-likelihood", cfg.RoutingLikelihood, "schema routing: weight of the schemas' query likelihood (0: off)")
 	fs.Float64Var(&cfg.RoutingMu, "routing-mu", cfg.RoutingMu, "schema routing: Dirichlet mu of the query likelihood")
 	fs.IntVar(&cfg.RoutingHead, "routing-head", cfg.RoutingHead, "schema routing: keep the routed order for this many candidates, then interleave it with the unrouted order (0: routed throughout)")
@@ -112,6 +113,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	cfg.BM25, cfg.KNN, cfg.SchemaRerank, cfg.FKExpansion = !*noBM25, !*noKNN, !*noSchema, !*noFK
 	cfg.SchemaRouting, cfg.Propagation = !*noRouting, !*noPropagation
 	cfg.Corrections = cfg.Corrections && !*noCorrections
+	cfg.Compounds = cfg.Compounds && !*noCompounds
 	if *reranker == "lexical" {
 		cfg.Reranker = rerank.Lexical{}
 	}

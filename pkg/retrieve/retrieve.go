@@ -99,6 +99,10 @@ type Config struct {
 	// the head is where that bet pays, and the tail hedges it with the
 	// other schemas' best matches. 0: the routed order throughout.
 	RoutingHead int
+	// Compounds adds, for a question word, the run-together identifier
+	// terms it is part of (language → countrylanguage) where the schema
+	// also uses the other part as a word (country).
+	Compounds bool
 	// RoutingLikelihood > 0 fuses the evidence ranking of schemas (their
 	// best table) with their ranking as documents by query likelihood, at
 	// this weight: the evidence follows one strong table, the likelihood
@@ -125,7 +129,7 @@ var DefaultConfig = Config{
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
-	PrefixMin: 4, Corrections: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
+	PrefixMin: 4, Corrections: true, Compounds: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
 }
 
 // Request is one retrieval.
@@ -459,12 +463,13 @@ func budget(items []Item, limit int) ([]Item, bool) {
 }
 
 // queryTerms are the BM25 terms of a question: its analysed words, the
-// corrections of words the database's identifiers do not use
-// (Corrections), and the identifier terms that abbreviate one of them
-// (PrefixMin). cat may be nil: then only the words.
+// run-together identifiers they are part of (Compounds), the corrections
+// of words the database's identifiers do not use (Corrections), and the
+// identifier terms that abbreviate one of them (PrefixMin). cat may be
+// nil: then only the words.
 func (r *Retriever) queryTerms(question string, cat *catalog.Catalog) []string {
 	terms := text.QueryTerms(question)
-	if cat == nil || (r.cfg.PrefixMin <= 0 && !r.cfg.Corrections) {
+	if cat == nil || (r.cfg.PrefixMin <= 0 && !r.cfg.Corrections && !r.cfg.Compounds) {
 		return terms
 	}
 	v := r.graphs.get(cat).vocab
@@ -477,6 +482,13 @@ func (r *Retriever) queryTerms(question string, cat *catalog.Catalog) []string {
 		if !seen[t] {
 			seen[t] = true
 			out = append(out, t)
+		}
+	}
+	if r.cfg.Compounds {
+		for _, t := range terms {
+			for _, c := range v.parts[t] {
+				add(c)
+			}
 		}
 	}
 	if r.cfg.Corrections {

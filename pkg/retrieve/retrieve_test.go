@@ -299,3 +299,40 @@ CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 		}
 	}
 }
+
+// A run-together table name (countrylanguage) is matched as a name by one
+// of its words when the schema uses the other as a word too (country):
+// BM25 then ranks it above a table that has the word only as a column.
+func TestCompoundsFindRunTogetherNames(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Snapshot("pool", "pool.sql", `
+CREATE SCHEMA films;
+CREATE TABLE films.film (film_id int PRIMARY KEY, title text, language text, rating text);
+CREATE SCHEMA world;
+CREATE TABLE world.country (code text PRIMARY KEY, name text, continent text);
+CREATE TABLE world.countrylanguage (countrycode text REFERENCES world.country, language text, official boolean, percentage numeric);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	for _, tc := range []struct {
+		compounds bool
+		first     string // BM25's first
+	}{{false, "films.film"}, {true, "world.countrylanguage"}} {
+		cfg := retrieve.DefaultConfig
+		cfg.Compounds = tc.compounds
+		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Retrieve(ctx, retrieve.Request{Database: "pool", Question: "Which languages are spoken?", K: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ex := range res.Explain {
+			if ex.BM25Rank == 1 && ex.Name != tc.first {
+				t.Errorf("Compounds %v: BM25 ranks %s first, want %s", tc.compounds, ex.Name, tc.first)
+			}
+		}
+	}
+}

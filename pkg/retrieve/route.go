@@ -69,6 +69,10 @@ type vocab struct {
 	// deletions, to the terms it came from: the symmetric-delete index
 	// that finds the terms one edit from a misspelt word.
 	deletes map[string][]string
+	// parts maps a word to the run-together identifier terms it is one
+	// part of (language → countrylanguag), where the schema that has the
+	// compound also uses each part as a word of its own.
+	parts map[string][]string
 }
 
 func newVocab(cat *catalog.Catalog) *vocab {
@@ -123,6 +127,24 @@ func newVocab(cat *catalog.Catalog) *vocab {
 			v.df[t]++
 		}
 	}
+	v.parts = map[string][]string{}
+	for schema, names := range v.names {
+		uses := func(t string) bool { return names[t] || v.columns[schema][t] }
+		for _, m := range []map[string]bool{names, v.columns[schema]} {
+			for t := range m {
+				if a, b, ok := split(t, uses); ok {
+					for _, p := range []string{a, b} {
+						if !slices.Contains(v.parts[p], t) {
+							v.parts[p] = append(v.parts[p], t)
+						}
+					}
+				}
+			}
+		}
+	}
+	for p := range v.parts {
+		slices.Sort(v.parts[p]) // map order must not leak into query order
+	}
 	v.deletes = map[string][]string{}
 	for t := range v.df {
 		if len(t) < 4 {
@@ -137,6 +159,24 @@ func newVocab(cat *catalog.Catalog) *vocab {
 		}
 	}
 	return v
+}
+
+// split reads a run-together identifier term (countrylanguag) as the two
+// words it is made of (country, languag) when the schema uses both as
+// words of their own: uses says whether it does. Parts are at least three
+// letters, the compound at least seven; the first split point that works
+// wins. Checking against the schema's own words, not a dictionary, keeps
+// out splits like member|ship and bal|lots.
+func split(t string, uses func(string) bool) (a, b string, ok bool) {
+	if len(t) < 7 {
+		return "", "", false
+	}
+	for i := 3; i <= len(t)-3; i++ {
+		if uses(t[:i]) && uses(t[i:]) {
+			return t[:i], t[i:], true
+		}
+	}
+	return "", "", false
 }
 
 // rank orders the schemas by score, best first; schemas that match no

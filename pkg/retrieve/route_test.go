@@ -154,3 +154,22 @@ func TestRouteFusesLikelihood(t *testing.T) {
 		}
 	}
 }
+
+func TestSplit(t *testing.T) {
+	words := map[string]bool{"country": true, "languag": true, "member": true, "out": true, "field": true, "name": true}
+	uses := func(w string) bool { return words[w] }
+	for _, tc := range []struct{ term, a, b string }{
+		{"countrylanguag", "country", "languag"},
+		{"outfield", "out", "field"},
+		{"membership", "", ""}, // ship is not a word of this schema
+		{"country", "", ""},    // a word of its own
+		{"fieldname", "field", "name"},
+		{"outname", "out", "name"},
+		{"outfld", "", ""}, // under seven letters: too short to be two words
+	} {
+		a, b, ok := split(tc.term, uses)
+		if a != tc.a || b != tc.b || ok != (tc.a != "") {
+			t.Errorf("split(%q) = %q, %q, %v; want %q, %q", tc.term, a, b, ok, tc.a, tc.b)
+		}
+	}
+}
