@@ -78,11 +78,19 @@ func (r *Retriever) expand(cat *catalog.Catalog, items []Item, limit int, schema
 		after  int
 		reason string
 	}
-	var found []bridge
-	for key, nbrs := range g.adj {
-		if _, chosen := pos[key]; chosen {
-			continue
+	// A bridge is a neighbour of a chosen table: look only there, not
+	// through the whole graph.
+	cands := map[string]bool{}
+	for key := range pos {
+		for n := range g.adj[key] {
+			if _, chosen := pos[n]; !chosen {
+				cands[n] = true
+			}
 		}
+	}
+	var found []bridge
+	for key := range cands {
+		nbrs := g.adj[key]
 		if t := g.tables[key]; t == nil || (len(schemas) > 0 && !slices.Contains(schemas, t.Schema)) {
 			continue
 		}

@@ -57,14 +57,14 @@ type vocab struct {
 	names   map[string]map[string]bool // schema → terms of its schema, table and view names
 	columns map[string]map[string]bool // schema → terms of its column names
 	df      map[string]int             // term → number of schemas that have it
-	// counts, length, coll and total are the schemas as documents for
-	// query likelihood: a term's weighted count in each schema (names
-	// twice, columns once), each schema's length, and the whole
-	// catalog's counts.
-	counts map[string]map[string]float64
-	length map[string]float64
-	coll   map[string]float64
-	total  float64
+	// postings, length, coll and total are the schemas as documents for
+	// query likelihood: a term's weighted count in each schema that has
+	// it (names twice, columns once), each schema's length, and the
+	// whole catalog's counts.
+	postings map[string]map[string]float64
+	length   map[string]float64
+	coll     map[string]float64
+	total    float64
 	// deletes maps every term of 4+ letters, and each of its one-letter
 	// deletions, to the terms it came from: the symmetric-delete index
 	// that finds the terms one edit from a misspelt word.
@@ -85,15 +85,15 @@ func newVocab(cat *catalog.Catalog) *vocab {
 			m[schema][t] = true
 		}
 	}
-	v.counts, v.length, v.coll = map[string]map[string]float64{}, map[string]float64{}, map[string]float64{}
+	v.postings, v.length, v.coll = map[string]map[string]float64{}, map[string]float64{}, map[string]float64{}
 	count := func(schema, s string, w float64) {
-		if v.counts[schema] == nil {
-			v.counts[schema] = map[string]float64{}
-		}
 		ts := text.Terms(s)
 		ts = append(ts, text.Compounds(ts)...)
 		for _, t := range ts {
-			v.counts[schema][t] += w
+			if v.postings[t] == nil {
+				v.postings[t] = map[string]float64{}
+			}
+			v.postings[t][schema] += w
 			v.length[schema] += w
 			v.coll[t] += w
 			v.total += w
@@ -213,26 +213,35 @@ func (v *vocab) rank(terms []string) []string {
 	return out
 }
 
-// likelihood orders the schemas by the query likelihood of terms under
-// each schema's Dirichlet-smoothed term distribution (mu), best first:
-// a schema that covers more of the question's concepts wins, and a big
+// likelihood orders schemas by the query likelihood of terms under each
+// schema's Dirichlet-smoothed term distribution (mu), best first: a
+// schema that covers more of the question's concepts wins, and a big
 // schema is not favoured just for having many words. Terms the catalog
-// does not use are skipped.
-func (v *vocab) likelihood(terms []string, mu float64) []string {
-	scores := make(map[string]float64, len(v.counts))
-	out := make([]string, 0, len(v.counts))
-	for schema, counts := range v.counts {
-		var sc float64
-		for _, t := range terms {
-			pc := v.coll[t] / v.total
-			if pc == 0 {
-				continue
-			}
-			sc += math.Log((counts[t] + mu*pc) / (v.length[schema] + mu) / pc)
+// does not use are skipped. With
+//
+//	log P(t|s) / P(t) = log(mu / (|s| + mu)) + log(1 + c(t,s) / (mu P(t)))
+//
+// only the schemas that have a term need its postings; the first part
+// depends on the schema's length alone.
+func (v *vocab) likelihood(terms []string, mu float64, schemas []string) []string {
+	scores := make(map[string]float64, len(schemas))
+	n := 0
+	for _, t := range terms {
+		pc := v.coll[t] / v.total
+		if pc == 0 {
+			continue
 		}
-		scores[schema] = sc
-		out = append(out, schema)
+		n++
+		for _, s := range schemas {
+			if c := v.postings[t][s]; c > 0 {
+				scores[s] += math.Log1p(c / (mu * pc))
+			}
+		}
 	}
+	for _, s := range schemas {
+		scores[s] += float64(n) * math.Log(mu/(v.length[s]+mu))
+	}
+	out := slices.Clone(schemas)
 	sort.Slice(out, func(i, j int) bool {
 		if scores[out[i]] != scores[out[j]] {
 			return scores[out[i]] > scores[out[j]]
@@ -260,7 +269,7 @@ func (r *Retriever) route(req Request, cat *catalog.Catalog, objects func() []*o
 		if w := r.cfg.RoutingLikelihood; w > 0 && len(schemas) > 1 {
 			terms := r.queryTerms(req.Question, cat)
 			terms = append(terms, text.Compounds(text.QueryTerms(req.Question))...)
-			schemas = fuseRanks(schemas, g.vocab.likelihood(terms, r.cfg.RoutingMu), w)
+			schemas = fuseRanks(schemas, g.vocab.likelihood(terms, r.cfg.RoutingMu, schemas), w)
 		}
 	}
 	if len(schemas) == 0 {

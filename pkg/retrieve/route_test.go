@@ -97,7 +97,7 @@ func TestLikelihoodFavoursCoverage(t *testing.T) {
 		{"What films were released in 2006?", "films"},
 		{"Which city has the largest population?", "world"},
 	} {
-		got := v.likelihood(text.QueryTerms(tc.question), 50)
+		got := v.likelihood(text.QueryTerms(tc.question), 50, []string{"films", "world"})
 		if len(got) != 2 || got[0] != tc.first {
 			t.Errorf("%q: likelihood order %v, want %s first", tc.question, got, tc.first)
 		}
