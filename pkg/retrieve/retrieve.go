@@ -100,8 +100,8 @@ type Config struct {
 	// other schemas' best matches. 0: the routed order throughout.
 	RoutingHead int
 	// Compounds adds, for a question word, the run-together identifier
-	// terms it is part of (language → countrylanguage) where the schema
-	// also uses the other part as a word (country).
+	// terms it is the head of (language → countrylanguage) where the
+	// schema also uses both parts as words (country, language).
 	Compounds bool
 	// RoutingLikelihood > 0 fuses the evidence ranking of schemas (their
 	// best table) with their ranking as documents by query likelihood, at
@@ -463,7 +463,7 @@ func budget(items []Item, limit int) ([]Item, bool) {
 }
 
 // queryTerms are the BM25 terms of a question: its analysed words, the
-// run-together identifiers they are part of (Compounds), the corrections
+// run-together identifiers they end (Compounds), the corrections
 // of words the database's identifiers do not use (Corrections), and the
 // identifier terms that abbreviate one of them (PrefixMin). cat may be
 // nil: then only the words.
@@ -486,7 +486,7 @@ func (r *Retriever) queryTerms(question string, cat *catalog.Catalog) []string {
 	}
 	if r.cfg.Compounds {
 		for _, t := range terms {
-			for _, c := range v.parts[t] {
+			for _, c := range v.heads[t] {
 				add(c)
 			}
 		}

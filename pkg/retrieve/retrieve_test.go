@@ -300,9 +300,9 @@ CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 	}
 }
 
-// A run-together table name (countrylanguage) is matched as a name by one
-// of its words when the schema uses the other as a word too (country):
-// BM25 then ranks it above a table that has the word only as a column.
+// A run-together table name (countrylanguage) is matched as a name by its
+// head word (language) when the schema uses both parts as words: BM25 then
+// ranks it above a table that has the word only as a column.
 func TestCompoundsFindRunTogetherNames(t *testing.T) {
 	ctx := context.Background()
 	cat, err := catalog.Snapshot("pool", "pool.sql", `
@@ -317,21 +317,27 @@ CREATE TABLE world.countrylanguage (countrycode text REFERENCES world.country, l
 	s, e := indexCatalogs(t, cat)
 	for _, tc := range []struct {
 		compounds bool
+		question  string
 		first     string // BM25's first
-	}{{false, "films.film"}, {true, "world.countrylanguage"}} {
+	}{
+		{false, "Which languages are spoken?", "films.film"},
+		{true, "Which languages are spoken?", "world.countrylanguage"},
+		// Only the head (language) leads to the compound, not the modifier.
+		{true, "Which countries are there?", "world.country"},
+	} {
 		cfg := retrieve.DefaultConfig
 		cfg.Compounds = tc.compounds
 		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := r.Retrieve(ctx, retrieve.Request{Database: "pool", Question: "Which languages are spoken?", K: 3})
+		res, err := r.Retrieve(ctx, retrieve.Request{Database: "pool", Question: tc.question, K: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, ex := range res.Explain {
 			if ex.BM25Rank == 1 && ex.Name != tc.first {
-				t.Errorf("Compounds %v: BM25 ranks %s first, want %s", tc.compounds, ex.Name, tc.first)
+				t.Errorf("Compounds %v, %q: BM25 ranks %s first, want %s", tc.compounds, tc.question, ex.Name, tc.first)
 			}
 		}
 	}

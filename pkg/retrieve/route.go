@@ -69,10 +69,10 @@ type vocab struct {
 	// deletions, to the terms it came from: the symmetric-delete index
 	// that finds the terms one edit from a misspelt word.
 	deletes map[string][]string
-	// parts maps a word to the run-together identifier terms it is one
-	// part of (language → countrylanguag), where the schema that has the
-	// compound also uses each part as a word of its own.
-	parts map[string][]string
+	// heads maps a word to the run-together identifier terms it ends
+	// (languag → countrylanguag), where the schema that has the compound
+	// also uses both parts as words of their own.
+	heads map[string][]string
 }
 
 func newVocab(cat *catalog.Catalog) *vocab {
@@ -127,23 +127,24 @@ func newVocab(cat *catalog.Catalog) *vocab {
 			v.df[t]++
 		}
 	}
-	v.parts = map[string][]string{}
+	v.heads = map[string][]string{}
 	for schema, names := range v.names {
 		uses := func(t string) bool { return names[t] || v.columns[schema][t] }
 		for _, m := range []map[string]bool{names, v.columns[schema]} {
 			for t := range m {
-				if a, b, ok := split(t, uses); ok {
-					for _, p := range []string{a, b} {
-						if !slices.Contains(v.parts[p], t) {
-							v.parts[p] = append(v.parts[p], t)
-						}
-					}
+				// Only the head, the last part, leads to the compound:
+				// a countrylanguage is a kind of language record, and a
+				// question about countries is not about it. With both
+				// parts, the compound's rare term pulled it to the top
+				// of every question about countries.
+				if _, head, ok := split(t, uses); ok && !slices.Contains(v.heads[head], t) {
+					v.heads[head] = append(v.heads[head], t)
 				}
 			}
 		}
 	}
-	for p := range v.parts {
-		slices.Sort(v.parts[p]) // map order must not leak into query order
+	for h := range v.heads {
+		slices.Sort(v.heads[h]) // map order must not leak into query order
 	}
 	v.deletes = map[string][]string{}
 	for t := range v.df {
