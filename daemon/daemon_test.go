@@ -192,6 +192,9 @@ func TestEndpoints(t *testing.T) {
 		s.Explain == nil || s.Results[0].Text == "" {
 		t.Errorf("search: %v explain=%v", names, s.Explain != nil)
 	}
+	if len(s.QueryTerms) == 0 || s.QueryTerms[0] != (events.QueryTerm{Term: "order", Why: "question"}) {
+		t.Errorf("explained search should list its query terms, got %+v", s.QueryTerms)
+	}
 	none, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders", Schemas: []string{"archive"}})
 	if err != nil || len(none.Results) != 0 {
 		t.Errorf("a schema with no tables should give no results: %+v %v", none, err)

@@ -150,13 +150,24 @@ type Usage struct {
 	CachedTokens     int `json:"cached_tokens"`
 }
 
+// QueryTerm is one term of the BM25 query and where it came from:
+// Why is question, compound, correction or prefix, and From the
+// question word a derived term came from.
+type QueryTerm struct {
+	Term string `json:"term"`
+	Why  string `json:"why"`
+	From string `json:"from,omitempty"`
+}
+
 // SearchReply is the reply of the search endpoint.
 type SearchReply struct {
-	Database string             `json:"database"`
-	Results  []ContextItem      `json:"results"`
-	Explain  any                `json:"explain,omitempty"`
-	Timings  map[string]float64 `json:"timings_ms,omitempty"`
-	Error    *Error             `json:"error,omitempty"`
+	Database string        `json:"database"`
+	Results  []ContextItem `json:"results"`
+	Explain  any           `json:"explain,omitempty"`
+	// QueryTerms come with Explain: the terms BM25 searched for.
+	QueryTerms []QueryTerm        `json:"query_terms,omitempty"`
+	Timings    map[string]float64 `json:"timings_ms,omitempty"`
+	Error      *Error             `json:"error,omitempty"`
 }
 
 // AskReply is the reply of the ask endpoint. On failure Error is set and
@@ -171,6 +182,7 @@ type AskReply struct {
 	Usage       *Usage             `json:"usage,omitempty"`
 	Timings     map[string]float64 `json:"timings_ms,omitempty"`
 	Explain     any                `json:"explain,omitempty"`
+	QueryTerms  []QueryTerm        `json:"query_terms,omitempty"`
 	Error       *Error             `json:"error,omitempty"`
 }
 

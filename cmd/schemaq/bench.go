@@ -156,6 +156,29 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 			break
 		}
 		fmt.Fprintf(e.stdout, "miss: %s\n  gold %v\n  got  %v\n", m.Question, m.Gold, m.Got)
+		printQueryTerms(e, "  ", retrieve.QueryTerms(m.Terms))
+		for _, p := range m.Paths {
+			fmt.Fprintf(e.stdout, "  %s: %s\n", p.Name, stagePath(p))
+		}
 	}
 	return nil
+}
+
+// stagePath is a gold table's way through the stages, for --misses:
+// "bm25 7, knn -, schema 8 (evidence 6, likelihood 9), fused 19, final -".
+func stagePath(ex retrieve.Explain) string {
+	r := func(n int) string {
+		if n == 0 {
+			return "-"
+		}
+		return strconv.Itoa(n)
+	}
+	s := "bm25 " + r(ex.BM25Rank) + ", knn " + r(ex.KNNRank) + ", schema " + r(ex.SchemaRoute)
+	if ex.SchemaLikelihood > 0 {
+		s += " (evidence " + r(ex.SchemaEvidence) + ", likelihood " + r(ex.SchemaLikelihood) + ")"
+	}
+	if ex.LiftedTo > 0 {
+		s += ", lifted by a foreign key"
+	}
+	return s + ", fused " + r(ex.FusedRank) + ", final " + r(ex.FinalRank)
 }

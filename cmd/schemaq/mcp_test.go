@@ -126,7 +126,7 @@ func TestMCPTools(t *testing.T) {
 		{"describe_table", map[string]any{"database": "shop", "table": "orders"}, false, []string{"CREATE TABLE public.orders", `customer_id → public.customers.id`, `public.payments.order_id → id`}},
 		{"search_schema", map[string]any{"database": "shop", "question": "how are partial refunds recorded", "kinds": []string{"doc"}, "k": 2}, false, []string{`"kind":"doc"`, `refunds.md`}},
 		{"ask_sql", map[string]any{"database": "shop", "question": "How many orders are there?"}, false, []string{`"sql":"SELECT count(*) FROM orders"`, `"tables":["public.orders"]`}},
-		{"explain_retrieval", map[string]any{"database": "shop", "question": "payments per order", "k": 3}, false, []string{`"fused_rank"`, `"bm25_rank"`}},
+		{"explain_retrieval", map[string]any{"database": "shop", "question": "payments per order", "k": 3}, false, []string{`"fused_rank"`, `"bm25_rank"`, `"query_terms"`, `"why":"question"`}},
 		// Errors.
 		{"list_tables", map[string]any{"database": "nope"}, true, []string{"unknown_database"}},
 		{"describe_table", map[string]any{"database": "shop", "table": "ghosts"}, true, []string{"not_found"}},

@@ -137,6 +137,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if *explain {
+		printQueryTerms(e, "", reply.QueryTerms)
 		b, _ := json.MarshalIndent(reply.Explain, "", "  ")
 		fmt.Fprintf(e.stdout, "explain:\n%s\n", b)
 	}
@@ -177,4 +178,20 @@ func runTables(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "  %-40s %3d columns  %s\n", t.Name, t.Columns, t.Comment)
 	}
 	return nil
+}
+
+// printQueryTerms prints the BM25 query after indent, derived terms with
+// their origin ("countrylanguag (compound of languag)").
+func printQueryTerms(e *env, indent string, terms []events.QueryTerm) {
+	if len(terms) == 0 {
+		return
+	}
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = t.Term
+		if t.Why != "question" {
+			parts[i] += " (" + t.Why + " of " + t.From + ")"
+		}
+	}
+	fmt.Fprintf(e.stdout, "%squery terms: %s\n", indent, strings.Join(parts, ", "))
 }

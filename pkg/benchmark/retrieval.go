@@ -101,6 +101,10 @@ type Miss struct {
 	Question string
 	Gold     []string
 	Got      []string
+	Terms    []retrieve.Term
+	// Paths are the explain records of the gold tables that were
+	// candidates at all: which stage lost each one.
+	Paths []retrieve.Explain
 }
 
 type staticCatalogs struct{ c *catalog.Catalog }
@@ -200,7 +204,13 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 			}
 		}
 		if !allIn(gold, got[:min(maxK, len(got))]) {
-			rep.Misses = append(rep.Misses, Miss{Question: q.Question, Gold: gold, Got: got[:min(maxK, len(got))]})
+			m := Miss{Question: q.Question, Gold: gold, Got: got[:min(maxK, len(got))], Terms: res.Terms}
+			for _, ex := range res.Explain {
+				if slices.Contains(gold, strings.ToLower(ex.Name)) {
+					m.Paths = append(m.Paths, ex)
+				}
+			}
+			rep.Misses = append(rep.Misses, m)
 		}
 		if cfg.Progress != nil && ((qi+1)%25 == 0 || qi+1 == len(cfg.Questions)) {
 			fmt.Fprintf(cfg.Progress, "\rquestions %d/%d", qi+1, len(cfg.Questions))

@@ -205,8 +205,9 @@ func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*
 // ExplainOut is explain_retrieval's result: the results and each
 // candidate's path through the stages.
 type ExplainOut struct {
-	Results []string `json:"results"`
-	Explain any      `json:"explain"`
+	Results    []string           `json:"results"`
+	QueryTerms []events.QueryTerm `json:"query_terms"`
+	Explain    any                `json:"explain"`
 }
 
 func (t *tools) explainRetrieval(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, ExplainOut, error) {
@@ -218,7 +219,7 @@ func (t *tools) explainRetrieval(ctx context.Context, _ *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, ExplainOut{}, toolError(err)
 	}
-	out := ExplainOut{Results: []string{}, Explain: r.Explain}
+	out := ExplainOut{Results: []string{}, QueryTerms: r.QueryTerms, Explain: r.Explain}
 	for _, it := range r.Results {
 		out.Results = append(out.Results, it.Kind+" "+it.Name)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/embed"
@@ -158,7 +159,9 @@ type Result struct {
 	// failed, leaving the fused order).
 	Warnings []string
 	Explain  []Explain
-	Timings  Timings
+	// Terms are the BM25 query's terms, each with where it came from.
+	Terms   []Term
+	Timings Timings
 }
 
 // Timings per stage.
@@ -176,6 +179,11 @@ type Explain struct {
 	KNNRank     int     `json:"knn_rank,omitempty"`
 	KNNScore    float64 `json:"knn_score,omitempty"`
 	SchemaRoute int     `json:"schema_route_rank,omitempty"`
+	// SchemaEvidence and SchemaLikelihood are the two schema rankings
+	// routing fused into SchemaRoute: by the schema's best candidate,
+	// and by the question's likelihood under the schema's words.
+	SchemaEvidence   int `json:"schema_evidence_rank,omitempty"`
+	SchemaLikelihood int `json:"schema_likelihood_rank,omitempty"`
 	// LiftedTo is the score foreign-key propagation raised the candidate
 	// to (0: not lifted).
 	LiftedTo    float64 `json:"lifted_to,omitempty"`
@@ -270,10 +278,11 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		took time.Duration
 	}
 	textDone := make(chan textResult, 1)
+	res.Terms = r.queryTerms(req.Question, cat)
 	if r.cfg.BM25 {
 		go func() {
 			t0 := time.Now()
-			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: r.queryTerms(req.Question, cat),
+			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: termStrings(res.Terms),
 				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
 			textDone <- textResult{hits, err, time.Since(t0)}
 		}()
@@ -327,7 +336,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	// rank, then to the name, so the order is deterministic.
 	t0 := time.Now()
 	if r.cfg.SchemaRouting || r.cfg.SchemaExpansion > 0 {
-		r.route(req, cat, func() []*object { return all }, get)
+		r.route(req, cat, res.Terms, func() []*object { return all }, get)
 	}
 	for _, o := range all {
 		o.bestAt = 1 << 30
@@ -462,50 +471,87 @@ func budget(items []Item, limit int) ([]Item, bool) {
 	return items, false
 }
 
+// Term is one BM25 query term and where it came from.
+type Term struct {
+	Term string `json:"term"`
+	// Why is question (an analysed word of the question), compound (a
+	// run-together identifier the word ends), correction (the identifier
+	// term one edit from a word no identifier uses) or prefix (an
+	// identifier term that abbreviates the word).
+	Why  string `json:"why"`
+	From string `json:"from,omitempty"` // the question word it came from
+}
+
+// Term origins.
+const (
+	FromQuestion   = "question"
+	FromCompound   = "compound"
+	FromCorrection = "correction"
+	FromPrefix     = "prefix"
+)
+
 // queryTerms are the BM25 terms of a question: its analysed words, the
 // run-together identifiers they end (Compounds), the corrections
 // of words the database's identifiers do not use (Corrections), and the
 // identifier terms that abbreviate one of them (PrefixMin). cat may be
 // nil: then only the words.
-func (r *Retriever) queryTerms(question string, cat *catalog.Catalog) []string {
-	terms := text.QueryTerms(question)
-	if cat == nil || (r.cfg.PrefixMin <= 0 && !r.cfg.Corrections && !r.cfg.Compounds) {
-		return terms
-	}
-	v := r.graphs.get(cat).vocab
-	seen := make(map[string]bool, len(terms))
-	for _, t := range terms {
-		seen[t] = true
-	}
-	out := terms
-	add := func(t string) {
+func (r *Retriever) queryTerms(question string, cat *catalog.Catalog) []Term {
+	words := text.QueryTerms(question)
+	out := make([]Term, 0, len(words))
+	seen := make(map[string]bool, len(words))
+	add := func(t, why, from string) {
 		if !seen[t] {
 			seen[t] = true
-			out = append(out, t)
+			out = append(out, Term{Term: t, Why: why, From: from})
 		}
 	}
+	for _, w := range words {
+		add(w, FromQuestion, "")
+	}
+	if cat == nil || (r.cfg.PrefixMin <= 0 && !r.cfg.Corrections && !r.cfg.Compounds) {
+		return out
+	}
+	v := r.graphs.get(cat).vocab
 	if r.cfg.Compounds {
-		for _, t := range terms {
-			for _, c := range v.heads[t] {
-				add(c)
+		for _, w := range words {
+			for _, c := range v.heads[w] {
+				add(c, FromCompound, w)
 			}
 		}
 	}
 	if r.cfg.Corrections {
-		for _, t := range terms {
-			if c := v.correction(t); c != "" {
-				add(c)
+		for _, w := range words {
+			if c := v.correction(w); c != "" {
+				add(c, FromCorrection, w)
 			}
 		}
 	}
 	if r.cfg.PrefixMin > 0 {
-		for _, t := range terms {
-			for n := r.cfg.PrefixMin; n <= len(t)-2; n++ {
-				if v.df[t[:n]] > 0 {
-					add(t[:n])
+		for _, w := range words {
+			for n := r.cfg.PrefixMin; n <= len(w)-2; n++ {
+				if v.df[w[:n]] > 0 {
+					add(w[:n], FromPrefix, w)
 				}
 			}
 		}
+	}
+	return out
+}
+
+// QueryTerms converts terms for a reply.
+func QueryTerms(terms []Term) []events.QueryTerm {
+	out := make([]events.QueryTerm, len(terms))
+	for i, t := range terms {
+		out[i] = events.QueryTerm(t)
+	}
+	return out
+}
+
+// termStrings are the terms alone.
+func termStrings(terms []Term) []string {
+	out := make([]string, len(terms))
+	for i, t := range terms {
+		out[i] = t.Term
 	}
 	return out
 }

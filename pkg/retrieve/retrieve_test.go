@@ -342,3 +342,32 @@ CREATE TABLE world.countrylanguage (countrycode text REFERENCES world.country, l
 		}
 	}
 }
+
+// The result names every BM25 term and where it came from, so an explain
+// can show which expansion found a table.
+func TestResultRecordsQueryTerms(t *testing.T) {
+	cat, err := catalog.Snapshot("geo", "geo.sql", `
+CREATE TABLE nations (code text PRIMARY KEY, title text, indep_year int, weight numeric);
+CREATE TABLE countrylanguage (countrycode text REFERENCES nations, country text, language text);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	r, err := retrieve.New(s, e, oneCatalog{cat}, retrieve.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Retrieve(context.Background(), retrieve.Request{Database: "geo", Question: "Which languages became independent, and how much do they weigh?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tm := range res.Terms {
+		got = append(got, tm.Term+"/"+tm.Why+"/"+tm.From)
+	}
+	want := "languag/question/ becam/question/ independent/question/ weigh/question/ " +
+		"countrylanguag/compound/languag weight/correction/weigh indep/prefix/independent"
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("terms:\n got %s\nwant %s", g, want)
+	}
+}

@@ -256,21 +256,40 @@ func (v *vocab) likelihood(terms []string, mu float64, schemas []string) []strin
 // records each object's schema rank. With SchemaExpansion it also adds the
 // best schema's tables that no retriever found (they get only the routing
 // bonus, so they follow the tables with evidence of their own).
-// objects returns the caller's current list, which get extends.
-func (r *Retriever) route(req Request, cat *catalog.Catalog, objects func() []*object, get func(chunk.Chunk) *object) {
+// terms are the question's BM25 terms. objects returns the caller's
+// current list, which get extends.
+func (r *Retriever) route(req Request, cat *catalog.Catalog, terms []Term, objects func() []*object, get func(chunk.Chunk) *object) {
 	if cat == nil {
 		return
 	}
 	g := r.graphs.get(cat)
 	var schemas []string
+	evidence, likelihood := map[string]int{}, map[string]int{}
 	if r.cfg.RoutingByVocab {
 		schemas = g.vocab.rank(text.QueryTerms(req.Question))
 	} else {
 		schemas = r.rankByEvidence(objects())
+		for i, s := range schemas {
+			evidence[s] = i + 1
+		}
 		if w := r.cfg.RoutingLikelihood; w > 0 && len(schemas) > 1 {
-			terms := r.queryTerms(req.Question, cat)
-			terms = append(terms, text.Compounds(text.QueryTerms(req.Question))...)
-			schemas = fuseRanks(schemas, g.vocab.likelihood(terms, r.cfg.RoutingMu, schemas), w)
+			// Query likelihood counts a word the question repeats each
+			// time; it also sees the expansions, and the compounds of
+			// adjacent words, as the identifier fields hold them (car
+			// makers → carmaker).
+			words := text.QueryTerms(req.Question)
+			lt := slices.Clone(words)
+			for _, t := range terms {
+				if t.Why != FromQuestion {
+					lt = append(lt, t.Term)
+				}
+			}
+			lt = append(lt, text.Compounds(words)...)
+			byLikelihood := g.vocab.likelihood(lt, r.cfg.RoutingMu, schemas)
+			for i, s := range byLikelihood {
+				likelihood[s] = i + 1
+			}
+			schemas = fuseRanks(schemas, byLikelihood, w)
 		}
 	}
 	if len(schemas) == 0 {
@@ -299,6 +318,7 @@ func (r *Retriever) route(req Request, cat *catalog.Catalog, objects func() []*o
 		if o.cand.Kind == chunk.KindTable || o.cand.Kind == chunk.KindView {
 			o.schemaRank = rank[o.cand.Schema]
 			o.ex.SchemaRoute = o.schemaRank
+			o.ex.SchemaEvidence, o.ex.SchemaLikelihood = evidence[o.cand.Schema], likelihood[o.cand.Schema]
 		}
 	}
 }

@@ -145,8 +145,8 @@ func TestRouteFusesLikelihood(t *testing.T) {
 			{cand: table("world.countrylanguage", "world"), ex: Explain{BM25Rank: 2}},
 			{cand: table("world.country", "world"), ex: Explain{BM25Rank: 3}},
 		}
-		r.route(Request{Question: "Which official languages are spoken on each continent?"}, cat,
-			func() []*object { return objs }, nil)
+		q := "Which official languages are spoken on each continent?"
+		r.route(Request{Question: q}, cat, r.queryTerms(q, cat), func() []*object { return objs }, nil)
 		for _, o := range objs {
 			if o.cand.Schema == tc.want && o.schemaRank != 1 {
 				t.Errorf("RoutingLikelihood %v: %s routed %d, want 1", tc.likelihood, o.cand.Name, o.schemaRank)
