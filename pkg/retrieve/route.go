@@ -65,9 +65,11 @@ type vocab struct {
 	length   map[string]float64
 	coll     map[string]float64
 	total    float64
-	// deletes maps every term of 4+ letters, and each of its one-letter
+	// deletes maps every term of 3+ letters, and each of its one-letter
 	// deletions, to the terms it came from: the symmetric-delete index
-	// that finds the terms one edit from a misspelt word.
+	// that finds the terms one edit from a misspelt word. Words to
+	// correct have 4+ letters, but a short term still makes a
+	// correction ambiguous (sage: age or sale).
 	deletes map[string][]string
 	// heads maps a word to the run-together identifier terms it ends
 	// (languag → countrylanguag), where the schema that has the compound
@@ -148,7 +150,7 @@ func newVocab(cat *catalog.Catalog) *vocab {
 	}
 	v.deletes = map[string][]string{}
 	for t := range v.df {
-		if len(t) < 4 {
+		if len(t) < 3 {
 			continue
 		}
 		v.deletes[t] = append(v.deletes[t], t)
@@ -384,6 +386,13 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 func (v *vocab) correction(w string) string {
 	if len(w) < 4 || v.df[w] > 0 {
 		return ""
+	}
+	// A doubled letter typed once too often (carr) is the likeliest
+	// slip: its undoubled form wins outright.
+	for i := 1; i < len(w); i++ {
+		if w[i] == w[i-1] && v.df[w[:i]+w[i+1:]] > 0 {
+			return w[:i] + w[i+1:]
+		}
 	}
 	found := ""
 	check := func(key string) bool {

@@ -42,6 +42,8 @@ CREATE TABLE tales (id int, moral text);`)
 		{"maker", ""},       // in the vocabulary: nothing to correct
 		{"mode", ""},        // model and modem are both one edit: ambiguous
 		{"car", ""},         // too short to correct
+		{"carr", "car"},     // a doubled letter: undoubled first
+		{"sage", ""},        // age and sale are both one edit: ambiguous
 	} {
 		if got := v.correction(tc.word); got != tc.want {
 			t.Errorf("correction(%q) = %q, want %q", tc.word, got, tc.want)
