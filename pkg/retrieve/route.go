@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
@@ -384,8 +385,8 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 // there is none or more than one: a misspelt question word ("carr",
 // "sname") or a near form the stemmer does not fold ("weigh" → weight).
 func (v *vocab) correction(w string) string {
-	if len(w) < 4 || v.df[w] > 0 {
-		return ""
+	if len(w) < 4 || v.df[w] > 0 || strings.ContainsAny(w, "0123456789") {
+		return "" // numbers are values, not misspelt names (5000 is not 500)
 	}
 	// A doubled letter typed once too often (carr) is the likeliest
 	// slip: its undoubled form wins outright.

@@ -29,7 +29,7 @@ func TestCorrection(t *testing.T) {
 	cat, err := catalog.Snapshot("db", "t.sql", `
 CREATE TABLE pets (pet_id int, weight numeric, pet_age int);
 CREATE TABLE cars (id int, maker text, model text, modem text);
-CREATE TABLE songs (id int, title text, sales int);
+CREATE TABLE songs (id int, title text, sales int, top_500 int);
 CREATE TABLE tales (id int, moral text);`)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +44,7 @@ CREATE TABLE tales (id int, moral text);`)
 		{"car", ""},         // too short to correct
 		{"carr", "car"},     // a doubled letter: undoubled first
 		{"sage", ""},        // age and sale are both one edit: ambiguous
+		{"5000", ""},        // a number is a value, not a misspelt name
 	} {
 		if got := v.correction(tc.word); got != tc.want {
 			t.Errorf("correction(%q) = %q, want %q", tc.word, got, tc.want)
