@@ -11,6 +11,7 @@
 package text
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -179,11 +180,12 @@ var sortOrders = map[string]bool{
 }
 
 // sortVerbs are the words that ask for an ORDER BY when "by" follows them
-// ("sorted by", "ordered by") or when they open the question ("Sort …").
+// ("sorted by", "ordered by") or when they open a question that has a
+// "by" later ("Sort the products by price").
 var sortVerbs = map[string]bool{"order": true, "ordered": true, "sort": true, "sorted": true, "sorting": true}
 
 // sortPhrase marks the words of the question's sort instructions: a sort
-// verb followed by "by" or opening the question, "order" after a sort
+// verb followed by "by" or opening a question with a "by", "order" after a sort
 // direction ("in descending order") or in "in order of", and the
 // directions themselves ("… by age, descending"). "order" anywhere else
 // is a noun and stays.
@@ -203,8 +205,10 @@ func sortPhrase(words []string) map[int]bool {
 			if j := i + 1; j < len(words) && (words[j] == "order" || words[j] == "orders") {
 				mark(j)
 			}
-		case sortVerbs[w] && (i == 0 || (i+1 < len(words) && words[i+1] == "by")):
+		case sortVerbs[w] && i+1 < len(words) && words[i+1] == "by":
 			mark(i)
+		case sortVerbs[w] && i == 0 && slices.Contains(words[1:], "by"):
+			mark(i) // "Sort the products by price", not "Order details"
 		case w == "order" && i > 0 && words[i-1] == "in" && i+1 < len(words) && words[i+1] == "of":
 			mark(i) // "in order of age"
 		}

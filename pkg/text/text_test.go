@@ -125,6 +125,8 @@ func TestQueryTermsDropSortInstructions(t *testing.T) {
 		{"Which customers placed an order sorted by date?", "customer placed order date"},
 		{"What is the order date of the largest order?", "order date largest order"},
 		{"Sort the products by price.", "product price"},
+		{"Order details of customer 5", "order detail customer 5"},
+		{"order", "order"},
 	} {
 		if got, want := strings.Join(QueryTerms(tc.in), " "), strings.Join(Terms(tc.want), " "); got != want {
 			t.Errorf("QueryTerms(%q) = %q, want %q", tc.in, got, want)
