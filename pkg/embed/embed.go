@@ -80,7 +80,7 @@ const (
 // Vector embeds one text.
 func (l *Local) Vector(s string) []float32 {
 	v := make([]float32, l.dim)
-	terms := text.QueryTerms(s)
+	terms := text.TextTerms(s)
 	for i, t := range terms {
 		l.add(v, "w", t, "", wTerm)
 		if i > 0 {

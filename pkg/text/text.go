@@ -156,10 +156,21 @@ var nounContext = map[string]bool{
 // the words of a sort instruction ("ordered by age", "in descending
 // alphabetical order") are dropped: they ask for an ORDER BY, not for a
 // table of orders.
-func QueryTerms(s string) []string {
+func QueryTerms(s string) []string { return freeTerms(s, true) }
+
+// TextTerms analyzes free text that may be a question or a document (the
+// local embedder's input): command words count only where they are
+// nouns, as in QueryTerms, but sort instructions stay, because in a
+// document "ordered by" is content, and vectors of both must agree.
+func TextTerms(s string) []string { return freeTerms(s, false) }
+
+func freeTerms(s string, dropSorting bool) []string {
 	words := Words(s)
 	out := make([]string, 0, len(words))
-	sorting := sortPhrase(words)
+	var sorting map[int]bool
+	if dropSorting {
+		sorting = sortPhrase(words)
+	}
 	prev := ""
 	for i, w := range words {
 		keep := !stopWords[w] && !sorting[i] && (!commandWords[w] || nounContext[prev])

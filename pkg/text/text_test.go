@@ -133,3 +133,15 @@ func TestQueryTermsDropSortInstructions(t *testing.T) {
 		}
 	}
 }
+
+// The embedder's analysis keeps sort words: in a document they are
+// content, and a question and a document must be embedded alike.
+func TestTextTermsKeepSortWords(t *testing.T) {
+	in := "Show the orders sorted by date, descending"
+	if got, want := strings.Join(TextTerms(in), " "), strings.Join(Terms("orders sorted date descending"), " "); got != want {
+		t.Errorf("TextTerms(%q) = %q, want %q", in, got, want)
+	}
+	if got, want := strings.Join(QueryTerms(in), " "), "order date"; got != want {
+		t.Errorf("QueryTerms(%q) = %q, want %q", in, got, want)
+	}
+}
