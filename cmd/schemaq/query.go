@@ -181,7 +181,7 @@ func runTables(ctx context.Context, e *env, args []string) error {
 }
 
 // printQueryTerms prints the BM25 query after indent, derived terms with
-// their origin ("countrylanguag (compound of languag)").
+// their origin ("productcategory (compound of category)").
 func printQueryTerms(e *env, indent string, terms []events.QueryTerm) {
 	if len(terms) == 0 {
 		return

@@ -101,8 +101,8 @@ type Config struct {
 	// other schemas' best matches. 0: the routed order throughout.
 	RoutingHead int
 	// Compounds adds, for a question word, the run-together identifier
-	// terms it is the head of (language → countrylanguage) where the
-	// schema also uses both parts as words (country, language).
+	// terms it is the head of (category → productcategory) where the
+	// schema also uses both parts as words (product, category).
 	Compounds bool
 	// RoutingLikelihood > 0 fuses the evidence ranking of schemas (their
 	// best table) with their ranking as documents by query likelihood, at

@@ -300,17 +300,17 @@ CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 	}
 }
 
-// A run-together table name (countrylanguage) is matched as a name by its
-// head word (language) when the schema uses both parts as words: BM25 then
+// A run-together table name (productcategory) is matched as a name by its
+// head word (category) when the schema uses both parts as words: BM25 then
 // ranks it above a table that has the word only as a column.
 func TestCompoundsFindRunTogetherNames(t *testing.T) {
 	ctx := context.Background()
 	cat, err := catalog.Snapshot("pool", "pool.sql", `
-CREATE SCHEMA films;
-CREATE TABLE films.film (film_id int PRIMARY KEY, title text, language text, rating text);
-CREATE SCHEMA world;
-CREATE TABLE world.country (code text PRIMARY KEY, name text, continent text);
-CREATE TABLE world.countrylanguage (countrycode text REFERENCES world.country, language text, official boolean, percentage numeric);`)
+CREATE SCHEMA blog;
+CREATE TABLE blog.post (post_id int PRIMARY KEY, title text, category text, body text);
+CREATE SCHEMA store;
+CREATE TABLE store.product (code text PRIMARY KEY, name text, price numeric);
+CREATE TABLE store.productcategory (product_code text REFERENCES store.product, category text, is_primary boolean, position int);`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,10 +320,10 @@ CREATE TABLE world.countrylanguage (countrycode text REFERENCES world.country, l
 		question  string
 		first     string // BM25's first
 	}{
-		{false, "Which languages are spoken?", "films.film"},
-		{true, "Which languages are spoken?", "world.countrylanguage"},
-		// Only the head (language) leads to the compound, not the modifier.
-		{true, "Which countries are there?", "world.country"},
+		{false, "Which categories are there?", "blog.post"},
+		{true, "Which categories are there?", "store.productcategory"},
+		// Only the head (category) leads to the compound, not the modifier.
+		{true, "Which products are there?", "store.product"},
 	} {
 		cfg := retrieve.DefaultConfig
 		cfg.Compounds = tc.compounds
@@ -347,8 +347,8 @@ CREATE TABLE world.countrylanguage (countrycode text REFERENCES world.country, l
 // can show which expansion found a table.
 func TestResultRecordsQueryTerms(t *testing.T) {
 	cat, err := catalog.Snapshot("geo", "geo.sql", `
-CREATE TABLE nations (code text PRIMARY KEY, title text, indep_year int, weight numeric);
-CREATE TABLE countrylanguage (countrycode text REFERENCES nations, country text, language text);`)
+CREATE TABLE products (code text PRIMARY KEY, title text, descrip text, weight numeric);
+CREATE TABLE productcategory (product_code text REFERENCES products, product text, category text);`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ CREATE TABLE countrylanguage (countrycode text REFERENCES nations, country text,
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Retrieve(context.Background(), retrieve.Request{Database: "geo", Question: "Which languages became independent, and how much do they weigh?"})
+	res, err := r.Retrieve(context.Background(), retrieve.Request{Database: "geo", Question: "Which categories have a description, and how much do they weigh?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,8 +365,8 @@ CREATE TABLE countrylanguage (countrycode text REFERENCES nations, country text,
 	for _, tm := range res.Terms {
 		got = append(got, tm.Term+"/"+tm.Why+"/"+tm.From)
 	}
-	want := "languag/question/ becam/question/ independent/question/ weigh/question/ " +
-		"countrylanguag/compound/languag weight/correction/weigh indep/prefix/independent"
+	want := "category/question/ description/question/ weigh/question/ " +
+		"productcategory/compound/category weight/correction/weigh descrip/prefix/description"
 	if g := strings.Join(got, " "); g != want {
 		t.Errorf("terms:\n got %s\nwant %s", g, want)
 	}

@@ -73,7 +73,7 @@ type vocab struct {
 	// correction ambiguous (sage: age or sale).
 	deletes map[string][]string
 	// heads maps a word to the run-together identifier terms it ends
-	// (languag → countrylanguag), where the schema that has the compound
+	// (category → productcategory), where the schema that has the compound
 	// also uses both parts as words of their own.
 	heads map[string][]string
 }
@@ -136,10 +136,10 @@ func newVocab(cat *catalog.Catalog) *vocab {
 		for _, m := range []map[string]bool{names, v.columns[schema]} {
 			for t := range m {
 				// Only the head, the last part, leads to the compound:
-				// a countrylanguage is a kind of language record, and a
-				// question about countries is not about it. With both
+				// a productcategory is a kind of category record, and a
+				// question about products is not about it. With both
 				// parts, the compound's rare term pulled it to the top
-				// of every question about countries.
+				// of every question about products.
 				if _, head, ok := split(t, uses); ok && !slices.Contains(v.heads[head], t) {
 					v.heads[head] = append(v.heads[head], t)
 				}
@@ -165,8 +165,8 @@ func newVocab(cat *catalog.Catalog) *vocab {
 	return v
 }
 
-// split reads a run-together identifier term (countrylanguag) as the two
-// words it is made of (country, languag) when the schema uses both as
+// split reads a run-together identifier term (productcategory) as the two
+// words it is made of (product, category) when the schema uses both as
 // words of their own: uses says whether it does. Parts are at least three
 // letters, the compound at least seven; the first split point that works
 // wins. Checking against the schema's own words, not a dictionary, keeps

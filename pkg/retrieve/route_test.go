@@ -28,7 +28,7 @@ func TestEditOne(t *testing.T) {
 func TestCorrection(t *testing.T) {
 	cat, err := catalog.Snapshot("db", "t.sql", `
 CREATE TABLE pets (pet_id int, weight numeric, pet_age int);
-CREATE TABLE cars (id int, maker text, model text, modem text);
+CREATE TABLE cars (id int, maker text, model text, modem text, card_no text);
 CREATE TABLE songs (id int, title text, sales int, top_500 int);
 CREATE TABLE tales (id int, moral text);`)
 	if err != nil {
@@ -42,7 +42,7 @@ CREATE TABLE tales (id int, moral text);`)
 		{"maker", ""},       // in the vocabulary: nothing to correct
 		{"mode", ""},        // model and modem are both one edit: ambiguous
 		{"car", ""},         // too short to correct
-		{"carr", "car"},     // a doubled letter: undoubled first
+		{"carr", "car"},     // car and card are one edit away, but a doubled letter is undoubled first
 		{"sage", ""},        // age and sale are both one edit: ambiguous
 		{"5000", ""},        // a number is a value, not a misspelt name
 	} {
@@ -76,31 +76,31 @@ func TestHedge(t *testing.T) {
 	}
 }
 
-// worldDDL pools two databases as schemas: a question about languages
-// spoken across continents names films' table but covers world's.
-const worldDDL = `
-CREATE SCHEMA films;
-CREATE TABLE films.language (language_id int PRIMARY KEY, name text, last_update date);
-CREATE TABLE films.film (film_id int PRIMARY KEY, title text, language_id int REFERENCES films.language, release_year int);
-CREATE SCHEMA world;
-CREATE TABLE world.country (code text PRIMARY KEY, name text, continent text, region text, population int);
-CREATE TABLE world.countrylanguage (country_code text REFERENCES world.country, language text, is_official boolean, percentage numeric);
-CREATE TABLE world.city (id int PRIMARY KEY, name text, country_code text REFERENCES world.country, population int);
+// poolDDL pools two databases as schemas: a question about the genres
+// stations play names music's table but covers radio's.
+const poolDDL = `
+CREATE SCHEMA music;
+CREATE TABLE music.genre (genre_id int PRIMARY KEY, name text, last_update date);
+CREATE TABLE music.album (album_id int PRIMARY KEY, title text, genre_id int REFERENCES music.genre, release_year int);
+CREATE SCHEMA radio;
+CREATE TABLE radio.station (code text PRIMARY KEY, name text, city text, frequency numeric, listeners int);
+CREATE TABLE radio.stationgenre (station_code text REFERENCES radio.station, genre text, is_primary boolean, share numeric);
+CREATE TABLE radio.host (id int PRIMARY KEY, name text, station_code text REFERENCES radio.station, salary int);
 `
 
 func TestLikelihoodFavoursCoverage(t *testing.T) {
-	cat, err := catalog.Snapshot("db", "world.sql", worldDDL)
+	cat, err := catalog.Snapshot("db", "pool.sql", poolDDL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := newVocab(cat)
 	for _, tc := range []struct{ question, first string }{
-		{"List every language.", "films"},
-		{"Which official languages are spoken on each continent?", "world"},
-		{"What films were released in 2006?", "films"},
-		{"Which city has the largest population?", "world"},
+		{"List every genre.", "music"},
+		{"Which primary genres are played on each frequency?", "radio"},
+		{"What albums were released in 2006?", "music"},
+		{"Which host has the largest salary?", "radio"},
 	} {
-		got := v.likelihood(text.QueryTerms(tc.question), 50, []string{"films", "world"})
+		got := v.likelihood(text.QueryTerms(tc.question), 50, []string{"music", "radio"})
 		if len(got) != 2 || got[0] != tc.first {
 			t.Errorf("%q: likelihood order %v, want %s first", tc.question, got, tc.first)
 		}
@@ -128,27 +128,27 @@ func TestFuseRanks(t *testing.T) {
 // fused in, the schema that covers the question's other words as well
 // wins when the evidence is close.
 func TestRouteFusesLikelihood(t *testing.T) {
-	cat, err := catalog.Snapshot("db", "world.sql", worldDDL)
+	cat, err := catalog.Snapshot("db", "pool.sql", poolDDL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		likelihood float64
 		want       string // schema routed first
-	}{{0, "films"}, {DefaultConfig.RoutingLikelihood, "world"}} {
+	}{{0, "music"}, {DefaultConfig.RoutingLikelihood, "radio"}} {
 		cfg := DefaultConfig
 		cfg.RoutingLikelihood = tc.likelihood
 		r := &Retriever{cfg: cfg, graphs: newGraphCache()}
 		table := func(name, schema string) rerank.Candidate {
 			return rerank.Candidate{Kind: chunk.KindTable, Name: name, Schema: schema}
 		}
-		// BM25 ranked films' language table first, world's tables next.
+		// BM25 ranked music's genre table first, radio's tables next.
 		objs := []*object{
-			{cand: table("films.language", "films"), ex: Explain{BM25Rank: 1}},
-			{cand: table("world.countrylanguage", "world"), ex: Explain{BM25Rank: 2}},
-			{cand: table("world.country", "world"), ex: Explain{BM25Rank: 3}},
+			{cand: table("music.genre", "music"), ex: Explain{BM25Rank: 1}},
+			{cand: table("radio.stationgenre", "radio"), ex: Explain{BM25Rank: 2}},
+			{cand: table("radio.station", "radio"), ex: Explain{BM25Rank: 3}},
 		}
-		q := "Which official languages are spoken on each continent?"
+		q := "Which primary genres are played on each frequency?"
 		r.route(Request{Question: q}, cat, r.queryTerms(q, cat), func() []*object { return objs }, nil)
 		for _, o := range objs {
 			if o.cand.Schema == tc.want && o.schemaRank != 1 {
@@ -159,16 +159,18 @@ func TestRouteFusesLikelihood(t *testing.T) {
 }
 
 func TestSplit(t *testing.T) {
-	words := map[string]bool{"country": true, "languag": true, "member": true, "out": true, "field": true, "name": true}
+	words := map[string]bool{"product": true, "category": true, "member": true, "user": true, "role": true, "field": true, "name": true}
 	uses := func(w string) bool { return words[w] }
 	for _, tc := range []struct{ term, a, b string }{
-		{"countrylanguag", "country", "languag"},
-		{"outfield", "out", "field"},
+		{"productcategory", "product", "category"},
+		{"userrole", "user", "role"},
 		{"membership", "", ""}, // ship is not a word of this schema
-		{"country", "", ""},    // a word of its own
+		{"product", "", ""},    // a word of its own
 		{"fieldname", "field", "name"},
-		{"outname", "out", "name"},
-		{"outfld", "", ""}, // under seven letters: too short to be two words
+		{"username", "user", "name"},
+		{"rolename", "role", "name"},
+		{"rolefld", "", ""}, // fld is not a word of this schema
+		{"userol", "", ""},  // under seven letters: too short to be two words
 	} {
 		a, b, ok := split(tc.term, uses)
 		if a != tc.a || b != tc.b || ok != (tc.a != "") {
