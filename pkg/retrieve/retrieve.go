@@ -86,8 +86,8 @@ type Config struct {
 	// no bound.
 	TokenBudget int
 	// PrefixMin adds to the BM25 query every identifier term of the
-	// database that abbreviates a question word by truncation (indep for
-	// independent, pop for population): at least PrefixMin letters and at
+	// database that abbreviates a question word by truncation (incorp for
+	// incorporated, regist for registration): at least PrefixMin letters and at
 	// least two shorter than the word. 0: off.
 	PrefixMin int
 	// Corrections adds, for a question word of 4+ letters that no

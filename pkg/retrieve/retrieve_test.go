@@ -262,12 +262,12 @@ func TestFailingRerankerKeepsFusedOrder(t *testing.T) {
 	}
 }
 
-// A column named by truncation (indep_year, pop_est) is found from the
+// A column named by truncation (incorp_year, regist_no) is found from the
 // word it abbreviates when PrefixMin is set, and not otherwise.
 func TestPrefixTermsFindTruncatedIdentifiers(t *testing.T) {
 	ctx := context.Background()
 	cat, err := catalog.Snapshot("geo", "geo.sql", `
-CREATE TABLE nations (code text PRIMARY KEY, title text, indep_year int, gov_form text);
+CREATE TABLE companies (code text PRIMARY KEY, title text, incorp_year int, hq_city text);
 CREATE TABLE teams (id int PRIMARY KEY, title text, founded int, nation text);
 CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 	if err != nil {
@@ -276,7 +276,7 @@ CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 	s, e := indexCatalogs(t, cat)
 	for _, tc := range []struct {
 		prefixMin int
-		wantBM25  int // nations' BM25 rank: 0, not found by BM25
+		wantBM25  int // companies' BM25 rank: 0, not found by BM25
 	}{{0, 0}, {4, 1}} {
 		cfg := retrieve.DefaultConfig
 		cfg.PrefixMin = tc.prefixMin
@@ -284,18 +284,18 @@ CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := r.Retrieve(ctx, retrieve.Request{Database: "geo", Question: "Which ones became independent first?", K: 3})
+		res, err := r.Retrieve(ctx, retrieve.Request{Database: "geo", Question: "Which ones were incorporated first?", K: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		rank := -1
 		for _, ex := range res.Explain {
-			if ex.Name == "public.nations" {
+			if ex.Name == "public.companies" {
 				rank = ex.BM25Rank
 			}
 		}
 		if rank != tc.wantBM25 {
-			t.Errorf("PrefixMin %d: nations has BM25 rank %d, want %d (%+v)", tc.prefixMin, rank, tc.wantBM25, res.Explain)
+			t.Errorf("PrefixMin %d: companies has BM25 rank %d, want %d (%+v)", tc.prefixMin, rank, tc.wantBM25, res.Explain)
 		}
 	}
 }

@@ -278,8 +278,8 @@ func (r *Retriever) route(req Request, cat *catalog.Catalog, terms []Term, objec
 		if w := r.cfg.RoutingLikelihood; w > 0 && len(schemas) > 1 {
 			// Query likelihood counts a word the question repeats each
 			// time; it also sees the expansions, and the compounds of
-			// adjacent words, as the identifier fields hold them (car
-			// makers → carmaker).
+			// adjacent words, as the identifier fields hold them (order
+			// lines → orderline).
 			words := text.QueryTerms(req.Question)
 			lt := slices.Clone(words)
 			for _, t := range terms {
@@ -383,7 +383,7 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 // correction is the one identifier term a word not in the vocabulary is a
 // single edit (insertion, deletion, substitution) away from, or "" when
 // there is none or more than one: a misspelt question word ("carr",
-// "sname") or a near form the stemmer does not fold ("weigh" → weight).
+// "adress") or a near form the stemmer does not fold ("weigh" → weight).
 func (v *vocab) correction(w string) string {
 	if len(w) < 4 || v.df[w] > 0 || strings.ContainsAny(w, "0123456789") {
 		return "" // numbers are values, not misspelt names (5000 is not 500)

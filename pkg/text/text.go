@@ -99,8 +99,8 @@ func term(w string) string {
 // abbreviations are the contractions schemas use for words questions
 // spell out (order_qty, dept_id, cust_addr). Only unambiguous ones: a
 // contraction that also reads as a word of its own (no, cat, prod, pos)
-// is left alone. Prefix abbreviations the schema itself defines (indep
-// for independent) are matched by the retriever instead.
+// is left alone. Prefix abbreviations the schema itself defines (incorp
+// for incorporated) are matched by the retriever instead.
 var abbreviations = map[string]string{
 	"qty": "quantity", "amt": "amount", "nbr": "number", "num": "number", "dept": "department",
 	"desc": "description", "descr": "description", "addr": "address", "emp": "employee", "empl": "employee",
@@ -308,8 +308,8 @@ func isASCIILower(s string) bool {
 	return utf8.ValidString(s)
 }
 
-// Compounds returns the joins of adjacent terms ("car", "maker" →
-// "carmaker"), so that an identifier and a question that name the same
+// Compounds returns the joins of adjacent terms ("order", "line" →
+// "orderline"), so that an identifier and a question that name the same
 // thing as a phrase meet on one rare term.
 func Compounds(terms []string) []string {
 	out := make([]string, 0, len(terms))
