@@ -1,0 +1,52 @@
+package benchmark_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/benchmark"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/sharedtest"
+)
+
+// The retrieval-quality targets on SpiderUnion with the local embedder
+// (docs/retrieval.md), kept as a floor so that a change that loses them
+// fails here and not only in a later benchmark run. Latency is left to
+// the Go benchmarks and the bench command: timed tests are noise on
+// shared machines.
+func TestSpiderUnionQuality(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole retrieval benchmark")
+	}
+	sql := sharedtest.Read(t, "bench", "spiderunion", "schema.sql")
+	qs, err := benchmark.ReadQuestions(strings.NewReader(sharedtest.Read(t, "bench", "spiderunion", "questions.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		goldSchema bool
+		floors     map[string]float64 // complete recall at k
+	}{
+		{"pooled", false, map[string]float64{"5": 0.90, "15": 0.96}},
+		{"single-database", true, map[string]float64{"5": 0.99}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{
+				// The bench command's cut-offs: every k is read off one
+				// ranked list of 20 (bridges make a list of 15 differ).
+				Database: "bench", Schema: sql, Source: "schema.sql", Questions: qs,
+				Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(), GoldSchema: tc.goldSchema,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, floor := range tc.floors {
+				if got := rep.CompleteRecall[k]; got < floor {
+					t.Errorf("CR@%s = %.3f, below the target %.2f", k, got, floor)
+				}
+			}
+		})
+	}
+}
