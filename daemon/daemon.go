@@ -379,7 +379,7 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 	}
 	out := &events.SearchReply{Database: req.Database, Results: contextItems(res), Timings: timings(res.Timings)}
 	if req.Explain {
-		out.Explain, out.QueryTerms = res.Explain, retrieve.QueryTerms(res.Terms)
+		out.Explain, out.QueryTerms = res.Explain, res.Terms
 	}
 	return out, nil
 }
@@ -403,7 +403,7 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 			}
 		}
 		if req.Explain {
-			out.Explain, out.QueryTerms = res.Explain, retrieve.QueryTerms(res.Terms)
+			out.Explain, out.QueryTerms = res.Explain, res.Terms
 		}
 		return out, nil
 	}

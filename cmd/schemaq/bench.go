@@ -156,7 +156,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 			break
 		}
 		fmt.Fprintf(e.stdout, "miss: %s\n  gold %v\n  got  %v\n", m.Question, m.Gold, m.Got)
-		printQueryTerms(e, "  ", retrieve.QueryTerms(m.Terms))
+		printQueryTerms(e, "  ", m.Terms)
 		for _, p := range m.Paths {
 			fmt.Fprintf(e.stdout, "  %s: %s\n", p.Name, stagePath(p))
 		}

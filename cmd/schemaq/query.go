@@ -10,6 +10,7 @@ import (
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/retrieve"
 )
 
 // replyError prints a wire error and makes the command fail.
@@ -189,7 +190,7 @@ func printQueryTerms(e *env, indent string, terms []events.QueryTerm) {
 	parts := make([]string, len(terms))
 	for i, t := range terms {
 		parts[i] = t.Term
-		if t.Why != "question" {
+		if t.Why != retrieve.FromQuestion {
 			parts[i] += " (" + t.Why + " of " + t.From + ")"
 		}
 	}

@@ -42,7 +42,7 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRe
 	}
 	reply.Warnings = append(reply.Warnings, res.Warnings...)
 	if req.Explain {
-		reply.Explain, reply.QueryTerms = res.Explain, retrieve.QueryTerms(res.Terms)
+		reply.Explain, reply.QueryTerms = res.Explain, res.Terms
 	}
 	msgs := Prompt(req.Database, res.Items, req.Question)
 	var usage Usage

@@ -278,7 +278,8 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		took time.Duration
 	}
 	textDone := make(chan textResult, 1)
-	res.Terms = r.queryTerms(req.Question, cat)
+	words := text.QueryTerms(req.Question)
+	res.Terms = r.queryTerms(words, cat)
 	if r.cfg.BM25 {
 		go func() {
 			t0 := time.Now()
@@ -336,7 +337,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	// rank, then to the name, so the order is deterministic.
 	t0 := time.Now()
 	if r.cfg.SchemaRouting || r.cfg.SchemaExpansion > 0 {
-		r.route(req, cat, res.Terms, func() []*object { return all }, get)
+		r.route(cat, words, res.Terms, func() []*object { return all }, get)
 	}
 	for _, o := range all {
 		o.bestAt = 1 << 30
@@ -471,16 +472,13 @@ func budget(items []Item, limit int) ([]Item, bool) {
 	return items, false
 }
 
-// Term is one BM25 query term and where it came from.
-type Term struct {
-	Term string `json:"term"`
-	// Why is question (an analysed word of the question), compound (a
-	// run-together identifier the word ends), correction (the identifier
-	// term one edit from a word no identifier uses) or prefix (an
-	// identifier term that abbreviates the word).
-	Why  string `json:"why"`
-	From string `json:"from,omitempty"` // the question word it came from
-}
+// Term is one BM25 query term and where it came from: Why is question
+// (an analysed word of the question), compound (a run-together
+// identifier the word ends), correction (the identifier term one edit
+// from a word no identifier uses) or prefix (an identifier term that
+// abbreviates the word); From is the question word. It is the wire type,
+// so an explained reply carries the terms as they are.
+type Term = events.QueryTerm
 
 // Term origins.
 const (
@@ -490,13 +488,12 @@ const (
 	FromPrefix     = "prefix"
 )
 
-// queryTerms are the BM25 terms of a question: its analysed words, the
-// run-together identifiers they end (Compounds), the corrections
-// of words the database's identifiers do not use (Corrections), and the
-// identifier terms that abbreviate one of them (PrefixMin). cat may be
-// nil: then only the words.
-func (r *Retriever) queryTerms(question string, cat *catalog.Catalog) []Term {
-	words := text.QueryTerms(question)
+// queryTerms are the BM25 terms of a question's analysed words: the
+// words, the run-together identifiers they end (Compounds), the
+// corrections of words the database's identifiers do not use
+// (Corrections), and the identifier terms that abbreviate one of them
+// (PrefixMin). cat may be nil: then only the words.
+func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
 	out := make([]Term, 0, len(words))
 	seen := make(map[string]bool, len(words))
 	add := func(t, why, from string) {
@@ -534,15 +531,6 @@ func (r *Retriever) queryTerms(question string, cat *catalog.Catalog) []Term {
 				}
 			}
 		}
-	}
-	return out
-}
-
-// QueryTerms converts terms for a reply.
-func QueryTerms(terms []Term) []events.QueryTerm {
-	out := make([]events.QueryTerm, len(terms))
-	for i, t := range terms {
-		out[i] = events.QueryTerm(t)
 	}
 	return out
 }

@@ -80,19 +80,17 @@ type vocab struct {
 
 func newVocab(cat *catalog.Catalog) *vocab {
 	v := &vocab{names: map[string]map[string]bool{}, columns: map[string]map[string]bool{}, df: map[string]int{}}
-	add := func(m map[string]map[string]bool, schema, s string) {
+	add := func(m map[string]map[string]bool, schema string, terms []string) {
 		if m[schema] == nil {
 			m[schema] = map[string]bool{}
 		}
-		for _, t := range text.Terms(s) {
+		for _, t := range terms {
 			m[schema][t] = true
 		}
 	}
 	v.postings, v.length, v.coll = map[string]map[string]float64{}, map[string]float64{}, map[string]float64{}
-	count := func(schema, s string, w float64) {
-		ts := text.Terms(s)
-		ts = append(ts, text.Compounds(ts)...)
-		for _, t := range ts {
+	count := func(schema string, terms []string, w float64) {
+		for _, t := range append(terms, text.Compounds(terms)...) {
 			if v.postings[t] == nil {
 				v.postings[t] = map[string]float64{}
 			}
@@ -102,21 +100,23 @@ func newVocab(cat *catalog.Catalog) *vocab {
 			v.total += w
 		}
 	}
-	for _, t := range cat.Tables() {
-		add(v.names, t.Schema, t.Schema+" "+t.Name)
-		count(t.Schema, t.Name, 2)
-		for _, c := range t.Columns {
-			add(v.columns, t.Schema, c.Name)
-			count(t.Schema, c.Name, 1)
+	// object analyses a table's or view's name and columns once, for the
+	// name and column sets and for the likelihood's counts.
+	object := func(schema, name string, columns []*catalog.Column) {
+		nameTerms := text.Terms(name)
+		add(v.names, schema, append(text.Terms(schema), nameTerms...))
+		count(schema, nameTerms, 2)
+		for _, c := range columns {
+			ts := text.Terms(c.Name)
+			add(v.columns, schema, ts)
+			count(schema, ts, 1)
 		}
 	}
+	for _, t := range cat.Tables() {
+		object(t.Schema, t.Name, t.Columns)
+	}
 	for _, vw := range cat.Views() {
-		add(v.names, vw.Schema, vw.Schema+" "+vw.Name)
-		count(vw.Schema, vw.Name, 2)
-		for _, c := range vw.Columns {
-			add(v.columns, vw.Schema, c.Name)
-			count(vw.Schema, c.Name, 1)
-		}
+		object(vw.Schema, vw.Name, vw.Columns)
 	}
 	for schema := range v.names {
 		seen := map[string]bool{}
@@ -259,9 +259,10 @@ func (v *vocab) likelihood(terms []string, mu float64, schemas []string) []strin
 // records each object's schema rank. With SchemaExpansion it also adds the
 // best schema's tables that no retriever found (they get only the routing
 // bonus, so they follow the tables with evidence of their own).
-// terms are the question's BM25 terms. objects returns the caller's
-// current list, which get extends.
-func (r *Retriever) route(req Request, cat *catalog.Catalog, terms []Term, objects func() []*object, get func(chunk.Chunk) *object) {
+// words are the question's analysed words, repeats kept, and terms its
+// BM25 terms. objects returns the caller's current list, which get
+// extends.
+func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, objects func() []*object, get func(chunk.Chunk) *object) {
 	if cat == nil {
 		return
 	}
@@ -269,7 +270,7 @@ func (r *Retriever) route(req Request, cat *catalog.Catalog, terms []Term, objec
 	var schemas []string
 	evidence, likelihood := map[string]int{}, map[string]int{}
 	if r.cfg.RoutingByVocab {
-		schemas = g.vocab.rank(text.QueryTerms(req.Question))
+		schemas = g.vocab.rank(words)
 	} else {
 		schemas = r.rankByEvidence(objects())
 		for i, s := range schemas {
@@ -280,7 +281,6 @@ func (r *Retriever) route(req Request, cat *catalog.Catalog, terms []Term, objec
 			// time; it also sees the expansions, and the compounds of
 			// adjacent words, as the identifier fields hold them (order
 			// lines → orderline).
-			words := text.QueryTerms(req.Question)
 			lt := slices.Clone(words)
 			for _, t := range terms {
 				if t.Why != FromQuestion {

@@ -149,7 +149,8 @@ func TestRouteFusesLikelihood(t *testing.T) {
 			{cand: table("radio.station", "radio"), ex: Explain{BM25Rank: 3}},
 		}
 		q := "Which primary genres are played on each frequency?"
-		r.route(Request{Question: q}, cat, r.queryTerms(q, cat), func() []*object { return objs }, nil)
+		words := text.QueryTerms(q)
+		r.route(cat, words, r.queryTerms(words, cat), func() []*object { return objs }, nil)
 		for _, o := range objs {
 			if o.cand.Schema == tc.want && o.schemaRank != 1 {
 				t.Errorf("RoutingLikelihood %v: %s routed %d, want 1", tc.likelihood, o.cand.Name, o.schemaRank)
