@@ -2,17 +2,14 @@ package retrieve_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/benchmark"
 	"github.com/schemaq/schemaq/pkg/catalog"
-	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
-	"github.com/schemaq/schemaq/pkg/indexer"
 	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/sharedtest"
@@ -36,17 +33,7 @@ func spiderFixture(b testing.TB) (*sqlite.Store, *catalog.Catalog, []benchmark.Q
 	if err != nil {
 		b.Fatal(err)
 	}
-	cat.Version = 1
-	ctx := context.Background()
-	e := embed.NewLocal(0)
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "i.db"), e.Dimensions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	if _, err := indexer.Catalog(ctx, s, e, cat, chunk.Options{}); err != nil {
-		b.Fatal(err)
-	}
+	s, _ := indexCatalogs(b, cat)
 	return s, cat, qs
 }
 

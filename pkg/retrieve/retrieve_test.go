@@ -54,7 +54,7 @@ func newFixture(t *testing.T, cfg retrieve.Config) *fixture {
 
 // indexCatalogs indexes catalogs (at version 1) into a fresh SQLite store
 // with the local embedder.
-func indexCatalogs(t *testing.T, cats ...*catalog.Catalog) (*sqlite.Store, embed.Embedder) {
+func indexCatalogs(t testing.TB, cats ...*catalog.Catalog) (*sqlite.Store, embed.Embedder) {
 	t.Helper()
 	ctx := context.Background()
 	e := embed.NewLocal(0)

@@ -40,12 +40,7 @@ func (r *Retriever) rankByEvidence(all []*object) []string {
 		}
 		out = append(out, schema)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if agg[out[i]] != agg[out[j]] {
-			return agg[out[i]] > agg[out[j]]
-		}
-		return out[i] < out[j]
-	})
+	sortByScore(out, agg)
 	return out
 }
 
@@ -208,12 +203,7 @@ func (v *vocab) rank(terms []string) []string {
 	for s := range scores {
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if scores[out[i]] != scores[out[j]] {
-			return scores[out[i]] > scores[out[j]]
-		}
-		return out[i] < out[j]
-	})
+	sortByScore(out, scores)
 	return out
 }
 
@@ -246,12 +236,7 @@ func (v *vocab) likelihood(terms []string, mu float64, schemas []string) []strin
 		scores[s] += float64(n) * math.Log(mu/(v.length[s]+mu))
 	}
 	out := slices.Clone(schemas)
-	sort.Slice(out, func(i, j int) bool {
-		if scores[out[i]] != scores[out[j]] {
-			return scores[out[i]] > scores[out[j]]
-		}
-		return out[i] < out[j]
-	})
+	sortByScore(out, scores)
 	return out
 }
 
@@ -460,4 +445,15 @@ func fuseRanks(evidence, likelihood []string, w float64) []string {
 	out := slices.Clone(evidence)
 	sort.SliceStable(out, func(i, j int) bool { return score[out[i]] > score[out[j]] })
 	return out
+}
+
+// sortByScore orders schemas by score, best first, and by name among
+// equals, so that routing is deterministic.
+func sortByScore(schemas []string, score map[string]float64) {
+	sort.Slice(schemas, func(i, j int) bool {
+		if score[schemas[i]] != score[schemas[j]] {
+			return score[schemas[i]] > score[schemas[j]]
+		}
+		return schemas[i] < schemas[j]
+	})
 }
