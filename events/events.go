@@ -52,13 +52,21 @@ type Envelope struct {
 }
 
 // Migration is the data of a schema.migration event: DDL to apply on top
-// of the catalog at version Seq-1.
+// of the catalog at version Seq-1. Its SQL may be empty (or only
+// comments): the migration is then a no-op that still takes its place in
+// the history, as migration tools treat an empty file.
 type Migration struct {
 	// Seq is the migration's position in the database's history, from 1.
 	Seq int64 `json:"seq"`
 	// Source names where the SQL came from (a file name); errors cite it.
 	Source string `json:"source,omitempty"`
-	SQL    string `json:"sql,omitempty"`
+	// MigrationID is the migration's identity in its tool: its version
+	// (20240101120000, 1.1) or, without one, its file name. The catalog
+	// records it with a checksum of the SQL, so a publisher can tell
+	// which migrations are applied whatever their seq, and refuse an
+	// applied one whose content changed. Defaults to Source.
+	MigrationID string `json:"migration_id,omitempty"`
+	SQL         string `json:"sql,omitempty"`
 	// SQLGzip is the SQL gzip-compressed (base64 in JSON), for scripts
 	// too large for one event otherwise. Set SQL or SQLGzip, not both;
 	// Decode fills SQL from it.
@@ -109,9 +117,6 @@ func expandSQL(sql *string, gz []byte) error {
 	}
 	if !utf8.Valid(b) {
 		return fieldErr("data.sql_gzip", "the SQL is not valid UTF-8 (at byte %d)", invalidUTF8Offset(b))
-	}
-	if strings.TrimSpace(string(b)) == "" {
-		return fieldErr("data.sql_gzip", "required: the compressed DDL is empty")
 	}
 	*sql = string(b)
 	return nil
@@ -178,13 +183,16 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
 }
 
-var databaseRe = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+// databaseRe starts with a letter or digit: names such as "-" read as
+// command-line flags, and those starting with "_" are schemaq's own
+// ("_invalid" collects dead letters of events with no valid database).
+var databaseRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // ValidateDatabase checks that name can be a NATS subject token and a key:
-// 1 to 64 of a-z, 0-9, '_' and '-'.
+// 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit.
 func ValidateDatabase(name string) error {
 	if !databaseRe.MatchString(name) {
-		return fieldErr("database", "%q is not a valid database name: use 1 to 64 of a-z, 0-9, '_' and '-'", name)
+		return fieldErr("database", "%q is not a valid database name: use 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit", name)
 	}
 	return nil
 }
@@ -333,7 +341,12 @@ func (ev *Event) decodeData() error {
 	case ev.Migration != nil:
 		return expandSQL(&ev.Migration.SQL, ev.Migration.SQLGzip)
 	case ev.Snapshot != nil:
-		return expandSQL(&ev.Snapshot.SQL, ev.Snapshot.SQLGzip)
+		if err := expandSQL(&ev.Snapshot.SQL, ev.Snapshot.SQLGzip); err != nil {
+			return err
+		}
+		if len(ev.Snapshot.SQLGzip) > 0 && strings.TrimSpace(ev.Snapshot.SQL) == "" {
+			return fieldErr("data.sql_gzip", "required: the compressed snapshot DDL is empty")
+		}
 	}
 	return nil
 }
@@ -365,9 +378,13 @@ func (ev *Event) Validate() error {
 	}
 	switch ev.Type {
 	case TypeMigration:
-		return validateDDL(ev.Migration.Seq, ev.Migration.SQL, ev.Migration.SQLGzip)
+		m := ev.Migration
+		if len(m.MigrationID) > maxIDLen {
+			return fieldErr("data.migration_id", "longer than %d bytes", maxIDLen)
+		}
+		return validateDDL(m.Seq, m.SQL, m.SQLGzip, true)
 	case TypeSnapshot:
-		return validateDDL(ev.Snapshot.Seq, ev.Snapshot.SQL, ev.Snapshot.SQLGzip)
+		return validateDDL(ev.Snapshot.Seq, ev.Snapshot.SQL, ev.Snapshot.SQLGzip, false)
 	case TypeDocUpsert:
 		d := ev.DocUpsert
 		if err := validateID("data.doc_id", d.DocID); err != nil {
@@ -410,16 +427,24 @@ func (ev *Event) Validate() error {
 	return nil
 }
 
-func validateDDL(seq int64, sql string, gz []byte) error {
+func validateDDL(seq int64, sql string, gz []byte, emptyOK bool) error {
 	if seq < 1 {
 		return fieldErr("data.seq", "must be 1 or more, got %d", seq)
 	}
-	// A compressed script is checked once Decode has expanded it; before
-	// that (a producer's Validate) its presence is enough.
-	if strings.TrimSpace(sql) == "" && len(gz) == 0 {
-		return fieldErr("data.sql", "required: the DDL to apply is empty")
+	// A snapshot is the whole schema, so an empty one is a mistake; an
+	// empty migration is a no-op, as migration tools treat one.
+	if !emptyOK && strings.TrimSpace(sql) == "" && len(gz) == 0 {
+		return fieldErr("data.sql", "required: the snapshot's DDL is empty")
 	}
 	return nil
+}
+
+// ID is the migration's identity: MigrationID, or Source without one.
+func (m *Migration) ID() string {
+	if m.MigrationID != "" {
+		return m.MigrationID
+	}
+	return m.Source
 }
 
 func validateID(field, id string) error {

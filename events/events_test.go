@@ -76,7 +76,9 @@ func TestDecodeBadInput(t *testing.T) {
 		{"database name too long", `{"spec":1,"type":"docs.delete","id":"e","database":"` + strings.Repeat("a", 65) + `","data":{"doc_id":"a"}}`, ErrInvalid, "database", "not a valid"},
 		{"bad time", `{"spec":1,"type":"docs.delete","id":"e","database":"shop","time":"yesterday","data":{"doc_id":"a"}}`, ErrInvalid, "time", "RFC 3339"},
 		{"seq zero", valid("schema.migration", `{"seq":0,"sql":"CREATE TABLE t (id int)"}`), ErrInvalid, "data.seq", "1 or more"},
-		{"empty SQL", valid("schema.migration", `{"seq":1,"sql":"  \n"}`), ErrInvalid, "data.sql", "empty"},
+		{"database name a flag would take", `{"spec":1,"type":"docs.delete","id":"e","database":"-","data":{"doc_id":"a"}}`, ErrInvalid, "database", "starting with a letter or digit"},
+		{"database name of schemaq's own", `{"spec":1,"type":"docs.delete","id":"e","database":"_dlq","data":{"doc_id":"a"}}`, ErrInvalid, "database", "starting with a letter or digit"},
+		{"migration id too long", valid("schema.migration", `{"seq":1,"migration_id":"`+strings.Repeat("v", 257)+`"}`), ErrInvalid, "data.migration_id", "longer than"},
 		{"snapshot without SQL", valid("schema.snapshot", `{"seq":4}`), ErrInvalid, "data.sql", "empty"},
 		{"doc without body", valid("docs.upsert", `{"doc_id":"a.md","body":""}`), ErrInvalid, "data.body", "required"},
 		{"doc with bad tag key", valid("docs.upsert", `{"doc_id":"a.md","body":"x","tags":{"Has Space":"v"}}`), ErrInvalid, "data.tags", "Has Space"},
@@ -101,6 +103,29 @@ func TestDecodeBadInput(t *testing.T) {
 				t.Errorf("error %q should mention %q", err, tc.message)
 			}
 		})
+	}
+}
+
+// An empty migration file is a no-op that keeps its place in the history,
+// as migration tools treat one; the catalog records it.
+func TestEmptyMigrationIsValid(t *testing.T) {
+	for _, data := range []string{`{"seq":3}`, `{"seq":3,"sql":"  \n"}`, `{"seq":3,"sql":"-- nothing yet\n","migration_id":"3"}`} {
+		ev, err := Decode([]byte(`{"spec":1,"type":"schema.migration","id":"e","database":"shop","data":`+data+`}`), 0)
+		if err != nil {
+			t.Errorf("%s: %v", data, err)
+			continue
+		}
+		if ev.Migration.Seq != 3 {
+			t.Errorf("%s: seq %d", data, ev.Migration.Seq)
+		}
+	}
+	m := &Migration{Seq: 1, Source: "db/0001_init.sql"}
+	if m.ID() != "db/0001_init.sql" {
+		t.Errorf("ID without migration_id: %q", m.ID())
+	}
+	m.MigrationID = "1"
+	if m.ID() != "1" {
+		t.Errorf("ID: %q", m.ID())
 	}
 }
 
@@ -257,7 +282,6 @@ func TestCompressedSQL(t *testing.T) {
 		{"both set", `{"seq":1,"sql":"SELECT 1","sql_gzip":` + b64(GzipSQL("SELECT 1")) + `}`, "not both"},
 		{"not gzip", `{"seq":1,"sql_gzip":` + b64([]byte("plain text")) + `}`, "not gzip data"},
 		{"gzip bomb", `{"seq":1,"sql_gzip":` + b64(bomb) + `}`, "expands to more than"},
-		{"empty inside", `{"seq":1,"sql_gzip":` + b64(GzipSQL("  ")) + `}`, "compressed DDL is empty"},
 		{"invalid UTF-8 inside", `{"seq":1,"sql_gzip":` + b64(GzipSQL("caf\xe9")) + `}`, "not valid UTF-8"},
 	}
 	for _, tc := range tests {
@@ -268,6 +292,16 @@ func TestCompressedSQL(t *testing.T) {
 				t.Errorf("got %v, want a field error mentioning %q", err, tc.want)
 			}
 		})
+	}
+	// An empty compressed migration is a no-op like an empty plain one;
+	// an empty snapshot is a mistake either way.
+	if ev, err := Decode(enc(`{"seq":1,"sql_gzip":`+b64(GzipSQL("  "))+`}`), 1<<20); err != nil || ev.Migration.SQL != "  " {
+		t.Errorf("empty compressed migration: %v", err)
+	}
+	snap := []byte(`{"spec":1,"type":"schema.snapshot","id":"x","database":"shop","data":{"seq":1,"sql_gzip":` + b64(GzipSQL("  ")) + `}}`)
+	var fe *FieldError
+	if _, err := Decode(snap, 1<<20); !errors.As(err, &fe) || !strings.Contains(err.Error(), "compressed snapshot DDL is empty") {
+		t.Errorf("empty compressed snapshot: %v", err)
 	}
 	if _, err := Decode(enc(`{"seq":1,"sql_gzip":"%%%"}`), 1<<20); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "not valid base64") {
 		t.Errorf("bad base64: %v", err)

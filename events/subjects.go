@@ -45,6 +45,31 @@ const (
 	HeaderDLQSource     = "Schemaq-Dlq-Source"
 	HeaderDLQStreamSeq  = "Schemaq-Dlq-Stream-Seq"
 	HeaderDLQDeliveries = "Schemaq-Dlq-Deliveries"
+	// HeaderDLQKind is why, as a word: one of the DLQKind constants.
+	HeaderDLQKind = "Schemaq-Dlq-Kind"
+	// HeaderDLQSeq is the migration's or snapshot's seq, for schema events.
+	HeaderDLQSeq = "Schemaq-Dlq-Seq"
+	// HeaderDLQEventID is the dead-lettered event's id.
+	HeaderDLQEventID = "Schemaq-Dlq-Event-Id"
+)
+
+// Kinds of dead letters (HeaderDLQKind).
+const (
+	// DLQKindGap: a migration whose predecessor never arrived in time.
+	// Workers re-send it by themselves once the catalog reaches its
+	// predecessor, and drop it once the catalog has moved past it.
+	DLQKindGap = "gap"
+	// DLQKindRefused: the event is valid but cannot be applied (SQL that
+	// does not parse or contradicts the catalog, a changed migration).
+	DLQKindRefused = "refused"
+	// DLQKindConflict: a migration that disagrees with the applied
+	// history (another migration at its seq, or itself applied at another
+	// seq). Never swept: two publishers disagree and a person decides.
+	DLQKindConflict = "conflict"
+	// DLQKindInvalid: the event does not decode or validate.
+	DLQKindInvalid = "invalid"
+	// DLQKindFailed: a transient failure outlasted every delivery.
+	DLQKindFailed = "failed"
 )
 
 // SchemaSubject is where schema.migration and schema.snapshot events for db

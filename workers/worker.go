@@ -3,12 +3,15 @@
 // schema changes to the catalog (compare-and-set in the key-value bucket),
 // chunks, embeds and writes the index, and only then acks.
 //
-// Ordering and idempotency follow DESIGN.md: a migration whose seq is at or
-// below the catalog's version is a duplicate (acked, after repairing the
-// index if it lags the catalog); seq = version+1 is applied; a higher seq
-// waits for the missing one (nak with delay) and is dead-lettered when it
-// never comes. Unparseable DDL and invalid events are dead-lettered at once
-// with the reason. Nothing is dropped silently.
+// Ordering and idempotency follow DESIGN.md: events of one database are
+// applied by one goroutine at a time, schema events in seq order (see
+// queue.go). A migration whose seq is at or below the catalog's version is
+// a duplicate (acked, after repairing the index if it lags the catalog);
+// seq = version+1 is applied and recorded in the catalog's history; a
+// higher seq is held, without spending deliveries, until its predecessor
+// is applied here or by another worker, and dead-lettered as a gap letter
+// when it never comes. Unparseable DDL and invalid events are dead-lettered
+// at once with the reason. Nothing is dropped silently.
 package workers
 
 import (
@@ -47,14 +50,19 @@ type Store interface {
 // Config of a worker. Start from DefaultConfig.
 type Config struct {
 	Consumer streams.ConsumerConfig
-	// Concurrency is how many events one worker processes at once; events
-	// of one database are still applied one at a time.
+	// Concurrency is how many databases one worker applies events of at
+	// once; events of one database are applied one at a time, in order.
 	Concurrency int
+	// GapTimeout is how long a migration waits for its predecessor, from
+	// the database's last progress, before it is dead-lettered as a gap
+	// letter. It must exceed AckWait, so that events held by a worker that
+	// died are redelivered to the others before they give up.
+	GapTimeout time.Duration
 	// MessageTimeout bounds the processing of one event; it must be
 	// shorter than the consumer's AckWait.
 	MessageTimeout time.Duration
-	// RetryDelay is the first redelivery delay of a waiting or failed
-	// event; it doubles per delivery up to MaxRetryDelay.
+	// RetryDelay is the first redelivery delay of an event that failed
+	// for a passing reason; it doubles per delivery up to MaxRetryDelay.
 	RetryDelay, MaxRetryDelay time.Duration
 	// ShutdownTimeout bounds how long Run waits for in-flight events after
 	// its context ends; what is unfinished then is naked for redelivery.
@@ -65,7 +73,7 @@ type Config struct {
 
 // DefaultConfig suits most deployments.
 var DefaultConfig = Config{
-	Consumer: streams.DefaultConsumer, Concurrency: 8, MessageTimeout: 20 * time.Second,
+	Consumer: streams.DefaultConsumer, Concurrency: 8, GapTimeout: 2 * time.Minute, MessageTimeout: 20 * time.Second,
 	RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 5 * time.Second, ShutdownTimeout: 20 * time.Second,
 	MaxEventBytes: events.DefaultMaxEventBytes,
 }
@@ -81,6 +89,9 @@ func (c Config) Validate() error {
 	}
 	if c.MessageTimeout <= 0 || c.MessageTimeout >= c.Consumer.AckWait {
 		errs = append(errs, fmt.Errorf("message timeout (%v) must be positive and shorter than ack wait (%v)", c.MessageTimeout, c.Consumer.AckWait))
+	}
+	if c.GapTimeout <= c.Consumer.AckWait {
+		errs = append(errs, fmt.Errorf("gap timeout (%v) must be longer than ack wait (%v)", c.GapTimeout, c.Consumer.AckWait))
 	}
 	if c.RetryDelay <= 0 || c.MaxRetryDelay < c.RetryDelay {
 		errs = append(errs, fmt.Errorf("retry delays must be positive with max ≥ first, got %v and %v", c.RetryDelay, c.MaxRetryDelay))
@@ -98,7 +109,13 @@ type Worker struct {
 	cfg   Config
 	locks sync.Map // database → *sync.Mutex
 	m     *Metrics
-	ready atomic.Bool
+	// Per-database queues (queue.go) and what bounds them.
+	qmu    sync.Mutex
+	queues map[string]*queue
+	drains sync.WaitGroup
+	sem    chan struct{}
+	held   atomic.Int64
+	ready  atomic.Bool
 	// caughtUp closes once the index holds everything the stream held
 	// when the worker started, so a replica opens for queries only then.
 	caughtUp chan struct{}
@@ -136,7 +153,8 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 	if js == nil || cats == nil || store == nil || emb == nil || log == nil {
 		return nil, errors.New("worker: jetstream, catalogs, store, embedder and logger are required")
 	}
-	w := &Worker{js: js, cats: cats, store: store, emb: emb, log: log, cfg: cfg, caughtUp: make(chan struct{})}
+	w := &Worker{js: js, cats: cats, store: store, emb: emb, log: log, cfg: cfg, caughtUp: make(chan struct{}),
+		queues: map[string]*queue{}, sem: make(chan struct{}, cfg.Concurrency)}
 	for _, o := range opts {
 		o(w)
 	}
@@ -148,7 +166,8 @@ type action int
 
 const (
 	actAck action = iota
-	// actWait: the event is not applicable yet (a gap); redeliver later.
+	// actWait: the event is not applicable yet: its predecessor has not
+	// been applied. It stays in its database's queue.
 	actWait
 	// actRetry: a transient failure (store, gateway, a concurrent write).
 	actRetry
@@ -164,9 +183,14 @@ func (a action) String() string {
 type outcome struct {
 	typ    string // the event type, once decoded
 	act    action
+	kind   string // dead letters: one of the events.DLQKind constants
 	reason string // why, for waits, retries and dead letters
 	source string // the migration source, when there is one
 	db     string
+	// Schema events: the event's seq, the catalog version it found (or,
+	// when advanced, the one it wrote).
+	seq, version int64
+	advanced     bool
 }
 
 // Run consumes until ctx ends, then stops fetching, lets in-flight events
@@ -182,20 +206,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	// period.
 	workCtx, cancelWork := context.WithCancel(context.Background())
 	defer cancelWork()
-	sem := make(chan struct{}, w.cfg.Concurrency)
-	var inflight sync.WaitGroup
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		sem <- struct{}{}
-		inflight.Add(1)
-		go func() {
-			defer func() { <-sem; inflight.Done() }()
-			w.process(workCtx, msg)
-		}()
-	}, jetstream.PullMaxMessages(w.cfg.Concurrency*2), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrNoHeartbeat) || ctx.Err() == nil {
-			w.log.Warn("consume error", zap.Error(err))
-		}
-	}))
+	if err := w.cats.Changes(ctx, w.catalogChanged); err != nil {
+		return err
+	}
+	// The handler never blocks: events go to their database's queue, and
+	// the consumer's MaxAckPending bounds how many are held.
+	cc, err := cons.Consume(func(msg jetstream.Msg) { w.enqueue(ctx, workCtx, msg) },
+		jetstream.PullMaxMessages(max(64, w.cfg.Concurrency*8)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if !errors.Is(err, jetstream.ErrNoHeartbeat) || ctx.Err() == nil {
+				w.log.Warn("consume error", zap.Error(err))
+			}
+		}))
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", w.consumerName(), err)
 	}
@@ -211,11 +232,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		go w.watchConsumer(ctx, cons)
 	}
 	<-ctx.Done()
-	// Drain: stop fetching, hand the buffered messages to the handler, and
-	// wait for everything in flight, up to the grace period.
+	// Drain: stop fetching; each queue finishes the event it is applying
+	// and hands the rest back for redelivery, within the grace period.
 	cc.Drain()
 	done := make(chan struct{})
-	go func() { <-cc.Closed(); inflight.Wait(); close(done) }()
+	go func() { <-cc.Closed(); w.drains.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(w.cfg.ShutdownTimeout):
@@ -352,7 +373,7 @@ func (w *Worker) replayDocs(ctx context.Context) int {
 			if err != nil {
 				continue
 			}
-			if out := w.handle(ctx, msg, meta); out.act != actAck {
+			if out := w.handle(ctx, w.newItem(msg, meta)); out.act != actAck {
 				w.log.Warn("replay: event not applied", zap.Uint64("stream_seq", meta.Sequence.Stream), zap.String("reason", out.reason))
 			}
 			n++
@@ -385,33 +406,20 @@ func (w *Worker) watchConsumer(ctx context.Context, cons jetstream.Consumer) {
 	}
 }
 
-// process handles one message and settles it.
-func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
-	meta, err := msg.Metadata()
-	if err != nil {
-		w.log.Error("message without jetstream metadata", zap.String("subject", msg.Subject()), zap.Error(err))
-		_ = msg.Term()
-		return
-	}
-	log := w.log.With(zap.String("subject", msg.Subject()), zap.Uint64("stream_seq", meta.Sequence.Stream),
-		zap.Uint64("delivery", meta.NumDelivered))
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.MessageTimeout)
-	defer cancel()
-	// Tell JetStream the event is still being worked on, so a long
-	// embedding batch is not redelivered to another worker meanwhile.
-	stopProgress := keepInProgress(ctx, msg, w.cfg.Consumer.AckWait/3)
-	t0 := time.Now()
-	out := w.handle(ctx, msg, meta)
-	stopProgress()
-	act := w.settle(msg, meta, out, log)
-	if w.m != nil {
-		typ := out.typ
-		if typ == "" {
-			typ = "invalid"
+// newItem decodes a delivered message. Decoding happens once, on
+// arrival, so the queue can order schema events by their seq.
+func (w *Worker) newItem(msg jetstream.Msg, meta *jetstream.MsgMetadata) *item {
+	it := &item{msg: msg, meta: meta, arrived: time.Now(), stop: func() {}}
+	it.ev, it.err = events.Decode(msg.Data(), w.cfg.MaxEventBytes)
+	if it.ev != nil {
+		switch {
+		case it.ev.Migration != nil:
+			it.schema, it.seq = true, it.ev.Migration.Seq
+		case it.ev.Snapshot != nil:
+			it.schema, it.seq = true, it.ev.Snapshot.Seq
 		}
-		w.m.events.WithLabelValues(typ, act.String()).Inc()
-		w.m.apply.WithLabelValues(typ).Observe(time.Since(t0).Seconds())
 	}
+	return it
 }
 
 func keepInProgress(ctx context.Context, msg jetstream.Msg, every time.Duration) func() {
@@ -419,6 +427,7 @@ func keepInProgress(ctx context.Context, msg jetstream.Msg, every time.Duration)
 		return func() {}
 	}
 	done := make(chan struct{})
+	var once sync.Once
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -433,35 +442,33 @@ func keepInProgress(ctx context.Context, msg jetstream.Msg, every time.Duration)
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() { once.Do(func() { close(done) }) }
 }
 
 // handle decides the outcome of one event; it does not ack. A panic while
 // handling (a bug, say in walking an unusual parse tree) dead-letters the
 // event with the panic as the reason instead of crashing the worker; the
 // stack goes to the log.
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata) (out outcome) {
+func (w *Worker) handle(ctx context.Context, it *item) (out outcome) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.log.Error("panic while handling an event", zap.String("subject", msg.Subject()), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-			out = outcome{act: actDeadLetter, db: subjectDB(msg.Subject()), reason: fmt.Sprintf("internal error while applying the event: %v", p)}
+			w.log.Error("panic while handling an event", zap.String("subject", it.msg.Subject()), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			out = outcome{act: actDeadLetter, kind: events.DLQKindFailed, db: subjectDB(it.msg.Subject()), seq: it.seq,
+				reason: fmt.Sprintf("internal error while applying the event: %v", p)}
 		}
 	}()
-	return w.handleEvent(ctx, msg, meta)
+	return w.handleEvent(ctx, it)
 }
 
-func (w *Worker) handleEvent(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata) outcome {
-	ev, err := events.Decode(msg.Data(), w.cfg.MaxEventBytes)
-	if err != nil {
-		return outcome{act: actDeadLetter, reason: "invalid event: " + err.Error(), db: subjectDB(msg.Subject())}
+func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
+	msg, ev := it.msg, it.ev
+	if it.err != nil {
+		return outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: "invalid event: " + it.err.Error(), db: subjectDB(msg.Subject())}
 	}
 	if want := subjectDB(msg.Subject()); want != ev.Database || ev.Subject() != msg.Subject() {
-		return outcome{act: actDeadLetter, db: ev.Database, reason: fmt.Sprintf(
+		return outcome{act: actDeadLetter, kind: events.DLQKindInvalid, db: ev.Database, reason: fmt.Sprintf(
 			"invalid event: %s for database %q was published on %s, expected %s", ev.Type, ev.Database, msg.Subject(), ev.Subject())}
 	}
-	mu := w.lock(ev.Database)
-	mu.Lock()
-	defer mu.Unlock()
 	var out outcome
 	switch ev.Type {
 	case events.TypeMigration, events.TypeSnapshot:
@@ -469,14 +476,14 @@ func (w *Worker) handleEvent(ctx context.Context, msg jetstream.Msg, meta *jetst
 	case events.TypeDocUpsert:
 		d := ev.DocUpsert
 		sections := chunk.Doc(ev.Database, d.DocID, d.Title, d.Body, d.Tags, w.cfg.Chunk)
-		out = transient(indexer.Doc(ctx, w.store, w.emb, ev.Database, d.DocID, sections, int64(meta.Sequence.Stream)))
+		out = transient(indexer.Doc(ctx, w.store, w.emb, ev.Database, d.DocID, sections, int64(it.meta.Sequence.Stream)))
 	case events.TypeDocDelete:
 		out = transientErr(w.store.DeleteName(ctx, ev.Database, chunk.KindDoc, ev.DocDelete.DocID))
 	case events.TypeExamplesUpsert:
 		var chunks []chunk.Chunk
 		for _, ex := range ev.Examples.Examples {
 			c := chunk.Example(ev.Database, ex.ID, ex.Question, ex.SQL)
-			c.Version = int64(meta.Sequence.Stream)
+			c.Version = int64(it.meta.Sequence.Stream)
 			chunks = append(chunks, c)
 		}
 		out = transient(indexer.Chunks(ctx, w.store, w.emb, chunks))
@@ -508,54 +515,85 @@ func subjectDB(subject string) string {
 	return parts[2]
 }
 
-// schema applies a migration or snapshot.
+// schema applies a migration or snapshot, or says why it cannot yet.
 func (w *Worker) schema(ctx context.Context, ev *events.Event) outcome {
 	cat, rev, err := w.cats.Get(ctx, ev.Database)
 	if err != nil {
 		return outcome{act: actRetry, reason: err.Error()}
 	}
 	var seq int64
-	var source, sql string
+	var source, sql, id string
 	if m := ev.Migration; m != nil {
-		seq, source, sql = m.Seq, m.Source, m.SQL
+		seq, source, sql, id = m.Seq, m.Source, m.SQL, m.ID()
 	} else {
 		seq, source, sql = ev.Snapshot.Seq, ev.Snapshot.Source, ev.Snapshot.SQL
 	}
 	if source == "" {
 		source = ev.ID
 	}
+	if id == "" {
+		id = source
+	}
+	base := outcome{source: source, seq: seq, version: cat.Version}
+	with := func(o outcome) outcome {
+		o.source, o.seq, o.version = base.source, base.seq, base.version
+		return o
+	}
+	sum := catalog.Checksum(sql)
 	if seq <= cat.Version {
-		// Already applied (a redelivery or a re-publish outside the
-		// duplicate window). The index may still lag the catalog if a
-		// worker stopped between the two writes: repair it first.
-		if err := w.ensureProjected(ctx, cat); err != nil {
-			return outcome{act: actRetry, reason: err.Error(), source: source}
+		// Already applied (a redelivery, or a publisher that re-sent it).
+		// A recorded migration at this seq with other content is a
+		// conflict, not a duplicate: two histories disagree.
+		if a := cat.AppliedSeq(seq); ev.Migration != nil && a != nil && a.Checksum != sum {
+			return with(outcome{act: actDeadLetter, kind: events.DLQKindConflict, reason: fmt.Sprintf(
+				"migration %d (%s) conflicts with the applied history of %s: seq %d is %s (checksum %s), this event carries other SQL (checksum %s); "+
+					"publish with `schemaq publish migrations`, which numbers pending migrations after the applied ones",
+				seq, source, ev.Database, seq, a.Source, a.Checksum, sum)})
 		}
-		return outcome{act: actAck, source: source}
+		// The index may still lag the catalog if a worker stopped between
+		// the two writes: repair it first.
+		if err := w.ensureProjected(ctx, cat); err != nil {
+			return with(outcome{act: actRetry, reason: err.Error()})
+		}
+		return with(outcome{act: actAck})
 	}
 	var next *catalog.Catalog
 	if ev.Migration != nil {
 		if seq > cat.Version+1 {
-			return outcome{act: actWait, source: source, reason: fmt.Sprintf(
-				"gap: catalog %s is at version %d, so migration %d waits for %d", ev.Database, cat.Version, seq, cat.Version+1)}
+			return with(outcome{act: actWait, reason: fmt.Sprintf(
+				"catalog %s is at version %d, so migration %d waits for %d", ev.Database, cat.Version, seq, cat.Version+1)})
+		}
+		for _, a := range cat.History() {
+			if a.ID == id {
+				return with(outcome{act: actDeadLetter, kind: events.DLQKindConflict, reason: fmt.Sprintf(
+					"migration %d (%s) is already applied to %s as seq %d (%s); publish with `schemaq publish migrations`, which sends only pending migrations",
+					seq, source, ev.Database, a.Seq, a.Source)})
+			}
 		}
 		next, err = cat.Apply(source, sql)
+		if err == nil {
+			next.Record(catalog.Applied{Seq: seq, ID: id, Source: source, Checksum: sum})
+		}
 	} else {
 		next, err = catalog.Snapshot(ev.Database, source, sql)
+		if err == nil {
+			next.Rebase(catalog.Base{Seq: seq, Source: source})
+		}
 	}
 	if err != nil {
-		return outcome{act: actDeadLetter, source: source, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, seq, err)}
+		return with(outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, seq, err)})
 	}
-	next.Version = seq
 	if _, err := w.cats.Put(ctx, next, rev); err != nil {
-		return outcome{act: actRetry, source: source, reason: err.Error()}
+		return with(outcome{act: actRetry, reason: err.Error()})
 	}
+	out := with(outcome{act: actAck, advanced: true})
+	out.version = seq
 	if _, err := indexer.Catalog(ctx, w.store, w.emb, next, w.cfg.Chunk); err != nil {
 		// The catalog moved on; redelivery finds a duplicate and repairs
 		// the index through ensureProjected.
-		return outcome{act: actRetry, source: source, reason: err.Error()}
+		out.act, out.reason = actRetry, err.Error()
 	}
-	return outcome{act: actAck, source: source}
+	return out
 }
 
 func (w *Worker) ensureProjected(ctx context.Context, cat *catalog.Catalog) error {
@@ -585,16 +623,13 @@ func (w *Worker) settle(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outc
 			log.Warn("ack failed; the event will be redelivered and found a duplicate", zap.Error(err))
 		}
 		return actAck
-	case (out.act == actWait || out.act == actRetry) && !last:
+	case out.act == actRetry && !last:
 		delay := w.delay(meta.NumDelivered)
-		if out.act == actRetry {
-			log.Warn("event failed; retrying", zap.String("db", out.db), zap.String("reason", out.reason), zap.Duration("delay", delay))
-		} else {
-			log.Debug("event waits", zap.String("db", out.db), zap.String("reason", out.reason), zap.Duration("delay", delay))
-		}
+		log.Warn("event failed; retrying", zap.String("db", out.db), zap.String("reason", out.reason), zap.Duration("delay", delay))
 		_ = msg.NakWithDelay(delay)
 		return out.act
 	case out.act != actDeadLetter:
+		out.kind = events.DLQKindFailed
 		out.reason = fmt.Sprintf("gave up after %d deliveries: %s", meta.NumDelivered, out.reason)
 	}
 	if err := w.deadLetter(msg, meta, out); err != nil {
@@ -626,8 +661,14 @@ func (w *Worker) deadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadata, out 
 	if out.source != "" {
 		m.Header.Set(events.HeaderDLQSource, clip(out.source, 500))
 	}
+	if out.kind != "" {
+		m.Header.Set(events.HeaderDLQKind, out.kind)
+	}
+	if out.seq > 0 {
+		m.Header.Set(events.HeaderDLQSeq, strconv.FormatInt(out.seq, 10))
+	}
 	if id := msg.Headers().Get(events.HeaderMsgID); id != "" {
-		m.Header.Set("Schemaq-Dlq-Event-Id", id)
+		m.Header.Set(events.HeaderDLQEventID, id)
 	}
 	// One dead letter per stream message, however often this runs.
 	m.Header.Set(events.HeaderMsgID, "dlq-"+strconv.FormatUint(meta.Sequence.Stream, 10))

@@ -42,6 +42,7 @@ func testConfig() workers.Config {
 	cfg := workers.DefaultConfig
 	cfg.Consumer.AckWait = 5 * time.Second
 	cfg.Consumer.MaxDeliver = 5
+	cfg.GapTimeout = 6 * time.Second
 	cfg.MessageTimeout = 4 * time.Second
 	cfg.RetryDelay = 10 * time.Millisecond
 	cfg.MaxRetryDelay = 50 * time.Millisecond
@@ -258,8 +259,8 @@ func TestGapResolvesOrDeadLetters(t *testing.T) {
 
 	e.publish(migration(t, "hr", 5, "CREATE TABLE never (id int);")) // 1–4 never come
 	dl := e.waitDeadLetters(1)
-	if dl[0].subject != "schemaq.dlq.hr" || !strings.Contains(dl[0].reason, "gap: catalog hr is at version 0, so migration 5 waits for 1") ||
-		!strings.Contains(dl[0].reason, "gave up after 30 deliveries") || dl[0].orig != "schemaq.schema.hr" || dl[0].source != "0005.sql" {
+	if dl[0].subject != "schemaq.dlq.hr" || !strings.Contains(dl[0].reason, "gap: migration 5 waited 6s for migration 1 of hr, which never arrived (the catalog is at version 0)") ||
+		dl[0].orig != "schemaq.schema.hr" || dl[0].source != "0005.sql" {
 		t.Errorf("dead letter %+v", dl[0])
 	}
 	if e.version("hr") != 0 {
@@ -284,7 +285,7 @@ func TestBadInputIsDeadLettered(t *testing.T) {
 		{"unknown event type", "schemaq.schema.shop", valid("schema.drop", "shop", `{}`), `unknown event type: "schema.drop"`},
 		{"newer spec", "schemaq.schema.shop", []byte(`{"spec":9,"type":"docs.delete","id":"x","database":"shop","data":{"doc_id":"a"}}`), "spec 9"},
 		{"invalid database name", "schemaq.schema.Bad!", valid("schema.migration", "Bad!", `{"seq":1,"sql":"SELECT 1"}`), "field database"},
-		{"empty SQL", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"sql":" "}`), "field data.sql"},
+		{"empty snapshot", "schemaq.schema.shop", valid("schema.snapshot", "shop", `{"seq":2,"sql":" "}`), "field data.sql"},
 		{"unparseable SQL", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"source":"0002_bad.sql","sql":"CREATE TABLE t (\n  id int,\n  x int GENERATED ALWAYS AS (id) VIRTUAL\n);"}`), `0002_bad.sql: statement 1 (line 3, column 34): syntax error at or near \"VIRTUAL\"`},
 		{"ALTER of a missing table", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"source":"0002_alter.sql","sql":"ALTER TABLE nope ADD COLUMN x int;"}`), "relation nope does not exist"},
 		{"doc with invalid UTF-8", "schemaq.docs.shop", valid("docs.upsert", "shop", "{\"doc_id\":\"a.md\",\"body\":\"caf\xe9\"}"), "invalid UTF-8"},
@@ -400,27 +401,8 @@ func TestManyWorkersManyDatabases(t *testing.T) {
 	want := map[string]*catalog.Catalog{}
 	for d := 0; d < dbs; d++ {
 		db := fmt.Sprintf("db%02d", d)
-		c := catalog.New(db)
-		for seq := int64(1); seq <= n; seq++ {
-			var sql string
-			switch {
-			case seq%4 == 1:
-				sql = fmt.Sprintf("CREATE TABLE t%d (id int PRIMARY KEY, d%d text);", seq, d)
-			case seq%4 == 2:
-				sql = fmt.Sprintf("ALTER TABLE t%d ADD COLUMN c%d int REFERENCES t%d;", seq-1, seq, max(seq-5, 1))
-			case seq%4 == 3:
-				sql = fmt.Sprintf("ALTER TABLE t%d RENAME COLUMN c%d TO r%d; COMMENT ON TABLE t%d IS 'step %d';", seq-2, seq-1, seq, seq-2, seq)
-			default:
-				sql = fmt.Sprintf("CREATE VIEW v%d AS SELECT id FROM t%d;", seq, seq-3)
-			}
-			next, err := c.Apply("serial", sql)
-			if err != nil {
-				t.Fatalf("%s %d: %v", db, seq, err)
-			}
-			next.Version = seq
-			c = next
-			all = append(all, migration(t, db, seq, sql))
-		}
+		evs, c := history(t, db, n)
+		all = append(all, evs...)
 		want[db] = c
 	}
 	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
@@ -440,11 +422,7 @@ func TestManyWorkersManyDatabases(t *testing.T) {
 	for db, c := range want {
 		natstest.Eventually(t, 90*time.Second, db+" fully applied", func() bool { return e.version(db) == n })
 		got, _, _ := e.cats.Get(context.Background(), db)
-		a, _ := json.Marshal(got)
-		b, _ := json.Marshal(c)
-		if string(a) != string(b) {
-			t.Errorf("%s: catalog differs from serial application", db)
-		}
+		sameCatalog(t, got, c)
 		natstest.Eventually(t, 10*time.Second, db+" projected", func() bool {
 			p, _ := e.store.Projected(context.Background(), db)
 			return p == n
@@ -456,6 +434,125 @@ func TestManyWorkersManyDatabases(t *testing.T) {
 	}
 	if dl := e.deadLetters(); len(dl) != 0 {
 		t.Errorf("dead letters: %+v", dl[0])
+	}
+}
+
+// history makes a migration history of n steps for db (tables created,
+// altered, renamed, commented, viewed) and the catalog that applying it
+// one by one gives.
+func history(t *testing.T, db string, n int64) ([]*events.Event, *catalog.Catalog) {
+	t.Helper()
+	d := len(db)
+	c := catalog.New(db)
+	var out []*events.Event
+	for seq := int64(1); seq <= n; seq++ {
+		var sql string
+		switch {
+		case seq%4 == 1:
+			sql = fmt.Sprintf("CREATE TABLE t%d (id int PRIMARY KEY, d%d text);", seq, d)
+		case seq%4 == 2:
+			sql = fmt.Sprintf("ALTER TABLE t%d ADD COLUMN c%d int REFERENCES t%d;", seq-1, seq, max(seq-5, 1))
+		case seq%4 == 3:
+			sql = fmt.Sprintf("ALTER TABLE t%d RENAME COLUMN c%d TO r%d; COMMENT ON TABLE t%d IS 'step %d';", seq-2, seq-1, seq, seq-2, seq)
+		default:
+			sql = fmt.Sprintf("CREATE VIEW v%d AS SELECT id FROM t%d;", seq, seq-3)
+		}
+		next, err := c.Apply("serial", sql)
+		if err != nil {
+			t.Fatalf("%s %d: %v", db, seq, err)
+		}
+		src := fmt.Sprintf("%04d.sql", seq)
+		c = next.Record(catalog.Applied{Seq: seq, ID: src, Source: src, Checksum: catalog.Checksum(sql)})
+		out = append(out, migration(t, db, seq, sql))
+	}
+	return out, c
+}
+
+// sameCatalog fails unless got and want serialise alike (schema, version
+// and history).
+func sameCatalog(t *testing.T, got, want *catalog.Catalog) {
+	t.Helper()
+	a, _ := json.Marshal(got)
+	b, _ := json.Marshal(want)
+	if string(a) != string(b) {
+		t.Errorf("%s: catalog at version %d differs from serial application (version %d)", want.Database, got.Version, want.Version)
+	}
+}
+
+// TestLongHistoryAppliesInOrder publishes a 1,000-migration history of one
+// database, in order as `schemaq publish` does, at several concurrencies
+// and with three workers on the shared consumer. Waiting for a predecessor
+// must not spend deliveries: MaxDeliver is kept low on purpose.
+func TestLongHistoryAppliesInOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: 1,000 migrations per case")
+	}
+	evs, want := history(t, "big", 1000)
+	for _, tc := range []struct {
+		name                 string
+		workers, concurrency int
+	}{
+		{"one worker, concurrency 1", 1, 1},
+		{"one worker, concurrency 8", 1, 8},
+		{"one worker, concurrency 32", 1, 32},
+		{"three workers", 3, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			cfg := testConfig()
+			cfg.Concurrency = tc.concurrency
+			cfg.Consumer.MaxDeliver = 3
+			for range tc.workers {
+				e.startWorker(cfg, e.store)
+			}
+			for _, ev := range evs {
+				e.publish(ev)
+			}
+			natstest.Eventually(t, 120*time.Second, "all 1,000 applied", func() bool { return e.version("big") == 1000 || len(e.deadLetters()) > 0 })
+			if dl := e.deadLetters(); len(dl) != 0 {
+				t.Fatalf("%d dead letters, the first: %+v", len(dl), dl[0])
+			}
+			got, _, _ := e.cats.Get(context.Background(), "big")
+			sameCatalog(t, got, want)
+			natstest.Eventually(t, 10*time.Second, "projected", func() bool {
+				p, _ := e.store.Projected(context.Background(), "big")
+				return p == 1000
+			})
+		})
+	}
+}
+
+// TestManyDatabasesInterleaved: 20 databases × 100 migrations, published
+// interleaved in order per database, across three workers.
+func TestManyDatabasesInterleaved(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: 2,000 migrations")
+	}
+	e := newEnv(t)
+	cfg := testConfig()
+	cfg.Consumer.MaxDeliver = 3
+	for range 3 {
+		e.startWorker(cfg, e.store)
+	}
+	const dbs, n = 20, 100
+	hist := make([][]*events.Event, dbs)
+	want := make([]*catalog.Catalog, dbs)
+	for d := range dbs {
+		hist[d], want[d] = history(t, fmt.Sprintf("tenant%02d", d), n)
+	}
+	for i := range n {
+		for d := range dbs {
+			e.publish(hist[d][i])
+		}
+	}
+	for d := range dbs {
+		db := want[d].Database
+		natstest.Eventually(t, 120*time.Second, db+" fully applied", func() bool { return e.version(db) == n || len(e.deadLetters()) > 0 })
+		got, _, _ := e.cats.Get(context.Background(), db)
+		sameCatalog(t, got, want[d])
+	}
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Fatalf("%d dead letters, the first: %+v", len(dl), dl[0])
 	}
 }
 

@@ -143,6 +143,11 @@ type Catalog struct {
 	// applied. The catalog does not interpret it; callers set it.
 	Version int64
 
+	// history lists the migrations applied since base (or since the
+	// start), in seq order.
+	history []Applied
+	base    *Base
+
 	schemas map[string]string // name → comment
 	tables  map[QualName]*Table
 	views   map[QualName]*View
@@ -221,6 +226,8 @@ func (c *Catalog) Clone() *Catalog {
 	n := &Catalog{
 		Database: c.Database,
 		Version:  c.Version,
+		history:  slices.Clip(c.history), // entries are values; appends copy
+		base:     c.base,
 		schemas:  make(map[string]string, len(c.schemas)),
 		tables:   make(map[QualName]*Table, len(c.tables)),
 		views:    make(map[QualName]*View, len(c.views)),
@@ -321,6 +328,8 @@ type wireCatalog struct {
 	Tables   []*Table     `json:"tables"`
 	Views    []*View      `json:"views"`
 	Enums    []*Enum      `json:"enums"`
+	History  []Applied    `json:"history,omitempty"`
+	Base     *Base        `json:"base,omitempty"`
 }
 
 type wireSchema struct {
@@ -331,7 +340,7 @@ type wireSchema struct {
 // MarshalJSON encodes the catalog deterministically.
 func (c *Catalog) MarshalJSON() ([]byte, error) {
 	w := wireCatalog{Database: c.Database, Version: c.Version,
-		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums()}
+		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base}
 	for _, s := range c.Schemas() {
 		w.Schemas = append(w.Schemas, wireSchema{s, c.schemas[s]})
 	}
@@ -346,6 +355,12 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 	}
 	n := New(w.Database)
 	n.Version = w.Version
+	n.history, n.base = w.History, w.Base
+	for i := 1; i < len(n.history); i++ {
+		if n.history[i].Seq <= n.history[i-1].Seq {
+			return fmt.Errorf("decode catalog: history out of order at seq %d", n.history[i].Seq)
+		}
+	}
 	n.schemas = map[string]string{}
 	for _, s := range w.Schemas {
 		n.schemas[s.Name] = s.Comment

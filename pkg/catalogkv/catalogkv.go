@@ -223,3 +223,31 @@ func (cw *Watcher) Databases() []string {
 	}
 	return out
 }
+
+// Changes calls fn with a database's name each time its catalog entry is
+// written, until ctx ends. It reads only entry metadata, so it costs the
+// same for any catalog size; workers use it to wake events that wait for
+// a predecessor applied by another worker.
+func (s *Store) Changes(ctx context.Context, fn func(db string)) error {
+	w, err := s.kv.WatchAll(ctx, jetstream.MetaOnly(), jetstream.UpdatesOnly())
+	if err != nil {
+		return fmt.Errorf("watch catalog changes: %w", err)
+	}
+	go func() {
+		defer w.Stop() //nolint:errcheck // best effort on shutdown
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e != nil {
+					fn(e.Key())
+				}
+			}
+		}
+	}()
+	return nil
+}

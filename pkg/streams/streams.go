@@ -97,9 +97,10 @@ type ConsumerConfig struct {
 	InactiveThreshold time.Duration
 }
 
-// DefaultConsumer gives a waiting migration about half a minute of
-// redeliveries before it is dead-lettered.
-var DefaultConsumer = ConsumerConfig{AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 256}
+// DefaultConsumer: deliveries are spent only by events that fail for a
+// passing reason (a migration waiting for its predecessor is held, not
+// redelivered); MaxAckPending bounds the events workers hold at once.
+var DefaultConsumer = ConsumerConfig{AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024}
 
 // EnsureConsumer creates or updates the durable consumer.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, c ConsumerConfig) (jetstream.Consumer, error) {

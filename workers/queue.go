@@ -1,0 +1,383 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/events"
+)
+
+// Ordering. Each database has one queue and, while it holds events, one
+// goroutine that applies them: docs and examples in arrival order, schema
+// events lowest seq first. A migration whose predecessor is not applied
+// yet stays in the queue, kept in progress so JetStream neither redelivers
+// it nor counts a delivery, until the predecessor arrives here or is
+// applied by another worker (the catalog bucket's change feed wakes the
+// queue). Only a predecessor that does not come within GapTimeout of the
+// database's last progress dead-letters the waiting events, as gap
+// letters, which a worker re-sends by itself once the catalog reaches
+// them. Databases run in parallel, at most Concurrency at once.
+
+// item is one delivered event on its way through its database's queue.
+type item struct {
+	msg     jetstream.Msg
+	meta    *jetstream.MsgMetadata
+	ev      *events.Event // nil when it did not decode
+	err     error         // why it did not decode
+	schema  bool          // a migration or snapshot
+	seq     int64         // schema events: their seq
+	stop    func()        // stops the in-progress heartbeat
+	arrived time.Time
+}
+
+// queue holds one database's delivered, unsettled events.
+type queue struct {
+	db      string
+	items   []*item // guarded by Worker.qmu, as is running
+	running bool
+	wake    chan struct{}
+
+	// Owned by the queue's goroutine:
+	version  int64     // the catalog version last seen
+	progress time.Time // when version last moved
+	swept    int64     // the version at the last dead-letter sweep
+	// refused is this database's last migration that this worker refused:
+	// the events waiting behind it cannot apply until it is fixed.
+	refused *outcome
+}
+
+func (q *queue) nudge() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// enqueue hands a delivered message to its database's queue, starting the
+// queue's goroutine when it has none.
+func (w *Worker) enqueue(intake, work context.Context, msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		w.log.Error("message without jetstream metadata", zap.String("subject", msg.Subject()), zap.Error(err))
+		_ = msg.Term()
+		return
+	}
+	it := w.newItem(msg, meta)
+	it.stop = keepInProgress(work, msg, w.cfg.Consumer.AckWait/3)
+	db := subjectDB(msg.Subject())
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	q := w.queues[db]
+	if q == nil {
+		q = &queue{db: db, wake: make(chan struct{}, 1), progress: time.Now(), version: -1}
+		w.queues[db] = q
+	}
+	q.items = append(q.items, it)
+	w.held.Add(1)
+	if q.running {
+		q.nudge()
+		return
+	}
+	q.running = true
+	w.drains.Add(1)
+	go w.drain(intake, work, q)
+}
+
+// catalogChanged wakes db's queue: another worker may have applied what
+// its first event waits for.
+func (w *Worker) catalogChanged(db string) {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	if q := w.queues[db]; q != nil {
+		q.nudge()
+	}
+}
+
+// next picks the event to handle: the oldest non-schema event, else the
+// schema event with the lowest seq (the oldest of equal ones). It returns
+// nil, and retires the queue, when the queue is empty.
+func (w *Worker) next(q *queue) *item {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	var best *item
+	for _, it := range q.items {
+		if !it.schema {
+			return it
+		}
+		if best == nil || it.seq < best.seq {
+			best = it
+		}
+	}
+	if best == nil {
+		q.running = false
+		delete(w.queues, q.db)
+	}
+	return best
+}
+
+func (w *Worker) remove(q *queue, it *item) {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	if i := slices.Index(q.items, it); i >= 0 {
+		q.items = slices.Delete(q.items, i, i+1)
+		w.held.Add(-1)
+	}
+}
+
+// waiting returns the queue's schema events in seq order.
+func (w *Worker) waiting(q *queue) []*item {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	var out []*item
+	for _, it := range q.items {
+		if it.schema {
+			out = append(out, it)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *item) int { return int(min(max(a.seq-b.seq, -1), 1)) })
+	return out
+}
+
+// drain applies q's events until it is empty, or until intake stops; then
+// what it still holds is handed back to JetStream for redelivery.
+func (w *Worker) drain(intake, work context.Context, q *queue) {
+	defer w.drains.Done()
+	for {
+		it := w.next(q)
+		if it == nil {
+			w.sweepIfMoved(work, q)
+			return
+		}
+		if intake.Err() != nil {
+			w.release(q)
+			return
+		}
+		out := w.process(work, q, it)
+		if out.act != actWait {
+			continue
+		}
+		// The lowest schema event waits, so every schema event here does.
+		if !w.await(intake, work, q, it, out) {
+			w.release(q)
+			return
+		}
+	}
+}
+
+// release naks everything q holds (shutdown) and retires the queue.
+func (w *Worker) release(q *queue) {
+	w.qmu.Lock()
+	items := q.items
+	q.items, q.running = nil, false
+	delete(w.queues, q.db)
+	w.held.Add(-int64(len(items)))
+	w.qmu.Unlock()
+	for _, it := range items {
+		it.stop()
+		_ = it.msg.Nak()
+	}
+}
+
+// process handles one event and settles it, unless it waits for its
+// predecessor; it returns the outcome.
+func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
+	w.sem <- struct{}{}
+	defer func() { <-w.sem }()
+	mu := w.lock(q.db)
+	mu.Lock()
+	defer mu.Unlock()
+	ctx, cancel := context.WithTimeout(work, w.cfg.MessageTimeout)
+	defer cancel()
+	t0 := time.Now()
+	out := w.handle(ctx, it)
+	if it.schema && out.version != q.version {
+		q.version, q.progress = out.version, time.Now()
+		if q.refused != nil && out.version >= q.refused.seq {
+			q.refused = nil
+		}
+	}
+	if out.act == actWait {
+		return out
+	}
+	w.remove(q, it)
+	it.stop()
+	log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream),
+		zap.Uint64("delivery", it.meta.NumDelivered))
+	act := w.settle(it.msg, it.meta, out, log)
+	if act == actDeadLetter && out.kind == events.DLQKindRefused && it.schema {
+		o := out
+		q.refused = &o
+	}
+	if w.m != nil {
+		typ := out.typ
+		if typ == "" {
+			typ = "invalid"
+		}
+		w.m.events.WithLabelValues(typ, act.String()).Inc()
+		w.m.apply.WithLabelValues(typ).Observe(time.Since(t0).Seconds())
+	}
+	return out
+}
+
+// await holds q's waiting schema events until something may let the first
+// one apply: a new event in the queue, a change of the catalog, or a
+// periodic re-check. When the predecessor was refused here, or has not
+// come within GapTimeout of the database's last progress, the waiting
+// events are dead-lettered as gap letters. It returns false when intake
+// stopped.
+func (w *Worker) await(intake, work context.Context, q *queue, first *item, out outcome) bool {
+	need := out.version + 1
+	if r := q.refused; r != nil && r.seq == need {
+		w.gapLetters(q, func(it *item) string {
+			return fmt.Sprintf("gap: migration %d waits for migration %d (%s) of %s, which was refused: %s; "+
+				"fix it and publish again (`schemaq publish migrations`): this one is then re-sent by itself", it.seq, need, r.source, q.db, r.reason)
+		})
+		return true
+	}
+	w.sweepIfMoved(work, q)
+	since := later(first.arrived, q.progress)
+	left := time.Until(since.Add(w.cfg.GapTimeout))
+	if left <= 0 {
+		w.gapLetters(q, func(it *item) string {
+			return fmt.Sprintf("gap: migration %d waited %v for migration %d of %s, which never arrived (the catalog is at version %d); "+
+				"publish the missing migration (`schemaq publish migrations`): this one is then re-sent by itself",
+				it.seq, time.Since(later(it.arrived, q.progress)).Round(time.Second), need, q.db, out.version)
+		})
+		return true
+	}
+	// The change feed wakes us when another worker applies; the tick is
+	// for a feed that missed it (a reconnect).
+	t := time.NewTimer(min(left, time.Second))
+	defer t.Stop()
+	select {
+	case <-intake.Done():
+		return false
+	case <-q.wake:
+	case <-t.C:
+	}
+	return true
+}
+
+// gapLetters dead-letters every schema event q holds.
+func (w *Worker) gapLetters(q *queue, reason func(*item) string) {
+	for _, it := range w.waiting(q) {
+		w.remove(q, it)
+		it.stop()
+		src := ""
+		if m := it.ev.Migration; m != nil {
+			src = m.Source
+		}
+		out := outcome{typ: it.ev.Type, act: actDeadLetter, kind: events.DLQKindGap, db: q.db, seq: it.seq, source: src, reason: reason(it)}
+		log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream))
+		act := w.settle(it.msg, it.meta, out, log)
+		if w.m != nil {
+			w.m.events.WithLabelValues(it.ev.Type, act.String()).Inc()
+		}
+	}
+}
+
+// sweepIfMoved tidies the database's dead letters once the catalog has
+// moved since the last sweep: letters of migrations it has moved past are
+// obsolete and deleted; gap letters beyond it are re-sent, so a history
+// that was stuck behind a missing or refused migration resumes by itself
+// once that one is published.
+func (w *Worker) sweepIfMoved(ctx context.Context, q *queue) {
+	if q.version <= q.swept || q.db == "" {
+		return
+	}
+	if err := w.sweep(ctx, q.db, q.version); err != nil {
+		w.log.Warn("dead-letter sweep failed; the next one retries", zap.String("db", q.db), zap.Error(err))
+		return
+	}
+	q.swept = q.version
+}
+
+func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	subject := events.DeadLetterSubject(db)
+	s, err := w.js.Stream(ctx, events.DeadLetterStream)
+	if err != nil {
+		return fmt.Errorf("dead-letter stream: %w", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return fmt.Errorf("dead-letter stream: %w", err)
+	}
+	if info.State.Subjects[subject] == 0 {
+		return nil
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		return fmt.Errorf("read dead letters of %s: %w", db, err)
+	}
+	resent, dropped := 0, 0
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(100, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return fmt.Errorf("read dead letters of %s: %w", db, err)
+		}
+		got, last := 0, false
+		for m := range batch.Messages() {
+			got++
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			last = meta.NumPending == 0
+			kind := m.Headers().Get(events.HeaderDLQKind)
+			seq, err := strconv.ParseInt(m.Headers().Get(events.HeaderDLQSeq), 10, 64)
+			if err != nil || (kind != events.DLQKindGap && kind != events.DLQKindRefused) {
+				continue
+			}
+			switch {
+			case seq <= version:
+				// The history moved past it: applied since, or replaced by
+				// a fixed migration at that seq.
+				dropped++
+			case kind == events.DLQKindGap:
+				re := nats.NewMsg(m.Headers().Get(events.HeaderDLQSubject))
+				re.Data = m.Data()
+				// One re-send per letter, whichever worker sweeps.
+				re.Header.Set(events.HeaderMsgID, "resend-"+strconv.FormatUint(meta.Sequence.Stream, 10))
+				if _, err := w.js.PublishMsg(ctx, re); err != nil {
+					return fmt.Errorf("re-send dead letter %d of %s: %w", meta.Sequence.Stream, db, err)
+				}
+				resent++
+			default:
+				continue
+			}
+			if err := s.DeleteMsg(ctx, meta.Sequence.Stream); err != nil && !isNotFound(err) {
+				return fmt.Errorf("delete dead letter %d of %s: %w", meta.Sequence.Stream, db, err)
+			}
+		}
+		if got == 0 || last {
+			break
+		}
+	}
+	if resent+dropped > 0 {
+		w.log.Info("dead letters swept", zap.String("db", db), zap.Int64("catalog_version", version),
+			zap.Int("resent", resent), zap.Int("obsolete_dropped", dropped))
+	}
+	return nil
+}
+
+func isNotFound(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
