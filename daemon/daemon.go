@@ -43,6 +43,12 @@ type Counter interface {
 	Count(ctx context.Context, f index.Filter) (int, error)
 }
 
+// projector is a Counter that also tells which catalog version its index
+// reflects (every index.Store does).
+type projector interface {
+	Projected(ctx context.Context, db string) (int64, error)
+}
+
 // Retriever runs retrieval.
 type Retriever interface {
 	Retrieve(ctx context.Context, req retrieve.Request) (*retrieve.Result, error)
@@ -416,6 +422,13 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 		return nil, events.Errorf(events.CodeUnknownDatabase, "database %q has no catalog; publish a migration or snapshot first", req.Database)
 	}
 	out := &events.TablesReply{Database: req.Database, Version: cat.Version}
+	if p, ok := d.count.(projector); ok {
+		v, err := p.Projected(ctx, req.Database)
+		if err != nil {
+			return nil, events.Errorf(events.CodeStoreUnavailable, "index store: %v", err)
+		}
+		out.Indexed = v
+	}
 	if req.Table != "" {
 		t := cat.Lookup(req.Table)
 		if t == nil {

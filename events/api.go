@@ -209,10 +209,13 @@ type TableInfo struct {
 
 // TablesReply is the reply of the tables endpoint.
 type TablesReply struct {
-	Database string      `json:"database"`
-	Version  int64       `json:"version"`
-	Tables   []TableInfo `json:"tables"`
-	Error    *Error      `json:"error,omitempty"`
+	Database string `json:"database"`
+	Version  int64  `json:"version"`
+	// Indexed is the catalog version the answering daemon's index
+	// reflects: searches see the schema of that version.
+	Indexed int64       `json:"indexed"`
+	Tables  []TableInfo `json:"tables"`
+	Error   *Error      `json:"error,omitempty"`
 }
 
 // Errorf builds a wire error.

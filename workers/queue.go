@@ -319,7 +319,15 @@ func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
 	if err != nil {
 		return fmt.Errorf("read dead letters of %s: %w", db, err)
 	}
-	resent, dropped := 0, 0
+	type letter struct {
+		streamSeq uint64
+		seq       int64
+		kind      string
+		subject   string
+		data      []byte
+	}
+	var letters []letter
+	nextGap := int64(-1) // the lowest seq of a gap letter beyond version
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(100, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
@@ -333,34 +341,46 @@ func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
 				continue
 			}
 			last = meta.NumPending == 0
-			kind := m.Headers().Get(events.HeaderDLQKind)
-			seq, err := strconv.ParseInt(m.Headers().Get(events.HeaderDLQSeq), 10, 64)
-			if err != nil || (kind != events.DLQKindGap && kind != events.DLQKindRefused) {
+			l := letter{streamSeq: meta.Sequence.Stream, kind: m.Headers().Get(events.HeaderDLQKind),
+				subject: m.Headers().Get(events.HeaderDLQSubject), data: m.Data()}
+			if l.seq, err = strconv.ParseInt(m.Headers().Get(events.HeaderDLQSeq), 10, 64); err != nil {
 				continue
 			}
-			switch {
-			case seq <= version:
-				// The history moved past it: applied since, or replaced by
-				// a fixed migration at that seq.
-				dropped++
-			case kind == events.DLQKindGap:
-				re := nats.NewMsg(m.Headers().Get(events.HeaderDLQSubject))
-				re.Data = m.Data()
-				// One re-send per letter, whichever worker sweeps.
-				re.Header.Set(events.HeaderMsgID, "resend-"+strconv.FormatUint(meta.Sequence.Stream, 10))
-				if _, err := w.js.PublishMsg(ctx, re); err != nil {
-					return fmt.Errorf("re-send dead letter %d of %s: %w", meta.Sequence.Stream, db, err)
-				}
-				resent++
-			default:
-				continue
+			if l.kind == events.DLQKindGap && l.seq > version && (nextGap < 0 || l.seq < nextGap) {
+				nextGap = l.seq
 			}
-			if err := s.DeleteMsg(ctx, meta.Sequence.Stream); err != nil && !isNotFound(err) {
-				return fmt.Errorf("delete dead letter %d of %s: %w", meta.Sequence.Stream, db, err)
-			}
+			letters = append(letters, l)
 		}
 		if got == 0 || last {
 			break
+		}
+	}
+	// Gap letters are re-sent together, once the first of them can apply:
+	// re-sending them earlier would only have them wait and time out again.
+	resend := nextGap == version+1
+	resent, dropped := 0, 0
+	for _, l := range letters {
+		switch {
+		case l.kind != events.DLQKindGap && l.kind != events.DLQKindRefused:
+			continue
+		case l.seq <= version:
+			// The history moved past it: applied since, or replaced by a
+			// fixed migration at that seq.
+			dropped++
+		case l.kind == events.DLQKindGap && resend:
+			re := nats.NewMsg(l.subject)
+			re.Data = l.data
+			// One re-send per letter, whichever worker sweeps.
+			re.Header.Set(events.HeaderMsgID, "resend-"+strconv.FormatUint(l.streamSeq, 10))
+			if _, err := w.js.PublishMsg(ctx, re); err != nil {
+				return fmt.Errorf("re-send dead letter %d of %s: %w", l.streamSeq, db, err)
+			}
+			resent++
+		default:
+			continue
+		}
+		if err := s.DeleteMsg(ctx, l.streamSeq); err != nil && !isNotFound(err) {
+			return fmt.Errorf("delete dead letter %d of %s: %w", l.streamSeq, db, err)
 		}
 	}
 	if resent+dropped > 0 {

@@ -62,7 +62,7 @@ func commands() map[string]command {
 		"search":      {"retrieve the context for a question", runSearch},
 		"tables":      {"list a database's tables, or print one's DDL", runTables},
 		"status":      {"stream, worker, catalog and dead-letter state", runStatus},
-		"dlq":         {"list, show or retry dead-lettered events", runDLQ},
+		"dlq":         {"list, show, retry, delete or purge dead-lettered events", runDLQ},
 		"healthcheck": {"probe a running process's /readyz; exits non-zero unless ready (container health checks)", runHealthcheck},
 		"mcp":         {"serve schemaq's tools to AI agents (Model Context Protocol, stdio or HTTP)", runMCP},
 		"version": {"print the version", func(_ context.Context, e *env, _ []string) error {

@@ -22,28 +22,37 @@ type embedded struct {
 	url  string
 	done chan error
 	stop context.CancelFunc
+	// unlock releases the data directory, once everything is shut down.
+	unlock func()
 }
 
 // startEmbedded starts NATS (listening on host:port, or in-process only
 // when port is 0) and the worker and daemon over r's settings.
 func startEmbedded(ctx context.Context, r *roleFlags, log *zap.Logger, host string, port int) (*embedded, error) {
+	unlock, err := lockDataDir(*r.dataDir)
+	if err != nil {
+		return nil, err
+	}
 	ns, err := natsembed.Start(natsembed.Options{Host: host, Port: port, NoListen: port == 0, StoreDir: filepath.Join(*r.dataDir, "nats")})
 	if err != nil {
+		unlock()
 		return nil, err
 	}
 	nc, err := nats.Connect(ns.ClientURL(), nats.Name("schemaq-embedded"), nats.InProcessServer(ns))
 	if err != nil {
 		ns.Shutdown()
+		unlock()
 		return nil, fmt.Errorf("connect to the embedded server: %w", err)
 	}
 	rt, err := r.open(ctx, log, nc, true)
 	if err != nil {
 		nc.Close()
 		ns.Shutdown()
+		unlock()
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	em := &embedded{ns: ns, nc: nc, url: ns.ClientURL(), done: make(chan error, 1), stop: cancel}
+	em := &embedded{ns: ns, nc: nc, url: ns.ClientURL(), done: make(chan error, 1), stop: cancel, unlock: unlock}
 	go func() { em.done <- rt.run(runCtx, r, true, true) }()
 	if err := em.waitReady(ctx); err != nil {
 		_ = em.shutdown()
@@ -92,5 +101,7 @@ func (em *embedded) shutdown() error {
 	em.stop()
 	err := <-em.done
 	em.ns.Shutdown()
+	em.ns.WaitForShutdown()
+	em.unlock()
 	return err
 }

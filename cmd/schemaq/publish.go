@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -18,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/migrate"
@@ -73,9 +76,12 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "publish "+kind, "--db NAME [flags] PATH...")
 	var c clientFlags
 	c.register(fs, e)
-	from := fs.Int64("from", 1, "migrations: publish only those with seq ≥ N")
+	var plan migrate.PlanOptions
+	fs.Int64Var(&plan.Positional, "from", 0, "migrations: number files by position (the first is seq 1) and publish those from seq N on, whatever the catalog records")
+	fs.StringVar(&plan.Baseline, "baseline", "", "migrations: the last migration (version or name) that a catalog without a recorded history already includes, e.g. one built from a snapshot")
+	fs.BoolVar(&plan.AcceptChanged, "accept-changed", false, "migrations: go on past applied migrations whose file changed (they are not applied again)")
 	seq := fs.Int64("seq", 0, "snapshot: the version the snapshot sets (default: the catalog's version + 1)")
-	wait := fs.Duration("wait", 0, "migrations and snapshot: wait up to this long until the catalog reaches the last seq (0: do not wait)")
+	wait := fs.Duration("wait", 0, "migrations and snapshot: wait up to this long until the last one is applied and searchable; fail at once if one is dead-lettered (0: do not wait)")
 	var tags tagFlags
 	fs.Var(&tags, "tag", "docs: a tag KEY=VALUE for every doc (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
@@ -93,7 +99,11 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 	now := time.Now()
 	switch kind {
 	case "migrations":
-		evs, err = migrationEvents(*c.db, fs.Args(), *from, now)
+		var warnings []string
+		evs, warnings, err = migrationEvents(ctx, &c, fs.Args(), plan, now)
+		for _, w := range warnings {
+			fmt.Fprintln(e.stderr, "warning:", w)
+		}
 	case "snapshot":
 		evs, err = snapshotEvent(ctx, &c, fs.Args(), *seq, now)
 	case "docs":
@@ -141,13 +151,21 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 		}
 		results = append(results, r)
 	}
+	// Publishing is done: say what was published before waiting, so a
+	// failed wait still shows it.
+	var waitErr error
 	if *wait > 0 && last > 0 {
-		if err := waitForVersion(ctx, &c, last, *wait); err != nil {
-			return err
-		}
+		waitErr = waitApplied(ctx, &c, last, now, *wait)
 	}
 	if *c.asJSON {
-		return json.NewEncoder(e.stdout).Encode(map[string]any{"database": *c.db, "published": results, "duplicates": dups})
+		out := map[string]any{"database": *c.db, "published": results, "duplicates": dups}
+		if waitErr != nil {
+			out["error"] = waitErr.Error()
+		}
+		if err := json.NewEncoder(e.stdout).Encode(out); err != nil {
+			return err
+		}
+		return waitErr
 	}
 	for _, r := range results {
 		status := "ok"
@@ -161,13 +179,19 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "%-10s %s: %s\n", strings.TrimPrefix(r.Type, "schema."), label, status)
 	}
 	fmt.Fprintf(e.stdout, "published %d event(s) to %s, %d duplicate(s)\n", len(results), *c.db, dups)
+	if kind == "migrations" && len(evs) == 0 {
+		fmt.Fprintf(e.stdout, "nothing to publish: every migration is applied to %s\n", *c.db)
+	}
+	if waitErr != nil {
+		return waitErr
+	}
 	if *wait > 0 && last > 0 {
-		fmt.Fprintf(e.stdout, "catalog %s is at version %d\n", *c.db, last)
+		fmt.Fprintf(e.stdout, "catalog %s is at version %d and searchable\n", *c.db, last)
 	}
 	return nil
 }
 
-// eventID is stable for the same content, so publishing the same history
+// eventID is stable for the same content, so publishing the same docs
 // twice is dropped by the stream's duplicate window, while an edited file
 // makes a new event.
 func eventID(db, kind, key, content string) string {
@@ -175,30 +199,46 @@ func eventID(db, kind, key, content string) string {
 	return fmt.Sprintf("%s-%s-%s-%s", db, kind, key, hex.EncodeToString(sum[:6]))
 }
 
-func migrationEvents(db string, paths []string, from int64, now time.Time) ([]*events.Event, error) {
+// migrationEvents publishes what the catalog has not applied, numbered
+// after what it has (migrate.MakePlan). A migration event's id carries a
+// token of this run: the duplicate window still drops a retried publish
+// of the same event, while running publish again re-sends what is still
+// pending (say, after a refused migration was fixed) instead of having it
+// dropped as a duplicate. Workers apply a seq once whatever the copies.
+func migrationEvents(ctx context.Context, c *clientFlags, paths []string, opts migrate.PlanOptions, now time.Time) ([]*events.Event, []string, error) {
 	files, err := migrate.Discover(paths...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	steps, err := migrate.Read(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat := catalog.New(*c.db)
+	if opts.Positional == 0 {
+		if cat, err = currentCatalog(ctx, c); err != nil {
+			return nil, nil, err
+		}
+	}
+	plan, err := migrate.MakePlan(steps, cat, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("publish migrations to %s: %w", *c.db, err)
+	}
+	var tok [4]byte
+	_, _ = rand.Read(tok[:])
+	run := hex.EncodeToString(tok[:])
 	var out []*events.Event
-	for i, f := range files {
-		seq := int64(i + 1)
-		if seq < from {
-			continue
-		}
-		sql, err := os.ReadFile(f.Path)
+	for i, s := range plan.Pending {
+		seq := plan.From + int64(i)
+		m := &events.Migration{Seq: seq, Source: filepath.ToSlash(s.Name), MigrationID: s.ID()}
+		m.SQL, m.SQLGzip = sqlPayload(s.SQL)
+		ev, err := events.New(fmt.Sprintf("%s-m-%d-%s-%s", *c.db, seq, s.Checksum[:12], run), *c.db, now, m)
 		if err != nil {
-			return nil, fmt.Errorf("read migration: %w", err)
-		}
-		m := &events.Migration{Seq: seq, Source: filepath.ToSlash(f.Name)}
-		m.SQL, m.SQLGzip = sqlPayload(string(sql))
-		ev, err := events.New(eventID(db, "m", fmt.Sprint(seq), string(sql)), db, now, m)
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: %w", f.Name, err)
+			return nil, nil, fmt.Errorf("migration %s: %w", s.Name, err)
 		}
 		out = append(out, ev)
 	}
-	return out, nil
+	return out, plan.Warnings, nil
 }
 
 // compressAbove is the script size from which events carry the SQL
@@ -238,39 +278,106 @@ func snapshotEvent(ctx context.Context, c *clientFlags, paths []string, seq int6
 }
 
 func catalogVersion(ctx context.Context, c *clientFlags) (int64, error) {
-	nc, err := c.nats.connect(zap.NewNop())
-	if err != nil {
-		return 0, err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	kv, err := js.KeyValue(ctx, events.CatalogBucket)
-	if err != nil {
-		return 0, nil // no bucket yet: no catalog
-	}
-	cat, _, err := catalogkv.New(kv).Get(ctx, *c.db)
+	cat, err := currentCatalog(ctx, c)
 	if err != nil {
 		return 0, err
 	}
 	return cat.Version, nil
 }
 
-func waitForVersion(ctx context.Context, c *clientFlags, want int64, limit time.Duration) error {
+// currentCatalog reads the database's catalog from the bucket; a database
+// without one (or a server without the bucket yet) has an empty catalog.
+func currentCatalog(ctx context.Context, c *clientFlags) (*catalog.Catalog, error) {
+	nc, err := c.nats.connect(zap.NewNop())
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(ctx, events.CatalogBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return catalog.New(*c.db), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read catalog %s: %w", *c.db, err)
+	}
+	cat, _, err := catalogkv.New(kv).Get(ctx, *c.db)
+	return cat, err
+}
+
+// waitApplied waits until the catalog reaches version want and the index
+// answers for it, and fails as soon as an event of the database is
+// dead-lettered after since, with the letter's reason.
+func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Time, limit time.Duration) error {
+	nc, err := c.nats.connect(zap.NewNop())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	cli, err := client.New(nc)
+	if err != nil {
+		return err
+	}
+	db := *c.db
 	deadline := time.Now().Add(limit)
+	var version, indexed int64
+	var indexErr error
 	for {
-		v, err := catalogVersion(ctx, c)
-		if err == nil && v >= want {
-			return nil
+		if letter := newDeadLetter(ctx, js, db, since); letter != nil {
+			what := "an event"
+			if letter.Source != "" {
+				what = letter.Source
+			}
+			return fmt.Errorf("%s was dead-lettered (dead letter %d): %s\nsee `schemaq dlq list --db %s`; docs/events.md#recovery says what to do",
+				what, letter.Seq, letter.Reason, db)
+		}
+		if version < want {
+			if v, err := catalogVersion(ctx, c); err == nil {
+				version = v
+			}
+		}
+		if version >= want {
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			rep, err := cli.Tables(rctx, &events.TablesRequest{Database: db})
+			cancel()
+			indexErr = err
+			if err == nil && rep.Indexed >= want {
+				return nil
+			}
+			if err == nil {
+				indexed = rep.Indexed
+			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("catalog %s reached version %d, not %d, within %v: see `schemaq dlq list --db %s` and the worker logs", *c.db, v, want, limit, *c.db)
+			switch {
+			case version < want:
+				return fmt.Errorf("catalog %s reached version %d, not %d, within %v: see `schemaq status` and the worker logs", db, version, want, limit)
+			case indexErr != nil:
+				return fmt.Errorf("catalog %s is at version %d, but no daemon confirmed the index within %v: %w", db, version, limit, indexErr)
+			}
+			return fmt.Errorf("catalog %s is at version %d, but its index reflects version %d after %v: see the worker logs", db, version, indexed, limit)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// newDeadLetter returns db's last dead letter when it is newer than since.
+func newDeadLetter(ctx context.Context, js jetstream.JetStream, db string, since time.Time) *deadLetterView {
+	s, err := js.Stream(ctx, events.DeadLetterStream)
+	if err != nil {
+		return nil
+	}
+	m, err := s.GetLastMsgForSubject(ctx, events.DeadLetterSubject(db))
+	if err != nil || m.Time.Before(since) {
+		return nil
+	}
+	v := viewOf(m, false)
+	return &v
 }
 
 type tagFlags map[string]string

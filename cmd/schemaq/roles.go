@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +68,8 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 	r.worker = workers.DefaultConfig
 	r.daemon = daemon.DefaultConfig
 	r.daemon.Version = version
-	fs.IntVar(&r.worker.Concurrency, "worker-concurrency", r.worker.Concurrency, "events one worker processes at once")
+	fs.IntVar(&r.worker.Concurrency, "worker-concurrency", r.worker.Concurrency, "databases one worker applies events of at once (each database's events apply one at a time, in order)")
+	fs.DurationVar(&r.worker.GapTimeout, "gap-timeout", r.worker.GapTimeout, "how long a migration waits for a missing predecessor before it is dead-lettered (re-sent by itself once the predecessor applies); must exceed --ack-wait")
 	fs.DurationVar(&r.worker.Consumer.AckWait, "ack-wait", r.worker.Consumer.AckWait, "JetStream ack wait")
 	fs.IntVar(&r.worker.Consumer.MaxDeliver, "max-deliver", r.worker.Consumer.MaxDeliver, "deliveries before an event is dead-lettered")
 	fs.DurationVar(&r.worker.MessageTimeout, "message-timeout", r.worker.MessageTimeout, "time limit of one event (must be below --ack-wait)")
@@ -283,11 +287,13 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 	}
 	var replica *string
 	if name == "serve" {
-		host, _ := os.Hostname()
-		replica = fs.String("replica-id", envString(e, "SCHEMAQ_REPLICA_ID", host), "this replica's name; its consumer is schemaq-replica-<id> [SCHEMAQ_REPLICA_ID] (default: the host name)")
+		replica = fs.String("replica-id", envString(e, "SCHEMAQ_REPLICA_ID", ""), "this replica's name; its consumer is schemaq-replica-<id> [SCHEMAQ_REPLICA_ID] (default: the host name and a hash of the data directory, so two replicas on one host never share a consumer)")
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if replica != nil && *replica == "" {
+		*replica = defaultReplicaID(*r.dataDir)
 	}
 	if replica != nil && r.store.shared() {
 		return usagef("serve keeps an index per replica; with a shared Redis index (--redis-url, SCHEMAQ_REDIS_URL) run `schemaq worker` and `schemaq daemon` instead")
@@ -308,6 +314,14 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 		r.worker.Consumer.InactiveThreshold = 24 * time.Hour
 		r.replica = true
 	}
+	if worker && !r.store.shared() {
+		// The index file is this process's alone.
+		release, err := lockDataDir(*r.dataDir)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	log, err := r.log.build(e)
 	if err != nil {
 		return err
@@ -325,6 +339,20 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 	log.Info("schemaq "+name+" starting", zap.String("version", version), zap.String("nats", nc.ConnectedUrlRedacted()),
 		zap.String("data_dir", *r.dataDir), zap.String("embedder", rt.emb.Model()))
 	return rt.run(ctx, &r, worker, serve)
+}
+
+// defaultReplicaID names a replica after its host and its data directory:
+// stable across restarts (the consumer remembers how far its index got),
+// and different for two replicas on one host, which cannot share a data
+// directory (lockDataDir).
+func defaultReplicaID(dataDir string) string {
+	host, _ := os.Hostname()
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return host + "-" + hex.EncodeToString(sum[:4])
 }
 
 // runUp is the embedded default: NATS, worker, daemon and the SQLite

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -144,6 +145,7 @@ type deadLetterView struct {
 	Database   string    `json:"database"`
 	Subject    string    `json:"subject"`
 	Source     string    `json:"source,omitempty"`
+	Kind       string    `json:"kind,omitempty"` // gap, refused, conflict, invalid, failed
 	Reason     string    `json:"reason"`
 	Deliveries string    `json:"deliveries,omitempty"`
 	Time       time.Time `json:"time"`
@@ -152,7 +154,7 @@ type deadLetterView struct {
 
 func viewOf(m *jetstream.RawStreamMsg, withData bool) deadLetterView {
 	v := deadLetterView{Seq: m.Sequence, Subject: m.Header.Get(events.HeaderDLQSubject), Source: m.Header.Get(events.HeaderDLQSource),
-		Reason: m.Header.Get(events.HeaderDLQReason), Deliveries: m.Header.Get(events.HeaderDLQDeliveries), Time: m.Time,
+		Kind: m.Header.Get(events.HeaderDLQKind), Reason: m.Header.Get(events.HeaderDLQReason), Deliveries: m.Header.Get(events.HeaderDLQDeliveries), Time: m.Time,
 		Database: m.Subject[len("schemaq.dlq."):]}
 	if withData {
 		v.Data = string(m.Data)
@@ -161,9 +163,12 @@ func viewOf(m *jetstream.RawStreamMsg, withData bool) deadLetterView {
 }
 
 func runDLQ(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "show" && args[0] != "retry") {
-		fmt.Fprintln(e.stderr, "Usage: schemaq dlq list [--db NAME] | show SEQ | retry SEQ...")
-		return usagef("dlq: say list, show or retry")
+	if len(args) == 0 || !slices.Contains([]string{"list", "show", "retry", "delete", "purge"}, args[0]) {
+		fmt.Fprintln(e.stderr, "Usage: schemaq dlq list [--db NAME] | show SEQ... | retry SEQ... | delete SEQ... | purge [--db NAME]")
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+			return nil
+		}
+		return usagef("dlq: say list, show, retry, delete or purge")
 	}
 	verb := args[0]
 	fs := newFlags(e, "dlq "+verb, "[flags] [SEQ...]")
@@ -205,9 +210,35 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 			return json.NewEncoder(e.stdout).Encode(out)
 		}
 		for _, v := range out {
-			fmt.Fprintf(e.stdout, "%d\t%s\t%s\t%s\n", v.Seq, v.Database, v.Source, v.Reason)
+			fmt.Fprintf(e.stdout, "%d\t%s\t%s\t%s\t%s\n", v.Seq, v.Database, v.Kind, v.Source, v.Reason)
 		}
 		fmt.Fprintf(e.stdout, "%d dead letter(s)\n", len(out))
+		return nil
+	case "purge":
+		if fs.NArg() > 0 {
+			return usagef("dlq purge takes no sequence numbers: use dlq delete SEQ... for single letters")
+		}
+		var opts []jetstream.StreamPurgeOpt
+		what := "every database"
+		if *c.db != "" {
+			if err := c.requireDB(); err != nil {
+				return err
+			}
+			opts = append(opts, jetstream.WithPurgeSubject(events.DeadLetterSubject(*c.db)))
+			what = *c.db
+		}
+		before, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.Purge(ctx, opts...); err != nil {
+			return fmt.Errorf("purge dead letters: %w", err)
+		}
+		after, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "purged %d dead letter(s) of %s\n", before.State.Msgs-after.State.Msgs, what)
 		return nil
 	}
 	if fs.NArg() == 0 {
@@ -219,10 +250,20 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 			return usagef("dlq %s: %q is not a sequence number", verb, a)
 		}
 		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("dead letter %d: there is no such dead letter (retried, deleted or swept already?); `schemaq dlq list` shows those there are", seq)
+		}
 		if err != nil {
 			return fmt.Errorf("dead letter %d: %w", seq, err)
 		}
 		v := viewOf(m, true)
+		if verb == "delete" {
+			if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return fmt.Errorf("delete dead letter %d: %w", seq, err)
+			}
+			fmt.Fprintf(e.stdout, "dead letter %d deleted\n", seq)
+			continue
+		}
 		if verb == "show" {
 			if *c.asJSON {
 				if err := json.NewEncoder(e.stdout).Encode(v); err != nil {
@@ -230,15 +271,15 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 				}
 				continue
 			}
-			fmt.Fprintf(e.stdout, "seq: %d\ndatabase: %s\nsubject: %s\nsource: %s\ndeliveries: %s\nreason: %s\nevent: %s\n",
-				v.Seq, v.Database, v.Subject, v.Source, v.Deliveries, v.Reason, v.Data)
+			fmt.Fprintf(e.stdout, "seq: %d\ndatabase: %s\nsubject: %s\nsource: %s\nkind: %s\ndeliveries: %s\nreason: %s\nevent: %s\n",
+				v.Seq, v.Database, v.Subject, v.Source, v.Kind, v.Deliveries, v.Reason, v.Data)
 			continue
 		}
 		// retry: publish the original event again under a new id (the old
 		// one may still be in the duplicate window), then remove the letter.
 		msg := nats.NewMsg(v.Subject)
 		msg.Data = m.Data
-		msg.Header.Set(events.HeaderMsgID, fmt.Sprintf("%s-retry-%d-%d", m.Header.Get("Schemaq-Dlq-Event-Id"), seq, time.Now().UnixNano()))
+		msg.Header.Set(events.HeaderMsgID, fmt.Sprintf("%s-retry-%d-%d", m.Header.Get(events.HeaderDLQEventID), seq, time.Now().UnixNano()))
 		if _, err := js.PublishMsg(ctx, msg); err != nil {
 			return fmt.Errorf("retry dead letter %d: %w", seq, err)
 		}

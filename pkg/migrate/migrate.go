@@ -24,9 +24,26 @@ import (
 
 // File is one migration to apply.
 type File struct {
-	Path    string // as found on disk
-	Name    string // path relative to the root it was found under
-	Version []int  // the numbers of the version, for ordering
+	Path string // as found on disk
+	// Name is the path relative to the directory it was found under, or
+	// the path as given for a file named explicitly: what errors cite.
+	Name    string
+	Version []int // the numbers of the version, for ordering
+}
+
+// ID is the migration's identity, as its tool knows it: the version's
+// numbers joined by dots ("20240101120000", "1.1", "2019.2.26.2946"), or
+// the name for a file without a version. It does not change when the
+// history is published from another directory.
+func (f File) ID() string {
+	if len(f.Version) == 0 {
+		return filepath.ToSlash(f.Name)
+	}
+	parts := make([]string, len(f.Version))
+	for i, n := range f.Version {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ".")
 }
 
 var (
@@ -48,7 +65,7 @@ func Discover(paths ...string) ([]File, error) {
 			return nil, fmt.Errorf("migrations: %w", err)
 		}
 		if !st.IsDir() {
-			out = append(out, File{Path: p, Name: filepath.Base(p), Version: versionOf(filepath.Base(p))})
+			out = append(out, explicitFile(p))
 			continue
 		}
 		found, err := discoverDir(p)
@@ -109,6 +126,20 @@ func discoverDir(root string) ([]File, error) {
 		}
 	}
 	return files, nil
+}
+
+// explicitFile is a file named on the command line. A Diesel or
+// golang-migrate step named by its up.sql takes its directory's version.
+func explicitFile(p string) File {
+	name := filepath.ToSlash(filepath.Clean(p))
+	base := filepath.Base(p)
+	if base == "up.sql" {
+		dir := filepath.Base(filepath.Dir(p))
+		if dieselDir.MatchString(dir) {
+			return File{Path: p, Name: name, Version: versionOf(dir)}
+		}
+	}
+	return File{Path: p, Name: name, Version: versionOf(base)}
 }
 
 func versionOf(name string) []int {

@@ -53,6 +53,41 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
+// Files named one by one (a shell glob over Diesel steps, say) keep the
+// path they were given, so errors name the step and not a bare up.sql,
+// and take their version, hence their identity, from it.
+func TestExplicitFilesAndIDs(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "2023-01-01-000000_add_x/up.sql", "V1_1__fix.sql", "20240101120000_a.up.sql", "setup.sql")
+	got, err := Discover(filepath.Join(root, "2023-01-01-000000_add_x", "up.sql"), filepath.Join(root, "V1_1__fix.sql"),
+		filepath.Join(root, "20240101120000_a.up.sql"), filepath.Join(root, "setup.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ suffix, id string }{
+		{"/2023-01-01-000000_add_x/up.sql", "2023.1.1.0"},
+		{"/V1_1__fix.sql", "1.1"},
+		{"/20240101120000_a.up.sql", "20240101120000"},
+		{"/setup.sql", filepath.ToSlash(filepath.Join(root, "setup.sql"))},
+	}
+	for i, f := range got {
+		if !strings.HasSuffix(f.Name, want[i].suffix) || f.ID() != want[i].id {
+			t.Errorf("file %d: name %q id %q, want …%s and %q", i, f.Name, f.ID(), want[i].suffix, want[i].id)
+		}
+	}
+	dir, err := Discover(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range dir {
+		found = found || f.Name == filepath.FromSlash("2023-01-01-000000_add_x/up.sql") && f.ID() == "2023.1.1.0"
+	}
+	if !found {
+		t.Errorf("in a directory, the Diesel step lost its name or id: %+v", dir)
+	}
+}
+
 func TestDiscoverErrors(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, "notes.txt")

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// lockDataDir takes the data directory for this process, so that a second
+// `up` or `serve` on it fails at once with a clear error instead of two
+// processes sharing one index file and one NATS store. The lock is the
+// operating system's (released when the process ends, however it ends);
+// the file only tells the second process who holds it.
+func lockDataDir(dir string) (release func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, "LOCK")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	if err := flock(f); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		who := strings.TrimSpace(string(holder))
+		if who == "" {
+			who = "another process"
+		}
+		return nil, fmt.Errorf("data directory %s is in use by %s: stop it, or give this process its own --data-dir", dir, who)
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte("schemaq pid "+strconv.Itoa(os.Getpid())+" since "+time.Now().UTC().Format(time.RFC3339)+"\n"), 0)
+	return func() { _ = funlock(f); f.Close() }, nil
+}

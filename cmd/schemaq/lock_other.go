@@ -1,0 +1,10 @@
+//go:build !unix
+
+package main
+
+import "os"
+
+// Without flock the data directory is not guarded; the documented
+// platforms are Linux and macOS.
+func flock(*os.File) error   { return nil }
+func funlock(*os.File) error { return nil }

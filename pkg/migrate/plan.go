@@ -1,0 +1,164 @@
+package migrate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+)
+
+// Step is a migration file read for publishing.
+type Step struct {
+	File
+	SQL      string
+	Checksum string // catalog.Checksum of SQL
+}
+
+// Read reads each file. A file that is not UTF-8 text (a binary committed
+// by mistake, a file in another encoding) is refused here, naming it,
+// rather than reaching the parser as garbage.
+func Read(files []File) ([]Step, error) {
+	out := make([]Step, 0, len(files))
+	for _, f := range files {
+		b, err := os.ReadFile(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", f.Name, err)
+		}
+		if !utf8.Valid(b) {
+			return nil, fmt.Errorf("migration %s: not UTF-8 text (invalid byte at offset %d)", f.Name, invalidAt(b))
+		}
+		out = append(out, Step{File: f, SQL: string(b), Checksum: catalog.Checksum(string(b))})
+	}
+	return out, nil
+}
+
+func invalidAt(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// PlanOptions change how a plan treats the catalog's history.
+type PlanOptions struct {
+	// AcceptChanged keeps going past applied migrations whose content
+	// changed: they are not applied again, and the catalog keeps what
+	// their first content did.
+	AcceptChanged bool
+	// Baseline names the last migration (by ID or name) that a catalog
+	// without a recorded history already includes: a catalog built from a
+	// snapshot, or by a schemaq that did not record histories.
+	Baseline string
+	// Positional numbers files by position (the first is seq 1) and
+	// publishes those from this seq on, whatever the catalog records.
+	Positional int64
+}
+
+// Plan is what to publish: the pending migrations, in the order to apply
+// them, numbered from From.
+type Plan struct {
+	Pending  []Step
+	From     int64
+	Applied  int      // files the catalog has already applied
+	Warnings []string // back-dated migrations, accepted changes
+}
+
+// ErrChanged: an applied migration's content changed.
+var ErrChanged = errors.New("applied migration changed")
+
+// MakePlan decides which steps are pending against cat, as migration
+// tools do against their schema_migrations table: a step whose ID the
+// history records is applied (and must not have changed); the others are
+// pending and are applied next, in file order, whatever that order says
+// of their versions. A pending step that sorts before an applied one is
+// back-dated (a branch merged with an older timestamp): it is applied
+// after them, with a warning.
+func MakePlan(steps []Step, cat *catalog.Catalog, opts PlanOptions) (*Plan, error) {
+	if opts.Positional > 0 {
+		p := &Plan{From: opts.Positional}
+		for i, s := range steps {
+			if int64(i+1) >= opts.Positional {
+				p.Pending = append(p.Pending, s)
+			} else {
+				p.Applied++
+			}
+		}
+		return p, nil
+	}
+	applied := map[string]catalog.Applied{}
+	for _, a := range cat.History() {
+		applied[a.ID] = a
+	}
+	// The base: steps a catalog without (or before) its recorded history
+	// already includes.
+	baseEnd := 0 // steps[:baseEnd] are in the base
+	switch {
+	case opts.Baseline != "":
+		i := indexOf(steps, opts.Baseline)
+		if i < 0 {
+			return nil, fmt.Errorf("--baseline %s: no such migration among the %d given", opts.Baseline, len(steps))
+		}
+		baseEnd = i + 1
+	case cat.Version > 0 && len(applied) == 0:
+		from := "migrations applied before schemaq recorded histories"
+		if b := cat.Base(); b != nil {
+			from = "the snapshot " + b.Source
+		}
+		return nil, fmt.Errorf("catalog %s is at version %d, built from %s, and records no applied migrations, so which of these files it includes is unknown: "+
+			"give --baseline MIGRATION (the last one it includes) or --from N (number files by position)", cat.Database, cat.Version, from)
+	case cat.Base() != nil || len(cat.History()) > 0 && cat.History()[0].Seq > 1:
+		// Steps before the first recorded one belong to the base.
+		first := cat.History()[0].ID
+		if i := indexOf(steps, first); i >= 0 {
+			baseEnd = i
+		}
+	}
+	p := &Plan{From: cat.Version + 1, Applied: baseEnd}
+	var changed []string
+	lastApplied := baseEnd - 1
+	for i, s := range steps[baseEnd:] {
+		i += baseEnd
+		a, ok := applied[s.ID()]
+		if !ok {
+			p.Pending = append(p.Pending, s)
+			continue
+		}
+		p.Applied++
+		lastApplied = i
+		if a.Checksum != s.Checksum {
+			msg := fmt.Sprintf("migration %s was applied as seq %d (%s) with other content (checksum %s, now %s)", s.Name, a.Seq, a.Source, a.Checksum, s.Checksum)
+			if opts.AcceptChanged {
+				p.Warnings = append(p.Warnings, msg+"; kept as applied (--accept-changed): publish a snapshot to bring the catalog in line")
+				continue
+			}
+			changed = append(changed, msg)
+		}
+	}
+	if len(changed) > 0 {
+		return nil, fmt.Errorf("%w: %s. An applied migration must not change: revert the file, publish a snapshot to re-baseline the catalog, or pass --accept-changed to go on without it",
+			ErrChanged, strings.Join(changed, "; "))
+	}
+	for _, s := range p.Pending {
+		if i := indexOf(steps, s.ID()); i < lastApplied {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("migration %s sorts before %s, which is applied: it is back-dated (merged with an older version) and is applied next, after it",
+				s.Name, steps[lastApplied].Name))
+		}
+	}
+	return p, nil
+}
+
+func indexOf(steps []Step, id string) int {
+	for i, s := range steps {
+		if s.ID() == id || s.Name == id {
+			return i
+		}
+	}
+	return -1
+}
