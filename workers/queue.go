@@ -49,9 +49,6 @@ type queue struct {
 	version  int64     // the catalog version last seen
 	progress time.Time // when version last moved
 	swept    int64     // the version at the last dead-letter sweep
-	// refused is this database's last migration that this worker refused:
-	// the events waiting behind it cannot apply until it is fixed.
-	refused *outcome
 }
 
 func (q *queue) nudge() {
@@ -200,9 +197,6 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 	out := w.handle(ctx, it)
 	if it.schema && out.version != q.version {
 		q.version, q.progress = out.version, time.Now()
-		if q.refused != nil && out.version >= q.refused.seq {
-			q.refused = nil
-		}
 	}
 	if out.act == actWait {
 		return out
@@ -212,9 +206,10 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 	log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream),
 		zap.Uint64("delivery", it.meta.NumDelivered))
 	act := w.settle(it.msg, it.meta, out, log)
-	if act == actDeadLetter && out.kind == events.DLQKindRefused && it.schema {
-		o := out
-		q.refused = &o
+	if act == actDeadLetter && out.kind == events.DLQKindRefused && it.ev.Migration != nil {
+		w.qmu.Lock()
+		w.refused[q.db] = out
+		w.qmu.Unlock()
 	}
 	if w.m != nil {
 		typ := out.typ
@@ -235,7 +230,14 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 // stopped.
 func (w *Worker) await(intake, work context.Context, q *queue, first *item, out outcome) bool {
 	need := out.version + 1
-	if r := q.refused; r != nil && r.seq == need {
+	w.qmu.Lock()
+	r, refused := w.refused[q.db]
+	if refused && r.seq < need {
+		delete(w.refused, q.db) // the history moved past it
+		refused = false
+	}
+	w.qmu.Unlock()
+	if refused && r.seq == need {
 		w.gapLetters(q, func(it *item) string {
 			return fmt.Sprintf("gap: migration %d waits for migration %d (%s) of %s, which was refused: %s; "+
 				"fix it and publish again (`schemaq publish migrations`): this one is then re-sent by itself", it.seq, need, r.source, q.db, r.reason)

@@ -112,10 +112,14 @@ type Worker struct {
 	// Per-database queues (queue.go) and what bounds them.
 	qmu    sync.Mutex
 	queues map[string]*queue
-	drains sync.WaitGroup
-	sem    chan struct{}
-	held   atomic.Int64
-	ready  atomic.Bool
+	// refused holds each database's last migration this worker refused,
+	// beyond its queue's life: events that arrive later and wait behind it
+	// are dead-lettered at once, not after GapTimeout.
+	refused map[string]outcome
+	drains  sync.WaitGroup
+	sem     chan struct{}
+	held    atomic.Int64
+	ready   atomic.Bool
 	// caughtUp closes once the index holds everything the stream held
 	// when the worker started, so a replica opens for queries only then.
 	caughtUp chan struct{}
@@ -154,7 +158,7 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 		return nil, errors.New("worker: jetstream, catalogs, store, embedder and logger are required")
 	}
 	w := &Worker{js: js, cats: cats, store: store, emb: emb, log: log, cfg: cfg, caughtUp: make(chan struct{}),
-		queues: map[string]*queue{}, sem: make(chan struct{}, cfg.Concurrency)}
+		queues: map[string]*queue{}, refused: map[string]outcome{}, sem: make(chan struct{}, cfg.Concurrency)}
 	for _, o := range opts {
 		o(w)
 	}

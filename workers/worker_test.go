@@ -268,6 +268,32 @@ func TestGapResolvesOrDeadLetters(t *testing.T) {
 	}
 }
 
+// TestGapLetterIsResentWhenItsPredecessorApplies: a migration dead-lettered
+// because its predecessor never came is re-sent by the worker once the
+// predecessor is published and applied, and its letter goes; nobody has
+// to run dlq retry.
+func TestGapLetterIsResentWhenItsPredecessorApplies(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int);"))
+	e.waitVersion("shop", 1)
+	e.publish(migration(t, "shop", 3, "CREATE TABLE c (id int);"))
+	e.publish(migration(t, "shop", 4, "CREATE TABLE d (id int);"))
+	dl := e.waitDeadLetters(2)
+	for _, d := range dl {
+		if !strings.Contains(d.reason, "for migration 2 of shop, which never arrived (the catalog is at version 1)") {
+			t.Errorf("gap letter %+v", d)
+		}
+	}
+	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
+	e.waitVersion("shop", 4)
+	natstest.Eventually(t, 10*time.Second, "the re-sent letters removed", func() bool {
+		s, _ := e.js.Stream(context.Background(), events.DeadLetterStream)
+		info, _ := s.Info(context.Background())
+		return info.State.Msgs == 0
+	})
+}
+
 func TestBadInputIsDeadLettered(t *testing.T) {
 	e := newEnv(t)
 	e.startWorker(testConfig(), e.store)
