@@ -95,8 +95,8 @@ func TestPublishFollowsTheAppliedHistory(t *testing.T) {
 	// An empty file is a no-op that takes its place, in catalog and
 	// publish alike.
 	writeFiles(t, mig, map[string]string{
-		"20240101000000_a.up.sql": "CREATE TABLE a (id int PRIMARY KEY);",
-		"20240103000000_c.up.sql": "CREATE TABLE c (id int PRIMARY KEY);",
+		"20240101000000_a.up.sql":    "CREATE TABLE a (id int PRIMARY KEY);",
+		"20240103000000_c.up.sql":    "CREATE TABLE c (id int PRIMARY KEY);",
 		"20240104000000_noop.up.sql": "-- nothing yet\n",
 	})
 	if out, errOut, code := runAt(t, url, "catalog", "--format", "tables", mig); code != exitOK || !strings.Contains(out, "public.c") {
