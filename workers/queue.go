@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/indexer"
 )
 
 // Ordering. Each database has one queue and, while it holds events, one
@@ -183,8 +185,14 @@ func (w *Worker) release(q *queue) {
 	}
 }
 
+// maxRun bounds how many consecutive migrations one catalog write covers.
+const maxRun = 200
+
 // process handles one event and settles it, unless it waits for its
-// predecessor; it returns the outcome.
+// predecessor; it returns the outcome. A migration that applies takes the
+// migrations with the next seqs that the queue holds along: a published
+// history arrives as such a run, and one catalog write and one index
+// projection for the run cost what they cost for one migration.
 func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 	w.sem <- struct{}{}
 	defer func() { <-w.sem }()
@@ -194,32 +202,144 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 	ctx, cancel := context.WithTimeout(work, w.cfg.MessageTimeout)
 	defer cancel()
 	t0 := time.Now()
-	out := w.handle(ctx, it)
-	if it.schema && out.version != q.version {
-		q.version, q.progress = out.version, time.Now()
+	items := w.run(q, it)
+	var outs []outcome
+	if len(items) > 1 {
+		outs = w.handleRun(ctx, items)
+	} else {
+		outs = []outcome{w.handle(ctx, it)}
 	}
-	if out.act == actWait {
-		return out
+	last := outs[len(outs)-1]
+	if it.schema && last.version != q.version {
+		q.version, q.progress = last.version, time.Now()
 	}
-	w.remove(q, it)
-	it.stop()
-	log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream),
-		zap.Uint64("delivery", it.meta.NumDelivered))
-	act := w.settle(it.msg, it.meta, out, log)
-	if act == actDeadLetter && out.kind == events.DLQKindRefused && it.ev.Migration != nil {
-		w.qmu.Lock()
-		w.refused[q.db] = out
-		w.qmu.Unlock()
+	if outs[0].act == actWait {
+		return outs[0]
 	}
-	if w.m != nil {
-		typ := out.typ
-		if typ == "" {
-			typ = "invalid"
+	for i, out := range outs {
+		it := items[i]
+		w.remove(q, it)
+		it.stop()
+		log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream),
+			zap.Uint64("delivery", it.meta.NumDelivered))
+		act := w.settle(it.msg, it.meta, out, log)
+		if act == actDeadLetter && out.kind == events.DLQKindRefused && it.ev.Migration != nil {
+			w.qmu.Lock()
+			w.refused[q.db] = out
+			w.qmu.Unlock()
 		}
-		w.m.events.WithLabelValues(typ, act.String()).Inc()
-		w.m.apply.WithLabelValues(typ).Observe(time.Since(t0).Seconds())
+		if w.m != nil {
+			typ := out.typ
+			if typ == "" {
+				typ = "invalid"
+			}
+			w.m.events.WithLabelValues(typ, act.String()).Inc()
+			w.m.apply.WithLabelValues(typ).Observe(time.Since(t0).Seconds() / float64(len(outs)))
+		}
+	}
+	return last
+}
+
+// run returns it and, when it is a migration, the well-formed migrations
+// of the queue with the seqs that follow it, in order.
+func (w *Worker) run(q *queue, it *item) []*item {
+	if !wellFormedMigration(it) {
+		return []*item{it}
+	}
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	bySeq := map[int64]*item{}
+	for _, o := range q.items {
+		if o != it && wellFormedMigration(o) && o.seq > it.seq && o.seq <= it.seq+maxRun {
+			if _, dup := bySeq[o.seq]; !dup {
+				bySeq[o.seq] = o
+			}
+		}
+	}
+	out := []*item{it}
+	for next := bySeq[it.seq+1]; next != nil; next = bySeq[next.seq+1] {
+		out = append(out, next)
 	}
 	return out
+}
+
+func wellFormedMigration(it *item) bool {
+	return it.ev != nil && it.ev.Migration != nil && it.ev.Subject() == it.msg.Subject()
+}
+
+// handleRun applies consecutive migrations as one catalog write. It
+// returns an outcome for a prefix of items: those applied, then the one
+// that was refused, if any; the rest stay queued. When the run does not
+// start at the catalog's next version, or a panic interrupts it, only the
+// first item is handled, alone.
+func (w *Worker) handleRun(ctx context.Context, items []*item) (outs []outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Warn("a run of migrations failed; applying them one by one", zap.Any("panic", p))
+			outs = []outcome{w.handle(ctx, items[0])}
+		}
+	}()
+	db := items[0].ev.Database
+	cat, rev, err := w.cats.Get(ctx, db)
+	if err != nil || items[0].seq != cat.Version+1 {
+		return []outcome{w.handle(ctx, items[0])}
+	}
+	ids := make(map[string]int64, len(cat.History()))
+	for _, a := range cat.History() {
+		ids[a.ID] = a.Seq
+	}
+	next := cat
+	applied := 0
+	for _, it := range items {
+		m := it.ev.Migration
+		source, id := m.Source, m.ID()
+		if source == "" {
+			source = it.ev.ID
+		}
+		if id == "" {
+			id = source
+		}
+		out := outcome{typ: it.ev.Type, db: db, source: source, seq: m.Seq, version: next.Version}
+		if at, ok := ids[id]; ok {
+			out.act, out.kind = actDeadLetter, events.DLQKindConflict
+			out.reason = fmt.Sprintf("migration %d (%s) is already applied to %s as seq %d; publish with `schemaq publish migrations`, which sends only pending migrations",
+				m.Seq, source, db, at)
+			outs = append(outs, out)
+			break
+		}
+		n, err := next.Apply(source, m.SQL)
+		if err != nil {
+			out.act, out.kind = actDeadLetter, events.DLQKindRefused
+			out.reason = fmt.Sprintf("%s %d does not apply: %v", it.ev.Type, m.Seq, err)
+			outs = append(outs, out)
+			break
+		}
+		next = n.Record(catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: catalog.Checksum(m.SQL)})
+		ids[id] = m.Seq
+		out.act, out.advanced, out.version = actAck, true, m.Seq
+		outs = append(outs, out)
+		applied++
+	}
+	if applied == 0 {
+		return outs
+	}
+	if _, err := w.cats.Put(ctx, next, rev); err != nil {
+		// Nothing was written: the run is tried again; what follows it
+		// is judged then.
+		outs = outs[:applied]
+		for i := range outs {
+			outs[i].act, outs[i].advanced, outs[i].version, outs[i].reason = actRetry, false, cat.Version, err.Error()
+		}
+		return outs
+	}
+	if _, err := indexer.Catalog(ctx, w.store, w.emb, next, w.cfg.Chunk); err != nil {
+		// The catalog moved on; redeliveries are duplicates that repair
+		// the index through ensureProjected.
+		for i := range outs[:applied] {
+			outs[i].act, outs[i].reason = actRetry, err.Error()
+		}
+	}
+	return outs
 }
 
 // await holds q's waiting schema events until something may let the first

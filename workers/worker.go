@@ -216,7 +216,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// The handler never blocks: events go to their database's queue, and
 	// the consumer's MaxAckPending bounds how many are held.
 	cc, err := cons.Consume(func(msg jetstream.Msg) { w.enqueue(ctx, workCtx, msg) },
-		jetstream.PullMaxMessages(max(64, w.cfg.Concurrency*8)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		jetstream.PullMaxMessages(max(256, w.cfg.Concurrency*32)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrNoHeartbeat) || ctx.Err() == nil {
 				w.log.Warn("consume error", zap.Error(err))
 			}

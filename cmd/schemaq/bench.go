@@ -17,7 +17,7 @@ import (
 
 func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintln(e.stderr, "Usage: schemaq bench retrieval|ask|freshness [flags]\n\nBenchmarks:\n  retrieval  recall and complete recall @k and latency of retrieval over a schema and questions\n  ask        throughput and latency of the search endpoint through NATS under concurrent load\n  freshness  time from publishing a migration until it is searchable")
+		fmt.Fprintln(e.stderr, "Usage: schemaq bench retrieval|ask|freshness|ingest [flags]\n\nBenchmarks:\n  retrieval  recall and complete recall @k and latency of retrieval over a schema and questions\n  ask        throughput and latency of the search endpoint through NATS under concurrent load\n  freshness  time from publishing a migration until it is searchable\n  ingest     migrations per second of a generated history, time to searchable, dead letters")
 		if len(args) == 0 {
 			return usagef("bench: name a benchmark")
 		}
@@ -30,6 +30,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return runBenchAsk(ctx, e, args[1:])
 	case "freshness":
 		return runBenchFreshness(ctx, e, args[1:])
+	case "ingest":
+		return runBenchIngest(ctx, e, args[1:])
 	}
 	return usagef("bench: unknown benchmark %q", args[0])
 }

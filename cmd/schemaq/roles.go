@@ -46,6 +46,10 @@ type roleFlags struct {
 	// replica: the daemon opens only once the worker has caught up, as
 	// its index is its own.
 	replica bool
+	// workers is how many workers the process runs on its consumer (0
+	// means 1): `bench ingest --workers` stands them in for worker
+	// processes sharing one index.
+	workers int
 }
 
 // register declares the role flags; connect adds the NATS client flags,
@@ -132,7 +136,7 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 // the connection drains, the store closes.
 func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) error {
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
+	errs := make(chan error, 2+max(r.workers, 1))
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if r.metrics != "" {
@@ -157,15 +161,19 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 	if worker {
 		cfg := r.worker
 		cfg.ShutdownTimeout = r.shutdown
-		w, err := workers.New(rt.js, catalogkv.New(rt.kv), rt.store, rt.emb, rt.log.Named("worker"), cfg,
-			workers.WithMetrics(workers.NewMetrics(rt.reg)))
-		if err != nil {
-			return usagef("%v", err)
+		m := workers.NewMetrics(rt.reg)
+		for i := range max(r.workers, 1) {
+			w, err := workers.New(rt.js, catalogkv.New(rt.kv), rt.store, rt.emb, rt.log.Named("worker"), cfg, workers.WithMetrics(m))
+			if err != nil {
+				return usagef("%v", err)
+			}
+			if i == 0 {
+				rt.tel.AddCheck("consumer", telemetry.FlagCheck("not bound", w.Ready))
+				caughtUp = w.CaughtUp()
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- w.Run(runCtx) }()
 		}
-		rt.tel.AddCheck("consumer", telemetry.FlagCheck("not bound", w.Ready))
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- w.Run(runCtx) }()
-		caughtUp = w.CaughtUp()
 	}
 	if serve && r.replica {
 		rt.log.Info("replica catching up with the stream before it answers")

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -113,7 +112,13 @@ func Encode(c *catalog.Catalog) ([]byte, error) {
 	// Fastest compression: catalogs are written on every migration, and
 	// the ratio on JSON is already good at this level.
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err := json.NewEncoder(zw).Encode(c); err != nil {
+	// MarshalJSON directly: through json.Encoder the whole catalog would
+	// be validated and compacted a second time, on every migration.
+	b, err := c.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode catalog %s: %w", c.Database, err)
+	}
+	if _, err := zw.Write(b); err != nil {
 		return nil, fmt.Errorf("encode catalog %s: %w", c.Database, err)
 	}
 	if err := zw.Close(); err != nil {
@@ -132,8 +137,10 @@ func Decode(b []byte) (*catalog.Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode catalog: %w", err)
 	}
+	// UnmarshalJSON directly: through json.Unmarshal the whole catalog
+	// would be scanned for validity once more before it is decoded.
 	var c catalog.Catalog
-	if err := json.Unmarshal(raw, &c); err != nil {
+	if err := c.UnmarshalJSON(raw); err != nil {
 		return nil, err
 	}
 	return &c, nil
