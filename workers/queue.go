@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"time"
@@ -51,6 +52,19 @@ type queue struct {
 	version  int64     // the catalog version last seen
 	progress time.Time // when version last moved
 	swept    int64     // the version at the last dead-letter sweep
+	// pend holds the applied events whose catalog is written but not yet
+	// projected into the index (flush).
+	pend *projection
+}
+
+// projection is the newest catalog a queue wrote, and the events it
+// applied, waiting to be projected and acked together.
+type projection struct {
+	cat   *catalog.Catalog
+	rev   uint64
+	items []*item
+	outs  []outcome
+	t0    time.Time
 }
 
 func (q *queue) nudge() {
@@ -100,10 +114,22 @@ func (w *Worker) catalogChanged(db string) {
 	}
 }
 
-// next picks the event to handle: the oldest non-schema event, else the
-// schema event with the lowest seq (the oldest of equal ones). It returns
-// nil, and retires the queue, when the queue is empty.
-func (w *Worker) next(q *queue) *item {
+// project brings the index to cat, turning a panic into an error.
+func (w *Worker) project(ctx context.Context, cat *catalog.Catalog) (panicked bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error("panic while indexing a catalog", zap.String("db", cat.Database), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			panicked, err = true, fmt.Errorf("internal error while applying the event: %v", p)
+		}
+	}()
+	_, err = indexer.Catalog(ctx, w.store, w.emb, cat, w.cfg.Chunk)
+	return false, err
+}
+
+// peek picks the event to handle: the oldest non-schema event, else the
+// schema event with the lowest seq (the oldest of equal ones); nil when
+// the queue is empty.
+func (w *Worker) peek(q *queue) *item {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
 	var best *item
@@ -115,11 +141,20 @@ func (w *Worker) next(q *queue) *item {
 			best = it
 		}
 	}
-	if best == nil {
-		q.running = false
-		delete(w.queues, q.db)
-	}
 	return best
+}
+
+// retire ends q's goroutine when q is still empty; an event that arrived
+// meanwhile keeps it going.
+func (w *Worker) retire(q *queue) bool {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	if len(q.items) > 0 {
+		return false
+	}
+	q.running = false
+	delete(w.queues, q.db)
+	return true
 }
 
 func (w *Worker) remove(q *queue, it *item) {
@@ -150,10 +185,21 @@ func (w *Worker) waiting(q *queue) []*item {
 func (w *Worker) drain(intake, work context.Context, q *queue) {
 	defer w.drains.Done()
 	for {
-		it := w.next(q)
+		it := w.peek(q)
+		if q.pend != nil && (it == nil || !it.schema || it.seq != q.pend.cat.Version+1) {
+			// Nothing here continues the history: project what was
+			// applied. When events wait here, another worker is likely
+			// about to write a newer catalog, whose projection will
+			// cover this one.
+			w.flush(work, q, it != nil && it.schema)
+			continue
+		}
 		if it == nil {
-			w.sweepIfMoved(work, q)
-			return
+			if w.retire(q) {
+				w.sweepIfMoved(work, q)
+				return
+			}
+			continue
 		}
 		if intake.Err() != nil {
 			w.release(q)
@@ -171,6 +217,77 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 	}
 }
 
+// handOff is how long a queue with waiting events gives another worker
+// to write a newer catalog before it projects its own.
+const handOff = 100 * time.Millisecond
+
+// flush projects the catalog q wrote last into the index and acks the
+// events it applied. A newer catalog already written by another worker
+// makes the projection unnecessary: that worker projects its own, which
+// includes this one, and acks only after; should it die first, its
+// events come back as duplicates, which project the newest catalog.
+func (w *Worker) flush(work context.Context, q *queue, others bool) {
+	p := q.pend
+	q.pend = nil
+	ctx, cancel := context.WithTimeout(work, w.cfg.MessageTimeout)
+	defer cancel()
+	newer := func() bool {
+		rev, err := w.cats.Revision(ctx, q.db)
+		return err == nil && rev > p.rev
+	}
+	superseded := newer()
+	if others && !superseded {
+		// Wait a moment for another worker's write; the change feed
+		// wakes us on every write, our own included.
+		deadline := time.NewTimer(handOff)
+	wait:
+		for !superseded {
+			select {
+			case <-q.wake:
+				superseded = newer()
+			case <-deadline.C:
+				break wait
+			case <-work.Done():
+				break wait
+			}
+		}
+		deadline.Stop()
+		q.nudge() // the drain loop looks again either way
+	}
+	if !superseded {
+		w.sem <- struct{}{}
+		mu := w.lock(q.db)
+		mu.Lock()
+		panicked, err := w.project(ctx, p.cat)
+		mu.Unlock()
+		<-w.sem
+		for i := range p.outs {
+			switch {
+			case panicked:
+				// A bug, say in chunking an unusual table: the events are
+				// dead-lettered with it rather than retried forever; the
+				// next event of the database retries the projection.
+				p.outs[i].act, p.outs[i].kind, p.outs[i].reason = actDeadLetter, events.DLQKindFailed, err.Error()
+			case err != nil:
+				// The catalog moved on; redeliveries are duplicates that
+				// repair the index through ensureProjected.
+				p.outs[i].act, p.outs[i].reason = actRetry, err.Error()
+			}
+		}
+	}
+	for i, it := range p.items {
+		it.stop()
+		out := p.outs[i]
+		log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream),
+			zap.Uint64("delivery", it.meta.NumDelivered))
+		act := w.settle(it.msg, it.meta, out, log)
+		if w.m != nil {
+			w.m.events.WithLabelValues(out.typ, act.String()).Inc()
+			w.m.apply.WithLabelValues(out.typ).Observe(time.Since(p.t0).Seconds() / float64(len(p.items)))
+		}
+	}
+}
+
 // release naks everything q holds (shutdown) and retires the queue.
 func (w *Worker) release(q *queue) {
 	w.qmu.Lock()
@@ -179,6 +296,12 @@ func (w *Worker) release(q *queue) {
 	delete(w.queues, q.db)
 	w.held.Add(-int64(len(items)))
 	w.qmu.Unlock()
+	if q.pend != nil {
+		// Their catalog is written: redelivered, they are duplicates
+		// that project it.
+		items = append(items, q.pend.items...)
+		q.pend = nil
+	}
 	for _, it := range items {
 		it.stop()
 		_ = it.msg.Nak()
@@ -219,6 +342,16 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 	for i, out := range outs {
 		it := items[i]
 		w.remove(q, it)
+		if out.wrote != nil && out.act == actAck {
+			// Acked once the index reflects it: see flush.
+			if q.pend == nil {
+				q.pend = &projection{t0: t0}
+			}
+			q.pend.cat, q.pend.rev = out.wrote, out.wroteRev
+			q.pend.items = append(q.pend.items, it)
+			q.pend.outs = append(q.pend.outs, out)
+			continue
+		}
 		it.stop()
 		log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream),
 			zap.Uint64("delivery", it.meta.NumDelivered))
@@ -280,6 +413,9 @@ func (w *Worker) handleRun(ctx context.Context, items []*item) (outs []outcome) 
 		}
 	}()
 	db := items[0].ev.Database
+	if v, _, err := w.cats.Version(ctx, db); err != nil || items[0].seq != v+1 {
+		return []outcome{w.handle(ctx, items[0])}
+	}
 	cat, rev, err := w.cats.Get(ctx, db)
 	if err != nil || items[0].seq != cat.Version+1 {
 		return []outcome{w.handle(ctx, items[0])}
@@ -323,7 +459,8 @@ func (w *Worker) handleRun(ctx context.Context, items []*item) (outs []outcome) 
 	if applied == 0 {
 		return outs
 	}
-	if _, err := w.cats.Put(ctx, next, rev); err != nil {
+	rev, err = w.cats.Put(ctx, next, rev)
+	if err != nil {
 		// Nothing was written: the run is tried again; what follows it
 		// is judged then.
 		outs = outs[:applied]
@@ -332,12 +469,8 @@ func (w *Worker) handleRun(ctx context.Context, items []*item) (outs []outcome) 
 		}
 		return outs
 	}
-	if _, err := indexer.Catalog(ctx, w.store, w.emb, next, w.cfg.Chunk); err != nil {
-		// The catalog moved on; redeliveries are duplicates that repair
-		// the index through ensureProjected.
-		for i := range outs[:applied] {
-			outs[i].act, outs[i].reason = actRetry, err.Error()
-		}
+	for i := range outs[:applied] {
+		outs[i].wrote, outs[i].wroteRev = next, rev
 	}
 	return outs
 }

@@ -195,6 +195,10 @@ type outcome struct {
 	// when advanced, the one it wrote).
 	seq, version int64
 	advanced     bool
+	// wrote is the catalog an applied schema event wrote; the queue
+	// projects it into the index before the event is acked (queue.go).
+	wrote    *catalog.Catalog
+	wroteRev uint64 // its entry revision
 }
 
 // Run consumes until ctx ends, then stops fetching, lets in-flight events
@@ -521,6 +525,18 @@ func subjectDB(subject string) string {
 
 // schema applies a migration or snapshot, or says why it cannot yet.
 func (w *Worker) schema(ctx context.Context, ev *events.Event) outcome {
+	if m := ev.Migration; m != nil {
+		// A migration that waits is told so without decoding the catalog:
+		// it is looked at again on every change of it.
+		v, _, err := w.cats.Version(ctx, ev.Database)
+		if err != nil {
+			return outcome{act: actRetry, reason: err.Error()}
+		}
+		if m.Seq > v+1 {
+			return outcome{act: actWait, source: m.Source, seq: m.Seq, version: v, reason: fmt.Sprintf(
+				"catalog %s is at version %d, so migration %d waits for %d", ev.Database, v, m.Seq, v+1)}
+		}
+	}
 	cat, rev, err := w.cats.Get(ctx, ev.Database)
 	if err != nil {
 		return outcome{act: actRetry, reason: err.Error()}
@@ -587,16 +603,12 @@ func (w *Worker) schema(ctx context.Context, ev *events.Event) outcome {
 	if err != nil {
 		return with(outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, seq, err)})
 	}
-	if _, err := w.cats.Put(ctx, next, rev); err != nil {
+	rev, err = w.cats.Put(ctx, next, rev)
+	if err != nil {
 		return with(outcome{act: actRetry, reason: err.Error()})
 	}
-	out := with(outcome{act: actAck, advanced: true})
+	out := with(outcome{act: actAck, advanced: true, wrote: next, wroteRev: rev})
 	out.version = seq
-	if _, err := indexer.Catalog(ctx, w.store, w.emb, next, w.cfg.Chunk); err != nil {
-		// The catalog moved on; redelivery finds a duplicate and repairs
-		// the index through ensureProjected.
-		out.act, out.reason = actRetry, err.Error()
-	}
 	return out
 }
 

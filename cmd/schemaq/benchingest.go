@@ -33,8 +33,8 @@ type ingestReport struct {
 	// of each database was found by search (the worst database).
 	SearchableMS float64 `json:"searchable_after_applied_ms"`
 	// IndexedMS is the same for the index reporting the version.
-	IndexedMS float64 `json:"indexed_after_applied_ms"`
-	DeadLetters  uint64  `json:"dead_letters"`
+	IndexedMS   float64 `json:"indexed_after_applied_ms"`
+	DeadLetters uint64  `json:"dead_letters"`
 }
 
 func runBenchIngest(ctx context.Context, e *env, args []string) error {

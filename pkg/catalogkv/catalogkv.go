@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -106,9 +107,20 @@ func (s *Store) Keys(ctx context.Context) ([]string, error) {
 	return keys, nil
 }
 
-// Encode is the stored form: gzip of the catalog's JSON.
+// header starts a stored catalog: a magic and the catalog's version, so
+// that a worker can learn a catalog's version without decoding it (one
+// waiting for its predecessor looks on every change). Values written
+// before it are plain gzip and still read.
+const (
+	headerMagic = "sqcat1"
+	headerLen   = len(headerMagic) + 8
+)
+
+// Encode is the stored form: the header, then gzip of the catalog's JSON.
 func Encode(c *catalog.Catalog) ([]byte, error) {
 	var buf bytes.Buffer
+	buf.WriteString(headerMagic)
+	_ = binary.Write(&buf, binary.BigEndian, c.Version)
 	// Fastest compression: catalogs are written on every migration, and
 	// the ratio on JSON is already good at this level.
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
@@ -129,6 +141,9 @@ func Encode(c *catalog.Catalog) ([]byte, error) {
 
 // Decode reads what Encode wrote.
 func Decode(b []byte) (*catalog.Catalog, error) {
+	if _, ok := headerVersion(b); ok {
+		b = b[headerLen:]
+	}
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("decode catalog: %w", err)
@@ -257,4 +272,38 @@ func (s *Store) Changes(ctx context.Context, fn func(db string)) error {
 		}
 	}()
 	return nil
+}
+
+// Revision returns the revision of db's entry (0: none), without reading
+// the catalog.
+func (s *Store) Revision(ctx context.Context, db string) (uint64, error) {
+	_, rev, err := s.Version(ctx, db)
+	return rev, err
+}
+
+// Version returns db's catalog version and entry revision (0 and 0: none)
+// without decoding the catalog, unless it was stored without a header.
+func (s *Store) Version(ctx context.Context, db string) (int64, uint64, error) {
+	e, err := s.kv.Get(ctx, db)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("read catalog %s: %w", db, err)
+	}
+	if v, ok := headerVersion(e.Value()); ok {
+		return v, e.Revision(), nil
+	}
+	c, _, err := s.Get(ctx, db)
+	if err != nil {
+		return 0, 0, err
+	}
+	return c.Version, e.Revision(), nil
+}
+
+func headerVersion(b []byte) (int64, bool) {
+	if len(b) < headerLen || string(b[:len(headerMagic)]) != headerMagic {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(b[len(headerMagic):headerLen])), true
 }
