@@ -186,7 +186,7 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 	defer w.drains.Done()
 	for {
 		it := w.peek(q)
-		if q.pend != nil && (it == nil || !it.schema || it.seq != q.pend.cat.Version+1) {
+		if q.pend != nil && (it == nil || !it.schema || it.seq != q.pend.cat.Version+1 || len(q.pend.items) >= maxPending) {
 			// Nothing here continues the history: project what was
 			// applied. When events wait here, another worker is likely
 			// about to write a newer catalog, whose projection will
@@ -216,6 +216,10 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 		}
 	}
 }
+
+// maxPending bounds the events applied but not yet projected, so that the
+// projection that makes the last of a long history searchable is short.
+const maxPending = 64
 
 // handOff is how long a queue with waiting events gives another worker
 // to write a newer catalog before it projects its own.

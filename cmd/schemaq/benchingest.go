@@ -152,7 +152,7 @@ func benchIngest(ctx context.Context, nc *nats.Conn, n, dbs int, rep *ingestRepo
 			}
 			e, err := kv.Get(ctx, db)
 			if err == nil {
-				if c, _, err := cats.Get(ctx, db); err == nil && c.Version == int64(n) {
+				if v, rev, err := cats.Version(ctx, db); err == nil && v == int64(n) && rev == e.Revision() {
 					applied[db] = e.Created()
 				}
 			}
@@ -164,9 +164,8 @@ func benchIngest(ctx context.Context, nc *nats.Conn, n, dbs int, rep *ingestRepo
 		if ctx.Err() != nil {
 			return fmt.Errorf("bench ingest: %d of %d databases fully applied before the timeout", len(applied), dbs)
 		}
-		// Each poll of a changed entry decodes a whole catalog: poll
-		// gently, so the benchmark does not slow what it measures.
-		time.Sleep(20 * time.Millisecond)
+		// Poll gently, so the benchmark does not slow what it measures.
+		time.Sleep(10 * time.Millisecond)
 	}
 	var last time.Time
 	for _, at := range applied {
@@ -193,7 +192,7 @@ func benchIngest(ctx context.Context, nc *nats.Conn, n, dbs int, rep *ingestRepo
 				if ctx.Err() != nil {
 					return
 				}
-				time.Sleep(time.Millisecond)
+				time.Sleep(2 * time.Millisecond)
 			}
 			mu.Lock()
 			rep.IndexedMS = max(rep.IndexedMS, float64(time.Since(applied[db]).Microseconds())/1000)
@@ -209,7 +208,7 @@ func benchIngest(ctx context.Context, nc *nats.Conn, n, dbs int, rep *ingestRepo
 					mu.Unlock()
 					return
 				}
-				time.Sleep(time.Millisecond)
+				time.Sleep(2 * time.Millisecond)
 			}
 			mu.Lock()
 			rep.SearchableMS = max(rep.SearchableMS, float64(time.Since(applied[db]).Microseconds())/1000)

@@ -38,7 +38,7 @@ func startEmbedded(ctx context.Context, r *roleFlags, log *zap.Logger, host stri
 		unlock()
 		return nil, err
 	}
-	nc, err := nats.Connect(ns.ClientURL(), nats.Name("schemaq-embedded"), nats.InProcessServer(ns))
+	nc, err := nats.Connect(ns.ClientURL(), nats.Name("schemaq-embedded"), nats.InProcessServer(ns), asyncErrorsTo(log))
 	if err != nil {
 		ns.Shutdown()
 		unlock()
@@ -93,7 +93,9 @@ func (em *embedded) waitReady(ctx context.Context) error {
 
 // connect opens another in-process client connection.
 func (em *embedded) connect() (*nats.Conn, error) {
-	return nats.Connect(em.url, nats.Name("schemaq-client"), nats.InProcessServer(em.ns))
+	// Its async errors (a watch losing its consumer as the server stops)
+	// are not the caller's: without a handler nats.go prints them.
+	return nats.Connect(em.url, nats.Name("schemaq-client"), nats.InProcessServer(em.ns), asyncErrorsTo(zap.NewNop()))
 }
 
 // shutdown stops the roles, then the server.
@@ -104,4 +106,16 @@ func (em *embedded) shutdown() error {
 	em.ns.WaitForShutdown()
 	em.unlock()
 	return err
+}
+
+// asyncErrorsTo logs a connection's asynchronous errors, which nats.go
+// would otherwise print to stderr.
+func asyncErrorsTo(log *zap.Logger) nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		log.Warn("nats async error", zap.String("subject", subject), zap.Error(err))
+	})
 }

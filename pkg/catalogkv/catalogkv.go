@@ -163,11 +163,22 @@ func Decode(b []byte) (*catalog.Catalog, error) {
 
 // Watcher keeps every catalog of the bucket in memory, current within
 // moments of a write: what daemons read for FK expansion, table listings
-// and the SQL guard. It is safe for concurrent use.
+// and the SQL guard. A catalog is decoded when it is first asked for after
+// a write, not on every write: a history being ingested writes a catalog
+// per run of migrations, and most of those versions are never queried.
+// It is safe for concurrent use.
 type Watcher struct {
-	mu    sync.RWMutex
-	cats  map[string]*catalog.Catalog
-	ready chan struct{}
+	mu      sync.Mutex
+	cats    map[string]*watched
+	ready   chan struct{}
+	onError func(key string, err error)
+}
+
+// watched is one database's newest entry and the last catalog decoded.
+type watched struct {
+	version int64
+	raw     []byte           // the newest value, not decoded yet; nil once it is
+	good    *catalog.Catalog // the newest catalog that decoded
 }
 
 // Watch starts watching the bucket until ctx ends. onError reports entries
@@ -177,7 +188,7 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, 
 	if err != nil {
 		return nil, fmt.Errorf("watch catalogs: %w", err)
 	}
-	cw := &Watcher{cats: map[string]*catalog.Catalog{}, ready: make(chan struct{})}
+	cw := &Watcher{cats: map[string]*watched{}, ready: make(chan struct{}), onError: onError}
 	go func() {
 		defer w.Stop() //nolint:errcheck // best effort on shutdown
 		initial := true
@@ -196,32 +207,44 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, 
 					}
 					continue
 				}
-				cw.apply(e, onError)
+				cw.apply(e)
 			}
 		}
 	}()
 	return cw, nil
 }
 
-func (cw *Watcher) apply(e jetstream.KeyValueEntry, onError func(string, error)) {
-	if e.Operation() != jetstream.KeyValuePut {
-		cw.mu.Lock()
-		delete(cw.cats, e.Key())
-		cw.mu.Unlock()
-		return
-	}
-	c, err := Decode(e.Value())
-	if err != nil {
-		if onError != nil {
-			onError(e.Key(), err)
-		}
-		return
-	}
+func (cw *Watcher) apply(e jetstream.KeyValueEntry) {
 	cw.mu.Lock()
-	if old := cw.cats[e.Key()]; old == nil || old.Version <= c.Version {
-		cw.cats[e.Key()] = c
+	defer cw.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(cw.cats, e.Key())
+		return
 	}
-	cw.mu.Unlock()
+	version, ok := headerVersion(e.Value())
+	if !ok {
+		// Stored without a header: the version is inside.
+		c, err := Decode(e.Value())
+		if err != nil {
+			cw.reportLocked(e.Key(), err)
+			return
+		}
+		version = c.Version
+	}
+	w := cw.cats[e.Key()]
+	if w == nil {
+		w = &watched{version: -1}
+		cw.cats[e.Key()] = w
+	}
+	if version >= w.version {
+		w.version, w.raw = version, e.Value()
+	}
+}
+
+func (cw *Watcher) reportLocked(key string, err error) {
+	if cw.onError != nil {
+		cw.onError(key, err)
+	}
 }
 
 // Ready is closed once the catalogs that existed when watching began are
@@ -230,15 +253,28 @@ func (cw *Watcher) Ready() <-chan struct{} { return cw.ready }
 
 // Catalog returns db's current catalog or nil.
 func (cw *Watcher) Catalog(db string) *catalog.Catalog {
-	cw.mu.RLock()
-	defer cw.mu.RUnlock()
-	return cw.cats[db]
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	w := cw.cats[db]
+	if w == nil {
+		return nil
+	}
+	if w.raw != nil {
+		c, err := Decode(w.raw)
+		w.raw = nil
+		if err != nil {
+			cw.reportLocked(db, err)
+		} else {
+			w.good = c
+		}
+	}
+	return w.good
 }
 
 // Databases lists the databases with a catalog.
 func (cw *Watcher) Databases() []string {
-	cw.mu.RLock()
-	defer cw.mu.RUnlock()
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
 	out := make([]string, 0, len(cw.cats))
 	for k := range cw.cats {
 		out = append(out, k)
