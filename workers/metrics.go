@@ -11,13 +11,14 @@ type Metrics struct {
 	pending     prometheus.Gauge
 	ackPending  prometheus.Gauge
 	redelivered prometheus.Gauge
+	held        prometheus.Gauge
 }
 
 // NewMetrics registers the worker's metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_worker_events_total",
-			Help: "Events handled, by type and outcome (ack, wait, retry, dead_letter)."}, []string{"type", "outcome"}),
+			Help: "Events settled, by type and outcome (ack, retry, dead_letter)."}, []string{"type", "outcome"}),
 		apply: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "schemaq_worker_apply_seconds",
 			Help: "Time to handle one event: decode, apply, chunk, embed, write.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)}, []string{"type"}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_consumer_pending",
@@ -26,7 +27,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Events delivered and not acknowledged yet."}),
 		redelivered: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_consumer_redelivered",
 			Help: "Events being redelivered."}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_held_events",
+			Help: "Events this process holds in its databases' queues: being applied, waiting for a predecessor, or applied and waiting for their projection."}),
 	}
-	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered)
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held)
 	return m
 }

@@ -67,6 +67,12 @@ type projection struct {
 	t0    time.Time
 }
 
+func (w *Worker) addHeld(n int) {
+	if w.m != nil {
+		w.m.held.Add(float64(n))
+	}
+}
+
 func (q *queue) nudge() {
 	select {
 	case q.wake <- struct{}{}:
@@ -94,7 +100,7 @@ func (w *Worker) enqueue(intake, work context.Context, msg jetstream.Msg) {
 		w.queues[db] = q
 	}
 	q.items = append(q.items, it)
-	w.held.Add(1)
+	w.addHeld(1)
 	if q.running {
 		q.nudge()
 		return
@@ -162,7 +168,7 @@ func (w *Worker) remove(q *queue, it *item) {
 	defer w.qmu.Unlock()
 	if i := slices.Index(q.items, it); i >= 0 {
 		q.items = slices.Delete(q.items, i, i+1)
-		w.held.Add(-1)
+		w.addHeld(-1)
 	}
 }
 
@@ -186,12 +192,14 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 	defer w.drains.Done()
 	for {
 		it := w.peek(q)
-		if q.pend != nil && (it == nil || !it.schema || it.seq != q.pend.cat.Version+1 || len(q.pend.items) >= maxPending) {
-			// Nothing here continues the history: project what was
-			// applied. When events wait here, another worker is likely
-			// about to write a newer catalog, whose projection will
-			// cover this one.
-			w.flush(work, q, it != nil && it.schema)
+		continues := q.pend != nil && it != nil && it.schema && it.seq == q.pend.cat.Version+1
+		if q.pend != nil && (!continues || len(q.pend.items) >= maxPending) {
+			// Nothing here continues the history (or enough waits for
+			// its projection): project what was applied. When events
+			// wait here for a later seq, another worker likely holds the
+			// next ones and is about to write a newer catalog, whose
+			// projection will cover this one.
+			w.flush(work, q, !continues && it != nil && it.schema)
 			continue
 		}
 		if it == nil {
@@ -279,6 +287,7 @@ func (w *Worker) flush(work context.Context, q *queue, others bool) {
 			}
 		}
 	}
+	w.addHeld(-len(p.items))
 	for i, it := range p.items {
 		it.stop()
 		out := p.outs[i]
@@ -298,12 +307,13 @@ func (w *Worker) release(q *queue) {
 	items := q.items
 	q.items, q.running = nil, false
 	delete(w.queues, q.db)
-	w.held.Add(-int64(len(items)))
+	w.addHeld(-len(items))
 	w.qmu.Unlock()
 	if q.pend != nil {
 		// Their catalog is written: redelivered, they are duplicates
 		// that project it.
 		items = append(items, q.pend.items...)
+		w.addHeld(-len(q.pend.items))
 		q.pend = nil
 	}
 	for _, it := range items {
@@ -353,6 +363,7 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 			}
 			q.pend.cat, q.pend.rev = out.wrote, out.wroteRev
 			q.pend.items = append(q.pend.items, it)
+			w.addHeld(1) // still held, out of the queue
 			q.pend.outs = append(q.pend.outs, out)
 			continue
 		}

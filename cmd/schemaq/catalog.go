@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -37,13 +37,16 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	steps, err := migrate.Read(files)
+	if err != nil {
+		return err
+	}
+	// The same catalog, history included, that publishing these files to
+	// an empty database gives.
 	c := catalog.New(*db)
-	for i, f := range files {
-		sql, err := os.ReadFile(f.Path)
-		if err != nil {
-			return fmt.Errorf("read migration: %w", err)
-		}
-		next, err := c.Apply(f.Name, string(sql))
+	for i, s := range steps {
+		source := filepath.ToSlash(s.Name)
+		next, err := c.Apply(source, s.SQL)
 		if err != nil {
 			var ce *catalog.Error
 			if errors.As(err, &ce) {
@@ -51,8 +54,7 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 			}
 			return err
 		}
-		next.Version = int64(i + 1)
-		c = next
+		c = next.Record(catalog.Applied{Seq: int64(i + 1), ID: s.ID(), Source: source, Checksum: s.Checksum})
 	}
 	switch *format {
 	case "json":
