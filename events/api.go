@@ -159,6 +159,35 @@ type QueryTerm struct {
 	From string `json:"from,omitempty"`
 }
 
+// ExplainItem is one candidate's path through the retrieval pipeline, as
+// explained replies carry it (a list in Explain). Ranks are 1-based; 0
+// means the stage did not see or did not rank it.
+type ExplainItem struct {
+	Kind        string  `json:"kind"`
+	Name        string  `json:"name"`
+	BM25Rank    int     `json:"bm25_rank,omitempty"`
+	BM25Score   float64 `json:"bm25_score,omitempty"`
+	KNNRank     int     `json:"knn_rank,omitempty"`
+	KNNScore    float64 `json:"knn_score,omitempty"`
+	SchemaRoute int     `json:"schema_route_rank,omitempty"`
+	// SchemaEvidence and SchemaLikelihood are the two schema rankings
+	// routing fused into SchemaRoute: by the schema's best candidate,
+	// and by the question's likelihood under the schema's words.
+	SchemaEvidence   int `json:"schema_evidence_rank,omitempty"`
+	SchemaLikelihood int `json:"schema_likelihood_rank,omitempty"`
+	// LiftedTo is the score foreign-key propagation raised the candidate
+	// to (0: not lifted).
+	LiftedTo    float64 `json:"lifted_to,omitempty"`
+	FusedRank   int     `json:"fused_rank,omitempty"`
+	FusedScore  float64 `json:"fused_score,omitempty"`
+	SchemaRank  int     `json:"schema_rank,omitempty"`
+	SchemaScore float64 `json:"schema_score,omitempty"`
+	RerankRank  int     `json:"rerank_rank,omitempty"`
+	RerankScore float64 `json:"rerank_score,omitempty"`
+	FinalRank   int     `json:"final_rank,omitempty"`
+	Bridge      string  `json:"bridge,omitempty"`
+}
+
 // SearchReply is the reply of the search endpoint.
 type SearchReply struct {
 	Database string        `json:"database"`

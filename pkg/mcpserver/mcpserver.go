@@ -8,6 +8,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -205,9 +206,9 @@ func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*
 // ExplainOut is explain_retrieval's result: the results and each
 // candidate's path through the stages.
 type ExplainOut struct {
-	Results    []string           `json:"results"`
-	QueryTerms []events.QueryTerm `json:"query_terms"`
-	Explain    any                `json:"explain"`
+	Results    []string             `json:"results"`
+	QueryTerms []events.QueryTerm   `json:"query_terms"`
+	Explain    []events.ExplainItem `json:"explain"`
 }
 
 func (t *tools) explainRetrieval(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, ExplainOut, error) {
@@ -219,7 +220,18 @@ func (t *tools) explainRetrieval(ctx context.Context, _ *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, ExplainOut{}, toolError(err)
 	}
-	out := ExplainOut{Results: []string{}, QueryTerms: r.QueryTerms, Explain: r.Explain}
+	// The reply's explain travels as JSON of untyped shape; the tool's
+	// output is typed, so clients get a schema they can check.
+	out := ExplainOut{Results: []string{}, QueryTerms: r.QueryTerms, Explain: []events.ExplainItem{}}
+	if r.Explain != nil {
+		b, err := json.Marshal(r.Explain)
+		if err == nil {
+			err = json.Unmarshal(b, &out.Explain)
+		}
+		if err != nil {
+			return nil, ExplainOut{}, fmt.Errorf("explain: %w", err)
+		}
+	}
 	for _, it := range r.Results {
 		out.Results = append(out.Results, it.Kind+" "+it.Name)
 	}

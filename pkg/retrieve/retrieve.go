@@ -169,33 +169,9 @@ type Timings struct {
 	Embed, BM25, KNN, Fuse, Rerank, Expand, Total time.Duration
 }
 
-// Explain is one candidate's path through the pipeline. Ranks are 1-based;
-// 0 means the stage did not see or did not rank it.
-type Explain struct {
-	Kind        string  `json:"kind"`
-	Name        string  `json:"name"`
-	BM25Rank    int     `json:"bm25_rank,omitempty"`
-	BM25Score   float64 `json:"bm25_score,omitempty"`
-	KNNRank     int     `json:"knn_rank,omitempty"`
-	KNNScore    float64 `json:"knn_score,omitempty"`
-	SchemaRoute int     `json:"schema_route_rank,omitempty"`
-	// SchemaEvidence and SchemaLikelihood are the two schema rankings
-	// routing fused into SchemaRoute: by the schema's best candidate,
-	// and by the question's likelihood under the schema's words.
-	SchemaEvidence   int `json:"schema_evidence_rank,omitempty"`
-	SchemaLikelihood int `json:"schema_likelihood_rank,omitempty"`
-	// LiftedTo is the score foreign-key propagation raised the candidate
-	// to (0: not lifted).
-	LiftedTo    float64 `json:"lifted_to,omitempty"`
-	FusedRank   int     `json:"fused_rank,omitempty"`
-	FusedScore  float64 `json:"fused_score,omitempty"`
-	SchemaRank  int     `json:"schema_rank,omitempty"`
-	SchemaScore float64 `json:"schema_score,omitempty"`
-	RerankRank  int     `json:"rerank_rank,omitempty"`
-	RerankScore float64 `json:"rerank_score,omitempty"`
-	FinalRank   int     `json:"final_rank,omitempty"`
-	Bridge      string  `json:"bridge,omitempty"`
-}
+// Explain is one candidate's path through the pipeline: the wire type,
+// so clients decode what the daemon explains into the same shape.
+type Explain = events.ExplainItem
 
 // Retriever runs the pipeline. It is safe for concurrent use.
 type Retriever struct {

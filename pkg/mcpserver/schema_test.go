@@ -1,0 +1,89 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/schemaq/schemaq/pkg/mcpserver"
+)
+
+// TestToolSchemasAreObjects holds every tool's input and output schema to
+// what MCP clients built on the TypeScript SDK check when they list tools:
+// a schema of type object whose property (and item) schemas are objects.
+// A boolean schema such as `true` (what an untyped field gives) is valid
+// JSON Schema but makes such a client refuse the whole tool list, so no
+// tool can be called.
+func TestToolSchemasAreObjects(t *testing.T) {
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := mcpserver.New(nil, "0.0.0-test").Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "schema-check", Version: "1.0.0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) == 0 {
+		t.Fatal("no tools")
+	}
+	for _, tl := range tools.Tools {
+		for kind, schema := range map[string]any{"inputSchema": tl.InputSchema, "outputSchema": tl.OutputSchema} {
+			if schema == nil {
+				if kind == "inputSchema" {
+					t.Errorf("%s: no input schema", tl.Name)
+				}
+				continue
+			}
+			// Check the wire form, as a client sees it.
+			b, err := json.Marshal(schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw any
+			if err := json.Unmarshal(b, &raw); err != nil {
+				t.Fatal(err)
+			}
+			top, ok := raw.(map[string]any)
+			if !ok || top["type"] != "object" {
+				t.Errorf("%s %s: not a schema of type object: %s", tl.Name, kind, b)
+				continue
+			}
+			for _, problem := range nonObjectSchemas(top, tl.Name+"."+kind) {
+				t.Error(problem)
+			}
+		}
+	}
+}
+
+// nonObjectSchemas lists the places under s where a property or item
+// schema is not a JSON object.
+func nonObjectSchemas(s map[string]any, path string) []string {
+	var out []string
+	if props, ok := s["properties"].(map[string]any); ok {
+		for name, p := range props {
+			ps, ok := p.(map[string]any)
+			if !ok {
+				out = append(out, fmt.Sprintf("%s.properties.%s: schema %v is not an object", path, name, p))
+				continue
+			}
+			out = append(out, nonObjectSchemas(ps, path+".properties."+name)...)
+		}
+	}
+	if items, ok := s["items"]; ok {
+		is, ok := items.(map[string]any)
+		if !ok {
+			return append(out, fmt.Sprintf("%s.items: schema %v is not an object", path, items))
+		}
+		out = append(out, nonObjectSchemas(is, path+".items")...)
+	}
+	return out
+}
