@@ -4,9 +4,12 @@
 package openai
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -64,7 +67,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	oc := goopenai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	oc.HTTPClient = &http.Client{Timeout: cfg.Timeout, Transport: httpretry.New(nil, cfg.Retry)}
+	oc.HTTPClient = &http.Client{Timeout: cfg.Timeout, Transport: temperatureTransport{base: httpretry.New(nil, cfg.Retry), temperature: cfg.Temperature}}
 	return &Gateway{cfg: cfg, client: goopenai.NewClientWithConfig(oc)}, nil
 }
 
@@ -133,4 +136,38 @@ func (g *Gateway) gatewayError(ctx context.Context, err error) error {
 		return &ask.GatewayError{Status: reqErr.HTTPStatusCode, Msg: msg}
 	}
 	return &ask.GatewayError{Msg: msg}
+}
+
+// temperatureTransport writes the configured temperature into every chat
+// completion request that lacks one. go-openai leaves a temperature of 0,
+// the default here, out of the body (omitempty), and the server then
+// samples at its own default (often 0.7 to 1): answers would not be
+// deterministic.
+type temperatureTransport struct {
+	base        http.RoundTripper
+	temperature float32
+}
+
+func (t temperatureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body == nil || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		return t.base.RoundTrip(r)
+	}
+	b, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read the request body: %w", err)
+	}
+	var body map[string]json.RawMessage
+	if json.Unmarshal(b, &body) == nil {
+		if _, set := body["temperature"]; !set {
+			body["temperature"], _ = json.Marshal(t.temperature)
+			if nb, err := json.Marshal(body); err == nil {
+				b = nb
+			}
+		}
+	}
+	out := r.Clone(r.Context())
+	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return t.base.RoundTrip(out)
 }

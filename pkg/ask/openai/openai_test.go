@@ -44,7 +44,8 @@ type chatRequest struct {
 	ResponseFormat *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
-	MaxTokens int `json:"max_tokens"`
+	MaxTokens   int      `json:"max_tokens"`
+	Temperature *float64 `json:"temperature"`
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -169,6 +170,29 @@ func TestAskWritesCheckedSQL(t *testing.T) {
 	}
 	if calls[0].ResponseFormat == nil || calls[0].ResponseFormat.Type != "json_object" || calls[0].Model != "gpt-test" {
 		t.Errorf("request %+v", calls[0])
+	}
+}
+
+// TestTemperatureIsSent: the configured temperature reaches the server,
+// zero included (go-openai leaves a zero out, and the server's default
+// would apply).
+func TestTemperatureIsSent(t *testing.T) {
+	cat, res := fixture(t)
+	for _, temp := range []float32{0, 0.25} {
+		g := &gateway{steps: []step{{content: `{"sql": "SELECT 1", "explanation": "x"}`}}}
+		srv := httptest.NewServer(g)
+		gw, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "gpt-test", Temperature: temp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := askOnce(t, gw, "How many customers?", res, cat); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		calls := g.calls()
+		if len(calls) != 1 || calls[0].Temperature == nil || *calls[0].Temperature != float64(temp) {
+			t.Errorf("temperature %v: the request carried %v", temp, calls[0].Temperature)
+		}
 	}
 }
 
