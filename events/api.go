@@ -199,11 +199,14 @@ type SearchReply struct {
 	Error      *Error             `json:"error,omitempty"`
 }
 
-// AskReply is the reply of the ask endpoint. On failure Error is set and
-// SQL may still carry the rejected statement.
+// AskReply is the reply of the ask endpoint. SQL is only ever SQL that
+// passed the guard: on failure Error is set, SQL is empty, and the
+// statement the guard refused is in RejectedSQL, so that a caller piping
+// sql into a database can never run it.
 type AskReply struct {
 	Database    string             `json:"database"`
 	SQL         string             `json:"sql"`
+	RejectedSQL string             `json:"rejected_sql,omitempty"`
 	Explanation string             `json:"explanation,omitempty"`
 	Tables      []string           `json:"tables,omitempty"`
 	Context     []ContextItem      `json:"context,omitempty"`

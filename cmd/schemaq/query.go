@@ -76,8 +76,10 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	if err != nil {
-		if reply != nil && reply.SQL != "" {
-			fmt.Fprintf(e.stdout, "-- rejected SQL:\n%s\n", reply.SQL)
+		// Refused SQL goes to stderr, every line commented, and stdout
+		// stays empty: `schemaq ask … | psql` must never run it.
+		if reply != nil && reply.RejectedSQL != "" {
+			fmt.Fprintf(e.stderr, "-- rejected SQL (not safe to run):\n-- %s\n", strings.ReplaceAll(reply.RejectedSQL, "\n", "\n-- "))
 		}
 		return replyError(e, err)
 	}

@@ -226,6 +226,7 @@ func TestAskWithGateway(t *testing.T) {
 	answers := []string{
 		`{"sql": "SELECT c.name, count(o.id) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.name ORDER BY 2 DESC;", "explanation": "orders per customer"}`,
 		`{"sql": "DELETE FROM orders"}`, `{"sql": "SELECT pg_sleep(1)"}`, // rejected, then rejected again after the repair
+		`{"sql": "DELETE FROM orders"}`, `{"sql": "SELECT pg_sleep(1)"}`, // the same, asked for JSON
 	}
 	var prompts []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -235,6 +236,12 @@ func TestAskWithGateway(t *testing.T) {
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		mu.Lock()
 		prompts = append(prompts, req.Messages[0].Content)
+		if len(answers) == 0 {
+			// A test asking more than it scripted fails, not hangs.
+			mu.Unlock()
+			http.Error(w, `{"error":{"message":"no scripted answer left","type":"invalid_request_error"}}`, http.StatusBadRequest)
+			return
+		}
 		content := answers[0]
 		answers = answers[1:]
 		mu.Unlock()
@@ -261,8 +268,20 @@ func TestAskWithGateway(t *testing.T) {
 	}
 	mu.Unlock()
 	out, errOut, code = runAt(t, url, "ask", "--db", "shop", "Delete every order")
-	if code != exitFailure || !strings.Contains(out, "-- rejected SQL:\nSELECT pg_sleep(1)") || !strings.Contains(errOut, "unsafe_sql: function pg_sleep() has side effects") {
+	// Nothing on stdout: `schemaq ask … | psql` must not run refused SQL.
+	if code != exitFailure || out != "" || !strings.Contains(errOut, "-- rejected SQL (not safe to run):\n-- SELECT pg_sleep(1)") ||
+		!strings.Contains(errOut, "unsafe_sql: function pg_sleep() has side effects") {
 		t.Errorf("rejected ask (exit %d): %q %q", code, out, errOut)
+	}
+	out, _, code = runAt(t, url, "ask", "--db", "shop", "Delete every order", "--json")
+	var rep struct {
+		SQL, RejectedSQL string
+	}
+	if err := json.Unmarshal([]byte(out), &struct {
+		SQL         *string `json:"sql"`
+		RejectedSQL *string `json:"rejected_sql"`
+	}{&rep.SQL, &rep.RejectedSQL}); err != nil || code != exitFailure || rep.SQL != "" || rep.RejectedSQL != "SELECT pg_sleep(1)" {
+		t.Errorf("rejected ask --json (exit %d): %s", code, out)
 	}
 }
 

@@ -78,6 +78,8 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRe
 	reply.SQL, reply.Explanation = at.sql, at.explanation
 	switch {
 	case at.failure != nil:
+		// Refused SQL never travels as sql: see events.AskReply.
+		reply.SQL, reply.RejectedSQL = "", at.sql
 		reply.Error = wireError(at.failure)
 	case at.sql == "":
 		reply.Error = events.Errorf(events.CodeUnanswerable, "the model found no way to answer from this schema: %s", at.explanation)

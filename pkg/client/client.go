@@ -73,7 +73,8 @@ func (c *Client) Publish(ctx context.Context, ev *events.Event) (Published, erro
 }
 
 // Ask asks for SQL. On an error reply it returns the reply (which may
-// still carry the rejected SQL and the context) and the *events.Error.
+// still carry the context, and the refused statement in RejectedSQL, never
+// in SQL) and the *events.Error.
 func (c *Client) Ask(ctx context.Context, req *events.AskRequest) (*events.AskReply, error) {
 	var reply events.AskReply
 	if err := c.request(ctx, events.EndpointAsk, req, &reply); err != nil {

@@ -195,8 +195,8 @@ type AskOut struct {
 func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*mcp.CallToolResult, AskOut, error) {
 	r, err := t.b.Ask(ctx, &events.AskRequest{Database: in.Database, Question: in.Question})
 	if err != nil {
-		if r != nil && r.SQL != "" {
-			return nil, AskOut{}, fmt.Errorf("%v (rejected SQL: %s)", toolError(err), r.SQL)
+		if r != nil && r.RejectedSQL != "" {
+			return nil, AskOut{}, fmt.Errorf("%v (rejected SQL, not safe to run: %s)", toolError(err), r.RejectedSQL)
 		}
 		return nil, AskOut{}, toolError(err)
 	}

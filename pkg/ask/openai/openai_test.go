@@ -245,8 +245,16 @@ func TestGuardFailureRepairsOnce(t *testing.T) {
 			if repair[len(repair)-2].Role != "assistant" || !strings.Contains(repair[len(repair)-1].Content, "Your answer was rejected: ") {
 				t.Errorf("the repair request does not quote the rejection: %+v", repair[len(repair)-2:])
 			}
-			if reply.SQL != tc.wantSQL {
-				t.Errorf("sql %q, want %q", reply.SQL, tc.wantSQL)
+			// Refused SQL is never in sql, only in rejected_sql.
+			gotSQL := reply.SQL
+			if tc.wantCode != "" {
+				if reply.SQL != "" {
+					t.Errorf("a refused answer left sql %q", reply.SQL)
+				}
+				gotSQL = reply.RejectedSQL
+			}
+			if gotSQL != tc.wantSQL {
+				t.Errorf("sql %q, want %q", gotSQL, tc.wantSQL)
 			}
 			switch {
 			case tc.wantCode == "" && reply.Error != nil:
