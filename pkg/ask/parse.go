@@ -9,7 +9,7 @@ import (
 // Output errors; match with errors.Is. Both come as *OutputError with the
 // raw output.
 var (
-	ErrNoJSON     = errors.New("the answer has no JSON object")
+	ErrNoJSON     = errors.New("the answer has neither a JSON object nor SQL")
 	ErrMissingSQL = errors.New(`the answer's JSON has no "sql" string`)
 )
 
@@ -25,8 +25,12 @@ func (e *OutputError) Unwrap() error { return e.Err }
 
 // ParseOutput reads {"sql", "explanation"} from a model's answer: strict
 // JSON, JSON in a markdown fence, or the first balanced JSON object after
-// leading prose (strings and escapes respected). Trailing semicolons are
-// stripped from the SQL; a missing explanation is allowed.
+// leading prose (strings and escapes respected). Models also answer off
+// format, most often after a fallback without JSON mode, and those answers
+// are read too rather than spent on a repair round: SQL in a fence (the
+// prose around it is the explanation), bare SQL, and JSON whose "sql"
+// holds a fenced block. Trailing semicolons are stripped from the SQL; a
+// missing explanation is allowed. The guard judges whatever SQL comes out.
 func ParseOutput(raw string) (sql, explanation string, err error) {
 	for _, cand := range candidates(raw) {
 		var obj map[string]any
@@ -37,10 +41,44 @@ func ParseOutput(raw string) (sql, explanation string, err error) {
 		if !ok {
 			return "", "", &OutputError{Err: ErrMissingSQL, Raw: raw}
 		}
+		if f, ok := fenced(strings.TrimSpace(s)); ok {
+			s = f
+		}
 		e, _ := obj["explanation"].(string)
 		return cleanSQL(s), strings.TrimSpace(e), nil
 	}
+	text := strings.TrimSpace(raw)
+	if f, ok := fenced(text); ok && looksLikeSQL(f) {
+		start := strings.Index(text, "```")
+		end := strings.LastIndex(text, "```")
+		prose := strings.Join(strings.Fields(text[:start]+" "+text[end+3:]), " ")
+		return cleanSQL(f), prose, nil
+	}
+	if looksLikeSQL(text) {
+		return cleanSQL(text), "", nil
+	}
 	return "", "", &OutputError{Err: ErrNoJSON, Raw: raw}
+}
+
+// looksLikeSQL reports whether s starts like a SQL statement. Writes count
+// too: they should reach the guard and be refused as unsafe, not be
+// mistaken for prose.
+func looksLikeSQL(s string) bool {
+	s = strings.TrimLeft(s, "( \t\r\n")
+	first := ""
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			first = s[:i]
+			break
+		}
+		first = s[:i+1]
+	}
+	switch strings.ToLower(first) {
+	case "select", "with", "values", "table", "insert", "update", "delete", "merge", "create", "drop", "alter",
+		"truncate", "grant", "revoke", "copy", "call", "do", "explain", "lock", "vacuum", "analyze", "refresh", "set", "show":
+		return true
+	}
+	return false
 }
 
 func cleanSQL(s string) string {
