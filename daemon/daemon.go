@@ -432,7 +432,16 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 	if req.Table != "" {
 		t := cat.Lookup(req.Table)
 		if t == nil {
-			return nil, events.Errorf(events.CodeNotFound, "table %q is not in database %s (version %d)", req.Table, req.Database, cat.Version)
+			// Views are listed with the tables, so they are described too.
+			if v := cat.LookupView(req.Table); v != nil {
+				info := events.TableInfo{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns), DDL: v.DDL()}
+				for _, r := range v.Reads {
+					info.References = append(info.References, "reads "+r.Schema+"."+r.Name)
+				}
+				out.Tables = []events.TableInfo{info}
+				return out, nil
+			}
+			return nil, events.Errorf(events.CodeNotFound, "table %q is not in database %s (version %d), nor a view of that name", req.Table, req.Database, cat.Version)
 		}
 		info := events.TableInfo{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns), DDL: t.DDL()}
 		for _, fk := range t.ForeignKeys {

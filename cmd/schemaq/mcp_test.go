@@ -124,6 +124,8 @@ func TestMCPTools(t *testing.T) {
 		{"list_databases", map[string]any{}, false, []string{`"name":"shop"`, `"version":6`}},
 		{"list_tables", map[string]any{"database": "shop"}, false, []string{`"public.orders"`, `"public.order_totals"`}},
 		{"describe_table", map[string]any{"database": "shop", "table": "orders"}, false, []string{"CREATE TABLE public.orders", `customer_id → public.customers.id`, `public.payments.order_id → id`}},
+		// Views are listed, so they are described too.
+		{"describe_table", map[string]any{"database": "shop", "table": "order_totals"}, false, []string{"CREATE VIEW public.order_totals", `reads public.`}},
 		{"search_schema", map[string]any{"database": "shop", "question": "how are partial refunds recorded", "kinds": []string{"doc"}, "k": 2}, false, []string{`"kind":"doc"`, `refunds.md`}},
 		{"ask_sql", map[string]any{"database": "shop", "question": "How many orders are there?"}, false, []string{`"sql":"SELECT count(*) FROM orders"`, `"tables":["public.orders"]`}},
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "payments per order", "k": 3}, false, []string{`"fused_rank"`, `"bm25_rank"`, `"query_terms"`, `"why":"question"`}},
@@ -153,6 +155,10 @@ func TestMCPTools(t *testing.T) {
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "schemaq://shop/tables/public.customers"})
 	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "CREATE TABLE public.customers") {
 		t.Errorf("resource: %+v %v", res, err)
+	}
+	res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "schemaq://shop/tables/public.order_totals"})
+	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "CREATE VIEW public.order_totals") {
+		t.Errorf("view resource: %+v %v", res, err)
 	}
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "schemaq://shop/tables/public.ghosts"}); err == nil {
 		t.Error("a missing table resource should be an error")

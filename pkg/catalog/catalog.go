@@ -196,27 +196,33 @@ func (c *Catalog) Enum(q QualName) *Enum { return c.enums[q] }
 // Lookup finds a table by a name as a user would write it: "schema.table"
 // or a bare "table" (searched in public first, then in any schema if that
 // is unambiguous). Unquoted-style lookups are case-insensitive.
-func (c *Catalog) Lookup(name string) *Table {
+func (c *Catalog) Lookup(name string) *Table { return lookup(c.tables, name) }
+
+// LookupView finds a view as Lookup finds a table.
+func (c *Catalog) LookupView(name string) *View { return lookup(c.views, name) }
+
+func lookup[T any](m map[QualName]T, name string) T {
+	var zero T
 	schema, rel, qualified := strings.Cut(name, ".")
 	if !qualified {
 		rel, schema = schema, ""
 	}
-	if t := c.tables[QualName{schema, rel}]; t != nil && qualified {
+	if t, ok := m[QualName{schema, rel}]; ok && qualified {
 		return t
 	}
 	if !qualified {
-		if t := c.tables[QualName{DefaultSchema, rel}]; t != nil {
+		if t, ok := m[QualName{DefaultSchema, rel}]; ok {
 			return t
 		}
 	}
-	var found *Table
-	for q, t := range c.tables {
+	found, n := zero, 0
+	for q, t := range m {
 		if strings.EqualFold(q.Name, rel) && (!qualified || strings.EqualFold(q.Schema, schema)) {
-			if found != nil {
-				return nil // ambiguous
-			}
-			found = t
+			found, n = t, n+1
 		}
+	}
+	if n != 1 {
+		return zero // none, or ambiguous
 	}
 	return found
 }

@@ -566,3 +566,37 @@ func TestQuoteIdentAndConstraintNames(t *testing.T) {
 		t.Errorf("makeObjectName = %q, want %q", got, want)
 	}
 }
+
+func TestLookupView(t *testing.T) {
+	c, err := Snapshot("db", "s.sql", `CREATE TABLE t (id int);
+CREATE SCHEMA a; CREATE SCHEMA b;
+CREATE VIEW public.totals AS SELECT id FROM t;
+CREATE VIEW a.report AS SELECT id FROM t;
+CREATE VIEW b.report AS SELECT id FROM t;
+CREATE VIEW a.only_here AS SELECT id FROM t;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, want string }{
+		{"totals", "public.totals"},
+		{"public.totals", "public.totals"},
+		{"TOTALS", "public.totals"},
+		{"a.report", "a.report"},
+		{"report", ""}, // in two schemas: ambiguous
+		{"only_here", "a.only_here"},
+		{"t", ""}, // a table, not a view
+		{"nope", ""},
+	}
+	for _, tc := range tests {
+		got := ""
+		if v := c.LookupView(tc.name); v != nil {
+			got = v.Schema + "." + v.Name
+		}
+		if got != tc.want {
+			t.Errorf("LookupView(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if c.Lookup("totals") != nil || c.Lookup("t") == nil {
+		t.Error("Lookup must find tables only")
+	}
+}
