@@ -66,15 +66,29 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRe
 		return at, nil
 	}
 	at, err := try(msgs)
+	var first *attempt
 	if err == nil && at.failure != nil {
 		// One repair round with the exact error.
+		first = at
 		at, err = try(repairMessages(msgs, at.raw, at.failure.Error()))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ask %s: %w", req.Database, err)
 	}
 	reply.Timings["llm"], reply.Timings["guard"] = ms(llm), ms(guard)
 	reply.Usage = &events.Usage{PromptTokens: usage.Prompt, CompletionTokens: usage.Completion, CachedTokens: usage.Cached}
+	if err != nil {
+		if !errors.Is(err, ErrGateway) || ctx.Err() != nil {
+			return nil, fmt.Errorf("ask %s: %w", req.Database, err)
+		}
+		// A gateway failure still answers with the context retrieved,
+		// and, when it failed in the repair round, with the first answer
+		// and why it was refused.
+		if first != nil {
+			reply.RejectedSQL = first.sql
+			reply.Error = events.Errorf(events.CodeGatewayError, "the LLM gateway failed in the repair round: %v; the first answer was refused: %v", err, first.failure)
+		} else {
+			reply.Error = events.Errorf(events.CodeGatewayError, "the LLM gateway failed: %v", err)
+		}
+		return reply, nil
+	}
 	reply.SQL, reply.Explanation = at.sql, at.explanation
 	switch {
 	case at.failure != nil:

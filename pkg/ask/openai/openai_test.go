@@ -3,7 +3,6 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -277,6 +276,20 @@ func TestGuardFailureRepairsOnce(t *testing.T) {
 	}
 }
 
+// TestGatewayFailsInTheRepairRound: the first answer's refusal is kept.
+func TestGatewayFailsInTheRepairRound(t *testing.T) {
+	cat, res := fixture(t)
+	_, gw := newGateway(t, time.Second, step{content: `{"sql": "DELETE FROM orders"}`}, step{status: 400})
+	reply, err := askOnce(t, gw, "remove old orders", res, cat)
+	if err != nil || reply.Error == nil || reply.Error.Code != events.CodeGatewayError {
+		t.Fatalf("%v %+v", err, reply)
+	}
+	if reply.SQL != "" || reply.RejectedSQL != "DELETE FROM orders" || !strings.Contains(reply.Error.Message, "in the repair round") ||
+		!strings.Contains(reply.Error.Message, "the first answer was refused") || len(reply.Context) == 0 {
+		t.Errorf("reply %+v", reply)
+	}
+}
+
 func TestUnanswerableIsNotRepaired(t *testing.T) {
 	cat, res := fixture(t)
 	g, gw := newGateway(t, 5*time.Second, step{content: `{"sql": "", "explanation": "there is no weather data"}`})
@@ -313,11 +326,13 @@ func TestGatewayFailures(t *testing.T) {
 				if err != nil || reply.Error != nil || reply.SQL != "SELECT 1" {
 					t.Fatalf("%v %+v", err, reply)
 				}
-			} else if err == nil || !errors.Is(err, ask.ErrGateway) || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("got %v, want a gateway error mentioning %q", err, tc.wantErr)
+			} else if err != nil || reply.Error == nil || reply.Error.Code != events.CodeGatewayError || !strings.Contains(reply.Error.Message, tc.wantErr) {
+				t.Fatalf("got %v %+v, want a gateway_error reply mentioning %q", err, reply, tc.wantErr)
+			} else if len(reply.Context) == 0 || reply.SQL != "" {
+				t.Errorf("a gateway_error reply must keep the context and carry no sql: %+v", reply)
 			}
-			if err != nil && strings.Contains(err.Error(), "sk-test-secret") {
-				t.Errorf("the API key leaked: %v", err)
+			if reply != nil && reply.Error != nil && strings.Contains(reply.Error.Message, "sk-test-secret") {
+				t.Errorf("the API key leaked: %v", reply.Error)
 			}
 			if tc.calls > 0 && len(g.calls()) != tc.calls {
 				t.Errorf("%d calls, want %d", len(g.calls()), tc.calls)
