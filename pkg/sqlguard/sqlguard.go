@@ -1,7 +1,7 @@
 // Package sqlguard checks SQL written by a model before it is returned:
 // it must be exactly one read-only statement (SELECT, WITH … SELECT,
-// VALUES), call no function with side effects, and read only relations
-// the database's catalog has. It parses with PostgreSQL's own parser
+// VALUES), call only functions on an allowlist of read-only built-ins
+// (functions.go), and read only relations the database's catalog has. It parses with PostgreSQL's own parser
 // (libpg_query), so comments, quoting and nesting cannot hide anything.
 // It never executes SQL.
 package sqlguard
@@ -82,8 +82,8 @@ func hasSideEffects(name string) bool {
 	return false
 }
 
-// systemSchemas are read-only catalogs every PostgreSQL has; reading them
-// is allowed with a warning.
+// systemSchemas are the catalogs every PostgreSQL has; reading them is
+// refused.
 var systemSchemas = map[string]bool{"pg_catalog": true, "information_schema": true}
 
 // Check parses and checks sql against cat (nil: skip the table check).
@@ -129,8 +129,11 @@ func Check(sql string, cat *catalog.Catalog) (*Result, error) {
 			}
 		case n.GetFuncCall() != nil:
 			names := pgtree.Strings(n.GetFuncCall().Funcname)
-			if name := strings.ToLower(names[len(names)-1]); hasSideEffects(name) {
+			switch name := strings.ToLower(names[len(names)-1]); {
+			case hasSideEffects(name):
 				problem = reject(ErrUnsafe, "function %s() has side effects", strings.Join(names, "."))
+			case !functionAllowed(names):
+				problem = reject(ErrUnsafe, "function %s() is not a known read-only built-in; queries may call only those (see docs/ask.md)", strings.Join(names, "."))
 			}
 		case n.GetRangeVar() != nil:
 			rels = append(rels, n.GetRangeVar())
@@ -160,8 +163,10 @@ func Check(sql string, cat *catalog.Catalog) (*Result, error) {
 			continue
 		}
 		if systemSchemas[rv.Schemaname] {
-			res.Warnings = appendOnce(res.Warnings, fmt.Sprintf("reads the system catalog %s.%s", rv.Schemaname, rv.Relname))
-			continue
+			// System catalogs and statistics views show other databases'
+			// objects, roles and sessions: not what a question about this
+			// schema needs.
+			return nil, reject(ErrUnsafe, "reads the system catalog %s.%s; queries may read only the database's own tables and views", rv.Schemaname, rv.Relname)
 		}
 		r, ok := resolve(cat, rv)
 		if !ok {
