@@ -65,7 +65,10 @@ type Config struct {
 	Version        string // SemVer, reported by the micro service
 	MaxConcurrent  int
 	RequestTimeout time.Duration
-	DefaultK       int
+	// AskTimeout is the deadline of an ask, which waits for the model:
+	// one call and one repair round. 0 means RequestTimeout.
+	AskTimeout time.Duration
+	DefaultK   int
 	// NoGatewayHint is the explanation of retrieval-only ask replies.
 	NoGatewayHint string
 }
@@ -207,7 +210,7 @@ func adapt[Req any, PReq interface {
 					d.reply(r, endpoint, nil, events.Errorf(events.CodeInternal, "internal error"), errReply)
 				}
 			}()
-			ctx, cancel := context.WithTimeout(context.Background(), d.cfg.RequestTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), d.timeout(endpoint))
 			defer cancel()
 			var req Req
 			if err := events.DecodeRequest(r.Data(), &req); err != nil {
@@ -318,6 +321,14 @@ func (d *Daemon) observeStages(resp any) {
 	}
 }
 
+// timeout is an endpoint's deadline.
+func (d *Daemon) timeout(endpoint string) time.Duration {
+	if endpoint == events.EndpointAsk && d.cfg.AskTimeout > 0 {
+		return d.cfg.AskTimeout
+	}
+	return d.cfg.RequestTimeout
+}
+
 // classify maps an endpoint error to a wire error, logging internal ones
 // once (their detail is not sent).
 func (d *Daemon) classify(ctx context.Context, endpoint string, err error) *events.Error {
@@ -328,7 +339,7 @@ func (d *Daemon) classify(ctx context.Context, endpoint string, err error) *even
 	case errors.As(err, &we):
 		return we
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
-		return events.Errorf(events.CodeTimeout, "no answer within %v", d.cfg.RequestTimeout)
+		return events.Errorf(events.CodeTimeout, "no answer within %v", d.timeout(endpoint))
 	case errors.Is(err, index.ErrUnavailable):
 		return events.Errorf(events.CodeStoreUnavailable, "the index store is unavailable; retry shortly")
 	case errors.Is(err, ask.ErrGateway):

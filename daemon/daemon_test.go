@@ -18,6 +18,7 @@ import (
 
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/embed"
@@ -404,5 +405,59 @@ func TestStoreUnavailable(t *testing.T) {
 	res, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders per customer"})
 	if err != nil || len(res.Results) == 0 {
 		t.Errorf("after the store came back: %v %v", res, err)
+	}
+}
+
+// slowAsker answers after a delay, as a model does.
+type slowAsker struct{ delay time.Duration }
+
+func (s slowAsker) Ask(ctx context.Context, _ *catalog.Catalog, req *events.AskRequest, _ *retrieve.Result) (*events.AskReply, error) {
+	select {
+	case <-time.After(s.delay):
+		return &events.AskReply{Database: req.Database, SQL: "SELECT 1"}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestAskHasItsOwnDeadline: an ask waits for the model (a call and a
+// repair round) longer than a search may take.
+func TestAskHasItsOwnDeadline(t *testing.T) {
+	r := newRig(t)
+	r.publishShop()
+	ret, err := retrieve.New(r.store, r.emb, r.cats, retrieve.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := daemon.DefaultConfig
+	cfg.RequestTimeout, cfg.AskTimeout = 200*time.Millisecond, 5*time.Second
+	d, err := daemon.New(r.nc, r.cats, r.store, ret, slowAsker{delay: 600 * time.Millisecond}, zaptest.NewLogger(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.run(d.Run)
+	natstest.Eventually(t, 5*time.Second, "serving", func() bool {
+		_, err := r.nc.Request("$SRV.PING.schemaq", nil, time.Second)
+		return err == nil && r.cats.Catalog("shop") != nil
+	})
+	reply, err := r.cli.Ask(context.Background(), &events.AskRequest{Database: "shop", Question: "how many orders?"})
+	if err != nil || reply.SQL != "SELECT 1" {
+		t.Fatalf("an ask slower than the search deadline: %v %+v", err, reply)
+	}
+	cfg.AskTimeout = 0 // asks get the search deadline too
+	r2 := newRig(t)
+	r2.publishShop()
+	ret2, _ := retrieve.New(r2.store, r2.emb, r2.cats, retrieve.DefaultConfig)
+	d3, err := daemon.New(r2.nc, r2.cats, r2.store, ret2, slowAsker{delay: 600 * time.Millisecond}, zaptest.NewLogger(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.run(d3.Run)
+	natstest.Eventually(t, 5*time.Second, "serving", func() bool {
+		_, err := r2.nc.Request("$SRV.PING.schemaq", nil, time.Second)
+		return err == nil && r2.cats.Catalog("shop") != nil
+	})
+	if _, err := r2.cli.Ask(context.Background(), &events.AskRequest{Database: "shop", Question: "how many orders?"}); !errors.Is(err, &events.Error{Code: events.CodeTimeout}) {
+		t.Errorf("without an ask deadline: %v, want timeout", err)
 	}
 }

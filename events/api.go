@@ -13,14 +13,17 @@ const (
 	CodeNotFound         = "not_found"
 	CodeStoreUnavailable = "store_unavailable"
 	CodeGatewayError     = "gateway_error"
-	CodeTimeout          = "timeout"
-	CodeBusy             = "busy"
-	CodeInternal         = "internal"
-	CodeUnsafeSQL        = "unsafe_sql"
-	CodeInvalidSQL       = "invalid_sql"
-	CodeUnknownTable     = "unknown_table"
-	CodeUnanswerable     = "unanswerable"
-	CodeInvalidOutput    = "invalid_output"
+	// CodeGatewayAuth: the gateway refused the credentials (401, 403);
+	// retrying does not help until the key is fixed.
+	CodeGatewayAuth   = "gateway_auth"
+	CodeTimeout       = "timeout"
+	CodeBusy          = "busy"
+	CodeInternal      = "internal"
+	CodeUnsafeSQL     = "unsafe_sql"
+	CodeInvalidSQL    = "invalid_sql"
+	CodeUnknownTable  = "unknown_table"
+	CodeUnanswerable  = "unanswerable"
+	CodeInvalidOutput = "invalid_output"
 	// CodeNoDaemon: no daemon answered the request (set by clients).
 	CodeNoDaemon = "no_daemon"
 )
@@ -29,6 +32,9 @@ const (
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// RetryAfter, in seconds, is when the gateway said to come back (its
+	// Retry-After), when that was beyond the request's deadline.
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/client"
@@ -59,6 +60,13 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 	q, err := c.question(fs, args)
 	if err != nil {
 		return err
+	}
+	timeoutSet := false
+	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
+	if !timeoutSet {
+		// The daemon bounds an ask by its own deadline (a model call and a
+		// repair round); waiting less would give up on a good answer.
+		*c.timeout = 3 * time.Minute
 	}
 	cli, rctx, done, err := c.session(ctx)
 	if err != nil {

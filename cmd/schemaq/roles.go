@@ -78,7 +78,8 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 	fs.IntVar(&r.worker.Consumer.MaxDeliver, "max-deliver", r.worker.Consumer.MaxDeliver, "deliveries before an event is dead-lettered")
 	fs.DurationVar(&r.worker.MessageTimeout, "message-timeout", r.worker.MessageTimeout, "time limit of one event (must be below --ack-wait)")
 	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
-	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one request")
+	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one search or tables request")
+	fs.DurationVar(&r.daemon.AskTimeout, "ask-timeout", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)")
 	fs.DurationVar(&r.shutdown, "shutdown-timeout", 25*time.Second, "grace period after SIGTERM")
 	fs.StringVar(&r.metrics, "metrics-addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 [SCHEMAQ_METRICS_ADDR]")
 	return nil
@@ -221,6 +222,11 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		asker, err := r.llm.asker()
 		if err != nil {
 			return err
+		}
+		if r.daemon.AskTimeout == 0 && asker != nil {
+			// An ask waits for the model, once and for one repair round;
+			// the search deadline would cut a slow model short.
+			r.daemon.AskTimeout = 2*r.llm.timeout + r.daemon.RequestTimeout
 		}
 		var da daemon.Asker
 		if asker != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"net/http"
 	"time"
 
 	"github.com/schemaq/schemaq/events"
@@ -81,11 +83,19 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRe
 		// A gateway failure still answers with the context retrieved,
 		// and, when it failed in the repair round, with the first answer
 		// and why it was refused.
+		code := events.CodeGatewayError
+		var ge *GatewayError
+		if errors.As(err, &ge) && (ge.Status == http.StatusUnauthorized || ge.Status == http.StatusForbidden) {
+			code = events.CodeGatewayAuth
+		}
 		if first != nil {
 			reply.RejectedSQL = first.sql
-			reply.Error = events.Errorf(events.CodeGatewayError, "the LLM gateway failed in the repair round: %v; the first answer was refused: %v", err, first.failure)
+			reply.Error = events.Errorf(code, "the LLM gateway failed in the repair round: %v; the first answer was refused: %v", err, first.failure)
 		} else {
-			reply.Error = events.Errorf(events.CodeGatewayError, "the LLM gateway failed: %v", err)
+			reply.Error = events.Errorf(code, "the LLM gateway failed: %v", err)
+		}
+		if ge != nil && ge.RetryAfter > 0 {
+			reply.Error.RetryAfter = int(math.Ceil(ge.RetryAfter.Seconds()))
 		}
 		return reply, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Message is one chat message.
@@ -52,6 +53,9 @@ type Gateway interface {
 type GatewayError struct {
 	Status int // HTTP status; 0 when there was no usable answer
 	Msg    string
+	// RetryAfter is when the gateway said to come back, when that was
+	// later than the request could wait.
+	RetryAfter time.Duration
 }
 
 func (e *GatewayError) Error() string {

@@ -92,6 +92,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 		}
+		if resp != nil {
+			if ra, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+				// A server that asks for more time than the request has
+				// left is told no: the caller learns when to come back.
+				if dl, ok := req.Context().Deadline(); ok && time.Until(dl) < ra {
+					return nil, &RetryAfterError{Status: resp.StatusCode, After: ra}
+				}
+			}
+		}
 		if t.Config.MaxInterval > 0 && wait > t.Config.MaxInterval {
 			wait = t.Config.MaxInterval
 		}
@@ -108,6 +117,17 @@ func (t *Transport) backoff(attempt int) time.Duration {
 	}
 	// ±20% jitter so that many clients do not retry in step.
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// RetryAfterError: the server asked to retry later than the request's
+// deadline allows.
+type RetryAfterError struct {
+	Status int
+	After  time.Duration
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("the server answered %d and asked to retry after %v, beyond the request's deadline", e.Status, e.After)
 }
 
 // retryAfter parses Retry-After as seconds or an HTTP date.

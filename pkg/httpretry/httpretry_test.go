@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -74,5 +75,27 @@ func TestContextCancelsWait(t *testing.T) {
 	_, err := (&http.Client{Transport: New(nil, DefaultConfig)}).Do(req)
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Fatalf("want a prompt context error, got %v after %v", err, time.Since(start))
+	}
+}
+
+// TestRetryAfterBeyondTheDeadline: a Retry-After the request cannot wait
+// for ends it at once with when to come back.
+func TestRetryAfterBeyondTheDeadline(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Retry-After", "20")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: New(nil, Config{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: 30 * time.Second})}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	t0 := time.Now()
+	_, err := client.Do(req)
+	var ra *RetryAfterError
+	if !errors.As(err, &ra) || ra.Status != 429 || ra.After != 20*time.Second || calls.Load() != 1 || time.Since(t0) > 500*time.Millisecond {
+		t.Errorf("got %v after %d calls in %v", err, calls.Load(), time.Since(t0))
 	}
 }

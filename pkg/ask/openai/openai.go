@@ -129,7 +129,10 @@ func (g *Gateway) gatewayError(ctx context.Context, err error) error {
 	}
 	var apiErr *goopenai.APIError
 	var reqErr *goopenai.RequestError
+	var later *httpretry.RetryAfterError
 	switch {
+	case errors.As(err, &later):
+		return &ask.GatewayError{Status: later.Status, Msg: later.Error(), RetryAfter: later.After}
 	case errors.As(err, &apiErr):
 		return &ask.GatewayError{Status: apiErr.HTTPStatusCode, Msg: msg}
 	case errors.As(err, &reqErr):

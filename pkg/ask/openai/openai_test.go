@@ -276,6 +276,28 @@ func TestGuardFailureRepairsOnce(t *testing.T) {
 	}
 }
 
+// TestRetryAfterAndAuth: a Retry-After beyond the deadline ends the ask at
+// once with retry_after; refused credentials are gateway_auth, not retried.
+func TestRetryAfterAndAuth(t *testing.T) {
+	cat, res := fixture(t)
+	g, gw := newGateway(t, time.Second, step{status: 429, retryAfter: "20"}, step{content: `{"sql": "SELECT 1"}`})
+	t0 := time.Now()
+	reply, err := askOnce(t, gw, "q", res, cat)
+	if err != nil || reply.Error == nil || reply.Error.Code != events.CodeGatewayError || reply.Error.RetryAfter != 20 || time.Since(t0) > 900*time.Millisecond {
+		t.Errorf("429 with Retry-After 20 and 1 s to go: %v %+v after %v", err, reply, time.Since(t0))
+	}
+	if n := len(g.calls()); n != 1 {
+		t.Errorf("%d calls; a Retry-After past the deadline is not waited for", n)
+	}
+	for _, status := range []int{401, 403} {
+		g, gw := newGateway(t, time.Second, step{status: status}, step{content: `{"sql": "SELECT 1"}`})
+		reply, err := askOnce(t, gw, "q", res, cat)
+		if err != nil || reply.Error == nil || reply.Error.Code != events.CodeGatewayAuth || len(g.calls()) != 1 {
+			t.Errorf("%d: %v %+v after %d calls", status, err, reply, len(g.calls()))
+		}
+	}
+}
+
 // TestGatewayFailsInTheRepairRound: the first answer's refusal is kept.
 func TestGatewayFailsInTheRepairRound(t *testing.T) {
 	cat, res := fixture(t)
