@@ -411,7 +411,7 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 		return nil, err
 	}
 	if d.asker == nil {
-		out := &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint,
+		out := &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint, RetrievalOnly: true,
 			Context: contextItems(res), Timings: timings(res.Timings),
 			Warnings: []string{"no LLM gateway configured: retrieval only"}}
 		for _, it := range res.Items {

@@ -209,7 +209,7 @@ func TestEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ask.SQL != "" || !strings.Contains(ask.Explanation, "SCHEMAQ_LLM_BASE_URL") || len(ask.Context) == 0 || len(ask.Tables) == 0 {
+	if ask.SQL != "" || !ask.RetrievalOnly || !strings.Contains(ask.Explanation, "SCHEMAQ_LLM_BASE_URL") || len(ask.Context) == 0 || len(ask.Tables) == 0 {
 		t.Errorf("retrieval-only ask: %+v", ask)
 	}
 }

@@ -210,18 +210,21 @@ type SearchReply struct {
 // statement the guard refused is in RejectedSQL, so that a caller piping
 // sql into a database can never run it.
 type AskReply struct {
-	Database    string             `json:"database"`
-	SQL         string             `json:"sql"`
-	RejectedSQL string             `json:"rejected_sql,omitempty"`
-	Explanation string             `json:"explanation,omitempty"`
-	Tables      []string           `json:"tables,omitempty"`
-	Context     []ContextItem      `json:"context,omitempty"`
-	Warnings    []string           `json:"warnings,omitempty"`
-	Usage       *Usage             `json:"usage,omitempty"`
-	Timings     map[string]float64 `json:"timings_ms,omitempty"`
-	Explain     any                `json:"explain,omitempty"`
-	QueryTerms  []QueryTerm        `json:"query_terms,omitempty"`
-	Error       *Error             `json:"error,omitempty"`
+	Database    string `json:"database"`
+	SQL         string `json:"sql"`
+	RejectedSQL string `json:"rejected_sql,omitempty"`
+	// RetrievalOnly: the daemon has no model gateway, so SQL is empty and
+	// Context is what a model would have been given.
+	RetrievalOnly bool               `json:"retrieval_only,omitempty"`
+	Explanation   string             `json:"explanation,omitempty"`
+	Tables        []string           `json:"tables,omitempty"`
+	Context       []ContextItem      `json:"context,omitempty"`
+	Warnings      []string           `json:"warnings,omitempty"`
+	Usage         *Usage             `json:"usage,omitempty"`
+	Timings       map[string]float64 `json:"timings_ms,omitempty"`
+	Explain       any                `json:"explain,omitempty"`
+	QueryTerms    []QueryTerm        `json:"query_terms,omitempty"`
+	Error         *Error             `json:"error,omitempty"`
 }
 
 // WireError is the reply's error, so a server can send an error reply

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -63,12 +64,19 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	}
+	token := e.getenv("SCHEMAQ_MCP_TOKEN") // a secret: from the environment only
+	if token == "" && !loopback(*httpAddr) {
+		return usagef("mcp --http %s: serving beyond this host needs a bearer token: set SCHEMAQ_MCP_TOKEN (clients send Authorization: Bearer <token>), or bind a loopback address such as 127.0.0.1:8765", *httpAddr)
+	}
 	ln, err := net.Listen("tcp", *httpAddr)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
-	srv := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil),
-		ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	if token != "" {
+		handler = requireBearer(token, handler)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("mcp serving streamable HTTP", zap.String("addr", ln.Addr().String()))
 	fmt.Fprintf(e.stderr, "schemaq mcp: streamable HTTP on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
@@ -81,4 +89,31 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), r.shutdown)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// loopback reports whether addr (host:port) binds only this host.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// requireBearer lets through requests that carry the token, comparing in
+// constant time; the others get 401 with the scheme to use.
+func requireBearer(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="schemaq"`)
+			http.Error(w, "a bearer token is required (Authorization: Bearer <SCHEMAQ_MCP_TOKEN>)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

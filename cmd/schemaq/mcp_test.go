@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/mcpserver"
+	"github.com/schemaq/schemaq/pkg/natstest"
 )
 
 // fakeLLM answers with SQL, or fails for questions that say "gateway-down".
@@ -133,7 +135,8 @@ func TestMCPTools(t *testing.T) {
 		{"list_tables", map[string]any{"database": "nope"}, true, []string{"unknown_database"}},
 		{"describe_table", map[string]any{"database": "shop", "table": "ghosts"}, true, []string{"not_found"}},
 		{"describe_table", map[string]any{"database": "shop", "table": " "}, true, []string{"table is required"}},
-		{"search_schema", map[string]any{"database": "shop", "question": "x", "k": 500}, true, []string{"k must be between 1 and 25"}},
+		{"search_schema", map[string]any{"database": "shop", "question": "x", "k": 500}, true, []string{"greater than 25"}},
+		{"search_schema", map[string]any{"database": "shop", "question": "x", "kinds": []string{"tables"}}, true, []string{"kinds"}},
 		{"search_schema", map[string]any{"database": "shop"}, true, []string{"question"}},
 		{"search_schema", map[string]any{"database": "Bad!", "question": "x"}, true, []string{"bad_request"}},
 		{"ask_sql", map[string]any{"database": "shop", "question": "gateway-down: anything"}, true, []string{"gateway_error"}},
@@ -179,5 +182,55 @@ func TestMCPOverHTTP(t *testing.T) {
 	out, isErr := call(t, cs, "search_schema", map[string]any{"database": "shop", "question": "which customers placed orders", "k": 3})
 	if isErr || !strings.Contains(out, "public.orders") {
 		t.Errorf("search over HTTP: %s", out)
+	}
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPHTTPNeedsATokenBeyondLoopback runs `schemaq mcp --http` as
+// users do: with SCHEMAQ_MCP_TOKEN every request must carry it, and a
+// non-loopback address without a token is refused at start.
+func TestMCPHTTPNeedsATokenBeyondLoopback(t *testing.T) {
+	ns := natstest.Server(t)
+	if _, errOut, code := runAt(t, ns.ClientURL(), "mcp", "--http", "0.0.0.0:0"); code != exitUsage || !strings.Contains(errOut, "needs a bearer token: set SCHEMAQ_MCP_TOKEN") {
+		t.Errorf("non-loopback without a token (exit %d): %s", code, errOut)
+	}
+	addr := freePort(t)
+	startService(t, "mcp", []string{"mcp", "--http", addr}, map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_MCP_TOKEN": "s3cret"})
+	url := "http://" + addr
+	var resp *http.Response
+	natstest.Eventually(t, 10*time.Second, "mcp listening", func() bool {
+		r, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		if err != nil {
+			return false
+		}
+		resp = r
+		return true
+	})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("without the token: %d %v", resp.StatusCode, resp.Header)
+	}
+	for token, ok := range map[string]bool{"wrong": false, "s3cret": true} {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1.0.0"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1}, nil)
+		if ok != (err == nil) {
+			t.Errorf("token %q: connect error %v", token, err)
+		}
+		if err != nil {
+			continue
+		}
+		tools, err := cs.ListTools(context.Background(), nil)
+		if err != nil || len(tools.Tools) != 6 {
+			t.Errorf("tools with the token: %v %v", tools, err)
+		}
+		cs.Close()
 	}
 }

@@ -100,6 +100,13 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 	if len(reply.Tables) > 0 {
 		fmt.Fprintf(e.stdout, "-- tables: %s\n", strings.Join(reply.Tables, ", "))
 	}
+	if reply.RetrievalOnly {
+		// What the explanation promises: the context a model would see.
+		fmt.Fprintln(e.stdout, "-- context:")
+		for i, c := range reply.Context {
+			fmt.Fprintf(e.stdout, "-- %2d  %-7s %s\n", i+1, c.Kind, c.Name)
+		}
+	}
 	for _, w := range reply.Warnings {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}

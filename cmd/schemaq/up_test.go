@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,6 +149,11 @@ func TestQuickStart(t *testing.T) {
 	if code != exitOK || json.Unmarshal([]byte(out), &reply) != nil || !strings.Contains(strings.Join(reply.Tables, " "), "public.orders") ||
 		!strings.Contains(reply.Explanation, "SCHEMAQ_LLM_BASE_URL") {
 		t.Errorf("ask (exit %d): %s %s", code, out, errOut)
+	}
+	// Without a gateway, the text output lists the context it promises.
+	if out, _, code := runAt(t, url, "ask", "--db", "shop", "Which customers placed the most orders?"); code != exitOK ||
+		!strings.Contains(out, "-- context:") || !regexp.MustCompile(`--  1  (table|view) +public\.\w+`).MatchString(out) {
+		t.Errorf("retrieval-only ask (exit %d): %s", code, out)
 	}
 	if _, errOut, code := runAt(t, url, "ask", "--db", "nope", "anything?"); code != exitFailure || !strings.Contains(errOut, "unknown_database") {
 		t.Errorf("ask unknown db (exit %d): %s", code, errOut)

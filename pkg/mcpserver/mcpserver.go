@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/schemaq/schemaq/events"
@@ -47,12 +48,16 @@ func New(b Backend, version string) *mcp.Server {
 		&mcp.ServerOptions{Instructions: "Use list_databases, then search_schema or list_tables to find the tables a question needs, " +
 			"describe_table for their DDL, and ask_sql for a checked, read-only PostgreSQL query. SQL is never executed."})
 	t := &tools{b: b}
-	mcp.AddTool(s, &mcp.Tool{Name: "list_databases", Description: "List the databases schemaq knows, with the version (last migration) of each catalog."}, t.listDatabases)
-	mcp.AddTool(s, &mcp.Tool{Name: "list_tables", Description: "List a database's tables and views: schema-qualified name, comment and column count. At most 500."}, t.listTables)
-	mcp.AddTool(s, &mcp.Tool{Name: "describe_table", Description: "Describe one table: its canonical CREATE TABLE (with column comments and constraints), the foreign keys out of it and into it, and the labels of enum-typed columns."}, t.describeTable)
-	mcp.AddTool(s, &mcp.Tool{Name: "search_schema", Description: "Find the tables, views, doc sections and question/SQL examples most relevant to a natural-language question, ranked, with scores and their text."}, t.searchSchema)
-	mcp.AddTool(s, &mcp.Tool{Name: "ask_sql", Description: "Answer a question with one read-only PostgreSQL query, checked against the database's catalog (single SELECT, no side effects, only known tables). Returns the SQL, an explanation, the tables used and warnings; the SQL is not run."}, t.askSQL)
-	mcp.AddTool(s, &mcp.Tool{Name: "explain_retrieval", Description: "Show how retrieval ranked candidates for a question: each candidate's rank and score at every stage (BM25, vectors, fusion, schema routing, foreign-key propagation, rescoring, final)."}, t.explainRetrieval)
+	// Every tool only reads; ask_sql also calls the configured model.
+	closed, open := false, true
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &closed}
+	mcp.AddTool(s, &mcp.Tool{Name: "list_databases", Annotations: readOnly, Description: "List the databases schemaq knows, with the version (last migration) of each catalog."}, t.listDatabases)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_tables", Annotations: readOnly, Description: "List a database's tables and views: schema-qualified name, comment and column count. At most 500."}, t.listTables)
+	mcp.AddTool(s, &mcp.Tool{Name: "describe_table", Annotations: readOnly, Description: "Describe one table or view: its canonical CREATE TABLE or CREATE VIEW (with column comments and constraints), the foreign keys out of it and into it, and the labels of enum-typed columns."}, t.describeTable)
+	mcp.AddTool(s, &mcp.Tool{Name: "search_schema", Annotations: readOnly, InputSchema: searchSchema(), Description: "Find the tables, views, doc sections and question/SQL examples most relevant to a natural-language question, ranked, with scores and their text."}, t.searchSchema)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_sql", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open},
+		Description: "Answer a question with one read-only PostgreSQL query, checked against the database's catalog (single SELECT, no side effects, only known tables). Returns the SQL, an explanation, the tables used and warnings; the SQL is not run. Without a configured model, retrieval_only is true, sql is empty and context lists what a model would see."}, t.askSQL)
+	mcp.AddTool(s, &mcp.Tool{Name: "explain_retrieval", Annotations: readOnly, InputSchema: searchSchema(), Description: "Show how retrieval ranked candidates for a question: each candidate's rank and score at every stage (BM25, vectors, fusion, schema routing, foreign-key propagation, rescoring, final)."}, t.explainRetrieval)
 	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "table", Title: "Table DDL", MIMEType: "text/plain",
 		URITemplate: ResourcePrefix + "{database}/tables/{table}",
 		Description: "The canonical CREATE TABLE of a table (schema.table) of a database, with comments and constraints."}, t.readTable)
@@ -137,6 +142,19 @@ type SearchIn struct {
 	Kinds    []string `json:"kinds,omitempty" jsonschema:"only these kinds: table, view, doc, example"`
 }
 
+// searchSchema is SearchIn's schema with what the struct tags cannot say:
+// k's bounds and the kinds there are.
+func searchSchema() *jsonschema.Schema {
+	sch, err := jsonschema.For[SearchIn](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: schema of SearchIn: %v", err)) // a programming error, found by every test
+	}
+	lo, hi := 1.0, float64(MaxK)
+	sch.Properties["k"].Minimum, sch.Properties["k"].Maximum = &lo, &hi
+	sch.Properties["kinds"].Items.Enum = []any{"table", "view", "doc", "example"}
+	return sch
+}
+
 func (in SearchIn) request(explain bool) (*events.SearchRequest, error) {
 	if in.K < 0 || in.K > MaxK {
 		return nil, fmt.Errorf("bad_request: k must be between 1 and %d, got %d", MaxK, in.K)
@@ -190,6 +208,10 @@ type AskOut struct {
 	Explanation string   `json:"explanation,omitempty"`
 	Tables      []string `json:"tables,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// RetrievalOnly: no model is configured, so there is no SQL; Context
+	// is what a model would have been given.
+	RetrievalOnly bool     `json:"retrieval_only,omitempty"`
+	Context       []string `json:"context,omitempty"`
 }
 
 func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*mcp.CallToolResult, AskOut, error) {
@@ -200,7 +222,13 @@ func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*
 		}
 		return nil, AskOut{}, toolError(err)
 	}
-	return nil, AskOut{SQL: r.SQL, Explanation: r.Explanation, Tables: r.Tables, Warnings: r.Warnings}, nil
+	out := AskOut{SQL: r.SQL, Explanation: r.Explanation, Tables: r.Tables, Warnings: r.Warnings, RetrievalOnly: r.RetrievalOnly}
+	if r.RetrievalOnly {
+		for _, c := range r.Context {
+			out.Context = append(out.Context, c.Kind+" "+c.Name)
+		}
+	}
+	return nil, out, nil
 }
 
 // ExplainOut is explain_retrieval's result: the results and each

@@ -36,6 +36,9 @@ func TestToolSchemasAreObjects(t *testing.T) {
 		t.Fatal("no tools")
 	}
 	for _, tl := range tools.Tools {
+		if tl.Annotations == nil || !tl.Annotations.ReadOnlyHint {
+			t.Errorf("%s: not annotated read-only", tl.Name)
+		}
 		for kind, schema := range map[string]any{"inputSchema": tl.InputSchema, "outputSchema": tl.OutputSchema} {
 			if schema == nil {
 				if kind == "inputSchema" {
