@@ -110,13 +110,20 @@ func (g *Gateway) Complete(ctx context.Context, c ask.Completion) (*ask.Reply, e
 	return out, nil
 }
 
+// refusedJSONMode reports whether the gateway refused the request for its
+// response_format: a 400 naming that parameter (OpenAI, vLLM, LiteLLM and
+// Ollama all name it), not any 400 that mentions JSON, which would switch
+// JSON mode off for good on an unrelated mistake.
 func refusedJSONMode(err error) bool {
 	var apiErr *goopenai.APIError
-	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode == http.StatusBadRequest {
-		msg := strings.ToLower(apiErr.Message)
-		return strings.Contains(msg, "response_format") || strings.Contains(msg, "json")
+	if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != http.StatusBadRequest {
+		return false
 	}
-	return false
+	msg := strings.ToLower(apiErr.Message)
+	if apiErr.Param != nil && *apiErr.Param == "response_format" {
+		return true
+	}
+	return strings.Contains(msg, "response_format") || strings.Contains(msg, "json_object") || strings.Contains(msg, "json mode")
 }
 
 func (g *Gateway) gatewayError(ctx context.Context, err error) error {

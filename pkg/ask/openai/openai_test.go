@@ -76,7 +76,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", s.retryAfter)
 		}
 		w.WriteHeader(s.status)
-		_, _ = w.Write([]byte(`{"error":{"message":"scripted failure","type":"server_error"}}`))
+		body := `{"error":{"message":"scripted failure","type":"server_error"}}`
+		if s.raw != "" {
+			body = s.raw
+		}
+		_, _ = w.Write([]byte(body))
 		return
 	}
 	if s.raw != "" {
@@ -339,6 +343,8 @@ func TestGatewayFailures(t *testing.T) {
 		{"empty choices", time.Second, []step{{raw: `{"id":"x","object":"chat.completion","choices":[]}`}}, 1, "no choices"},
 		{"timeout", 50 * time.Millisecond, []step{{delay: 300 * time.Millisecond, content: `{"sql":"SELECT 1"}`}, {delay: 300 * time.Millisecond}, {delay: 300 * time.Millisecond}}, 0, "exceeded"},
 		{"no JSON mode: falls back", time.Second, []step{{noJSONMode: true}, {noJSONMode: true, content: `Here: {"sql": "SELECT 1"}`}}, 2, ""},
+		// A 400 that only mentions JSON is not a refusal of JSON mode.
+		{"a 400 about the JSON body is not a refusal of JSON mode", time.Second, []step{{status: 400, raw: `{"error":{"message":"invalid JSON in request body","type":"invalid_request_error"}}`}, ok}, 1, "400"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
