@@ -22,6 +22,7 @@ const (
 	CodeUnsafeSQL     = "unsafe_sql"
 	CodeInvalidSQL    = "invalid_sql"
 	CodeUnknownTable  = "unknown_table"
+	CodeUnknownColumn = "unknown_column"
 	CodeUnanswerable  = "unanswerable"
 	CodeInvalidOutput = "invalid_output"
 	// CodeNoDaemon: no daemon answered the request (set by clients).

@@ -125,6 +125,8 @@ func wireError(err error) *events.Error {
 		code = events.CodeUnsafeSQL
 	case errors.Is(err, sqlguard.ErrUnknownTable):
 		code = events.CodeUnknownTable
+	case errors.Is(err, sqlguard.ErrUnknownColumn):
+		code = events.CodeUnknownColumn
 	}
 	var r *sqlguard.Rejection
 	if errors.As(err, &r) {

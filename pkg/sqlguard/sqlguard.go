@@ -25,6 +25,9 @@ var (
 	ErrInvalid      = errors.New("invalid_sql")   // does not parse
 	ErrUnsafe       = errors.New("unsafe_sql")    // not a single read-only statement
 	ErrUnknownTable = errors.New("unknown_table") // reads a relation the catalog lacks
+	// ErrUnknownColumn: a column qualified by a relation the catalog
+	// knows is not one of its columns (the stale-schema case).
+	ErrUnknownColumn = errors.New("unknown_column")
 )
 
 // Rejection says why a statement was refused. It wraps one of the
@@ -191,8 +194,90 @@ func Check(sql string, cat *catalog.Catalog) (*Result, error) {
 		return nil, reject(ErrUnknownTable, "%s not in database %s (catalog version %d)", plural(unknown), cat.Database, cat.Version)
 	}
 	sort.Strings(res.Tables)
+	if bad := unknownColumns(read, colRefs); len(bad) > 0 {
+		return nil, reject(ErrUnknownColumn, "%s", strings.Join(bad, "; "))
+	}
 	res.Warnings = append(res.Warnings, columnWarnings(read, colRefs, aliases)...)
 	return res, nil
+}
+
+// systemColumns every table has besides its own.
+var systemColumns = map[string]bool{"ctid": true, "xmin": true, "xmax": true, "cmin": true, "cmax": true, "tableoid": true, "oid": true}
+
+// unknownColumns lists the columns qualified by a catalog relation's name
+// or alias that the relation does not have, each with the nearest real
+// names, for the repair round. Unqualified names stay warnings
+// (columnWarnings): they may come from a subquery or a function.
+func unknownColumns(read []relation, refs [][]string) []string {
+	byAlias := map[string]relation{}
+	for _, r := range read {
+		byAlias[r.alias] = r
+	}
+	var out []string
+	for _, ref := range refs {
+		if len(ref) < 2 {
+			continue
+		}
+		col, qual := ref[len(ref)-1], ref[len(ref)-2]
+		r, ok := byAlias[qual]
+		if !ok || len(r.columns) == 0 || r.columns[col] || systemColumns[col] {
+			continue
+		}
+		msg := fmt.Sprintf("column %s.%s does not exist in %s", qual, col, r.name)
+		if near := nearest(col, r.columns, 3); len(near) > 0 {
+			msg += " (did you mean " + strings.Join(near, ", ") + "?)"
+		}
+		out = appendOnce(out, msg)
+	}
+	return out
+}
+
+// nearest returns up to n of names closest to s by edit distance, among
+// those close enough to be a likely mistake (or a rename's other name).
+func nearest(s string, names map[string]bool, n int) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var all []cand
+	for name := range names {
+		all = append(all, cand{name, editDistance(s, name)})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].d != all[j].d {
+			return all[i].d < all[j].d
+		}
+		return all[i].name < all[j].name
+	})
+	var out []string
+	limit := max(2, len(s)/2)
+	for _, c := range all {
+		likely := c.d <= limit || strings.Contains(c.name, s) || strings.Contains(s, c.name)
+		if len(out) < n && likely {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 type relation struct {
@@ -248,10 +333,6 @@ func columnSet(cols []*catalog.Column) map[string]bool {
 // (best effort: aliases, CTE columns and output names are allowed).
 func columnWarnings(read []relation, refs [][]string, aliases map[string]bool) []string {
 	var out []string
-	byAlias := map[string]relation{}
-	for _, r := range read {
-		byAlias[r.alias] = r
-	}
 	for _, ref := range refs {
 		if len(ref) == 0 {
 			continue // a bare *
@@ -261,11 +342,7 @@ func columnWarnings(read []relation, refs [][]string, aliases map[string]bool) [
 			continue
 		}
 		if len(ref) >= 2 {
-			r, ok := byAlias[ref[len(ref)-2]]
-			if ok && len(r.columns) > 0 && !r.columns[col] {
-				out = appendOnce(out, fmt.Sprintf("column %s.%s does not exist in %s", ref[len(ref)-2], col, r.name))
-			}
-			continue
+			continue // qualified: unknownColumns refuses those
 		}
 		known := false
 		for _, r := range read {

@@ -280,6 +280,25 @@ func TestGuardFailureRepairsOnce(t *testing.T) {
 	}
 }
 
+// TestUnknownColumnIsRepairedWithTheRealNames: a column that a migration
+// renamed is refused, and the repair request names the real column.
+func TestUnknownColumnIsRepairedWithTheRealNames(t *testing.T) {
+	cat, res := fixture(t)
+	g, gw := newGateway(t, time.Second, step{content: `{"sql": "SELECT c.nme FROM customers c"}`}, step{content: `{"sql": "SELECT c.name FROM customers c"}`})
+	reply, err := askOnce(t, gw, "customer names", res, cat)
+	if err != nil || reply.Error != nil || reply.SQL != "SELECT c.name FROM customers c" {
+		t.Fatalf("%v %+v", err, reply)
+	}
+	calls := g.calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d calls, want the repair round", len(calls))
+	}
+	last := calls[1].Messages[len(calls[1].Messages)-1].Content
+	if !strings.Contains(last, "unknown_column: column c.nme does not exist in public.customers (did you mean name?)") {
+		t.Errorf("the repair request does not name the real column: %s", last)
+	}
+}
+
 // TestRetryAfterAndAuth: a Retry-After beyond the deadline ends the ask at
 // once with retry_after; refused credentials are gateway_auth, not retried.
 func TestRetryAfterAndAuth(t *testing.T) {
