@@ -148,6 +148,11 @@ type ContextItem struct {
 	Name  string  `json:"name"`
 	Score float64 `json:"score"`
 	Text  string  `json:"text,omitempty"`
+	// Bridge, when set, says why foreign-key expansion added the table
+	// ("joins public.orders and public.products"): it joins two results
+	// that do not reference each other. Bridges come on top of the k
+	// ranked results and have no score of their own.
+	Bridge string `json:"bridge,omitempty"`
 }
 
 // Usage is token usage reported by the gateway.

@@ -32,7 +32,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue), errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &ue):
 		return exitUsage
 	}
 	return exitFailure
@@ -82,7 +82,7 @@ func runEnv(ctx context.Context, args []string, e *env) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			if c, ok := cmds[args[1]]; ok {
-				return c.run(ctx, e, []string{"--help"})
+				return helped(c.run(ctx, e, []string{"--help"}))
 			}
 		}
 		printUsage(e.stdout, cmds)
@@ -96,7 +96,16 @@ func runEnv(ctx context.Context, args []string, e *env) error {
 		printUsage(e.stderr, cmds)
 		return usagef("unknown command %q", args[0])
 	}
-	return c.run(ctx, e, args[1:])
+	return helped(c.run(ctx, e, args[1:]))
+}
+
+// helped turns a help request, which printed the usage, into success:
+// asking for help is not a mistake.
+func helped(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
 }
 
 func printUsage(w io.Writer, cmds map[string]command) {

@@ -36,7 +36,8 @@ func TestCLI(t *testing.T) {
 		{"no command", nil, exitUsage, "Commands:", "no command given"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
 		{"help", []string{"help"}, exitOK, "catalog", ""},
-		{"command help", []string{"catalog", "--help"}, exitUsage, "", "Usage: schemaq catalog"},
+		{"command help", []string{"catalog", "--help"}, exitOK, "", "Usage: schemaq catalog"},
+		{"help for a command", []string{"help", "publish"}, exitOK, "", "Usage: schemaq publish"},
 		{"version", []string{"version"}, exitOK, "schemaq 0.0.0-dev", ""},
 		{"catalog summary", []string{"catalog", "--db", "shop", shop}, exitOK, "database shop at version 6: 6 migration(s) applied; 7 tables, 1 views, 1 enums", ""},
 		{"catalog ddl", []string{"catalog", "--format", "ddl", shop}, exitOK, "CREATE TABLE public.shipping_addresses (", ""},
@@ -60,6 +61,19 @@ func TestCLI(t *testing.T) {
 				t.Errorf("stderr %q does not contain %q", errOut, tc.stderr)
 			}
 		})
+	}
+}
+
+// TestEveryHelpExitsZero: --help on every command prints its usage and
+// succeeds, as users and scripts expect.
+func TestEveryHelpExitsZero(t *testing.T) {
+	for name := range commands() {
+		for _, flag := range []string{"--help", "-h"} {
+			out, errOut, code := runCLI(t, name, flag)
+			if code != exitOK || strings.TrimSpace(out+errOut) == "" {
+				t.Errorf("schemaq %s %s: exit %d, stdout %q, stderr %q", name, flag, code, out, errOut)
+			}
+		}
 	}
 }
 

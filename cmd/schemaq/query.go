@@ -146,13 +146,26 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	if *c.asJSON {
 		return json.NewEncoder(e.stdout).Encode(reply)
 	}
-	for i, r := range reply.Results {
-		fmt.Fprintf(e.stdout, "%2d  %-7s %-40s %.4f\n", i+1, r.Kind, r.Name, r.Score)
-		if *text {
-			for _, line := range strings.Split(strings.TrimRight(r.Text, "\n"), "\n") {
-				fmt.Fprintf(e.stdout, "      %s\n", line)
-			}
+	// The ranked results, then the bridge tables foreign-key expansion
+	// added, apart and labelled: they have no score, and come on top of
+	// --k.
+	rank := 0
+	var bridges []events.ContextItem
+	for _, r := range reply.Results {
+		if r.Bridge != "" {
+			bridges = append(bridges, r)
+			continue
 		}
+		rank++
+		fmt.Fprintf(e.stdout, "%2d  %-7s %-40s %.4f\n", rank, r.Kind, r.Name, r.Score)
+		printText(e, *text, r.Text)
+	}
+	if len(bridges) > 0 {
+		fmt.Fprintln(e.stdout, "join tables (foreign-key bridges):")
+	}
+	for _, r := range bridges {
+		fmt.Fprintf(e.stdout, "    %-7s %-40s %s\n", r.Kind, r.Name, r.Bridge)
+		printText(e, *text, r.Text)
 	}
 	if *explain {
 		printQueryTerms(e, "", reply.QueryTerms)
@@ -212,4 +225,13 @@ func printQueryTerms(e *env, indent string, terms []events.QueryTerm) {
 		}
 	}
 	fmt.Fprintf(e.stdout, "%squery terms: %s\n", indent, strings.Join(parts, ", "))
+}
+
+func printText(e *env, on bool, text string) {
+	if !on {
+		return
+	}
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		fmt.Fprintf(e.stdout, "      %s\n", line)
+	}
 }

@@ -150,6 +150,23 @@ func TestQuickStart(t *testing.T) {
 		!strings.Contains(reply.Explanation, "SCHEMAQ_LLM_BASE_URL") {
 		t.Errorf("ask (exit %d): %s %s", code, out, errOut)
 	}
+	// --k N prints N ranked results, scores in rank order; bridge tables
+	// come apart, labelled.
+	out, _, _ = runAt(t, url, "search", "--db", "shop", "products customers ordered", "--k", "3")
+	ranked := regexp.MustCompile(`(?m)^ ?\d+  \S+ +\S+ +([0-9.]+)$`).FindAllStringSubmatch(out, -1)
+	if len(ranked) != 3 {
+		t.Errorf("search --k 3 printed %d ranked results:\n%s", len(ranked), out)
+	}
+	for i := 1; i < len(ranked); i++ {
+		a, _ := strconv.ParseFloat(ranked[i-1][1], 64)
+		b, _ := strconv.ParseFloat(ranked[i][1], 64)
+		if b > a {
+			t.Errorf("scores out of rank order:\n%s", out)
+		}
+	}
+	if strings.Contains(out, "join tables") && !regexp.MustCompile(`(?m)^    table +public\.\S+ +joins public\.`).MatchString(out) {
+		t.Errorf("bridges printed without their reason:\n%s", out)
+	}
 	// Without a gateway, the text output lists the context it promises.
 	if out, _, code := runAt(t, url, "ask", "--db", "shop", "Which customers placed the most orders?"); code != exitOK ||
 		!strings.Contains(out, "-- context:") || !regexp.MustCompile(`--  1  (table|view) +public\.\w+`).MatchString(out) {
