@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schemaq/schemaq/pkg/natstest"
+)
+
+// TestMCPInspector drives `schemaq mcp` with the MCP Inspector CLI, the
+// reference client built on the TypeScript SDK, over stdio and streamable
+// HTTP: it lists the tools (which that SDK validates, schemas included)
+// and calls every one. The Go SDK's client is more lenient, so it cannot
+// stand in for this. .ci/run installs the Inspector from npm and names it
+// in SCHEMAQ_MCP_INSPECTOR.
+func TestMCPInspector(t *testing.T) {
+	inspector := os.Getenv("SCHEMAQ_MCP_INSPECTOR")
+	if inspector == "" {
+		t.Skip("SCHEMAQ_MCP_INSPECTOR is not set (.ci/run installs @modelcontextprotocol/inspector from npm and sets it)")
+	}
+	bin := filepath.Join(t.TempDir(), "schemaq")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build schemaq: %v\n%s", err, out)
+	}
+	llm := fakeLLM(t)
+	dir := t.TempDir()
+	addr := freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_LLM_BASE_URL", llm.URL+"/v1", "SCHEMAQ_LLM_MODEL", "m", "SCHEMAQ_LLM_RETRIES", "0")
+	defer stop()
+	shop := filepath.Join("..", "..", "examples", "shop")
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations")); code != exitOK {
+		t.Fatalf("publish: %s", errOut)
+	}
+
+	inspect := func(target []string, args ...string) map[string]any {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmdArgs := append([]string{"--cli"}, target...)
+		cmd := exec.CommandContext(ctx, inspector, append(cmdArgs, args...)...)
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr string
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = string(ee.Stderr)
+			}
+			t.Fatalf("inspector %v: %v\n%s%s", args, err, out, stderr)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("inspector %v: not JSON: %s", args, out)
+		}
+		return v
+	}
+	calls := []struct {
+		tool string
+		args []string
+		want string
+	}{
+		{"list_databases", nil, `"shop"`},
+		{"list_tables", []string{"database=shop"}, "public.orders"},
+		{"describe_table", []string{"database=shop", "table=order_totals"}, "CREATE VIEW public.order_totals"},
+		{"search_schema", []string{"database=shop", "question=which customers placed orders", "k=3"}, "public.orders"},
+		{"ask_sql", []string{"database=shop", "question=How many orders are there?"}, "SELECT count(*) FROM orders"},
+		{"explain_retrieval", []string{"database=shop", "question=payments per order", "k=2"}, "fused_rank"},
+	}
+	check := func(transport string, target []string) {
+		tools := inspect(target, "--method", "tools/list")
+		list, _ := tools["tools"].([]any)
+		if len(list) != len(calls) {
+			t.Errorf("%s: tools/list gave %d tools, want %d", transport, len(list), len(calls))
+		}
+		for _, c := range calls {
+			args := []string{"--method", "tools/call", "--tool-name", c.tool}
+			if len(c.args) > 0 {
+				args = append(args, append([]string{"--tool-arg"}, c.args...)...)
+			}
+			res := inspect(target, args...)
+			b, _ := json.Marshal(res)
+			if isErr, _ := res["isError"].(bool); isErr || !strings.Contains(string(b), strings.ReplaceAll(c.want, `"`, `\"`)) && !strings.Contains(string(b), c.want) {
+				t.Errorf("%s: %s: %s", transport, c.tool, b)
+			}
+		}
+	}
+	// stdio: the Inspector starts `schemaq mcp` itself.
+	check("stdio", []string{"-e", "SCHEMAQ_NATS_URL=" + url, bin, "mcp"})
+	// Streamable HTTP on loopback (no token needed there).
+	httpAddr := freePort(t)
+	startService(t, "mcp http", []string{"mcp", "--http", httpAddr}, map[string]string{"SCHEMAQ_NATS_URL": url})
+	natstest.Eventually(t, 10*time.Second, "mcp listening", func() bool {
+		c, err := net.Dial("tcp", httpAddr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	check("http", []string{"http://" + httpAddr + "/mcp", "--transport", "http"})
+}
