@@ -159,6 +159,17 @@ func TestMCPTools(t *testing.T) {
 	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "CREATE TABLE public.customers") {
 		t.Errorf("resource: %+v %v", res, err)
 	}
+	// resources/list names every table and view, each readable.
+	listed, err := cs.ListResources(ctx, nil)
+	if err != nil || len(listed.Resources) != 8 {
+		t.Fatalf("resources/list: %v %v", listed, err)
+	}
+	for _, r := range listed.Resources {
+		got, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: r.URI})
+		if err != nil || !strings.Contains(got.Contents[0].Text, "CREATE ") {
+			t.Errorf("listed resource %s does not read: %v", r.URI, err)
+		}
+	}
 	res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "schemaq://shop/tables/public.order_totals"})
 	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "CREATE VIEW public.order_totals") {
 		t.Errorf("view resource: %+v %v", res, err)

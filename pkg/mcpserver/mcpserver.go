@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -58,6 +59,7 @@ func New(b Backend, version string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "ask_sql", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open},
 		Description: "Answer a question with one read-only PostgreSQL query, checked against the database's catalog (single SELECT, no side effects, only known tables). Returns the SQL, an explanation, the tables used and warnings; the SQL is not run. Without a configured model, retrieval_only is true, sql is empty and context lists what a model would see."}, t.askSQL)
 	mcp.AddTool(s, &mcp.Tool{Name: "explain_retrieval", Annotations: readOnly, InputSchema: searchSchema(), Description: "Show how retrieval ranked candidates for a question: each candidate's rank and score at every stage (BM25, vectors, fusion, schema routing, foreign-key propagation, rescoring, final)."}, t.explainRetrieval)
+	s.AddReceivingMiddleware(t.listResources)
 	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "table", Title: "Table DDL", MIMEType: "text/plain",
 		URITemplate: ResourcePrefix + "{database}/tables/{table}",
 		Description: "The canonical CREATE TABLE of a table (schema.table) of a database, with comments and constraints."}, t.readTable)
@@ -264,6 +266,52 @@ func (t *tools) explainRetrieval(ctx context.Context, _ *mcp.CallToolRequest, in
 		out.Results = append(out.Results, it.Kind+" "+it.Name)
 	}
 	return nil, out, nil
+}
+
+// ResourcesPage is how many table resources one resources/list page holds.
+const ResourcesPage = 200
+
+// listResources answers resources/list with every table and view of every
+// database, ResourcesPage at a time (the cursor is the offset), so a
+// client can browse them; the SDK itself lists only static resources.
+func (t *tools) listResources(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "resources/list" {
+			return next(ctx, method, req)
+		}
+		offset := 0
+		if p, ok := req.GetParams().(*mcp.ListResourcesParams); ok && p != nil && p.Cursor != "" {
+			n, err := strconv.Atoi(p.Cursor)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("resources/list: cursor %q is not one this server gave", p.Cursor)
+			}
+			offset = n
+		}
+		dbs, err := t.b.Databases(ctx)
+		if err != nil {
+			return nil, toolError(err)
+		}
+		var all []*mcp.Resource
+		for _, db := range dbs {
+			r, err := t.b.Tables(ctx, &events.TablesRequest{Database: db.Name})
+			if err != nil {
+				continue // a database with docs only has no tables
+			}
+			for _, tb := range r.Tables {
+				all = append(all, &mcp.Resource{URI: ResourcePrefix + db.Name + "/tables/" + url.PathEscape(tb.Name),
+					Name: db.Name + "/" + tb.Name, MIMEType: "text/plain", Description: tb.Comment})
+			}
+		}
+		res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+		if offset < len(all) {
+			end := min(offset+ResourcesPage, len(all))
+			res.Resources = all[offset:end]
+			if end < len(all) {
+				res.NextCursor = strconv.Itoa(end)
+			}
+		}
+		return res, nil
+	}
 }
 
 // readTable serves schemaq://<database>/tables/<schema.table>.
