@@ -27,8 +27,10 @@ func (w wide) Tables(_ context.Context, req *events.TablesRequest) (*events.Tabl
 	return r, nil
 }
 
-func (wide) Search(context.Context, *events.SearchRequest) (*events.SearchReply, error) { return nil, nil }
-func (wide) Ask(context.Context, *events.AskRequest) (*events.AskReply, error)          { return nil, nil }
+func (wide) Search(context.Context, *events.SearchRequest) (*events.SearchReply, error) {
+	return nil, nil
+}
+func (wide) Ask(context.Context, *events.AskRequest) (*events.AskReply, error) { return nil, nil }
 
 // TestResourcesArePaged: a schema of 450 tables lists in pages, each
 // table once, the last page without a cursor.
