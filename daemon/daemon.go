@@ -493,7 +493,7 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 func contextItems(res *retrieve.Result) []events.ContextItem {
 	out := make([]events.ContextItem, 0, len(res.Items))
 	for _, it := range res.Items {
-		out = append(out, events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score, Text: it.Text, Bridge: it.Bridge})
+		out = append(out, events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score, Text: it.Text, Bridge: it.Bridge, Title: it.Title})
 	}
 	return out
 }

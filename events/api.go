@@ -153,6 +153,9 @@ type ContextItem struct {
 	// that do not reference each other. Bridges come on top of the k
 	// ranked results and have no score of their own.
 	Bridge string `json:"bridge,omitempty"`
+	// Title is what a person reads the item by: a doc section's heading
+	// path, an example's question (its Name is an id).
+	Title string `json:"title,omitempty"`
 }
 
 // Usage is token usage reported by the gateway.

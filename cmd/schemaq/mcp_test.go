@@ -53,6 +53,9 @@ func mcpFixture(t *testing.T) *client.Client {
 	if _, errOut, code := runAt(t, url, "publish", "docs", "--db", "shop", filepath.Join(shop, "docs")); code != exitOK {
 		t.Fatalf("publish docs: %s", errOut)
 	}
+	if _, errOut, code := runAt(t, url, "publish", "examples", "--db", "shop", filepath.Join(shop, "examples.jsonl")); code != exitOK {
+		t.Fatalf("publish examples: %s", errOut)
+	}
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +132,7 @@ func TestMCPTools(t *testing.T) {
 		// Views are listed, so they are described too.
 		{"describe_table", map[string]any{"database": "shop", "table": "order_totals"}, false, []string{"CREATE VIEW public.order_totals", `reads public.`}},
 		{"search_schema", map[string]any{"database": "shop", "question": "how are partial refunds recorded", "kinds": []string{"doc"}, "k": 2}, false, []string{`"kind":"doc"`, `refunds.md`}},
+		{"search_schema", map[string]any{"database": "shop", "question": "which customers placed the most orders", "kinds": []string{"example"}, "k": 1}, false, []string{`"kind":"example"`, `"name":"How many orders did each customer place?"`}},
 		{"ask_sql", map[string]any{"database": "shop", "question": "How many orders are there?"}, false, []string{`"sql":"SELECT count(*) FROM orders"`, `"tables":["public.orders"]`}},
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "payments per order", "k": 3}, false, []string{`"fused_rank"`, `"bm25_rank"`, `"query_terms"`, `"why":"question"`}},
 		// Errors.

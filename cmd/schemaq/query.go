@@ -157,7 +157,11 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 			continue
 		}
 		rank++
-		fmt.Fprintf(e.stdout, "%2d  %-7s %-40s %.4f\n", rank, r.Kind, r.Name, r.Score)
+		name := r.Name
+		if r.Kind == "example" && r.Title != "" {
+			name = r.Title // an example is known by its question, not its id
+		}
+		fmt.Fprintf(e.stdout, "%2d  %-7s %-40s %.4f\n", rank, r.Kind, name, r.Score)
 		printText(e, *text, r.Text)
 	}
 	if len(bridges) > 0 {

@@ -190,6 +190,9 @@ func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in Sea
 	out := SearchOut{Results: []SearchResult{}}
 	for _, it := range r.Results {
 		res := SearchResult{Kind: it.Kind, Name: it.Name, Score: it.Score, Text: it.Text}
+		if it.Kind == "example" && it.Title != "" {
+			res.Name = it.Title // an example is known by its question, not its id
+		}
 		if len(res.Text) > MaxResultText {
 			res.Text, res.Truncated = res.Text[:MaxResultText], true
 		}
