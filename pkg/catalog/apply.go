@@ -264,6 +264,9 @@ func (a *applier) statement(n *pg.Node) error {
 		return nil
 	case n.GetDoStmt() != nil:
 		return a.do(n.GetDoStmt())
+	case n.GetCreateFunctionStmt() != nil:
+		a.createFunction(n.GetCreateFunctionStmt())
+		return nil
 	}
 	// Everything else (indexes, grants, functions, triggers, sequences,
 	// policies, extensions, DML, transaction control, …) leaves the

@@ -152,6 +152,8 @@ type Catalog struct {
 	tables  map[QualName]*Table
 	views   map[QualName]*View
 	enums   map[QualName]*Enum
+	// functions are user-defined functions, for the SQL guard.
+	functions map[QualName]*Function
 }
 
 // New returns an empty catalog for database, holding only the public schema.
@@ -162,6 +164,8 @@ func New(database string) *Catalog {
 		tables:   map[QualName]*Table{},
 		views:    map[QualName]*View{},
 		enums:    map[QualName]*Enum{},
+
+		functions: map[QualName]*Function{},
 	}
 }
 
@@ -238,6 +242,12 @@ func (c *Catalog) Clone() *Catalog {
 		tables:   make(map[QualName]*Table, len(c.tables)),
 		views:    make(map[QualName]*View, len(c.views)),
 		enums:    make(map[QualName]*Enum, len(c.enums)),
+
+		functions: make(map[QualName]*Function, len(c.functions)),
+	}
+	for k, f := range c.functions {
+		f2 := *f
+		n.functions[k] = &f2
 	}
 	for k, v := range c.schemas {
 		n.schemas[k] = v
@@ -336,6 +346,8 @@ type wireCatalog struct {
 	Enums    []*Enum      `json:"enums"`
 	History  []Applied    `json:"history,omitempty"`
 	Base     *Base        `json:"base,omitempty"`
+	// Functions is new: catalogs stored before it decode without them.
+	Functions []*Function `json:"functions,omitempty"`
 }
 
 type wireSchema struct {
@@ -346,7 +358,7 @@ type wireSchema struct {
 // MarshalJSON encodes the catalog deterministically.
 func (c *Catalog) MarshalJSON() ([]byte, error) {
 	w := wireCatalog{Database: c.Database, Version: c.Version,
-		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base}
+		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base, Functions: c.Functions()}
 	for _, s := range c.Schemas() {
 		w.Schemas = append(w.Schemas, wireSchema{s, c.schemas[s]})
 	}
@@ -382,6 +394,9 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("decode catalog: duplicate view %s", v.QualName())
 		}
 		n.views[v.QualName()] = v
+	}
+	for _, f := range w.Functions {
+		n.functions[f.QualName()] = f
 	}
 	for _, e := range w.Enums {
 		if _, dup := n.enums[e.QualName()]; dup {

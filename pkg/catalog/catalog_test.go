@@ -600,3 +600,49 @@ CREATE VIEW a.only_here AS SELECT id FROM t;`)
 		t.Error("Lookup must find tables only")
 	}
 }
+
+func TestFunctionsAndTheirVolatility(t *testing.T) {
+	c, err := New("db").Apply("f.sql", `
+CREATE FUNCTION order_total(id bigint) RETURNS numeric LANGUAGE sql STABLE AS $$ SELECT 1 $$;
+CREATE FUNCTION slugify(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT lower(t) $$;
+CREATE FUNCTION purge_everything() RETURNS void LANGUAGE plpgsql AS $$ BEGIN DELETE FROM t; END $$;
+CREATE SCHEMA billing;
+CREATE FUNCTION billing.fx(x int) RETURNS int LANGUAGE sql STABLE AS $$ SELECT x $$;
+CREATE FUNCTION billing.fx(x text) RETURNS int LANGUAGE plpgsql VOLATILE AS $$ BEGIN RETURN 1; END $$;
+CREATE PROCEDURE archive() LANGUAGE sql AS $$ SELECT 1 $$;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, volatility string }{
+		{"order_total", "stable"},
+		{"public.slugify", "immutable"},
+		{"purge_everything", "volatile"}, // no volatility said: PostgreSQL's default
+		{"billing.fx", "volatile"},       // the least safe overload wins
+		{"archive", ""},                  // a procedure is not a function
+	}
+	for _, tc := range tests {
+		got := ""
+		if f := c.LookupFunction(tc.name); f != nil {
+			got = f.Volatility
+		}
+		if got != tc.volatility {
+			t.Errorf("%s: volatility %q, want %q", tc.name, got, tc.volatility)
+		}
+	}
+	// Through JSON and back, and DROP FUNCTION / DROP SCHEMA forget them.
+	b, _ := json.Marshal(c)
+	var back Catalog
+	if err := json.Unmarshal(b, &back); err != nil || back.LookupFunction("order_total") == nil {
+		t.Fatalf("round trip: %v", err)
+	}
+	c2, err := back.Apply("d.sql", "DROP FUNCTION order_total(bigint); DROP SCHEMA billing CASCADE;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.LookupFunction("order_total") != nil || c2.LookupFunction("billing.fx") != nil || c2.LookupFunction("slugify") == nil {
+		t.Errorf("after drops: %+v", c2.Functions())
+	}
+	if back.LookupFunction("order_total") == nil {
+		t.Error("Apply changed its receiver")
+	}
+}

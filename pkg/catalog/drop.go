@@ -46,6 +46,8 @@ func (a *applier) drop(s *pg.DropStmt) error {
 				return err
 			}
 		}
+	case pg.ObjectType_OBJECT_FUNCTION:
+		a.dropFunctions(s)
 	case pg.ObjectType_OBJECT_SCHEMA:
 		for _, obj := range s.Objects {
 			name := listStrings(obj)
@@ -179,6 +181,11 @@ func (a *applier) dropSchema(name string, missingOK, cascade bool) error {
 	for _, q := range enums {
 		if err := a.dropEnum(q, true); err != nil {
 			return err
+		}
+	}
+	for q := range a.cat.functions {
+		if q.Schema == name {
+			delete(a.cat.functions, q)
 		}
 	}
 	delete(a.cat.schemas, name)

@@ -1,12 +1,17 @@
 package sqlguard
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+)
 
 // readOnlyFunctions is the allowlist of functions a checked query may
 // call. A deny list of dangerous functions is incomplete by nature (each
 // PostgreSQL release and extension adds some), so the guard allows only
-// what is known to be safe and refuses every other function by name,
-// user-defined ones included.
+// what is known to be safe and refuses every other function by name;
+// user-defined functions pass only when the catalog records them as
+// IMMUTABLE or STABLE.
 //
 // How it was chosen: PostgreSQL built-ins that a report uses (arithmetic,
 // string, date and time, JSON, array, conditional, aggregates and window
@@ -80,11 +85,22 @@ func setOf(names ...string) map[string]bool {
 }
 
 // functionAllowed reports whether a call of the function named by parts
-// (as the parser gives them: [schema,] name) is on the allowlist.
-func functionAllowed(parts []string) bool {
+// (as the parser gives them: [schema,] name) is allowed: a built-in on the
+// allowlist, or a user-defined function the catalog knows as IMMUTABLE or
+// STABLE (PostgreSQL refuses writes inside those). It says why not.
+func functionAllowed(parts []string, cat *catalog.Catalog) (bool, string) {
 	name := strings.ToLower(parts[len(parts)-1])
-	if len(parts) > 1 && strings.ToLower(parts[0]) != "pg_catalog" {
-		return false // a user-defined function, whatever its name
+	qualified := len(parts) > 1
+	if (!qualified || strings.ToLower(parts[0]) == "pg_catalog") && readOnlyFunctions[name] && !hasSideEffects(name) {
+		return true, ""
 	}
-	return readOnlyFunctions[name] && !hasSideEffects(name)
+	if cat != nil && (!qualified || strings.ToLower(parts[0]) != "pg_catalog") {
+		if f := cat.LookupFunction(strings.Join(parts, ".")); f != nil {
+			if f.Volatility == "immutable" || f.Volatility == "stable" {
+				return true, ""
+			}
+			return false, "is " + strings.ToUpper(f.Volatility) + " in the catalog: it may change data"
+		}
+	}
+	return false, "is not a known read-only built-in, nor a STABLE or IMMUTABLE function of the catalog"
 }

@@ -135,8 +135,10 @@ func Check(sql string, cat *catalog.Catalog) (*Result, error) {
 			switch name := strings.ToLower(names[len(names)-1]); {
 			case hasSideEffects(name):
 				problem = reject(ErrUnsafe, "function %s() has side effects", strings.Join(names, "."))
-			case !functionAllowed(names):
-				problem = reject(ErrUnsafe, "function %s() is not a known read-only built-in; queries may call only those (see docs/ask.md)", strings.Join(names, "."))
+			default:
+				if ok, why := functionAllowed(names, cat); !ok {
+					problem = reject(ErrUnsafe, "function %s() %s (see docs/ask.md)", strings.Join(names, "."), why)
+				}
 			}
 		case n.GetRangeVar() != nil:
 			rels = append(rels, n.GetRangeVar())

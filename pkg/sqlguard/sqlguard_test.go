@@ -15,6 +15,9 @@ CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint REFERENCES custom
 CREATE SCHEMA billing;
 CREATE TABLE billing.invoices (id bigint, order_id bigint, amount numeric);
 CREATE VIEW big_orders AS SELECT id, total FROM orders WHERE total > 100;
+CREATE FUNCTION order_total(id bigint) RETURNS numeric LANGUAGE sql STABLE AS $$ SELECT total FROM orders WHERE orders.id = order_total.id $$;
+CREATE FUNCTION slugify(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT lower(t) $$;
+CREATE FUNCTION purge_everything() RETURNS void LANGUAGE plpgsql AS $$ BEGIN DELETE FROM orders; END $$;
 `
 
 func shop(t *testing.T) *catalog.Catalog {
@@ -125,8 +128,12 @@ func TestCheck(t *testing.T) {
 		{"SELECT pg_start_backup('x')", ErrUnsafe, nil, "pg_start_backup"},
 		{"SELECT * FROM pg_ls_waldir()", ErrUnsafe, nil, "pg_ls_waldir"},
 		{"SELECT pg_log_backend_memory_contexts(1)", ErrUnsafe, nil, "pg_log_backend_memory_contexts"},
-		{"SELECT purge_everything()", ErrUnsafe, nil, "purge_everything"},
+		{"SELECT purge_everything()", ErrUnsafe, nil, "purge_everything() is VOLATILE in the catalog"},
+		{"SELECT never_declared()", ErrUnsafe, nil, "never_declared() is not a known read-only built-in"},
 		{"SELECT public.lower(name) FROM customers", ErrUnsafe, nil, "public.lower() is not a known read-only built-in"},
+		{"SELECT pg_catalog.order_total(id) FROM orders", ErrUnsafe, nil, "pg_catalog.order_total()"},
+		// User functions the catalog records as STABLE or IMMUTABLE.
+		{"SELECT id, order_total(id), public.slugify(name) FROM orders JOIN customers USING (id)", nil, []string{"public.customers", "public.orders"}, ""},
 		{"SELECT current_setting('data_directory')", ErrUnsafe, nil, "current_setting"},
 		{"SELECT version()", ErrUnsafe, nil, "version"},
 		{"SELECT count(*) FROM orders WHERE total > (SELECT max(x) FROM unnest(ARRAY[pg_backend_pid()]) x)", ErrUnsafe, nil, "pg_backend_pid"},
