@@ -378,7 +378,9 @@ func TestLargeSnapshot(t *testing.T) {
 	url := "nats://" + addr
 	stop := startUp(t, filepath.Join(dir, "data"), addr)
 	defer stop()
-	out, errOut, code := runAt(t, url, "publish", "snapshot", "--db", "big", "--wait", "30s", dump)
+	// --wait lasts until 5,000 tables are indexed, which under -race and
+	// the other packages' tests takes a while.
+	out, errOut, code := runAt(t, url, "publish", "snapshot", "--db", "big", "--wait", "3m", dump)
 	if code != exitOK || !strings.Contains(out, "catalog big is at version 1") {
 		t.Fatalf("publish a %d-byte snapshot (exit %d): %s %s", b.Len(), code, out, errOut)
 	}
