@@ -116,6 +116,9 @@ type AskRequest struct {
 	Schemas  []string          `json:"schemas,omitempty"`
 	Tags     map[string]string `json:"tags,omitempty"`
 	Explain  bool              `json:"explain,omitempty"`
+	// AllowSystemCatalogs lets the SQL read pg_catalog and
+	// information_schema, which the guard refuses otherwise.
+	AllowSystemCatalogs bool `json:"allow_system_catalogs,omitempty"`
 }
 
 // Validate checks an ask request.

@@ -57,6 +57,7 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 	c.register(fs, e)
 	k := fs.Int("k", 0, "how many context items (default 10)")
 	explain := fs.Bool("explain", false, "include the retrieval explain record")
+	system := fs.Bool("allow-system-catalogs", false, "let the SQL read pg_catalog and information_schema (refused otherwise)")
 	q, err := c.question(fs, args)
 	if err != nil {
 		return err
@@ -73,7 +74,7 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer done()
-	reply, err := cli.Ask(rctx, &events.AskRequest{Database: *c.db, Question: q, K: *k, Explain: *explain})
+	reply, err := cli.Ask(rctx, &events.AskRequest{Database: *c.db, Question: q, K: *k, Explain: *explain, AllowSystemCatalogs: *system})
 	if *c.asJSON && reply != nil {
 		if jerr := json.NewEncoder(e.stdout).Encode(reply); jerr != nil {
 			return jerr

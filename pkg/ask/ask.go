@@ -63,7 +63,7 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRe
 			return at, nil
 		}
 		t0 = time.Now()
-		at.guard, at.failure = sqlguard.Check(at.sql, cat)
+		at.guard, at.failure = sqlguard.CheckWith(at.sql, cat, sqlguard.Options{SystemCatalogs: req.AllowSystemCatalogs})
 		guard += time.Since(t0)
 		return at, nil
 	}

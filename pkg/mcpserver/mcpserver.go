@@ -203,8 +203,9 @@ func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in Sea
 
 // AskIn is a question to answer with SQL.
 type AskIn struct {
-	Database string `json:"database" jsonschema:"the database name"`
-	Question string `json:"question" jsonschema:"the natural-language question"`
+	Database            string `json:"database" jsonschema:"the database name"`
+	Question            string `json:"question" jsonschema:"the natural-language question"`
+	AllowSystemCatalogs bool   `json:"allow_system_catalogs,omitempty" jsonschema:"let the SQL read pg_catalog and information_schema, refused otherwise"`
 }
 
 // AskOut is ask_sql's result.
@@ -220,7 +221,7 @@ type AskOut struct {
 }
 
 func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*mcp.CallToolResult, AskOut, error) {
-	r, err := t.b.Ask(ctx, &events.AskRequest{Database: in.Database, Question: in.Question})
+	r, err := t.b.Ask(ctx, &events.AskRequest{Database: in.Database, Question: in.Question, AllowSystemCatalogs: in.AllowSystemCatalogs})
 	if err != nil {
 		if r != nil && r.RejectedSQL != "" {
 			return nil, AskOut{}, fmt.Errorf("%v (rejected SQL, not safe to run: %s)", toolError(err), r.RejectedSQL)

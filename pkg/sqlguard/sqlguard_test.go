@@ -183,6 +183,22 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestSystemCatalogsWhenAllowed: a request may allow system catalogs;
+// they are then read with a warning, and nothing else is relaxed.
+func TestSystemCatalogsWhenAllowed(t *testing.T) {
+	cat := shop(t)
+	res, err := CheckWith("SELECT relname FROM pg_catalog.pg_class", cat, Options{SystemCatalogs: true})
+	if err != nil || len(res.Warnings) != 1 || res.Warnings[0] != "reads the system catalog pg_catalog.pg_class" {
+		t.Errorf("allowed: %+v %v", res, err)
+	}
+	if _, err := CheckWith("SELECT pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity", cat, Options{SystemCatalogs: true}); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("allowing system catalogs must not allow their functions: %v", err)
+	}
+	if _, err := Check("SELECT relname FROM pg_catalog.pg_class", cat); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("not allowed: %v", err)
+	}
+}
+
 func TestColumnWarnings(t *testing.T) {
 	cat := shop(t)
 	tests := []struct {

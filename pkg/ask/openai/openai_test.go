@@ -299,6 +299,26 @@ func TestUnknownColumnIsRepairedWithTheRealNames(t *testing.T) {
 	}
 }
 
+// TestSystemCatalogsOnRequest: the request's allow_system_catalogs reaches
+// the guard.
+func TestSystemCatalogsOnRequest(t *testing.T) {
+	cat, res := fixture(t)
+	for _, allow := range []bool{true, false} {
+		_, gw := newGateway(t, time.Second, step{content: `{"sql": "SELECT relname FROM pg_catalog.pg_class"}`}, step{content: `{"sql": "SELECT relname FROM pg_catalog.pg_class"}`})
+		a, err := ask.New(gw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := a.Ask(context.Background(), cat, &events.AskRequest{Database: "shop", Question: "tables?", AllowSystemCatalogs: allow}, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok := reply.Error == nil && reply.SQL != ""; ok != allow {
+			t.Errorf("allow=%v: %+v", allow, reply)
+		}
+	}
+}
+
 // TestRetryAfterAndAuth: a Retry-After beyond the deadline ends the ask at
 // once with retry_after; refused credentials are gateway_auth, not retried.
 func TestRetryAfterAndAuth(t *testing.T) {
