@@ -118,7 +118,6 @@ type Worker struct {
 	refused map[string]outcome
 	drains  sync.WaitGroup
 	sem     chan struct{}
-	held    atomic.Int64
 	ready   atomic.Bool
 	// caughtUp closes once the index holds everything the stream held
 	// when the worker started, so a replica opens for queries only then.
