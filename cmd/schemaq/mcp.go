@@ -30,6 +30,11 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	// Refuse an open listener before dialling anything.
+	token := e.getenv("SCHEMAQ_MCP_TOKEN") // a secret: from the environment only
+	if *httpAddr != "" && token == "" && !loopback(*httpAddr) {
+		return usagef("mcp --http %s: serving beyond this host needs a bearer token: set SCHEMAQ_MCP_TOKEN (clients send Authorization: Bearer <token>), or bind a loopback address such as 127.0.0.1:8765", *httpAddr)
+	}
 	log, err := r.log.build(e) // stderr: stdout carries the protocol on stdio
 	if err != nil {
 		return err
@@ -63,10 +68,6 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("mcp: %w", err)
 		}
 		return nil
-	}
-	token := e.getenv("SCHEMAQ_MCP_TOKEN") // a secret: from the environment only
-	if token == "" && !loopback(*httpAddr) {
-		return usagef("mcp --http %s: serving beyond this host needs a bearer token: set SCHEMAQ_MCP_TOKEN (clients send Authorization: Bearer <token>), or bind a loopback address such as 127.0.0.1:8765", *httpAddr)
 	}
 	ln, err := net.Listen("tcp", *httpAddr)
 	if err != nil {
