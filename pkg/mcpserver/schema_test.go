@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/schemaq/schemaq/pkg/mcpserver"
@@ -16,7 +17,7 @@ import (
 // a schema of type object whose property (and item) schemas are objects.
 // A boolean schema such as `true` (what an untyped field gives) is valid
 // JSON Schema but makes such a client refuse the whole tool list, so no
-// tool can be called.
+// tool can be called. Each schema must also be well-formed JSON Schema.
 func TestToolSchemasAreObjects(t *testing.T) {
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
@@ -63,6 +64,18 @@ func TestToolSchemasAreObjects(t *testing.T) {
 			for _, problem := range nonObjectSchemas(top, tl.Name+"."+kind) {
 				t.Error(problem)
 			}
+			// And well-formed JSON Schema: every keyword of its type
+			// (decoding checks that), references resolved, and type
+			// names the ones JSON Schema has (which decoding does not).
+			for _, problem := range badTypes(top, tl.Name+"."+kind) {
+				t.Error(problem)
+			}
+			var js jsonschema.Schema
+			if err := json.Unmarshal(b, &js); err != nil {
+				t.Errorf("%s %s: %v", tl.Name, kind, err)
+			} else if _, err := js.Resolve(nil); err != nil {
+				t.Errorf("%s %s does not resolve as JSON Schema: %v", tl.Name, kind, err)
+			}
 		}
 	}
 }
@@ -87,6 +100,36 @@ func nonObjectSchemas(s map[string]any, path string) []string {
 			return append(out, fmt.Sprintf("%s.items: schema %v is not an object", path, items))
 		}
 		out = append(out, nonObjectSchemas(is, path+".items")...)
+	}
+	return out
+}
+
+var jsonTypes = map[string]bool{"object": true, "array": true, "string": true, "number": true, "integer": true, "boolean": true, "null": true}
+
+// badTypes lists the "type" keywords under s that name no JSON type.
+func badTypes(s map[string]any, path string) []string {
+	var out []string
+	switch ty := s["type"].(type) {
+	case string:
+		if !jsonTypes[ty] {
+			out = append(out, fmt.Sprintf("%s: type %q is not a JSON Schema type", path, ty))
+		}
+	case []any:
+		for _, one := range ty {
+			if name, _ := one.(string); !jsonTypes[name] {
+				out = append(out, fmt.Sprintf("%s: type %v is not a JSON Schema type", path, one))
+			}
+		}
+	}
+	if props, ok := s["properties"].(map[string]any); ok {
+		for name, p := range props {
+			if ps, ok := p.(map[string]any); ok {
+				out = append(out, badTypes(ps, path+".properties."+name)...)
+			}
+		}
+	}
+	if items, ok := s["items"].(map[string]any); ok {
+		out = append(out, badTypes(items, path+".items")...)
 	}
 	return out
 }
