@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -182,7 +183,7 @@ func (w *Worker) waiting(q *queue) []*item {
 			out = append(out, it)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *item) int { return int(min(max(a.seq-b.seq, -1), 1)) })
+	slices.SortStableFunc(out, func(a, b *item) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
@@ -415,11 +416,9 @@ func wellFormedMigration(it *item) bool {
 	return it.ev != nil && it.ev.Migration != nil && it.ev.Subject() == it.msg.Subject()
 }
 
-// handleRun applies consecutive migrations as one catalog write. It
-// returns an outcome for a prefix of items: those applied, then the one
-// that was refused, if any; the rest stay queued. When the run does not
-// start at the catalog's next version, or a panic interrupts it, only the
-// first item is handled, alone.
+// handleRun applies consecutive migrations as one catalog write (schema).
+// A panic in it has the first item handled alone, so that the one that
+// panics is dead-lettered by itself.
 func (w *Worker) handleRun(ctx context.Context, items []*item) (outs []outcome) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -427,65 +426,13 @@ func (w *Worker) handleRun(ctx context.Context, items []*item) (outs []outcome) 
 			outs = []outcome{w.handle(ctx, items[0])}
 		}
 	}()
-	db := items[0].ev.Database
-	if v, _, err := w.cats.Version(ctx, db); err != nil || items[0].seq != v+1 {
-		return []outcome{w.handle(ctx, items[0])}
+	evs := make([]*events.Event, len(items))
+	for i, it := range items {
+		evs[i] = it.ev
 	}
-	cat, rev, err := w.cats.Get(ctx, db)
-	if err != nil || items[0].seq != cat.Version+1 {
-		return []outcome{w.handle(ctx, items[0])}
-	}
-	ids := make(map[string]int64, len(cat.History()))
-	for _, a := range cat.History() {
-		ids[a.ID] = a.Seq
-	}
-	next := cat
-	applied := 0
-	for _, it := range items {
-		m := it.ev.Migration
-		source, id := m.Source, m.ID()
-		if source == "" {
-			source = it.ev.ID
-		}
-		if id == "" {
-			id = source
-		}
-		out := outcome{typ: it.ev.Type, db: db, source: source, seq: m.Seq, version: next.Version}
-		if at, ok := ids[id]; ok {
-			out.act, out.kind = actDeadLetter, events.DLQKindConflict
-			out.reason = fmt.Sprintf("migration %d (%s) is already applied to %s as seq %d; publish with `schemaq publish migrations`, which sends only pending migrations",
-				m.Seq, source, db, at)
-			outs = append(outs, out)
-			break
-		}
-		n, err := next.Apply(source, m.SQL)
-		if err != nil {
-			out.act, out.kind = actDeadLetter, events.DLQKindRefused
-			out.reason = fmt.Sprintf("%s %d does not apply: %v", it.ev.Type, m.Seq, err)
-			outs = append(outs, out)
-			break
-		}
-		next = n.Record(catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: catalog.Checksum(m.SQL)})
-		ids[id] = m.Seq
-		out.act, out.advanced, out.version = actAck, true, m.Seq
-		outs = append(outs, out)
-		applied++
-	}
-	if applied == 0 {
-		return outs
-	}
-	rev, err = w.cats.Put(ctx, next, rev)
-	if err != nil {
-		// Nothing was written: the run is tried again; what follows it
-		// is judged then.
-		outs = outs[:applied]
-		for i := range outs {
-			outs[i].act, outs[i].advanced, outs[i].version, outs[i].reason = actRetry, false, cat.Version, err.Error()
-		}
-		return outs
-	}
-	for i := range outs[:applied] {
-		outs[i].wrote, outs[i].wroteRev = next, rev
+	outs = w.schema(ctx, evs)
+	for i := range outs {
+		outs[i].db, outs[i].typ = evs[i].Database, evs[i].Type
 	}
 	return outs
 }

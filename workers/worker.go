@@ -191,9 +191,8 @@ type outcome struct {
 	source string // the migration source, when there is one
 	db     string
 	// Schema events: the event's seq, the catalog version it found (or,
-	// when advanced, the one it wrote).
+	// when it wrote one, that one).
 	seq, version int64
-	advanced     bool
 	// wrote is the catalog an applied schema event wrote; the queue
 	// projects it into the index before the event is acked (queue.go).
 	wrote    *catalog.Catalog
@@ -479,7 +478,7 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 	var out outcome
 	switch ev.Type {
 	case events.TypeMigration, events.TypeSnapshot:
-		out = w.schema(ctx, ev)
+		out = w.schema(ctx, []*events.Event{ev})[0]
 	case events.TypeDocUpsert:
 		d := ev.DocUpsert
 		sections := chunk.Doc(ev.Database, d.DocID, d.Title, d.Body, d.Tags, w.cfg.Chunk)
@@ -522,52 +521,56 @@ func subjectDB(subject string) string {
 	return parts[2]
 }
 
-// schema applies a migration or snapshot, or says why it cannot yet.
-func (w *Worker) schema(ctx context.Context, ev *events.Event) outcome {
+// schema applies a migration or snapshot, or says why it cannot yet. A
+// migration that applies takes the migrations after it in evs along
+// (consecutive seqs, see handleRun): they are applied in memory and
+// written as one catalog. It returns an outcome for a prefix of evs: those
+// applied, then the one refused, if any; the rest are left for later.
+func (w *Worker) schema(ctx context.Context, evs []*events.Event) []outcome {
+	ev := evs[0]
+	one := func(o outcome) []outcome { return []outcome{o} }
 	if m := ev.Migration; m != nil {
 		// A migration that waits is told so without decoding the catalog:
 		// it is looked at again on every change of it.
 		v, _, err := w.cats.Version(ctx, ev.Database)
 		if err != nil {
-			return outcome{act: actRetry, reason: err.Error()}
+			return one(outcome{act: actRetry, reason: err.Error()})
 		}
 		if m.Seq > v+1 {
-			return outcome{act: actWait, source: m.Source, seq: m.Seq, version: v, reason: fmt.Sprintf(
-				"catalog %s is at version %d, so migration %d waits for %d", ev.Database, v, m.Seq, v+1)}
+			return one(outcome{act: actWait, source: m.Source, seq: m.Seq, version: v, reason: fmt.Sprintf(
+				"catalog %s is at version %d, so migration %d waits for %d", ev.Database, v, m.Seq, v+1)})
 		}
 	}
 	cat, rev, err := w.cats.Get(ctx, ev.Database)
 	if err != nil {
-		return outcome{act: actRetry, reason: err.Error()}
+		return one(outcome{act: actRetry, reason: err.Error()})
 	}
 	var seq int64
-	var source, sql, id string
+	var source, sql string
 	if m := ev.Migration; m != nil {
-		seq, source, sql, id = m.Seq, m.Source, m.SQL, m.ID()
+		seq, sql = m.Seq, m.SQL
+		source, _ = migrationNames(ev)
 	} else {
 		seq, source, sql = ev.Snapshot.Seq, ev.Snapshot.Source, ev.Snapshot.SQL
+		if source == "" {
+			source = ev.ID
+		}
 	}
-	if source == "" {
-		source = ev.ID
+	with := func(o outcome) []outcome {
+		o.source, o.seq, o.version = source, seq, cat.Version
+		return one(o)
 	}
-	if id == "" {
-		id = source
-	}
-	base := outcome{source: source, seq: seq, version: cat.Version}
-	with := func(o outcome) outcome {
-		o.source, o.seq, o.version = base.source, base.seq, base.version
-		return o
-	}
-	sum := catalog.Checksum(sql)
 	if seq <= cat.Version {
 		// Already applied (a redelivery, or a publisher that re-sent it).
 		// A recorded migration at this seq with other content is a
 		// conflict, not a duplicate: two histories disagree.
-		if a := cat.AppliedSeq(seq); ev.Migration != nil && a != nil && a.Checksum != sum {
-			return with(outcome{act: actDeadLetter, kind: events.DLQKindConflict, reason: fmt.Sprintf(
-				"migration %d (%s) conflicts with the applied history of %s: seq %d is %s (checksum %s), this event carries other SQL (checksum %s); "+
-					"publish with `schemaq publish migrations`, which numbers pending migrations after the applied ones",
-				seq, source, ev.Database, seq, a.Source, a.Checksum, sum)})
+		if sum := catalog.Checksum(sql); ev.Migration != nil {
+			if a := cat.AppliedSeq(seq); a != nil && a.Checksum != sum {
+				return with(outcome{act: actDeadLetter, kind: events.DLQKindConflict, reason: fmt.Sprintf(
+					"migration %d (%s) conflicts with the applied history of %s: seq %d is %s (checksum %s), this event carries other SQL (checksum %s); "+
+						"publish with `schemaq publish migrations`, which numbers pending migrations after the applied ones",
+					seq, source, ev.Database, seq, a.Source, a.Checksum, sum)})
+			}
 		}
 		// The index may still lag the catalog if a worker stopped between
 		// the two writes: repair it first.
@@ -576,39 +579,91 @@ func (w *Worker) schema(ctx context.Context, ev *events.Event) outcome {
 		}
 		return with(outcome{act: actAck})
 	}
-	var next *catalog.Catalog
-	if ev.Migration != nil {
-		if seq > cat.Version+1 {
-			return with(outcome{act: actWait, reason: fmt.Sprintf(
-				"catalog %s is at version %d, so migration %d waits for %d", ev.Database, cat.Version, seq, cat.Version+1)})
+	if ev.Snapshot != nil {
+		next, err := catalog.Snapshot(ev.Database, source, sql)
+		if err != nil {
+			return with(outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, seq, err)})
 		}
-		for _, a := range cat.History() {
-			if a.ID == id {
-				return with(outcome{act: actDeadLetter, kind: events.DLQKindConflict, reason: fmt.Sprintf(
-					"migration %d (%s) is already applied to %s as seq %d (%s); publish with `schemaq publish migrations`, which sends only pending migrations",
-					seq, source, ev.Database, a.Seq, a.Source)})
-			}
+		next.Rebase(catalog.Base{Seq: seq, Source: source})
+		if rev, err = w.cats.Put(ctx, next, rev); err != nil {
+			return with(outcome{act: actRetry, reason: err.Error()})
 		}
-		next, err = cat.Apply(source, sql)
-		if err == nil {
-			next.Record(catalog.Applied{Seq: seq, ID: id, Source: source, Checksum: sum})
-		}
-	} else {
-		next, err = catalog.Snapshot(ev.Database, source, sql)
-		if err == nil {
-			next.Rebase(catalog.Base{Seq: seq, Source: source})
-		}
+		return one(outcome{act: actAck, source: source, seq: seq, version: seq, wrote: next, wroteRev: rev})
 	}
+	if seq > cat.Version+1 { // another worker wrote since the version was read
+		return with(outcome{act: actWait, reason: fmt.Sprintf(
+			"catalog %s is at version %d, so migration %d waits for %d", ev.Database, cat.Version, seq, cat.Version+1)})
+	}
+	return w.applyMigrations(ctx, cat, rev, evs)
+}
+
+// migrationNames are a migration's source, for errors (the event id
+// without one), and its identity in the history (the source without one).
+func migrationNames(ev *events.Event) (source, id string) {
+	source, id = ev.Migration.Source, ev.Migration.ID()
+	if source == "" {
+		source = ev.ID
+	}
+	if id == "" {
+		id = source
+	}
+	return source, id
+}
+
+// applyMigrations applies evs, consecutive migrations of which the first
+// follows cat, in memory, and writes the result as one catalog
+// (compare-and-set on rev). It stops at the first one refused.
+func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev uint64, evs []*events.Event) []outcome {
+	applied := make(map[string]catalog.Applied, len(cat.History()))
+	for _, a := range cat.History() {
+		applied[a.ID] = a
+	}
+	var outs []outcome
+	next := cat
+	for _, ev := range evs {
+		m := ev.Migration
+		source, id := migrationNames(ev)
+		out := outcome{source: source, seq: m.Seq, version: next.Version}
+		if a, ok := applied[id]; ok {
+			out.act, out.kind = actDeadLetter, events.DLQKindConflict
+			out.reason = fmt.Sprintf("migration %d (%s) is already applied to %s as seq %d (%s); publish with `schemaq publish migrations`, which sends only pending migrations",
+				m.Seq, source, ev.Database, a.Seq, a.Source)
+			outs = append(outs, out)
+			break
+		}
+		n, err := next.Apply(source, m.SQL)
+		if err != nil {
+			out.act, out.kind = actDeadLetter, events.DLQKindRefused
+			out.reason = fmt.Sprintf("%s %d does not apply: %v", ev.Type, m.Seq, err)
+			outs = append(outs, out)
+			break
+		}
+		a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: catalog.Checksum(m.SQL)}
+		next, applied[id] = n.Record(a), a
+		out.act, out.version = actAck, m.Seq
+		outs = append(outs, out)
+	}
+	n := len(outs)
+	if outs[n-1].act != actAck {
+		n-- // the refused one, judged against the catalog written below
+	}
+	if n == 0 {
+		return outs
+	}
+	rev, err := w.cats.Put(ctx, next, rev)
 	if err != nil {
-		return with(outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, seq, err)})
+		// Nothing was written: the applied ones are tried again, and what
+		// follows them is judged then.
+		outs = outs[:n]
+		for i := range outs {
+			outs[i].act, outs[i].version, outs[i].reason = actRetry, cat.Version, err.Error()
+		}
+		return outs
 	}
-	rev, err = w.cats.Put(ctx, next, rev)
-	if err != nil {
-		return with(outcome{act: actRetry, reason: err.Error()})
+	for i := range outs[:n] {
+		outs[i].wrote, outs[i].wroteRev = next, rev
 	}
-	out := with(outcome{act: actAck, advanced: true, wrote: next, wroteRev: rev})
-	out.version = seq
-	return out
+	return outs
 }
 
 func (w *Worker) ensureProjected(ctx context.Context, cat *catalog.Catalog) error {

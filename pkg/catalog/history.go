@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
@@ -43,7 +44,7 @@ func (c *Catalog) Base() *Base { return c.base }
 
 // AppliedSeq returns the history entry of seq, or nil.
 func (c *Catalog) AppliedSeq(seq int64) *Applied {
-	i, ok := slices.BinarySearchFunc(c.history, seq, func(a Applied, s int64) int { return cmpInt(a.Seq, s) })
+	i, ok := slices.BinarySearchFunc(c.history, seq, func(a Applied, s int64) int { return cmp.Compare(a.Seq, s) })
 	if !ok {
 		return nil
 	}
@@ -65,14 +66,4 @@ func (c *Catalog) Record(a Applied) *Catalog {
 func (c *Catalog) Rebase(b Base) *Catalog {
 	c.history, c.base, c.Version = nil, &b, b.Seq
 	return c
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

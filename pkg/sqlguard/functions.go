@@ -91,7 +91,7 @@ func setOf(names ...string) map[string]bool {
 func functionAllowed(parts []string, cat *catalog.Catalog) (bool, string) {
 	name := strings.ToLower(parts[len(parts)-1])
 	qualified := len(parts) > 1
-	if (!qualified || strings.ToLower(parts[0]) == "pg_catalog") && readOnlyFunctions[name] && !hasSideEffects(name) {
+	if (!qualified || strings.ToLower(parts[0]) == "pg_catalog") && readOnlyFunctions[name] {
 		return true, ""
 	}
 	if cat != nil && (!qualified || strings.ToLower(parts[0]) != "pg_catalog") {
