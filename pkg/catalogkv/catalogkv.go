@@ -189,28 +189,16 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, 
 		return nil, fmt.Errorf("watch catalogs: %w", err)
 	}
 	cw := &Watcher{cats: map[string]*watched{}, ready: make(chan struct{}), onError: onError}
-	go func() {
-		defer w.Stop() //nolint:errcheck // best effort on shutdown
-		initial := true
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e == nil { // the initial values are all delivered
-					if initial {
-						close(cw.ready)
-						initial = false
-					}
-					continue
-				}
-				cw.apply(e)
-			}
+	initial := true
+	go follow(ctx, w, func(e jetstream.KeyValueEntry) {
+		switch {
+		case e != nil:
+			cw.apply(e)
+		case initial: // the initial values are all delivered
+			close(cw.ready)
+			initial = false
 		}
-	}()
+	})
 	return cw, nil
 }
 
@@ -221,15 +209,10 @@ func (cw *Watcher) apply(e jetstream.KeyValueEntry) {
 		delete(cw.cats, e.Key())
 		return
 	}
-	version, ok := headerVersion(e.Value())
-	if !ok {
-		// Stored without a header: the version is inside.
-		c, err := Decode(e.Value())
-		if err != nil {
-			cw.reportLocked(e.Key(), err)
-			return
-		}
-		version = c.Version
+	version, err := ValueVersion(e.Value())
+	if err != nil {
+		cw.reportLocked(e.Key(), err)
+		return
 	}
 	w := cw.cats[e.Key()]
 	if w == nil {
@@ -291,22 +274,11 @@ func (s *Store) Changes(ctx context.Context, fn func(db string)) error {
 	if err != nil {
 		return fmt.Errorf("watch catalog changes: %w", err)
 	}
-	go func() {
-		defer w.Stop() //nolint:errcheck // best effort on shutdown
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e != nil {
-					fn(e.Key())
-				}
-			}
+	go follow(ctx, w, func(e jetstream.KeyValueEntry) {
+		if e != nil {
+			fn(e.Key())
 		}
-	}()
+	})
 	return nil
 }
 
@@ -327,14 +299,24 @@ func (s *Store) Version(ctx context.Context, db string) (int64, uint64, error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("read catalog %s: %w", db, err)
 	}
-	if v, ok := headerVersion(e.Value()); ok {
-		return v, e.Revision(), nil
-	}
-	c, _, err := s.Get(ctx, db)
+	v, err := ValueVersion(e.Value())
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), err)
 	}
-	return c.Version, e.Revision(), nil
+	return v, e.Revision(), nil
+}
+
+// ValueVersion is the version of a stored catalog: from its header, or,
+// for a value stored without one, by decoding it.
+func ValueVersion(b []byte) (int64, error) {
+	if v, ok := headerVersion(b); ok {
+		return v, nil
+	}
+	c, err := Decode(b)
+	if err != nil {
+		return 0, err
+	}
+	return c.Version, nil
 }
 
 func headerVersion(b []byte) (int64, bool) {
@@ -342,4 +324,21 @@ func headerVersion(b []byte) (int64, bool) {
 		return 0, false
 	}
 	return int64(binary.BigEndian.Uint64(b[len(headerMagic):headerLen])), true
+}
+
+// follow hands a watcher's entries to fn until ctx ends or the watcher
+// closes, then stops it. A nil entry marks the end of the initial values.
+func follow(ctx context.Context, w jetstream.KeyWatcher, fn func(jetstream.KeyValueEntry)) {
+	defer w.Stop() //nolint:errcheck // best effort on shutdown
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			fn(e)
+		}
+	}
 }
