@@ -323,8 +323,16 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 	deadline := time.Now().Add(limit)
 	var version, indexed int64
 	var indexErr error
+	// The bucket and the dead-letter stream are opened once, on this one
+	// connection; each poll is then one read of each (the catalog's
+	// version comes from the entry's header, without decoding it).
+	var cats *catalogkv.Store
+	var letters jetstream.Stream
 	for {
-		if letter := newDeadLetter(ctx, js, db, since); letter != nil {
+		if letters == nil {
+			letters, _ = js.Stream(ctx, events.DeadLetterStream)
+		}
+		if letter := newDeadLetter(ctx, letters, db, since); letter != nil {
 			what := "an event"
 			if letter.Source != "" {
 				what = letter.Source
@@ -332,8 +340,13 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 			return fmt.Errorf("%s was dead-lettered (dead letter %d): %s\nsee `schemaq dlq list --db %s`; docs/events.md#recovery says what to do",
 				what, letter.Seq, letter.Reason, db)
 		}
-		if version < want {
-			if v, err := catalogVersion(ctx, c); err == nil {
+		if cats == nil {
+			if kv, err := js.KeyValue(ctx, events.CatalogBucket); err == nil {
+				cats = catalogkv.New(kv)
+			}
+		}
+		if version < want && cats != nil {
+			if v, _, err := cats.Version(ctx, db); err == nil {
 				version = v
 			}
 		}
@@ -366,10 +379,10 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 	}
 }
 
-// newDeadLetter returns db's last dead letter when it is newer than since.
-func newDeadLetter(ctx context.Context, js jetstream.JetStream, db string, since time.Time) *deadLetterView {
-	s, err := js.Stream(ctx, events.DeadLetterStream)
-	if err != nil {
+// newDeadLetter returns db's last dead letter in s (nil: no stream yet)
+// when it is newer than since.
+func newDeadLetter(ctx context.Context, s jetstream.Stream, db string, since time.Time) *deadLetterView {
+	if s == nil {
 		return nil
 	}
 	m, err := s.GetLastMsgForSubject(ctx, events.DeadLetterSubject(db))
