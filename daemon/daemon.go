@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,6 +70,11 @@ type Config struct {
 	// one call and one repair round. 0 means RequestTimeout.
 	AskTimeout time.Duration
 	DefaultK   int
+	// HealthInterval is how often the store is checked (WithHealth): a
+	// daemon whose store does not answer leaves the queue group, so its
+	// share of requests goes to replicas that can answer, and rejoins
+	// once it answers again. 0 means one second.
+	HealthInterval time.Duration
 	// NoGatewayHint is the explanation of retrieval-only ask replies.
 	NoGatewayHint string
 }
@@ -92,6 +98,14 @@ type Daemon struct {
 	sem   chan struct{}
 	m     *Metrics
 	ready atomic.Bool
+
+	// health is the store's readiness check (nil: always ready); leave is
+	// signalled by a request the store failed, so the daemon stops taking
+	// requests at once rather than at the next check.
+	health func(context.Context) error
+	svcMu  sync.Mutex
+	svc    micro.Service // nil while out of the queue group
+	state  atomic.Pointer[string]
 }
 
 // Option configures a Daemon.
@@ -100,8 +114,25 @@ type Option func(*Daemon)
 // WithMetrics records the daemon's metrics in m.
 func WithMetrics(m *Metrics) Option { return func(d *Daemon) { d.m = m } }
 
+// WithHealth makes queue-group membership follow check (the store's
+// readiness probe): while it fails the daemon takes no requests.
+func WithHealth(check func(context.Context) error) Option {
+	return func(d *Daemon) { d.health = check }
+}
+
 // Ready reports whether the service is registered and serving.
 func (d *Daemon) Ready() bool { return d.ready.Load() }
+
+// State says why the daemon is not serving ("" while it serves), for
+// the readiness probe.
+func (d *Daemon) State() string {
+	if p := d.state.Load(); p != nil {
+		return *p
+	}
+	return "starting"
+}
+
+func (d *Daemon) setState(s string) { d.state.Store(&s) }
 
 // HeaderRequestID carries a request id: taken from the request when the
 // caller sets it, made up otherwise, logged with the request and returned
@@ -134,9 +165,65 @@ func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker
 	return d, nil
 }
 
-// Run registers the service and serves until ctx ends, then stops the
-// service (draining its subscriptions) and waits for requests in flight.
+// Run serves until ctx ends, then stops the service (draining its
+// subscriptions) and waits for requests in flight.
+//
+// The service is in the queue group only while the store answers: a
+// daemon cut off from its store would otherwise take its share of
+// requests and fail them. It leaves when a check fails (or a request
+// finds the store unavailable), answers what it already took, and joins
+// again when a check passes.
 func (d *Daemon) Run(ctx context.Context) error {
+	interval := d.cfg.HealthInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		err := d.check(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case err == nil:
+			if err := d.join(); err != nil {
+				return err
+			}
+		case d.State() == "starting":
+			d.log.Warn("not joining the queue group until the store answers", zap.Error(err))
+			d.leave("store check failed: " + err.Error())
+		default:
+			d.leave("store check failed: " + err.Error())
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	d.leave("stopped")
+	// Wait for handlers still running: they hold a semaphore slot each.
+	for i := 0; i < cap(d.sem); i++ {
+		d.sem <- struct{}{}
+	}
+	d.log.Info("daemon stopped")
+	return nil
+}
+
+func (d *Daemon) check(ctx context.Context) error {
+	if d.health == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return d.health(cctx)
+}
+
+// join registers the service and its endpoints, unless it is registered.
+func (d *Daemon) join() error {
+	d.svcMu.Lock()
+	defer d.svcMu.Unlock()
+	if d.svc != nil {
+		return nil
+	}
 	svc, err := micro.AddService(d.nc, micro.Config{
 		Name:        events.ServiceName,
 		Version:     d.cfg.Version,
@@ -163,19 +250,37 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return fmt.Errorf("register endpoint %s: %w", ep.name, err)
 		}
 	}
-	d.log.Info("daemon serving", zap.String("service", events.ServiceName), zap.String("version", d.cfg.Version))
+	d.svc = svc
 	d.ready.Store(true)
-	<-ctx.Done()
+	d.setState("")
+	if d.m != nil {
+		d.m.serving.Set(1)
+	}
+	d.log.Info("daemon serving", zap.String("service", events.ServiceName), zap.String("version", d.cfg.Version))
+	return nil
+}
+
+// leave takes the service out of the queue group. Draining the
+// subscriptions hands nothing back: requests already delivered still
+// reach their handlers and are answered.
+func (d *Daemon) leave(why string) {
+	d.svcMu.Lock()
+	defer d.svcMu.Unlock()
+	d.setState(why)
+	if d.svc == nil {
+		return
+	}
 	d.ready.Store(false)
-	if err := svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+	if d.m != nil {
+		d.m.serving.Set(0)
+	}
+	if err := d.svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		d.log.Warn("stop service", zap.Error(err))
 	}
-	// Wait for handlers still running: they hold a semaphore slot each.
-	for i := 0; i < cap(d.sem); i++ {
-		d.sem <- struct{}{}
+	d.svc = nil
+	if why != "stopped" {
+		d.log.Warn("left the queue group: not taking requests until the store answers", zap.String("reason", why))
 	}
-	d.log.Info("daemon stopped")
-	return nil
 }
 
 type validator interface{ Validate() error }
@@ -226,6 +331,9 @@ func adapt[Req any, PReq interface {
 				d.log.Debug("request failed", zap.String("endpoint", endpoint), zap.String("request_id", id), zap.Error(err))
 			}
 			if we := d.classify(ctx, endpoint, err); we != nil {
+				if we.Code == events.CodeStoreUnavailable && d.handOver(ctx, r, we) {
+					return
+				}
 				// resp is a typed nil here; send the endpoint's error shape.
 				d.reply(r, endpoint, nil, we, errReply)
 				return
@@ -242,6 +350,47 @@ func adapt[Req any, PReq interface {
 			d.reply(r, endpoint, resp, nil, errReply)
 		}()
 	})
+}
+
+// HeaderForwarded marks a request that a daemon cut off from its store
+// handed to the queue group; it is handed on once at most, so requests
+// never circle between daemons that all lost the store.
+const HeaderForwarded = "Schemaq-Forwarded"
+
+// handOver is the answer to a request taken just before the store
+// failed: the daemon leaves the queue group, sends the request to the
+// group (a replica that can answer), and relays that reply. It reports
+// false when no replica answered, and the caller then gets the error.
+func (d *Daemon) handOver(ctx context.Context, r *tracked, cause *events.Error) bool {
+	if d.health == nil || r.Headers().Get(HeaderForwarded) != "" || r.Reply() == "" {
+		return false
+	}
+	// Leaving first, on this connection, orders the unsubscribe before
+	// the request, so the server cannot hand it back to this daemon.
+	d.leave("a request found the store unavailable: " + cause.Message)
+	m := nats.NewMsg(r.Subject())
+	for k, v := range r.Headers() {
+		m.Header[k] = v
+	}
+	m.Header.Set(HeaderForwarded, "1")
+	m.Header.Set(HeaderRequestID, r.id)
+	m.Data = r.Data()
+	reply, err := d.nc.RequestMsgWithContext(ctx, m)
+	if err != nil {
+		if d.m != nil {
+			d.m.forwards.WithLabelValues("failed").Inc()
+		}
+		d.log.Debug("no replica took the request", zap.String("endpoint", r.endpoint), zap.String("request_id", r.id), zap.Error(err))
+		return false
+	}
+	if d.m != nil {
+		d.m.forwards.WithLabelValues("answered").Inc()
+	}
+	r.done("forwarded")
+	if err := r.respond(&nats.Msg{Header: reply.Header, Data: reply.Data}, nil); err != nil {
+		d.log.Warn("reply failed", zap.String("endpoint", r.endpoint), zap.Error(err))
+	}
+	return true
 }
 
 // tracked wraps a request so that every reply carries the request id and

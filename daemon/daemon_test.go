@@ -110,7 +110,7 @@ func (c *countingRetriever) Retrieve(ctx context.Context, req retrieve.Request) 
 	return c.inner.Retrieve(ctx, req)
 }
 
-func (r *rig) daemon(cfg daemon.Config, wrap func(*countingRetriever)) *countingRetriever {
+func (r *rig) daemon(cfg daemon.Config, wrap func(*countingRetriever), opts ...daemon.Option) *countingRetriever {
 	r.t.Helper()
 	ret, err := retrieve.New(r.store, r.emb, r.cats, retrieve.DefaultConfig)
 	if err != nil {
@@ -120,7 +120,7 @@ func (r *rig) daemon(cfg daemon.Config, wrap func(*countingRetriever)) *counting
 	if wrap != nil {
 		wrap(cr)
 	}
-	d, err := daemon.New(r.nc, r.cats, r.store, cr, nil, zaptest.NewLogger(r.t), cfg)
+	d, err := daemon.New(r.nc, r.cats, r.store, cr, nil, zaptest.NewLogger(r.t), cfg, opts...)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -373,8 +373,17 @@ func (d *downSearcher) SearchVector(ctx context.Context, q index.VectorQuery) ([
 	return d.inner.SearchVector(ctx, q)
 }
 
+// check is the store's readiness probe as the daemon sees it.
+func (d *downSearcher) check(context.Context) error {
+	if d.down.Load() {
+		return fmt.Errorf("ping: %w: dial tcp: connection refused", index.ErrUnavailable)
+	}
+	return nil
+}
+
 // An unreachable store is a store_unavailable reply the caller can retry,
-// not an internal error, and the same daemon answers once it is back.
+// not an internal error, when no replica can take the request; the daemon
+// leaves the queue group meanwhile and serves again once it is back.
 func TestStoreUnavailable(t *testing.T) {
 	r := newRig(t)
 	ds := &downSearcher{inner: r.store}
@@ -382,7 +391,17 @@ func TestStoreUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.daemon(daemon.DefaultConfig, func(c *countingRetriever) { c.inner = ret })
+	cfg := daemon.DefaultConfig
+	cfg.HealthInterval = 50 * time.Millisecond
+	// The health check is left passing, so these requests are taken and
+	// find the store down themselves, as they do between two checks.
+	var probe atomic.Bool
+	r.daemon(cfg, func(c *countingRetriever) { c.inner = ret }, daemon.WithHealth(func(ctx context.Context) error {
+		if probe.Load() {
+			return ds.check(ctx)
+		}
+		return nil
+	}))
 	r.publishShop()
 	ctx := context.Background()
 	ds.down.Store(true)
@@ -397,15 +416,77 @@ func TestStoreUnavailable(t *testing.T) {
 		},
 	} {
 		var we *events.Error
+		natstest.Eventually(t, 5*time.Second, "in the queue group", func() bool {
+			_, err := r.nc.Request("$SRV.PING.schemaq", nil, time.Second)
+			return err == nil
+		})
 		if err := call(); !errors.As(err, &we) || we.Code != events.CodeStoreUnavailable {
 			t.Errorf("with the store down: %v, want %s", err, events.CodeStoreUnavailable)
 		}
 	}
+	// While its check fails the daemon takes nothing: the caller learns
+	// that no daemon can answer instead of waiting on one that cannot.
+	probe.Store(true)
+	natstest.Eventually(t, 5*time.Second, "out of the queue group", func() bool {
+		_, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders"})
+		return errors.Is(err, &events.Error{Code: events.CodeNoDaemon})
+	})
 	ds.down.Store(false)
-	res, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders per customer"})
-	if err != nil || len(res.Results) == 0 {
-		t.Errorf("after the store came back: %v %v", res, err)
+	natstest.Eventually(t, 5*time.Second, "serving again after the store came back", func() bool {
+		res, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders per customer"})
+		return err == nil && len(res.Results) > 0
+	})
+}
+
+// Two daemons, one cut off from its store: every request succeeds. The
+// cut-off one hands what it already took to the other and leaves the
+// queue group until its store answers; then it takes its share again.
+func TestUnreadyDaemonLeavesQueueGroup(t *testing.T) {
+	r := newRig(t)
+	ds := &downSearcher{inner: r.store}
+	ret, err := retrieve.New(ds, r.emb, r.cats, retrieve.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
 	}
+	cfg := daemon.DefaultConfig
+	cfg.HealthInterval = 50 * time.Millisecond
+	cut := r.daemon(cfg, func(c *countingRetriever) { c.inner = ret }, daemon.WithHealth(ds.check))
+	healthy := r.daemon(cfg, nil)
+	r.publishShop()
+	ctx := context.Background()
+	burst := func(n int) {
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders per customer"})
+				if err != nil || len(res.Results) == 0 {
+					t.Errorf("search while one daemon is cut off: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	// Cut before a check notices: the first requests reach the cut-off
+	// daemon and must still be answered.
+	ds.down.Store(true)
+	before := cut.calls.Load()
+	burst(40)
+	if cut.calls.Load() == before {
+		t.Log("no request reached the cut-off daemon before it left; the hand-over was not exercised")
+	}
+	burst(40)
+	served := healthy.calls.Load()
+	if served < 40 {
+		t.Errorf("the healthy daemon served %d requests, want at least the 40 of the second burst", served)
+	}
+	ds.down.Store(false)
+	natstest.Eventually(t, 5*time.Second, "the daemon rejoins and takes its share", func() bool {
+		n := cut.calls.Load()
+		burst(10)
+		return cut.calls.Load() > n
+	})
 }
 
 // slowAsker answers after a delay, as a model does.

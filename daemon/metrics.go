@@ -10,6 +10,8 @@ type Metrics struct {
 	seconds  *prometheus.HistogramVec
 	stage    *prometheus.HistogramVec
 	tokens   *prometheus.CounterVec
+	serving  prometheus.Gauge
+	forwards *prometheus.CounterVec
 }
 
 // NewMetrics registers the daemon's metrics on reg.
@@ -23,7 +25,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Latency of request stages: retrieve, llm, guard.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"stage"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_llm_tokens_total",
 			Help: "LLM tokens by kind: prompt, completion, cached."}, []string{"kind"}),
+		serving: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_daemon_serving",
+			Help: "1 while the daemon is in the queue group (its store answers), 0 while it takes no requests."}),
+		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_forwarded_total",
+			Help: "Requests this daemon took while its store failed and handed to a replica, by outcome: answered (a replica replied) or failed (none could)."}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens)
+	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards)
 	return m
 }

@@ -92,9 +92,10 @@ type runtime struct {
 	js    jetstream.JetStream
 	kv    jetstream.KeyValue
 	store indexStore
-	close func() error   // releases the store
-	emb   embed.Embedder // chunks: cached in the index file, across restarts
-	qemb  embed.Embedder // questions: cached in memory only
+	check func(context.Context) error // the store's readiness probe
+	close func() error                // releases the store
+	emb   embed.Embedder              // chunks: cached in the index file, across restarts
+	qemb  embed.Embedder              // questions: cached in memory only
 	reg   *prometheus.Registry
 	tel   *telemetry.Server
 }
@@ -129,7 +130,7 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 	// file with one-off questions.
 	cached := telemetry.InstrumentEmbedder(reg, embed.NewCached(emb, store))
 	questions := embed.NewCached(emb, embed.NewMemoryCache(10_000))
-	return &runtime{log: log, nc: nc, js: js, kv: kv, store: store, close: closeStore, emb: cached, qemb: questions, reg: reg, tel: tel}, nil
+	return &runtime{log: log, nc: nc, js: js, kv: kv, store: store, check: check, close: closeStore, emb: cached, qemb: questions, reg: reg, tel: tel}, nil
 }
 
 // run runs the chosen roles until ctx ends, then shuts them down in order:
@@ -154,10 +155,16 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 	// up reads as not ready rather than as ready without it.
 	var dmn atomic.Pointer[daemon.Daemon]
 	if serve {
-		rt.tel.AddCheck("service", telemetry.FlagCheck("not registered", func() bool {
+		rt.tel.AddCheck("service", func(context.Context) error {
 			d := dmn.Load()
-			return d != nil && d.Ready()
-		}))
+			switch {
+			case d == nil:
+				return errors.New("not registered")
+			case !d.Ready():
+				return errors.New("not in the queue group: " + d.State())
+			}
+			return nil
+		})
 	}
 	if worker {
 		cfg := r.worker
@@ -236,7 +243,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			rt.log.Info("no LLM gateway configured: ask is retrieval only (set SCHEMAQ_LLM_BASE_URL and SCHEMAQ_LLM_MODEL)")
 		}
 		d, err := daemon.New(rt.nc, watcher, rt.store, ret, da, rt.log.Named("daemon"), r.daemon,
-			daemon.WithMetrics(daemon.NewMetrics(rt.reg)))
+			daemon.WithMetrics(daemon.NewMetrics(rt.reg)), daemon.WithHealth(rt.check))
 		if err != nil {
 			return usagef("%v", err)
 		}

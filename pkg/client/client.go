@@ -150,7 +150,7 @@ func (c *Client) request(ctx context.Context, endpoint string, req any, reply an
 	msg, err := c.nc.RequestWithContext(ctx, subject, data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return events.Errorf(events.CodeNoDaemon, "no schemaq daemon answers on %s (is `schemaq up` or `schemaq daemon` running?)", subject)
+		return events.Errorf(events.CodeNoDaemon, "no schemaq daemon answers on %s: none is running, or none can reach its index store (a daemon leaves the queue group while its /readyz fails); is `schemaq up` or `schemaq daemon` running?", subject)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return events.Errorf(events.CodeTimeout, "%s: no reply before the deadline", subject)
 	case err != nil:
