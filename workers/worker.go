@@ -289,7 +289,10 @@ func (w *Worker) reproject(ctx context.Context) int {
 	rebuilt, ok := w.store.(interface{ Rebuilt() bool })
 	replayed := 0
 	if ok && rebuilt.Rebuilt() {
-		replayed = w.replayDocs(ctx)
+		if replayed, err = w.replayDocs(ctx); err != nil {
+			failed++
+			w.log.Error("the rebuilt index misses docs or examples; the old index keeps serving, restart the worker to retry", zap.Int("replayed", replayed), zap.Error(err))
+		}
 	}
 	if fixed > 0 || replayed > 0 {
 		w.log.Info("index re-projected from stored state", zap.Int("catalogs", fixed), zap.Int("doc_and_example_events", replayed))
@@ -318,7 +321,7 @@ func (w *Worker) promote(ctx context.Context, failed int) {
 		return // stopped before catching up
 	}
 	if failed != 0 {
-		w.log.Warn("the rebuilt index is not switched on: some catalogs failed to project; restart the worker to retry", zap.Int("failed", failed))
+		w.log.Warn("the rebuilt index is not switched on: some catalogs or docs failed to project; restart the worker to retry", zap.Int("failed", failed))
 		return
 	}
 	switched, err := p.Promote(ctx)
@@ -357,41 +360,50 @@ func (w *Worker) awaitCaughtUp(ctx context.Context, cons jetstream.Consumer) {
 	}
 }
 
-// replayDocs re-applies every docs and examples event still in the stream.
-func (w *Worker) replayDocs(ctx context.Context) int {
+// replayDocs re-applies every docs and examples event still in the
+// stream. An event that cannot be read or fails for a passing reason
+// fails the replay: a rebuilt index missing docs must not be switched on.
+// Events that can never apply (they were dead-lettered when they first
+// came) are skipped, as they were then.
+func (w *Worker) replayDocs(ctx context.Context) (int, error) {
 	cons, err := w.js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{events.StreamSubjectDocs, events.StreamSubjectExamples}})
 	if err != nil {
-		w.log.Warn("replay docs: cannot read the stream", zap.Error(err))
-		return 0
+		return 0, fmt.Errorf("replay docs: cannot read the stream: %w", err)
 	}
 	n := 0
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(100, jetstream.FetchMaxWait(500*time.Millisecond))
 		if err != nil {
-			w.log.Warn("replay docs", zap.Error(err))
-			return n
+			return n, fmt.Errorf("replay docs after %d events: %w", n, err)
 		}
 		got := 0
 		for msg := range batch.Messages() {
 			got++
 			meta, err := msg.Metadata()
 			if err != nil {
-				continue
+				return n, fmt.Errorf("replay docs after %d events: %w", n, err)
 			}
-			if out := w.handle(ctx, w.newItem(msg, meta)); out.act != actAck {
-				w.log.Warn("replay: event not applied", zap.Uint64("stream_seq", meta.Sequence.Stream), zap.String("reason", out.reason))
+			switch out := w.handle(ctx, w.newItem(msg, meta)); out.act {
+			case actAck:
+			case actDeadLetter:
+				w.log.Warn("replay: event skipped, it can never apply", zap.Uint64("stream_seq", meta.Sequence.Stream), zap.String("reason", out.reason))
+			default:
+				return n, fmt.Errorf("replay docs: event at stream sequence %d: %s", meta.Sequence.Stream, out.reason)
 			}
 			n++
 			if meta.NumPending == 0 {
-				return n
+				return n, nil
 			}
 		}
+		if err := batch.Error(); err != nil {
+			return n, fmt.Errorf("replay docs after %d events: %w", n, err)
+		}
 		if got == 0 {
-			return n
+			return n, nil
 		}
 	}
-	return n
+	return n, ctx.Err()
 }
 
 // watchConsumer exports the consumer's lag every few seconds.

@@ -15,7 +15,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -719,6 +721,59 @@ func TestRebuildReprojectsStoredState(t *testing.T) {
 	}
 	if _, ok := metas["shop:doc:gone.md:1"]; ok {
 		t.Error("a deleted doc came back")
+	}
+}
+
+// docsDownStore fails every doc write as a store outage would.
+type docsDownStore struct{ *promotingStore }
+
+func (d docsDownStore) Upsert(ctx context.Context, recs []index.Record) (int, error) {
+	for _, r := range recs {
+		if r.Kind == "doc" {
+			return 0, fmt.Errorf("upsert %s: %w", r.ID, index.ErrUnavailable)
+		}
+	}
+	return d.promotingStore.Upsert(ctx, recs)
+}
+
+// A rebuild that cannot replay the docs is not switched on: the old
+// index keeps serving everything rather than a new one without docs.
+func TestRebuildWithoutDocsIsNotPromoted(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int);"))
+	doc, _ := events.New("d1", "shop", time.Now(), &events.DocUpsert{DocID: "a.md", Body: "# A\n\none"})
+	e.publish(doc)
+	stop := e.runWorker(e.store, e.emb)
+	natstest.Eventually(t, 10*time.Second, "indexed", func() bool {
+		n, _ := e.store.Count(ctx, index.Filter{Database: "shop"})
+		return n == 2
+	})
+	stop()
+
+	fresh, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"), e.emb.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	ps := &promotingStore{Store: fresh, count: func(s *sqlite.Store) int { n, _ := s.Count(ctx, index.Filter{Database: "shop"}); return n }}
+	core, logs := observer.New(zap.InfoLevel)
+	w, err := workers.New(e.js, e.cats, docsDownStore{ps}, e.emb, zap.New(core), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { cancel(); <-done }()
+	natstest.Eventually(t, 10*time.Second, "the rebuild is refused", func() bool {
+		return logs.FilterMessageSnippet("the rebuilt index is not switched on").Len() > 0
+	})
+	if ps.calls.Load() != 0 {
+		t.Errorf("a rebuilt index without its docs was promoted")
+	}
+	if logs.FilterMessageSnippet("misses docs or examples").Len() == 0 {
+		t.Errorf("the failed replay was not reported: %v", logs.All())
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/natsconn"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/telemetry"
@@ -105,6 +106,9 @@ type runtime struct {
 func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, writer bool) (*runtime, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
+		return nil, err
+	}
+	if err := natsconn.CheckServer(ctx, nc, js); err != nil {
 		return nil, err
 	}
 	kv, err := streams.Ensure(ctx, js, streams.DefaultConfig)

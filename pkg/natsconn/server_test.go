@@ -1,0 +1,67 @@
+package natsconn
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestCheckServerVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		want    string // "" passes; else a part of the error
+	}{
+		{"2.10.0", ""},
+		{"2.10.0-RC.1", ""},
+		{"2.12.1", ""},
+		{"v2.15.2", ""},
+		{"3.0.0", ""},
+		{"2.9.10", "nats-server 2.9.10 is too old: schemaq needs 2.10.0 or newer"},
+		{"2.9.25", "too old"},
+		{"1.11.0", "too old"},
+		{"", "cannot read the server's version"},
+		{"2.10", "cannot read"},
+		{"two.ten.zero", "cannot read"},
+	} {
+		err := CheckServerVersion(tc.version)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v, want accepted", tc.version, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: %v, want an error containing %q", tc.version, err, tc.want)
+		}
+	}
+}
+
+// A real server without JetStream is refused with the fix named.
+func TestCheckServerNeedsJetStream(t *testing.T) {
+	for _, js := range []bool{true, false} {
+		opts := &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, JetStream: js, StoreDir: t.TempDir()}
+		ns, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ns.Start()
+		if !ns.ReadyForConnections(5e9) {
+			t.Fatal("nats server did not start")
+		}
+		nc, err := nats.Connect(ns.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		jsc, _ := jetstream.New(nc)
+		err = CheckServer(context.Background(), nc, jsc)
+		if js && err != nil {
+			t.Errorf("with JetStream: %v", err)
+		}
+		if !js && (err == nil || !strings.Contains(err.Error(), "JetStream is not enabled")) {
+			t.Errorf("without JetStream: %v", err)
+		}
+		nc.Close()
+		ns.Shutdown()
+	}
+}
