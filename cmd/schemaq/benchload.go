@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -27,6 +28,8 @@ type benchSystemFlags struct {
 	nats   natsFlags
 	schema *string
 	db     *string
+	// llm configures the embedded daemon's gateway (bench ask).
+	llm *llmFlags
 }
 
 func (b *benchSystemFlags) register(fs *flag.FlagSet, e *env) {
@@ -66,6 +69,9 @@ func (b *benchSystemFlags) start(ctx context.Context, e *env) (*benchSystem, err
 	}
 	*r.dataDir = dir
 	r.daemon.MaxConcurrent = 256
+	if b.llm != nil {
+		r.llm = *b.llm
+	}
 	em, err := startEmbedded(ctx, &r, zap.NewNop(), "", 0)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -106,28 +112,76 @@ func (b *benchSystemFlags) start(ctx context.Context, e *env) (*benchSystem, err
 	return &benchSystem{cli: cli, db: *b.db, close: func() { nc.Close(); cleanup() }}, nil
 }
 
-func runBenchAsk(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "bench ask", "(--schema FILE.sql | --nats-url URL --db NAME) --questions FILE.jsonl [flags]")
+// loadFlags are the flags of a load run.
+type loadFlags struct {
+	questions   *string
+	concurrency *int
+	duration    *time.Duration
+	timeout     *time.Duration
+	k           *int
+	asJSON      *bool
+}
+
+func (l *loadFlags) register(fs *flag.FlagSet, timeout time.Duration) {
+	l.questions = fs.String("questions", "", "questions JSONL (field question) (required)")
+	l.concurrency = fs.Int("concurrency", 8, "requests in flight")
+	l.duration = fs.Duration("duration", 10*time.Second, "how long to issue requests; those in flight at the end are waited for and counted")
+	l.timeout = fs.Duration("timeout", timeout, "deadline of one request: one without a reply by then counts as timed out")
+	l.k = fs.Int("k", 10, "results per request")
+	l.asJSON = fs.Bool("json", false, "print one JSON object")
+}
+
+func (l *loadFlags) read(name string) ([]benchmark.Question, error) {
+	if *l.questions == "" || *l.concurrency <= 0 || *l.duration <= 0 || *l.timeout <= 0 {
+		return nil, usagef("%s: --questions and a positive --concurrency, --duration and --timeout are required", name)
+	}
+	qf, err := os.Open(*l.questions)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer qf.Close()
+	return benchmark.ReadQuestions(qf)
+}
+
+// run loads s with call and prints the report.
+func (l *loadFlags) run(ctx context.Context, e *env, what string, call func(ctx context.Context, i int) error) error {
+	rep := benchmark.Load(ctx, benchmark.LoadConfig{Concurrency: *l.concurrency, Duration: *l.duration, Timeout: *l.timeout, Code: errorCode}, call)
+	if *l.asJSON {
+		return json.NewEncoder(e.stdout).Encode(rep)
+	}
+	fmt.Fprintf(e.stdout, "%d %s in %.1fs at concurrency %d: %d answered (%.0f/s), %d failed, %d timed out (deadline %v)\nlatency ms of answered: p50 %.2f  p95 %.2f  p99 %.2f\n",
+		rep.Requests, what, rep.Seconds, rep.Concurrency, rep.Answered, rep.Throughput, rep.Failed, rep.TimedOut, *l.timeout,
+		rep.LatencyMS["p50"], rep.LatencyMS["p95"], rep.LatencyMS["p99"])
+	if len(rep.FailedBy) > 0 {
+		fmt.Fprintf(e.stdout, "failed by code: %v\n", rep.FailedBy)
+	}
+	if rep.FirstError != "" {
+		fmt.Fprintf(e.stdout, "first error: %s\n", rep.FirstError)
+	}
+	return nil
+}
+
+// errorCode names a failed request by its wire error code.
+func errorCode(err error) string {
+	var we *events.Error
+	if errors.As(err, &we) {
+		return we.Code
+	}
+	return ""
+}
+
+// runBenchSearch loads the search endpoint: the retrieval the daemon
+// serves for ask, measurable without a paid gateway.
+func runBenchSearch(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "bench search", "(--schema FILE.sql | --nats-url URL --db NAME) --questions FILE.jsonl [flags]")
 	var sys benchSystemFlags
 	sys.register(fs, e)
-	questions := fs.String("questions", "", "questions JSONL (field question) (required)")
-	concurrency := fs.Int("concurrency", 8, "requests in flight")
-	duration := fs.Duration("duration", 10*time.Second, "how long to load")
-	k := fs.Int("k", 10, "results per search")
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	var lf loadFlags
+	lf.register(fs, 5*time.Second)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *questions == "" || *concurrency <= 0 || *duration <= 0 {
-		fs.Usage()
-		return usagef("bench ask: --questions, a positive --concurrency and --duration are required")
-	}
-	qf, err := os.Open(*questions)
-	if err != nil {
-		return fmt.Errorf("bench ask: %w", err)
-	}
-	qs, err := benchmark.ReadQuestions(qf)
-	qf.Close()
+	qs, err := lf.read("bench search")
 	if err != nil {
 		return err
 	}
@@ -136,21 +190,63 @@ func runBenchAsk(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.close()
-	// The search endpoint is the retrieval the daemon serves for ask; it
-	// is what can be measured without a paid gateway.
-	rep := benchmark.Load(ctx, *concurrency, *duration, func(ctx context.Context, i int) error {
-		_, err := s.cli.Search(ctx, &events.SearchRequest{Database: s.db, Question: qs[i%len(qs)].Question, K: *k})
+	return lf.run(ctx, e, "searches", func(ctx context.Context, i int) error {
+		_, err := s.cli.Search(ctx, &events.SearchRequest{Database: s.db, Question: qs[i%len(qs)].Question, K: *lf.k})
 		return err
 	})
-	if *asJSON {
-		return json.NewEncoder(e.stdout).Encode(rep)
+}
+
+// errRetrievalOnly fails an ask that came back without SQL: the daemon
+// has no gateway, so it measured retrieval, not ask.
+var errRetrievalOnly = &events.Error{Code: "retrieval_only", Message: "the daemon has no LLM gateway: the reply carries context, not SQL"}
+
+// runBenchAsk loads the ask endpoint with a real gateway: the embedded
+// daemon's (--gateway) or the running daemon's (--nats-url). Without one
+// it stands for `bench search`, its old meaning.
+func runBenchAsk(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "bench ask", "(--schema FILE.sql --gateway URL --model NAME | --nats-url URL --db NAME) --questions FILE.jsonl [flags]")
+	var sys benchSystemFlags
+	sys.register(fs, e)
+	var lf loadFlags
+	lf.register(fs, 2*time.Minute)
+	var llm llmFlags
+	if err := llm.register(flag.NewFlagSet("llm", flag.ContinueOnError), e); err != nil {
+		return err
 	}
-	fmt.Fprintf(e.stdout, "%d searches in %.1fs at concurrency %d: %.0f/s, %d errors\nlatency ms: p50 %.2f  p95 %.2f  p99 %.2f\n",
-		rep.Requests, rep.Seconds, rep.Concurrency, rep.Throughput, rep.Errors, rep.LatencyMS["p50"], rep.LatencyMS["p95"], rep.LatencyMS["p99"])
-	if rep.FirstError != "" {
-		fmt.Fprintf(e.stdout, "first error: %s\n", rep.FirstError)
+	fs.StringVar(&llm.baseURL, "gateway", "", "OpenAI-compatible endpoint the embedded daemon asks (key: SCHEMAQ_LLM_API_KEY); with --nats-url the running daemon's gateway is used")
+	fs.StringVar(&llm.model, "model", envString(e, "SCHEMAQ_LLM_MODEL", ""), "chat model of --gateway [SCHEMAQ_LLM_MODEL]")
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	return nil
+	if *sys.schema != "" && llm.baseURL == "" {
+		fmt.Fprintln(e.stderr, "bench ask: no --gateway, so this measures search (`bench search`); give --gateway URL --model NAME to measure asks")
+		return runBenchSearch(ctx, e, args)
+	}
+	if llm.baseURL != "" {
+		if *sys.schema == "" {
+			return usagef("bench ask: --gateway configures the embedded daemon of --schema; a daemon at --nats-url asks its own gateway")
+		}
+		if llm.model == "" {
+			return usagef("bench ask: --gateway needs --model")
+		}
+		sys.llm = &llm
+	}
+	qs, err := lf.read("bench ask")
+	if err != nil {
+		return err
+	}
+	s, err := sys.start(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	return lf.run(ctx, e, "asks", func(ctx context.Context, i int) error {
+		r, err := s.cli.Ask(ctx, &events.AskRequest{Database: s.db, Question: qs[i%len(qs)].Question, K: *lf.k})
+		if err == nil && (r.RetrievalOnly || r.SQL == "") {
+			return errRetrievalOnly
+		}
+		return err
+	})
 }
 
 func runBenchFreshness(ctx context.Context, e *env, args []string) error {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -170,17 +173,52 @@ func TestParseFlagsAnywhere(t *testing.T) {
 	}
 }
 
-func TestCLIBenchAskAndFreshness(t *testing.T) {
-	out, errOut, code := runCLI(t, "bench", "ask", "--schema", "testdata/bench_schema.sql", "--questions", "testdata/bench_questions.jsonl",
+type loadReport struct {
+	Requests   int                `json:"requests"`
+	Answered   int                `json:"answered"`
+	Failed     int                `json:"failed"`
+	TimedOut   int                `json:"timed_out"`
+	Errors     int                `json:"errors"`
+	Throughput float64            `json:"throughput_per_s"`
+	LatencyMS  map[string]float64 `json:"latency_ms"`
+	FailedBy   map[string]int     `json:"failed_by"`
+}
+
+func TestCLIBenchSearchAskAndFreshness(t *testing.T) {
+	var rep loadReport
+	out, errOut, code := runCLI(t, "bench", "search", "--schema", "testdata/bench_schema.sql", "--questions", "testdata/bench_questions.jsonl",
 		"--concurrency", "2", "--duration", "500ms", "--json")
-	var rep struct {
-		Requests   int                `json:"requests"`
-		Errors     int                `json:"errors"`
-		Throughput float64            `json:"throughput_per_s"`
-		LatencyMS  map[string]float64 `json:"latency_ms"`
+	if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil || rep.Answered == 0 || rep.Requests != rep.Answered || rep.Errors != 0 || rep.Throughput <= 0 || rep.LatencyMS["p99"] <= 0 {
+		t.Errorf("bench search (exit %d): %s %s", code, out, errOut)
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil || rep.Requests == 0 || rep.Errors != 0 || rep.Throughput <= 0 || rep.LatencyMS["p99"] <= 0 {
+	// Asks through a gateway: every ask is counted, answered ones with SQL.
+	var calls atomic.Int64
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		calls.Add(1)
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "model": "m",
+			"choices": []map[string]any{{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant",
+				"content": `{"sql": "SELECT count(*) FROM concerts.singer", "explanation": "counts singers"}`}}},
+			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+	}))
+	defer gw.Close()
+	rep = loadReport{}
+	out, errOut, code = runCLI(t, "bench", "ask", "--schema", "testdata/bench_schema.sql", "--questions", "testdata/bench_questions.jsonl",
+		"--gateway", gw.URL+"/v1", "--model", "m", "--concurrency", "2", "--duration", "300ms", "--json")
+	if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil || rep.Answered == 0 || rep.Requests != rep.Answered+rep.Failed+rep.TimedOut || rep.Errors != 0 {
 		t.Errorf("bench ask (exit %d): %s %s", code, out, errOut)
+	}
+	if calls.Load() < int64(rep.Answered) {
+		t.Errorf("%d asks answered but the gateway saw %d calls", rep.Answered, calls.Load())
+	}
+	// Without a gateway it is the old `bench ask`: search, said so.
+	out, errOut, code = runCLI(t, "bench", "ask", "--schema", "testdata/bench_schema.sql", "--questions", "testdata/bench_questions.jsonl",
+		"--concurrency", "1", "--duration", "200ms", "--json")
+	if code != exitOK || !strings.Contains(errOut, "measures search") || json.Unmarshal([]byte(out), &rep) != nil || rep.Answered == 0 {
+		t.Errorf("bench ask without a gateway (exit %d): %s %s", code, out, errOut)
 	}
 	out, errOut, code = runCLI(t, "bench", "freshness", "--schema", "testdata/bench_schema.sql", "--migrations", "3", "--json")
 	var fr struct {
