@@ -1,14 +1,17 @@
 // Package sqlite is the embedded index store: one SQLite file (WAL) holding
-// chunks, an FTS5 table for BM25 and the vectors, plus the embedding cache.
-// It serves a single node: the tests, the demo and `schemaq up`.
+// the chunks with their analysed search fields and vectors, plus the
+// embedding cache. It serves a single node: the tests, the demo, `schemaq
+// up` and `serve` replicas.
 //
-// BM25 runs in FTS5 over fields analysed in Go (package text), so
-// tokenisation matches the rest of schemaq; every query term is quoted, so
-// user text never reaches FTS5 syntax. KNN is exact: each database's
-// vectors are held in memory and scanned, which for schema-sized indexes
-// (thousands of chunks) takes well under a millisecond. A generation
-// counter per database, bumped by every write, tells searchers in any
-// process sharing the file when to reload.
+// SQLite is the durable copy; searches run in memory, over a snapshot of
+// each database's chunks (package memsearch: FTS5's BM25 and exact KNN).
+// Every write bumps the database's generation and stamps the rows it
+// writes with it, and leaves a tombstone for each row it deletes; a
+// snapshot is brought up to date by applying the rows and tombstones
+// newer than its generation, so the cost of a write to readers follows
+// the write, in this process (the writer applies it at once) and in any
+// other sharing the file (the next search applies it). A search never
+// waits for another's load: it reads the snapshot it has.
 package sqlite
 
 import (
@@ -19,7 +22,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -29,13 +31,18 @@ import (
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/index/memsearch"
 )
 
 // layoutVersion changes when the tables or the analysis change. An index
 // file of another layout, or of other vector dimensions, is emptied and
 // rebuilt (it is a projection of the catalogs and events), and Rebuilt
 // reports it so the worker can re-project.
-const layoutVersion = "3"
+const layoutVersion = "4"
+
+// tombstoneHorizon is how many generations of tombstones a database
+// keeps; a reader further behind loads the database whole.
+const tombstoneHorizon = 1024
 
 // Store is the SQLite index. It is safe for concurrent use.
 type Store struct {
@@ -46,19 +53,15 @@ type Store struct {
 	writeMu sync.Mutex // one writer at a time: SQLite's rule, kept in Go to avoid SQLITE_BUSY
 
 	mu    sync.Mutex
-	cache map[string]*dbCache // per database, for KNN and hit hydration
+	cache map[string]*dbCache // per database: the search snapshot
 }
 
-type entry struct {
-	chunk chunk.Chunk
-	vec   []float32
-}
-
+// dbCache is a database's snapshot and the generation it reflects; load
+// lets one search at a time bring it up to date.
 type dbCache struct {
-	gen     int64
-	entries map[int64]*entry
-	list    []*entry  // rowid order, for the KNN scan
-	vecs    []float32 // every vector back to back, in list order: one cache-friendly scan
+	gen  int64
+	snap *memsearch.Snapshot
+	load sync.Mutex
 }
 
 var (
@@ -83,6 +86,10 @@ func Open(ctx context.Context, path string, dim int) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open index %s: %w", path, err)
 	}
+	// Searches run in memory; connections serve the generation check,
+	// writes and the worker's reads. Keeping them open keeps SQLite's
+	// page cache warm instead of opening a file per request.
+	db.SetMaxIdleConns(16)
 	s := &Store{db: db, dim: dim, cache: map[string]*dbCache{}}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
@@ -115,12 +122,19 @@ func (s *Store) migrate(ctx context.Context) error {
 			tags TEXT NOT NULL,
 			hash TEXT NOT NULL,
 			version INTEGER NOT NULL,
-			vector BLOB NOT NULL)`,
+			vector BLOB NOT NULL,
+			f_name TEXT NOT NULL,
+			f_schema TEXT NOT NULL,
+			f_columns TEXT NOT NULL,
+			f_body TEXT NOT NULL,
+			wgen INTEGER NOT NULL)`,
 		`CREATE INDEX IF NOT EXISTS chunks_db_kind ON chunks (db, kind, name)`,
+		`CREATE INDEX IF NOT EXISTS chunks_db_wgen ON chunks (db, wgen)`,
 		`CREATE TABLE IF NOT EXISTS chunk_tags (chunk INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (chunk, key))`,
 		`CREATE INDEX IF NOT EXISTS chunk_tags_kv ON chunk_tags (key, value)`,
-		`CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(name, schema, columns, body, tokenize = 'unicode61 remove_diacritics 2')`,
-		`CREATE TABLE IF NOT EXISTS generations (db TEXT PRIMARY KEY, gen INTEGER NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS generations (db TEXT PRIMARY KEY, gen INTEGER NOT NULL, horizon INTEGER NOT NULL DEFAULT 0)`,
+		`CREATE TABLE IF NOT EXISTS tombstones (db TEXT NOT NULL, gen INTEGER NOT NULL, id TEXT NOT NULL)`,
+		`CREATE INDEX IF NOT EXISTS tombstones_db_gen ON tombstones (db, gen)`,
 		`CREATE TABLE IF NOT EXISTS embed_cache (key TEXT PRIMARY KEY, vector BLOB NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS projections (db TEXT PRIMARY KEY, version INTEGER NOT NULL)`,
 	}
@@ -168,7 +182,7 @@ func (s *Store) resetIfIncompatible(ctx context.Context) error {
 	if !s.rebuilt {
 		return nil
 	}
-	for _, t := range []string{"chunks_fts", "chunk_tags", "chunks", "generations", "projections"} {
+	for _, t := range []string{"chunks_fts", "chunk_tags", "chunks", "generations", "tombstones", "projections"} {
 		if _, err := s.db.ExecContext(ctx, `DROP TABLE IF EXISTS `+t); err != nil {
 			return fmt.Errorf("reset index: %w", err)
 		}
@@ -193,7 +207,9 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 		return 0, nil
 	}
 	written := 0
-	err := s.write(ctx, dbsOf(recs), func(tx *sql.Tx) error {
+	var docs map[string][]memsearch.Doc
+	gens, err := s.write(ctx, dbsOf(recs), func(tx *sql.Tx, gens map[string]int64) error {
+		docs = map[string][]memsearch.Doc{}
 		for _, r := range recs {
 			var rowid, version int64
 			err := tx.QueryRowContext(ctx, `SELECT rowid, version FROM chunks WHERE id = ?`, r.ID).Scan(&rowid, &version)
@@ -209,41 +225,47 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 			if r.Tags == nil {
 				tags = []byte("{}")
 			}
+			f := index.SearchFields(r.Chunk)
+			gen := gens[r.Database]
 			if exists {
-				if _, err := tx.ExecContext(ctx, `UPDATE chunks SET db=?, kind=?, name=?, part=?, schema_name=?, title=?, columns=?, body=?, tags=?, hash=?, version=?, vector=? WHERE rowid=?`,
-					r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector), rowid); err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `DELETE FROM chunks_fts WHERE rowid = ?`, rowid); err != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE chunks SET db=?, kind=?, name=?, part=?, schema_name=?, title=?, columns=?, body=?, tags=?, hash=?, version=?, vector=?,
+					f_name=?, f_schema=?, f_columns=?, f_body=?, wgen=? WHERE rowid=?`,
+					r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector),
+					f.Name, f.Schema, f.Columns, f.Body, gen, rowid); err != nil {
 					return err
 				}
 				if _, err := tx.ExecContext(ctx, `DELETE FROM chunk_tags WHERE chunk = ?`, rowid); err != nil {
 					return err
 				}
 			} else {
-				res, err := tx.ExecContext(ctx, `INSERT INTO chunks (id, db, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-					r.ID, r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector))
+				res, err := tx.ExecContext(ctx, `INSERT INTO chunks (id, db, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector,
+					f_name, f_schema, f_columns, f_body, wgen) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+					r.ID, r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector),
+					f.Name, f.Schema, f.Columns, f.Body, gen)
 				if err != nil {
 					return err
 				}
 				rowid, _ = res.LastInsertId()
-			}
-			f := index.SearchFields(r.Chunk)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO chunks_fts (rowid, name, schema, columns, body) VALUES (?,?,?,?,?)`,
-				rowid, f.Name, f.Schema, f.Columns, f.Body); err != nil {
-				return err
 			}
 			for k, v := range r.Tags {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO chunk_tags (chunk, key, value) VALUES (?,?,?)`, rowid, k, v); err != nil {
 					return err
 				}
 			}
+			c := r.Chunk
+			if len(c.Tags) == 0 {
+				c.Tags = nil
+			}
+			docs[r.Database] = append(docs[r.Database], memsearch.Doc{Chunk: c, Vector: r.Vector, Fields: f})
 			written++
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("upsert %d chunks: %w", len(recs), err)
+	}
+	for db, gen := range gens {
+		s.applied(db, gen, docs[db], nil)
 	}
 	return written, nil
 }
@@ -260,25 +282,54 @@ func dbsOf(recs []index.Record) []string {
 	return out
 }
 
-// write runs fn in one transaction and bumps the generation of every
-// database it touches, so cached searchers reload.
-func (s *Store) write(ctx context.Context, dbs []string, fn func(tx *sql.Tx) error) error {
+// write runs fn in one transaction with the new generation of every
+// database in dbs, bumped first so that the rows fn writes carry it, and
+// returns those generations once committed.
+func (s *Store) write(ctx context.Context, dbs []string, fn func(tx *sql.Tx, gens map[string]int64) error) (map[string]int64, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return wrapUnavailable(err)
+		return nil, wrapUnavailable(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := fn(tx); err != nil {
-		return err
-	}
+	gens := make(map[string]int64, len(dbs))
 	for _, db := range dbs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO generations (db, gen) VALUES (?, 1) ON CONFLICT (db) DO UPDATE SET gen = gen + 1`, db); err != nil {
-			return err
+		var gen int64
+		if err := tx.QueryRowContext(ctx, `INSERT INTO generations (db, gen) VALUES (?, 1) ON CONFLICT (db) DO UPDATE SET gen = gen + 1 RETURNING gen`, db).Scan(&gen); err != nil {
+			return nil, err
+		}
+		gens[db] = gen
+		if gen%256 == 0 && gen > tombstoneHorizon {
+			// Readers further behind than the horizon reload whole.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM tombstones WHERE db = ? AND gen <= ?`, db, gen-tombstoneHorizon); err != nil {
+				return nil, err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE generations SET horizon = ? WHERE db = ?`, gen-tombstoneHorizon, db); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return tx.Commit()
+	if err := fn(tx, gens); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, wrapUnavailable(err)
+	}
+	return gens, nil
+}
+
+// applied brings this process's snapshot of db to gen after its own
+// write, when the snapshot was current before it; otherwise the next
+// search catches up from the stored rows and tombstones.
+func (s *Store) applied(db string, gen int64, upserts []memsearch.Doc, removed []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cache[db]
+	if c == nil || c.gen != gen-1 {
+		return
+	}
+	s.cache[db] = &dbCache{gen: gen, snap: c.snap.With(upserts, removed)}
 }
 
 func wrapUnavailable(err error) error {
@@ -288,30 +339,47 @@ func wrapUnavailable(err error) error {
 	return fmt.Errorf("%w: %v", index.ErrUnavailable, err)
 }
 
-// deleteWhere removes chunks matching a WHERE clause over chunks.
+// deleteWhere removes chunks matching a WHERE clause over chunks,
+// leaving a tombstone for each.
 func (s *Store) deleteWhere(ctx context.Context, db, where string, args ...any) (int, error) {
 	if db == "" {
 		return 0, index.ErrNoDatabase
 	}
-	var n int
-	err := s.write(ctx, []string{db}, func(tx *sql.Tx) error {
-		for _, q := range []string{
-			`DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE ` + where + `)`,
-			`DELETE FROM chunk_tags WHERE chunk IN (SELECT rowid FROM chunks WHERE ` + where + `)`,
-		} {
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-				return err
-			}
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM chunks WHERE `+where, args...)
+	var ids []string
+	gens, err := s.write(ctx, []string{db}, func(tx *sql.Tx, gens map[string]int64) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM chunks WHERE `+where, args...)
 		if err != nil {
 			return err
 		}
-		affected, _ := res.RowsAffected()
-		n = int(affected)
-		return nil
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tombstones (db, gen, id) SELECT db, ?, id FROM chunks WHERE `+where, append([]any{gens[db]}, args...)...); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM chunk_tags WHERE chunk IN (SELECT rowid FROM chunks WHERE `+where+`)`, args...); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM chunks WHERE `+where, args...)
+		return err
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	s.applied(db, gens[db], nil, ids)
+	return len(ids), nil
 }
 
 // Touch implements index.Store.
@@ -320,7 +388,9 @@ func (s *Store) Touch(ctx context.Context, db string, ids []string, version int6
 		return 0, index.ErrNoDatabase
 	}
 	n := 0
-	err := s.write(ctx, []string{db}, func(tx *sql.Tx) error {
+	// A version is not searched: raising it is no change to the search
+	// snapshots, so it bumps no generation.
+	_, err := s.write(ctx, nil, func(tx *sql.Tx, _ map[string]int64) error {
 		for start := 0; start < len(ids); start += 500 {
 			batch := ids[start:min(start+500, len(ids))]
 			args := []any{version, db, version}
@@ -403,7 +473,7 @@ func (s *Store) Projected(ctx context.Context, db string) (int64, error) {
 
 // SetProjected implements index.Store; it never lowers the version.
 func (s *Store) SetProjected(ctx context.Context, db string, version int64) error {
-	err := s.write(ctx, nil, func(tx *sql.Tx) error {
+	_, err := s.write(ctx, nil, func(tx *sql.Tx, _ map[string]int64) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO projections (db, version) VALUES (?, ?)
 			ON CONFLICT (db) DO UPDATE SET version = max(version, excluded.version)`, db, version)
 		return err
@@ -489,58 +559,19 @@ func (s *Store) Metas(ctx context.Context, f index.Filter) (map[string]index.Met
 	return out, rows.Err()
 }
 
-// ftsQuery quotes every term (doubling any quote inside) and ORs them, so
-// no input can become FTS5 syntax: a quoted string is always a phrase.
-func ftsQuery(terms []string) string {
-	parts := make([]string, len(terms))
-	for i, t := range terms {
-		parts[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
-	}
-	return strings.Join(parts, " OR ")
-}
-
 // SearchText implements index.Store.
 func (s *Store) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit, error) {
 	if q.Database == "" {
 		return nil, index.ErrNoDatabase
 	}
-	match := ftsQuery(index.MatchTerms(q.Terms))
-	if match == "" || q.Limit <= 0 {
+	if q.Limit <= 0 || len(index.MatchTerms(q.Terms)) == 0 {
 		return nil, nil
 	}
-	w := q.Weights
-	if w == (index.Weights{}) {
-		w = index.DefaultWeights
-	}
-	cache, err := s.snapshot(ctx, q.Database)
+	snap, err := s.snapshot(ctx, q.Database)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("text search in %s: %w", q.Database, err)
 	}
-	where, args := filterSQL(q.Filter)
-	query := `SELECT c.rowid, bm25(chunks_fts, ?, ?, ?, ?) AS score
-		FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid
-		WHERE chunks_fts MATCH ? AND ` + where + `
-		ORDER BY score LIMIT ?`
-	all := append([]any{w.Name, w.Schema, w.Columns, w.Body, match}, args...)
-	all = append(all, q.Limit)
-	rows, err := s.db.QueryContext(ctx, query, all...)
-	if err != nil {
-		return nil, fmt.Errorf("text search in %s: %w", q.Database, wrapUnavailable(err))
-	}
-	defer rows.Close()
-	var hits []index.Hit
-	for rows.Next() {
-		var rowid int64
-		var score float64
-		if err := rows.Scan(&rowid, &score); err != nil {
-			return nil, err
-		}
-		if e := cache.entries[rowid]; e != nil {
-			// FTS5's bm25() is lower-is-better; negate so higher is better.
-			hits = append(hits, index.Hit{Chunk: e.chunk, Score: -score})
-		}
-	}
-	return hits, rows.Err()
+	return snap.SearchText(q), nil
 }
 
 // SearchVector implements index.Store.
@@ -554,117 +585,111 @@ func (s *Store) SearchVector(ctx context.Context, q index.VectorQuery) ([]index.
 	if q.Limit <= 0 {
 		return nil, nil
 	}
-	cache, err := s.snapshot(ctx, q.Database)
+	snap, err := s.snapshot(ctx, q.Database)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("vector search in %s: %w", q.Database, err)
 	}
-	top := newTopK(q.Limit)
-	for i, e := range cache.list {
-		if !q.Filter.Admits(e.chunk.Kind, e.chunk.Schema, e.chunk.Tags) {
-			continue
-		}
-		top.offer(i, embed.Cosine(q.Vector, cache.vecs[i*s.dim:(i+1)*s.dim]))
-	}
-	best := top.sorted()
-	hits := make([]index.Hit, len(best))
-	for i, b := range best {
-		hits[i] = index.Hit{Chunk: cache.list[b.i].chunk, Score: float64(b.score)}
-	}
-	return hits, nil
+	return snap.SearchVector(q), nil
 }
 
-// topK keeps the k best scores seen in a min-heap: O(n log k) instead of
-// sorting all n. Ties keep the earlier index, so results are stable.
-type topK struct {
-	k    int
-	heap []scored
-}
-
-type scored struct {
-	i     int
-	score float32
-}
-
-func newTopK(k int) *topK { return &topK{k: k, heap: make([]scored, 0, k)} }
-
-// worse orders the heap: lower score, or the same score seen later.
-func worse(a, b scored) bool { return a.score < b.score || (a.score == b.score && a.i > b.i) }
-
-func (t *topK) offer(i int, score float32) {
-	s := scored{i, score}
-	if len(t.heap) < t.k {
-		t.heap = append(t.heap, s)
-		for c := len(t.heap) - 1; c > 0; {
-			p := (c - 1) / 2
-			if !worse(t.heap[c], t.heap[p]) {
-				break
-			}
-			t.heap[c], t.heap[p] = t.heap[p], t.heap[c]
-			c = p
-		}
-		return
-	}
-	if !worse(t.heap[0], s) {
-		return
-	}
-	t.heap[0] = s
-	for p := 0; ; {
-		l, r, m := 2*p+1, 2*p+2, p
-		if l < len(t.heap) && worse(t.heap[l], t.heap[m]) {
-			m = l
-		}
-		if r < len(t.heap) && worse(t.heap[r], t.heap[m]) {
-			m = r
-		}
-		if m == p {
-			return
-		}
-		t.heap[p], t.heap[m] = t.heap[m], t.heap[p]
-		p = m
-	}
-}
-
-func (t *topK) sorted() []scored {
-	out := slices.Clone(t.heap)
-	slices.SortFunc(out, func(a, b scored) int {
-		switch {
-		case worse(b, a):
-			return -1
-		case worse(a, b):
-			return 1
-		}
-		return 0
-	})
-	return out
-}
-
-// snapshot returns the in-memory copy of db's chunks, reloading it when
-// any process has written since it was loaded.
-func (s *Store) snapshot(ctx context.Context, db string) (*dbCache, error) {
+// snapshot returns db's search snapshot, brought up to the stored
+// generation. While one search brings it up to date, others read the
+// snapshot as it was rather than wait.
+func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, error) {
 	var gen int64
 	err := s.db.QueryRowContext(ctx, `SELECT gen FROM generations WHERE db = ?`, db).Scan(&gen)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("search %s: %w", db, wrapUnavailable(err))
+		return nil, wrapUnavailable(err)
 	}
 	s.mu.Lock()
 	c := s.cache[db]
-	s.mu.Unlock()
-	if c != nil && c.gen == gen {
-		return c, nil
+	if c == nil {
+		c = &dbCache{gen: -1}
+		s.cache[db] = c
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT rowid, id, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector FROM chunks WHERE db = ? ORDER BY rowid`, db)
+	s.mu.Unlock()
+	if c.gen >= gen {
+		return c.snap, nil
+	}
+	if c.snap != nil {
+		if !c.load.TryLock() {
+			return c.snap, nil
+		}
+	} else {
+		c.load.Lock()
+	}
+	defer c.load.Unlock()
+	s.mu.Lock()
+	cur := s.cache[db]
+	s.mu.Unlock()
+	if cur.gen >= gen {
+		return cur.snap, nil
+	}
+	next, err := s.catchUp(ctx, db, cur)
 	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", db, wrapUnavailable(err))
+		if cur.snap != nil {
+			return cur.snap, nil // the last good snapshot beats an error
+		}
+		return nil, err
+	}
+	s.mu.Lock()
+	if now := s.cache[db]; now.gen < next.gen {
+		s.cache[db] = next
+	} else {
+		next = now
+	}
+	s.mu.Unlock()
+	return next.snap, nil
+}
+
+// catchUp reads what changed in db since cur's generation (everything,
+// when cur is empty or older than the tombstones kept) in one read
+// transaction, so the generation and the rows agree.
+func (s *Store) catchUp(ctx context.Context, db string, cur *dbCache) (*dbCache, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, wrapUnavailable(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	var gen, horizon int64
+	err = tx.QueryRowContext(ctx, `SELECT gen, horizon FROM generations WHERE db = ?`, db).Scan(&gen, &horizon)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, wrapUnavailable(err)
+	}
+	base, since := cur.snap, cur.gen
+	if base == nil || since < horizon {
+		base, since = memsearch.New(s.dim), -1
+	}
+	var removed []string
+	if since >= 0 {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM tombstones WHERE db = ? AND gen > ?`, db, since)
+		if err != nil {
+			return nil, wrapUnavailable(err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			removed = append(removed, id)
+		}
+		rows.Close()
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector,
+		f_name, f_schema, f_columns, f_body FROM chunks WHERE db = ? AND wgen > ? ORDER BY rowid`, db, since)
+	if err != nil {
+		return nil, wrapUnavailable(err)
 	}
 	defer rows.Close()
-	c = &dbCache{gen: gen, entries: map[int64]*entry{}}
+	var docs []memsearch.Doc
 	for rows.Next() {
-		var rowid int64
 		var cols, tags string
 		var vec []byte
-		e := &entry{chunk: chunk.Chunk{Database: db}}
-		ch := &e.chunk
-		if err := rows.Scan(&rowid, &ch.ID, &ch.Kind, &ch.Name, &ch.Part, &ch.Schema, &ch.Title, &cols, &ch.Text, &tags, &ch.Hash, &ch.Version, &vec); err != nil {
+		d := memsearch.Doc{Chunk: chunk.Chunk{Database: db}}
+		ch, f := &d.Chunk, &d.Fields
+		if err := rows.Scan(&ch.ID, &ch.Kind, &ch.Name, &ch.Part, &ch.Schema, &ch.Title, &cols, &ch.Text, &tags, &ch.Hash, &ch.Version, &vec,
+			&f.Name, &f.Schema, &f.Columns, &f.Body); err != nil {
 			return nil, fmt.Errorf("load %s: %w", db, err)
 		}
 		_ = json.Unmarshal([]byte(cols), &ch.Columns)
@@ -672,18 +697,13 @@ func (s *Store) snapshot(ctx context.Context, db string) (*dbCache, error) {
 		if len(ch.Tags) == 0 {
 			ch.Tags = nil
 		}
-		e.vec = index.DecodeVector(vec)
-		c.entries[rowid] = e
-		c.list = append(c.list, e)
-		c.vecs = append(c.vecs, e.vec...)
+		d.Vector = index.DecodeVector(vec)
+		docs = append(docs, d)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load %s: %w", db, err)
 	}
-	s.mu.Lock()
-	s.cache[db] = c
-	s.mu.Unlock()
-	return c, nil
+	return &dbCache{gen: gen, snap: base.With(docs, removed)}, nil
 }
 
 // GetVectors implements embed.CacheStore over the same file, so cached
@@ -719,7 +739,7 @@ func (s *Store) PutVectors(ctx context.Context, vecs map[string][]float32) error
 	if len(vecs) == 0 {
 		return nil
 	}
-	return s.write(ctx, nil, func(tx *sql.Tx) error {
+	_, err := s.write(ctx, nil, func(tx *sql.Tx, _ map[string]int64) error {
 		for k, v := range vecs {
 			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO embed_cache (key, vector) VALUES (?, ?)`, k, index.EncodeVector(v)); err != nil {
 				return err
@@ -727,4 +747,5 @@ func (s *Store) PutVectors(ctx context.Context, vecs map[string][]float32) error
 		}
 		return nil
 	})
+	return err
 }

@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/index"
@@ -101,5 +104,141 @@ func TestTwoHandlesSeeEachOthersWrites(t *testing.T) {
 	}
 	if search() != 1 {
 		t.Error("the reader did not see the writer's chunk")
+	}
+}
+
+// A reader in another process catches up from the writer's rows and
+// tombstones, including after more writes than tombstones are kept for,
+// and ends up where a fresh reader starts.
+func TestReaderCatchesUpWithWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "index.db")
+	w, _ := Open(ctx, path, indextest.Dimensions)
+	r, _ := Open(ctx, path, indextest.Dimensions)
+	defer w.Close()
+	defer r.Close()
+	rec := func(i int, body string) index.Record {
+		vec := make([]float32, indextest.Dimensions)
+		vec[i%indextest.Dimensions] = 1
+		rr := index.Record{Vector: vec}
+		rr.ID, rr.Database, rr.Kind, rr.Name, rr.Text, rr.Hash = fmt.Sprintf("db:table:t%d", i), "db", "table", fmt.Sprintf("t%d", i), body, body
+		return rr
+	}
+	ids := func(s *Store) []string {
+		hits, err := s.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "db"}, Terms: []string{"alpha", "beta"}, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range hits {
+			out = append(out, fmt.Sprintf("%s %.6f", h.Chunk.ID, h.Score))
+		}
+		return out
+	}
+	check := func(when string) {
+		t.Helper()
+		fresh, err := Open(ctx, path, indextest.Dimensions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fresh.Close()
+		got, want := ids(r), ids(fresh)
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("%s: the reader has\n%v\na fresh reader\n%v", when, got, want)
+		}
+	}
+	for i := range 40 {
+		if _, err := w.Upsert(ctx, []index.Record{rec(i, "alpha")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after inserts")
+	for i := 0; i < 40; i += 3 {
+		if _, err := w.Upsert(ctx, []index.Record{rec(i, "beta beta")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Delete(ctx, "db", []string{fmt.Sprintf("db:table:t%d", i+1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after updates and deletes")
+	// More writes than the tombstones cover: the reader reloads whole.
+	for i := range tombstoneHorizon + 300 {
+		if _, err := w.Upsert(ctx, []index.Record{rec(100+i%50, "alpha")}); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			if err := w.Delete(ctx, "db", []string{fmt.Sprintf("db:table:t%d", 100+(i+7)%50)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check("after more writes than the tombstone horizon")
+	var n int
+	if err := w.db.QueryRow(`SELECT count(*) FROM tombstones`).Scan(&n); err != nil || n > 2*tombstoneHorizon {
+		t.Errorf("%d tombstones kept (%v), want at most about %d", n, err, tombstoneHorizon)
+	}
+}
+
+// Searches run while writes land: each sees a whole snapshot, before or
+// after a write, never a half-applied one, and nothing races.
+func TestSearchesDuringWrites(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "index.db"), indextest.Dimensions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Each write replaces a pair of chunks together; a search sees both
+	// of a pair or neither.
+	pair := func(g int) []index.Record {
+		var out []index.Record
+		for _, side := range []string{"a", "b"} {
+			vec := make([]float32, indextest.Dimensions)
+			vec[0] = 1
+			r := index.Record{Vector: vec}
+			r.ID, r.Database, r.Kind, r.Name, r.Text, r.Hash = fmt.Sprintf("db:table:%s%d", side, g), "db", "table", side, "pair", fmt.Sprint(g)
+			out = append(out, r)
+		}
+		return out
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				hits, err := s.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "db"}, Terms: []string{"pair"}, Limit: 1000})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(hits)%2 != 0 {
+					t.Errorf("a search saw %d chunks: half a write", len(hits))
+					return
+				}
+			}
+		}()
+	}
+	for g := range 200 {
+		if _, err := s.Upsert(ctx, pair(g)); err != nil {
+			t.Fatal(err)
+		}
+		if g%3 == 0 {
+			if err := s.Delete(ctx, "db", []string{fmt.Sprintf("db:table:a%d", g), fmt.Sprintf("db:table:b%d", g)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+	if n, _ := s.Count(ctx, index.Filter{Database: "db"}); n != 2*(200-67) {
+		t.Errorf("%d chunks stored, want %d", n, 2*(200-67))
 	}
 }

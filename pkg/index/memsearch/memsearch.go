@@ -1,0 +1,480 @@
+// Package memsearch is an in-memory search snapshot of one database's
+// chunks: BM25 over the four analysed fields and exact KNN over the
+// vectors, with the filters applied inside the search.
+//
+// A Snapshot never changes once built; With returns a new one that shares
+// everything a change does not touch (copy-on-write), so a writer can
+// publish a change while searches keep reading the snapshot they hold,
+// and the cost of a change follows the chunks it touches, not the size of
+// the database.
+//
+// BM25 is FTS5's formula (k1 1.2, b 0.75, field weights scaling term
+// frequencies, the document length counted over all fields unweighted,
+// IDF floored at 1e-6), computed over the database's own chunks.
+package memsearch
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+)
+
+const (
+	k1 = 1.2
+	b  = 0.75
+	// fields: name, schema, columns, body, in index.Fields order.
+	fields = 4
+)
+
+// Doc is one chunk as the snapshot indexes it.
+type Doc struct {
+	Chunk  chunk.Chunk
+	Vector []float32
+	// Fields are the analysed search fields (index.SearchFields), given
+	// by the caller so that a store can keep them instead of analysing
+	// every chunk again when it loads.
+	Fields index.Fields
+}
+
+type doc struct {
+	chunk  chunk.Chunk
+	vec    []float32
+	terms  []string // distinct terms, for removal
+	length int32    // tokens over all fields
+}
+
+type posting struct {
+	doc int32
+	tf  [fields]uint16
+}
+
+// Snapshot is an immutable index of one database's chunks.
+type Snapshot struct {
+	dim      int
+	docs     []*doc // by number; nil where a chunk was removed
+	free     []int32
+	ids      layered[int32]
+	postings layered[[]posting]
+	schemas  layered[[]int32] // numbers of each schema's chunks
+	live     int
+	tokens   int64
+}
+
+// New returns an empty snapshot for vectors of dim dimensions.
+func New(dim int) *Snapshot {
+	return &Snapshot{dim: dim,
+		ids:      newLayered(func(v int32) bool { return v < 0 }),
+		postings: newLayered(func(v []posting) bool { return len(v) == 0 }),
+		schemas:  newLayered(func(v []int32) bool { return len(v) == 0 })}
+}
+
+// Len is the number of chunks.
+func (s *Snapshot) Len() int { return s.live }
+
+// Chunk returns a chunk by id.
+func (s *Snapshot) Chunk(id string) (chunk.Chunk, bool) {
+	n, ok := s.ids.get(id)
+	if !ok {
+		return chunk.Chunk{}, false
+	}
+	return s.docs[n].chunk, true
+}
+
+// With returns a snapshot with upserts written (replacing chunks of the
+// same id) and the chunks of removed ids gone; s is unchanged.
+func (s *Snapshot) With(upserts []Doc, removed []string) *Snapshot {
+	if len(upserts) == 0 && len(removed) == 0 {
+		return s
+	}
+	n := &Snapshot{dim: s.dim, docs: slices.Clone(s.docs), free: slices.Clone(s.free), live: s.live, tokens: s.tokens}
+	ch := changes{ids: map[string]int32{}, postings: map[string][]posting{}, schemas: map[string][]int32{}}
+	for _, id := range removed {
+		n.remove(s, &ch, id)
+	}
+	for i := range upserts {
+		n.remove(s, &ch, upserts[i].Chunk.ID)
+		n.add(s, &ch, &upserts[i])
+	}
+	n.ids = s.ids.with(ch.ids)
+	n.postings = s.postings.with(ch.postings)
+	n.schemas = s.schemas.with(ch.schemas)
+	return n
+}
+
+// changes collects one With's new values; lists are copied once, on their
+// first change, and then edited in place.
+type changes struct {
+	ids      map[string]int32
+	postings map[string][]posting
+	schemas  map[string][]int32
+}
+
+func (c *changes) postingList(s *Snapshot, term string) []posting {
+	if p, ok := c.postings[term]; ok {
+		return p
+	}
+	p, _ := s.postings.get(term)
+	return slices.Clone(p)
+}
+
+func (c *changes) schemaList(s *Snapshot, schema string) []int32 {
+	if l, ok := c.schemas[schema]; ok {
+		return l
+	}
+	l, _ := s.schemas.get(schema)
+	return slices.Clone(l)
+}
+
+func (c *changes) id(s *Snapshot, id string) (int32, bool) {
+	if v, ok := c.ids[id]; ok {
+		return v, v >= 0
+	}
+	return s.ids.get(id)
+}
+
+func (n *Snapshot) remove(old *Snapshot, ch *changes, id string) {
+	num, ok := ch.id(old, id)
+	if !ok {
+		return
+	}
+	d := n.docs[num]
+	for _, t := range d.terms {
+		p := ch.postingList(old, t)
+		if i := slices.IndexFunc(p, func(p posting) bool { return p.doc == num }); i >= 0 {
+			p = slices.Delete(p, i, i+1)
+		}
+		ch.postings[t] = p
+	}
+	l := ch.schemaList(old, d.chunk.Schema)
+	if i := slices.Index(l, num); i >= 0 {
+		l = slices.Delete(l, i, i+1)
+	}
+	ch.schemas[d.chunk.Schema] = l
+	ch.ids[id] = -1
+	n.docs[num] = nil
+	n.free = append(n.free, num)
+	n.live--
+	n.tokens -= int64(d.length)
+}
+
+func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
+	d := &doc{chunk: in.Chunk, vec: in.Vector}
+	tf := map[string]*[fields]uint16{}
+	for f, text := range [fields]string{in.Fields.Name, in.Fields.Schema, in.Fields.Columns, in.Fields.Body} {
+		for _, t := range strings.Fields(text) {
+			t = Fold(t)
+			c := tf[t]
+			if c == nil {
+				c = new([fields]uint16)
+				tf[t] = c
+				d.terms = append(d.terms, t)
+			}
+			if c[f] < math.MaxUint16 {
+				c[f]++
+			}
+			d.length++
+		}
+	}
+	var num int32
+	if k := len(n.free); k > 0 {
+		num = n.free[k-1]
+		n.free = n.free[:k-1]
+		n.docs[num] = d
+	} else {
+		num = int32(len(n.docs))
+		n.docs = append(n.docs, d)
+	}
+	for _, t := range d.terms {
+		p := ch.postingList(old, t)
+		// Postings stay sorted by number, so a reused number keeps scans
+		// and tie order deterministic.
+		i, _ := slices.BinarySearchFunc(p, num, func(p posting, n int32) int { return int(p.doc - n) })
+		ch.postings[t] = slices.Insert(p, i, posting{doc: num, tf: *tf[t]})
+	}
+	l := ch.schemaList(old, d.chunk.Schema)
+	i, _ := slices.BinarySearch(l, num)
+	ch.schemas[d.chunk.Schema] = slices.Insert(l, i, num)
+	ch.ids[in.Chunk.ID] = num
+	n.live++
+	n.tokens += int64(d.length)
+}
+
+// candidates are the numbers a filter can admit: every chunk, or only the
+// named schemas' when the filter names schemas.
+func (s *Snapshot) admitted(f index.Filter) (all bool, nums []int32) {
+	if len(f.Schemas) == 0 {
+		return true, nil
+	}
+	for _, sc := range f.Schemas {
+		l, _ := s.schemas.get(sc)
+		nums = append(nums, l...)
+	}
+	slices.Sort(nums)
+	return false, nums
+}
+
+func (s *Snapshot) admits(f index.Filter, d *doc) bool {
+	return f.Admits(d.chunk.Kind, d.chunk.Schema, d.chunk.Tags)
+}
+
+var scratch = sync.Pool{New: func() any { return &scores{} }}
+
+type scores struct {
+	val     []float64
+	touched []int32
+}
+
+// SearchText ranks chunks by BM25 for any of q's terms.
+func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
+	terms := index.MatchTerms(q.Terms)
+	if len(terms) == 0 || q.Limit <= 0 || s.live == 0 {
+		return nil
+	}
+	w := q.Weights
+	if w == (index.Weights{}) {
+		w = index.DefaultWeights
+	}
+	weights := [fields]float64{w.Name, w.Schema, w.Columns, w.Body}
+	all, within := s.admitted(q.Filter)
+	sc := scratch.Get().(*scores)
+	defer scratch.Put(sc)
+	if cap(sc.val) < len(s.docs) {
+		sc.val = make([]float64, len(s.docs))
+	}
+	sc.val = sc.val[:len(s.docs)]
+	sc.touched = sc.touched[:0]
+	nrow := float64(s.live)
+	avgdl := float64(s.tokens) / nrow
+	seen := map[string]bool{}
+	for _, t := range terms {
+		t = Fold(t)
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		p, _ := s.postings.get(t)
+		if len(p) == 0 {
+			continue
+		}
+		idf := math.Log((nrow - float64(len(p)) + 0.5) / (float64(len(p)) + 0.5))
+		if idf <= 0 {
+			idf = 1e-6
+		}
+		for _, ps := range p {
+			if !all {
+				if _, ok := slices.BinarySearch(within, ps.doc); !ok {
+					continue
+				}
+			}
+			freq := 0.0
+			for f := range fields {
+				freq += weights[f] * float64(ps.tf[f])
+			}
+			d := float64(s.docs[ps.doc].length)
+			if sc.val[ps.doc] == 0 {
+				sc.touched = append(sc.touched, ps.doc)
+			}
+			sc.val[ps.doc] += idf * (freq * (k1 + 1)) / (freq + k1*(1-b+b*d/avgdl))
+		}
+	}
+	top := newTopK(q.Limit)
+	for _, num := range sc.touched {
+		v := sc.val[num]
+		sc.val[num] = 0
+		if d := s.docs[num]; s.admits(q.Filter, d) {
+			top.offer(num, v)
+		}
+	}
+	return s.hits(top.sorted())
+}
+
+// SearchVector ranks chunks by cosine similarity to q's vector.
+func (s *Snapshot) SearchVector(q index.VectorQuery) []index.Hit {
+	if q.Limit <= 0 || s.live == 0 || len(q.Vector) != s.dim {
+		return nil
+	}
+	top := newTopK(q.Limit)
+	offer := func(num int32) {
+		if d := s.docs[num]; d != nil && s.admits(q.Filter, d) {
+			top.offer(num, float64(embed.Cosine(q.Vector, d.vec)))
+		}
+	}
+	if all, within := s.admitted(q.Filter); all {
+		for num := range s.docs {
+			offer(int32(num))
+		}
+	} else {
+		for _, num := range within {
+			offer(num)
+		}
+	}
+	return s.hits(top.sorted())
+}
+
+func (s *Snapshot) hits(best []scored) []index.Hit {
+	out := make([]index.Hit, len(best))
+	for i, b := range best {
+		out[i] = index.Hit{Chunk: s.docs[b.num].chunk, Score: b.score}
+	}
+	return out
+}
+
+// Fold removes diacritics from Latin letters (café → cafe), as FTS5's
+// unicode61 tokenizer does with remove_diacritics 2, so a question typed
+// without accents finds an accented name and the other way round.
+// Letters of other scripts are kept: their marks change the letter.
+func Fold(t string) string {
+	ascii := true
+	for i := 0; i < len(t); i++ {
+		if t[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return t
+	}
+	var sb strings.Builder
+	for _, r := range t {
+		if r < utf8.RuneSelf || !unicode.Is(unicode.Latin, r) {
+			sb.WriteRune(r)
+			continue
+		}
+		for i, dr := range norm.NFD.String(string(r)) {
+			if i == 0 || !unicode.Is(unicode.Mn, dr) {
+				sb.WriteRune(dr)
+			}
+		}
+	}
+	return sb.String()
+}
+
+// layered is a copy-on-write map: a large shared base and a small
+// overlay of changes since, folded into a new base once it grows past an
+// eighth of it, so a change costs about the size of the change.
+type layered[V any] struct {
+	base, over map[string]V
+	// gone reports a value that means the key is absent: in the overlay
+	// it hides the base's value.
+	gone func(V) bool
+}
+
+func newLayered[V any](gone func(V) bool) layered[V] {
+	return layered[V]{base: map[string]V{}, over: map[string]V{}, gone: gone}
+}
+
+func (l layered[V]) get(k string) (V, bool) {
+	v, ok := l.over[k]
+	if !ok {
+		v, ok = l.base[k]
+	}
+	if ok && l.gone(v) {
+		var zero V
+		return zero, false
+	}
+	return v, ok
+}
+
+// with returns l with changes applied.
+func (l layered[V]) with(changes map[string]V) layered[V] {
+	gone := l.gone
+	if len(changes) == 0 {
+		return l
+	}
+	if len(l.over)+len(changes) > len(l.base)/8+64 {
+		base := make(map[string]V, len(l.base)+len(l.over)+len(changes))
+		for _, m := range []map[string]V{l.base, l.over, changes} {
+			for k, v := range m {
+				if gone(v) {
+					delete(base, k)
+				} else {
+					base[k] = v
+				}
+			}
+		}
+		return layered[V]{base: base, over: map[string]V{}, gone: gone}
+	}
+	over := maps.Clone(l.over)
+	if over == nil {
+		over = map[string]V{}
+	}
+	for k, v := range changes {
+		over[k] = v // a gone value stays in the overlay: it hides the base
+	}
+	return layered[V]{base: l.base, over: over, gone: gone}
+}
+
+// topK keeps the k best scores in a min-heap: O(n log k). Ties keep the
+// lower number (the chunk stored first), so results are stable.
+type topK struct {
+	k    int
+	heap []scored
+}
+
+type scored struct {
+	num   int32
+	score float64
+}
+
+func newTopK(k int) *topK { return &topK{k: k, heap: make([]scored, 0, min(k, 1024))} }
+
+// worse orders the heap: a lower score, or the same score on a later chunk.
+func worse(a, b scored) bool { return a.score < b.score || (a.score == b.score && a.num > b.num) }
+
+func (t *topK) offer(num int32, score float64) {
+	s := scored{num, score}
+	if len(t.heap) < t.k {
+		t.heap = append(t.heap, s)
+		for c := len(t.heap) - 1; c > 0; {
+			p := (c - 1) / 2
+			if !worse(t.heap[c], t.heap[p]) {
+				break
+			}
+			t.heap[c], t.heap[p] = t.heap[p], t.heap[c]
+			c = p
+		}
+		return
+	}
+	if !worse(t.heap[0], s) {
+		return
+	}
+	t.heap[0] = s
+	for p := 0; ; {
+		l, r, m := 2*p+1, 2*p+2, p
+		if l < len(t.heap) && worse(t.heap[l], t.heap[m]) {
+			m = l
+		}
+		if r < len(t.heap) && worse(t.heap[r], t.heap[m]) {
+			m = r
+		}
+		if m == p {
+			return
+		}
+		t.heap[p], t.heap[m] = t.heap[m], t.heap[p]
+		p = m
+	}
+}
+
+func (t *topK) sorted() []scored {
+	out := slices.Clone(t.heap)
+	slices.SortFunc(out, func(a, b scored) int {
+		switch {
+		case worse(b, a):
+			return -1
+		case worse(a, b):
+			return 1
+		}
+		return 0
+	})
+	return out
+}

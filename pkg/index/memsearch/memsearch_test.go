@@ -1,0 +1,239 @@
+package memsearch
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/index"
+)
+
+// corpus makes n chunks over a small vocabulary with a skewed term
+// distribution, so that IDF, frequencies and lengths all vary.
+func corpus(rng *rand.Rand, n int) []Doc {
+	vocab := make([]string, 300)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%d", i)
+	}
+	pick := func(k int) string {
+		var ws []string
+		for range k {
+			// Squaring skews toward the first words: common terms.
+			ws = append(ws, vocab[int(math.Pow(rng.Float64(), 2)*float64(len(vocab)))])
+		}
+		return strings.Join(ws, " ")
+	}
+	schemas := []string{"public", "sales", "hr"}
+	docs := make([]Doc, n)
+	for i := range docs {
+		kind := chunk.KindTable
+		if i%7 == 0 {
+			kind = chunk.KindDoc
+		}
+		docs[i] = Doc{
+			Chunk:  chunk.Chunk{ID: fmt.Sprintf("db:%s:%d", kind, i), Database: "db", Kind: kind, Schema: schemas[i%3], Name: fmt.Sprint(i)},
+			Vector: []float32{rng.Float32() - 0.5, rng.Float32() - 0.5, rng.Float32() - 0.5},
+			Fields: index.Fields{Name: pick(1 + rng.IntN(2)), Schema: schemas[i%3], Columns: pick(rng.IntN(8)), Body: pick(rng.IntN(30))},
+		}
+	}
+	return docs
+}
+
+// fts5 builds the same chunks into an FTS5 table, the reference BM25.
+func fts5(t *testing.T, docs []Doc) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+t.TempDir()+"/fts.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE VIRTUAL TABLE f USING fts5(name, schema, columns, body, tokenize = 'unicode61 remove_diacritics 2')`); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range docs {
+		if _, err := db.Exec(`INSERT INTO f (rowid, name, schema, columns, body) VALUES (?,?,?,?,?)`, i+1, d.Fields.Name, d.Fields.Schema, d.Fields.Columns, d.Fields.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+// The in-memory BM25 ranks and scores as FTS5's bm25() does.
+func TestBM25MatchesFTS5(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	docs := corpus(rng, 400)
+	ref := fts5(t, docs)
+	snap := New(3).With(docs, nil)
+	w := index.Weights{Name: 4, Schema: 1.5, Columns: 2, Body: 1}
+	compared := 0
+	defer func() {
+		if compared < 500 {
+			t.Errorf("only %d hits compared", compared)
+		}
+	}()
+	for q := range 40 {
+		terms := []string{fmt.Sprintf("w%d", rng.IntN(40)), fmt.Sprintf("w%d", rng.IntN(300))}
+		if q%3 == 0 {
+			terms = append(terms, "sales")
+		}
+		match := `"` + strings.Join(terms, `" OR "`) + `"`
+		rows, err := ref.QueryContext(context.Background(), `SELECT rowid, bm25(f, ?, ?, ?, ?) AS s FROM f WHERE f MATCH ? ORDER BY s, rowid LIMIT 25`,
+			w.Name, w.Schema, w.Columns, w.Body, match)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []index.Hit
+		for rows.Next() {
+			var rowid int64
+			var s float64
+			if err := rows.Scan(&rowid, &s); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, index.Hit{Chunk: docs[rowid-1].Chunk, Score: -s})
+		}
+		rows.Close()
+		got := snap.SearchText(index.TextQuery{Filter: index.Filter{Database: "db"}, Terms: terms, Weights: w, Limit: 25})
+		if len(got) != len(want) {
+			t.Fatalf("query %v: %d hits, FTS5 %d", terms, len(got), len(want))
+		}
+		compared += len(got)
+		for i := range got {
+			if math.Abs(got[i].Score-want[i].Score) > 1e-9*math.Max(1, math.Abs(want[i].Score)) {
+				t.Fatalf("query %v hit %d: %s %.12f, FTS5 %s %.12f", terms, i, got[i].Chunk.ID, got[i].Score, want[i].Chunk.ID, want[i].Score)
+			}
+			// Equal scores may come in either order; different ones must not.
+			if got[i].Chunk.ID != want[i].Chunk.ID && got[i].Score != want[i].Score {
+				t.Fatalf("query %v hit %d: %s, FTS5 %s", terms, i, got[i].Chunk.ID, want[i].Chunk.ID)
+			}
+		}
+	}
+}
+
+// A snapshot built by changes equals one built at once, and the snapshot
+// a change started from is left as it was.
+func TestWithIsCopyOnWrite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	docs := corpus(rng, 600)
+	q := index.TextQuery{Filter: index.Filter{Database: "db"}, Terms: []string{"w1", "w7", "w30"}, Limit: 50}
+	v := index.VectorQuery{Filter: index.Filter{Database: "db", Schemas: []string{"sales"}}, Vector: []float32{0.3, -0.2, 0.1}, Limit: 20}
+
+	// Built in many small steps, with replacements and removals between.
+	step := New(3)
+	var held []*Snapshot
+	var heldHits [][]index.Hit
+	for i := 0; i < len(docs); i += 25 {
+		step = step.With(docs[i:min(i+25, len(docs))], nil)
+		held = append(held, step)
+		heldHits = append(heldHits, step.SearchText(q))
+	}
+	edited := docs[100]
+	edited.Fields.Body = "w1 w1 w1 w7"
+	var removed []string
+	for i := 0; i < len(docs); i += 9 {
+		removed = append(removed, docs[i].Chunk.ID)
+	}
+	step = step.With([]Doc{edited}, nil).With(nil, removed)
+
+	var final []Doc
+	gone := map[string]bool{}
+	for _, id := range removed {
+		gone[id] = true
+	}
+	for i, d := range docs {
+		if i == 100 {
+			d = edited
+		}
+		if !gone[d.Chunk.ID] {
+			final = append(final, d)
+		}
+	}
+	once := New(3).With(final, nil)
+	if step.Len() != once.Len() || step.Len() != len(final) {
+		t.Fatalf("lengths %d and %d, want %d", step.Len(), once.Len(), len(final))
+	}
+	for _, pair := range [][2][]index.Hit{
+		{step.SearchText(q), once.SearchText(q)},
+		{step.SearchVector(v), once.SearchVector(v)},
+	} {
+		a, b := pair[0], pair[1]
+		if len(a) != len(b) {
+			t.Fatalf("%d hits and %d", len(a), len(b))
+		}
+		for i := range a {
+			if a[i].Chunk.ID != b[i].Chunk.ID || math.Abs(a[i].Score-b[i].Score) > 1e-9 {
+				t.Fatalf("hit %d: %s %.6f and %s %.6f", i, a[i].Chunk.ID, a[i].Score, b[i].Chunk.ID, b[i].Score)
+			}
+		}
+	}
+	for _, h := range step.SearchVector(index.VectorQuery{Filter: index.Filter{Database: "db"}, Vector: []float32{1, 0, 0}, Limit: 1000}) {
+		if gone[h.Chunk.ID] {
+			t.Fatalf("removed chunk %s still found", h.Chunk.ID)
+		}
+	}
+	// Every snapshot held along the way still answers as it did.
+	for i, s := range held {
+		again := s.SearchText(q)
+		if len(again) != len(heldHits[i]) {
+			t.Fatalf("snapshot %d changed: %d hits, then %d", i, len(heldHits[i]), len(again))
+		}
+		for j := range again {
+			if again[j].Chunk.ID != heldHits[i][j].Chunk.ID || again[j].Score != heldHits[i][j].Score {
+				t.Fatalf("snapshot %d hit %d changed", i, j)
+			}
+		}
+	}
+}
+
+func TestFilters(t *testing.T) {
+	docs := corpus(rand.New(rand.NewPCG(5, 6)), 300)
+	docs[3].Chunk.Tags = map[string]string{"team": "billing"}
+	s := New(3).With(docs, nil)
+	tests := []struct {
+		name string
+		f    index.Filter
+		ok   func(chunk.Chunk) bool
+	}{
+		{"schema", index.Filter{Database: "db", Schemas: []string{"hr"}}, func(c chunk.Chunk) bool { return c.Schema == "hr" }},
+		{"two schemas", index.Filter{Database: "db", Schemas: []string{"hr", "sales"}}, func(c chunk.Chunk) bool { return c.Schema != "public" }},
+		{"kind", index.Filter{Database: "db", Kinds: []string{chunk.KindDoc}}, func(c chunk.Chunk) bool { return c.Kind == chunk.KindDoc }},
+		{"tag", index.Filter{Database: "db", Tags: map[string]string{"team": "billing"}}, func(c chunk.Chunk) bool { return c.Tags["team"] == "billing" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text := s.SearchText(index.TextQuery{Filter: tc.f, Terms: []string{"w0", "w1", "w2", "hr", "sales", "public"}, Limit: 1000})
+			vec := s.SearchVector(index.VectorQuery{Filter: tc.f, Vector: []float32{1, 1, 1}, Limit: 1000})
+			if len(vec) == 0 {
+				t.Fatal("no vector hits")
+			}
+			for _, h := range append(text, vec...) {
+				if !tc.ok(h.Chunk) {
+					t.Fatalf("%s passed the filter", h.Chunk.ID)
+				}
+			}
+			want := 0
+			for _, d := range docs {
+				if tc.ok(d.Chunk) {
+					want++
+				}
+			}
+			if len(vec) != want {
+				t.Errorf("%d vector hits, %d chunks pass", len(vec), want)
+			}
+		})
+	}
+}
+
+func TestFold(t *testing.T) {
+	for in, want := range map[string]string{"cafe": "cafe", "café": "cafe", "straße": "straße", "ñandú": "nandu", "москва": "москва", "йод": "йод"} {
+		if got := Fold(in); got != want {
+			t.Errorf("Fold(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
