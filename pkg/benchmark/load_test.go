@@ -3,6 +3,7 @@ package benchmark
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,5 +57,29 @@ func TestLoadCountsEveryRequest(t *testing.T) {
 			}
 			tc.want(t, r, issued.Load())
 		})
+	}
+}
+
+func TestReplicate(t *testing.T) {
+	sql := `CREATE SCHEMA shop;
+CREATE TYPE shop.status AS ENUM ('new', 'paid');
+CREATE TABLE shop.customers (id int PRIMARY KEY, name text);
+CREATE TABLE shop.orders (id int PRIMARY KEY, customer_id int REFERENCES shop.customers (id), status shop.status);
+CREATE TABLE notes (id int, body text);`
+	copies, err := Replicate(sql, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copies) != 3 {
+		t.Fatalf("%d copies for 7 tables of 3, want 3", len(copies))
+	}
+	third := copies[2]
+	for _, want := range []string{"CREATE SCHEMA shop_3", "shop_3.customers", "REFERENCES shop_3.customers", "shop_3.status", "public_3.notes"} {
+		if !strings.Contains(third, want) {
+			t.Errorf("copy 3 lacks %q:\n%s", want, third)
+		}
+	}
+	if strings.Contains(third, "shop.") {
+		t.Errorf("copy 3 still names the original schema:\n%s", third)
 	}
 }

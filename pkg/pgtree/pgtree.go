@@ -54,3 +54,31 @@ func Strings(nodes []*pg.Node) []string {
 	}
 	return out
 }
+
+// Messages calls fn for every message in n's tree, Node wrappers and the
+// structs held directly in fields (a CreateStmt's relation is a RangeVar,
+// not a Node), depth first.
+func Messages(n *pg.Node, fn func(protoreflect.ProtoMessage)) {
+	if n == nil {
+		return
+	}
+	messages(n.ProtoReflect(), fn)
+}
+
+func messages(m protoreflect.Message, fn func(protoreflect.ProtoMessage)) {
+	fn(m.Interface())
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Message() == nil || fd.IsMap() {
+			return true
+		}
+		if fd.IsList() {
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				messages(l.Get(i).Message(), fn)
+			}
+			return true
+		}
+		messages(v.Message(), fn)
+		return true
+	})
+}

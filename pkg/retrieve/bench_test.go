@@ -2,6 +2,10 @@ package retrieve_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,5 +116,67 @@ func BenchmarkRetrieve(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRetrieveScale runs the default pipeline over SpiderUnion
+// copied into more schemas (benchmark.Replicate), unfiltered and with the
+// question's gold schema named, to show how cost grows with the index
+// and that naming a schema makes it follow that schema's size. Set
+// SCHEMAQ_SCALE to the table counts (default 876,10000):
+//
+//	SCHEMAQ_SCALE=876,10000,35000 go test ./pkg/retrieve -run '^$' -bench Scale -benchtime 400x -count 3
+func BenchmarkRetrieveScale(b *testing.B) {
+	sql := sharedtest.Read(b, "bench", "spiderunion", "schema.sql")
+	qf := sharedtest.Read(b, "bench", "spiderunion", "questions.jsonl")
+	qs, err := benchmark.ReadQuestions(strings.NewReader(qf))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sizes := os.Getenv("SCHEMAQ_SCALE")
+	if sizes == "" {
+		sizes = "876,10000"
+	}
+	for _, size := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(size))
+		if err != nil {
+			b.Fatalf("SCHEMAQ_SCALE: %v", err)
+		}
+		copies, err := benchmark.Replicate(sql, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cat, err := catalog.Snapshot("spider", "schema.sql", strings.Join(copies, "\n"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, e := indexCatalogs(b, cat)
+		r, err := retrieve.New(s, e, oneCatalog{cat}, retrieve.DefaultConfig)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		for _, named := range []bool{false, true} {
+			b.Run(fmt.Sprintf("tables=%d/schema-named=%v", len(cat.Tables()), named), func(b *testing.B) {
+				var m runtime.MemStats
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					q := qs[i%len(qs)]
+					i++
+					req := retrieve.Request{Database: "spider", Question: q.Question, K: 20}
+					if named && len(q.GoldTables) > 0 {
+						if schema, _, ok := strings.Cut(q.GoldTables[0], "."); ok {
+							req.Schemas = []string{schema}
+						}
+					}
+					if _, err := r.Retrieve(ctx, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.ReadMemStats(&m)
+				b.ReportMetric(float64(m.HeapInuse)/(1<<20), "heap-MB")
+			})
+		}
 	}
 }

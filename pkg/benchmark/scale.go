@@ -1,0 +1,80 @@
+package benchmark
+
+import (
+	"fmt"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
+)
+
+// Replicate makes a schema of at least tables tables from sql by copying
+// it into renamed schemas (copy k renames schema s to s_k, and puts
+// unqualified objects in public_k), so load and scale can be measured at
+// sizes no real fixture has while the questions still find their words.
+// It returns one SQL script per copy: each fits in an event on its own.
+func Replicate(sql string, tables int) ([]string, error) {
+	tree, err := pg.Parse(sql)
+	if err != nil {
+		return nil, fmt.Errorf("replicate: %w", err)
+	}
+	per := 0
+	schemas := map[string]bool{"public": true}
+	for _, st := range tree.Stmts {
+		if st.Stmt.GetCreateStmt() != nil {
+			per++
+		}
+		if cs := st.Stmt.GetCreateSchemaStmt(); cs != nil {
+			schemas[cs.Schemaname] = true
+		}
+	}
+	if per == 0 {
+		return nil, fmt.Errorf("replicate: the schema has no CREATE TABLE")
+	}
+	copies := max(1, (tables+per-1)/per)
+	out := []string{sql}
+	for k := 2; k <= copies; k++ {
+		c, err := pg.Parse(sql)
+		if err != nil {
+			return nil, err
+		}
+		suffix := fmt.Sprintf("_%d", k)
+		// rename moves a schema-qualified type name to the copy's schema.
+		rename := func(names []*pg.Node) {
+			if len(names) == 2 {
+				if s := names[0].GetString_(); s != nil && schemas[s.Sval] {
+					s.Sval += suffix
+				}
+			}
+		}
+		var extra []string
+		for _, st := range c.Stmts {
+			pgtree.Messages(st.Stmt, func(m protoreflect.ProtoMessage) {
+				switch n := m.(type) {
+				case *pg.RangeVar:
+					if n.Schemaname == "" {
+						n.Schemaname = "public"
+					}
+					n.Schemaname += suffix
+				case *pg.CreateSchemaStmt:
+					n.Schemaname += suffix
+				case *pg.TypeName:
+					rename(n.Names)
+				case *pg.CreateEnumStmt:
+					rename(n.TypeName)
+				case *pg.CreateDomainStmt:
+					rename(n.Domainname)
+				}
+			})
+		}
+		extra = append(extra, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS public%s;", suffix))
+		body, err := pg.Deparse(c)
+		if err != nil {
+			return nil, fmt.Errorf("replicate: copy %d: %w", k, err)
+		}
+		out = append(out, strings.Join(extra, "\n")+"\n"+body+";")
+	}
+	return out, nil
+}
