@@ -368,6 +368,16 @@ func (f *flakyStore) SetProjected(ctx context.Context, db string, v int64) error
 	return f.Store.SetProjected(ctx, db, v)
 }
 
+// ReplaceSchema crashes the same way on a store that projects in one step:
+// the write is committed, the worker never hears so.
+func (f *flakyStore) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index.Replaced, error) {
+	res, err := f.Store.ReplaceSchema(ctx, r)
+	if err == nil && !f.failed.Swap(true) {
+		return res, errors.New("simulated crash after the index write, before the ack")
+	}
+	return res, err
+}
+
 func TestCrashBetweenWriteAndAck(t *testing.T) {
 	e := newEnv(t)
 	fs := &flakyStore{Store: e.store}
@@ -630,6 +640,13 @@ func (p *panickyStore) Upsert(ctx context.Context, recs []index.Record) (int, er
 		panic("simulated bug while writing chunks")
 	}
 	return p.Store.Upsert(ctx, recs)
+}
+
+func (p *panickyStore) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index.Replaced, error) {
+	if !p.panicked.Swap(true) {
+		panic("simulated bug while writing chunks")
+	}
+	return p.Store.ReplaceSchema(ctx, r)
 }
 
 func TestPanicDeadLettersAndWorkerSurvives(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,9 +26,10 @@ type benchSystem struct {
 }
 
 type benchSystemFlags struct {
-	nats   natsFlags
-	schema *string
-	db     *string
+	nats    natsFlags
+	schema  *string
+	db      *string
+	profile *string
 	// llm configures the embedded daemon's gateway (bench ask).
 	llm *llmFlags
 }
@@ -36,12 +38,36 @@ func (b *benchSystemFlags) register(fs *flag.FlagSet, e *env) {
 	b.nats.register(fs, e)
 	b.schema = fs.String("schema", "", "schema SQL: run an embedded schemaq in a temporary directory with it as a snapshot (otherwise use --nats-url and --db)")
 	b.db = fs.String("db", "bench", "database name")
+	b.profile = fs.String("cpuprofile", "", "write a CPU profile of the whole run (the embedded schemaq included) to this file, for go tool pprof")
 }
 
 func (b *benchSystemFlags) start(ctx context.Context, e *env) (*benchSystem, error) {
 	if err := events.ValidateDatabase(*b.db); err != nil {
 		return nil, usagef("--db: %v", err)
 	}
+	stopProfile := func() {}
+	if *b.profile != "" {
+		f, err := os.Create(*b.profile)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+	}
+	sys, err := b.startSystem(ctx, e)
+	if err != nil {
+		stopProfile()
+		return nil, err
+	}
+	closeSys := sys.close
+	sys.close = func() { stopProfile(); closeSys() }
+	return sys, nil
+}
+
+func (b *benchSystemFlags) startSystem(ctx context.Context, e *env) (*benchSystem, error) {
 	if *b.schema == "" {
 		nc, err := b.nats.connect(zap.NewNop())
 		if err != nil {
@@ -255,6 +281,9 @@ func runBenchFreshness(ctx context.Context, e *env, args []string) error {
 	sys.register(fs, e)
 	n := fs.Int("migrations", 50, "how many migrations to publish, one at a time")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	searchC := fs.Int("search-concurrency", 0, "also run searches at this concurrency while the migrations land, and before them for as long (idle), to measure search under ingest (needs --questions)")
+	questions := fs.String("questions", "", "questions JSONL (field question) for --search-concurrency")
+	timeout := fs.Duration("timeout", 5*time.Second, "deadline of one search of --search-concurrency")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -263,6 +292,18 @@ func runBenchFreshness(ctx context.Context, e *env, args []string) error {
 	}
 	if *sys.schema == "" && sys.nats.url == "" {
 		return usagef("bench freshness: give --schema or --nats-url")
+	}
+	var qs []benchmark.Question
+	if *searchC > 0 {
+		if *questions == "" {
+			return usagef("bench freshness: --search-concurrency needs --questions")
+		}
+		lf := loadFlags{questions: questions, concurrency: searchC, duration: new(time.Duration), timeout: timeout}
+		*lf.duration = time.Second
+		var err error
+		if qs, err = lf.read("bench freshness"); err != nil {
+			return err
+		}
 	}
 	s, err := sys.start(ctx, e)
 	if err != nil {
@@ -273,37 +314,96 @@ func runBenchFreshness(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench freshness: %w", err)
 	}
-	base := tb.Version
-	run := time.Now().UnixNano()
+	search := func(ctx context.Context, i int) error {
+		_, err := s.cli.Search(ctx, &events.SearchRequest{Database: s.db, Question: qs[i%len(qs)].Question, K: 10})
+		return err
+	}
+	loadCfg := benchmark.LoadConfig{Concurrency: *searchC, Timeout: *timeout, Code: errorCode}
+	// The load runs first idle, for as long as the ingest took the
+	// first time round (a quick calibration run), then during the ingest.
+	var idle *benchmark.LoadReport
+	ingest := func(first int64, count int) ([]time.Duration, error) {
+		run := time.Now().UnixNano()
+		var lat []time.Duration
+		for i := 1; i <= count; i++ {
+			seq := first + int64(i)
+			table := fmt.Sprintf("freshness_probe_%d_%d", run%100000, i)
+			ev, err := events.New(fmt.Sprintf("fresh-%d-%d", run, i), s.db, time.Now(),
+				&events.Migration{Seq: seq, Source: table + ".sql", SQL: "CREATE TABLE " + table + " (probe_id int, observed_at timestamptz);"})
+			if err != nil {
+				return nil, err
+			}
+			t0 := time.Now()
+			if _, err := s.cli.Publish(ctx, ev); err != nil {
+				return nil, err
+			}
+			for {
+				r, err := s.cli.Search(ctx, &events.SearchRequest{Database: s.db, Question: table, K: 1, Kinds: []string{"table"}})
+				if err == nil && len(r.Results) > 0 && r.Results[0].Name == "public."+table {
+					break
+				}
+				if time.Since(t0) > 30*time.Second {
+					return nil, fmt.Errorf("bench freshness: migration %d was not searchable within 30s", seq)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		return lat, nil
+	}
 	var lat []time.Duration
-	for i := 1; i <= *n; i++ {
-		seq := base + int64(i)
-		table := fmt.Sprintf("freshness_probe_%d_%d", run%100000, i)
-		ev, err := events.New(fmt.Sprintf("fresh-%d-%d", run, i), s.db, time.Now(),
-			&events.Migration{Seq: seq, Source: table + ".sql", SQL: "CREATE TABLE " + table + " (probe_id int, observed_at timestamptz);"})
+	var under *benchmark.LoadReport
+	if *searchC > 0 {
+		t0 := time.Now()
+		if _, err := ingest(tb.Version, 3); err != nil {
+			return err
+		}
+		base := tb.Version + 3
+		calib := time.Since(t0) / 3 * time.Duration(*n)
+		loadCfg.Duration = max(calib, 2*time.Second)
+		idleRep := benchmark.Load(ctx, loadCfg, search)
+		idle = &idleRep
+		stop := make(chan struct{})
+		loadCfg.Duration, loadCfg.Stop = time.Hour, stop
+		done := make(chan benchmark.LoadReport, 1)
+		go func() { done <- benchmark.Load(ctx, loadCfg, search) }()
+		lat, err = ingest(base, *n)
+		close(stop)
+		underRep := <-done
+		under = &underRep
 		if err != nil {
 			return err
 		}
-		t0 := time.Now()
-		if _, err := s.cli.Publish(ctx, ev); err != nil {
-			return err
-		}
-		for {
-			r, err := s.cli.Search(ctx, &events.SearchRequest{Database: s.db, Question: table, K: 1, Kinds: []string{"table"}})
-			if err == nil && len(r.Results) > 0 && r.Results[0].Name == "public."+table {
-				break
-			}
-			if time.Since(t0) > 30*time.Second {
-				return fmt.Errorf("bench freshness: migration %d was not searchable within 30s", seq)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		lat = append(lat, time.Since(t0))
+	} else if lat, err = ingest(tb.Version, *n); err != nil {
+		return err
 	}
 	p := benchmark.Percentiles(lat)
 	if *asJSON {
-		return json.NewEncoder(e.stdout).Encode(map[string]any{"migrations": *n, "freshness_ms": p})
+		out := map[string]any{"migrations": *n, "freshness_ms": p}
+		if under != nil {
+			out["search_idle"], out["search_during_ingest"] = idle, under
+			out["search_kept"] = keptShare(idle, under)
+		}
+		return json.NewEncoder(e.stdout).Encode(out)
 	}
 	fmt.Fprintf(e.stdout, "%d migrations, publish → searchable ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", *n, p["p50"], p["p95"], p["p99"], p["max"])
+	if under != nil {
+		for _, r := range []struct {
+			what string
+			rep  *benchmark.LoadReport
+		}{{"idle", idle}, {"during ingest", under}} {
+			fmt.Fprintf(e.stdout, "search %s at concurrency %d: %.0f/s, p50 %.2f  p99 %.2f ms, %d failed, %d timed out\n",
+				r.what, r.rep.Concurrency, r.rep.Throughput, r.rep.LatencyMS["p50"], r.rep.LatencyMS["p99"], r.rep.Failed, r.rep.TimedOut)
+		}
+		fmt.Fprintf(e.stdout, "search kept %.0f%% of its idle throughput during the ingest\n", 100*keptShare(idle, under))
+	}
 	return nil
+}
+
+// keptShare is the throughput under ingest as a share of idle.
+func keptShare(idle, under *benchmark.LoadReport) float64 {
+	if idle.Throughput == 0 {
+		return 0
+	}
+	return float64(int(1000*under.Throughput/idle.Throughput)) / 1000
 }

@@ -230,6 +230,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		if err != nil {
 			return err
 		}
+		watcher.OnCatalog(ret.Warm)
 		asker, err := r.llm.asker()
 		if err != nil {
 			return err

@@ -33,6 +33,8 @@ type LoadConfig struct {
 	// Duration is how long new requests are issued; requests in flight
 	// when it ends are waited for (up to Timeout) and counted.
 	Duration time.Duration
+	// Stop, when closed, ends the issuing early, like Duration.
+	Stop <-chan struct{}
 	// Timeout is each request's deadline; 0 means none beyond ctx.
 	Timeout time.Duration
 	// Code names a failure for FailedBy (an error code); nil or "" counts
@@ -47,6 +49,15 @@ type LoadConfig struct {
 func Load(ctx context.Context, cfg LoadConfig, call func(ctx context.Context, i int) error) LoadReport {
 	window, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
+	if cfg.Stop != nil {
+		go func() {
+			select {
+			case <-cfg.Stop:
+				stop()
+			case <-window.Done():
+			}
+		}()
+	}
 	var (
 		mu       sync.Mutex
 		lat      []time.Duration

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -163,32 +164,45 @@ func Decode(b []byte) (*catalog.Catalog, error) {
 
 // Watcher keeps every catalog of the bucket in memory, current within
 // moments of a write: what daemons read for FK expansion, table listings
-// and the SQL guard. A catalog is decoded when it is first asked for after
-// a write, not on every write: a history being ingested writes a catalog
-// per run of migrations, and most of those versions are never queried.
-// It is safe for concurrent use.
+// and the SQL guard. New entries of databases that requests read are
+// decoded as they come, by one goroutine, so requests neither wait for a
+// decode nor repeat it; entries of databases no one reads (a history
+// being ingested) are decoded on first use.
 type Watcher struct {
 	mu      sync.Mutex
 	cats    map[string]*watched
 	ready   chan struct{}
 	onError func(key string, err error)
+	hooks   []func(*catalog.Catalog)
+	pending chan struct{} // a new entry waits to be decoded
 }
 
 // watched is one database's newest entry and the last catalog decoded.
 type watched struct {
-	version int64
-	raw     []byte           // the newest value, not decoded yet; nil once it is
-	good    *catalog.Catalog // the newest catalog that decoded
+	version  int64
+	seq      uint64           // counts entries, so a decode knows it is still the newest
+	raw      []byte           // the newest value, not decoded yet; nil once it is
+	good     *catalog.Catalog // the newest catalog that decoded
+	decoding bool             // the decoder is at work on raw
+	lastRead time.Time        // when a request last asked for it
 }
+
+// warmFor is how recently a database must have been read for the watcher
+// to decode its new entries as they come. A history being ingested with
+// no one asking writes many catalogs no request will read; those are
+// decoded on first use instead.
+const warmFor = time.Minute
 
 // Watch starts watching the bucket until ctx ends. onError reports entries
 // that do not decode (they are skipped, the last good catalog stays).
+// New entries are decoded in the background as they come, so the first
+// request after a migration does not pay for it.
 func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, err error)) (*Watcher, error) {
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch catalogs: %w", err)
 	}
-	cw := &Watcher{cats: map[string]*watched{}, ready: make(chan struct{}), onError: onError}
+	cw := &Watcher{cats: map[string]*watched{}, ready: make(chan struct{}), onError: onError, pending: make(chan struct{}, 1)}
 	initial := true
 	go follow(ctx, w, func(e jetstream.KeyValueEntry) {
 		switch {
@@ -199,7 +213,16 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, 
 			initial = false
 		}
 	})
+	go cw.decodeLoop(ctx)
 	return cw, nil
+}
+
+// OnCatalog calls fn with every catalog the watcher decodes from now on,
+// outside its lock: a cache can be warmed before requests need it.
+func (cw *Watcher) OnCatalog(fn func(*catalog.Catalog)) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	cw.hooks = append(cw.hooks, fn)
 }
 
 func (cw *Watcher) apply(e jetstream.KeyValueEntry) {
@@ -221,6 +244,30 @@ func (cw *Watcher) apply(e jetstream.KeyValueEntry) {
 	}
 	if version >= w.version {
 		w.version, w.raw = version, e.Value()
+		w.seq++
+		cw.kick()
+	}
+}
+
+// decodeLoop decodes new entries as they arrive.
+func (cw *Watcher) decodeLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-cw.pending:
+		}
+		cw.mu.Lock()
+		var dbs []string
+		for db, w := range cw.cats {
+			if w.raw != nil && time.Since(w.lastRead) < warmFor {
+				dbs = append(dbs, db)
+			}
+		}
+		cw.mu.Unlock()
+		for _, db := range dbs {
+			cw.catalog(db, true)
+		}
 	}
 }
 
@@ -234,24 +281,67 @@ func (cw *Watcher) reportLocked(key string, err error) {
 // loaded.
 func (cw *Watcher) Ready() <-chan struct{} { return cw.ready }
 
-// Catalog returns db's current catalog or nil.
+// Catalog returns db's current catalog or nil. A new entry is decoded by
+// the watcher's own goroutine; until it is, callers get the catalog
+// before it rather than wait (or decode it again each), unless there is
+// none yet. Decoding happens outside the lock, so a large catalog never
+// holds up another database's requests.
 func (cw *Watcher) Catalog(db string) *catalog.Catalog {
+	return cw.catalog(db, false)
+}
+
+func (cw *Watcher) catalog(db string, decoder bool) *catalog.Catalog {
 	cw.mu.Lock()
-	defer cw.mu.Unlock()
 	w := cw.cats[db]
 	if w == nil {
+		cw.mu.Unlock()
 		return nil
 	}
-	if w.raw != nil {
-		c, err := Decode(w.raw)
+	raw, seq, good := w.raw, w.seq, w.good
+	if !decoder {
+		w.lastRead = time.Now()
+	}
+	if raw == nil || w.decoding || (good != nil && !decoder) {
+		if raw != nil && !decoder {
+			cw.kick()
+		}
+		cw.mu.Unlock()
+		return good
+	}
+	w.decoding = true
+	cw.mu.Unlock()
+	c, err := Decode(raw)
+	cw.mu.Lock()
+	w.decoding = false
+	if cw.cats[db] == w && w.seq == seq {
 		w.raw = nil
 		if err != nil {
 			cw.reportLocked(db, err)
-		} else {
-			w.good = c
 		}
 	}
-	return w.good
+	if err == nil && (w.good == nil || c.Version >= w.good.Version) {
+		w.good = c
+	}
+	good = w.good
+	hooks := cw.hooks
+	more := w.raw != nil
+	cw.mu.Unlock()
+	if more {
+		cw.kick() // a newer entry came while this one decoded
+	}
+	if err == nil {
+		for _, h := range hooks {
+			h(c)
+		}
+	}
+	return good
+}
+
+func (cw *Watcher) kick() {
+	select {
+	case cw.pending <- struct{}{}:
+	default:
+	}
 }
 
 // Databases lists the databases with a catalog.

@@ -94,6 +94,9 @@ var (
 	ErrDimension = errors.New("vector dimension mismatch")
 	// ErrNoDatabase: a query or write without a database.
 	ErrNoDatabase = errors.New("database is required")
+	// ErrMoved: another projection of the database landed while a
+	// ReplaceSchema was prepared; read the stored chunks again.
+	ErrMoved = errors.New("the projection moved on")
 )
 
 // Store is the whole index interface. Consumers declare the subset they use
@@ -144,6 +147,35 @@ type Stale struct {
 	Kinds    []string
 	Name     string // optional: one object only
 	Below    int64  // versions strictly below this go
+}
+
+// Replacer is a store that can swap a database's schema chunks for a
+// catalog's in one atomic step. With it the indexer writes only what
+// changed and leaves unchanged chunks alone; without it, it raises their
+// versions (Touch) so that deleting below the projected version is safe
+// while two projections of one database race.
+type Replacer interface {
+	ReplaceSchema(ctx context.Context, r SchemaReplace) (Replaced, error)
+}
+
+// SchemaReplace is one projection of a catalog.
+type SchemaReplace struct {
+	Database string
+	Version  int64 // the catalog version projected
+	// Since is the projected version the caller read the stored chunks
+	// at: if another projection landed since, the store refuses with
+	// ErrMoved and the caller reads again.
+	Since   int64
+	Kinds   []string // the kinds a catalog produces (table, view)
+	Upserts []Record // chunks that are new or changed
+	Keep    []string // ids of every chunk of the catalog; other chunks of Kinds go
+}
+
+// Replaced says what a ReplaceSchema did.
+type Replaced struct {
+	Written, Deleted int
+	// Skipped: the index already reflects a newer catalog.
+	Skipped bool
 }
 
 // EncodeVector is a vector as little-endian FLOAT32 bytes, the layout

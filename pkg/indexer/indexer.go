@@ -7,6 +7,7 @@ package indexer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -49,6 +50,9 @@ const Batch = 256
 // schema chunk below the projected version as it reads it then: whichever
 // writer finishes last removes what the other left behind.
 func Catalog(ctx context.Context, w Writer, e embed.Embedder, cat *catalog.Catalog, opts chunk.Options) (Stats, error) {
+	if r, ok := w.(index.Replacer); ok {
+		return replace(ctx, w, r, e, cat, opts)
+	}
 	kinds := []string{chunk.KindTable, chunk.KindView}
 	if p, err := w.Projected(ctx, cat.Database); err != nil {
 		return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
@@ -90,6 +94,69 @@ func Catalog(ctx context.Context, w Writer, e embed.Embedder, cat *catalog.Catal
 	return st, nil
 }
 
+// replace is Catalog on a store that swaps schema chunks atomically: only
+// new and changed chunks are embedded and written, in one step with the
+// deletions and the projected version, retried when another projection
+// lands in between.
+func replace(ctx context.Context, w Writer, r index.Replacer, e embed.Embedder, cat *catalog.Catalog, opts chunk.Options) (Stats, error) {
+	kinds := []string{chunk.KindTable, chunk.KindView}
+	chunks := chunk.Catalog(cat, opts)
+	for attempt := 0; ; attempt++ {
+		p, err := w.Projected(ctx, cat.Database)
+		if err != nil {
+			return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
+		}
+		if p > cat.Version {
+			return Stats{}, nil // the index already reflects a newer catalog
+		}
+		stored, err := w.Metas(ctx, index.Filter{Database: cat.Database, Kinds: kinds})
+		if err != nil {
+			return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
+		}
+		var changed []chunk.Chunk
+		keep := make([]string, len(chunks))
+		for i, c := range chunks {
+			keep[i] = c.ID
+			if m, ok := stored[c.ID]; !ok || m.Hash != c.Hash {
+				changed = append(changed, c)
+			}
+		}
+		recs, err := embedChunks(ctx, e, changed)
+		if err != nil {
+			return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
+		}
+		res, err := r.ReplaceSchema(ctx, index.SchemaReplace{Database: cat.Database, Version: cat.Version, Since: p,
+			Kinds: kinds, Upserts: recs, Keep: keep})
+		if errors.Is(err, index.ErrMoved) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
+		}
+		return Stats{Chunks: len(chunks), Written: res.Written, Deleted: res.Deleted}, nil
+	}
+}
+
+// embedChunks embeds chunks in batches into records.
+func embedChunks(ctx context.Context, e embed.Embedder, chunks []chunk.Chunk) ([]index.Record, error) {
+	recs := make([]index.Record, 0, len(chunks))
+	for start := 0; start < len(chunks); start += Batch {
+		batch := chunks[start:min(start+Batch, len(chunks))]
+		texts := make([]string, len(batch))
+		for i, c := range batch {
+			texts[i] = c.EmbedText()
+		}
+		vecs, err := e.Embed(ctx, texts)
+		if err != nil {
+			return nil, fmt.Errorf("embed: %w", err)
+		}
+		for i, c := range batch {
+			recs = append(recs, index.Record{Chunk: c, Vector: vecs[i]})
+		}
+	}
+	return recs, nil
+}
+
 // Chunks embeds and writes chunks as they are (docs, examples).
 func Chunks(ctx context.Context, w Writer, e embed.Embedder, chunks []chunk.Chunk) (Stats, error) {
 	return write(ctx, w, e, chunks)
@@ -118,18 +185,9 @@ func Doc(ctx context.Context, w Writer, e embed.Embedder, db, docID string, sect
 func write(ctx context.Context, w Writer, e embed.Embedder, chunks []chunk.Chunk) (Stats, error) {
 	st := Stats{Chunks: len(chunks)}
 	for start := 0; start < len(chunks); start += Batch {
-		batch := chunks[start:min(start+Batch, len(chunks))]
-		texts := make([]string, len(batch))
-		for i, c := range batch {
-			texts[i] = c.EmbedText()
-		}
-		vecs, err := e.Embed(ctx, texts)
+		recs, err := embedChunks(ctx, e, chunks[start:min(start+Batch, len(chunks))])
 		if err != nil {
-			return st, fmt.Errorf("embed: %w", err)
-		}
-		recs := make([]index.Record, len(batch))
-		for i, c := range batch {
-			recs[i] = index.Record{Chunk: c, Vector: vecs[i]}
+			return st, err
 		}
 		n, err := w.Upsert(ctx, recs)
 		if err != nil {

@@ -21,22 +21,56 @@ type graph struct {
 // graphCache keeps the graph of the latest catalog seen per database.
 type graphCache struct {
 	mu sync.Mutex
-	m  map[string]graphEntry
+	m  map[string]*graphEntry
 }
 
 type graphEntry struct {
-	cat *catalog.Catalog
-	g   *graph
+	cat      *catalog.Catalog
+	g        *graph
+	building *catalog.Catalog // being built now, by the first to ask for it
+	done     chan struct{}    // closed when building is done
 }
 
-func newGraphCache() *graphCache { return &graphCache{m: map[string]graphEntry{}} }
+func newGraphCache() *graphCache { return &graphCache{m: map[string]*graphEntry{}} }
 
+// get returns cat's graph. One caller builds it, outside the lock; the
+// others use the previous catalog's graph meanwhile rather than wait or
+// build it again, and wait only when there is none.
 func (gc *graphCache) get(cat *catalog.Catalog) *graph {
-	gc.mu.Lock()
-	defer gc.mu.Unlock()
-	if e, ok := gc.m[cat.Database]; ok && e.cat == cat {
-		return e.g
+	for {
+		gc.mu.Lock()
+		e := gc.m[cat.Database]
+		if e == nil {
+			e = &graphEntry{}
+			gc.m[cat.Database] = e
+		}
+		switch {
+		case e.cat == cat || (e.cat != nil && e.cat.Version > cat.Version):
+			g := e.g
+			gc.mu.Unlock()
+			return g
+		case e.building != nil && e.g != nil:
+			g := e.g
+			gc.mu.Unlock()
+			return g
+		case e.building != nil:
+			done := e.done
+			gc.mu.Unlock()
+			<-done
+			continue
+		}
+		e.building, e.done = cat, make(chan struct{})
+		gc.mu.Unlock()
+		g := buildGraph(cat)
+		gc.mu.Lock()
+		e.cat, e.g, e.building = cat, g, nil
+		close(e.done)
+		gc.mu.Unlock()
+		return g
 	}
+}
+
+func buildGraph(cat *catalog.Catalog) *graph {
 	g := &graph{tables: map[string]*catalog.Table{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat)}
 	link := func(a, b string) {
 		if a == b {
@@ -55,7 +89,6 @@ func (gc *graphCache) get(cat *catalog.Catalog) *graph {
 			link(fk.RefTable.Key(), key)
 		}
 	}
-	gc.m[cat.Database] = graphEntry{cat, g}
 	return g
 }
 

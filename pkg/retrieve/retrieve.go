@@ -213,6 +213,15 @@ type object struct {
 	base       float64 // fused score without the routing bonus
 }
 
+// Warm builds what retrieval derives from cat (the foreign-key graph, the
+// schema vocabulary) ahead of the first request that needs it; the daemon
+// calls it as each new catalog arrives.
+func (r *Retriever) Warm(cat *catalog.Catalog) {
+	if cat != nil {
+		r.graphs.get(cat)
+	}
+}
+
 // Retrieve runs the pipeline for one question.
 func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) {
 	start := time.Now()

@@ -135,6 +135,17 @@ func (s *Snapshot) Chunk(id string) (chunk.Chunk, bool) {
 	return s.docs[n].chunk, true
 }
 
+// Metas returns the hash and version of every chunk f admits, by id.
+func (s *Snapshot) Metas(f index.Filter) map[string]index.Meta {
+	out := map[string]index.Meta{}
+	for _, d := range s.docs {
+		if d != nil && s.admits(f, d) {
+			out[d.chunk.ID] = index.Meta{Hash: d.chunk.Hash, Version: d.chunk.Version}
+		}
+	}
+	return out
+}
+
 // With returns a snapshot with upserts written (replacing chunks of the
 // same id) and the chunks of removed ids gone; s is unchanged.
 func (s *Snapshot) With(upserts []Doc, removed []string) *Snapshot {

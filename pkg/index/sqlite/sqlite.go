@@ -54,6 +54,10 @@ type Store struct {
 
 	mu    sync.Mutex
 	cache map[string]*dbCache // per database: the search snapshot
+	// touched are databases whose snapshot may hold versions older than
+	// the file's (Touch does not reach snapshots): their Metas are read
+	// from the file.
+	touched map[string]bool
 }
 
 // dbCache is a database's snapshot and the generation it reflects; load
@@ -90,7 +94,7 @@ func Open(ctx context.Context, path string, dim int) (*Store, error) {
 	// writes and the worker's reads. Keeping them open keeps SQLite's
 	// page cache warm instead of opening a file per request.
 	db.SetMaxIdleConns(16)
-	s := &Store{db: db, dim: dim, cache: map[string]*dbCache{}}
+	s := &Store{db: db, dim: dim, cache: map[string]*dbCache{}, touched: map[string]bool{}}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open index %s: %w", path, err)
@@ -195,79 +199,160 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Upsert implements index.Store.
 func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
-	for _, r := range recs {
-		if r.Database == "" {
-			return 0, fmt.Errorf("upsert %s: %w", r.ID, index.ErrNoDatabase)
-		}
-		if len(r.Vector) != s.dim {
-			return 0, fmt.Errorf("upsert %s: %w: got %d, index has %d", r.ID, index.ErrDimension, len(r.Vector), s.dim)
-		}
+	if err := s.checkRecords(recs); err != nil {
+		return 0, err
 	}
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	written := 0
-	var docs map[string][]memsearch.Doc
+	written := map[string][]memsearch.Doc{}
 	gens, err := s.write(ctx, dbsOf(recs), func(tx *sql.Tx, gens map[string]int64) error {
-		docs = map[string][]memsearch.Doc{}
+		clear(written)
 		for _, r := range recs {
-			var rowid, version int64
-			err := tx.QueryRowContext(ctx, `SELECT rowid, version FROM chunks WHERE id = ?`, r.ID).Scan(&rowid, &version)
-			exists := err == nil
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			d, ok, err := upsertRow(ctx, tx, r, gens[r.Database])
+			if err != nil {
 				return err
 			}
-			if exists && version > r.Version {
-				continue // never replace a newer catalog's chunk
+			if ok {
+				written[r.Database] = append(written[r.Database], d)
 			}
-			cols, _ := json.Marshal(r.Columns)
-			tags, _ := json.Marshal(r.Tags)
-			if r.Tags == nil {
-				tags = []byte("{}")
-			}
-			f := index.SearchFields(r.Chunk)
-			gen := gens[r.Database]
-			if exists {
-				if _, err := tx.ExecContext(ctx, `UPDATE chunks SET db=?, kind=?, name=?, part=?, schema_name=?, title=?, columns=?, body=?, tags=?, hash=?, version=?, vector=?,
-					f_name=?, f_schema=?, f_columns=?, f_body=?, wgen=? WHERE rowid=?`,
-					r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector),
-					f.Name, f.Schema, f.Columns, f.Body, gen, rowid); err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `DELETE FROM chunk_tags WHERE chunk = ?`, rowid); err != nil {
-					return err
-				}
-			} else {
-				res, err := tx.ExecContext(ctx, `INSERT INTO chunks (id, db, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector,
-					f_name, f_schema, f_columns, f_body, wgen) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-					r.ID, r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector),
-					f.Name, f.Schema, f.Columns, f.Body, gen)
-				if err != nil {
-					return err
-				}
-				rowid, _ = res.LastInsertId()
-			}
-			for k, v := range r.Tags {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO chunk_tags (chunk, key, value) VALUES (?,?,?)`, rowid, k, v); err != nil {
-					return err
-				}
-			}
-			c := r.Chunk
-			if len(c.Tags) == 0 {
-				c.Tags = nil
-			}
-			docs[r.Database] = append(docs[r.Database], memsearch.Doc{Chunk: c, Vector: r.Vector, Fields: f})
-			written++
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("upsert %d chunks: %w", len(recs), err)
 	}
+	n := 0
 	for db, gen := range gens {
-		s.applied(db, gen, docs[db], nil)
+		s.applied(db, gen, written[db], nil)
+		n += len(written[db])
 	}
-	return written, nil
+	return n, nil
+}
+
+func (s *Store) checkRecords(recs []index.Record) error {
+	for _, r := range recs {
+		if r.Database == "" {
+			return fmt.Errorf("upsert %s: %w", r.ID, index.ErrNoDatabase)
+		}
+		if len(r.Vector) != s.dim {
+			return fmt.Errorf("upsert %s: %w: got %d, index has %d", r.ID, index.ErrDimension, len(r.Vector), s.dim)
+		}
+	}
+	return nil
+}
+
+// upsertRow writes one chunk stamped with gen, unless a newer version
+// of it is stored, and returns it as the search snapshot takes it.
+func upsertRow(ctx context.Context, tx *sql.Tx, r index.Record, gen int64) (memsearch.Doc, bool, error) {
+	var rowid, version int64
+	err := tx.QueryRowContext(ctx, `SELECT rowid, version FROM chunks WHERE id = ?`, r.ID).Scan(&rowid, &version)
+	exists := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return memsearch.Doc{}, false, err
+	}
+	if exists && version > r.Version {
+		return memsearch.Doc{}, false, nil // never replace a newer catalog's chunk
+	}
+	cols, _ := json.Marshal(r.Columns)
+	tags, _ := json.Marshal(r.Tags)
+	if r.Tags == nil {
+		tags = []byte("{}")
+	}
+	f := index.SearchFields(r.Chunk)
+	if exists {
+		if _, err := tx.ExecContext(ctx, `UPDATE chunks SET db=?, kind=?, name=?, part=?, schema_name=?, title=?, columns=?, body=?, tags=?, hash=?, version=?, vector=?,
+			f_name=?, f_schema=?, f_columns=?, f_body=?, wgen=? WHERE rowid=?`,
+			r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector),
+			f.Name, f.Schema, f.Columns, f.Body, gen, rowid); err != nil {
+			return memsearch.Doc{}, false, err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM chunk_tags WHERE chunk = ?`, rowid); err != nil {
+			return memsearch.Doc{}, false, err
+		}
+	} else {
+		res, err := tx.ExecContext(ctx, `INSERT INTO chunks (id, db, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector,
+			f_name, f_schema, f_columns, f_body, wgen) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			r.ID, r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector),
+			f.Name, f.Schema, f.Columns, f.Body, gen)
+		if err != nil {
+			return memsearch.Doc{}, false, err
+		}
+		rowid, _ = res.LastInsertId()
+	}
+	for k, v := range r.Tags {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chunk_tags (chunk, key, value) VALUES (?,?,?)`, rowid, k, v); err != nil {
+			return memsearch.Doc{}, false, err
+		}
+	}
+	c := r.Chunk
+	if len(c.Tags) == 0 {
+		c.Tags = nil
+	}
+	return memsearch.Doc{Chunk: c, Vector: r.Vector, Fields: f}, true, nil
+}
+
+// ReplaceSchema implements index.Replacer: in one transaction, unless
+// another projection of the database landed since r.Since, it writes the
+// changed chunks, deletes the chunks of r.Kinds the catalog no longer
+// has and records r.Version as projected. Unchanged chunks are not
+// touched at all, so a one-table migration writes one table.
+func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index.Replaced, error) {
+	if r.Database == "" {
+		return index.Replaced{}, index.ErrNoDatabase
+	}
+	if err := s.checkRecords(r.Upserts); err != nil {
+		return index.Replaced{}, err
+	}
+	keep, _ := json.Marshal(r.Keep)
+	var out index.Replaced
+	var docs []memsearch.Doc
+	var gone []string
+	gens, err := s.write(ctx, []string{r.Database}, func(tx *sql.Tx, gens map[string]int64) error {
+		out, docs, gone = index.Replaced{}, nil, nil
+		var cur int64
+		err := tx.QueryRowContext(ctx, `SELECT version FROM projections WHERE db = ?`, r.Database).Scan(&cur)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		switch {
+		case cur > r.Version:
+			out.Skipped = true
+			return nil
+		case cur != r.Since:
+			return fmt.Errorf("%w: projected version %d, read at %d", index.ErrMoved, cur, r.Since)
+		}
+		gen := gens[r.Database]
+		for _, rec := range r.Upserts {
+			d, ok, err := upsertRow(ctx, tx, rec, gen)
+			if err != nil {
+				return err
+			}
+			if ok {
+				docs = append(docs, d)
+			}
+		}
+		where := `db = ? AND kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(r.Kinds)), ",") + `) AND id NOT IN (SELECT value FROM json_each(?))`
+		args := []any{r.Database}
+		for _, k := range r.Kinds {
+			args = append(args, k)
+		}
+		args = append(args, string(keep))
+		if len(r.Kinds) > 0 {
+			if gone, err = deleteRows(ctx, tx, r.Database, gen, where, args...); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO projections (db, version) VALUES (?, ?)
+			ON CONFLICT (db) DO UPDATE SET version = max(version, excluded.version)`, r.Database, r.Version)
+		return err
+	})
+	if err != nil {
+		return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
+	}
+	out.Written, out.Deleted = len(docs), len(gone)
+	s.applied(r.Database, gens[r.Database], docs, gone)
+	return out, nil
 }
 
 func dbsOf(recs []index.Record) []string {
@@ -347,32 +432,8 @@ func (s *Store) deleteWhere(ctx context.Context, db, where string, args ...any) 
 	}
 	var ids []string
 	gens, err := s.write(ctx, []string{db}, func(tx *sql.Tx, gens map[string]int64) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM chunks WHERE `+where, args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tombstones (db, gen, id) SELECT db, ?, id FROM chunks WHERE `+where, append([]any{gens[db]}, args...)...); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM chunk_tags WHERE chunk IN (SELECT rowid FROM chunks WHERE `+where+`)`, args...); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM chunks WHERE `+where, args...)
+		var err error
+		ids, err = deleteRows(ctx, tx, db, gens[db], where, args...)
 		return err
 	})
 	if err != nil {
@@ -380,6 +441,38 @@ func (s *Store) deleteWhere(ctx context.Context, db, where string, args ...any) 
 	}
 	s.applied(db, gens[db], nil, ids)
 	return len(ids), nil
+}
+
+// deleteRows deletes the chunks a WHERE clause matches, with a tombstone
+// at gen for each, and returns their ids.
+func deleteRows(ctx context.Context, tx *sql.Tx, db string, gen int64, where string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM chunks WHERE `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO tombstones (db, gen, id) SELECT db, ?, id FROM chunks WHERE `+where, append([]any{gen}, args...)...); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM chunk_tags WHERE chunk IN (SELECT rowid FROM chunks WHERE `+where+`)`, args...); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM chunks WHERE `+where, args...); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 // Touch implements index.Store.
@@ -410,6 +503,9 @@ func (s *Store) Touch(ctx context.Context, db string, ids []string, version int6
 	if err != nil {
 		return 0, fmt.Errorf("touch %d chunks of %s: %w", len(ids), db, err)
 	}
+	s.mu.Lock()
+	s.touched[db] = true
+	s.mu.Unlock()
 	return n, nil
 }
 
@@ -540,6 +636,20 @@ func (s *Store) Count(ctx context.Context, f index.Filter) (int, error) {
 func (s *Store) Metas(ctx context.Context, f index.Filter) (map[string]index.Meta, error) {
 	if f.Database == "" {
 		return nil, index.ErrNoDatabase
+	}
+	// The snapshot, when current, answers without reading every row of
+	// the database from the file (what the worker asks before each
+	// projection).
+	var gen int64
+	err := s.db.QueryRowContext(ctx, `SELECT gen FROM generations WHERE db = ?`, f.Database).Scan(&gen)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("list chunks of %s: %w", f.Database, wrapUnavailable(err))
+	}
+	s.mu.Lock()
+	c, touched := s.cache[f.Database], s.touched[f.Database]
+	s.mu.Unlock()
+	if c != nil && c.snap != nil && c.gen == gen && !touched {
+		return c.snap.Metas(f), nil
 	}
 	where, args := filterSQL(f)
 	rows, err := s.db.QueryContext(ctx, `SELECT c.id, c.hash, c.version FROM chunks c WHERE `+where, args...)
