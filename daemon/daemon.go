@@ -629,13 +629,29 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 		out.Tables = []events.TableInfo{info}
 		return out, nil
 	}
+	// A listing is paged: fifty thousand names do not fit in a reply.
+	all := make([]events.TableInfo, 0, len(cat.Tables())+len(cat.Views()))
 	for _, t := range cat.Tables() {
-		out.Tables = append(out.Tables, events.TableInfo{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns)})
+		all = append(all, events.TableInfo{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns)})
 	}
 	for _, v := range cat.Views() {
-		out.Tables = append(out.Tables, events.TableInfo{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns)})
+		all = append(all, events.TableInfo{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns)})
 	}
-	sort.Slice(out.Tables, func(i, j int) bool { return out.Tables[i].Name < out.Tables[j].Name })
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	out.Total = len(all)
+	start := 0
+	if req.After != "" {
+		start = sort.Search(len(all), func(i int) bool { return all[i].Name > req.After })
+	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = events.DefaultTablesLimit
+	}
+	end := min(start+limit, len(all))
+	out.Tables = all[start:end]
+	if end < len(all) {
+		out.Next = all[end-1].Name
+	}
 	return out, nil
 }
 

@@ -542,3 +542,50 @@ func TestAskHasItsOwnDeadline(t *testing.T) {
 		t.Errorf("without an ask deadline: %v, want timeout", err)
 	}
 }
+
+// A listing comes in pages that together hold every table once, in order.
+func TestTablesArePaged(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil)
+	r.publishShop()
+	ctx := context.Background()
+	var whole *events.TablesReply
+	natstest.Eventually(t, 10*time.Second, "catalog", func() bool {
+		var err error
+		whole, err = r.cli.Tables(ctx, &events.TablesRequest{Database: "shop"})
+		return err == nil && whole.Version == 6
+	})
+	if whole.Total != len(whole.Tables) || whole.Next != "" || whole.Total < 4 {
+		t.Fatalf("whole listing: total %d, %d tables, next %q", whole.Total, len(whole.Tables), whole.Next)
+	}
+	var paged []string
+	after := ""
+	for pages := 0; ; pages++ {
+		if pages > whole.Total {
+			t.Fatal("paging does not end")
+		}
+		p, err := r.cli.Tables(ctx, &events.TablesRequest{Database: "shop", Limit: 2, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Tables) > 2 || p.Total != whole.Total {
+			t.Fatalf("page after %q: %d tables, total %d", after, len(p.Tables), p.Total)
+		}
+		for _, tb := range p.Tables {
+			paged = append(paged, tb.Name)
+		}
+		if after = p.Next; after == "" {
+			break
+		}
+	}
+	var want []string
+	for _, tb := range whole.Tables {
+		want = append(want, tb.Name)
+	}
+	if strings.Join(paged, ",") != strings.Join(want, ",") {
+		t.Errorf("pages %v, whole %v", paged, want)
+	}
+	if _, err := r.cli.Tables(ctx, &events.TablesRequest{Database: "shop", Limit: events.MaxTablesLimit + 1}); !errors.Is(err, &events.Error{Code: events.CodeBadRequest}) {
+		t.Errorf("limit over the maximum: %v", err)
+	}
+}

@@ -137,10 +137,25 @@ type TablesRequest struct {
 	Database string `json:"database"`
 	// Table, when set, selects one table ("schema.table" or "table").
 	Table string `json:"table,omitempty"`
+	// Limit bounds a listing (0: DefaultTablesLimit, at most
+	// MaxTablesLimit); a reply must fit in one NATS message.
+	Limit int `json:"limit,omitempty"`
+	// After lists the tables whose names sort after this one: the Next
+	// of the previous page.
+	After string `json:"after,omitempty"`
 }
+
+// Page sizes of a tables listing.
+const (
+	DefaultTablesLimit = 1000
+	MaxTablesLimit     = 5000
+)
 
 // Validate checks a tables request.
 func (r *TablesRequest) Validate() error {
+	if r.Limit < 0 || r.Limit > MaxTablesLimit {
+		return fieldErr("limit", "must be between 0 and %d, got %d", MaxTablesLimit, r.Limit)
+	}
 	return ValidateDatabase(r.Database)
 }
 
@@ -268,7 +283,12 @@ type TablesReply struct {
 	// reflects: searches see the schema of that version.
 	Indexed int64       `json:"indexed"`
 	Tables  []TableInfo `json:"tables"`
-	Error   *Error      `json:"error,omitempty"`
+	// Total counts the tables and views of the catalog; a listing holds
+	// at most Limit of them, and Next, when set, is the After of the
+	// next page.
+	Total int    `json:"total"`
+	Next  string `json:"next,omitempty"`
+	Error *Error `json:"error,omitempty"`
 }
 
 // Errorf builds a wire error.

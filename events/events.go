@@ -71,16 +71,38 @@ type Migration struct {
 	// too large for one event otherwise. Set SQL or SQLGzip, not both;
 	// Decode fills SQL from it.
 	SQLGzip []byte `json:"sql_gzip,omitempty"`
+	// SQLObject names the SQL in the object store when it is too large
+	// for a message even compressed; the Go client moves it there by
+	// itself. Set one of SQL, SQLGzip and SQLObject.
+	SQLObject *ObjectRef `json:"sql_object,omitempty"`
+}
+
+// ObjectRef names a payload kept in ObjectBucket because it is larger
+// than a message. The publisher writes the object before the event; the
+// worker reads it when it applies the event and deletes it once the
+// catalog holds the result.
+type ObjectRef struct {
+	// Name is the object's name in ObjectBucket.
+	Name string `json:"name"`
+	// Size is the object's size in bytes, as stored.
+	Size uint64 `json:"size"`
+	// Gzip: the object is the SQL gzip-compressed.
+	Gzip bool `json:"gzip,omitempty"`
+	// Checksum is the SQL's checksum as the catalog records it (SHA-256
+	// of the SQL with CRLF line ends as LF, the first 16 bytes in hex),
+	// so a redelivered event is recognised without reading the object.
+	Checksum string `json:"checksum"`
 }
 
 // Snapshot is the data of a schema.snapshot event: the whole schema (for
 // example pg_dump --schema-only). It replaces the catalog and sets its
 // version to Seq.
 type Snapshot struct {
-	Seq     int64  `json:"seq"`
-	Source  string `json:"source,omitempty"`
-	SQL     string `json:"sql,omitempty"`
-	SQLGzip []byte `json:"sql_gzip,omitempty"` // as in Migration
+	Seq       int64      `json:"seq"`
+	Source    string     `json:"source,omitempty"`
+	SQL       string     `json:"sql,omitempty"`
+	SQLGzip   []byte     `json:"sql_gzip,omitempty"`   // as in Migration
+	SQLObject *ObjectRef `json:"sql_object,omitempty"` // as in Migration
 }
 
 // MaxSQLBytes bounds the SQL of one event once decompressed.
@@ -93,6 +115,16 @@ func GzipSQL(sql string) []byte {
 	_, _ = zw.Write([]byte(sql))
 	_ = zw.Close()
 	return buf.Bytes()
+}
+
+// GunzipSQL expands SQL compressed with GzipSQL, refusing corrupt data,
+// more than MaxSQLBytes and invalid UTF-8.
+func GunzipSQL(gz []byte) (string, error) {
+	var sql string
+	if err := expandSQL(&sql, gz); err != nil {
+		return "", err
+	}
+	return sql, nil
 }
 
 // expandSQL fills *sql from gz, refusing both set, corrupt data and more
@@ -119,6 +151,34 @@ func expandSQL(sql *string, gz []byte) error {
 		return fieldErr("data.sql_gzip", "the SQL is not valid UTF-8 (at byte %d)", invalidUTF8Offset(b))
 	}
 	*sql = string(b)
+	return nil
+}
+
+// checkObject refuses an object reference beside inline SQL, and one
+// without a name or checksum.
+func checkObject(sql string, gz []byte, ref *ObjectRef) error {
+	if ref == nil {
+		return nil
+	}
+	switch {
+	case sql != "" || len(gz) > 0:
+		return fieldErr("data.sql_object", "set one of sql, sql_gzip and sql_object")
+	case ref.Name == "":
+		return fieldErr("data.sql_object.name", "required")
+	case len(ref.Checksum) != 32:
+		return fieldErr("data.sql_object.checksum", "must be the SQL's checksum: 32 hex digits, got %q", ref.Checksum)
+	}
+	return nil
+}
+
+// SQLObject is the object reference of a migration or snapshot, or nil.
+func (ev *Event) SQLObject() *ObjectRef {
+	switch {
+	case ev.Migration != nil:
+		return ev.Migration.SQLObject
+	case ev.Snapshot != nil:
+		return ev.Snapshot.SQLObject
+	}
 	return nil
 }
 
@@ -339,8 +399,14 @@ func (ev *Event) decodeData() error {
 	}
 	switch {
 	case ev.Migration != nil:
+		if err := checkObject(ev.Migration.SQL, ev.Migration.SQLGzip, ev.Migration.SQLObject); err != nil {
+			return err
+		}
 		return expandSQL(&ev.Migration.SQL, ev.Migration.SQLGzip)
 	case ev.Snapshot != nil:
+		if err := checkObject(ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject); err != nil {
+			return err
+		}
 		if err := expandSQL(&ev.Snapshot.SQL, ev.Snapshot.SQLGzip); err != nil {
 			return err
 		}
@@ -382,9 +448,15 @@ func (ev *Event) Validate() error {
 		if len(m.MigrationID) > maxIDLen {
 			return fieldErr("data.migration_id", "longer than %d bytes", maxIDLen)
 		}
-		return validateDDL(m.Seq, m.SQL, m.SQLGzip, true)
+		if err := checkObject(m.SQL, m.SQLGzip, m.SQLObject); err != nil {
+			return err
+		}
+		return validateDDL(m.Seq, m.SQL, m.SQLGzip, m.SQLObject != nil, true)
 	case TypeSnapshot:
-		return validateDDL(ev.Snapshot.Seq, ev.Snapshot.SQL, ev.Snapshot.SQLGzip, false)
+		if err := checkObject(ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject); err != nil {
+			return err
+		}
+		return validateDDL(ev.Snapshot.Seq, ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject != nil, false)
 	case TypeDocUpsert:
 		d := ev.DocUpsert
 		if err := validateID("data.doc_id", d.DocID); err != nil {
@@ -427,13 +499,13 @@ func (ev *Event) Validate() error {
 	return nil
 }
 
-func validateDDL(seq int64, sql string, gz []byte, emptyOK bool) error {
+func validateDDL(seq int64, sql string, gz []byte, hasObject, emptyOK bool) error {
 	if seq < 1 {
 		return fieldErr("data.seq", "must be 1 or more, got %d", seq)
 	}
 	// A snapshot is the whole schema, so an empty one is a mistake; an
 	// empty migration is a no-op, as migration tools treat one.
-	if !emptyOK && strings.TrimSpace(sql) == "" && len(gz) == 0 {
+	if !emptyOK && strings.TrimSpace(sql) == "" && len(gz) == 0 && !hasObject {
 		return fieldErr("data.sql", "required: the snapshot's DDL is empty")
 	}
 	return nil

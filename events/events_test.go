@@ -283,6 +283,9 @@ func TestCompressedSQL(t *testing.T) {
 		{"not gzip", `{"seq":1,"sql_gzip":` + b64([]byte("plain text")) + `}`, "not gzip data"},
 		{"gzip bomb", `{"seq":1,"sql_gzip":` + b64(bomb) + `}`, "expands to more than"},
 		{"invalid UTF-8 inside", `{"seq":1,"sql_gzip":` + b64(GzipSQL("caf\xe9")) + `}`, "not valid UTF-8"},
+		{"object beside inline SQL", `{"seq":1,"sql":"SELECT 1","sql_object":{"name":"events/shop/x","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "set one of sql, sql_gzip and sql_object"},
+		{"object without a name", `{"seq":1,"sql_object":{"size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "data.sql_object.name"},
+		{"object without a checksum", `{"seq":1,"sql_object":{"name":"events/shop/x","size":3}}`, "data.sql_object.checksum"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

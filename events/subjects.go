@@ -21,6 +21,11 @@ const (
 	// per database.
 	CatalogBucket = "schemaq_catalogs"
 
+	// ObjectBucket is the JetStream object store of payloads larger than
+	// a message: the SQL of big snapshots and migrations (events/<db>/…),
+	// and big catalogs (catalogs/<db>/…).
+	ObjectBucket = "schemaq_objects"
+
 	// ServiceName is the NATS micro service of the query daemon; its
 	// endpoints answer on ServiceName + "." + endpoint.
 	ServiceName = "schemaq"

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -122,6 +123,9 @@ type Worker struct {
 	// caughtUp closes once the index holds everything the stream held
 	// when the worker started, so a replica opens for queries only then.
 	caughtUp chan struct{}
+	// objs is the object store of big payloads, bound on first use.
+	objMu sync.Mutex
+	objs  jetstream.ObjectStore
 }
 
 // Option configures a Worker.
@@ -575,8 +579,16 @@ func (w *Worker) schema(ctx context.Context, evs []*events.Event) []outcome {
 	if seq <= cat.Version {
 		// Already applied (a redelivery, or a publisher that re-sent it).
 		// A recorded migration at this seq with other content is a
-		// conflict, not a duplicate: two histories disagree.
-		if sum := catalog.Checksum(sql); ev.Migration != nil {
+		// conflict, not a duplicate: two histories disagree. An event
+		// whose SQL is in the object store names its checksum, so the
+		// object (deleted once applied) is not needed to tell.
+		sum := ""
+		if ref := ev.SQLObject(); ref != nil {
+			sum = ref.Checksum
+		} else {
+			sum = catalog.Checksum(sql)
+		}
+		if ev.Migration != nil {
 			if a := cat.AppliedSeq(seq); a != nil && a.Checksum != sum {
 				return with(outcome{act: actDeadLetter, kind: events.DLQKindConflict, reason: fmt.Sprintf(
 					"migration %d (%s) conflicts with the applied history of %s: seq %d is %s (checksum %s), this event carries other SQL (checksum %s); "+
@@ -592,6 +604,13 @@ func (w *Worker) schema(ctx context.Context, evs []*events.Event) []outcome {
 		return with(outcome{act: actAck})
 	}
 	if ev.Snapshot != nil {
+		if ev.Snapshot.SQLObject != nil {
+			text, out := w.objectSQL(ctx, ev)
+			if out != nil {
+				return with(*out)
+			}
+			sql = text
+		}
 		next, err := catalog.Snapshot(ev.Database, source, sql)
 		if err != nil {
 			return with(outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, seq, err)})
@@ -600,6 +619,7 @@ func (w *Worker) schema(ctx context.Context, evs []*events.Event) []outcome {
 		if rev, err = w.cats.Put(ctx, next, rev); err != nil {
 			return with(outcome{act: actRetry, reason: err.Error()})
 		}
+		w.dropObjects(evs[:1])
 		return one(outcome{act: actAck, source: source, seq: seq, version: seq, wrote: next, wroteRev: rev})
 	}
 	if seq > cat.Version+1 { // another worker wrote since the version was read
@@ -643,6 +663,15 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 			outs = append(outs, out)
 			break
 		}
+		if m.SQLObject != nil {
+			text, failed := w.objectSQL(ctx, ev)
+			if failed != nil {
+				failed.source, failed.seq, failed.version = source, m.Seq, next.Version
+				outs = append(outs, *failed)
+				break
+			}
+			m.SQL = text
+		}
 		n, err := next.Apply(source, m.SQL)
 		if err != nil {
 			out.act, out.kind = actDeadLetter, events.DLQKindRefused
@@ -657,7 +686,9 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 	}
 	n := len(outs)
 	if outs[n-1].act != actAck {
-		n-- // the refused one, judged against the catalog written below
+		// The refused one (or one whose object could not be read now, to
+		// be tried again), judged against the catalog written below.
+		n--
 	}
 	if n == 0 {
 		return outs
@@ -675,7 +706,75 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 	for i := range outs[:n] {
 		outs[i].wrote, outs[i].wroteRev = next, rev
 	}
+	w.dropObjects(evs[:n])
 	return outs
+}
+
+// objects binds the object store of big payloads, once.
+func (w *Worker) objects(ctx context.Context) (jetstream.ObjectStore, error) {
+	w.objMu.Lock()
+	defer w.objMu.Unlock()
+	if w.objs == nil {
+		obj, err := streams.Objects(ctx, w.js)
+		if err != nil {
+			return nil, err
+		}
+		w.objs = obj
+	}
+	return w.objs, nil
+}
+
+// objectSQL reads the SQL an event keeps in the object store. A missing
+// or altered object can never apply (dead letter); a store that does not
+// answer is a passing failure (retry).
+func (w *Worker) objectSQL(ctx context.Context, ev *events.Event) (string, *outcome) {
+	ref := ev.SQLObject()
+	obj, err := w.objects(ctx)
+	if err != nil {
+		return "", &outcome{act: actRetry, reason: err.Error()}
+	}
+	b, err := obj.GetBytes(ctx, ref.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+		return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf(
+			"%s %s names object %s in bucket %s, which is not there (deleted, or never written): publish the event again", ev.Type, ev.ID, ref.Name, events.ObjectBucket)}
+	case err != nil:
+		return "", &outcome{act: actRetry, reason: fmt.Sprintf("read object %s: %v", ref.Name, err)}
+	}
+	sql := string(b)
+	if ref.Gzip {
+		if sql, err = events.GunzipSQL(b); err != nil {
+			return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf("object %s of %s %s: %v", ref.Name, ev.Type, ev.ID, err)}
+		}
+	} else if !utf8.ValidString(sql) {
+		return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf("object %s of %s %s: the SQL is not valid UTF-8", ref.Name, ev.Type, ev.ID)}
+	}
+	if sum := catalog.Checksum(sql); sum != ref.Checksum {
+		return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf(
+			"object %s holds other SQL than %s %s names: checksum %s, the event says %s", ref.Name, ev.Type, ev.ID, sum, ref.Checksum)}
+	}
+	return sql, nil
+}
+
+// dropObjects deletes the objects of events the catalog now holds. Best
+// effort: a redelivered event is recognised by its checksum without its
+// object, and an orphan costs storage only.
+func (w *Worker) dropObjects(evs []*events.Event) {
+	for _, ev := range evs {
+		ref := ev.SQLObject()
+		if ref == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		obj, err := w.objects(ctx)
+		if err == nil {
+			err = obj.Delete(ctx, ref.Name)
+		}
+		cancel()
+		if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			w.log.Warn("could not delete an applied event's SQL object", zap.String("object", ref.Name), zap.Error(err))
+		}
+	}
 }
 
 func (w *Worker) ensureProjected(ctx context.Context, cat *catalog.Catalog) error {

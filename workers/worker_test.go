@@ -833,3 +833,66 @@ func TestSnapshotReplacesTheCatalog(t *testing.T) {
 		t.Error("an older snapshot was applied")
 	}
 }
+
+// SQL kept in the object store is read when the event applies, checked
+// against the checksum the event names, and deleted once the catalog
+// holds it; a missing or altered object is a dead letter naming it.
+func TestSQLInObjectStore(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	ctx := context.Background()
+	obj, err := streams.Objects(ctx, e.js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name, sql string) *events.ObjectRef {
+		gz := events.GzipSQL(sql)
+		info, err := obj.PutBytes(ctx, name, gz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &events.ObjectRef{Name: name, Size: info.Size, Gzip: true, Checksum: catalog.Checksum(sql)}
+	}
+	snap, _ := events.New("s1", "shop", time.Now(), &events.Snapshot{Seq: 1, Source: "dump.sql",
+		SQLObject: put("events/shop/s1", "CREATE TABLE customers (id int PRIMARY KEY); CREATE TABLE orders (id int, customer_id int REFERENCES customers);")})
+	e.publish(snap)
+	e.waitVersion("shop", 1)
+	mig, _ := events.New("m2", "shop", time.Now(), &events.Migration{Seq: 2, Source: "0002.sql",
+		SQLObject: put("events/shop/m2", "ALTER TABLE orders ADD COLUMN total numeric;")})
+	e.publish(mig)
+	e.waitVersion("shop", 2)
+	c, _, _ := e.cats.Get(ctx, "shop")
+	if o := c.Table(catalog.QualName{Schema: "public", Name: "orders"}); o == nil || len(o.Columns) != 3 {
+		t.Fatalf("orders after the migration from an object: %+v", o)
+	}
+	if a := c.AppliedSeq(2); a == nil || a.Checksum != catalog.Checksum("ALTER TABLE orders ADD COLUMN total numeric;") {
+		t.Errorf("history records %+v", a)
+	}
+	natstest.Eventually(t, 5*time.Second, "applied objects deleted", func() bool {
+		list, _ := obj.List(ctx)
+		return len(list) == 0
+	})
+	// Redelivered after its object is gone, it is still a duplicate.
+	dupe, _ := events.New("m2-again", "shop", time.Now(), &events.Migration{Seq: 2, Source: "0002.sql",
+		SQLObject: &events.ObjectRef{Name: "events/shop/m2", Gzip: true, Checksum: catalog.Checksum("ALTER TABLE orders ADD COLUMN total numeric;")}})
+	e.publish(dupe)
+	// Missing and altered objects are dead letters that say so.
+	gone, _ := events.New("m3", "shop", time.Now(), &events.Migration{Seq: 3, Source: "0003.sql",
+		SQLObject: &events.ObjectRef{Name: "events/shop/m3", Gzip: true, Checksum: catalog.Checksum("x")}})
+	e.publish(gone)
+	dl := e.waitDeadLetters(1)
+	if !strings.Contains(dl[0].reason, "names object events/shop/m3") || !strings.Contains(dl[0].reason, "not there") {
+		t.Errorf("missing object: %+v", dl[0])
+	}
+	ref := put("events/shop/m3b", "ALTER TABLE orders ADD COLUMN note text;")
+	ref.Checksum = catalog.Checksum("something else")
+	altered, _ := events.New("m3b", "shop", time.Now(), &events.Migration{Seq: 3, Source: "0003.sql", SQLObject: ref})
+	e.publish(altered)
+	dl = e.waitDeadLetters(2)
+	if !strings.Contains(dl[1].reason, "holds other SQL") {
+		t.Errorf("altered object: %+v", dl[1])
+	}
+	if v := e.version("shop"); v != 2 {
+		t.Errorf("catalog at version %d, want 2", v)
+	}
+}

@@ -184,7 +184,7 @@ func benchIngest(ctx context.Context, nc *nats.Conn, n, dbs int, rep *ingestRepo
 		go func() {
 			defer wg.Done()
 			for {
-				tb, err := cli.Tables(ctx, &events.TablesRequest{Database: db})
+				tb, err := cli.Tables(ctx, &events.TablesRequest{Database: db, Limit: 1})
 				if err == nil && tb.Indexed >= int64(n) {
 					break
 				}

@@ -122,7 +122,7 @@ func (b *benchSystemFlags) startSystem(ctx context.Context, e *env) (*benchSyste
 	fmt.Fprintf(e.stderr, "indexing %s … ", *b.schema)
 	t0 := time.Now()
 	for {
-		tb, err := cli.Tables(ctx, &events.TablesRequest{Database: *b.db})
+		tb, err := cli.Tables(ctx, &events.TablesRequest{Database: *b.db, Limit: 1})
 		if err == nil && tb.Version == 1 {
 			if s, err := cli.Search(ctx, &events.SearchRequest{Database: *b.db, Question: "x y z", K: 1}); err == nil && s != nil {
 				break
@@ -310,7 +310,7 @@ func runBenchFreshness(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.close()
-	tb, err := s.cli.Tables(ctx, &events.TablesRequest{Database: s.db})
+	tb, err := s.cli.Tables(ctx, &events.TablesRequest{Database: s.db, Limit: 1})
 	if err != nil {
 		return fmt.Errorf("bench freshness: %w", err)
 	}

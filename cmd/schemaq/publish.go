@@ -24,6 +24,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/migrate"
+	"github.com/schemaq/schemaq/pkg/streams"
 )
 
 // clientFlags are shared by the commands that talk to a running schemaq.
@@ -301,7 +302,11 @@ func currentCatalog(ctx context.Context, c *clientFlags) (*catalog.Catalog, erro
 	if err != nil {
 		return nil, fmt.Errorf("read catalog %s: %w", *c.db, err)
 	}
-	cat, _, err := catalogkv.New(kv).Get(ctx, *c.db)
+	var opts []catalogkv.Option
+	if obj, err := streams.Objects(ctx, js); err == nil {
+		opts = append(opts, catalogkv.WithObjects(obj))
+	}
+	cat, _, err := catalogkv.New(kv, opts...).Get(ctx, *c.db)
 	return cat, err
 }
 
@@ -352,7 +357,7 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 		}
 		if version >= want {
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			rep, err := cli.Tables(rctx, &events.TablesRequest{Database: db})
+			rep, err := cli.Tables(rctx, &events.TablesRequest{Database: db, Limit: 1})
 			cancel()
 			indexErr = err
 			if err == nil && rep.Indexed >= want {

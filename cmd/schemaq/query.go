@@ -198,9 +198,17 @@ func runTables(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer done()
-	reply, err := cli.Tables(rctx, &events.TablesRequest{Database: *c.db, Table: fs.Arg(0)})
+	reply, err := cli.Tables(rctx, &events.TablesRequest{Database: *c.db, Table: fs.Arg(0), Limit: events.MaxTablesLimit})
 	if err != nil {
 		return replyError(e, err)
+	}
+	// A listing comes in pages; the command shows the whole catalog.
+	for reply.Next != "" {
+		page, err := cli.Tables(rctx, &events.TablesRequest{Database: *c.db, Limit: events.MaxTablesLimit, After: reply.Next})
+		if err != nil {
+			return replyError(e, err)
+		}
+		reply.Tables, reply.Next = append(reply.Tables, page.Tables...), page.Next
 	}
 	if *c.asJSON {
 		return json.NewEncoder(e.stdout).Encode(reply)

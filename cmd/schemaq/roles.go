@@ -92,6 +92,7 @@ type runtime struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	kv    jetstream.KeyValue
+	objs  jetstream.ObjectStore // big catalogs and event payloads
 	store indexStore
 	check func(context.Context) error // the store's readiness probe
 	close func() error                // releases the store
@@ -115,6 +116,10 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 	if err != nil {
 		return nil, err
 	}
+	objs, err := streams.Objects(ctx, js)
+	if err != nil {
+		return nil, err
+	}
 	emb, err := r.embed.build()
 	if err != nil {
 		return nil, err
@@ -134,7 +139,7 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 	// file with one-off questions.
 	cached := telemetry.InstrumentEmbedder(reg, embed.NewCached(emb, store))
 	questions := embed.NewCached(emb, embed.NewMemoryCache(10_000))
-	return &runtime{log: log, nc: nc, js: js, kv: kv, store: store, check: check, close: closeStore, emb: cached, qemb: questions, reg: reg, tel: tel}, nil
+	return &runtime{log: log, nc: nc, js: js, kv: kv, objs: objs, store: store, check: check, close: closeStore, emb: cached, qemb: questions, reg: reg, tel: tel}, nil
 }
 
 // run runs the chosen roles until ctx ends, then shuts them down in order:
@@ -175,7 +180,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		cfg.ShutdownTimeout = r.shutdown
 		m := workers.NewMetrics(rt.reg)
 		for i := range max(r.workers, 1) {
-			w, err := workers.New(rt.js, catalogkv.New(rt.kv), rt.store, rt.emb, rt.log.Named("worker"), cfg, workers.WithMetrics(m))
+			w, err := workers.New(rt.js, catalogkv.New(rt.kv, catalogkv.WithObjects(rt.objs)), rt.store, rt.emb, rt.log.Named("worker"), cfg, workers.WithMetrics(m))
 			if err != nil {
 				return usagef("%v", err)
 			}
@@ -201,7 +206,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 	if serve {
 		watcher, err := catalogkv.Watch(runCtx, rt.kv, func(key string, err error) {
 			rt.log.Warn("catalog does not decode; keeping the last good one", zap.String("db", key), zap.Error(err))
-		})
+		}, catalogkv.WithObjects(rt.objs))
 		if err != nil {
 			cancel()
 			wg.Wait()

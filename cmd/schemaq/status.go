@@ -162,6 +162,18 @@ func viewOf(m *jetstream.RawStreamMsg, withData bool) deadLetterView {
 	return v
 }
 
+// dropLetterObject deletes the object holding the SQL of a dead letter's
+// event, if it has one: with the letter gone, nothing will apply it.
+func dropLetterObject(ctx context.Context, js jetstream.JetStream, data []byte) {
+	ev, err := events.Decode(data, 0)
+	if err != nil || ev.SQLObject() == nil {
+		return
+	}
+	if obj, err := streams.Objects(ctx, js); err == nil {
+		_ = obj.Delete(ctx, ev.SQLObject().Name)
+	}
+}
+
 func runDLQ(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || !slices.Contains([]string{"list", "show", "retry", "delete", "purge"}, args[0]) {
 		fmt.Fprintln(e.stderr, "Usage: schemaq dlq list [--db NAME] | show SEQ... | retry SEQ... | delete SEQ... | purge [--db NAME]")
@@ -231,8 +243,22 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		// The SQL objects of the purged events go with them.
+		var letters [][]byte
+		for seq := before.State.FirstSeq; seq <= before.State.LastSeq && before.State.Msgs > 0; seq++ {
+			m, err := s.GetMsg(ctx, seq)
+			if err != nil {
+				continue
+			}
+			if *c.db == "" || m.Subject == events.DeadLetterSubject(*c.db) {
+				letters = append(letters, m.Data)
+			}
+		}
 		if err := s.Purge(ctx, opts...); err != nil {
 			return fmt.Errorf("purge dead letters: %w", err)
+		}
+		for _, data := range letters {
+			dropLetterObject(ctx, js, data)
 		}
 		after, err := s.Info(ctx)
 		if err != nil {
@@ -261,6 +287,7 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 			if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 				return fmt.Errorf("delete dead letter %d: %w", seq, err)
 			}
+			dropLetterObject(ctx, js, m.Data)
 			fmt.Fprintf(e.stdout, "dead letter %d deleted\n", seq)
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/pkg/streams"
 )
 
 // syncBuffer is a bytes.Buffer safe for the goroutines of a running command.
@@ -390,5 +396,88 @@ func TestLargeSnapshot(t *testing.T) {
 	}
 	if json.Unmarshal([]byte(out), &tb) != nil || len(tb.Tables) != 5000 {
 		t.Errorf("tables after a large snapshot: %d", len(tb.Tables))
+	}
+}
+
+// TestHugeSnapshot publishes a 50,000-table schema end to end. Its SQL is
+// too large for a message even compressed, so the client puts it in the
+// object store and the event carries a reference; its catalog is too
+// large for a key-value entry, so the worker keeps it in the object store
+// too. The tables get random names, so neither compresses away.
+func TestHugeSnapshot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the 50,000-table snapshot takes a while")
+	}
+	const tables = 50_000
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 50_000))
+	word := func() string {
+		const letters = "abcdefghijklmnopqrstuvwxyz"
+		b := make([]byte, 4+rng.IntN(6))
+		for i := range b {
+			b[i] = letters[rng.IntN(len(letters))]
+		}
+		return string(b)
+	}
+	var b strings.Builder
+	var probe string
+	for i := range tables {
+		if i%500 == 0 {
+			fmt.Fprintf(&b, "CREATE SCHEMA s%03d;\n", i/500)
+		}
+		name := fmt.Sprintf("%s_%s_%d", word(), word(), i)
+		if i == tables/2 {
+			name, probe = "loyalty_ledger_entries", fmt.Sprintf("s%03d.loyalty_ledger_entries", i/500)
+		}
+		fmt.Fprintf(&b, "CREATE TABLE s%03d.%s (id bigint PRIMARY KEY, c_%s_%s text, c_%s_at timestamptz, c_%s numeric(12,2));\n",
+			i/500, name, word(), word(), word(), word())
+	}
+	dump := filepath.Join(dir, "structure.sql")
+	if err := os.WriteFile(dump, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(dir, "data"), addr)
+	defer stop()
+	out, errOut, code := runAt(t, url, "publish", "snapshot", "--db", "huge", "--wait", "10m", dump)
+	if code != exitOK || !strings.Contains(out, "catalog huge is at version 1") {
+		t.Fatalf("publish a %d-byte snapshot (exit %d): %s %s", b.Len(), code, out, errOut)
+	}
+	out, errOut, code = runAt(t, url, "search", "--db", "huge", "--kind", "table", "--k", "3", "loyalty ledger entries")
+	if code != exitOK || !strings.Contains(out, probe) {
+		t.Errorf("search in the huge schema (exit %d): %s %s", code, out, errOut)
+	}
+	out, errOut, code = runAt(t, url, "tables", "--db", "huge", probe)
+	if code != exitOK || !strings.Contains(out, "loyalty_ledger_entries") {
+		t.Errorf("describe a table of the huge schema (exit %d): %s %s", code, out, errOut)
+	}
+	// Both payloads went through the object store, and the event's SQL
+	// object is gone once the catalog holds the schema.
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	obj, err := streams.Objects(context.Background(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := obj.List(context.Background())
+	if err != nil {
+		t.Fatalf("list objects: %v", err)
+	}
+	var catalogs, eventSQL int
+	for _, o := range names {
+		switch {
+		case strings.HasPrefix(o.Name, "catalogs/huge/"):
+			catalogs++
+		case strings.HasPrefix(o.Name, "events/huge/"):
+			eventSQL++
+		}
+	}
+	if catalogs != 1 || eventSQL != 0 {
+		t.Errorf("objects: %d catalogs (want 1) and %d event payloads (want 0, deleted once applied): %v", catalogs, eventSQL, names)
 	}
 }

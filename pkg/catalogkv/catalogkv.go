@@ -8,6 +8,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 )
@@ -28,20 +30,41 @@ var ErrConflict = errors.New("catalog changed concurrently")
 // Catalogs are treated as immutable values, so sharing them is safe.
 type Store struct {
 	kv    jetstream.KeyValue
+	objs  jetstream.ObjectStore
 	mu    sync.Mutex
 	known map[string]cached
 }
 
 type cached struct {
-	rev uint64
-	cat *catalog.Catalog
+	rev    uint64
+	cat    *catalog.Catalog
+	object string // the object holding it, when it is too big for a value
 }
 
-// New wraps a bucket.
-func New(kv jetstream.KeyValue) *Store { return &Store{kv: kv, known: map[string]cached{}} }
+// Option configures a Store or a Watcher.
+type Option func(*options)
 
-// Get returns db's catalog and the entry revision, or an empty catalog at
-// version 0 and revision 0 when there is none.
+type options struct{ objs jetstream.ObjectStore }
+
+// WithObjects lets catalogs larger than a value (MaxInline) live in the
+// object store, referenced from their entry. Without it, such a catalog
+// cannot be written, and an entry referencing one cannot be read.
+func WithObjects(obj jetstream.ObjectStore) Option { return func(o *options) { o.objs = obj } }
+
+func newOptions(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// New returns a store over the catalog bucket.
+func New(kv jetstream.KeyValue, opts ...Option) *Store {
+	o := newOptions(opts)
+	return &Store{kv: kv, objs: o.objs, known: map[string]cached{}}
+}
+
 func (s *Store) Get(ctx context.Context, db string) (*catalog.Catalog, uint64, error) {
 	e, err := s.kv.Get(ctx, db)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -56,19 +79,19 @@ func (s *Store) Get(ctx context.Context, db string) (*catalog.Catalog, uint64, e
 	if ok && k.rev == e.Revision() {
 		return k.cat, k.rev, nil
 	}
-	c, err := Decode(e.Value())
+	c, object, err := decodeValue(ctx, s.objs, e.Value())
 	if err != nil {
 		return nil, 0, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), err)
 	}
-	s.remember(db, e.Revision(), c)
+	s.remember(db, e.Revision(), c, object)
 	return c, e.Revision(), nil
 }
 
-func (s *Store) remember(db string, rev uint64, c *catalog.Catalog) {
+func (s *Store) remember(db string, rev uint64, c *catalog.Catalog, object string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if k, ok := s.known[db]; !ok || k.rev < rev {
-		s.known[db] = cached{rev, c}
+		s.known[db] = cached{rev, c, object}
 	}
 }
 
@@ -79,11 +102,27 @@ func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64
 	if err != nil {
 		return 0, err
 	}
+	object := ""
+	if len(b) > MaxInline {
+		if s.objs == nil {
+			return 0, fmt.Errorf("write catalog %s: %d bytes encoded, more than an entry holds (%d), and no object store to keep it in", c.Database, len(b), MaxInline)
+		}
+		object = fmt.Sprintf("catalogs/%s/%d-%s", c.Database, c.Version, nuid.Next())
+		info, err := s.objs.PutBytes(ctx, object, b[headerLen:])
+		if err != nil {
+			return 0, fmt.Errorf("write catalog %s to object %s: %w", c.Database, object, err)
+		}
+		ref, _ := json.Marshal(objectRef{Object: object, Size: info.Size})
+		b = append(header(refMagic, c.Version), ref...)
+	}
 	var next uint64
 	if rev == 0 {
 		next, err = s.kv.Create(ctx, c.Database, b)
 	} else {
 		next, err = s.kv.Update(ctx, c.Database, b, rev)
+	}
+	if err != nil && object != "" {
+		s.dropObject(object)
 	}
 	var apiErr *jetstream.APIError
 	switch {
@@ -92,8 +131,55 @@ func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64
 	case err != nil:
 		return 0, fmt.Errorf("write catalog %s: %w", c.Database, err)
 	}
-	s.remember(c.Database, next, c)
+	// The catalog this one replaces is no longer read by anyone but a
+	// watcher still decoding it, which keeps its last good one.
+	s.mu.Lock()
+	prev := s.known[c.Database]
+	s.mu.Unlock()
+	if prev.rev == rev && prev.object != "" {
+		s.dropObject(prev.object)
+	}
+	s.remember(c.Database, next, c, object)
 	return next, nil
+}
+
+func (s *Store) dropObject(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.objs.Delete(ctx, name)
+}
+
+// MaxInline is the largest encoded catalog kept in its entry; a larger
+// one goes to the object store. It leaves room under the bucket's value
+// limit (events.DefaultMaxEventBytes) and NATS's default max payload.
+const MaxInline = 900 << 10
+
+// objectRef is the entry of a catalog kept in the object store.
+type objectRef struct {
+	Object string `json:"object"`
+	Size   uint64 `json:"size"`
+}
+
+// decodeValue decodes an entry, reading the object it references when it
+// references one (and returning its name).
+func decodeValue(ctx context.Context, objs jetstream.ObjectStore, b []byte) (*catalog.Catalog, string, error) {
+	if len(b) < headerLen || string(b[:len(refMagic)]) != refMagic {
+		c, err := Decode(b)
+		return c, "", err
+	}
+	var ref objectRef
+	if err := json.Unmarshal(b[headerLen:], &ref); err != nil {
+		return nil, "", fmt.Errorf("decode catalog: bad object reference: %w", err)
+	}
+	if objs == nil {
+		return nil, "", fmt.Errorf("decode catalog: it is kept in object %s and this reader has no object store", ref.Object)
+	}
+	gz, err := objs.GetBytes(ctx, ref.Object)
+	if err != nil {
+		return nil, "", fmt.Errorf("decode catalog: read object %s: %w", ref.Object, err)
+	}
+	c, err := Decode(append(header(headerMagic, 0), gz...))
+	return c, ref.Object, err
 }
 
 // Keys lists the databases that have a catalog.
@@ -113,9 +199,17 @@ func (s *Store) Keys(ctx context.Context) ([]string, error) {
 // waiting for its predecessor looks on every change). Values written
 // before it are plain gzip and still read.
 const (
-	headerMagic = "sqcat1"
+	headerMagic = "sqcat1" // then the version and the gzip JSON
+	refMagic    = "sqcatO" // then the version and an objectRef in JSON
 	headerLen   = len(headerMagic) + 8
 )
+
+func header(magic string, version int64) []byte {
+	b := make([]byte, headerLen)
+	copy(b, magic)
+	binary.BigEndian.PutUint64(b[len(magic):], uint64(version))
+	return b
+}
 
 // Encode is the stored form: the header, then gzip of the catalog's JSON.
 func Encode(c *catalog.Catalog) ([]byte, error) {
@@ -142,6 +236,9 @@ func Encode(c *catalog.Catalog) ([]byte, error) {
 
 // Decode reads what Encode wrote.
 func Decode(b []byte) (*catalog.Catalog, error) {
+	if len(b) >= headerLen && string(b[:len(refMagic)]) == refMagic {
+		return nil, errors.New("decode catalog: the entry references an object; read it through a Store or Watcher with the object store")
+	}
 	if _, ok := headerVersion(b); ok {
 		b = b[headerLen:]
 	}
@@ -175,6 +272,7 @@ type Watcher struct {
 	onError func(key string, err error)
 	hooks   []func(*catalog.Catalog)
 	pending chan struct{} // a new entry waits to be decoded
+	objs    jetstream.ObjectStore
 }
 
 // watched is one database's newest entry and the last catalog decoded.
@@ -197,12 +295,13 @@ const warmFor = time.Minute
 // that do not decode (they are skipped, the last good catalog stays).
 // New entries are decoded in the background as they come, so the first
 // request after a migration does not pay for it.
-func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, err error)) (*Watcher, error) {
+func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, err error), opts ...Option) (*Watcher, error) {
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch catalogs: %w", err)
 	}
-	cw := &Watcher{cats: map[string]*watched{}, ready: make(chan struct{}), onError: onError, pending: make(chan struct{}, 1)}
+	cw := &Watcher{cats: map[string]*watched{}, ready: make(chan struct{}), onError: onError, pending: make(chan struct{}, 1),
+		objs: newOptions(opts).objs}
 	initial := true
 	go follow(ctx, w, func(e jetstream.KeyValueEntry) {
 		switch {
@@ -310,7 +409,9 @@ func (cw *Watcher) catalog(db string, decoder bool) *catalog.Catalog {
 	}
 	w.decoding = true
 	cw.mu.Unlock()
-	c, err := Decode(raw)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c, _, err := decodeValue(ctx, cw.objs, raw)
+	cancel()
 	cw.mu.Lock()
 	w.decoding = false
 	if cw.cats[db] == w && w.seq == seq {
@@ -410,7 +511,7 @@ func ValueVersion(b []byte) (int64, error) {
 }
 
 func headerVersion(b []byte) (int64, bool) {
-	if len(b) < headerLen || string(b[:len(headerMagic)]) != headerMagic {
+	if len(b) < headerLen || (string(b[:len(headerMagic)]) != headerMagic && string(b[:len(refMagic)]) != refMagic) {
 		return 0, false
 	}
 	return int64(binary.BigEndian.Uint64(b[len(headerMagic):headerLen])), true

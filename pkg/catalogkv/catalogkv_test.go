@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,4 +130,102 @@ func TestWatcherDecodesOnDemand(t *testing.T) {
 		t.Fatal(err)
 	}
 	natstest.Eventually(t, 5*time.Second, "deleted", func() bool { return w.Catalog("shop") == nil })
+}
+
+// big makes a catalog whose encoding is larger than an entry holds: many
+// tables with random names, so it does not compress away.
+func big(t *testing.T, version int64, tables int) *catalog.Catalog {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(version), 9))
+	var b strings.Builder
+	for i := range tables {
+		fmt.Fprintf(&b, "CREATE TABLE t_%x_%d (id bigint PRIMARY KEY", rng.Uint64(), i)
+		for range 8 {
+			fmt.Fprintf(&b, ", c_%x text", rng.Uint64())
+		}
+		b.WriteString(");\n")
+	}
+	c, err := catalog.Snapshot("big", "big.sql", b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Version = version
+	return c
+}
+
+// A catalog too large for an entry lives in the object store, referenced
+// from its entry; readers with the object store read it, the one it
+// replaces is deleted, and a store without one refuses with the reason.
+func TestBigCatalogInObjectStore(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := natstest.Server(t)
+	js, err := jetstream.New(natstest.Connect(t, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := streams.Ensure(ctx, js, streams.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := streams.Objects(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := big(t, 1, 9_000)
+	if enc, _ := catalogkv.Encode(v1); len(enc) <= catalogkv.MaxInline {
+		t.Fatalf("the fixture encodes to %d bytes, not more than an entry holds", len(enc))
+	}
+	if _, err := catalogkv.New(kv).Put(ctx, v1, 0); err == nil || !strings.Contains(err.Error(), "no object store") {
+		t.Fatalf("a store without objects wrote a %d-table catalog: %v", len(v1.Tables()), err)
+	}
+	s := catalogkv.New(kv, catalogkv.WithObjects(obj))
+	rev, err := s.Put(ctx, v1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := func() []string {
+		var names []string
+		list, _ := obj.List(ctx)
+		for _, o := range list {
+			names = append(names, o.Name)
+		}
+		return names
+	}
+	if names := objects(); len(names) != 1 || !strings.HasPrefix(names[0], "catalogs/big/1-") {
+		t.Fatalf("objects after the first write: %v", names)
+	}
+	// A fresh reader (another worker) decodes it through the reference,
+	// and reads its version from the entry alone.
+	other := catalogkv.New(kv, catalogkv.WithObjects(obj))
+	got, gotRev, err := other.Get(ctx, "big")
+	if err != nil || gotRev != rev || len(got.Tables()) != 9_000 {
+		t.Fatalf("read back: %d tables at revision %d (want %d): %v", len(got.Tables()), gotRev, rev, err)
+	}
+	if v, _, err := other.Version(ctx, "big"); err != nil || v != 1 {
+		t.Errorf("version from the entry: %d %v", v, err)
+	}
+	w, err := catalogkv.Watch(ctx, kv, nil, catalogkv.WithObjects(obj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-w.Ready()
+	if c := w.Catalog("big"); c == nil || len(c.Tables()) != 9_000 {
+		t.Fatalf("the watcher's catalog: %v", c)
+	}
+	// The next version replaces the object; the watcher follows.
+	if _, err := other.Put(ctx, big(t, 2, 9_001), gotRev); err != nil {
+		t.Fatal(err)
+	}
+	if names := objects(); len(names) != 1 || !strings.HasPrefix(names[0], "catalogs/big/2-") {
+		t.Errorf("objects after the second write: %v, want only version 2's", names)
+	}
+	natstest.Eventually(t, 10*time.Second, "the watcher at version 2", func() bool {
+		c := w.Catalog("big")
+		return c != nil && c.Version == 2 && len(c.Tables()) == 9_001
+	})
+	// A reader without the object store says why it cannot read it.
+	if _, _, err := catalogkv.New(kv).Get(ctx, "big"); err == nil || !strings.Contains(err.Error(), "no object store") {
+		t.Errorf("a reader without objects: %v", err)
+	}
 }

@@ -13,12 +13,15 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/streams"
 )
 
 // Client talks to a running schemaq. It is safe for concurrent use; the
@@ -44,7 +47,10 @@ type Published struct {
 }
 
 // Publish validates and publishes an event on its subject with its id as
-// Nats-Msg-Id, and waits for JetStream's acknowledgement.
+// Nats-Msg-Id, and waits for JetStream's acknowledgement. A migration or
+// snapshot too large for a message even compressed has its SQL written
+// to the object store first (events.ObjectBucket) and carries a
+// reference to it; the object is removed again if the publish fails.
 func (c *Client) Publish(ctx context.Context, ev *events.Event) (Published, error) {
 	if err := ev.Validate(); err != nil {
 		return Published{}, fmt.Errorf("publish %s %s: %w", ev.Type, ev.ID, err)
@@ -53,9 +59,11 @@ func (c *Client) Publish(ctx context.Context, ev *events.Event) (Published, erro
 	if err != nil {
 		return Published{}, fmt.Errorf("publish %s %s: %w", ev.Type, ev.ID, err)
 	}
+	var object string
 	if len(data) > events.DefaultMaxEventBytes {
-		return Published{}, fmt.Errorf("publish %s %s: %w: %d bytes, the limit is %d (compress the SQL with events.GzipSQL, split it, or raise NATS max_payload and the stream's max message size together)",
-			ev.Type, ev.ID, events.ErrTooLarge, len(data), events.DefaultMaxEventBytes)
+		if data, object, err = c.offload(ctx, ev, len(data)); err != nil {
+			return Published{}, fmt.Errorf("publish %s %s: %w", ev.Type, ev.ID, err)
+		}
 	}
 	m := nats.NewMsg(ev.Subject())
 	m.Data = data
@@ -63,6 +71,9 @@ func (c *Client) Publish(ctx context.Context, ev *events.Event) (Published, erro
 	m.Header.Set(events.HeaderEventType, ev.Type)
 	ack, err := c.js.PublishMsg(ctx, m)
 	if err != nil {
+		if object != "" {
+			c.dropObject(object)
+		}
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			return Published{}, fmt.Errorf("publish %s %s: no %s stream answered on %s (is schemaq up, or have its streams been created?): %w",
 				ev.Type, ev.ID, events.Stream, ev.Subject(), err)
@@ -70,6 +81,73 @@ func (c *Client) Publish(ctx context.Context, ev *events.Event) (Published, erro
 		return Published{}, fmt.Errorf("publish %s %s: %w", ev.Type, ev.ID, err)
 	}
 	return Published{Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// offload writes a migration's or snapshot's SQL, gzip-compressed, to the
+// object store under events/<db>/<event id> and returns the event encoded
+// with a reference instead. The name is the event's id, so re-publishing
+// it (a duplicate JetStream drops) rewrites the same object.
+func (c *Client) offload(ctx context.Context, ev *events.Event, size int) ([]byte, string, error) {
+	var sql string
+	var gz []byte
+	switch {
+	case ev.Migration != nil:
+		sql, gz = ev.Migration.SQL, ev.Migration.SQLGzip
+	case ev.Snapshot != nil:
+		sql, gz = ev.Snapshot.SQL, ev.Snapshot.SQLGzip
+	default:
+		return nil, "", fmt.Errorf("%w: %d bytes encoded, the limit is %d (split it, or raise NATS max_payload and the stream's max message size together)",
+			events.ErrTooLarge, size, events.DefaultMaxEventBytes)
+	}
+	if len(gz) > 0 {
+		// The publisher compressed it already; the checksum is the SQL's.
+		plain, err := events.GunzipSQL(gz)
+		if err != nil {
+			return nil, "", err
+		}
+		sql = plain
+	} else {
+		gz = events.GzipSQL(sql)
+	}
+	obj, err := streams.Objects(ctx, c.js)
+	if err != nil {
+		return nil, "", err
+	}
+	name := "events/" + ev.Database + "/" + ev.ID
+	info, err := obj.PutBytes(ctx, name, gz)
+	if err != nil {
+		return nil, "", fmt.Errorf("write the SQL to object %s: %w", name, err)
+	}
+	ref := &events.ObjectRef{Name: name, Size: info.Size, Gzip: true, Checksum: catalog.Checksum(sql)}
+	var payload any
+	if ev.Migration != nil {
+		m := *ev.Migration
+		m.SQL, m.SQLGzip, m.SQLObject = "", nil, ref
+		payload = &m
+	} else {
+		sn := *ev.Snapshot
+		sn.SQL, sn.SQLGzip, sn.SQLObject = "", nil, ref
+		payload = &sn
+	}
+	slim, err := events.New(ev.ID, ev.Database, ev.Time, payload)
+	if err == nil {
+		var data []byte
+		if data, err = slim.Encode(); err == nil {
+			return data, name, nil
+		}
+	}
+	c.dropObject(name)
+	return nil, "", err
+}
+
+// dropObject removes an object the publish no longer needs, best effort:
+// an orphan costs storage, not correctness.
+func (c *Client) dropObject(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if obj, err := streams.Objects(ctx, c.js); err == nil {
+		_ = obj.Delete(ctx, name)
+	}
 }
 
 // Ask asks for SQL. On an error reply it returns the reply (which may

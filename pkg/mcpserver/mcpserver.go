@@ -108,15 +108,11 @@ type TablesOut struct {
 }
 
 func (t *tools) listTables(ctx context.Context, _ *mcp.CallToolRequest, in DatabaseIn) (*mcp.CallToolResult, TablesOut, error) {
-	r, err := t.b.Tables(ctx, &events.TablesRequest{Database: in.Database})
+	r, err := t.b.Tables(ctx, &events.TablesRequest{Database: in.Database, Limit: MaxTables})
 	if err != nil {
 		return nil, TablesOut{}, toolError(err)
 	}
-	out := TablesOut{Database: r.Database, Version: r.Version, Tables: r.Tables}
-	if len(out.Tables) > MaxTables {
-		out.Tables, out.Truncated = out.Tables[:MaxTables], true
-	}
-	return nil, out, nil
+	return nil, TablesOut{Database: r.Database, Version: r.Version, Tables: r.Tables, Truncated: r.Next != ""}, nil
 }
 
 // TableIn names a table of a database.
@@ -297,13 +293,19 @@ func (t *tools) listResources(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		var all []*mcp.Resource
 		for _, db := range dbs {
-			r, err := t.b.Tables(ctx, &events.TablesRequest{Database: db.Name})
-			if err != nil {
-				continue // a database with docs only has no tables
-			}
-			for _, tb := range r.Tables {
-				all = append(all, &mcp.Resource{URI: ResourcePrefix + db.Name + "/tables/" + url.PathEscape(tb.Name),
-					Name: db.Name + "/" + tb.Name, MIMEType: "text/plain", Description: tb.Comment})
+			after := ""
+			for {
+				r, err := t.b.Tables(ctx, &events.TablesRequest{Database: db.Name, Limit: events.MaxTablesLimit, After: after})
+				if err != nil {
+					break // a database with docs only has no tables
+				}
+				for _, tb := range r.Tables {
+					all = append(all, &mcp.Resource{URI: ResourcePrefix + db.Name + "/tables/" + url.PathEscape(tb.Name),
+						Name: db.Name + "/" + tb.Name, MIMEType: "text/plain", Description: tb.Comment})
+				}
+				if after = r.Next; after == "" {
+					break
+				}
 			}
 		}
 		res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}

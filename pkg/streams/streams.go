@@ -1,6 +1,6 @@
 // Package streams declares schemaq's JetStream topology: the event stream,
-// the dead-letter stream, the catalog bucket and the worker's durable
-// consumer. Every process ensures it on start, so any of them can come up
+// the dead-letter stream, the catalog bucket, the object store for big
+// payloads and the worker's durable consumer. Every process ensures it on start, so any of them can come up
 // first.
 package streams
 
@@ -81,7 +81,24 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 	if err != nil {
 		return nil, fmt.Errorf("ensure bucket %s: %w", events.CatalogBucket, err)
 	}
+	if _, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      events.ObjectBucket,
+		Description: "schemaq payloads larger than a message: big snapshots and migrations, big catalogs",
+		Storage:     c.storage(),
+		Replicas:    c.Replicas,
+	}); err != nil {
+		return nil, fmt.Errorf("ensure object store %s: %w", events.ObjectBucket, err)
+	}
 	return kv, nil
+}
+
+// Objects binds the object store Ensure creates.
+func Objects(ctx context.Context, js jetstream.JetStream) (jetstream.ObjectStore, error) {
+	obj, err := js.ObjectStore(ctx, events.ObjectBucket)
+	if err != nil {
+		return nil, fmt.Errorf("object store %s (created by schemaq's workers and daemons when they start): %w", events.ObjectBucket, err)
+	}
+	return obj, nil
 }
 
 // ConsumerConfig is the workers' durable pull consumer.
