@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -30,6 +31,7 @@ type benchSystemFlags struct {
 	schema  *string
 	db      *string
 	profile *string
+	tables  *int
 	// llm configures the embedded daemon's gateway (bench ask).
 	llm *llmFlags
 }
@@ -38,6 +40,7 @@ func (b *benchSystemFlags) register(fs *flag.FlagSet, e *env) {
 	b.nats.register(fs, e)
 	b.schema = fs.String("schema", "", "schema SQL: run an embedded schemaq in a temporary directory with it as a snapshot (otherwise use --nats-url and --db)")
 	b.db = fs.String("db", "bench", "database name")
+	b.tables = fs.Int("tables", 0, "with --schema: copy the schema into renamed schemas until it has at least this many tables, to measure at sizes no fixture has")
 	b.profile = fs.String("cpuprofile", "", "write a CPU profile of the whole run (the embedded schemaq included) to this file, for go tool pprof")
 }
 
@@ -68,6 +71,9 @@ func (b *benchSystemFlags) start(ctx context.Context, e *env) (*benchSystem, err
 }
 
 func (b *benchSystemFlags) startSystem(ctx context.Context, e *env) (*benchSystem, error) {
+	if *b.tables > 0 && *b.schema == "" {
+		return nil, usagef("--tables copies the --schema file: give one")
+	}
 	if *b.schema == "" {
 		nc, err := b.nats.connect(zap.NewNop())
 		if err != nil {
@@ -80,9 +86,17 @@ func (b *benchSystemFlags) startSystem(ctx context.Context, e *env) (*benchSyste
 		}
 		return &benchSystem{cli: cli, db: *b.db, close: nc.Close}, nil
 	}
-	sql, err := os.ReadFile(*b.schema)
+	raw, err := os.ReadFile(*b.schema)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
+	}
+	sql := string(raw)
+	if *b.tables > 0 {
+		copies, err := benchmark.Replicate(sql, *b.tables)
+		if err != nil {
+			return nil, fmt.Errorf("bench: --tables: %w", err)
+		}
+		sql = strings.Join(copies, "\n")
 	}
 	dir, err := os.MkdirTemp("", "schemaq-bench-")
 	if err != nil {
@@ -110,7 +124,7 @@ func (b *benchSystemFlags) startSystem(ctx context.Context, e *env) (*benchSyste
 		return nil, err
 	}
 	cli, _ := client.New(nc)
-	ev, err := events.New("bench-snapshot", *b.db, time.Now(), &events.Snapshot{Seq: 1, Source: *b.schema, SQL: string(sql)})
+	ev, err := events.New("bench-snapshot", *b.db, time.Now(), &events.Snapshot{Seq: 1, Source: *b.schema, SQL: sql})
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -128,9 +142,9 @@ func (b *benchSystemFlags) startSystem(ctx context.Context, e *env) (*benchSyste
 				break
 			}
 		}
-		if time.Since(t0) > time.Minute {
+		if time.Since(t0) > 10*time.Minute {
 			cleanup()
-			return nil, fmt.Errorf("bench: the snapshot was not indexed within a minute")
+			return nil, fmt.Errorf("bench: the snapshot was not indexed within 10 minutes")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -405,8 +405,8 @@ func TestLargeSnapshot(t *testing.T) {
 // large for a key-value entry, so the worker keeps it in the object store
 // too. The tables get random names, so neither compresses away.
 func TestHugeSnapshot(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the 50,000-table snapshot takes a while")
+	if testing.Short() || raceDetector {
+		t.Skip("-short or -race: the 50,000-table snapshot runs without the race detector (.ci/run does)")
 	}
 	const tables = 50_000
 	dir := t.TempDir()
