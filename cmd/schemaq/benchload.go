@@ -137,7 +137,7 @@ func (b *benchSystemFlags) startSystem(ctx context.Context, e *env) (*benchSyste
 	t0 := time.Now()
 	for {
 		tb, err := cli.Tables(ctx, &events.TablesRequest{Database: *b.db, Limit: 1})
-		if err == nil && tb.Version == 1 {
+		if err == nil && tb.Version == 1 && tb.Indexed >= 1 {
 			if s, err := cli.Search(ctx, &events.SearchRequest{Database: *b.db, Question: "x y z", K: 1}); err == nil && s != nil {
 				break
 			}

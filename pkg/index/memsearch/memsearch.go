@@ -283,6 +283,9 @@ func (s *Snapshot) admitted(f index.Filter) (all bool, nums []int32) {
 }
 
 func (s *Snapshot) admits(f index.Filter, d *doc) bool {
+	if len(f.Kinds) == 0 && len(f.Schemas) == 0 && len(f.Tags) == 0 {
+		return true // the common case, checked for every chunk a KNN scans
+	}
 	return f.Admits(d.chunk.Kind, d.chunk.Schema, d.chunk.Tags)
 }
 
