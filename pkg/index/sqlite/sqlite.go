@@ -411,10 +411,15 @@ func (s *Store) applied(db string, gen int64, upserts []memsearch.Doc, removed [
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.cache[db]
-	if c == nil || c.gen != gen-1 {
-		return
+	switch {
+	case gen == 1 && (c == nil || c.snap == nil):
+		// The database's first write: its snapshot starts here, so the
+		// first search of a database being ingested finds it built.
+		s.cache[db] = &dbCache{gen: gen, snap: memsearch.New(s.dim).With(upserts, removed)}
+	case c == nil || c.snap == nil || c.gen != gen-1:
+	default:
+		s.cache[db] = &dbCache{gen: gen, snap: c.snap.With(upserts, removed)}
 	}
-	s.cache[db] = &dbCache{gen: gen, snap: c.snap.With(upserts, removed)}
 }
 
 func wrapUnavailable(err error) error {
