@@ -12,35 +12,11 @@ import (
 // through protobuf reflection, so no node type is missed when the grammar
 // grows.
 func Walk(n *pg.Node, fn func(*pg.Node)) {
-	if n == nil {
-		return
-	}
-	fn(n)
-	walkMessage(n.ProtoReflect(), fn)
-}
-
-func walkMessage(m protoreflect.Message, fn func(*pg.Node)) {
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Message() == nil || fd.IsMap() {
-			return true
+	Messages(n, func(m protoreflect.ProtoMessage) {
+		if node, ok := m.(*pg.Node); ok {
+			fn(node)
 		}
-		if fd.IsList() {
-			l := v.List()
-			for i := 0; i < l.Len(); i++ {
-				visit(l.Get(i).Message(), fn)
-			}
-			return true
-		}
-		visit(v.Message(), fn)
-		return true
 	})
-}
-
-func visit(m protoreflect.Message, fn func(*pg.Node)) {
-	if n, ok := m.Interface().(*pg.Node); ok {
-		fn(n)
-	}
-	walkMessage(m, fn)
 }
 
 // Strings returns the String values of a node list (the parts of a
