@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -135,7 +136,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench retrieval: %s: %w", *questions, err)
 	}
 	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
-		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: e.stderr, GoldSchema: *goldSchema, OpenStore: openStore})
+		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: progressWriter(e.stderr), GoldSchema: *goldSchema, OpenStore: openStore})
 	if err != nil {
 		return err
 	}
@@ -185,4 +186,29 @@ func stagePath(ex retrieve.Explain) string {
 		s += ", lifted by a foreign key"
 	}
 	return s + ", fused " + r(ex.FusedRank) + ", final " + r(ex.FinalRank)
+}
+
+// progressWriter passes a counter's carriage-return updates to a
+// terminal as they are, and turns them into one line each elsewhere (a
+// CI log, a file), where they would otherwise run into one long line.
+func progressWriter(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			return w
+		}
+	}
+	return lineWriter{w}
+}
+
+type lineWriter struct{ w io.Writer }
+
+func (l lineWriter) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(strings.TrimLeft(string(p), "\r"))
+	if line == "" {
+		return len(p), nil
+	}
+	if _, err := io.WriteString(l.w, line+"\n"); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -108,6 +108,10 @@ func TestCLIBenchRetrieval(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	// Off a terminal, progress comes one update a line.
+	if !strings.Contains(errOut, "questions 5/5\n") || strings.Contains(errOut, "\r") {
+		t.Errorf("progress off a terminal: %q", errOut)
+	}
 	var rep struct {
 		Store          string             `json:"store"`
 		Tables         int                `json:"tables"`
