@@ -188,10 +188,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if err := d.join(); err != nil {
 				return err
 			}
-		case d.State() == "starting":
-			d.log.Warn("not joining the queue group until the store answers", zap.Error(err))
-			d.leave("store check failed: " + err.Error())
 		default:
+			if d.State() == "starting" {
+				d.log.Warn("not joining the queue group until the store answers", zap.Error(err))
+			}
 			d.leave("store check failed: " + err.Error())
 		}
 		select {

@@ -148,7 +148,7 @@ func expandSQL(sql *string, gz []byte) error {
 		return fieldErr("data.sql_gzip", "expands to more than %d bytes", MaxSQLBytes)
 	}
 	if !utf8.Valid(b) {
-		return fieldErr("data.sql_gzip", "the SQL is not valid UTF-8 (at byte %d)", invalidUTF8Offset(b))
+		return fieldErr("data.sql_gzip", "the SQL is not valid UTF-8 (at byte %d)", InvalidUTF8Offset(b))
 	}
 	*sql = string(b)
 	return nil
@@ -274,7 +274,7 @@ func Decode(b []byte, maxBytes int) (*Event, error) {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(b), maxBytes)
 	}
 	if !utf8.Valid(b) {
-		off := invalidUTF8Offset(b)
+		off := InvalidUTF8Offset(b)
 		return nil, fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, off)
 	}
 	var env Envelope
@@ -291,7 +291,9 @@ func Decode(b []byte, maxBytes int) (*Event, error) {
 	return ev, nil
 }
 
-func invalidUTF8Offset(b []byte) int {
+// InvalidUTF8Offset is the offset of b's first byte that is not valid
+// UTF-8, or -1, for errors that point at it.
+func InvalidUTF8Offset(b []byte) int {
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])
 		if r == utf8.RuneError && n == 1 {
@@ -306,7 +308,7 @@ func invalidUTF8Offset(b []byte) int {
 // types and trailing data are errors naming the field) into v.
 func DecodeRequest(b []byte, v any) error {
 	if !utf8.Valid(b) {
-		return fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, invalidUTF8Offset(b))
+		return fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, InvalidUTF8Offset(b))
 	}
 	return strictUnmarshal(b, v, "")
 }

@@ -24,7 +24,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -746,8 +745,8 @@ func (w *Worker) objectSQL(ctx context.Context, ev *events.Event) (string, *outc
 		if sql, err = events.GunzipSQL(b); err != nil {
 			return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf("object %s of %s %s: %v", ref.Name, ev.Type, ev.ID, err)}
 		}
-	} else if !utf8.ValidString(sql) {
-		return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf("object %s of %s %s: the SQL is not valid UTF-8", ref.Name, ev.Type, ev.ID)}
+	} else if off := events.InvalidUTF8Offset(b); off >= 0 {
+		return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf("object %s of %s %s: the SQL is not valid UTF-8 (at byte %d)", ref.Name, ev.Type, ev.ID, off)}
 	}
 	if sum := catalog.Checksum(sql); sum != ref.Checksum {
 		return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf(

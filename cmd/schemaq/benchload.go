@@ -175,7 +175,12 @@ func (l *loadFlags) read(name string) ([]benchmark.Question, error) {
 	if *l.questions == "" || *l.concurrency <= 0 || *l.duration <= 0 || *l.timeout <= 0 {
 		return nil, usagef("%s: --questions and a positive --concurrency, --duration and --timeout are required", name)
 	}
-	qf, err := os.Open(*l.questions)
+	return readQuestions(name, *l.questions)
+}
+
+// readQuestions reads a questions JSONL file.
+func readQuestions(name, path string) ([]benchmark.Question, error) {
+	qf, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -312,10 +317,11 @@ func runBenchFreshness(ctx context.Context, e *env, args []string) error {
 		if *questions == "" {
 			return usagef("bench freshness: --search-concurrency needs --questions")
 		}
-		lf := loadFlags{questions: questions, concurrency: searchC, duration: new(time.Duration), timeout: timeout}
-		*lf.duration = time.Second
+		if *timeout <= 0 {
+			return usagef("bench freshness: --timeout must be positive")
+		}
 		var err error
-		if qs, err = lf.read("bench freshness"); err != nil {
+		if qs, err = readQuestions("bench freshness", *questions); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 )
 
@@ -28,22 +29,11 @@ func Read(files []File) ([]Step, error) {
 			return nil, fmt.Errorf("read migration %s: %w", f.Name, err)
 		}
 		if !utf8.Valid(b) {
-			return nil, fmt.Errorf("migration %s: not UTF-8 text (invalid byte at offset %d)", f.Name, invalidAt(b))
+			return nil, fmt.Errorf("migration %s: not UTF-8 text (invalid byte at offset %d)", f.Name, events.InvalidUTF8Offset(b))
 		}
 		out = append(out, Step{File: f, SQL: string(b), Checksum: catalog.Checksum(string(b))})
 	}
 	return out, nil
-}
-
-func invalidAt(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i
-		}
-		i += n
-	}
-	return -1
 }
 
 // PlanOptions change how a plan treats the catalog's history.
