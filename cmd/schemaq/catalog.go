@@ -20,6 +20,7 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 	fs := newFlags(e, "catalog", "[flags] FILE|DIR...")
 	db := fs.String("db", "db", "database name the catalog is for")
 	format := fs.String("format", "summary", "output: summary, tables, ddl, json or chunks")
+	strict := fs.Bool("strict", false, "refuse a migration with a statement naming an object the catalog does not know, instead of skipping it as drift (exit 1)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -44,9 +45,13 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 	// The same catalog, history included, that publishing these files to
 	// an empty database gives.
 	c := catalog.New(*db)
+	var opts []catalog.ApplyOption
+	if !*strict {
+		opts = append(opts, catalog.Tolerant())
+	}
 	for i, s := range steps {
 		source := filepath.ToSlash(s.Name)
-		next, err := c.Apply(source, s.SQL)
+		next, err := c.Apply(source, s.SQL, opts...)
 		if err != nil {
 			var ce *catalog.Error
 			if errors.As(err, &ce) {
@@ -55,6 +60,14 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 			return err
 		}
 		c = next.Record(catalog.Applied{Seq: int64(i + 1), ID: s.ID(), Source: source, Checksum: s.Checksum})
+	}
+	// Drift goes to stderr so that the output formats stay what they
+	// are; the exit status stays 0, since the history did run somewhere.
+	if d := c.Drift(); len(d) > 0 {
+		fmt.Fprintf(e.stderr, "schemaq: %d statement(s) name objects this replay cannot see (created by functions, or outside the history); the catalog may differ from the database there (--strict refuses them):\n", len(d))
+		for _, x := range d {
+			fmt.Fprintf(e.stderr, "  drift: %s\n", x)
+		}
 	}
 	switch *format {
 	case "json":

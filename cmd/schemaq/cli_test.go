@@ -28,6 +28,10 @@ func TestCLI(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("CREATE TABLE t (id int);\nALTER TABLE missing ADD COLUMN x int;\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	syntax := filepath.Join(t.TempDir(), "0002_syntax.sql")
+	if err := os.WriteFile(syntax, []byte("CREATE TABEL t (id int);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	shop := filepath.Join("..", "..", "examples", "shop", "migrations")
 	tests := []struct {
 		name   string
@@ -49,7 +53,11 @@ func TestCLI(t *testing.T) {
 		{"catalog bad db", []string{"catalog", "--db", "Shop!", shop}, exitUsage, "", "not a valid database name"},
 		{"catalog no files", []string{"catalog"}, exitUsage, "", "give at least one"},
 		{"catalog missing path", []string{"catalog", "/nonexistent/dir"}, exitFailure, "", "no such file"},
-		{"catalog bad migration", []string{"catalog", bad}, exitFailure, "", "0001_bad.sql: statement 2 (line 2, column 1): undefined object: relation missing does not exist"},
+		{"catalog drift", []string{"catalog", bad}, 0, "1 tables", "drift: " + bad + ": statement 2 (line 2, column 1): skipped: undefined object: relation missing does not exist"},
+		{"catalog strict", []string{"catalog", "--strict", bad}, exitFailure, "", "0001_bad.sql: statement 2 (line 2, column 1): undefined object: relation missing does not exist"},
+		{"catalog syntax", []string{"catalog", syntax}, exitFailure, "", "0002_syntax.sql: statement 1 (line 1, column 8): syntax error"},
+		{"catalog names files relative to the directory", []string{"catalog", "--format", "tables", filepath.Join("..", "..", "pkg", "catalog", "testdata", "tenant-helper")}, 0,
+			"public.reports", "drift: 0003_tenant_defaults.sql: statement 5 (line 5, column 1): skipped"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,6 +89,10 @@ func TestEveryHelpExitsZero(t *testing.T) {
 }
 
 func TestCLICatalogJSONAndChunks(t *testing.T) {
+	syntax := filepath.Join(t.TempDir(), "0002_syntax.sql")
+	if err := os.WriteFile(syntax, []byte("CREATE TABEL t (id int);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	shop := filepath.Join("..", "..", "examples", "shop", "migrations")
 	out, _, code := runCLI(t, "catalog", "--db", "shop", "--format", "json", shop)
 	if code != exitOK {

@@ -101,7 +101,7 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 		})
 	case pg.AlterTableType_AT_AlterColumnType:
 		def := cmd.Def.GetColumnDef()
-		col, err := column(t, cmd.Name)
+		col, err := a.alterColumn(t, cmd.Name)
 		if err != nil {
 			return err
 		}
@@ -117,13 +117,13 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 			return nil
 		})
 	case pg.AlterTableType_AT_ColumnDefault:
-		col, err := column(t, cmd.Name)
+		col, err := a.alterColumn(t, cmd.Name)
 		if err != nil {
 			return err
 		}
-		col.Default = deparseExpr(cmd.Def)
+		col.Default = a.cookDefault(cmd.Def, col.Type)
 	case pg.AlterTableType_AT_DropNotNull, pg.AlterTableType_AT_SetNotNull:
-		col, err := column(t, cmd.Name)
+		col, err := a.alterColumn(t, cmd.Name)
 		if err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 	case pg.AlterTableType_AT_DropConstraint:
 		return a.dropConstraint(t, cmd.Name, cmd.MissingOk, cmd.Behavior == pg.DropBehavior_DROP_CASCADE)
 	case pg.AlterTableType_AT_AddIdentity:
-		col, err := column(t, cmd.Name)
+		col, err := a.alterColumn(t, cmd.Name)
 		if err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 		}
 		col.NotNull = true
 	case pg.AlterTableType_AT_DropIdentity:
-		col, err := column(t, cmd.Name)
+		col, err := a.alterColumn(t, cmd.Name)
 		if err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 		}
 		col.Identity = ""
 	case pg.AlterTableType_AT_DropExpression:
-		col, err := column(t, cmd.Name)
+		col, err := a.alterColumn(t, cmd.Name)
 		if err != nil {
 			return err
 		}
@@ -213,6 +213,22 @@ func column(t *Table, name string) (*Column, error) {
 		return c, nil
 	}
 	return nil, undefined("column %s of relation %s does not exist", QuoteIdent(name), t.QualName())
+}
+
+// alterColumn finds the column an ALTER COLUMN subcommand changes. In a
+// tolerant apply a missing one is added as inferred: the history ran
+// against a real database, so the statement proves the column exists
+// there, made by something a static replay cannot see. Inside a DO block
+// the statement may never have run, so nothing is inferred there.
+func (a *applier) alterColumn(t *Table, name string) (*Column, error) {
+	col, err := column(t, name)
+	if err == nil || !a.tolerant || a.inDo {
+		return col, err
+	}
+	col = &Column{Name: name, Inferred: true}
+	t.Columns = append(t.Columns, col)
+	a.infer(err, "column "+t.QualName().String()+"."+QuoteIdent(name))
+	return col, nil
 }
 
 // eachChild runs fn on every partition and inheritance child of t,

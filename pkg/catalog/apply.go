@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -9,23 +10,76 @@ import (
 	pgparser "github.com/pganalyze/pg_query_go/v5/parser"
 )
 
-// Apply applies the DDL in sql to a copy of c and returns the copy. The
-// whole script is one unit: when any statement fails to parse or to apply,
-// Apply returns an *Error naming source, statement and position, and c is
-// left exactly as it was. Statements that do not change a catalog (indexes,
-// grants, functions, triggers, DML, transaction control, …) are accepted
-// and skipped. The returned catalog has c's Version; callers set it.
-func (c *Catalog) Apply(source, sql string) (*Catalog, error) {
+// Apply applies the DDL in sql to a copy of c and returns the copy. By
+// default the whole script is one unit: when any statement fails to parse
+// or to apply, Apply returns an *Error naming source, statement and
+// position, and c is left exactly as it was. With Tolerant, statements that
+// fail only because they name an object the catalog does not know are left
+// out instead and recorded as drift (see Tolerant). Statements that do not
+// change a catalog (indexes, grants, functions, triggers, DML, transaction
+// control, …) are accepted and skipped. The returned catalog has c's
+// Version; callers set it.
+func (c *Catalog) Apply(source, sql string, opts ...ApplyOption) (*Catalog, error) {
+	var o applyOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	clean := stripClientData(sql)
 	tree, err := pg.Parse(clean)
 	if err != nil {
 		return nil, parseError(source, clean, err)
 	}
-	a := &applier{cat: c.Clone(), searchPath: []string{DefaultSchema}}
+	// A statement is all or nothing, as in PostgreSQL, but the applier
+	// mutates its working copy as it goes. Rather than clone the catalog
+	// before every statement, a skipped statement restarts the script
+	// from c with that statement left out: drift is rare, clones are not
+	// free.
+	skipped := map[int]*Error{}
+	for {
+		a := &applier{cat: c.Clone(), searchPath: []string{DefaultSchema},
+			source: source, sql: clean, tolerant: o.tolerant, skip: skipped}
+		err := a.run(tree)
+		if err == nil {
+			a.cat.drift = append(slices.Clip(c.drift), a.collectDrift()...)
+			return a.cat, nil
+		}
+		var ce *Error
+		if !o.tolerant || !errors.Is(err, ErrUndefined) || !errors.As(err, &ce) || skipped[ce.Statement] != nil {
+			return nil, err
+		}
+		skipped[ce.Statement] = ce
+	}
+}
+
+// ApplyOption changes how Apply treats a failing statement.
+type ApplyOption func(*applyOptions)
+
+type applyOptions struct{ tolerant bool }
+
+// Tolerant makes Apply skip a statement that fails only because it names
+// a table, column, constraint, index, type or schema the catalog does not
+// know (ErrUndefined), apply the rest, and record the statement as drift
+// on the returned catalog. A history that ran against a real database
+// can create objects a static replay cannot see (DDL run by a function
+// through EXECUTE format(…)), and one such object must not stop every
+// migration after it. Where the failing statement alters a column of a
+// known table (ALTER COLUMN … SET DEFAULT, TYPE, SET/DROP NOT NULL), it
+// proves the column exists: the column is added, marked Inferred, and
+// the statement applies; that is recorded as drift too. Syntax errors and
+// contradictions (creating what exists, dropping what others depend on)
+// still fail the script.
+func Tolerant() ApplyOption { return func(o *applyOptions) { o.tolerant = true } }
+
+// run applies every statement of tree, then the foreign keys that waited
+// for the end of the script.
+func (a *applier) run(tree *pg.ParseResult) error {
 	for i, raw := range tree.Stmts {
 		a.stmt, a.raw = i+1, raw
+		if a.skip[i+1] != nil {
+			continue
+		}
 		if err := a.statement(raw.Stmt); err != nil {
-			return nil, statementError(source, clean, i+1, raw, err)
+			return a.errorAt(i+1, raw, err)
 		}
 	}
 	for _, p := range a.pending {
@@ -33,11 +87,40 @@ func (c *Catalog) Apply(source, sql string) (*Catalog, error) {
 			continue // the referencing table was dropped later in the script
 		}
 		a.searchPath = p.path
-		if err := a.addForeignKey(p.table, p.con, p.cols, false); err != nil {
-			return nil, statementError(source, clean, p.stmt, p.raw, err)
+		err := a.addForeignKey(p.table, p.con, p.cols, false)
+		if err != nil && a.tolerant && errors.Is(err, ErrUndefined) {
+			// The table stays; only the reference to what we cannot see
+			// is left out.
+			a.drift = append(a.drift, driftOf(a.errorAt(p.stmt, p.raw, err), ""))
+			continue
+		}
+		if err != nil {
+			return a.errorAt(p.stmt, p.raw, err)
 		}
 	}
-	return a.cat, nil
+	a.cat.syncPartitions()
+	return nil
+}
+
+func (a *applier) errorAt(stmt int, raw *pg.RawStmt, err error) *Error {
+	return statementError(a.source, a.sql, stmt, raw, err)
+}
+
+// infer records that the statement being applied was applied by assuming
+// what, an object it names and the catalog did not hold.
+func (a *applier) infer(err error, what string) {
+	a.drift = append(a.drift, driftOf(a.errorAt(a.stmt, a.raw, err), what))
+}
+
+// collectDrift lists the skipped statements and the inferences of one
+// run, in statement order.
+func (a *applier) collectDrift() []Drift {
+	out := slices.Clone(a.drift)
+	for _, e := range a.skip {
+		out = append(out, driftOf(e, ""))
+	}
+	slices.SortStableFunc(out, func(x, y Drift) int { return x.Statement - y.Statement })
+	return out
 }
 
 // Snapshot builds a fresh catalog for database from a whole schema dump.
@@ -50,6 +133,13 @@ func Snapshot(database, source, sql string) (*Catalog, error) {
 type applier struct {
 	cat        *Catalog
 	searchPath []string
+	source     string
+	sql        string
+	// tolerant, skip and drift implement Tolerant: the statements left
+	// out of this run, and what this run recorded as drift.
+	tolerant bool
+	skip     map[int]*Error
+	drift    []Drift
 	// inDo is set while applying statements extracted from a DO block,
 	// whose conditions we cannot evaluate; see do.
 	inDo bool
@@ -132,7 +222,7 @@ func parseError(source, sql string, err error) error {
 	return e
 }
 
-func statementError(source, sql string, idx int, raw *pg.RawStmt, err error) error {
+func statementError(source, sql string, idx int, raw *pg.RawStmt, err error) *Error {
 	start := int(raw.StmtLocation)
 	end := len(sql)
 	if raw.StmtLen > 0 {
@@ -266,6 +356,9 @@ func (a *applier) statement(n *pg.Node) error {
 		return a.do(n.GetDoStmt())
 	case n.GetCreateFunctionStmt() != nil:
 		a.createFunction(n.GetCreateFunctionStmt())
+		return nil
+	case n.GetDefineStmt() != nil && n.GetDefineStmt().Kind == pg.ObjectType_OBJECT_AGGREGATE:
+		a.createAggregate(n.GetDefineStmt())
 		return nil
 	}
 	// Everything else (indexes, grants, functions, triggers, sequences,

@@ -49,6 +49,10 @@ type Column struct {
 	Generated string    `json:"generated,omitempty"` // expression of GENERATED ALWAYS AS (…) STORED
 	Identity  string    `json:"identity,omitempty"`  // "ALWAYS" or "BY DEFAULT"
 	Comment   string    `json:"comment,omitempty"`
+	// Inferred marks a column the catalog never saw created: a tolerant
+	// Apply added it because a statement altered it (see Tolerant). Its
+	// Type is empty unless that statement set one.
+	Inferred bool `json:"inferred,omitempty"`
 }
 
 // Key is a primary key or unique constraint.
@@ -57,6 +61,8 @@ type Key struct {
 	// Columns may be empty for a constraint added USING INDEX, whose
 	// columns live in an index the catalog does not model.
 	Columns []string `json:"columns"`
+	// Inherited marks a partition's copy of its parent's key.
+	Inherited bool `json:"inherited,omitempty"`
 }
 
 // ForeignKey is a FOREIGN KEY constraint.
@@ -67,6 +73,8 @@ type ForeignKey struct {
 	RefColumns []string `json:"ref_columns"`
 	OnDelete   string   `json:"on_delete,omitempty"`
 	OnUpdate   string   `json:"on_update,omitempty"`
+	// Inherited marks a partition's copy of its parent's foreign key.
+	Inherited bool `json:"inherited,omitempty"`
 }
 
 // Check is a CHECK or EXCLUDE constraint. Columns lists the columns the
@@ -147,6 +155,8 @@ type Catalog struct {
 	// start), in seq order.
 	history []Applied
 	base    *Base
+	// drift lists what tolerant applies skipped or inferred since base.
+	drift []Drift
 
 	schemas map[string]string // name → comment
 	tables  map[QualName]*Table
@@ -237,6 +247,7 @@ func (c *Catalog) Clone() *Catalog {
 		Database: c.Database,
 		Version:  c.Version,
 		history:  slices.Clip(c.history), // entries are values; appends copy
+		drift:    slices.Clip(c.drift),
 		base:     c.base,
 		schemas:  make(map[string]string, len(c.schemas)),
 		tables:   make(map[QualName]*Table, len(c.tables)),
@@ -348,6 +359,7 @@ type wireCatalog struct {
 	Base     *Base        `json:"base,omitempty"`
 	// Functions is new: catalogs stored before it decode without them.
 	Functions []*Function `json:"functions,omitempty"`
+	Drift     []Drift     `json:"drift,omitempty"`
 }
 
 type wireSchema struct {
@@ -358,7 +370,7 @@ type wireSchema struct {
 // MarshalJSON encodes the catalog deterministically.
 func (c *Catalog) MarshalJSON() ([]byte, error) {
 	w := wireCatalog{Database: c.Database, Version: c.Version,
-		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base, Functions: c.Functions()}
+		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base, Functions: c.Functions(), Drift: c.drift}
 	for _, s := range c.Schemas() {
 		w.Schemas = append(w.Schemas, wireSchema{s, c.schemas[s]})
 	}
@@ -373,7 +385,7 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 	}
 	n := New(w.Database)
 	n.Version = w.Version
-	n.history, n.base = w.History, w.Base
+	n.history, n.base, n.drift = w.History, w.Base, w.Drift
 	for i := 1; i < len(n.history); i++ {
 		if n.history[i].Seq <= n.history[i-1].Seq {
 			return fmt.Errorf("decode catalog: history out of order at seq %d", n.history[i].Seq)

@@ -40,13 +40,17 @@ func (a *applier) comment(s *pg.CommentStmt) error {
 			return undefined("relation %s does not exist", displayName(schema, name))
 		}
 		i := slices.IndexFunc(cols, func(c *Column) bool { return c.Name == colName })
-		if i < 0 {
-			if kind == relView {
-				return nil
+		switch {
+		case i >= 0:
+			cols[i].Comment = s.Comment
+		case kind == relView:
+		default:
+			col, err := a.alterColumn(a.cat.tables[q], colName)
+			if err != nil {
+				return err
 			}
-			return undefined("column %s of relation %s does not exist", QuoteIdent(colName), q)
+			col.Comment = s.Comment
 		}
-		cols[i].Comment = s.Comment
 	case pg.ObjectType_OBJECT_TYPE:
 		schema, name := qualFromList(listStrings(s.Object))
 		if q, ok := a.findEnum(schema, name); ok {
@@ -103,6 +107,7 @@ func (a *applier) alterEnum(s *pg.AlterEnumStmt) error {
 			return duplicate("enum label %q already exists in %s", s.NewVal, q)
 		}
 		e.Labels[i] = s.NewVal
+		a.renameLabelInDefaults(q, s.OldVal, s.NewVal)
 		return nil
 	}
 	if slices.Contains(e.Labels, s.NewVal) {
@@ -188,4 +193,17 @@ func (a *applier) reads(query *pg.Node) []QualName {
 		}
 	})
 	return out
+}
+
+// renameLabelInDefaults follows a renamed enum label into the defaults
+// that name it, as PostgreSQL does (a default holds the label's OID).
+func (a *applier) renameLabelInDefaults(q QualName, from, to string) {
+	old, repl := quoteLiteral(from)+"::"+typeName(q), quoteLiteral(to)+"::"+typeName(q)
+	for _, t := range a.cat.tables {
+		for _, c := range t.Columns {
+			if c.Enum != nil && *c.Enum == q && c.Default == old {
+				c.Default = repl
+			}
+		}
+	}
 }

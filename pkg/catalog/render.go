@@ -28,7 +28,11 @@ func (t *Table) writeDDL(b *strings.Builder, withFKs bool) {
 	var comments []string
 	for _, c := range t.Columns {
 		lines = append(lines, "    "+c.Definition())
-		comments = append(comments, c.Comment)
+		comment := c.Comment
+		if c.Inferred {
+			comment = strings.TrimSpace("inferred: altered by the history, never created in it. " + comment)
+		}
+		comments = append(comments, comment)
 	}
 	if pk := t.PrimaryKey; pk != nil && len(pk.Columns) > 0 {
 		lines = append(lines, "    CONSTRAINT "+QuoteIdent(pk.Name)+" PRIMARY KEY ("+identList(pk.Columns)+")")
@@ -79,9 +83,12 @@ func (t *Table) writeDDL(b *strings.Builder, withFKs bool) {
 // Definition renders the column as it appears in CREATE TABLE.
 func (c *Column) Definition() string {
 	s := QuoteIdent(c.Name)
-	if c.Type != "" {
+	switch {
+	case c.Type != "":
 		s += " " + c.Type
-	} else {
+	case c.Inferred:
+		s += " unknown" // PostgreSQL's own name for a type not yet known
+	default:
 		s += " text" // a CREATE TABLE AS column whose type we could not infer
 	}
 	switch {
