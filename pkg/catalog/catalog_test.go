@@ -30,7 +30,7 @@ func TestApplyStatements(t *testing.T) {
 			sql:    `CREATE TABLE Orders (ID serial PRIMARY KEY, "CustomerName" varchar(80) NOT NULL, Total numeric(10,2) DEFAULT 0);`,
 			object: "table:public.orders",
 			want: `CREATE TABLE public.orders (
-    id serial NOT NULL,
+    id integer DEFAULT nextval('orders_id_seq'::regclass) NOT NULL,
     "CustomerName" character varying(80) NOT NULL,
     total numeric(10,2) DEFAULT 0,
     CONSTRAINT orders_pkey PRIMARY KEY (id)

@@ -221,16 +221,21 @@ func (a *applier) addColumn(t *Table, def *pg.ColumnDef, creating bool) error {
 		if err != nil {
 			return err
 		}
-		a.setColumnType(col, spec)
-		if isSerial(spec.rendered) {
+		if typ, ok := serialTypes[spec.rendered]; ok {
+			// serial is shorthand, not a type: PostgreSQL makes an
+			// integer column owning a sequence, NOT NULL, defaulting
+			// to the sequence's next value.
+			spec.rendered, spec.user = typ, nil
 			col.NotNull = true
+			col.Default = sequenceDefault(t, col.Name)
 		}
+		a.setColumnType(col, spec)
 	}
 	if def.IsNotNull {
 		col.NotNull = true
 	}
 	if def.RawDefault != nil {
-		col.Default = deparseExpr(def.RawDefault)
+		col.Default = a.cookDefault(def.RawDefault, col.Type)
 	}
 	for _, cn := range def.Constraints {
 		con := cn.GetConstraint()
@@ -242,14 +247,6 @@ func (a *applier) addColumn(t *Table, def *pg.ColumnDef, creating bool) error {
 		}
 	}
 	return nil
-}
-
-func isSerial(typ string) bool {
-	switch typ {
-	case "serial", "bigserial", "smallserial", "serial4", "serial8", "serial2":
-		return true
-	}
-	return false
 }
 
 // addConstraint applies a column constraint (col != nil) or a table
@@ -272,7 +269,7 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 		}
 	case pg.ConstrType_CONSTR_DEFAULT:
 		if col != nil {
-			col.Default = deparseExpr(con.RawExpr)
+			col.Default = a.cookDefault(con.RawExpr, col.Type)
 		}
 	case pg.ConstrType_CONSTR_GENERATED:
 		if col != nil {

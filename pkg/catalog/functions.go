@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 // Function is a user-defined function, as far as the SQL guard needs it:
@@ -18,6 +20,11 @@ type Function struct {
 	// are not volatile, which is what makes the first two safe to call.
 	Volatility string `json:"volatility"`
 	Language   string `json:"language,omitempty"`
+	// Returns is the result type as format_type prints it, for typing
+	// view columns that call the function ("" when it returns a set or
+	// a record, or overloads disagree). Aggregates are recorded too.
+	Returns   string `json:"returns,omitempty"`
+	Aggregate bool   `json:"aggregate,omitempty"`
 }
 
 // QualName returns the function's schema-qualified name.
@@ -60,10 +67,90 @@ func (a *applier) createFunction(s *pg.CreateFunctionStmt) {
 			f.Language = v
 		}
 	}
-	if old := a.cat.functions[f.QualName()]; old != nil && volatilityRank[old.Volatility] > volatilityRank[f.Volatility] {
-		f.Volatility = old.Volatility
+	if rt := s.ReturnType; rt != nil && !rt.Setof {
+		if spec, err := a.typeOf(rt); err == nil && spec.rendered != "record" && spec.rendered != "trigger" && spec.rendered != "void" {
+			f.Returns = spec.rendered
+		}
+	}
+	a.recordFunction(f)
+}
+
+// recordFunction adds f, merged with the overloads already recorded: the
+// most volatile wins, and a result type only when all agree.
+func (a *applier) recordFunction(f *Function) {
+	if old := a.cat.functions[f.QualName()]; old != nil {
+		if volatilityRank[old.Volatility] > volatilityRank[f.Volatility] {
+			f.Volatility = old.Volatility
+		}
+		if old.Returns != f.Returns {
+			f.Returns = ""
+		}
 	}
 	a.cat.functions[f.QualName()] = f
+}
+
+// createAggregate records CREATE AGGREGATE: its result is the state type,
+// or the final function's result. It is as safe to call as its state
+// function.
+func (a *applier) createAggregate(s *pg.DefineStmt) {
+	schema, name := qualFromList(pgtree.Strings(s.Defnames))
+	if schema == "" {
+		schema = a.searchPath[0]
+	}
+	f := &Function{Schema: schema, Name: name, Volatility: "volatile", Aggregate: true}
+	var sfunc, final []string
+	for _, o := range s.Definition {
+		d := o.GetDefElem()
+		if d == nil {
+			continue
+		}
+		switch strings.ToLower(d.Defname) {
+		case "stype", "stype1":
+			if tn := d.Arg.GetTypeName(); tn != nil {
+				if spec, err := a.typeOf(tn); err == nil {
+					f.Returns = spec.rendered
+				}
+			}
+		case "sfunc", "sfunc1":
+			sfunc = listStrings(d.Arg)
+			if tn := d.Arg.GetTypeName(); tn != nil {
+				sfunc = pgtree.Strings(tn.Names)
+			}
+		case "finalfunc":
+			final = listStrings(d.Arg)
+			if tn := d.Arg.GetTypeName(); tn != nil {
+				final = pgtree.Strings(tn.Names)
+			}
+		}
+	}
+	if fn := a.findFunction(sfunc); fn != nil {
+		f.Volatility = fn.Volatility
+	}
+	if len(final) > 0 {
+		f.Returns = ""
+		if fn := a.findFunction(final); fn != nil {
+			f.Returns = fn.Returns
+		}
+	}
+	a.recordFunction(f)
+}
+
+// findFunction resolves a function name as written, following
+// search_path when unqualified.
+func (a *applier) findFunction(parts []string) *Function {
+	schema, name := qualFromList(parts)
+	if name == "" {
+		return nil
+	}
+	if schema != "" {
+		return a.cat.functions[QualName{schema, name}]
+	}
+	for _, s := range a.lookupPath() {
+		if f := a.cat.functions[QualName{s, name}]; f != nil {
+			return f
+		}
+	}
+	return nil
 }
 
 // dropFunctions forgets the named functions, all overloads: one that

@@ -58,12 +58,13 @@ func (c *Catalog) AppliedSeq(seq int64) *Applied {
 func (c *Catalog) Record(a Applied) *Catalog {
 	c.history = append(slices.Clip(c.history), a)
 	c.Version = a.Seq
+	c.stampDrift(a)
 	return c
 }
 
 // Rebase marks c as built from the snapshot base: its history starts
-// anew.
+// anew, without drift.
 func (c *Catalog) Rebase(b Base) *Catalog {
-	c.history, c.base, c.Version = nil, &b, b.Seq
+	c.history, c.base, c.Version, c.drift = nil, &b, b.Seq, nil
 	return c
 }

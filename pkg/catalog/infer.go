@@ -232,6 +232,16 @@ var funcTypes = map[string]string{
 	"statement_timestamp": "timestamp with time zone", "transaction_timestamp": "timestamp with time zone",
 	"bool_and": "boolean", "bool_or": "boolean", "every": "boolean",
 	"string_agg": "text", "lower": "text", "upper": "text", "concat": "text", "concat_ws": "text",
+	"json_object_agg": "json", "jsonb_object_agg": "jsonb", "to_json": "json", "to_jsonb": "jsonb",
+	"row_to_json": "json", "array_to_json": "json", "json_build_array": "json", "jsonb_build_array": "jsonb",
+	"array_to_string": "text", "left": "text", "right": "text", "btrim": "text", "ltrim": "text", "rtrim": "text",
+	"initcap": "text", "repeat": "text", "to_char": "text", "split_part": "text", "regexp_replace": "text",
+	"date_part": "double precision", "extract": "numeric", "date_trunc": "timestamp with time zone",
+	"array_length": "integer", "cardinality": "integer", "position": "integer", "strpos": "integer",
+	"percent_rank": "double precision", "cume_dist": "double precision", "ntile": "integer",
+	"jsonb_typeof": "text", "json_typeof": "text", "current_setting": "text", "version": "text",
+	"octet_length": "integer", "bit_length": "integer", "age": "interval", "make_interval": "interval",
+	"to_timestamp": "timestamp with time zone", "to_date": "date", "to_number": "numeric",
 	"substring": "text", "trim": "text", "replace": "text", "format": "text", "md5": "text",
 	"length": "integer", "char_length": "integer", "avg": "numeric", "random": "double precision",
 	"gen_random_uuid": "uuid", "uuid_generate_v4": "uuid", "to_tsvector": "tsvector",
@@ -276,10 +286,22 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 		if t, ok := funcTypes[name]; ok {
 			return t
 		}
+		if f := a.findFunction(names); f != nil && f.Returns != "" {
+			return f.Returns
+		}
 		if name == "array_agg" && len(fc.Args) > 0 {
 			if t := a.exprType(fc.Args[0], sc); t != "" {
 				return t + "[]"
 			}
+		}
+		if name == "avg" {
+			switch typeLabel(a.firstType(fc.Args, sc)) {
+			case "real", "double precision":
+				return "double precision"
+			case "interval":
+				return "interval"
+			}
+			return "numeric"
 		}
 		if sameAsArg[name] {
 			t := a.firstType(fc.Args, sc)
@@ -291,7 +313,12 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 					return "numeric"
 				}
 			}
-			return t
+			if name == "coalesce" || name == "greatest" || name == "least" || name == "nullif" {
+				return t // typmod kept when the arguments agree, as here
+			}
+			// Aggregates and functions return their type without the
+			// argument's typmod: sum(numeric(5,2)) is numeric.
+			return typeLabelKeepChar(t)
 		}
 	case n.GetCoalesceExpr() != nil:
 		return a.firstType(n.GetCoalesceExpr().Args, sc)
@@ -337,12 +364,29 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 		case pg.A_Expr_Kind_AEXPR_OP:
 			op := strings.Join(pgtree.Strings(ae.Name), "")
 			switch op {
-			case "=", "<>", "!=", "<", ">", "<=", ">=", "~~", "!~~", "~~*", "!~~*", "~", "~*", "@>", "<@", "&&", "?":
+			case "=", "<>", "!=", "<", ">", "<=", ">=", "~~", "!~~", "~~*", "!~~*", "~", "~*", "!~", "!~*",
+				"@>", "<@", "&&", "?", "?|", "?&", "@?", "@@", "<<", ">>", "&<", "&>", "-|-", "^@":
 				return "boolean"
+			case "->>", "#>>":
+				return "text"
+			case "->", "#>", "#-":
+				return typeLabel(a.exprType(ae.Lexpr, sc))
 			case "||":
+				l, r := typeLabel(a.exprType(ae.Lexpr, sc)), typeLabel(a.exprType(ae.Rexpr, sc))
+				switch {
+				case l == "jsonb" || r == "jsonb":
+					return "jsonb"
+				case strings.HasSuffix(l, "[]"):
+					return l
+				case strings.HasSuffix(r, "[]"):
+					return r
+				}
 				return "text"
 			}
-			return a.firstType([]*pg.Node{ae.Lexpr, ae.Rexpr}, sc)
+			if ae.Lexpr == nil { // prefix operator: -x
+				return typeLabel(a.exprType(ae.Rexpr, sc))
+			}
+			return arithmeticType(op, typeLabel(a.exprType(ae.Lexpr, sc)), typeLabel(a.exprType(ae.Rexpr, sc)))
 		case pg.A_Expr_Kind_AEXPR_NULLIF:
 			return a.firstType([]*pg.Node{ae.Lexpr}, sc)
 		default: // IN, LIKE, BETWEEN, DISTINCT, SIMILAR, ANY/ALL
@@ -381,4 +425,59 @@ func (a *applier) firstType(nodes []*pg.Node, sc *scope) string {
 		}
 	}
 	return ""
+}
+
+// typeLabelKeepChar is typeLabel for a result type, which format_type
+// prints as "character" (not bpchar) when it has no typmod.
+func typeLabelKeepChar(t string) string {
+	l := typeLabel(t)
+	if strings.HasPrefix(l, "bpchar") {
+		return "character" + strings.TrimPrefix(l, "bpchar")
+	}
+	return l
+}
+
+// numericRank orders the numeric types by PostgreSQL's implicit casts: an
+// operator on two of them works in the wider one.
+var numericRank = map[string]int{"smallint": 1, "integer": 2, "bigint": 3, "numeric": 4, "real": 5, "double precision": 6}
+
+// arithmeticType is the result type of a binary operator on operands of
+// types l and r ("" when unknown), without typmods: numeric(40,15) +
+// numeric(40,15) is numeric.
+func arithmeticType(op, l, r string) string {
+	switch {
+	case l == "":
+		return r
+	case r == "":
+		return l
+	}
+	lr, lok := numericRank[l]
+	rr, rok := numericRank[r]
+	if lok && rok {
+		// A literal like 1.5 is numeric; with a float it is cast to it.
+		if lr >= rr {
+			return l
+		}
+		return r
+	}
+	isTime := func(t string) bool { return strings.HasPrefix(t, "timestamp") }
+	switch {
+	case l == "date" && r == "date" && op == "-":
+		return "integer"
+	case l == "date" && rok:
+		return "date"
+	case l == "date" && (r == "interval" || strings.HasPrefix(r, "time")):
+		return "timestamp without time zone"
+	case isTime(l) && isTime(r) && op == "-":
+		return "interval"
+	case isTime(l) && r == "interval":
+		return l
+	case l == "interval" && isTime(r):
+		return r
+	case l == "interval" && (rok || r == "interval"):
+		return "interval"
+	case lok && r == "interval":
+		return "interval"
+	}
+	return l
 }

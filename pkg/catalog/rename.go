@@ -46,8 +46,29 @@ func (a *applier) rename(s *pg.RenameStmt) error {
 		return a.moveEnum(old, QualName{old.Schema, s.Newname})
 	case pg.ObjectType_OBJECT_SCHEMA:
 		return a.renameSchema(s.Subname, s.Newname)
+	case pg.ObjectType_OBJECT_SEQUENCE:
+		a.renameSequence(s.Relation, s.Newname)
 	}
 	return nil
+}
+
+// renameSequence follows a sequence rename into the defaults that call
+// nextval on it. Sequences are not modelled otherwise, so a rename of one
+// the catalog never saw is accepted.
+func (a *applier) renameSequence(rv *pg.RangeVar, to string) {
+	schema := rv.Schemaname
+	if schema == "" {
+		schema = a.creationSchema()
+	}
+	from := sequenceDefaultOf(QualName{schema, rv.Relname})
+	repl := sequenceDefaultOf(QualName{schema, to})
+	for _, t := range a.cat.tables {
+		for _, c := range t.Columns {
+			if c.Default == from {
+				c.Default = repl
+			}
+		}
+	}
 }
 
 func listStrings(n *pg.Node) []string {
@@ -273,11 +294,12 @@ func (a *applier) moveEnum(from, to QualName) error {
 				base = strings.TrimSuffix(base, "[]")
 				dims++
 			}
-			name := QuoteIdent(to.Name)
-			if strings.Contains(base, ".") || to.Schema != from.Schema {
-				name = to.String()
+			arr := strings.Repeat("[]", dims)
+			c.Type = typeName(to) + arr
+			// A default names its type: 'x'::mood becomes 'x'::feeling.
+			if old := "::" + typeName(from) + arr; strings.HasSuffix(c.Default, old) {
+				c.Default = strings.TrimSuffix(c.Default, old) + "::" + c.Type
 			}
-			c.Type = name + strings.Repeat("[]", dims)
 			*c.Enum = to
 		}
 	}

@@ -61,6 +61,12 @@ func (a *applier) typeOf(tn *pg.TypeName) (typeSpec, error) {
 			} else {
 				base += " without time zone"
 			}
+		case "numeric":
+			// numeric(p) is numeric(p,0): format_type prints the scale.
+			base = pretty + mods
+			if len(tn.Typmods) == 1 && mods != "" {
+				base = pretty + strings.TrimSuffix(mods, ")") + ",0)"
+			}
 		case "interval":
 			// Interval typmods encode field masks, not a length: the bare
 			// name carries what retrieval and prompts need.
@@ -72,6 +78,11 @@ func (a *applier) typeOf(tn *pg.TypeName) (typeSpec, error) {
 		quoted := make([]string, len(names))
 		for i, n := range names {
 			quoted[i] = QuoteIdent(n)
+		}
+		if len(names) == 2 && names[0] == DefaultSchema {
+			// format_type leaves off a schema the default search_path
+			// sees.
+			quoted = quoted[1:]
 		}
 		base = strings.Join(quoted, ".") + mods
 		switch len(names) {
@@ -135,7 +146,18 @@ func (a *applier) setColumnType(col *Column, spec typeSpec) {
 		q := QualName{s, spec.user.Name}
 		if a.cat.enums[q] != nil {
 			col.Enum = &q
+			// Found along search_path: printed as format_type prints it.
+			col.Type = typeName(q) + strings.Repeat("[]", spec.arrayDim)
 			return
 		}
 	}
+}
+
+// typeName prints a user type as format_type does under the default
+// search_path: bare in public, schema-qualified elsewhere.
+func typeName(q QualName) string {
+	if q.Schema == DefaultSchema || q.Schema == "" {
+		return QuoteIdent(q.Name)
+	}
+	return q.String()
 }

@@ -1,0 +1,121 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// typeCases are column definitions with the type and default PostgreSQL
+// 15 reports for them (format_type, pg_get_expr), checked against a live
+// server by TestPostgresTypeCases where one is installed.
+var typeCases = []struct {
+	def, typ, dflt string
+}{
+	{"integer DEFAULT 0", "integer", "0"},
+	{"integer DEFAULT -1", "integer", "'-1'::integer"},
+	{"bigint DEFAULT 0", "bigint", "0"},
+	{"bigint DEFAULT -1", "bigint", "'-1'::integer"},
+	{"bigint DEFAULT '0'", "bigint", "'0'::bigint"},
+	{"bigint DEFAULT 9999999999", "bigint", "'9999999999'::bigint"},
+	{"smallint DEFAULT '5'", "smallint", "'5'::smallint"},
+	{"numeric DEFAULT 0", "numeric", "0"},
+	{"numeric(12,2) DEFAULT 1.5", "numeric(12,2)", "1.5"},
+	{"numeric DEFAULT '1.50'", "numeric", "1.50"},
+	{"numeric(5) DEFAULT 2", "numeric(5,0)", "2"},
+	{"real DEFAULT 1.5", "real", "1.5"},
+	{"float DEFAULT '1e3'", "double precision", "'1000'::double precision"},
+	{"text DEFAULT 'x'", "text", "'x'::text"},
+	{"text DEFAULT 'it''s'", "text", "'it''s'::text"},
+	{"text DEFAULT ('')", "text", "''::text"},
+	{"varchar(20) DEFAULT 'y'", "character varying(20)", "'y'::character varying"},
+	{"varchar DEFAULT ''::character varying", "character varying", "''::character varying"},
+	{"char(3) DEFAULT 'z'", "character(3)", "'z'::bpchar"},
+	{"boolean DEFAULT 'f'", "boolean", "false"},
+	{"boolean DEFAULT 'yes'", "boolean", "true"},
+	{"boolean DEFAULT true", "boolean", "true"},
+	{"bool DEFAULT 1::boolean", "boolean", "(1)::boolean"},
+	{"text DEFAULT NULL", "text", ""},
+	{"integer DEFAULT NULL::integer", "integer", ""},
+	{"jsonb DEFAULT '{}'", "jsonb", "'{}'::jsonb"},
+	{"json DEFAULT '[]'::json", "json", "'[]'::json"},
+	{"text[] DEFAULT '{}'", "text[]", "'{}'::text[]"},
+	{"text[] DEFAULT ARRAY[]::text[]", "text[]", "ARRAY[]::text[]"},
+	{"integer[] DEFAULT '{1,2}'", "integer[]", "'{1,2}'::integer[]"},
+	{"varchar(10)[] DEFAULT '{}'::varchar[]", "character varying(10)[]", "'{}'::character varying[]"},
+	{"timestamptz DEFAULT now()", "timestamp with time zone", "now()"},
+	{"timestamp DEFAULT current_timestamp", "timestamp without time zone", "CURRENT_TIMESTAMP"},
+	{"date DEFAULT current_date", "date", "CURRENT_DATE"},
+	{"timestamp DEFAULT '2020-01-01'", "timestamp without time zone", "'2020-01-01 00:00:00'::timestamp without time zone"},
+	{"date DEFAULT '2020-01-01'", "date", "'2020-01-01'::date"},
+	{"time DEFAULT '12:00'", "time without time zone", "'12:00:00'::time without time zone"},
+	{"interval DEFAULT '1 day'", "interval", "'1 day'::interval"},
+	{"interval DEFAULT '24 hours'", "interval", "'24:00:00'::interval"},
+	{"interval DEFAULT '12 months'", "interval", "'1 year'::interval"},
+	{"timestamptz DEFAULT (now() + '1 day'::interval)", "timestamp with time zone", "(now() + '1 day'::interval)"},
+	{"timestamp(0) DEFAULT timezone('utc', now())", "timestamp(0) without time zone", "timezone('utc'::text, now())"},
+	{"uuid DEFAULT gen_random_uuid()", "uuid", "gen_random_uuid()"},
+	{"bigint DEFAULT 0::bigint", "bigint", "(0)::bigint"},
+	{"integer DEFAULT (1 + 2)", "integer", "(1 + 2)"},
+	{"text DEFAULT lower('X')", "text", "lower('X'::text)"},
+	{"inet DEFAULT '127.0.0.1'", "inet", "'127.0.0.1'::inet"},
+	{"mood DEFAULT 'ok'", "mood", "'ok'::mood"},
+	{"public.mood DEFAULT 'ok'", "mood", "'ok'::mood"},
+	{"serial", "integer", "nextval('d_c%d_seq'::regclass)"},
+	{"bigserial", "bigint", "nextval('d_c%d_seq'::regclass)"},
+	{"smallserial", "smallint", "nextval('d_c%d_seq'::regclass)"},
+}
+
+func typeCasesSQL() string {
+	var b strings.Builder
+	b.WriteString("CREATE TYPE mood AS ENUM ('ok', 'sad');\nCREATE TABLE d (\n")
+	for i, tc := range typeCases {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, "    c%d %s", i, tc.def)
+	}
+	b.WriteString("\n);\n")
+	return b.String()
+}
+
+func caseDefault(i int) string {
+	if strings.Contains(typeCases[i].dflt, "%d") {
+		return fmt.Sprintf(typeCases[i].dflt, i)
+	}
+	return typeCases[i].dflt
+}
+
+func TestTypesAndDefaultsAsPostgresPrintsThem(t *testing.T) {
+	c, err := New("db").Apply("defaults.sql", typeCasesSQL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.Table(QualName{"public", "d"})
+	for i, tc := range typeCases {
+		col := d.Column(fmt.Sprintf("c%d", i))
+		if col.Type != tc.typ || col.Default != caseDefault(i) {
+			t.Errorf("%s: got type %q default %q, want %q and %q", tc.def, col.Type, col.Default, tc.typ, caseDefault(i))
+		}
+	}
+	if col := d.Column(fmt.Sprintf("c%d", len(typeCases)-1)); !col.NotNull {
+		t.Error("a serial column is NOT NULL")
+	}
+}
+
+// TestPostgresTypeCases holds typeCases against a live PostgreSQL, so the
+// expectations above are PostgreSQL's and not ours.
+func TestPostgresTypeCases(t *testing.T) {
+	p := startPostgres(t)
+	p.createDB(t, "types")
+	if _, err := p.psql("types", typeCasesSQL()); err != nil {
+		t.Fatal(err)
+	}
+	cols, _ := p.describe(t, "types")
+	for i, tc := range typeCases {
+		got := cols[fmt.Sprintf("public.d.c%d", i)]
+		if got.typ != tc.typ || got.def != caseDefault(i) {
+			t.Errorf("%s: PostgreSQL says type %q default %q, the case says %q and %q", tc.def, got.typ, got.def, tc.typ, caseDefault(i))
+		}
+	}
+}
