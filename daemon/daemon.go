@@ -536,7 +536,8 @@ func (d *Daemon) k(k int) int {
 }
 
 func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events.SearchReply, error) {
-	if _, err := d.known(ctx, req.Database); err != nil {
+	cat, err := d.known(ctx, req.Database)
+	if err != nil {
 		return nil, err
 	}
 	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Kinds: req.Kinds, Schemas: req.Schemas, Tags: req.Tags})
@@ -544,6 +545,9 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 		return nil, err
 	}
 	out := &events.SearchReply{Database: req.Database, Results: contextItems(res), Timings: timings(res.Timings)}
+	if w := driftWarning(cat); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
 	if req.Explain {
 		out.Explain, out.QueryTerms = res.Explain, res.Terms
 	}
@@ -571,9 +575,38 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 		if req.Explain {
 			out.Explain, out.QueryTerms = res.Explain, res.Terms
 		}
+		if w := driftWarning(cat); w != "" {
+			out.Warnings = append(out.Warnings, w)
+		}
 		return out, nil
 	}
-	return d.asker.Ask(ctx, cat, req, res)
+	out, err := d.asker.Ask(ctx, cat, req, res)
+	if w := driftWarning(cat); w != "" && out != nil {
+		out.Warnings = append(out.Warnings, w)
+	}
+	return out, err
+}
+
+// driftWarning says, when the catalog of a database has drift, that it
+// may differ from the real database, and where to look.
+func driftWarning(cat *catalog.Catalog) string {
+	if cat == nil || len(cat.Drift()) == 0 {
+		return ""
+	}
+	d := cat.Drift()
+	return fmt.Sprintf("the catalog of %s has drift: %d statement(s) of its history name objects it does not know "+
+		"(first: %s), so tables or columns made outside the replayed DDL may be missing or untyped; "+
+		"`schemaq tables --db %s` lists them, and a snapshot clears them", cat.Database, len(d), d[0], cat.Database)
+}
+
+func driftWire(cat *catalog.Catalog) ([]events.Drift, int) {
+	d := cat.Drift()
+	out := make([]events.Drift, 0, min(len(d), events.MaxDriftListed))
+	for _, x := range d[:min(len(d), events.MaxDriftListed)] {
+		out = append(out, events.Drift{Seq: x.Seq, Migration: x.Migration, Source: x.Source, Statement: x.Statement,
+			Line: x.Line, Column: x.Column, Excerpt: x.Excerpt, Error: x.Error, Inferred: x.Inferred})
+	}
+	return out, len(d)
 }
 
 func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events.TablesReply, error) {
@@ -582,6 +615,9 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 		return nil, events.Errorf(events.CodeUnknownDatabase, "database %q has no catalog; publish a migration or snapshot first", req.Database)
 	}
 	out := &events.TablesReply{Database: req.Database, Version: cat.Version}
+	if len(cat.Drift()) > 0 {
+		out.Drift, out.DriftTotal = driftWire(cat)
+	}
 	if p, ok := d.count.(projector); ok {
 		v, err := p.Projected(ctx, req.Database)
 		if err != nil {

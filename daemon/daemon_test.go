@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -587,5 +588,61 @@ func TestTablesArePaged(t *testing.T) {
 	}
 	if _, err := r.cli.Tables(ctx, &events.TablesRequest{Database: "shop", Limit: events.MaxTablesLimit + 1}); !errors.Is(err, &events.Error{Code: events.CodeBadRequest}) {
 		t.Errorf("limit over the maximum: %v", err)
+	}
+}
+
+// Drift in a database's catalog reaches every reply about it: listed by
+// tables, and a warning on search and ask.
+func TestDriftReachesReplies(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil)
+	ctx := context.Background()
+	files, err := filepath.Glob(filepath.Join("..", "pkg", "catalog", "testdata", "tenant-helper", "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("fixture: %v", err)
+	}
+	for i, f := range files {
+		sql, _ := os.ReadFile(f)
+		ev, err := events.New(fmt.Sprintf("tenant-%d", i+1), "tenant", time.Now(), &events.Migration{Seq: int64(i + 1), Source: filepath.Base(f), SQL: string(sql)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.cli.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tables *events.TablesReply
+	natstest.Eventually(t, 10*time.Second, "tenant at version 4", func() bool {
+		tables, err = r.cli.Tables(ctx, &events.TablesRequest{Database: "tenant"})
+		return err == nil && tables.Version == int64(len(files))
+	})
+	if tables.DriftTotal != 4 || len(tables.Drift) != 4 || tables.Drift[2].Inferred != "" || tables.Drift[2].Statement != 5 ||
+		tables.Drift[0].Seq != 3 || tables.Drift[0].Source != "0003_tenant_defaults.sql" {
+		t.Fatalf("tables drift: %d %+v", tables.DriftTotal, tables.Drift)
+	}
+	natstest.Eventually(t, 10*time.Second, "tenant indexed", func() bool {
+		p, _ := r.store.Projected(ctx, "tenant")
+		return p == int64(len(files))
+	})
+	s, err := r.cli.Search(ctx, &events.SearchRequest{Database: "tenant", Question: "which tenant owns each invoice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "the catalog of tenant has drift: 4 statement(s)") ||
+		!strings.Contains(s.Warnings[0], "0003_tenant_defaults.sql: statement 1") {
+		t.Errorf("search warnings: %q", s.Warnings)
+	}
+	a, err := r.cli.Ask(ctx, &events.AskRequest{Database: "tenant", Question: "which tenant owns each invoice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(a.Warnings, func(w string) bool { return strings.Contains(w, "has drift") }) {
+		t.Errorf("ask warnings: %q", a.Warnings)
+	}
+	// A database without drift gets no warning.
+	r.publishShop()
+	s, err = r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "refunds"})
+	if err != nil || len(s.Warnings) != 0 {
+		t.Errorf("shop search: %v %q", err, s.Warnings)
 	}
 }

@@ -221,11 +221,36 @@ type ExplainItem struct {
 	Bridge      string  `json:"bridge,omitempty"`
 }
 
+// Drift is a statement of a database's applied history that the worker
+// skipped, or applied by inferring a column, because it names an object
+// the catalog does not know (DDL run inside a function, say): where the
+// catalog may differ from the real database. A snapshot clears it.
+type Drift struct {
+	Seq       int64  `json:"seq"`
+	Migration string `json:"migration,omitempty"`
+	Source    string `json:"source"`
+	Statement int    `json:"statement"`
+	Line      int    `json:"line"`
+	Column    int    `json:"column"`
+	Excerpt   string `json:"excerpt,omitempty"`
+	Error     string `json:"error"`
+	// Inferred names the column the catalog now holds, marked inferred,
+	// because the statement altered it; empty when it was skipped.
+	Inferred string `json:"inferred,omitempty"`
+}
+
+// MaxDriftListed bounds the drift a tables reply lists; DriftTotal counts
+// it all.
+const MaxDriftListed = 100
+
 // SearchReply is the reply of the search endpoint.
 type SearchReply struct {
 	Database string        `json:"database"`
 	Results  []ContextItem `json:"results"`
-	Explain  any           `json:"explain,omitempty"`
+	// Warnings say what may make the results incomplete, such as drift
+	// in the database's catalog.
+	Warnings []string `json:"warnings,omitempty"`
+	Explain  any      `json:"explain,omitempty"`
 	// QueryTerms come with Explain: the terms BM25 searched for.
 	QueryTerms []QueryTerm        `json:"query_terms,omitempty"`
 	Timings    map[string]float64 `json:"timings_ms,omitempty"`
@@ -288,7 +313,11 @@ type TablesReply struct {
 	// next page.
 	Total int    `json:"total"`
 	Next  string `json:"next,omitempty"`
-	Error *Error `json:"error,omitempty"`
+	// Drift lists, oldest first, up to MaxDriftListed statements of the
+	// history the catalog could not follow; DriftTotal counts them all.
+	Drift      []Drift `json:"drift,omitempty"`
+	DriftTotal int     `json:"drift_total,omitempty"`
+	Error      *Error  `json:"error,omitempty"`
 }
 
 // Errorf builds a wire error.

@@ -12,6 +12,7 @@ type Metrics struct {
 	ackPending  prometheus.Gauge
 	redelivered prometheus.Gauge
 	held        prometheus.Gauge
+	drift       prometheus.Counter
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -29,7 +30,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Events being redelivered."}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_held_events",
 			Help: "Events this process holds in its databases' queues: being applied, waiting for a predecessor, or applied and waiting for their projection."}),
+		drift: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_catalog_drift_total",
+			Help: "Migration statements applied tolerantly: skipped, or applied by inferring a column, because they name objects the catalog does not know."}),
 	}
-	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held)
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift)
 	return m
 }

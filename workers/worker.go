@@ -69,6 +69,12 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	MaxEventBytes   int
 	Chunk           chunk.Options
+	// StrictCatalog refuses (dead-letters) a migration with a statement
+	// naming an object the catalog does not know. By default such a
+	// statement is skipped and recorded as drift on the catalog (see
+	// catalog.Tolerant), so that DDL a replay cannot see does not stop a
+	// history.
+	StrictCatalog bool
 }
 
 // DefaultConfig suits most deployments.
@@ -628,6 +634,22 @@ func (w *Worker) schema(ctx context.Context, evs []*events.Event) []outcome {
 	return w.applyMigrations(ctx, cat, rev, evs)
 }
 
+// reportDrift logs and counts the statements one migration's apply
+// skipped or inferred. Only once the catalog is written do they show to
+// users (status, tables, search and ask warnings); a retried write logs
+// them again, which errs on the side of being seen.
+func (w *Worker) reportDrift(db string, seq int64, drift []catalog.Drift) {
+	for _, d := range drift {
+		if w.m != nil {
+			w.m.drift.Inc()
+		}
+		w.log.Warn("catalog drift: a statement names an object the catalog does not know",
+			zap.String("database", db), zap.Int64("seq", seq), zap.String("source", d.Source),
+			zap.Int("statement", d.Statement), zap.Int("line", d.Line), zap.String("inferred", d.Inferred),
+			zap.String("error", d.Error))
+	}
+}
+
 // migrationNames are a migration's source, for errors (the event id
 // without one), and its identity in the history (the source without one).
 func migrationNames(ev *events.Event) (source, id string) {
@@ -671,7 +693,14 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 			}
 			m.SQL = text
 		}
-		n, err := next.Apply(source, m.SQL)
+		var opts []catalog.ApplyOption
+		if !w.cfg.StrictCatalog {
+			opts = append(opts, catalog.Tolerant())
+		}
+		n, err := next.Apply(source, m.SQL, opts...)
+		if err == nil {
+			w.reportDrift(ev.Database, m.Seq, n.Drift()[len(next.Drift()):])
+		}
 		if err != nil {
 			out.act, out.kind = actDeadLetter, events.DLQKindRefused
 			out.reason = fmt.Sprintf("%s %d does not apply: %v", ev.Type, m.Seq, err)

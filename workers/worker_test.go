@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -315,7 +316,7 @@ func TestBadInputIsDeadLettered(t *testing.T) {
 		{"invalid database name", "schemaq.schema.Bad!", valid("schema.migration", "Bad!", `{"seq":1,"sql":"SELECT 1"}`), "field database"},
 		{"empty snapshot", "schemaq.schema.shop", valid("schema.snapshot", "shop", `{"seq":2,"sql":" "}`), "field data.sql"},
 		{"unparseable SQL", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"source":"0002_bad.sql","sql":"CREATE TABLE t (\n  id int,\n  x int GENERATED ALWAYS AS (id) VIRTUAL\n);"}`), `0002_bad.sql: statement 1 (line 3, column 34): syntax error at or near \"VIRTUAL\"`},
-		{"ALTER of a missing table", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"source":"0002_alter.sql","sql":"ALTER TABLE nope ADD COLUMN x int;"}`), "relation nope does not exist"},
+		{"a table created twice", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"source":"0002_again.sql","sql":"CREATE TABLE customers (id int);"}`), "0002_again.sql: statement 1 (line 1, column 1): duplicate object"},
 		{"doc with invalid UTF-8", "schemaq.docs.shop", valid("docs.upsert", "shop", "{\"doc_id\":\"a.md\",\"body\":\"caf\xe9\"}"), "invalid UTF-8"},
 		{"event on the wrong subject", "schemaq.docs.shop", valid("schema.migration", "shop", `{"seq":2,"sql":"CREATE TABLE z (id int)"}`), "expected schemaq.schema.shop"},
 	}
@@ -894,5 +895,81 @@ func TestSQLInObjectStore(t *testing.T) {
 	}
 	if v := e.version("shop"); v != 2 {
 		t.Errorf("catalog at version %d, want 2", v)
+	}
+}
+
+// tenantHistory is the catalog package's fixture: a helper function adds
+// tenant_id columns through EXECUTE format(…), and a later migration
+// alters them.
+func tenantHistory(t *testing.T, db string) []*events.Event {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "pkg", "catalog", "testdata", "tenant-helper", "*.sql"))
+	if err != nil || len(files) != 4 {
+		t.Fatalf("fixture: %v %v", files, err)
+	}
+	var out []*events.Event
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := events.New(fmt.Sprintf("%s-%d", db, i+1), db, time.Now(), &events.Migration{Seq: int64(i + 1), Source: filepath.Base(f), SQL: string(b)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// DDL a replay cannot see does not stop a history: the statements that
+// name it are recorded as drift, what follows applies and is searchable,
+// and a snapshot clears the drift. A strict worker refuses instead.
+func TestDriftIsRecordedNotRefused(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	for _, ev := range tenantHistory(t, "tenant") {
+		e.publish(ev)
+	}
+	e.waitVersion("tenant", 4)
+	c, _, err := e.cats.Get(context.Background(), "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Drift(); len(d) != 4 || d[0].Seq != 3 || d[0].Source != "0003_tenant_defaults.sql" || d[0].Inferred != "column public.projects.tenant_id" {
+		t.Fatalf("drift: %+v", d)
+	}
+	natstest.Eventually(t, 10*time.Second, "the table after the drift indexed", func() bool {
+		metas, _ := e.store.Metas(context.Background(), index.Filter{Database: "tenant"})
+		_, ok := metas["tenant:table:public.reports"]
+		return ok
+	})
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Errorf("dead letters: %+v", dl)
+	}
+	snap, err := events.New("tenant-snap", "tenant", time.Now(), &events.Snapshot{Seq: 5, Source: "dump.sql",
+		SQL: "CREATE TABLE projects (id integer PRIMARY KEY, tenant_id bigint DEFAULT 1);"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publish(snap)
+	e.waitVersion("tenant", 5)
+	if c, _, _ := e.cats.Get(context.Background(), "tenant"); len(c.Drift()) != 0 {
+		t.Errorf("a snapshot kept the drift: %v", c.Drift())
+	}
+
+	strict := newEnv(t)
+	cfg := testConfig()
+	cfg.StrictCatalog = true
+	strict.startWorker(cfg, strict.store)
+	for _, ev := range tenantHistory(t, "tenant")[:3] {
+		strict.publish(ev)
+	}
+	dl := strict.waitDeadLetters(1)
+	if !strings.Contains(dl[0].reason, "schema.migration 3 does not apply: 0003_tenant_defaults.sql: statement 1 (line 1, column 1): undefined object: column tenant_id of relation public.projects does not exist") {
+		t.Errorf("strict dead letter: %+v", dl[0])
+	}
+	if v := strict.version("tenant"); v != 2 {
+		t.Errorf("strict worker at version %d, want 2", v)
 	}
 }

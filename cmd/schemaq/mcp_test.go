@@ -50,6 +50,10 @@ func mcpFixture(t *testing.T) *client.Client {
 	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations")); code != exitOK {
 		t.Fatalf("publish: %s", errOut)
 	}
+	tenant := filepath.Join("..", "..", "pkg", "catalog", "testdata", "tenant-helper")
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "tenant", "--wait", "20s", tenant); code != exitOK {
+		t.Fatalf("publish tenant: %s", errOut)
+	}
 	if _, errOut, code := runAt(t, url, "publish", "docs", "--db", "shop", filepath.Join(shop, "docs")); code != exitOK {
 		t.Fatalf("publish docs: %s", errOut)
 	}
@@ -135,6 +139,9 @@ func TestMCPTools(t *testing.T) {
 		{"search_schema", map[string]any{"database": "shop", "question": "which customers placed the most orders", "kinds": []string{"example"}, "k": 1}, false, []string{`"kind":"example"`, `"name":"How many orders did each customer place?"`}},
 		{"ask_sql", map[string]any{"database": "shop", "question": "How many orders are there?"}, false, []string{`"sql":"SELECT count(*) FROM orders"`, `"tables":["public.orders"]`}},
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "payments per order", "k": 3}, false, []string{`"fused_rank"`, `"bm25_rank"`, `"query_terms"`, `"why":"question"`}},
+		// Drift in a catalog is shown by the tools about its database.
+		{"list_tables", map[string]any{"database": "tenant"}, false, []string{`"drift_total":4`, `"inferred":"column public.projects.tenant_id"`}},
+		{"search_schema", map[string]any{"database": "tenant", "question": "tenant of each invoice"}, false, []string{`"warnings":["the catalog of tenant has drift: 4 statement(s)`}},
 		// Errors.
 		{"list_tables", map[string]any{"database": "nope"}, true, []string{"unknown_database"}},
 		{"describe_table", map[string]any{"database": "shop", "table": "ghosts"}, true, []string{"not_found"}},
@@ -163,9 +170,10 @@ func TestMCPTools(t *testing.T) {
 	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "CREATE TABLE public.customers") {
 		t.Errorf("resource: %+v %v", res, err)
 	}
-	// resources/list names every table and view, each readable.
+	// resources/list names every table and view, each readable: the
+	// shop's 8 and the tenant fixture's 6.
 	listed, err := cs.ListResources(ctx, nil)
-	if err != nil || len(listed.Resources) != 8 {
+	if err != nil || len(listed.Resources) != 14 {
 		t.Fatalf("resources/list: %v %v", listed, err)
 	}
 	for _, r := range listed.Resources {

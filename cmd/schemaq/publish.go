@@ -155,13 +155,17 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 	// Publishing is done: say what was published before waiting, so a
 	// failed wait still shows it.
 	var waitErr error
+	drift := 0
 	if *wait > 0 && last > 0 {
-		waitErr = waitApplied(ctx, &c, last, now, *wait)
+		drift, waitErr = waitApplied(ctx, &c, last, now, *wait)
 	}
 	if *c.asJSON {
 		out := map[string]any{"database": *c.db, "published": results, "duplicates": dups}
 		if waitErr != nil {
 			out["error"] = waitErr.Error()
+		}
+		if drift > 0 {
+			out["drift"] = drift
 		}
 		if err := json.NewEncoder(e.stdout).Encode(out); err != nil {
 			return err
@@ -188,6 +192,9 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 	}
 	if *wait > 0 && last > 0 {
 		fmt.Fprintf(e.stdout, "catalog %s is at version %d and searchable\n", *c.db, last)
+	}
+	if drift > 0 {
+		fmt.Fprintf(e.stderr, "warning: the catalog of %s has drift: %d statement(s) name objects it does not know and were skipped or inferred; `schemaq tables --db %s` lists them\n", *c.db, drift, *c.db)
 	}
 	return nil
 }
@@ -313,16 +320,19 @@ func currentCatalog(ctx context.Context, c *clientFlags) (*catalog.Catalog, erro
 // waitApplied waits until the catalog reaches version want and the index
 // answers for it, and fails as soon as an event of the database is
 // dead-lettered after since, with the letter's reason.
-func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Time, limit time.Duration) error {
+//
+// It returns how many statements of the history the catalog skipped or
+// inferred (drift), as the answering daemon reports them.
+func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Time, limit time.Duration) (int, error) {
 	nc, err := c.nats.connect(zap.NewNop())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	cli, err := client.New(nc)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	db := *c.db
 	deadline := time.Now().Add(limit)
@@ -342,7 +352,7 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 			if letter.Source != "" {
 				what = letter.Source
 			}
-			return fmt.Errorf("%s was dead-lettered (dead letter %d): %s\nsee `schemaq dlq list --db %s`; docs/events.md#recovery says what to do",
+			return 0, fmt.Errorf("%s was dead-lettered (dead letter %d): %s\nsee `schemaq dlq list --db %s`; docs/events.md#recovery says what to do",
 				what, letter.Seq, letter.Reason, db)
 		}
 		if cats == nil {
@@ -361,7 +371,7 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 			cancel()
 			indexErr = err
 			if err == nil && rep.Indexed >= want {
-				return nil
+				return rep.DriftTotal, nil
 			}
 			if err == nil {
 				indexed = rep.Indexed
@@ -370,15 +380,15 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 		if time.Now().After(deadline) {
 			switch {
 			case version < want:
-				return fmt.Errorf("catalog %s reached version %d, not %d, within %v: see `schemaq status` and the worker logs", db, version, want, limit)
+				return 0, fmt.Errorf("catalog %s reached version %d, not %d, within %v: see `schemaq status` and the worker logs", db, version, want, limit)
 			case indexErr != nil:
-				return fmt.Errorf("catalog %s is at version %d, but no daemon confirmed the index within %v: %w", db, version, limit, indexErr)
+				return 0, fmt.Errorf("catalog %s is at version %d, but no daemon confirmed the index within %v: %w", db, version, limit, indexErr)
 			}
-			return fmt.Errorf("catalog %s is at version %d, but its index reflects version %d after %v: see the worker logs", db, version, indexed, limit)
+			return 0, fmt.Errorf("catalog %s is at version %d, but its index reflects version %d after %v: see the worker logs", db, version, indexed, limit)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

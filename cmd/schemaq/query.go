@@ -177,6 +177,9 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 		b, _ := json.MarshalIndent(reply.Explain, "", "  ")
 		fmt.Fprintf(e.stdout, "explain:\n%s\n", b)
 	}
+	for _, w := range reply.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
 	return nil
 }
 
@@ -215,12 +218,14 @@ func runTables(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.NArg() == 1 {
 		fmt.Fprint(e.stdout, reply.Tables[0].DDL)
+		printDrift(e, reply)
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "database %s, catalog version %d\n", reply.Database, reply.Version)
 	for _, t := range reply.Tables {
 		fmt.Fprintf(e.stdout, "  %-40s %3d columns  %s\n", t.Name, t.Columns, t.Comment)
 	}
+	printDrift(e, reply)
 	return nil
 }
 
@@ -246,5 +251,24 @@ func printText(e *env, on bool, text string) {
 	}
 	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		fmt.Fprintf(e.stdout, "      %s\n", line)
+	}
+}
+
+// printDrift lists, on stderr, the statements of the history the catalog
+// could not follow: where it may differ from the real database.
+func printDrift(e *env, reply *events.TablesReply) {
+	if reply.DriftTotal == 0 {
+		return
+	}
+	fmt.Fprintf(e.stderr, "drift: %d statement(s) of the history name objects the catalog does not know (created by functions, or outside the history); a snapshot clears them\n", reply.DriftTotal)
+	for _, d := range reply.Drift {
+		what := "skipped"
+		if d.Inferred != "" {
+			what = "inferred " + d.Inferred
+		}
+		fmt.Fprintf(e.stderr, "  seq %d %s: statement %d (line %d, column %d): %s: %s\n", d.Seq, d.Source, d.Statement, d.Line, d.Column, what, d.Error)
+	}
+	if n := reply.DriftTotal - len(reply.Drift); n > 0 {
+		fmt.Fprintf(e.stderr, "  … and %d more\n", n)
 	}
 }

@@ -116,7 +116,7 @@ func TestServeReplicas(t *testing.T) {
 	stopA = startServe(t, url, filepath.Join(dir, "a"), "a")
 	bad := filepath.Join(dir, "bad")
 	os.MkdirAll(bad, 0o755)
-	os.WriteFile(filepath.Join(bad, "0001_a.sql"), []byte("ALTER TABLE missing ADD COLUMN x int;"), 0o644)
+	os.WriteFile(filepath.Join(bad, "0001_a.sql"), []byte("CREATE TABLE t (id int);\nCREATE TABLE t (id int);"), 0o644)
 	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "bad", "--wait", "1s", bad); code != exitFailure {
 		t.Errorf("a bad migration was not refused (exit %d): %s", code, errOut)
 	}

@@ -35,10 +35,13 @@ type statusReport struct {
 	} `json:"stream"`
 	// Consumer is the shared workers' durable; Consumers lists every
 	// durable on the stream, the serve replicas' included.
-	Consumer    consumerReport   `json:"consumer"`
-	Consumers   []consumerReport `json:"consumers"`
-	Catalogs    map[string]int64 `json:"catalogs"`
-	DeadLetters uint64           `json:"dead_letters"`
+	Consumer  consumerReport   `json:"consumer"`
+	Consumers []consumerReport `json:"consumers"`
+	Catalogs  map[string]int64 `json:"catalogs"`
+	// Drift counts, per database with any, the statements of its
+	// history the catalog could not follow.
+	Drift       map[string]int `json:"drift,omitempty"`
+	DeadLetters uint64         `json:"dead_letters"`
 }
 
 // jetStreamSession is session for commands that read the streams
@@ -110,6 +113,12 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 			rep.Catalogs[k] = cat.Version
+			if n := len(cat.Drift()); n > 0 {
+				if rep.Drift == nil {
+					rep.Drift = map[string]int{}
+				}
+				rep.Drift[k] = n
+			}
 		}
 	}
 	if d, err := js.Stream(ctx, events.DeadLetterStream); err == nil {
@@ -134,7 +143,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	sort.Strings(names)
 	fmt.Fprintf(e.stdout, "catalogs: %d\n", len(names))
 	for _, n := range names {
-		fmt.Fprintf(e.stdout, "  %-30s version %d\n", n, rep.Catalogs[n])
+		line := fmt.Sprintf("  %-30s version %d", n, rep.Catalogs[n])
+		if d := rep.Drift[n]; d > 0 {
+			line += fmt.Sprintf(", drift: %d statement(s) skipped or inferred (schemaq tables --db %s)", d, n)
+		}
+		fmt.Fprintln(e.stdout, line)
 	}
 	fmt.Fprintf(e.stdout, "dead letters: %d\n", rep.DeadLetters)
 	return nil

@@ -185,17 +185,17 @@ func TestQuickStart(t *testing.T) {
 	// A migration that does not apply is dead-lettered with its reason.
 	bad := filepath.Join(dir, "bad")
 	os.MkdirAll(bad, 0o755)
-	for name, sql := range map[string]string{"0001_a.sql": "CREATE TABLE a (id int);", "0002_b.sql": "ALTER TABLE missing ADD COLUMN x int;"} {
+	for name, sql := range map[string]string{"0001_a.sql": "CREATE TABLE a (id int);", "0002_b.sql": "CREATE TABLE a (id int);"} {
 		os.WriteFile(filepath.Join(bad, name), []byte(sql), 0o644)
 	}
 	// --wait fails as soon as the letter is there, long before its limit.
 	t0 := time.Now()
 	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "bad", "--wait", "60s", bad); code != exitFailure ||
-		!strings.Contains(errOut, "0002_b.sql was dead-lettered") || !strings.Contains(errOut, "relation missing does not exist") || time.Since(t0) > 30*time.Second {
+		!strings.Contains(errOut, "0002_b.sql was dead-lettered") || !strings.Contains(errOut, "relation public.a already exists") || time.Since(t0) > 30*time.Second {
 		t.Errorf("publish a bad history (exit %d): %s", code, errOut)
 	}
 	out, _, _ = runAt(t, url, "dlq", "list", "--db", "bad")
-	if !strings.Contains(out, "0002_b.sql") || !strings.Contains(out, "relation missing does not exist") {
+	if !strings.Contains(out, "0002_b.sql") || !strings.Contains(out, "relation public.a already exists") {
 		t.Errorf("dlq list: %s", out)
 	}
 	out, _, _ = runAt(t, url, "status", "--json")
@@ -325,6 +325,22 @@ func TestMetricsAfterEventsAndAsks(t *testing.T) {
 	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")); code != exitOK {
 		t.Fatalf("publish: %s", errOut)
 	}
+	// A history with DDL run inside a function applies with drift, which
+	// every command about the database shows.
+	tenant := filepath.Join("..", "..", "pkg", "catalog", "testdata", "tenant-helper")
+	if out, errOut, code := runAt(t, url, "publish", "migrations", "--db", "tenant", "--wait", "20s", tenant); code != exitOK ||
+		!strings.Contains(errOut, "the catalog of tenant has drift: 4 statement(s)") {
+		t.Errorf("publish with drift (exit %d): %s %s", code, out, errOut)
+	}
+	if out, _, _ := runAt(t, url, "status"); !strings.Contains(out, "version 4, drift: 4 statement(s) skipped or inferred") {
+		t.Errorf("status: %s", out)
+	}
+	if _, errOut, _ := runAt(t, url, "tables", "--db", "tenant"); !strings.Contains(errOut, "seq 3 0003_tenant_defaults.sql: statement 5 (line 5, column 1): skipped") {
+		t.Errorf("tables: %s", errOut)
+	}
+	if _, errOut, _ := runAt(t, url, "search", "--db", "tenant", "tenant of an invoice"); !strings.Contains(errOut, "warning: the catalog of tenant has drift") {
+		t.Errorf("search: %s", errOut)
+	}
 	runAt(t, url, "search", "--db", "shop", "orders")
 	runAt(t, url, "ask", "--db", "shop", "how many orders?")
 	runAt(t, url, "ask", "--db", "nope", "how many orders?")
@@ -343,15 +359,16 @@ func TestMetricsAfterEventsAndAsks(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		body = string(b)
-		if strings.Contains(body, `schemaq_worker_events_total{outcome="ack",type="schema.migration"} 6`) || time.Now().After(deadline) {
+		if strings.Contains(body, `schemaq_worker_events_total{outcome="ack",type="schema.migration"} 10`) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, want := range []string{
-		`schemaq_worker_events_total{outcome="ack",type="schema.migration"} 6`,
+		`schemaq_worker_events_total{outcome="ack",type="schema.migration"} 10`,
+		"schemaq_worker_catalog_drift_total 4",
 		`schemaq_worker_apply_seconds_count{type="schema.migration"}`, // ≥ 6: waits for a gap are handled too
-		`schemaq_daemon_requests_total{code="ok",endpoint="search"} 1`,
+		`schemaq_daemon_requests_total{code="ok",endpoint="search"} 2`,
 		`schemaq_daemon_requests_total{code="ok",endpoint="ask"} 1`,
 		`schemaq_daemon_requests_total{code="unknown_database",endpoint="ask"} 1`,
 		`schemaq_daemon_stage_seconds_count{stage="retrieve"}`,

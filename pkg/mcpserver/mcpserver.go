@@ -105,6 +105,10 @@ type TablesOut struct {
 	Version   int64              `json:"version"`
 	Tables    []events.TableInfo `json:"tables"`
 	Truncated bool               `json:"truncated,omitempty"`
+	// Drift is what of the database's history the catalog could not
+	// follow: tables or columns it may miss or not know the type of.
+	Drift      []events.Drift `json:"drift,omitempty"`
+	DriftTotal int            `json:"drift_total,omitempty"`
 }
 
 func (t *tools) listTables(ctx context.Context, _ *mcp.CallToolRequest, in DatabaseIn) (*mcp.CallToolResult, TablesOut, error) {
@@ -112,7 +116,8 @@ func (t *tools) listTables(ctx context.Context, _ *mcp.CallToolRequest, in Datab
 	if err != nil {
 		return nil, TablesOut{}, toolError(err)
 	}
-	return nil, TablesOut{Database: r.Database, Version: r.Version, Tables: r.Tables, Truncated: r.Next != ""}, nil
+	return nil, TablesOut{Database: r.Database, Version: r.Version, Tables: r.Tables, Truncated: r.Next != "",
+		Drift: r.Drift, DriftTotal: r.DriftTotal}, nil
 }
 
 // TableIn names a table of a database.
@@ -171,7 +176,8 @@ type SearchResult struct {
 
 // SearchOut is search_schema's result.
 type SearchOut struct {
-	Results []SearchResult `json:"results"`
+	Results  []SearchResult `json:"results"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, SearchOut, error) {
@@ -183,7 +189,7 @@ func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in Sea
 	if err != nil {
 		return nil, SearchOut{}, toolError(err)
 	}
-	out := SearchOut{Results: []SearchResult{}}
+	out := SearchOut{Results: []SearchResult{}, Warnings: r.Warnings}
 	for _, it := range r.Results {
 		res := SearchResult{Kind: it.Kind, Name: it.Name, Score: it.Score, Text: it.Text}
 		if it.Kind == "example" && it.Title != "" {
