@@ -119,3 +119,96 @@ func TestPostgresTypeCases(t *testing.T) {
 		}
 	}
 }
+
+// viewCases are view column expressions over viewBase with the type
+// PostgreSQL 15 gives the column, checked live by TestPostgresViewCases.
+var viewCases = []struct{ expr, typ string }{
+	{"doc ->> 'a'", "text"},
+	{"doc -> 'a'", "jsonb"},
+	{"doc #>> '{a,b}'", "text"},
+	{"js -> 'a'", "json"},
+	{"doc || doc", "jsonb"},
+	{"tags || tags", "text[]"},
+	{"name || 'x'", "text"},
+	{"code || '-' || id", "text"},
+	{"price + price", "numeric"},
+	{"price * 2", "numeric"},
+	{"qty + 1", "integer"},
+	{"qty + big", "bigint"},
+	{"qty / 2.0", "numeric"},
+	{"ratio * qty", "double precision"},
+	{"-price", "numeric"},
+	{"qty > 1", "boolean"},
+	{"name LIKE 'a%'", "boolean"},
+	{"qty IN (1, 2)", "boolean"},
+	{"doc ? 'a'", "boolean"},
+	{"doc @> '{}'", "boolean"},
+	{"day - day", "integer"},
+	{"day + 1", "date"},
+	{"at - at", "interval"},
+	{"at + interval '1 day'", "timestamp with time zone"},
+	{"coalesce(price, 0)", "numeric"},
+	{"coalesce(price, price)", "numeric(40,15)"},
+	{"round(price, 2)", "numeric"},
+	{"(SELECT max(b.price) FROM base b WHERE b.id = base.id)", "numeric"},
+	{"(SELECT count(*) FROM base b)", "bigint"},
+	{"(SELECT json_agg(b.name) FROM base b)", "json"},
+	{"(SELECT jsonb_object_agg(b.name, b.qty) FROM base b)", "jsonb"},
+	{"(SELECT string_agg(b.name, ',') FROM base b)", "text"},
+	{"(SELECT array_agg(b.code) FROM base b)", "character varying[]"},
+	{"(SELECT sum(b.qty) FROM base b)", "bigint"},
+	{"(SELECT sum(b.big) FROM base b)", "numeric"},
+	{"(SELECT avg(b.qty) FROM base b)", "numeric"},
+	{"(SELECT avg(b.ratio) FROM base b)", "double precision"},
+	{"(SELECT max(b.code) FROM base b)", "text"},
+	{"(SELECT sum(b.price) FROM base b)", "numeric"},
+	{"id::text", "text"},
+	{"CASE WHEN qty > 1 THEN name ELSE 'none' END", "text"},
+	{"upper(name)", "text"},
+	{"now()", "timestamp with time zone"},
+}
+
+const viewBase = `CREATE TABLE base (id serial PRIMARY KEY, name text, code varchar(10), doc jsonb, js json, tags text[],
+    price numeric(40,15), qty integer, big bigint, ratio double precision, day date, at timestamptz);
+`
+
+func viewCasesSQL() string {
+	var b strings.Builder
+	b.WriteString(viewBase)
+	b.WriteString("CREATE VIEW v AS SELECT\n")
+	for i, vc := range viewCases {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, "    %s AS c%d", vc.expr, i)
+	}
+	b.WriteString("\nFROM base;\n")
+	return b.String()
+}
+
+func TestViewColumnTypes(t *testing.T) {
+	c, err := New("db").Apply("views.sql", viewCasesSQL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := c.View(QualName{"public", "v"})
+	for i, vc := range viewCases {
+		if got := v.Columns[i].Type; got != vc.typ {
+			t.Errorf("%s: got %q, want %q", vc.expr, got, vc.typ)
+		}
+	}
+}
+
+func TestPostgresViewCases(t *testing.T) {
+	p := startPostgres(t)
+	p.createDB(t, "views")
+	if _, err := p.psql("views", viewCasesSQL()); err != nil {
+		t.Fatal(err)
+	}
+	cols, _ := p.describe(t, "views")
+	for i, vc := range viewCases {
+		if got := cols[fmt.Sprintf("public.v.c%d", i)].typ; got != vc.typ {
+			t.Errorf("%s: PostgreSQL says %q, the case says %q", vc.expr, got, vc.typ)
+		}
+	}
+}

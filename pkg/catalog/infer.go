@@ -243,7 +243,7 @@ var funcTypes = map[string]string{
 	"octet_length": "integer", "bit_length": "integer", "age": "interval", "make_interval": "interval",
 	"to_timestamp": "timestamp with time zone", "to_date": "date", "to_number": "numeric",
 	"substring": "text", "trim": "text", "replace": "text", "format": "text", "md5": "text",
-	"length": "integer", "char_length": "integer", "avg": "numeric", "random": "double precision",
+	"length": "integer", "char_length": "integer", "random": "double precision",
 	"gen_random_uuid": "uuid", "uuid_generate_v4": "uuid", "to_tsvector": "tsvector",
 	"jsonb_build_object": "jsonb", "json_build_object": "json", "jsonb_agg": "jsonb", "json_agg": "json",
 }
@@ -291,7 +291,7 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 		}
 		if name == "array_agg" && len(fc.Args) > 0 {
 			if t := a.exprType(fc.Args[0], sc); t != "" {
-				return t + "[]"
+				return typeLabelKeepChar(t) + "[]"
 			}
 		}
 		if name == "avg" {
@@ -314,16 +314,19 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 				}
 			}
 			if name == "coalesce" || name == "greatest" || name == "least" || name == "nullif" {
-				return t // typmod kept when the arguments agree, as here
+				return a.commonType(fc.Args, sc)
+			}
+			if (name == "max" || name == "min") && typeLabel(t) == "character varying" {
+				return "text" // there is no max(varchar): max(text) takes it
 			}
 			// Aggregates and functions return their type without the
 			// argument's typmod: sum(numeric(5,2)) is numeric.
 			return typeLabelKeepChar(t)
 		}
 	case n.GetCoalesceExpr() != nil:
-		return a.firstType(n.GetCoalesceExpr().Args, sc)
+		return a.commonType(n.GetCoalesceExpr().Args, sc)
 	case n.GetMinMaxExpr() != nil:
-		return a.firstType(n.GetMinMaxExpr().Args, sc)
+		return a.commonType(n.GetMinMaxExpr().Args, sc)
 	case n.GetCaseExpr() != nil:
 		ce := n.GetCaseExpr()
 		var results []*pg.Node
@@ -480,4 +483,17 @@ func arithmeticType(op, l, r string) string {
 		return "interval"
 	}
 	return l
+}
+
+// commonType is the type of COALESCE, GREATEST and LEAST: the first
+// typed argument's, keeping its typmod only when every argument has the
+// same one (coalesce(numeric(40,15), 0) is numeric).
+func (a *applier) commonType(args []*pg.Node, sc *scope) string {
+	t := a.firstType(args, sc)
+	for _, n := range args {
+		if u := a.exprType(n, sc); u != t {
+			return typeLabelKeepChar(t)
+		}
+	}
+	return t
 }
