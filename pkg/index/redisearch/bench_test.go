@@ -35,7 +35,7 @@ func BenchmarkUpsertSpiderUnion(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client()
 	opt := Options{Prefix: "b:", Dimensions: emb.Dimensions(), Model: emb.Model(), Algorithm: "HNSW", Weights: index.DefaultWeights, Writer: true}
-	s := &Store{rdb: rdb, opt: opt, spec: specOf(opt), version: 1, scorer: "BM25STD"}
+	s := withVersion(&Store{rdb: rdb, opt: opt, spec: specOf(opt), scorer: "BM25STD"}, 1)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -118,8 +118,13 @@ func TestReindexSwapsAliasLive(t *testing.T) {
 	if _, err := old.Upsert(ctx, []index.Record{r}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(ctx, rdb, Options{Prefix: prefix, Dimensions: 16, Model: "b"})
-	if err == nil || !strings.Contains(err.Error(), "start the workers with the new configuration") {
+	// A reader of a configuration no worker builds yet starts unready,
+	// saying why, and follows the build once it starts.
+	early, err := Open(ctx, rdb, Options{Prefix: prefix, Dimensions: 16, Model: "b"})
+	if err != nil {
+		t.Fatalf("reader of an unbuilt configuration: %v", err)
+	}
+	if err := early.Check(ctx); err == nil || !strings.Contains(err.Error(), "start the workers with the new configuration") {
 		t.Fatalf("reader of an unbuilt configuration: %v", err)
 	}
 	next := openLive(t, rdb, Options{Prefix: prefix, Dimensions: 16, Model: "b"})
@@ -151,6 +156,12 @@ func TestReindexSwapsAliasLive(t *testing.T) {
 	}
 	if err := reader.Check(ctx); err != nil {
 		t.Errorf("reader after promotion: %v", err)
+	}
+	for early.Check(ctx) != nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := early.Check(ctx); err != nil || early.Version() != next.Version() {
+		t.Errorf("the reader started before the build, after promotion: %v (version %d)", err, early.Version())
 	}
 	hits, err = reader.SearchVector(ctx, index.VectorQuery{Filter: index.Filter{Database: "shop"}, Vector: r16.Vector, Limit: 5})
 	if err != nil || len(hits) != 1 {

@@ -59,26 +59,33 @@ func escapeTerm(t string) string {
 	return b.String()
 }
 
-// textExpr is the BM25 query: the filter, and any of the terms in any
-// TEXT field. With the index's own weights the terms go unprefixed, so
-// the field weights of FT.CREATE apply; other weights (a tuning run)
-// become one clause per field with a $weight relative to the index's.
+// textExpr is the BM25 query: any of the terms in any TEXT field, each
+// within the filter. With the index's own weights the terms go
+// unprefixed, so the field weights of FT.CREATE apply; other weights (a
+// tuning run) become one clause per field and term with a $weight
+// relative to the index's.
+//
+// The filter goes inside every alternative, (F a) | (F b), not around
+// the union, F (a | b): RediSearch (2.10 at least) scores a union under
+// an intersection by the first of its terms a document holds, not all
+// of them, so a table matching "teacher" and "name" scored as if it
+// matched "name" alone. A union at the top reads every alternative; see
+// TestUnionScoresEveryTermLive.
 func (s *Store) textExpr(q index.TextQuery) string {
 	terms := index.MatchTerms(q.Terms)
 	if len(terms) == 0 {
 		return ""
 	}
-	esc := make([]string, len(terms))
-	for i, t := range terms {
-		esc[i] = escapeTerm(t)
-	}
-	union := "(" + strings.Join(esc, "|") + ")"
+	filter := filterExpr(q.Filter)
+	var alts []string
 	w := q.Weights
 	if w == (index.Weights{}) || w == s.opt.Weights {
-		return filterExpr(q.Filter) + " " + union
+		for _, t := range terms {
+			alts = append(alts, "("+filter+" "+escapeTerm(t)+")")
+		}
+		return strings.Join(alts, " | ")
 	}
 	iw := s.opt.Weights
-	var clauses []string
 	for _, f := range []struct {
 		field    string
 		want, at float64
@@ -86,12 +93,12 @@ func (s *Store) textExpr(q index.TextQuery) string {
 		if f.want <= 0 || f.at <= 0 {
 			continue
 		}
-		clauses = append(clauses, fmt.Sprintf("(@%s:%s) => { $weight: %s; }", f.field, union, strconv.FormatFloat(f.want/f.at, 'g', 6, 64)))
+		weight := strconv.FormatFloat(f.want/f.at, 'g', 6, 64)
+		for _, t := range terms {
+			alts = append(alts, fmt.Sprintf("(%s @%s:%s) => { $weight: %s; }", filter, f.field, escapeTerm(t), weight))
+		}
 	}
-	if len(clauses) == 0 {
-		return ""
-	}
-	return filterExpr(q.Filter) + " (" + strings.Join(clauses, " | ") + ")"
+	return strings.Join(alts, " | ")
 }
 
 func returnFields(extra ...string) []redis.FTSearchReturn {

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -79,10 +80,14 @@ type Store struct {
 	scorer        string // BM25STD, or BM25 on servers without it
 	hybrid        bool   // the server has FT.HYBRID
 
-	version int  // the index version this process reads and writes
+	// version is the index version this process reads and writes. It
+	// is atomic because a reader that started before any index existed
+	// adopts one later, while requests read it.
+	version atomic.Int64
 	rebuilt bool // this Open created version (fresh, or the next one)
 
 	mu        sync.Mutex
+	waiting   bool  // a reader with no index of its configuration yet
 	pending   bool  // version is a build the alias does not name yet
 	servable  error // nil when searches may run; else why not
 	hybridOff bool  // FT.HYBRID failed once: fuse client-side from then on
@@ -165,14 +170,16 @@ func (s *Store) metaKey() string            { return s.opt.Prefix + "meta" }
 func (s *Store) alias() string              { return s.opt.Prefix + "idx" }
 func (s *Store) indexName(v int) string     { return s.opt.Prefix + "idx:v" + strconv.Itoa(v) }
 func (s *Store) versionPrefix(v int) string { return s.opt.Prefix + "v" + strconv.Itoa(v) + ":" }
-func (s *Store) chunkPrefix() string        { return s.versionPrefix(s.version) + "c:" }
+func (s *Store) chunkPrefix() string        { return s.versionPrefix(s.ver()) + "c:" }
 func (s *Store) chunkKey(id string) string  { return s.chunkPrefix() + id }
-func (s *Store) dbKey(db string) string     { return s.versionPrefix(s.version) + "db:" + db }
-func (s *Store) projectedKey() string       { return s.versionPrefix(s.version) + "projected" }
+func (s *Store) dbKey(db string) string     { return s.versionPrefix(s.ver()) + "db:" + db }
+func (s *Store) projectedKey() string       { return s.versionPrefix(s.ver()) + "projected" }
 func (s *Store) cacheKey(k string) string   { return s.opt.Prefix + "emb:" + k }
 
 // Version is the index version this store reads and writes.
-func (s *Store) Version() int { return s.version }
+func (s *Store) Version() int { return s.ver() }
+
+func (s *Store) ver() int { return int(s.version.Load()) }
 
 // Rebuilt reports whether Open created the index version, so that its
 // contents must be projected from the stored catalogs and events.
@@ -228,24 +235,24 @@ func (s *Store) resolveVersion(ctx context.Context) error {
 	}
 	v, _ := res[0].(int64)
 	state, _ := res[1].(string)
-	s.version = int(v)
+	s.version.Store(v)
 	switch state {
 	case "current":
 		// The index may be gone (FLUSHALL, a manual drop): recreate it.
-		if err := s.createIndex(ctx, s.version); err != nil {
+		if err := s.createIndex(ctx, s.ver()); err != nil {
 			return err
 		}
 		return s.pointAlias(ctx, false)
 	case "next":
 		s.pending = true
 		if !s.opt.Writer {
-			s.servable = fmt.Errorf("%w: index version %d for this configuration is still being built; asks start once the workers switch the alias", index.ErrUnavailable, s.version)
+			s.servable = fmt.Errorf("%w: index version %d for this configuration is still being built; asks start once the workers switch the alias", index.ErrUnavailable, s.ver())
 		}
 		s.rebuilt = s.opt.Writer
-		return s.createIndex(ctx, s.version)
+		return s.createIndex(ctx, s.ver())
 	case "new":
 		s.rebuilt = true
-		if err := s.createIndex(ctx, s.version); err != nil {
+		if err := s.createIndex(ctx, s.ver()); err != nil {
 			return err
 		}
 		// A build of another configuration this one took over from.
@@ -259,18 +266,61 @@ func (s *Store) resolveVersion(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("redisearch: read index versions: %w", classify(err))
 		}
-		if cur == s.version {
+		if cur == s.ver() {
 			return s.pointAlias(ctx, false) // the first index: nothing to hide it from
 		}
 		s.pending = true
 		return nil
 	default:
-		spec, _ := s.rdb.HGet(ctx, s.metaKey(), fmt.Sprintf("spec:%d", s.version)).Result()
-		if s.version == 0 {
-			return fmt.Errorf("redisearch: no index under %q yet: start a worker (schemaq worker) first; it creates the index", s.alias())
-		}
-		return fmt.Errorf("redisearch: index %s (version %d) was built for %q, but this process needs %q (vector dimension or model mismatch): start the workers with the new configuration; they build version %d from the stored catalogs and switch the alias when it is complete (docs/redis.md, \"Re-indexing\")",
-			s.alias(), s.version, spec, s.spec, s.version+1)
+		// A reader finds no index of its configuration: none yet (no
+		// worker has started), or one built for another configuration
+		// (the workers have not been redeployed with this one). Either
+		// may change any moment, so the reader starts unready rather
+		// than failing, and adopts the version once a worker makes it;
+		// its health check says why meanwhile.
+		err := s.noIndexErr(ctx, s.ver())
+		s.version.Store(0)
+		s.waiting, s.servable = true, fmt.Errorf("%w: %v", index.ErrUnavailable, err)
+		return nil
+	}
+}
+
+// noIndexErr says why there is no index version for this store's spec.
+func (s *Store) noIndexErr(ctx context.Context, cur int) error {
+	if cur == 0 {
+		return fmt.Errorf("redisearch: no index under %q yet: start a worker (schemaq worker); it creates the index", s.alias())
+	}
+	spec, _ := s.rdb.HGet(ctx, s.metaKey(), fmt.Sprintf("spec:%d", cur)).Result()
+	return fmt.Errorf("redisearch: index %s (version %d) was built for %q, but this process needs %q (vector dimension or model mismatch): start the workers with the new configuration; they build version %d from the stored catalogs and switch the alias when it is complete (docs/redis.md, \"Re-indexing\")",
+		s.alias(), cur, spec, s.spec, cur+1)
+}
+
+// adopt looks again, for a reader that started without an index of its
+// configuration, whether a worker has made one; once one exists the
+// reader takes its version (served, or still being built).
+func (s *Store) adopt(ctx context.Context) {
+	res, err := claimScript.Run(ctx, s.rdb, []string{s.metaKey()}, s.spec, "0").Slice()
+	if err != nil || len(res) != 2 {
+		return // the server's trouble surfaces in Check and in queries
+	}
+	v, _ := res[0].(int64)
+	state, _ := res[1].(string)
+	var why error
+	if state == "other" {
+		why = s.noIndexErr(ctx, int(v))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch state {
+	case "current":
+		s.waiting, s.pending, s.servable = false, false, nil
+		s.version.Store(v)
+	case "next":
+		s.waiting, s.pending = false, true
+		s.version.Store(v)
+		s.servable = fmt.Errorf("%w: index version %d for this configuration is still being built; asks start once the workers switch the alias", index.ErrUnavailable, v)
+	default:
+		s.servable = fmt.Errorf("%w: %v", index.ErrUnavailable, why)
 	}
 }
 
@@ -290,7 +340,7 @@ func (s *Store) createIndex(ctx context.Context, v int) error {
 // process opening an older current version can never move the alias back
 // while a promotion is under way.
 func (s *Store) pointAlias(ctx context.Context, move bool) error {
-	name := s.indexName(s.version)
+	name := s.indexName(s.ver())
 	var err error
 	if move {
 		err = s.rdb.FTAliasUpdate(ctx, name, s.alias()).Err()
@@ -332,12 +382,12 @@ func (s *Store) Promote(ctx context.Context) (bool, error) {
 	// process opening in between sees the new version as current and
 	// does not touch the alias. A failed move is retried by the next
 	// Promote, which finds the version current and moves it again.
-	old, err := promoteScript.Run(ctx, s.rdb, []string{s.metaKey()}, s.version).Int()
+	old, err := promoteScript.Run(ctx, s.rdb, []string{s.metaKey()}, s.ver()).Int()
 	if err != nil {
-		return false, fmt.Errorf("redisearch: promote version %d: %w", s.version, classify(err))
+		return false, fmt.Errorf("redisearch: promote version %d: %w", s.ver(), classify(err))
 	}
 	if old < 0 {
-		return false, fmt.Errorf("redisearch: version %d is no longer the one being built (another configuration took over)", s.version)
+		return false, fmt.Errorf("redisearch: version %d is no longer the one being built (another configuration took over)", s.ver())
 	}
 	if err := s.pointAlias(ctx, true); err != nil {
 		return false, err
@@ -421,6 +471,14 @@ func (s *Store) Check(ctx context.Context) error {
 
 // checkVersion compares the current version in meta with this store's.
 func (s *Store) checkVersion(ctx context.Context) error {
+	s.mu.Lock()
+	waiting := s.waiting
+	s.checkedAt = time.Now()
+	s.mu.Unlock()
+	if waiting {
+		s.adopt(ctx)
+		return nil
+	}
 	cur, err := s.rdb.HGet(ctx, s.metaKey(), "current").Int()
 	if err != nil {
 		return fmt.Errorf("redis %s: read index versions: %w", addrOf(s.rdb), classify(err))
@@ -429,7 +487,7 @@ func (s *Store) checkVersion(ctx context.Context) error {
 	defer s.mu.Unlock()
 	s.checkedAt = time.Now()
 	switch {
-	case cur == s.version:
+	case cur == s.ver():
 		s.pending, s.servable = false, nil
 	case s.pending:
 		// still building; servable already says so for readers

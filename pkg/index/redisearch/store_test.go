@@ -26,7 +26,7 @@ var local = embed.NewLocal(dim)
 func bare(t *testing.T, rdb redis.UniversalClient) *Store {
 	t.Helper()
 	opt := Options{Prefix: "t:", Dimensions: dim, Model: "local", Algorithm: "HNSW", Weights: index.DefaultWeights, Writer: true}
-	s := &Store{rdb: rdb, opt: opt, spec: specOf(opt), version: 1, scorer: "BM25STD"}
+	s := withVersion(&Store{rdb: rdb, opt: opt, spec: specOf(opt), scorer: "BM25STD"}, 1)
 	if err := rdb.HSet(context.Background(), s.metaKey(), "current", 1, "spec:1", s.spec).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,8 @@ func TestReaderFollowsPromotion(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	s := bare(t, rdb)
 	s.opt.Writer = false
-	s.version, s.pending = 2, true
+	s.version.Store(2)
+	s.pending = true
 	s.servable = fmt.Errorf("%w: still being built", index.ErrUnavailable)
 	if err := s.servableErr(ctx); !errors.Is(err, index.ErrUnavailable) {
 		t.Fatalf("during the build: %v", err)
@@ -426,5 +427,48 @@ func TestUnlinkMatching(t *testing.T) {
 	}
 	if v, _ := rdb.Get(ctx, "t:v8:c:1").Result(); v != "keep" {
 		t.Error("a key of another version was removed")
+	}
+}
+
+func withVersion(s *Store, v int) *Store {
+	s.version.Store(int64(v))
+	return s
+}
+
+// A reader that starts before any worker made an index (or before the
+// workers run its configuration) starts unready, says why, and serves
+// once a worker makes a version of its configuration: a daemon started
+// first in a compose stack or a rollout need not crash and restart.
+func TestReaderWaitsForAnIndex(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	s := bare(t, rdb)
+	s.opt.Writer = false
+	s.version.Store(0)
+	rdb.Del(ctx, s.metaKey()) // no worker has run
+	if err := s.resolveVersion(ctx); err != nil {
+		t.Fatalf("a reader with no index yet fails to open: %v", err)
+	}
+	if err := s.Check(ctx); !errors.Is(err, index.ErrUnavailable) || !strings.Contains(err.Error(), "no index under") {
+		t.Fatalf("before any index: %v", err)
+	}
+	// A worker of another configuration makes version 1: still waiting,
+	// now naming the mismatch.
+	rdb.HSet(ctx, s.metaKey(), "current", 1, "spec:1", "layout=0 dim=3 model=other")
+	if err := s.Check(ctx); !errors.Is(err, index.ErrUnavailable) || !strings.Contains(err.Error(), "was built for") {
+		t.Fatalf("with another configuration's index: %v", err)
+	}
+	// A worker of this configuration builds version 2, then switches to it.
+	rdb.HSet(ctx, s.metaKey(), "next", 2, "spec:2", s.spec)
+	if err := s.Check(ctx); !errors.Is(err, index.ErrUnavailable) || s.Version() != 2 {
+		t.Fatalf("while version 2 is built: %v, version %d", err, s.Version())
+	}
+	rdb.HSet(ctx, s.metaKey(), "current", 2)
+	rdb.HDel(ctx, s.metaKey(), "next")
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("once version 2 is current: %v", err)
+	}
+	if err := s.servableErr(ctx); err != nil {
+		t.Errorf("searches still refused: %v", err)
 	}
 }

@@ -1,0 +1,196 @@
+package redisearch
+
+import (
+	"context"
+
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/benchmark"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
+	"github.com/schemaq/schemaq/pkg/indexer"
+	"github.com/schemaq/schemaq/pkg/migrate"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/sharedtest"
+)
+
+// shopCatalog is the example shop's migration history as a catalog.
+func shopCatalog(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	files, err := migrate.Discover(filepath.Join("..", "..", "..", "examples", "shop", "migrations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := catalog.New("shop")
+	for _, f := range files {
+		b, err := os.ReadFile(f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, err = c.Apply(f.Name, string(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Version = int64(len(files))
+	return c
+}
+
+// A document matching several of a query's terms scores the sum of what
+// each term gives it, as BM25 says and the embedded store does. The
+// filter once wrapped the union of terms, and RediSearch then scored a
+// document by one of its terms only.
+func TestUnionScoresEveryTermLive(t *testing.T) {
+	rdb := liveClient(t)
+	ctx := context.Background()
+	s := openLive(t, rdb, Options{Dimensions: 8, Model: "local", Algorithm: "FLAT"})
+	emb := embed.NewLocal(8)
+	var recs []index.Record
+	for _, c := range chunk.Catalog(shopCatalog(t), chunk.Options{}) {
+		v, err := emb.Embed(ctx, []string{c.Text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, index.Record{Chunk: c, Vector: v[0]})
+	}
+	if _, err := s.Upsert(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	score := func(terms ...string) map[string]float64 {
+		hits, err := s.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: terms, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, h := range hits {
+			out[h.Chunk.ID] = h.Score
+		}
+		return out
+	}
+	// Two terms no compound joins ("customer" and "email" would make
+	// customeremail).
+	a, b, both := score("customer"), score("total"), score("customer", "total")
+	checked := 0
+	for id, sc := range both {
+		if want := a[id] + b[id]; math.Abs(sc-want) > 1e-3*want {
+			t.Errorf("%s: scores %.4f for both terms, %.4f + %.4f alone", id, sc, a[id], b[id])
+		}
+		if a[id] > 0 && b[id] > 0 {
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no chunk holds both terms: the test checks nothing")
+	}
+}
+
+// The two stores run the same retrieval and rank alike: the same tables
+// first and nearly the same top five. They differ where the formulas do
+// (docs/redis.md#ranking): RediSearch's BM25STD has b 0.5, a BM25+ IDF,
+// integer field weights and statistics over the whole index.
+func TestStoresRankAlikeLive(t *testing.T) {
+	rdb := liveClient(t)
+	ctx := context.Background()
+	schema, questions := parityFixture(t)
+	cat, err := catalog.Snapshot("bench", "schema.sql", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat.Version = 1
+	emb := embed.NewLocal(0)
+	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"), emb.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	red := openLive(t, rdb, Options{Dimensions: emb.Dimensions(), Model: emb.Model(), Algorithm: "FLAT"})
+	top := map[string][][]string{}
+	for name, st := range map[string]index.Store{"sqlite": lite, "redis": red} {
+		if _, err := indexer.Catalog(ctx, st, emb, cat, chunk.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		ret, err := retrieve.New(st, emb, staticCatalog{cat}, retrieve.DefaultConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range questions {
+			res, err := ret.Retrieve(ctx, retrieve.Request{Database: "bench", Question: q, K: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, it := range res.Items {
+				if it.Bridge == "" {
+					names = append(names, it.Name)
+				}
+			}
+			top[name] = append(top[name], names)
+		}
+	}
+	first, overlap := 0, 0.0
+	for i := range questions {
+		l, r := top["sqlite"][i], top["redis"][i]
+		if len(l) > 0 && len(r) > 0 && l[0] == r[0] {
+			first++
+		}
+		shared := 0
+		for _, n := range l {
+			if slices.Contains(r, n) {
+				shared++
+			}
+		}
+		overlap += float64(shared) / float64(max(len(l), 1))
+	}
+	n := float64(len(questions))
+	t.Logf("%d questions: same first table %.3f, top-5 overlap %.3f", len(questions), float64(first)/n, overlap/n)
+	if float64(first)/n < 0.95 || overlap/n < 0.95 {
+		t.Errorf("the stores rank apart: same first table for %.3f of the questions, top-5 overlap %.3f (want ≥ 0.95 each)", float64(first)/n, overlap/n)
+	}
+}
+
+// parityFixture is SpiderUnion where the shared benchmark is here, else
+// the example shop with questions about it.
+func parityFixture(t *testing.T) (string, []string) {
+	if dir := os.Getenv("SCHEMAQ_SHARED"); dir != "" || sharedHere() {
+		s := sharedtest.Read(t, "bench", "spiderunion", "schema.sql")
+		f, err := os.Open(sharedtest.Path(t, "bench", "spiderunion", "questions.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		qs, err := benchmark.ReadQuestions(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, q := range qs {
+			out = append(out, q.Question)
+		}
+		return s, out
+	}
+	return shopCatalog(t).DDL(), []string{
+		"Which customers placed the most orders?", "net revenue from payments last month", "orders shipped to each city",
+		"refunds per payment method", "customers without a shipping address", "average order total by customer",
+	}
+}
+
+func sharedHere() bool {
+	_, err := os.Stat(filepath.Join("..", "..", "..", "..", "shared", "bench", "spiderunion", "schema.sql"))
+	return err == nil
+}
+
+type staticCatalog struct{ c *catalog.Catalog }
+
+func (s staticCatalog) Catalog(db string) *catalog.Catalog {
+	if strings.EqualFold(db, s.c.Database) {
+		return s.c
+	}
+	return nil
+}
