@@ -540,7 +540,7 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Kinds: req.Kinds, Schemas: req.Schemas, Tags: req.Tags})
+	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Kinds: req.Kinds, Schemas: req.Schemas, Tags: req.Tags, Hints: req.Hints})
 	if err != nil {
 		return nil, err
 	}
@@ -559,7 +559,7 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Schemas: req.Schemas, Tags: req.Tags})
+	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Schemas: req.Schemas, Tags: req.Tags, Hints: req.Hints})
 	if err != nil {
 		return nil, err
 	}

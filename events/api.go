@@ -67,6 +67,10 @@ type SearchRequest struct {
 	// Tags filter docs by metadata.
 	Tags    map[string]string `json:"tags,omitempty"`
 	Explain bool              `json:"explain,omitempty"`
+	// Hints is what the caller knows beside the question (a definition,
+	// the columns it means), at most MaxQuestionBytes: searched as a
+	// second, weaker query.
+	Hints string `json:"hints,omitempty"`
 }
 
 // Validate checks a search request.
@@ -84,7 +88,17 @@ func (r *SearchRequest) Validate() error {
 			return fieldErr(fmt.Sprintf("kinds[%d]", i), "%q is not one of table, view, doc, example", k)
 		}
 	}
+	if err := validateHints(r.Hints); err != nil {
+		return err
+	}
 	return validateQuestion(r.Question, r.K)
+}
+
+func validateHints(h string) error {
+	if len(h) > MaxQuestionBytes {
+		return fieldErr("hints", "longer than %d bytes", MaxQuestionBytes)
+	}
+	return nil
 }
 
 func validateSchemas(schemas []string) error {
@@ -119,6 +133,8 @@ type AskRequest struct {
 	// AllowSystemCatalogs lets the SQL read pg_catalog and
 	// information_schema, which the guard refuses otherwise.
 	AllowSystemCatalogs bool `json:"allow_system_catalogs,omitempty"`
+	// Hints, as in SearchRequest; the prompt shows them too.
+	Hints string `json:"hints,omitempty"`
 }
 
 // Validate checks an ask request.
@@ -127,6 +143,9 @@ func (r *AskRequest) Validate() error {
 		return err
 	}
 	if err := validateSchemas(r.Schemas); err != nil {
+		return err
+	}
+	if err := validateHints(r.Hints); err != nil {
 		return err
 	}
 	return validateQuestion(r.Question, r.K)
@@ -196,12 +215,15 @@ type QueryTerm struct {
 // explained replies carry it (a list in Explain). Ranks are 1-based; 0
 // means the stage did not see or did not rank it.
 type ExplainItem struct {
-	Kind        string  `json:"kind"`
-	Name        string  `json:"name"`
-	BM25Rank    int     `json:"bm25_rank,omitempty"`
-	BM25Score   float64 `json:"bm25_score,omitempty"`
-	KNNRank     int     `json:"knn_rank,omitempty"`
-	KNNScore    float64 `json:"knn_score,omitempty"`
+	Kind      string  `json:"kind"`
+	Name      string  `json:"name"`
+	BM25Rank  int     `json:"bm25_rank,omitempty"`
+	BM25Score float64 `json:"bm25_score,omitempty"`
+	KNNRank   int     `json:"knn_rank,omitempty"`
+	KNNScore  float64 `json:"knn_score,omitempty"`
+	// HintRank is the rank in the BM25 list of the request's hints.
+	HintRank    int     `json:"hint_rank,omitempty"`
+	HintScore   float64 `json:"hint_score,omitempty"`
 	SchemaRoute int     `json:"schema_route_rank,omitempty"`
 	// SchemaEvidence and SchemaLikelihood are the two schema rankings
 	// routing fused into SchemaRoute: by the schema's best candidate,

@@ -189,6 +189,8 @@ func TestRequestValidation(t *testing.T) {
 		{"tables bad db", &TablesRequest{Database: "a.b"}, "database"},
 		{"unknown kind", &SearchRequest{Database: "shop", Question: "q", Kinds: []string{"table", "index"}}, "kinds[1]"},
 		{"empty schema", &AskRequest{Database: "shop", Question: "q", Schemas: []string{""}}, "schemas[0]"},
+		{"long hints", &SearchRequest{Database: "shop", Question: "q", Hints: strings.Repeat("h", MaxQuestionBytes+1)}, "hints"},
+		{"long ask hints", &AskRequest{Database: "shop", Question: "q", Hints: strings.Repeat("h", MaxQuestionBytes+1)}, "hints"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -43,6 +43,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "bench retrieval", "--schema FILE.sql --questions FILE.jsonl [flags]")
 	schema := fs.String("schema", "", "schema SQL, applied as one snapshot (required)")
 	questions := fs.String("questions", "", "questions JSONL: question, gold_tables (required)")
+	hintsField := fs.String("hints-field", "", "a string field of each question line to send as the request's hints (BIRD: evidence)")
 	ks := fs.String("k", "1,3,5,10,15,20", "comma-separated cut-offs")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	db := fs.String("db", "bench", "database name to index the schema under")
@@ -63,6 +64,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.RRFK, "rrf-k", cfg.RRFK, "k of Reciprocal Rank Fusion")
 	fs.Float64Var(&cfg.BM25Weight, "bm25-weight", cfg.BM25Weight, "weight of the BM25 list in fusion")
 	fs.Float64Var(&cfg.KNNWeight, "knn-weight", cfg.KNNWeight, "weight of the vector list in fusion")
+	fs.Float64Var(&cfg.HintWeight, "hint-weight", cfg.HintWeight, "weight of the hints' BM25 list in fusion (with --hints-field)")
 	fs.IntVar(&cfg.SchemaWindow, "schema-window", cfg.SchemaWindow, "how many fused candidates the schema rescoring reorders")
 	noRouting := fs.Bool("no-routing", false, "ablation: no schema routing")
 	noPropagation := fs.Bool("no-propagation", false, "ablation: no foreign-key score propagation")
@@ -130,7 +132,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench retrieval: %w", err)
 	}
-	qs, err := benchmark.ReadQuestions(qf)
+	qs, err := benchmark.ReadQuestions(qf, *hintsField)
 	qf.Close()
 	if err != nil {
 		return fmt.Errorf("bench retrieval: %s: %w", *questions, err)

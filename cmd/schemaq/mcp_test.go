@@ -139,6 +139,8 @@ func TestMCPTools(t *testing.T) {
 		{"search_schema", map[string]any{"database": "shop", "question": "which customers placed the most orders", "kinds": []string{"example"}, "k": 1}, false, []string{`"kind":"example"`, `"name":"How many orders did each customer place?"`}},
 		{"ask_sql", map[string]any{"database": "shop", "question": "How many orders are there?"}, false, []string{`"sql":"SELECT count(*) FROM orders"`, `"tables":["public.orders"]`}},
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "payments per order", "k": 3}, false, []string{`"fused_rank"`, `"bm25_rank"`, `"query_terms"`, `"why":"question"`}},
+		// Hints reach retrieval as a second query.
+		{"explain_retrieval", map[string]any{"database": "shop", "question": "what came back", "hints": "came back refers to refunds", "k": 3}, false, []string{`"hint_rank"`, `"why":"hint:question"`}},
 		// Drift in a catalog is shown by the tools about its database.
 		{"list_tables", map[string]any{"database": "tenant"}, false, []string{`"drift_total":4`, `"inferred":"column public.projects.tenant_id"`}},
 		{"search_schema", map[string]any{"database": "tenant", "question": "tenant of each invoice"}, false, []string{`"warnings":["the catalog of tenant has drift: 4 statement(s)`}},

@@ -58,6 +58,7 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 	k := fs.Int("k", 0, "how many context items (default 10)")
 	explain := fs.Bool("explain", false, "include the retrieval explain record")
 	system := fs.Bool("allow-system-catalogs", false, "let the SQL read pg_catalog and information_schema (refused otherwise)")
+	hints := fs.String("hints", "", "what you know beside the question (a definition, the columns meant): searched as a weaker second query and shown to the model")
 	q, err := c.question(fs, args)
 	if err != nil {
 		return err
@@ -74,7 +75,7 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer done()
-	reply, err := cli.Ask(rctx, &events.AskRequest{Database: *c.db, Question: q, K: *k, Explain: *explain, AllowSystemCatalogs: *system})
+	reply, err := cli.Ask(rctx, &events.AskRequest{Database: *c.db, Question: q, K: *k, Explain: *explain, AllowSystemCatalogs: *system, Hints: *hints})
 	if *c.asJSON && reply != nil {
 		if jerr := json.NewEncoder(e.stdout).Encode(reply); jerr != nil {
 			return jerr
@@ -123,6 +124,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	kind := fs.String("kind", "", "only table, view, doc or example (comma-separated)")
 	schemas := fs.String("schemas", "", "only tables and views of these schemas (comma-separated)")
 	text := fs.Bool("text", false, "print each result's text")
+	hints := fs.String("hints", "", "what you know beside the question (a definition, the columns meant): searched as a weaker second query")
 	q, err := c.question(fs, args)
 	if err != nil {
 		return err
@@ -140,7 +142,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	if *schemas != "" {
 		only = strings.Split(*schemas, ",")
 	}
-	reply, err := cli.Search(rctx, &events.SearchRequest{Database: *c.db, Question: q, K: *k, Kinds: kinds, Schemas: only, Explain: *explain})
+	reply, err := cli.Search(rctx, &events.SearchRequest{Database: *c.db, Question: q, K: *k, Kinds: kinds, Schemas: only, Explain: *explain, Hints: *hints})
 	if err != nil {
 		return replyError(e, err)
 	}

@@ -22,8 +22,9 @@ Rules:
 // instructions, then the chosen tables' and views' DDL, docs and examples,
 // each group in a fixed order (by name, not by retrieval rank), so two
 // asks with the same context send byte-identical prefixes; the question
-// comes last, alone.
-func Prompt(db string, items []retrieve.Item, question string) []Message {
+// comes last, with the caller's hints, if any, after it: they change per
+// question, so they stay out of the cacheable prefix.
+func Prompt(db string, items []retrieve.Item, question, hints string) []Message {
 	var schema, docs, examples []retrieve.Item
 	for _, it := range items {
 		switch it.Kind {
@@ -53,7 +54,11 @@ func Prompt(db string, items []retrieve.Item, question string) []Message {
 	section("Schema", schema)
 	section("Documentation", docs)
 	section("Examples", examples)
-	return []Message{{Role: "system", Content: b.String()}, {Role: "user", Content: question}}
+	user := question
+	if h := strings.TrimSpace(hints); h != "" {
+		user += "\n\nHints from the asker (definitions and column meanings to rely on):\n" + h
+	}
+	return []Message{{Role: "system", Content: b.String()}, {Role: "user", Content: user}}
 }
 
 // repairMessages continues a conversation whose answer was rejected,

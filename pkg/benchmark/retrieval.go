@@ -31,11 +31,36 @@ type Question struct {
 	ID         any      `json:"id"`
 	Question   string   `json:"question"`
 	GoldTables []string `json:"gold_tables"`
+	// Hints go with the question as a request's hints; HintsFrom says
+	// which field of the file holds them (BIRD's "evidence").
+	Hints string `json:"-"`
+}
+
+// HintsFrom fills each question's Hints from the named string field of
+// its line, as `bench retrieval --hints-field` does; lines without it get
+// none.
+func HintsFrom(qs []Question, lines [][]byte, field string) error {
+	for i, line := range lines {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(line, &m); err != nil {
+			return fmt.Errorf("questions line %d: %w", i+1, err)
+		}
+		raw, ok := m[field]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw, &qs[i].Hints); err != nil {
+			return fmt.Errorf("questions line %d: field %s: not a string: %w", i+1, field, err)
+		}
+	}
+	return nil
 }
 
 // ReadQuestions reads a JSONL questions file; each line needs question and
-// gold_tables (schema.table).
-func ReadQuestions(r io.Reader) ([]Question, error) {
+// gold_tables (schema.table). A hintsField names the field each
+// question's hints come from ("" for none).
+func ReadQuestions(r io.Reader, hintsField ...string) ([]Question, error) {
+	var lines [][]byte
 	var out []Question
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -52,9 +77,15 @@ func ReadQuestions(r io.Reader) ([]Question, error) {
 			return nil, fmt.Errorf("questions line %d: question and gold_tables are required", line)
 		}
 		out = append(out, q)
+		lines = append(lines, []byte(s))
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read questions: %w", err)
+	}
+	if len(hintsField) > 0 && hintsField[0] != "" {
+		if err := HintsFrom(out, lines, hintsField[0]); err != nil {
+			return nil, err
+		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("read questions: the file has none")
@@ -169,7 +200,7 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Questions: len(cfg.Questions)}
 	for qi, q := range cfg.Questions {
 		t0 := time.Now()
-		req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK}
+		req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK, Hints: q.Hints}
 		if cfg.GoldSchema {
 			if schema, _, ok := strings.Cut(strings.ToLower(q.GoldTables[0]), "."); ok {
 				req.Schemas = []string{schemaOf(cat, schema)}

@@ -143,6 +143,7 @@ type SearchIn struct {
 	Question string   `json:"question" jsonschema:"the natural-language question"`
 	K        int      `json:"k,omitempty" jsonschema:"how many results, 1 to 25 (default 10)"`
 	Kinds    []string `json:"kinds,omitempty" jsonschema:"only these kinds: table, view, doc, example"`
+	Hints    string   `json:"hints,omitempty" jsonschema:"what you know beside the question: a definition, the columns meant (searched as a weaker second query)"`
 }
 
 // searchSchema is SearchIn's schema with what the struct tags cannot say:
@@ -162,7 +163,7 @@ func (in SearchIn) request(explain bool) (*events.SearchRequest, error) {
 	if in.K < 0 || in.K > MaxK {
 		return nil, fmt.Errorf("bad_request: k must be between 1 and %d, got %d", MaxK, in.K)
 	}
-	return &events.SearchRequest{Database: in.Database, Question: in.Question, K: in.K, Kinds: in.Kinds, Explain: explain}, nil
+	return &events.SearchRequest{Database: in.Database, Question: in.Question, K: in.K, Kinds: in.Kinds, Explain: explain, Hints: in.Hints}, nil
 }
 
 // SearchResult is one search_schema result.
@@ -208,6 +209,7 @@ type AskIn struct {
 	Database            string `json:"database" jsonschema:"the database name"`
 	Question            string `json:"question" jsonschema:"the natural-language question"`
 	AllowSystemCatalogs bool   `json:"allow_system_catalogs,omitempty" jsonschema:"let the SQL read pg_catalog and information_schema, refused otherwise"`
+	Hints               string `json:"hints,omitempty" jsonschema:"what you know beside the question: a definition, the columns meant (searched as a weaker second query and shown to the model)"`
 }
 
 // AskOut is ask_sql's result.
@@ -223,7 +225,7 @@ type AskOut struct {
 }
 
 func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*mcp.CallToolResult, AskOut, error) {
-	r, err := t.b.Ask(ctx, &events.AskRequest{Database: in.Database, Question: in.Question, AllowSystemCatalogs: in.AllowSystemCatalogs})
+	r, err := t.b.Ask(ctx, &events.AskRequest{Database: in.Database, Question: in.Question, AllowSystemCatalogs: in.AllowSystemCatalogs, Hints: in.Hints})
 	if err != nil {
 		if r != nil && r.RejectedSQL != "" {
 			return nil, AskOut{}, fmt.Errorf("%v (rejected SQL, not safe to run: %s)", toolError(err), r.RejectedSQL)

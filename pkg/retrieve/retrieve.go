@@ -111,6 +111,9 @@ type Config struct {
 	// Dirichlet smoothing of the likelihood, in term counts.
 	RoutingLikelihood float64
 	RoutingMu         float64
+	// HintWeight is the fused weight of the BM25 list of a request's
+	// hints, against BM25Weight for the question's (0: hints unused).
+	HintWeight float64
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -131,6 +134,7 @@ var DefaultConfig = Config{
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
 	PrefixMin: 4, Corrections: true, Compounds: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
+	HintWeight: 0.25,
 }
 
 // Request is one retrieval.
@@ -141,6 +145,11 @@ type Request struct {
 	Kinds    []string
 	Schemas  []string // only tables and views of these schemas
 	Tags     map[string]string
+	// Hints is what the caller knows beside the question: a definition
+	// ("eligible free rate = free meals / enrolment"), the columns it
+	// means. It is searched as a second, weaker BM25 query (HintWeight),
+	// so that it can add evidence without taking over the question.
+	Hints string
 }
 
 // Item is one retrieved object with all its chunks.
@@ -273,6 +282,17 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 			textDone <- textResult{hits, err, time.Since(t0)}
 		}()
 	}
+	hintDone := make(chan textResult, 1)
+	var hintTerms []Term
+	if strings.TrimSpace(req.Hints) != "" && r.cfg.BM25 && r.cfg.HintWeight > 0 {
+		hintTerms = r.queryTerms(text.QueryTerms(req.Hints), cat)
+		go func() {
+			t0 := time.Now()
+			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: termStrings(hintTerms),
+				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
+			hintDone <- textResult{hits, err, time.Since(t0)}
+		}()
+	}
 	var knnHits []index.Hit
 	var knnErr error
 	if r.cfg.KNN {
@@ -306,6 +326,25 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 			}
 		}
 	}
+	if hintTerms != nil {
+		tr := <-hintDone
+		if tr.err != nil {
+			return nil, fmt.Errorf("bm25 of the hints: %w", tr.err)
+		}
+		res.Timings.BM25 = max(res.Timings.BM25, tr.took)
+		rank := 0
+		for _, h := range tr.hits {
+			o := get(h.Chunk)
+			if o.ex.HintRank == 0 {
+				rank++
+				o.ex.HintRank, o.ex.HintScore = rank, h.Score
+			}
+		}
+		for _, t := range hintTerms {
+			t.Why = "hint:" + t.Why
+			res.Terms = append(res.Terms, t)
+		}
+	}
 	if knnErr != nil {
 		return nil, knnErr
 	}
@@ -322,7 +361,13 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	// rank, then to the name, so the order is deterministic.
 	t0 := time.Now()
 	if r.cfg.SchemaRouting || r.cfg.SchemaExpansion > 0 {
-		r.route(cat, words, res.Terms, func() []*object { return all }, get)
+		// Hints route too: a definition naming a column says which
+		// database the question is about.
+		rw := words
+		if hintTerms != nil {
+			rw = append(slices.Clone(words), text.QueryTerms(req.Hints)...)
+		}
+		r.route(cat, rw, res.Terms, func() []*object { return all }, get)
 	}
 	for _, o := range all {
 		o.bestAt = 1 << 30
@@ -333,6 +378,9 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		if rank := o.ex.KNNRank; rank > 0 {
 			o.rrf += r.cfg.KNNWeight / (r.cfg.RRFK + float64(rank))
 			o.bestAt = min(o.bestAt, rank)
+		}
+		if rank := o.ex.HintRank; rank > 0 {
+			o.rrf += r.cfg.HintWeight / (r.cfg.RRFK + float64(rank))
 		}
 		o.base = o.rrf
 		if o.schemaRank > 0 && r.cfg.SchemaRouting {
@@ -373,7 +421,13 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	t0 = time.Now()
 	if r.cfg.SchemaRerank {
 		window := min(max(r.cfg.SchemaWindow, 1), len(cands))
-		rerank.Schema(r.cfg.SchemaWeights, req.Question, cands[:window])
+		// The rescoring counts hits of the question's words in the
+		// candidates; the hints' words are evidence of the same kind.
+		rq := req.Question
+		if hintTerms != nil {
+			rq += "\n" + req.Hints
+		}
+		rerank.Schema(r.cfg.SchemaWeights, rq, cands[:window])
 		for i, c := range cands[:window] {
 			o := byName[c.Kind+"\x00"+c.Name]
 			o.ex.SchemaRank, o.ex.SchemaScore = i+1, c.Score

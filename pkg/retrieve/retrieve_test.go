@@ -371,3 +371,51 @@ CREATE TABLE productcategory (product_code text REFERENCES products, product tex
 		t.Errorf("terms:\n got %s\nwant %s", g, want)
 	}
 }
+
+// Hints are a second, weaker query: a definition naming a column brings
+// its table up when the question alone does not name it, and the
+// question keeps its say.
+func TestHintsAddEvidence(t *testing.T) {
+	f := newFixture(t, retrieve.DefaultConfig)
+	ctx := context.Background()
+	tests := []struct {
+		name, question, hints string
+		wantFirst             string
+	}{
+		{"a hint naming a column", "what is the largest amount?", "amount refers to capacity", "public.rooms"},
+		{"a hint naming a table", "how many are there in total?", "counts rows of the courses table", "public.courses"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			without, err := f.ret.Retrieve(ctx, retrieve.Request{Database: "school", Question: tc.question, K: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ex := range without.Explain {
+				if ex.HintRank != 0 {
+					t.Errorf("hint rank without hints: %+v", ex)
+				}
+			}
+			if got := names(without.Items); len(got) > 0 && got[0] == tc.wantFirst {
+				t.Fatalf("the question alone ranks %s first: the test would not show what the hint does", tc.wantFirst)
+			}
+			res, err := f.ret.Retrieve(ctx, retrieve.Request{Database: "school", Question: tc.question, Hints: tc.hints, K: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(res.Items); len(got) == 0 || got[0] != tc.wantFirst {
+				t.Errorf("first %v, want %s (without hints: %v)", got, tc.wantFirst, names(without.Items))
+			}
+			hinted := false
+			for _, ex := range res.Explain {
+				hinted = hinted || ex.HintRank > 0
+			}
+			if !hinted {
+				t.Error("no candidate has a hint rank in the explain record")
+			}
+			if !slices.ContainsFunc(res.Terms, func(term retrieve.Term) bool { return strings.HasPrefix(term.Why, "hint:") }) {
+				t.Errorf("the hints' terms are not in the query terms: %+v", res.Terms)
+			}
+		})
+	}
+}

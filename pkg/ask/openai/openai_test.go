@@ -416,3 +416,33 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// The asker's hints reach the model after the question, in the user
+// message, so the cacheable system prefix stays the same.
+func TestHintsFollowTheQuestion(t *testing.T) {
+	cat, res := fixture(t)
+	g, gw := newGateway(t, 5*time.Second, step{content: `{"sql":"SELECT 1"}`}, step{content: `{"sql":"SELECT 1"}`})
+	a, err := ask.New(gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hints := range []string{"", "revenue refers to sum(orders.total)"} {
+		if _, err := a.Ask(context.Background(), cat, &events.AskRequest{Database: "shop", Question: "revenue per customer?", Hints: hints}, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := g.calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d calls", len(calls))
+	}
+	if calls[0].Messages[0].Content != calls[1].Messages[0].Content {
+		t.Error("hints changed the system prefix")
+	}
+	user := calls[1].Messages[len(calls[1].Messages)-1].Content
+	if !strings.HasPrefix(user, "revenue per customer?") || !strings.Contains(user, "revenue refers to sum(orders.total)") {
+		t.Errorf("user message %q", user)
+	}
+	if got := calls[0].Messages[len(calls[0].Messages)-1].Content; got != "revenue per customer?" {
+		t.Errorf("without hints the user message is the question alone, got %q", got)
+	}
+}
