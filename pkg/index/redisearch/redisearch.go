@@ -97,6 +97,7 @@ type Store struct {
 var (
 	_ index.Store      = (*Store)(nil)
 	_ embed.CacheStore = (*Store)(nil)
+	_ index.Replacer   = (*Store)(nil)
 )
 
 // Open checks the server, then finds or creates the index version that

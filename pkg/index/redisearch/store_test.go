@@ -472,3 +472,67 @@ func TestReaderWaitsForAnIndex(t *testing.T) {
 		t.Errorf("searches still refused: %v", err)
 	}
 }
+
+// ReplaceSchema writes what changed, deletes what the catalog dropped,
+// leaves unchanged chunks and other kinds alone (RediSearch would
+// re-index every hash written), and is serialised per database.
+func TestReplaceSchemaOnPlainRedis(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	s := bare(t, rdb)
+	orders, customers, doc := rec("shop", chunk.KindTable, "public.orders", 1, nil), rec("shop", chunk.KindTable, "public.customers", 1, nil),
+		rec("shop", chunk.KindDoc, "refunds.md", 1, nil)
+	if _, err := s.Upsert(ctx, []index.Record{orders, customers, doc}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetProjected(ctx, "shop", 1); err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{chunk.KindTable, chunk.KindView}
+	payments := rec("shop", chunk.KindTable, "public.payments", 2, nil)
+	res, err := s.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 2, Since: 1, Kinds: kinds,
+		Upserts: []index.Record{payments}, Keep: []string{orders.ID, payments.ID}})
+	if err != nil || res.Written != 1 || res.Deleted != 1 || res.Skipped {
+		t.Fatalf("replace: %+v %v", res, err)
+	}
+	metas, err := s.Metas(ctx, index.Filter{Database: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := metas[customers.ID]; ok || len(metas) != 3 {
+		t.Errorf("after the replace: %v", metas)
+	}
+	if metas[orders.ID].Version != 1 {
+		t.Errorf("an unchanged chunk was rewritten: %+v", metas[orders.ID])
+	}
+	if _, ok := metas[doc.ID]; !ok {
+		t.Error("a doc chunk went with the schema's")
+	}
+	if p, _ := s.Projected(ctx, "shop"); p != 2 {
+		t.Errorf("projected %d, want 2", p)
+	}
+	// Read at an old projection: refused, to be read again.
+	if _, err := s.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 3, Since: 1, Kinds: kinds, Keep: []string{orders.ID}}); !errors.Is(err, index.ErrMoved) {
+		t.Errorf("a stale read: %v", err)
+	}
+	// An older catalog than the index reflects changes nothing.
+	if res, err := s.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 1, Since: 2, Kinds: kinds}); err != nil || !res.Skipped {
+		t.Errorf("an older catalog: %+v %v", res, err)
+	}
+	// A projection waits for another's lock, and takes it once freed.
+	if err := rdb.Set(ctx, s.lockKey("shop"), "someone", lockTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		rdb.Del(ctx, s.lockKey("shop"))
+	}()
+	t0 := time.Now()
+	res, err = s.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 3, Since: 2, Kinds: kinds, Keep: []string{orders.ID, payments.ID}})
+	if err != nil || res.Skipped || time.Since(t0) < 150*time.Millisecond {
+		t.Errorf("waiting for the lock: %+v %v after %v", res, err, time.Since(t0))
+	}
+	if n, _ := rdb.Exists(ctx, s.lockKey("shop")).Result(); n != 0 {
+		t.Error("the lock was left behind")
+	}
+}

@@ -2,6 +2,7 @@ package redisearch
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -472,4 +474,150 @@ func (s *Store) PutVectors(ctx context.Context, vecs map[string][]float32) error
 		return fmt.Errorf("embedding cache: %w", classify(err))
 	}
 	return nil
+}
+
+// Projection locks: one projection of a database's schema writes at a
+// time. A lock outlives a worker that dies by lockTTL at most; a live
+// holder extends it every lockTTL/3.
+const (
+	lockTTL  = 30 * time.Second
+	lockWait = 5 * time.Second
+)
+
+// unlockScript releases a lock still held by the token. KEYS: lock;
+// ARGV: token.
+var unlockScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// extendScript extends a lock still held by the token. KEYS: lock; ARGV:
+// token, milliseconds.
+var extendScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`)
+
+func (s *Store) lockKey(db string) string { return s.versionPrefix(s.ver()) + "lock:" + db }
+
+// ReplaceSchema implements index.Replacer: only new and changed chunks
+// are written, and the chunks the catalog no longer produces deleted.
+// RediSearch re-indexes a whole document, vector included, on any write
+// to its hash, so the other protocol (raising the version of every
+// unchanged chunk, then deleting below it) cost a one-table migration
+// a write of every chunk of the database.
+//
+// Projections of one database are serialised by a lock in Redis rather
+// than a transaction: while it is held, the projected version is checked
+// against the one the caller read (ErrMoved when another landed), the
+// changes are written and the version raised. Readers may see a
+// projection half-written for the few milliseconds it takes; each chunk
+// they see is whole.
+func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index.Replaced, error) {
+	if r.Database == "" {
+		return index.Replaced{}, index.ErrNoDatabase
+	}
+	for _, rec := range r.Upserts {
+		if rec.Database != r.Database {
+			return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: chunk %s is of database %q", r.Database, rec.ID, rec.Database)
+		}
+	}
+	if err := s.writableErr(); err != nil {
+		return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
+	}
+	release, err := s.lock(ctx, r.Database)
+	if err != nil {
+		return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
+	}
+	defer release()
+	cur, err := s.Projected(ctx, r.Database)
+	if err != nil {
+		return index.Replaced{}, err
+	}
+	switch {
+	case cur > r.Version:
+		return index.Replaced{Skipped: true}, nil
+	case cur != r.Since:
+		return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: %w: projected version %d, read at %d", r.Database, index.ErrMoved, cur, r.Since)
+	}
+	var out index.Replaced
+	if out.Written, err = s.Upsert(ctx, r.Upserts); err != nil {
+		return out, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
+	}
+	ids, err := s.rdb.SMembers(ctx, s.dbKey(r.Database)).Result()
+	if err != nil {
+		return out, fmt.Errorf("replace schema chunks of %s: %w", r.Database, classify(err))
+	}
+	keep := make(map[string]bool, len(r.Keep))
+	for _, id := range r.Keep {
+		keep[id] = true
+	}
+	prefix := r.Database + ":"
+	var gone []string
+	for _, id := range ids {
+		kind, _, _ := strings.Cut(strings.TrimPrefix(id, prefix), ":")
+		if !keep[id] && slices.Contains(r.Kinds, kind) {
+			gone = append(gone, id)
+		}
+	}
+	if out.Deleted, err = s.deleteIDs(ctx, r.Database, gone, ""); err != nil {
+		return out, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
+	}
+	if err := s.SetProjected(ctx, r.Database, r.Version); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// lock takes the projection lock of db, waiting up to lockWait for
+// another holder; it returns ErrMoved when it cannot, so that the caller
+// reads the stored state again. release stops the extension and frees it.
+func (s *Store) lock(ctx context.Context, db string) (release func(), err error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	token, key := hex.EncodeToString(b[:]), s.lockKey(db)
+	deadline := time.Now().Add(lockWait)
+	for {
+		ok, err := s.rdb.SetNX(ctx, key, token, lockTTL).Result()
+		if err != nil {
+			return nil, classify(err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: another projection of %s holds its lock", index.ErrMoved, db)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(lockTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				_ = extendScript.Run(context.Background(), s.rdb, []string{key}, token, lockTTL.Milliseconds()).Err()
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		// A fresh context: the caller's may be done, and a lock left
+		// behind would hold the next projection for lockTTL.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = unlockScript.Run(ctx, s.rdb, []string{key}, token).Err()
+	}, nil
 }
