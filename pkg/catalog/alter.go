@@ -43,18 +43,23 @@ func (a *applier) alterTable(s *pg.AlterTableStmt) error {
 	}
 	q, kind, ok, err := a.existing(s.Relation, s.MissingOk)
 	if !ok {
-		return err
+		return clean(err)
 	}
 	if kind == relView {
 		return nil // ALTER TABLE on a view: only ownership and defaults apply
 	}
 	t := a.cat.tables[q]
-	for _, c := range s.Cmds {
+	for i, c := range s.Cmds {
 		cmd := c.GetAlterTableCmd()
 		if cmd == nil {
 			continue
 		}
 		if err := a.alterCmd(t, cmd, s.Relation.Inh); err != nil {
+			// These look up what they act on before changing anything;
+			// as the statement's first action they leave it untouched.
+			if i == 0 && (cmd.Subtype == pg.AlterTableType_AT_DropConstraint || cmd.Subtype == pg.AlterTableType_AT_DropColumn) {
+				return clean(err)
+			}
 			return err
 		}
 	}

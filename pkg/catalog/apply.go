@@ -79,6 +79,11 @@ func (a *applier) run(tree *pg.ParseResult) error {
 			continue
 		}
 		if err := a.statement(raw.Stmt); err != nil {
+			var c cleanErr
+			if a.tolerant && errors.Is(err, ErrUndefined) && errors.As(err, &c) {
+				a.drift = append(a.drift, driftOf(a.errorAt(i+1, raw, c.error), ""))
+				continue
+			}
 			return a.errorAt(i+1, raw, err)
 		}
 	}
@@ -338,9 +343,22 @@ func (a *applier) statement(n *pg.Node) error {
 	case n.GetAlterObjectSchemaStmt() != nil:
 		return a.setSchema(n.GetAlterObjectSchemaStmt())
 	case n.GetDropStmt() != nil:
-		return a.drop(n.GetDropStmt())
+		d := n.GetDropStmt()
+		err := a.drop(d)
+		switch d.RemoveType {
+		case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_FOREIGN_TABLE, pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW:
+			if errors.Is(err, ErrUndefined) {
+				err = clean(err) // every name is resolved before anything is dropped
+			}
+		}
+		return err
 	case n.GetCommentStmt() != nil:
-		return a.comment(n.GetCommentStmt())
+		// A comment is set once its object is found, or not at all.
+		err := a.comment(n.GetCommentStmt())
+		if errors.Is(err, ErrUndefined) {
+			err = clean(err)
+		}
+		return err
 	case n.GetCreateEnumStmt() != nil:
 		return a.createEnum(n.GetCreateEnumStmt())
 	case n.GetAlterEnumStmt() != nil:

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -175,5 +176,39 @@ func TestTolerantApply(t *testing.T) {
 				t.Error("the receiver changed")
 			}
 		})
+	}
+}
+
+// Skipping a statement that failed before changing anything costs no
+// replay of the script: a migration of hundreds of statements naming
+// objects a replay cannot see stays linear. (Each used to replay the
+// script from a fresh clone: 300 took 9.7 s on an 876-table catalog.)
+func TestManyDriftStatementsStayCheap(t *testing.T) {
+	var ddl strings.Builder
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&ddl, "CREATE TABLE t%d (id int PRIMARY KEY, v text);\n", i)
+	}
+	base, err := New("db").Apply("0001.sql", ddl.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m strings.Builder
+	for i := 0; i < 500; i++ {
+		fmt.Fprintf(&m, "ALTER TABLE ghost_%d ADD COLUMN x int;\nALTER TABLE t%d DROP CONSTRAINT t%d_tenant_check;\nCOMMENT ON TABLE ghost_%d IS 'x';\nALTER TABLE t%d ADD COLUMN c int;\n", i, i, i, i, i)
+	}
+	var c *Catalog
+	allocs := testing.AllocsPerRun(1, func() {
+		if c, err = base.Apply("0002.sql", m.String(), Tolerant()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(c.Drift()) != 1500 || c.Table(QualName{"public", "t499"}).Column("c") == nil {
+		t.Fatalf("%d drift entries", len(c.Drift()))
+	}
+	// One clone of the 2,000-table catalog is about 30,000 allocations;
+	// a replay per skipped statement would be 1,500 of them.
+	t.Logf("%.0f allocations", allocs)
+	if allocs > 500_000 {
+		t.Errorf("%.0f allocations: the catalog is cloned per skipped statement", allocs)
 	}
 }

@@ -68,3 +68,18 @@ type syntaxError string
 
 func (e syntaxError) Error() string        { return string(e) }
 func (e syntaxError) Is(target error) bool { return target == ErrSyntax }
+
+// cleanErr marks a failure found before the statement changed anything
+// (the relation it names does not exist): a tolerant apply can skip the
+// statement where it stands instead of applying the script again without
+// it, which costs a clone of the catalog per skipped statement.
+type cleanErr struct{ error }
+
+func (e cleanErr) Unwrap() error { return e.error }
+
+func clean(err error) error {
+	if err == nil {
+		return nil
+	}
+	return cleanErr{err}
+}

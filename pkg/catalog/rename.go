@@ -15,7 +15,7 @@ func (a *applier) rename(s *pg.RenameStmt) error {
 		pg.ObjectType_OBJECT_FOREIGN_TABLE:
 		q, _, ok, err := a.existing(s.Relation, s.MissingOk)
 		if !ok {
-			return err
+			return clean(err)
 		}
 		return a.moveRelation(q, QualName{q.Schema, s.Newname})
 	case pg.ObjectType_OBJECT_COLUMN:
@@ -352,7 +352,7 @@ func (a *applier) setSchema(s *pg.AlterObjectSchemaStmt) error {
 		pg.ObjectType_OBJECT_FOREIGN_TABLE:
 		q, _, ok, err := a.existing(s.Relation, s.MissingOk)
 		if !ok {
-			return err
+			return clean(err)
 		}
 		return a.moveRelation(q, QualName{s.Newschema, q.Name})
 	case pg.ObjectType_OBJECT_TYPE:
