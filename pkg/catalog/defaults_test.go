@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/schemaq/schemaq/pkg/pgtest"
 )
 
 // typeCases are column definitions with the type and default PostgreSQL
@@ -106,12 +108,12 @@ func TestTypesAndDefaultsAsPostgresPrintsThem(t *testing.T) {
 // TestPostgresTypeCases holds typeCases against a live PostgreSQL, so the
 // expectations above are PostgreSQL's and not ours.
 func TestPostgresTypeCases(t *testing.T) {
-	p := startPostgres(t)
-	p.createDB(t, "types")
-	if _, err := p.psql("types", typeCasesSQL()); err != nil {
+	p := pgtest.Start(t)
+	p.CreateDB(t, "types")
+	if _, err := p.Query("types", typeCasesSQL()); err != nil {
 		t.Fatal(err)
 	}
-	cols, _ := p.describe(t, "types")
+	cols, _ := describe(p, t, "types")
 	for i, tc := range typeCases {
 		got := cols[fmt.Sprintf("public.d.c%d", i)]
 		if got.typ != tc.typ || got.def != caseDefault(i) {
@@ -200,12 +202,12 @@ func TestViewColumnTypes(t *testing.T) {
 }
 
 func TestPostgresViewCases(t *testing.T) {
-	p := startPostgres(t)
-	p.createDB(t, "views")
-	if _, err := p.psql("views", viewCasesSQL()); err != nil {
+	p := pgtest.Start(t)
+	p.CreateDB(t, "views")
+	if _, err := p.Query("views", viewCasesSQL()); err != nil {
 		t.Fatal(err)
 	}
-	cols, _ := p.describe(t, "views")
+	cols, _ := describe(p, t, "views")
 	for i, vc := range viewCases {
 		if got := cols[fmt.Sprintf("public.v.c%d", i)].typ; got != vc.typ {
 			t.Errorf("%s: PostgreSQL says %q, the case says %q", vc.expr, got, vc.typ)
