@@ -48,17 +48,9 @@ func (b *benchSystemFlags) start(ctx context.Context, e *env) (*benchSystem, err
 	if err := events.ValidateDatabase(*b.db); err != nil {
 		return nil, usagef("--db: %v", err)
 	}
-	stopProfile := func() {}
-	if *b.profile != "" {
-		f, err := os.Create(*b.profile)
-		if err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+	stopProfile, err := startCPUProfile(*b.profile)
+	if err != nil {
+		return nil, err
 	}
 	sys, err := b.startSystem(ctx, e)
 	if err != nil {
@@ -426,4 +418,20 @@ func keptShare(idle, under *benchmark.LoadReport) float64 {
 		return 0
 	}
 	return float64(int(1000*under.Throughput/idle.Throughput)) / 1000
+}
+
+// startCPUProfile writes a CPU profile to path until stop ("": none).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
