@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/url"
 	"os"
@@ -11,9 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/schemaq/schemaq/pkg/mcpserver"
 )
 
 // metaSchemaDir finds the JSON Schema 2020-12 meta-schema documents that
@@ -68,22 +64,9 @@ func TestToolSchemasValidateAgainstTheMetaSchema(t *testing.T) {
 		t.Fatal("the meta-schema accepts a schema whose type is 5")
 	}
 
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	if _, err := mcpserver.New(nil, "0.0.0-test").Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "meta-check", Version: "1.0.0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tools := listTools(t)
 	checked := 0
-	for _, tl := range tools.Tools {
+	for _, tl := range tools {
 		for kind, schema := range map[string]any{"inputSchema": tl.InputSchema, "outputSchema": tl.OutputSchema} {
 			if schema == nil {
 				continue
@@ -102,7 +85,7 @@ func TestToolSchemasValidateAgainstTheMetaSchema(t *testing.T) {
 			checked++
 		}
 	}
-	if checked < len(tools.Tools) {
-		t.Errorf("checked %d schemas of %d tools", checked, len(tools.Tools))
+	if checked < len(tools) {
+		t.Errorf("checked %d schemas of %d tools", checked, len(tools))
 	}
 }

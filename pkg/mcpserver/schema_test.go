@@ -19,24 +19,7 @@ import (
 // JSON Schema but makes such a client refuse the whole tool list, so no
 // tool can be called. Each schema must also be well-formed JSON Schema.
 func TestToolSchemasAreObjects(t *testing.T) {
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	if _, err := mcpserver.New(nil, "0.0.0-test").Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "schema-check", Version: "1.0.0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tools.Tools) == 0 {
-		t.Fatal("no tools")
-	}
-	for _, tl := range tools.Tools {
+	for _, tl := range listTools(t) {
 		if tl.Annotations == nil || !tl.Annotations.ReadOnlyHint {
 			t.Errorf("%s: not annotated read-only", tl.Name)
 		}
@@ -132,4 +115,28 @@ func badTypes(s map[string]any, path string) []string {
 		out = append(out, badTypes(items, path+".items")...)
 	}
 	return out
+}
+
+// listTools lists the server's tools through an MCP client, as a client
+// receives them.
+func listTools(t *testing.T) []*mcp.Tool {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := mcpserver.New(nil, "0.0.0-test").Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "schema-check", Version: "1.0.0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) == 0 {
+		t.Fatal("no tools")
+	}
+	return tools.Tools
 }

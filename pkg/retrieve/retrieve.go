@@ -310,6 +310,18 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 			}
 		}
 	}
+	// rankObjects gives each object its rank in a list of chunk hits: the
+	// rank of its best chunk.
+	rankObjects := func(hits []index.Hit, rank func(*object) (*int, *float64)) {
+		n := 0
+		for _, h := range hits {
+			at, score := rank(get(h.Chunk))
+			if *at == 0 {
+				n++
+				*at, *score = n, h.Score
+			}
+		}
+	}
 	// BM25 first, so that with equal fused scores its order wins.
 	if r.cfg.BM25 {
 		tr := <-textDone
@@ -317,14 +329,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 			return nil, fmt.Errorf("bm25: %w", tr.err)
 		}
 		res.Timings.BM25 = tr.took
-		rank := 0
-		for _, h := range tr.hits {
-			o := get(h.Chunk)
-			if o.ex.BM25Rank == 0 {
-				rank++
-				o.ex.BM25Rank, o.ex.BM25Score = rank, h.Score
-			}
-		}
+		rankObjects(tr.hits, func(o *object) (*int, *float64) { return &o.ex.BM25Rank, &o.ex.BM25Score })
 	}
 	if hintTerms != nil {
 		tr := <-hintDone
@@ -332,14 +337,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 			return nil, fmt.Errorf("bm25 of the hints: %w", tr.err)
 		}
 		res.Timings.BM25 = max(res.Timings.BM25, tr.took)
-		rank := 0
-		for _, h := range tr.hits {
-			o := get(h.Chunk)
-			if o.ex.HintRank == 0 {
-				rank++
-				o.ex.HintRank, o.ex.HintScore = rank, h.Score
-			}
-		}
+		rankObjects(tr.hits, func(o *object) (*int, *float64) { return &o.ex.HintRank, &o.ex.HintScore })
 		for _, t := range hintTerms {
 			t.Why = "hint:" + t.Why
 			res.Terms = append(res.Terms, t)
@@ -348,14 +346,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	if knnErr != nil {
 		return nil, knnErr
 	}
-	rank := 0
-	for _, h := range knnHits {
-		o := get(h.Chunk)
-		if o.ex.KNNRank == 0 {
-			rank++
-			o.ex.KNNRank, o.ex.KNNScore = rank, h.Score
-		}
-	}
+	rankObjects(knnHits, func(o *object) (*int, *float64) { return &o.ex.KNNRank, &o.ex.KNNScore })
 
 	// Reciprocal Rank Fusion over objects; ties go to the better single
 	// rank, then to the name, so the order is deterministic.
