@@ -38,17 +38,20 @@ func (q QualName) Key() string { return strings.ToLower(q.Schema + "." + q.Name)
 // Column is one column of a table or view.
 type Column struct {
 	Name string `json:"name"`
-	// Type is the column type as PostgreSQL's format_type prints it
-	// ("character varying(255)", "timestamp with time zone", "public.mood[]").
+	// Type is the column type as PostgreSQL's format_type prints it under
+	// the default search_path ("character varying(255)", "timestamp with
+	// time zone", "mood[]" for an enum in public, "app.mood" elsewhere).
 	Type string `json:"type"`
 	// Enum is the enum type behind Type (element type for arrays), when the
 	// column is enum-typed.
-	Enum      *QualName `json:"enum,omitempty"`
-	NotNull   bool      `json:"not_null,omitempty"`
-	Default   string    `json:"default,omitempty"`
-	Generated string    `json:"generated,omitempty"` // expression of GENERATED ALWAYS AS (…) STORED
-	Identity  string    `json:"identity,omitempty"`  // "ALWAYS" or "BY DEFAULT"
-	Comment   string    `json:"comment,omitempty"`
+	Enum    *QualName `json:"enum,omitempty"`
+	NotNull bool      `json:"not_null,omitempty"`
+	// Default is the default as pg_get_expr prints it ('x'::text, false,
+	// nextval('t_id_seq'::regclass)); empty for none.
+	Default   string `json:"default,omitempty"`
+	Generated string `json:"generated,omitempty"` // expression of GENERATED ALWAYS AS (…) STORED
+	Identity  string `json:"identity,omitempty"`  // "ALWAYS" or "BY DEFAULT"
+	Comment   string `json:"comment,omitempty"`
 	// Inferred marks a column the catalog never saw created: a tolerant
 	// Apply added it because a statement altered it (see Tolerant). Its
 	// Type is empty unless that statement set one.
