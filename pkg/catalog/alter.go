@@ -232,7 +232,7 @@ func (a *applier) alterColumn(t *Table, name string) (*Column, error) {
 	}
 	col = &Column{Name: name, Inferred: true}
 	t.Columns = append(t.Columns, col)
-	a.infer(err, "column "+t.QualName().String()+"."+QuoteIdent(name))
+	a.recordDrift(a.stmt, a.raw, err, "column "+t.QualName().String()+"."+QuoteIdent(name))
 	return col, nil
 }
 

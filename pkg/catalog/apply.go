@@ -81,7 +81,7 @@ func (a *applier) run(tree *pg.ParseResult) error {
 		if err := a.statement(raw.Stmt); err != nil {
 			var c cleanErr
 			if a.tolerant && errors.Is(err, ErrUndefined) && errors.As(err, &c) {
-				a.drift = append(a.drift, driftOf(a.errorAt(i+1, raw, c.error), ""))
+				a.recordDrift(i+1, raw, c.error, "")
 				continue
 			}
 			return a.errorAt(i+1, raw, err)
@@ -96,7 +96,7 @@ func (a *applier) run(tree *pg.ParseResult) error {
 		if err != nil && a.tolerant && errors.Is(err, ErrUndefined) {
 			// The table stays; only the reference to what we cannot see
 			// is left out.
-			a.drift = append(a.drift, driftOf(a.errorAt(p.stmt, p.raw, err), ""))
+			a.recordDrift(p.stmt, p.raw, err, "")
 			continue
 		}
 		if err != nil {
@@ -111,10 +111,11 @@ func (a *applier) errorAt(stmt int, raw *pg.RawStmt, err error) *Error {
 	return statementError(a.source, a.sql, stmt, raw, err)
 }
 
-// infer records that the statement being applied was applied by assuming
-// what, an object it names and the catalog did not hold.
-func (a *applier) infer(err error, what string) {
-	a.drift = append(a.drift, driftOf(a.errorAt(a.stmt, a.raw, err), what))
+// recordDrift notes statement stmt as drift of this run: left out for
+// err, or applied by inferring what (an object it names that the catalog
+// did not hold).
+func (a *applier) recordDrift(stmt int, raw *pg.RawStmt, err error, inferred string) {
+	a.drift = append(a.drift, driftOf(a.errorAt(stmt, raw, err), inferred))
 }
 
 // collectDrift lists the skipped statements and the inferences of one
@@ -343,15 +344,7 @@ func (a *applier) statement(n *pg.Node) error {
 	case n.GetAlterObjectSchemaStmt() != nil:
 		return a.setSchema(n.GetAlterObjectSchemaStmt())
 	case n.GetDropStmt() != nil:
-		d := n.GetDropStmt()
-		err := a.drop(d)
-		switch d.RemoveType {
-		case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_FOREIGN_TABLE, pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW:
-			if errors.Is(err, ErrUndefined) {
-				err = clean(err) // every name is resolved before anything is dropped
-			}
-		}
-		return err
+		return a.drop(n.GetDropStmt())
 	case n.GetCommentStmt() != nil:
 		// A comment is set once its object is found, or not at all.
 		err := a.comment(n.GetCommentStmt())

@@ -263,6 +263,17 @@ func floatOut(v float64) string {
 // typeLabel is the type a constant is labelled with: format_type without
 // the typmod (a constant has none), char(n) as bpchar.
 func typeLabel(typ string) string {
+	l := withoutTypmod(typ)
+	if rest, ok := strings.CutPrefix(l, "character"); ok && (rest == "" || strings.HasPrefix(rest, "[")) {
+		return "bpchar" + rest
+	}
+	return l
+}
+
+// withoutTypmod is a type as format_type prints it with no typmod, as an
+// expression's result has none: numeric(5,2) is numeric, character
+// varying(10)[] is character varying[]; a type in public goes bare.
+func withoutTypmod(typ string) string {
 	base, dims := typ, ""
 	for strings.HasSuffix(base, "[]") {
 		base, dims = strings.TrimSuffix(base, "[]"), dims+"[]"
@@ -272,11 +283,7 @@ func typeLabel(typ string) string {
 			base = strings.TrimSpace(base[:i]) + base[i+j+1:]
 		}
 	}
-	if base == "character" {
-		base = "bpchar"
-	}
-	base = strings.TrimPrefix(base, DefaultSchema+".")
-	return base + dims
+	return strings.TrimPrefix(base, DefaultSchema+".") + dims
 }
 
 // parseBool accepts what boolin accepts: true/false, yes/no, on/off, 1/0

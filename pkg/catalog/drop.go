@@ -25,7 +25,8 @@ func (a *applier) drop(s *pg.DropStmt) error {
 				if s.MissingOk {
 					continue
 				}
-				return undefined("relation %s does not exist", displayName(schema, name))
+				// Clean: nothing is dropped before every name resolves.
+				return clean(undefined("relation %s does not exist", displayName(schema, name)))
 			}
 			if kind != want {
 				return invalid("%s is not a %s", q, map[relKind]string{relTable: "table", relView: "view"}[want])

@@ -291,11 +291,11 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 		}
 		if name == "array_agg" && len(fc.Args) > 0 {
 			if t := a.exprType(fc.Args[0], sc); t != "" {
-				return typeLabelKeepChar(t) + "[]"
+				return withoutTypmod(t) + "[]"
 			}
 		}
 		if name == "avg" {
-			switch typeLabel(a.firstType(fc.Args, sc)) {
+			switch withoutTypmod(a.firstType(fc.Args, sc)) {
 			case "real", "double precision":
 				return "double precision"
 			case "interval":
@@ -316,12 +316,12 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 			if name == "coalesce" || name == "greatest" || name == "least" || name == "nullif" {
 				return a.commonType(fc.Args, sc)
 			}
-			if (name == "max" || name == "min") && typeLabel(t) == "character varying" {
+			if (name == "max" || name == "min") && withoutTypmod(t) == "character varying" {
 				return "text" // there is no max(varchar): max(text) takes it
 			}
 			// Aggregates and functions return their type without the
 			// argument's typmod: sum(numeric(5,2)) is numeric.
-			return typeLabelKeepChar(t)
+			return withoutTypmod(t)
 		}
 	case n.GetCoalesceExpr() != nil:
 		return a.commonType(n.GetCoalesceExpr().Args, sc)
@@ -373,9 +373,9 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 			case "->>", "#>>":
 				return "text"
 			case "->", "#>", "#-":
-				return typeLabel(a.exprType(ae.Lexpr, sc))
+				return withoutTypmod(a.exprType(ae.Lexpr, sc))
 			case "||":
-				l, r := typeLabel(a.exprType(ae.Lexpr, sc)), typeLabel(a.exprType(ae.Rexpr, sc))
+				l, r := withoutTypmod(a.exprType(ae.Lexpr, sc)), withoutTypmod(a.exprType(ae.Rexpr, sc))
 				switch {
 				case l == "jsonb" || r == "jsonb":
 					return "jsonb"
@@ -387,9 +387,9 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 				return "text"
 			}
 			if ae.Lexpr == nil { // prefix operator: -x
-				return typeLabel(a.exprType(ae.Rexpr, sc))
+				return withoutTypmod(a.exprType(ae.Rexpr, sc))
 			}
-			return arithmeticType(op, typeLabel(a.exprType(ae.Lexpr, sc)), typeLabel(a.exprType(ae.Rexpr, sc)))
+			return arithmeticType(op, withoutTypmod(a.exprType(ae.Lexpr, sc)), withoutTypmod(a.exprType(ae.Rexpr, sc)))
 		case pg.A_Expr_Kind_AEXPR_NULLIF:
 			return a.firstType([]*pg.Node{ae.Lexpr}, sc)
 		default: // IN, LIKE, BETWEEN, DISTINCT, SIMILAR, ANY/ALL
@@ -428,16 +428,6 @@ func (a *applier) firstType(nodes []*pg.Node, sc *scope) string {
 		}
 	}
 	return ""
-}
-
-// typeLabelKeepChar is typeLabel for a result type, which format_type
-// prints as "character" (not bpchar) when it has no typmod.
-func typeLabelKeepChar(t string) string {
-	l := typeLabel(t)
-	if strings.HasPrefix(l, "bpchar") {
-		return "character" + strings.TrimPrefix(l, "bpchar")
-	}
-	return l
 }
 
 // numericRank orders the numeric types by PostgreSQL's implicit casts: an
@@ -492,7 +482,7 @@ func (a *applier) commonType(args []*pg.Node, sc *scope) string {
 	t := a.firstType(args, sc)
 	for _, n := range args {
 		if u := a.exprType(n, sc); u != t {
-			return typeLabelKeepChar(t)
+			return withoutTypmod(t)
 		}
 	}
 	return t
