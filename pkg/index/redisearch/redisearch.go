@@ -222,20 +222,34 @@ end
 return {v, 'new'}
 `)
 
-func (s *Store) resolveVersion(ctx context.Context) error {
-	writer := "0"
-	if s.opt.Writer {
-		writer = "1"
+// claim runs claimScript for this store's spec, as a writer or a reader.
+func (s *Store) claim(ctx context.Context, writer bool) (version int64, state string, err error) {
+	w := "0"
+	if writer {
+		w = "1"
 	}
-	res, err := claimScript.Run(ctx, s.rdb, []string{s.metaKey()}, s.spec, writer).Slice()
+	res, err := claimScript.Run(ctx, s.rdb, []string{s.metaKey()}, s.spec, w).Slice()
 	if err != nil {
-		return fmt.Errorf("redisearch: read index versions: %w", classify(err))
+		return 0, "", fmt.Errorf("redisearch: read index versions: %w", classify(err))
 	}
 	if len(res) != 2 {
-		return fmt.Errorf("redisearch: read index versions: unexpected reply %v", res)
+		return 0, "", fmt.Errorf("redisearch: read index versions: unexpected reply %v", res)
 	}
-	v, _ := res[0].(int64)
-	state, _ := res[1].(string)
+	version, _ = res[0].(int64)
+	state, _ = res[1].(string)
+	return version, state, nil
+}
+
+// stillBuilding is why a reader of version v does not serve yet.
+func stillBuilding(v int64) error {
+	return fmt.Errorf("%w: index version %d for this configuration is still being built; asks start once the workers switch the alias", index.ErrUnavailable, v)
+}
+
+func (s *Store) resolveVersion(ctx context.Context) error {
+	v, state, err := s.claim(ctx, s.opt.Writer)
+	if err != nil {
+		return err
+	}
 	s.version.Store(v)
 	switch state {
 	case "current":
@@ -247,7 +261,7 @@ func (s *Store) resolveVersion(ctx context.Context) error {
 	case "next":
 		s.pending = true
 		if !s.opt.Writer {
-			s.servable = fmt.Errorf("%w: index version %d for this configuration is still being built; asks start once the workers switch the alias", index.ErrUnavailable, s.ver())
+			s.servable = stillBuilding(v)
 		}
 		s.rebuilt = s.opt.Writer
 		return s.createIndex(ctx, s.ver())
@@ -279,33 +293,32 @@ func (s *Store) resolveVersion(ctx context.Context) error {
 		// may change any moment, so the reader starts unready rather
 		// than failing, and adopts the version once a worker makes it;
 		// its health check says why meanwhile.
-		err := s.noIndexErr(ctx, s.ver())
+		s.servable = s.noIndexErr(ctx, s.ver())
 		s.version.Store(0)
-		s.waiting, s.servable = true, fmt.Errorf("%w: %v", index.ErrUnavailable, err)
+		s.waiting = true
 		return nil
 	}
 }
 
-// noIndexErr says why there is no index version for this store's spec.
+// noIndexErr says why there is no index version for this store's spec:
+// the store is unavailable until a worker makes one.
 func (s *Store) noIndexErr(ctx context.Context, cur int) error {
 	if cur == 0 {
-		return fmt.Errorf("redisearch: no index under %q yet: start a worker (schemaq worker); it creates the index", s.alias())
+		return fmt.Errorf("%w: redisearch: no index under %q yet: start a worker (schemaq worker); it creates the index", index.ErrUnavailable, s.alias())
 	}
 	spec, _ := s.rdb.HGet(ctx, s.metaKey(), fmt.Sprintf("spec:%d", cur)).Result()
-	return fmt.Errorf("redisearch: index %s (version %d) was built for %q, but this process needs %q (vector dimension or model mismatch): start the workers with the new configuration; they build version %d from the stored catalogs and switch the alias when it is complete (docs/redis.md, \"Re-indexing\")",
-		s.alias(), cur, spec, s.spec, cur+1)
+	return fmt.Errorf("%w: redisearch: index %s (version %d) was built for %q, but this process needs %q (vector dimension or model mismatch): start the workers with the new configuration; they build version %d from the stored catalogs and switch the alias when it is complete (docs/redis.md, \"Re-indexing\")",
+		index.ErrUnavailable, s.alias(), cur, spec, s.spec, cur+1)
 }
 
 // adopt looks again, for a reader that started without an index of its
 // configuration, whether a worker has made one; once one exists the
 // reader takes its version (served, or still being built).
 func (s *Store) adopt(ctx context.Context) {
-	res, err := claimScript.Run(ctx, s.rdb, []string{s.metaKey()}, s.spec, "0").Slice()
-	if err != nil || len(res) != 2 {
+	v, state, err := s.claim(ctx, false)
+	if err != nil {
 		return // the server's trouble surfaces in Check and in queries
 	}
-	v, _ := res[0].(int64)
-	state, _ := res[1].(string)
 	var why error
 	if state == "other" {
 		why = s.noIndexErr(ctx, int(v))
@@ -319,9 +332,9 @@ func (s *Store) adopt(ctx context.Context) {
 	case "next":
 		s.waiting, s.pending = false, true
 		s.version.Store(v)
-		s.servable = fmt.Errorf("%w: index version %d for this configuration is still being built; asks start once the workers switch the alias", index.ErrUnavailable, v)
+		s.servable = stillBuilding(v)
 	default:
-		s.servable = fmt.Errorf("%w: %v", index.ErrUnavailable, why)
+		s.servable = why
 	}
 }
 
