@@ -271,27 +271,28 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		err  error
 		took time.Duration
 	}
-	textDone := make(chan textResult, 1)
+	searchText := func(terms []Term) <-chan textResult {
+		done := make(chan textResult, 1)
+		go func() {
+			t0 := time.Now()
+			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: termStrings(terms),
+				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
+			done <- textResult{hits, err, time.Since(t0)}
+		}()
+		return done
+	}
 	words := text.QueryTerms(req.Question)
 	res.Terms = r.queryTerms(words, cat)
+	var textDone, hintDone <-chan textResult
 	if r.cfg.BM25 {
-		go func() {
-			t0 := time.Now()
-			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: termStrings(res.Terms),
-				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
-			textDone <- textResult{hits, err, time.Since(t0)}
-		}()
+		textDone = searchText(res.Terms)
 	}
-	hintDone := make(chan textResult, 1)
+	var hintWords []string
 	var hintTerms []Term
 	if strings.TrimSpace(req.Hints) != "" && r.cfg.BM25 && r.cfg.HintWeight > 0 {
-		hintTerms = r.queryTerms(text.QueryTerms(req.Hints), cat)
-		go func() {
-			t0 := time.Now()
-			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: termStrings(hintTerms),
-				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
-			hintDone <- textResult{hits, err, time.Since(t0)}
-		}()
+		hintWords = text.QueryTerms(req.Hints)
+		hintTerms = r.queryTerms(hintWords, cat)
+		hintDone = searchText(hintTerms)
 	}
 	var knnHits []index.Hit
 	var knnErr error
@@ -356,7 +357,7 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		// database the question is about.
 		rw := words
 		if hintTerms != nil {
-			rw = append(slices.Clone(words), text.QueryTerms(req.Hints)...)
+			rw = append(slices.Clone(words), hintWords...)
 		}
 		r.route(cat, rw, res.Terms, func() []*object { return all }, get)
 	}
