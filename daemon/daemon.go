@@ -563,8 +563,9 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 	if err != nil {
 		return nil, err
 	}
+	var out *events.AskReply
 	if d.asker == nil {
-		out := &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint, RetrievalOnly: true,
+		out = &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint, RetrievalOnly: true,
 			Context: contextItems(res), Timings: timings(res.Timings),
 			Warnings: []string{"no LLM gateway configured: retrieval only"}}
 		for _, it := range res.Items {
@@ -575,12 +576,9 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 		if req.Explain {
 			out.Explain, out.QueryTerms = res.Explain, res.Terms
 		}
-		if w := driftWarning(cat); w != "" {
-			out.Warnings = append(out.Warnings, w)
-		}
-		return out, nil
+	} else {
+		out, err = d.asker.Ask(ctx, cat, req, res)
 	}
-	out, err := d.asker.Ask(ctx, cat, req, res)
 	if w := driftWarning(cat); w != "" && out != nil {
 		out.Warnings = append(out.Warnings, w)
 	}
