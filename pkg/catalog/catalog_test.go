@@ -646,3 +646,23 @@ CREATE PROCEDURE archive() LANGUAGE sql AS $$ SELECT 1 $$;`)
 		t.Error("Apply changed its receiver")
 	}
 }
+
+// A script that empties search_path, as pg_dump's preamble can, still
+// records its unqualified functions and aggregates (in public, where
+// unqualified tables go too) instead of crashing the replay.
+func TestFunctionsWithAnEmptySearchPath(t *testing.T) {
+	c, err := New("db").Apply("f.sql", `
+SET search_path = '';
+CREATE FUNCTION g() RETURNS int LANGUAGE sql STABLE AS $$ SELECT 1 $$;
+CREATE FUNCTION cat2(text, text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT $1 || $2 $$;
+CREATE AGGREGATE glue(text) (SFUNC = cat2, STYPE = text);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := c.LookupFunction("public.g"); f == nil || f.Returns != "integer" {
+		t.Errorf("g: %+v", f)
+	}
+	if f := c.LookupFunction("public.glue"); f == nil || !f.Aggregate || f.Returns != "text" || f.Volatility != "immutable" {
+		t.Errorf("glue: %+v", f)
+	}
+}

@@ -46,7 +46,7 @@ func (a *applier) createFunction(s *pg.CreateFunctionStmt) {
 	}
 	schema, name := qualFromList(listStrings(&pg.Node{Node: &pg.Node_List{List: &pg.List{Items: s.Funcname}}}))
 	if schema == "" {
-		schema = a.searchPath[0]
+		schema = a.creationSchema() // search_path may be empty: pg_dump empties it
 	}
 	f := &Function{Schema: schema, Name: name, Volatility: "volatile"}
 	for _, o := range s.Options {
@@ -95,7 +95,7 @@ func (a *applier) recordFunction(f *Function) {
 func (a *applier) createAggregate(s *pg.DefineStmt) {
 	schema, name := qualFromList(pgtree.Strings(s.Defnames))
 	if schema == "" {
-		schema = a.searchPath[0]
+		schema = a.creationSchema() // search_path may be empty: pg_dump empties it
 	}
 	f := &Function{Schema: schema, Name: name, Volatility: "volatile", Aggregate: true}
 	var sfunc, final []string
