@@ -112,15 +112,9 @@ func (a *applier) createAggregate(s *pg.DefineStmt) {
 				}
 			}
 		case "sfunc", "sfunc1":
-			sfunc = listStrings(d.Arg)
-			if tn := d.Arg.GetTypeName(); tn != nil {
-				sfunc = pgtree.Strings(tn.Names)
-			}
+			sfunc = funcName(d.Arg)
 		case "finalfunc":
-			final = listStrings(d.Arg)
-			if tn := d.Arg.GetTypeName(); tn != nil {
-				final = pgtree.Strings(tn.Names)
-			}
+			final = funcName(d.Arg)
 		}
 	}
 	if fn := a.findFunction(sfunc); fn != nil {
@@ -133,6 +127,15 @@ func (a *applier) createAggregate(s *pg.DefineStmt) {
 		}
 	}
 	a.recordFunction(f)
+}
+
+// funcName is the name a CREATE AGGREGATE option gives a function, which
+// the parser hands over as a type name or a list of strings.
+func funcName(n *pg.Node) []string {
+	if tn := n.GetTypeName(); tn != nil {
+		return pgtree.Strings(tn.Names)
+	}
+	return listStrings(n)
 }
 
 // findFunction resolves a function name as written, following
