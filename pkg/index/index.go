@@ -168,7 +168,12 @@ type SchemaReplace struct {
 	Since   int64
 	Kinds   []string // the kinds a catalog produces (table, view)
 	Upserts []Record // chunks that are new or changed
-	Keep    []string // ids of every chunk of the catalog; other chunks of Kinds go
+	// Remove lists the chunks of Kinds stored at Since that the catalog
+	// no longer produces. The caller read them with the stored hashes, so
+	// the store deletes by id rather than scanning the database for what
+	// is not kept (the scan was most of a one-table projection's cost).
+	// Since guarantees the list is still whole.
+	Remove []string
 }
 
 // Replaced says what a ReplaceSchema did.

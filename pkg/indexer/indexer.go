@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
@@ -114,19 +115,26 @@ func replace(ctx context.Context, w Writer, r index.Replacer, e embed.Embedder, 
 			return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
 		}
 		var changed []chunk.Chunk
-		keep := make([]string, len(chunks))
-		for i, c := range chunks {
-			keep[i] = c.ID
+		produced := make(map[string]bool, len(chunks))
+		for _, c := range chunks {
+			produced[c.ID] = true
 			if m, ok := stored[c.ID]; !ok || m.Hash != c.Hash {
 				changed = append(changed, c)
 			}
 		}
+		var remove []string
+		for id := range stored {
+			if !produced[id] {
+				remove = append(remove, id)
+			}
+		}
+		slices.Sort(remove)
 		recs, err := embedChunks(ctx, e, changed)
 		if err != nil {
 			return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
 		}
 		res, err := r.ReplaceSchema(ctx, index.SchemaReplace{Database: cat.Database, Version: cat.Version, Since: p,
-			Kinds: kinds, Upserts: recs, Keep: keep})
+			Kinds: kinds, Upserts: recs, Remove: remove})
 		if errors.Is(err, index.ErrMoved) && attempt < 5 {
 			continue
 		}

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Open) {
 		{"ReplacesOnUpsert", testReplace},
 		{"RejectsBadInput", testBadInput},
 		{"ProjectedVersion", testProjected},
+		{"ReplaceSchemaRemovesOnlyWhatItNames", testReplaceSchema},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -423,6 +424,62 @@ func testReplace(t *testing.T, s index.Store) {
 	hits, _ = s.SearchText(ctx, textQuery("shop", "status", chunk.KindTable))
 	if slices.Contains(names(hits), "public.orders") {
 		t.Error("old text still matches after replace")
+	}
+}
+
+// testReplaceSchema: a projection removes exactly the schema chunks it
+// lists, never a doc, an example or another database's chunk named by
+// mistake, and only when no other projection landed since its read.
+func testReplaceSchema(t *testing.T, s index.Store) {
+	r, ok := s.(index.Replacer)
+	if !ok {
+		t.Skip("the store projects through Touch and DeleteStale")
+	}
+	ctx := context.Background()
+	recs := shopRecords()
+	other := rec("hr", chunk.KindTable, "public.orders", "orders", []string{"id"}, "CREATE TABLE public.orders (id bigint)", 1, nil)
+	mustUpsert(t, s, append(recs, other))
+	if err := s.SetProjected(ctx, "shop", 1); err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{chunk.KindTable, chunk.KindView}
+	placed := rec("shop", chunk.KindTable, "public.orders", "orders", []string{"id", "placed_at"}, "CREATE TABLE public.orders (id bigint, placed_at timestamptz)", 2, nil)
+	res, err := r.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 2, Since: 1, Kinds: kinds, Upserts: []index.Record{placed},
+		Remove: []string{recs[1].ID, recs[2].ID, recs[4].ID, recs[6].ID, other.ID, "shop:table:public.never_stored"}})
+	if err != nil || res.Skipped || res.Written != 1 || res.Deleted != 2 {
+		t.Fatalf("replace: %+v, %v (want 1 written, 2 deleted)", res, err)
+	}
+	metas, err := s.Metas(ctx, index.Filter{Database: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false, false, true, true, true, true} {
+		if _, ok := metas[recs[i].ID]; ok != want {
+			t.Errorf("%s present %v after the replace, want %v", recs[i].ID, ok, want)
+		}
+	}
+	if metas[recs[3].ID].Version != 1 {
+		t.Errorf("a chunk not named was rewritten: %+v", metas[recs[3].ID])
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "hr"}); n != 1 {
+		t.Error("a replace in shop removed a chunk of hr")
+	}
+	if hits, _ := s.SearchText(ctx, textQuery("shop", "carrier", chunk.KindTable)); len(hits) != 0 {
+		t.Errorf("a removed table is still found: %v", names(hits))
+	}
+	if p, _ := s.Projected(ctx, "shop"); p != 2 {
+		t.Errorf("projected %d, want 2", p)
+	}
+	// Read at an older projection: refused, to be read again.
+	if _, err := r.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 3, Since: 1, Kinds: kinds, Remove: []string{recs[0].ID}}); !errors.Is(err, index.ErrMoved) {
+		t.Errorf("a replace read at an old projection: %v, want ErrMoved", err)
+	}
+	if n, _ := s.Count(ctx, index.Filter{Database: "shop", Kinds: []string{chunk.KindTable}}); n != 2 {
+		t.Errorf("a refused replace changed the tables: %d left, want 2", n)
+	}
+	// An older catalog than the index reflects changes nothing.
+	if res, err := r.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 1, Since: 2, Kinds: kinds, Remove: []string{recs[0].ID}}); err != nil || !res.Skipped {
+		t.Errorf("an older catalog: %+v, %v", res, err)
 	}
 }
 

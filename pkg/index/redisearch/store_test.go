@@ -491,7 +491,7 @@ func TestReplaceSchemaOnPlainRedis(t *testing.T) {
 	kinds := []string{chunk.KindTable, chunk.KindView}
 	payments := rec("shop", chunk.KindTable, "public.payments", 2, nil)
 	res, err := s.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 2, Since: 1, Kinds: kinds,
-		Upserts: []index.Record{payments}, Keep: []string{orders.ID, payments.ID}})
+		Upserts: []index.Record{payments}, Remove: []string{customers.ID, doc.ID, "other:table:public.orders"}})
 	if err != nil || res.Written != 1 || res.Deleted != 1 || res.Skipped {
 		t.Fatalf("replace: %+v %v", res, err)
 	}
@@ -512,7 +512,7 @@ func TestReplaceSchemaOnPlainRedis(t *testing.T) {
 		t.Errorf("projected %d, want 2", p)
 	}
 	// Read at an old projection: refused, to be read again.
-	if _, err := s.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 3, Since: 1, Kinds: kinds, Keep: []string{orders.ID}}); !errors.Is(err, index.ErrMoved) {
+	if _, err := s.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 3, Since: 1, Kinds: kinds, Remove: []string{payments.ID}}); !errors.Is(err, index.ErrMoved) {
 		t.Errorf("a stale read: %v", err)
 	}
 	// An older catalog than the index reflects changes nothing.
@@ -528,7 +528,7 @@ func TestReplaceSchemaOnPlainRedis(t *testing.T) {
 		rdb.Del(ctx, s.lockKey("shop"))
 	}()
 	t0 := time.Now()
-	res, err = s.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 3, Since: 2, Kinds: kinds, Keep: []string{orders.ID, payments.ID}})
+	res, err = s.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 3, Since: 2, Kinds: kinds})
 	if err != nil || res.Skipped || time.Since(t0) < 150*time.Millisecond {
 		t.Errorf("waiting for the lock: %+v %v after %v", res, err, time.Since(t0))
 	}

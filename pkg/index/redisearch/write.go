@@ -544,19 +544,13 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 	if out.Written, err = s.Upsert(ctx, r.Upserts); err != nil {
 		return out, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
 	}
-	ids, err := s.rdb.SMembers(ctx, s.dbKey(r.Database)).Result()
-	if err != nil {
-		return out, fmt.Errorf("replace schema chunks of %s: %w", r.Database, classify(err))
-	}
-	keep := make(map[string]bool, len(r.Keep))
-	for _, id := range r.Keep {
-		keep[id] = true
-	}
 	prefix := r.Database + ":"
 	var gone []string
-	for _, id := range ids {
+	for _, id := range r.Remove {
+		// Only chunks of this database and of Kinds: a stray id must not
+		// remove a doc or another database's chunk.
 		kind, _, _ := strings.Cut(strings.TrimPrefix(id, prefix), ":")
-		if !keep[id] && slices.Contains(r.Kinds, kind) {
+		if strings.HasPrefix(id, prefix) && slices.Contains(r.Kinds, kind) {
 			gone = append(gone, id)
 		}
 	}

@@ -304,7 +304,7 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 	if err := s.checkRecords(r.Upserts); err != nil {
 		return index.Replaced{}, err
 	}
-	keep, _ := json.Marshal(r.Keep)
+	remove, _ := json.Marshal(r.Remove)
 	var out index.Replaced
 	var docs []memsearch.Doc
 	var gone []string
@@ -332,13 +332,14 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 				docs = append(docs, d)
 			}
 		}
-		where := `db = ? AND kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(r.Kinds)), ",") + `) AND id NOT IN (SELECT value FROM json_each(?))`
-		args := []any{r.Database}
-		for _, k := range r.Kinds {
-			args = append(args, k)
-		}
-		args = append(args, string(keep))
-		if len(r.Kinds) > 0 {
+		if len(r.Remove) > 0 && len(r.Kinds) > 0 {
+			// By id through the unique index; the kinds keep a stray id
+			// from removing a doc or an example.
+			where := `id IN (SELECT value FROM json_each(?)) AND db = ? AND kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(r.Kinds)), ",") + `)`
+			args := []any{string(remove), r.Database}
+			for _, k := range r.Kinds {
+				args = append(args, k)
+			}
 			if gone, err = deleteRows(ctx, tx, r.Database, gen, where, args...); err != nil {
 				return err
 			}
