@@ -176,12 +176,16 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			return nil
 		})
 	}
+	// The workers of this process write catalogs through one store; a
+	// daemon here takes what they wrote from it instead of decoding it.
+	var written *catalogkv.Store
 	if worker {
 		cfg := r.worker
 		cfg.ShutdownTimeout = r.shutdown
 		m := workers.NewMetrics(rt.reg)
+		written = catalogkv.New(rt.kv, catalogkv.WithObjects(rt.objs))
 		for i := range max(r.workers, 1) {
-			w, err := workers.New(rt.js, catalogkv.New(rt.kv, catalogkv.WithObjects(rt.objs)), rt.store, rt.emb, rt.log.Named("worker"), cfg, workers.WithMetrics(m))
+			w, err := workers.New(rt.js, written, rt.store, rt.emb, rt.log.Named("worker"), cfg, workers.WithMetrics(m))
 			if err != nil {
 				return usagef("%v", err)
 			}
@@ -207,7 +211,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 	if serve {
 		watcher, err := catalogkv.Watch(runCtx, rt.kv, func(key string, err error) {
 			rt.log.Warn("catalog does not decode; keeping the last good one", zap.String("db", key), zap.Error(err))
-		}, catalogkv.WithObjects(rt.objs))
+		}, catalogkv.WithObjects(rt.objs), catalogkv.WithLocal(written))
 		if err != nil {
 			cancel()
 			wg.Wait()

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -111,10 +112,17 @@ func replayLemmy(tb testing.TB) *Catalog {
 		if err != nil {
 			tb.Fatal(err)
 		}
+		before, _ := c.MarshalJSON()
 		n, err := c.Apply(rel, string(b))
 		if err != nil {
 			tb.Fatalf("migration %d: %v", i+1, err)
 		}
+		// The catalog before shares its unchanged objects with the new
+		// one: nothing the migration did may show in it.
+		if after, _ := c.MarshalJSON(); !bytes.Equal(before, after) {
+			tb.Fatalf("migration %d (%s) changed the catalog it was applied to", i+1, rel)
+		}
+		checkShared(tb, c, n)
 		n.Version = int64(i + 1)
 		c = n
 	}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,16 @@ type Store struct {
 	objs  jetstream.ObjectStore
 	mu    sync.Mutex
 	known map[string]cached
+	// wrote holds, per database, the entry value this store last wrote
+	// (as a digest) and the catalog in it, set before the write so that
+	// a watcher in the same process that sees the entry first still
+	// finds it.
+	wrote map[string]written
+}
+
+type written struct {
+	sum [sha256.Size]byte
+	cat *catalog.Catalog
 }
 
 type cached struct {
@@ -44,12 +55,21 @@ type cached struct {
 // Option configures a Store or a Watcher.
 type Option func(*options)
 
-type options struct{ objs jetstream.ObjectStore }
+type options struct {
+	objs  jetstream.ObjectStore
+	local *Store
+}
 
 // WithObjects lets catalogs larger than a value (MaxInline) live in the
 // object store, referenced from their entry. Without it, such a catalog
 // cannot be written, and an entry referencing one cannot be read.
 func WithObjects(obj jetstream.ObjectStore) Option { return func(o *options) { o.objs = obj } }
+
+// WithLocal tells a Watcher that this process writes catalogs through
+// s (the embedded default runs its worker and daemon in one process): an
+// entry whose value is what s wrote is taken as the catalog s holds, not
+// decompressed and decoded again.
+func WithLocal(s *Store) Option { return func(o *options) { o.local = s } }
 
 func newOptions(opts []Option) options {
 	var o options
@@ -62,7 +82,7 @@ func newOptions(opts []Option) options {
 // New returns a store over the catalog bucket.
 func New(kv jetstream.KeyValue, opts ...Option) *Store {
 	o := newOptions(opts)
-	return &Store{kv: kv, objs: o.objs, known: map[string]cached{}}
+	return &Store{kv: kv, objs: o.objs, known: map[string]cached{}, wrote: map[string]written{}}
 }
 
 func (s *Store) Get(ctx context.Context, db string) (*catalog.Catalog, uint64, error) {
@@ -115,6 +135,9 @@ func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64
 		ref, _ := json.Marshal(objectRef{Object: object, Size: info.Size})
 		b = append(header(refMagic, c.Version), ref...)
 	}
+	s.mu.Lock()
+	s.wrote[c.Database] = written{sha256.Sum256(b), c}
+	s.mu.Unlock()
 	var next uint64
 	if rev == 0 {
 		next, err = s.kv.Create(ctx, c.Database, b)
@@ -141,6 +164,17 @@ func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64
 	}
 	s.remember(c.Database, next, c, object)
 	return next, nil
+}
+
+// writtenAs returns the catalog this store wrote as value b for db, or nil.
+func (s *Store) writtenAs(db string, b []byte) *catalog.Catalog {
+	s.mu.Lock()
+	w, ok := s.wrote[db]
+	s.mu.Unlock()
+	if !ok || w.sum != sha256.Sum256(b) {
+		return nil
+	}
+	return w.cat
 }
 
 func (s *Store) dropObject(name string) {
@@ -273,6 +307,7 @@ type Watcher struct {
 	hooks   []func(*catalog.Catalog)
 	pending chan struct{} // a new entry waits to be decoded
 	objs    jetstream.ObjectStore
+	local   *Store
 }
 
 // watched is one database's newest entry and the last catalog decoded.
@@ -301,7 +336,7 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, 
 		return nil, fmt.Errorf("watch catalogs: %w", err)
 	}
 	cw := &Watcher{cats: map[string]*watched{}, ready: make(chan struct{}), onError: onError, pending: make(chan struct{}, 1),
-		objs: newOptions(opts).objs}
+		objs: newOptions(opts).objs, local: newOptions(opts).local}
 	initial := true
 	go follow(ctx, w, func(e jetstream.KeyValueEntry) {
 		switch {
@@ -409,9 +444,7 @@ func (cw *Watcher) catalog(db string, decoder bool) *catalog.Catalog {
 	}
 	w.decoding = true
 	cw.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	c, _, err := decodeValue(ctx, cw.objs, raw)
-	cancel()
+	c, err := cw.decode(db, raw, good)
 	cw.mu.Lock()
 	w.decoding = false
 	if cw.cats[db] == w && w.seq == seq {
@@ -436,6 +469,26 @@ func (cw *Watcher) catalog(db string, decoder bool) *catalog.Catalog {
 		}
 	}
 	return good
+}
+
+// decode turns an entry into its catalog: the very catalog when this
+// process wrote it, otherwise decoded and made to share its unchanged
+// tables with the one before (prev), so that per-table work downstream
+// is not redone for what did not change.
+func (cw *Watcher) decode(db string, raw []byte, prev *catalog.Catalog) (*catalog.Catalog, error) {
+	if cw.local != nil {
+		if c := cw.local.writtenAs(db, raw); c != nil {
+			return c, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _, err := decodeValue(ctx, cw.objs, raw)
+	if err != nil {
+		return nil, err
+	}
+	c.ShareWith(prev)
+	return c, nil
 }
 
 func (cw *Watcher) kick() {

@@ -229,3 +229,70 @@ func TestBigCatalogInObjectStore(t *testing.T) {
 		t.Errorf("a reader without objects: %v", err)
 	}
 }
+
+// TestWatcherSharesWhatDidNotChange: a watcher in the writer's process
+// takes the catalog as written; one elsewhere decodes it, and what did
+// not change is still the object it held before, so work keyed by table
+// is not redone.
+func TestWatcherSharesWhatDidNotChange(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kv := bucket(t)
+	s := catalogkv.New(kv)
+	v1 := sample(t, 1)
+	rev, err := s.Put(ctx, v1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := catalogkv.Watch(ctx, kv, nil, catalogkv.WithLocal(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := catalogkv.Watch(ctx, kv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-local.Ready()
+	<-remote.Ready()
+	if c := local.Catalog("shop"); c != v1 {
+		t.Fatalf("the local watcher decoded the catalog its process wrote: %p, want %p", c, v1)
+	}
+	r1 := remote.Catalog("shop")
+	if r1 == v1 || r1 == nil || r1.Version != 1 {
+		t.Fatalf("remote v1: %+v", r1)
+	}
+	v2, err := v1.Apply("2.sql", "ALTER TABLE b ADD COLUMN note text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 = v2.Record(catalog.Applied{Seq: 2, ID: "2", Source: "2.sql", Checksum: catalog.Checksum("y")})
+	if _, err := s.Put(ctx, v2, rev); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 5*time.Second, "version 2 everywhere", func() bool {
+		l, r := local.Catalog("shop"), remote.Catalog("shop")
+		return l != nil && l.Version == 2 && r != nil && r.Version == 2
+	})
+	if local.Catalog("shop") != v2 {
+		t.Error("the local watcher decoded version 2")
+	}
+	a, b := catalog.QualName{Schema: "public", Name: "a"}, catalog.QualName{Schema: "public", Name: "b"}
+	r2 := remote.Catalog("shop")
+	if r2.Table(a) != r1.Table(a) {
+		t.Error("the remote watcher's unchanged table a is a new object")
+	}
+	if r2.Table(b) == r1.Table(b) || r2.Table(b).Column("note") == nil {
+		t.Error("the remote watcher's changed table b is the old object")
+	}
+	// Another writer's entry, in the local watcher's process or not, is decoded.
+	other := catalogkv.New(kv)
+	r, _ := s.Revision(ctx, "shop")
+	v3 := sample(t, 3)
+	if _, err := other.Put(ctx, v3, r); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 5*time.Second, "version 3", func() bool { c := local.Catalog("shop"); return c != nil && c.Version == 3 })
+	if local.Catalog("shop") == v3 {
+		t.Error("the local watcher took another store's catalog as its own")
+	}
+}

@@ -1,0 +1,86 @@
+package catalog
+
+import "slices"
+
+// Structural sharing. Apply works on a deep copy, so every table of the
+// catalog it returns is a new object even when the migration touched one.
+// Readers downstream (chunking, the retriever's vocabulary, encoding)
+// keep per-object work keyed by pointer: if unchanged objects are the
+// very objects of the catalog before, a one-table migration costs them
+// one table. Sharing is safe because a catalog that has been returned is
+// never mutated again (Apply clones before it writes).
+
+// ShareWith replaces every table, view, enum and function of c that is
+// equal to prev's object of the same name by prev's object, so that what
+// did not change between the two is the same pointer in both. It is for
+// a catalog decoded from storage, whose objects are all new; Apply does
+// it already. Neither catalog may be mutated afterwards.
+func (c *Catalog) ShareWith(prev *Catalog) {
+	if prev == nil || prev == c {
+		return
+	}
+	shareMap(c.tables, prev.tables, (*Table).equal)
+	shareMap(c.views, prev.views, (*View).equal)
+	shareMap(c.enums, prev.enums, (*Enum).equal)
+	shareMap(c.functions, prev.functions, func(a, b *Function) bool { return *a == *b })
+}
+
+func shareMap[T any](cur, prev map[QualName]*T, equal func(a, b *T) bool) {
+	for q, o := range cur {
+		if p := prev[q]; p != nil && p != o && equal(o, p) {
+			cur[q] = p
+		}
+	}
+}
+
+// equal reports whether t and o describe the same table. It must read
+// every field: share_test.go changes each one in turn to hold it to that.
+func (t *Table) equal(o *Table) bool {
+	return t.Schema == o.Schema && t.Name == o.Name &&
+		slices.EqualFunc(t.Columns, o.Columns, (*Column).equal) &&
+		ptrEqual(t.PrimaryKey, o.PrimaryKey, (*Key).equal) &&
+		slices.EqualFunc(t.Unique, o.Unique, func(a, b Key) bool { return a.equal(&b) }) &&
+		slices.EqualFunc(t.ForeignKeys, o.ForeignKeys, func(a, b ForeignKey) bool { return a.equal(&b) }) &&
+		slices.EqualFunc(t.Checks, o.Checks, func(a, b Check) bool { return a.equal(&b) }) &&
+		slices.Equal(t.Inherits, o.Inherits) &&
+		ptrEqual(t.PartitionOf, o.PartitionOf, func(a, b *QualName) bool { return *a == *b }) &&
+		t.PartitionBound == o.PartitionBound && t.PartitionBy == o.PartitionBy && t.Comment == o.Comment
+}
+
+func (c *Column) equal(o *Column) bool {
+	return c.Name == o.Name && c.Type == o.Type &&
+		ptrEqual(c.Enum, o.Enum, func(a, b *QualName) bool { return *a == *b }) &&
+		c.NotNull == o.NotNull && c.Default == o.Default && c.Generated == o.Generated &&
+		c.Identity == o.Identity && c.Comment == o.Comment && c.Inferred == o.Inferred
+}
+
+func (k *Key) equal(o *Key) bool {
+	return k.Name == o.Name && slices.Equal(k.Columns, o.Columns) && k.Inherited == o.Inherited
+}
+
+func (f *ForeignKey) equal(o *ForeignKey) bool {
+	return f.Name == o.Name && slices.Equal(f.Columns, o.Columns) && f.RefTable == o.RefTable &&
+		slices.Equal(f.RefColumns, o.RefColumns) && f.OnDelete == o.OnDelete && f.OnUpdate == o.OnUpdate &&
+		f.Inherited == o.Inherited
+}
+
+func (k *Check) equal(o *Check) bool {
+	return k.Name == o.Name && k.Expr == o.Expr && slices.Equal(k.Columns, o.Columns) && k.Exclude == o.Exclude
+}
+
+func (v *View) equal(o *View) bool {
+	return v.Schema == o.Schema && v.Name == o.Name && v.Materialized == o.Materialized &&
+		v.Definition == o.Definition && slices.EqualFunc(v.Columns, o.Columns, (*Column).equal) &&
+		slices.Equal(v.Reads, o.Reads) && v.Comment == o.Comment
+}
+
+func (e *Enum) equal(o *Enum) bool {
+	return e.Schema == o.Schema && e.Name == o.Name && slices.Equal(e.Labels, o.Labels) && e.Comment == o.Comment
+}
+
+func ptrEqual[T any](a, b *T, equal func(a, b *T) bool) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return equal(a, b)
+}

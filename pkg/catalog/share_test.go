@@ -1,0 +1,184 @@
+package catalog
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// checkShared holds Apply's sharing to its definition: an object of next
+// is prev's very object exactly when the two are equal.
+func checkShared(tb testing.TB, prev, next *Catalog) {
+	tb.Helper()
+	for q, t := range next.tables {
+		p := prev.tables[q]
+		if p == nil {
+			continue
+		}
+		if same, eq := p == t, p.equal(t); same != eq {
+			tb.Fatalf("table %s: shared %v, equal %v", q, same, eq)
+		}
+	}
+	for q, v := range next.views {
+		if p := prev.views[q]; p != nil && (p == v) != p.equal(v) {
+			tb.Fatalf("view %s: shared %v, equal %v", q, p == v, p.equal(v))
+		}
+	}
+}
+
+func TestApplySharesWhatItDidNotChange(t *testing.T) {
+	base, err := Snapshot("shop", "base.sql", `
+		CREATE TYPE mood AS ENUM ('ok', 'sad');
+		CREATE TABLE customers (id bigint PRIMARY KEY, email text UNIQUE, m mood);
+		CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint REFERENCES customers, total numeric CHECK (total > 0));
+		CREATE TABLE notes (id int);
+		CREATE VIEW big AS SELECT id FROM orders WHERE total > 100;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := base.MarshalJSON()
+	tests := []struct {
+		name    string
+		sql     string
+		changed []string // tables and views that must be new objects
+	}{
+		{"a new table", `CREATE TABLE payments (id int)`, nil},
+		{"a column added", `ALTER TABLE notes ADD COLUMN body text`, []string{"notes"}},
+		{"a comment", `COMMENT ON COLUMN orders.total IS 'gross'`, []string{"orders"}},
+		{"a rename followed by the referencing key", `ALTER TABLE customers RENAME TO clients`, []string{"orders"}},
+		{"a column renamed", `ALTER TABLE orders RENAME COLUMN total TO amount`, []string{"orders"}},
+		{"a view replaced", `CREATE OR REPLACE VIEW big AS SELECT id FROM orders WHERE total > 1000`, []string{"big"}},
+		{"a table dropped", `DROP TABLE notes`, nil},
+		{"a label added", `ALTER TYPE mood ADD VALUE 'glad'`, nil},
+		{"nothing", `CREATE INDEX ON orders (total)`, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			next, err := base.Apply("m.sql", tc.sql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkShared(t, base, next)
+			for q, tb := range next.tables {
+				if p := base.tables[q]; p != nil && p != tb && !contains(tc.changed, q.Name) {
+					t.Errorf("table %s is a new object though the migration did not change it", q)
+				}
+			}
+			for _, name := range tc.changed {
+				q := QualName{DefaultSchema, name}
+				if p := base.tables[q]; p != nil && p == next.tables[q] {
+					t.Errorf("table %s changed but is shared", q)
+				}
+				if p := base.views[q]; p != nil && p == next.views[q] {
+					t.Errorf("view %s changed but is shared", q)
+				}
+			}
+			if after, _ := base.MarshalJSON(); string(after) != string(before) {
+				t.Fatal("the migration changed the catalog it was applied to")
+			}
+		})
+	}
+}
+
+func contains(names []string, n string) bool {
+	for _, x := range names {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEqualReadsEveryField changes each field of a fully populated
+// object, one at a time, and expects equal to notice: a field added to a
+// type and forgotten in equal would make sharing keep a stale object.
+func TestEqualReadsEveryField(t *testing.T) {
+	tests := []struct {
+		name  string
+		make  func() any
+		equal func(a, b any) bool
+	}{
+		{"table", func() any { return fullTable() }, func(a, b any) bool { return a.(*Table).equal(b.(*Table)) }},
+		{"view", func() any {
+			return &View{Schema: "s", Name: "v", Materialized: true, Definition: "SELECT 1", Columns: []*Column{fullColumn()},
+				Reads: []QualName{{"s", "t"}}, Comment: "c"}
+		}, func(a, b any) bool { return a.(*View).equal(b.(*View)) }},
+		{"enum", func() any { return &Enum{Schema: "s", Name: "e", Labels: []string{"a"}, Comment: "c"} },
+			func(a, b any) bool { return a.(*Enum).equal(b.(*Enum)) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(mutations(reflect.ValueOf(tc.make())))
+			if n == 0 {
+				t.Fatal("no fields found")
+			}
+			for i := range n {
+				a, b := tc.make(), tc.make()
+				if !tc.equal(a, b) {
+					t.Fatal("two identical objects are not equal")
+				}
+				m := mutations(reflect.ValueOf(b))[i]
+				m.apply()
+				if tc.equal(a, b) {
+					t.Errorf("changing %s is not seen by equal", m.path)
+				}
+			}
+		})
+	}
+}
+
+func fullColumn() *Column {
+	return &Column{Name: "c", Type: "text", Enum: &QualName{"s", "e"}, NotNull: true, Default: "'x'::text",
+		Generated: "g", Identity: "ALWAYS", Comment: "c", Inferred: true}
+}
+
+func fullTable() *Table {
+	return &Table{Schema: "s", Name: "t", Columns: []*Column{fullColumn()},
+		PrimaryKey:  &Key{Name: "pk", Columns: []string{"c"}, Inherited: true},
+		Unique:      []Key{{Name: "u", Columns: []string{"c"}, Inherited: true}},
+		ForeignKeys: []ForeignKey{{Name: "fk", Columns: []string{"c"}, RefTable: QualName{"s", "r"}, RefColumns: []string{"id"}, OnDelete: "CASCADE", OnUpdate: "CASCADE", Inherited: true}},
+		Checks:      []Check{{Name: "ck", Expr: "c > 0", Columns: []string{"c"}, Exclude: true}},
+		Inherits:    []QualName{{"s", "p"}}, PartitionOf: &QualName{"s", "p"}, PartitionBound: "DEFAULT", PartitionBy: "LIST (c)", Comment: "c"}
+}
+
+type mutation struct {
+	path  string
+	apply func()
+}
+
+// mutations lists one change per leaf field reachable from v (strings,
+// bools, and a nil for each pointer and slice), in a stable order.
+func mutations(v reflect.Value) []mutation {
+	var out []mutation
+	var walk func(v reflect.Value, path string)
+	// Slice elements are never nil pointers; fields may be.
+	walk = func(v reflect.Value, path string) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			if v.IsNil() {
+				return
+			}
+			if v.CanSet() && !strings.HasSuffix(path, "[]") { // a field, not the object or an element
+				out = append(out, mutation{path + "=nil", func() { v.Set(reflect.Zero(v.Type())) }})
+			}
+			walk(v.Elem(), path)
+		case reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i), path+"."+v.Type().Field(i).Name)
+			}
+		case reflect.Slice:
+			out = append(out, mutation{path + "=nil", func() { v.Set(reflect.Zero(v.Type())) }})
+			for i := range v.Len() {
+				walk(v.Index(i), path+"[]")
+			}
+		case reflect.String:
+			out = append(out, mutation{path, func() { v.SetString(v.String() + "x") }})
+		case reflect.Bool:
+			out = append(out, mutation{path, func() { v.SetBool(!v.Bool()) }})
+		default:
+			panic("mutations: add a case for " + v.Kind().String() + " at " + path)
+		}
+	}
+	walk(v, "")
+	return out
+}
