@@ -129,7 +129,7 @@ func (w *Worker) project(ctx context.Context, cat *catalog.Catalog) (panicked bo
 			panicked, err = true, fmt.Errorf("internal error while applying the event: %v", p)
 		}
 	}()
-	_, err = indexer.Catalog(ctx, w.store, w.emb, cat, w.cfg.Chunk)
+	_, err = indexer.Catalog(ctx, w.store, w.emb, cat, w.chunker)
 	return false, err
 }
 

@@ -111,10 +111,12 @@ type Worker struct {
 	cats  *catalogkv.Store
 	store Store
 	emb   embed.Embedder
-	log   *zap.Logger
-	cfg   Config
-	locks sync.Map // database → *sync.Mutex
-	m     *Metrics
+	// chunker renders catalogs, reusing the chunks of unchanged tables.
+	chunker *chunk.Chunker
+	log     *zap.Logger
+	cfg     Config
+	locks   sync.Map // database → *sync.Mutex
+	m       *Metrics
 	// Per-database queues (queue.go) and what bounds them.
 	qmu    sync.Mutex
 	queues map[string]*queue
@@ -165,7 +167,7 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 	if js == nil || cats == nil || store == nil || emb == nil || log == nil {
 		return nil, errors.New("worker: jetstream, catalogs, store, embedder and logger are required")
 	}
-	w := &Worker{js: js, cats: cats, store: store, emb: emb, log: log, cfg: cfg, caughtUp: make(chan struct{}),
+	w := &Worker{js: js, cats: cats, store: store, emb: emb, chunker: chunk.NewChunker(cfg.Chunk), log: log, cfg: cfg, caughtUp: make(chan struct{}),
 		queues: map[string]*queue{}, refused: map[string]outcome{}, sem: make(chan struct{}, cfg.Concurrency)}
 	for _, o := range opts {
 		o(w)
@@ -818,7 +820,7 @@ func (w *Worker) ensureProjected(ctx context.Context, cat *catalog.Catalog) erro
 	}
 	w.log.Info("index behind catalog: re-projecting", zap.String("db", cat.Database),
 		zap.Int64("catalog_version", cat.Version), zap.Int64("projected_version", p))
-	_, err = indexer.Catalog(ctx, w.store, w.emb, cat, w.cfg.Chunk)
+	_, err = indexer.Catalog(ctx, w.store, w.emb, cat, w.chunker)
 	return err
 }
 

@@ -184,7 +184,7 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer store.Close()
-	if _, err := indexer.Catalog(ctx, store, cfg.Embedder, cat, chunk.Options{}); err != nil {
+	if _, err := indexer.Catalog(ctx, store, cfg.Embedder, cat, chunk.NewChunker(chunk.Options{})); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	indexSeconds := time.Since(start).Seconds()

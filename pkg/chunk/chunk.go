@@ -109,21 +109,7 @@ func (c *Chunk) seal() {
 // Catalog chunks every table and view of c, in a deterministic order.
 // Partitions are not chunked on their own: they repeat their parent, whose
 // chunk lists them.
-func Catalog(c *catalog.Catalog, opts Options) []Chunk {
-	opts = opts.withDefaults()
-	idx := newFKIndex(c)
-	var out []Chunk
-	for _, t := range c.Tables() {
-		if t.PartitionOf != nil {
-			continue
-		}
-		out = append(out, table(c, t, idx, opts)...)
-	}
-	for _, v := range c.Views() {
-		out = append(out, View(c, v))
-	}
-	return out
-}
+func Catalog(c *catalog.Catalog, opts Options) []Chunk { return NewChunker(opts).Catalog(c) }
 
 // Table chunks one table. To chunk many tables of one catalog, use a
 // Tabler, which indexes the catalog's foreign keys once.

@@ -27,6 +27,12 @@ type Writer interface {
 	SetProjected(ctx context.Context, db string, version int64) error
 }
 
+// Chunker renders a catalog's chunks: a chunk.Chunker, which reuses the
+// chunks of what did not change since its last catalog of the database.
+type Chunker interface {
+	Catalog(c *catalog.Catalog) []chunk.Chunk
+}
+
 // Stats says what one indexing did.
 type Stats struct {
 	Chunks  int // chunks produced
@@ -50,9 +56,9 @@ const Batch = 256
 // run ends by raising the projected version and then deleting every
 // schema chunk below the projected version as it reads it then: whichever
 // writer finishes last removes what the other left behind.
-func Catalog(ctx context.Context, w Writer, e embed.Embedder, cat *catalog.Catalog, opts chunk.Options) (Stats, error) {
+func Catalog(ctx context.Context, w Writer, e embed.Embedder, cat *catalog.Catalog, ck Chunker) (Stats, error) {
 	if r, ok := w.(index.Replacer); ok {
-		return replace(ctx, w, r, e, cat, opts)
+		return replace(ctx, w, r, e, cat, ck)
 	}
 	kinds := []string{chunk.KindTable, chunk.KindView}
 	if p, err := w.Projected(ctx, cat.Database); err != nil {
@@ -66,7 +72,7 @@ func Catalog(ctx context.Context, w Writer, e embed.Embedder, cat *catalog.Catal
 	}
 	var changed []chunk.Chunk
 	var same []string
-	for _, c := range chunk.Catalog(cat, opts) {
+	for _, c := range ck.Catalog(cat) {
 		if m, ok := stored[c.ID]; ok && m.Hash == c.Hash {
 			same = append(same, c.ID)
 		} else {
@@ -99,9 +105,9 @@ func Catalog(ctx context.Context, w Writer, e embed.Embedder, cat *catalog.Catal
 // new and changed chunks are embedded and written, in one step with the
 // deletions and the projected version, retried when another projection
 // lands in between.
-func replace(ctx context.Context, w Writer, r index.Replacer, e embed.Embedder, cat *catalog.Catalog, opts chunk.Options) (Stats, error) {
+func replace(ctx context.Context, w Writer, r index.Replacer, e embed.Embedder, cat *catalog.Catalog, ck Chunker) (Stats, error) {
 	kinds := []string{chunk.KindTable, chunk.KindView}
-	chunks := chunk.Catalog(cat, opts)
+	chunks := ck.Catalog(cat)
 	for attempt := 0; ; attempt++ {
 		p, err := w.Projected(ctx, cat.Database)
 		if err != nil {

@@ -50,13 +50,13 @@ func TestCatalogWritesOnlyWhatChanged(t *testing.T) {
 			w := pr.wrap(s)
 			v1, _ := catalog.Snapshot("db", "v1", "CREATE TABLE a (id int); CREATE TABLE b (id int); CREATE TABLE c (id int);")
 			v1.Version = 1
-			st, err := indexer.Catalog(ctx, w, e, v1, chunk.Options{})
+			st, err := indexer.Catalog(ctx, w, e, v1, chunk.NewChunker(chunk.Options{}))
 			if err != nil || st.Written != 3 || e.texts != 3 {
 				t.Fatalf("first index: %+v, %d embedded, %v", st, e.texts, err)
 			}
 			v2, _ := v1.Apply("v2", "ALTER TABLE a ADD COLUMN x int; DROP TABLE c;")
 			v2.Version = 2
-			st, err = indexer.Catalog(ctx, w, e, v2, chunk.Options{})
+			st, err = indexer.Catalog(ctx, w, e, v2, chunk.NewChunker(chunk.Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestCatalogWritesOnlyWhatChanged(t *testing.T) {
 			}
 			// An older catalog arriving late changes nothing: it neither
 			// replaces a newer chunk nor brings back the table v2 dropped.
-			st, err = indexer.Catalog(ctx, w, e, v1, chunk.Options{})
+			st, err = indexer.Catalog(ctx, w, e, v1, chunk.NewChunker(chunk.Options{}))
 			if err != nil || st.Written != 0 {
 				t.Errorf("stale index run wrote %d: %v", st.Written, err)
 			}
@@ -137,7 +137,7 @@ func TestSlowWriterCannotResurrectDroppedTables(t *testing.T) {
 			// The slow writer (v1) is under way; before it finishes, v2 is
 			// indexed completely.
 			racy := &racyStore{Writer: pr.wrap(s), during: func() {
-				if _, err := indexer.Catalog(ctx, pr.wrap(s), e, v2, chunk.Options{}); err != nil {
+				if _, err := indexer.Catalog(ctx, pr.wrap(s), e, v2, chunk.NewChunker(chunk.Options{})); err != nil {
 					t.Fatal(err)
 				}
 			}}
@@ -145,7 +145,7 @@ func TestSlowWriterCannotResurrectDroppedTables(t *testing.T) {
 			if pr.atomic {
 				slow = racyReplacer{racy}
 			}
-			if _, err := indexer.Catalog(ctx, slow, e, v1, chunk.Options{}); err != nil {
+			if _, err := indexer.Catalog(ctx, slow, e, v1, chunk.NewChunker(chunk.Options{})); err != nil {
 				t.Fatal(err)
 			}
 			if racy.during != nil {
@@ -176,16 +176,16 @@ func TestReplaceRetriesWhenTheProjectionMoved(t *testing.T) {
 	// v3 takes a back to what v1 had: from v1's view, a is unchanged.
 	v3, _ := v2.Apply("v3", "ALTER TABLE a DROP COLUMN x;")
 	v3.Version = 3
-	if _, err := indexer.Catalog(ctx, s, e, v1, chunk.Options{}); err != nil {
+	if _, err := indexer.Catalog(ctx, s, e, v1, chunk.NewChunker(chunk.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	// v3's run reads the index at v1; v2 lands before v3 replaces.
 	racy := racyReplacer{&racyStore{Writer: s, during: func() {
-		if _, err := indexer.Catalog(ctx, s, e, v2, chunk.Options{}); err != nil {
+		if _, err := indexer.Catalog(ctx, s, e, v2, chunk.NewChunker(chunk.Options{})); err != nil {
 			t.Fatal(err)
 		}
 	}}}
-	if _, err := indexer.Catalog(ctx, racy, e, v3, chunk.Options{}); err != nil {
+	if _, err := indexer.Catalog(ctx, racy, e, v3, chunk.NewChunker(chunk.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	metas, _ := s.Metas(ctx, index.Filter{Database: "db"})

@@ -65,7 +65,7 @@ func indexCatalogs(t testing.TB, cats ...*catalog.Catalog) (*sqlite.Store, embed
 	t.Cleanup(func() { s.Close() })
 	for _, cat := range cats {
 		cat.Version = 1
-		if _, err := indexer.Catalog(ctx, s, e, cat, chunk.Options{}); err != nil {
+		if _, err := indexer.Catalog(ctx, s, e, cat, chunk.NewChunker(chunk.Options{})); err != nil {
 			t.Fatal(err)
 		}
 	}

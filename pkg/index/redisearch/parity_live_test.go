@@ -113,7 +113,7 @@ func TestStoresRankAlikeLive(t *testing.T) {
 	red := openLive(t, rdb, Options{Dimensions: emb.Dimensions(), Model: emb.Model(), Algorithm: "FLAT"})
 	top := map[string][][]string{}
 	for name, st := range map[string]index.Store{"sqlite": lite, "redis": red} {
-		if _, err := indexer.Catalog(ctx, st, emb, cat, chunk.Options{}); err != nil {
+		if _, err := indexer.Catalog(ctx, st, emb, cat, chunk.NewChunker(chunk.Options{})); err != nil {
 			t.Fatal(err)
 		}
 		ret, err := retrieve.New(st, emb, staticCatalog{cat}, retrieve.DefaultConfig)

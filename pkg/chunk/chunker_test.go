@@ -1,0 +1,86 @@
+package chunk
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/sharedtest"
+)
+
+// TestChunkerReusesOnlyWhatStillHolds: through a history, the Chunker's
+// chunks equal a fresh chunking of each version, including tables that
+// did not change themselves but whose neighbours, partitions or enums
+// did; and a migration that touches one table renders one.
+func TestChunkerReusesOnlyWhatStillHolds(t *testing.T) {
+	steps := []struct {
+		name, sql string
+		rendered  int // tables and views rendered anew
+	}{
+		{"a new table pointing at customers", `CREATE TABLE reviews (id int, customer_id bigint REFERENCES customers (id))`, 2},
+		{"a column of one table", `ALTER TABLE reviews ADD COLUMN stars int`, 1},
+		{"an enum label", `ALTER TYPE order_status ADD VALUE 'returned'`, 1},
+		{"a partition attached", `CREATE TABLE events_2027 PARTITION OF events FOR VALUES FROM ('2027-01-01') TO ('2028-01-01')`, 1},
+		{"a view replaced", `CREATE OR REPLACE VIEW paid_orders AS SELECT o.id FROM orders o`, 1},
+		{"the referencing table dropped", `DROP TABLE reviews`, 1},
+		{"nothing the chunks show", `CREATE INDEX ON orders (status)`, 0},
+		{"a table renamed", `ALTER TABLE customers RENAME TO clients`, 2},
+	}
+	c := shop(t)
+	k := NewChunker(Options{})
+	k.Catalog(c)
+	for i, st := range steps {
+		n, err := c.Apply("m.sql", st.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		n.Version = c.Version + 1
+		before := k.renders.Load()
+		got := k.Catalog(n)
+		if want := Catalog(n, Options{}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d (%s): the chunker's chunks differ from a fresh chunking:\n got %v\nwant %v", i+1, st.name, ids(got), ids(want))
+		}
+		if r := int(k.renders.Load() - before); r != st.rendered {
+			t.Errorf("step %d (%s): %d tables and views rendered, want %d", i+1, st.name, r, st.rendered)
+		}
+		c = n
+	}
+}
+
+// TestChunkerLemmy holds the Chunker to a fresh chunking at every one of
+// Lemmy's 342 migrations.
+func TestChunkerLemmy(t *testing.T) {
+	dir := sharedtest.Path(t, "corpus", "lemmy")
+	order, err := os.ReadFile(filepath.Join(dir, "ORDER.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := catalog.New("lemmy")
+	k := NewChunker(Options{MaxTableBytes: 600}) // small, so wide tables split
+	for i, rel := range strings.Fields(string(order)) {
+		b, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := c.Apply(rel, string(b))
+		if err != nil {
+			t.Fatalf("migration %d: %v", i+1, err)
+		}
+		n.Version = int64(i + 1)
+		if got, want := k.Catalog(n), Catalog(n, Options{MaxTableBytes: 600}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("migration %d (%s): the chunker's chunks differ from a fresh chunking", i+1, rel)
+		}
+		c = n
+	}
+}
+
+func ids(chunks []Chunk) []string {
+	out := make([]string, len(chunks))
+	for i, c := range chunks {
+		out[i] = c.ID + "@" + c.Hash[:8]
+	}
+	return out
+}
