@@ -60,8 +60,9 @@ func (gc *graphCache) get(cat *catalog.Catalog) *graph {
 			continue
 		}
 		e.building, e.done = cat, make(chan struct{})
+		prev := e.g // the previous version's, which the new one updates
 		gc.mu.Unlock()
-		g := buildGraph(cat)
+		g := buildGraph(cat, prev)
 		gc.mu.Lock()
 		e.cat, e.g, e.building = cat, g, nil
 		close(e.done)
@@ -70,8 +71,12 @@ func (gc *graphCache) get(cat *catalog.Catalog) *graph {
 	}
 }
 
-func buildGraph(cat *catalog.Catalog) *graph {
-	g := &graph{tables: map[string]*catalog.Table{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat)}
+func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
+	var pv *vocab
+	if prev != nil {
+		pv = prev.vocab
+	}
+	g := &graph{tables: map[string]*catalog.Table{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
 	link := func(a, b string) {
 		if a == b {
 			return

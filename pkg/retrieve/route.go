@@ -71,93 +71,12 @@ type vocab struct {
 	// (category → productcategory), where the schema that has the compound
 	// also uses both parts as words of their own.
 	heads map[string][]string
-}
 
-func newVocab(cat *catalog.Catalog) *vocab {
-	v := &vocab{names: map[string]map[string]bool{}, columns: map[string]map[string]bool{}, df: map[string]int{}}
-	add := func(m map[string]map[string]bool, schema string, terms []string) {
-		if m[schema] == nil {
-			m[schema] = map[string]bool{}
-		}
-		for _, t := range terms {
-			m[schema][t] = true
-		}
-	}
-	v.postings, v.length, v.coll = map[string]map[string]float64{}, map[string]float64{}, map[string]float64{}
-	count := func(schema string, terms []string, w float64) {
-		for _, t := range append(terms, text.Compounds(terms)...) {
-			if v.postings[t] == nil {
-				v.postings[t] = map[string]float64{}
-			}
-			v.postings[t][schema] += w
-			v.length[schema] += w
-			v.coll[t] += w
-			v.total += w
-		}
-	}
-	// object analyses a table's or view's name and columns once, for the
-	// name and column sets and for the likelihood's counts.
-	object := func(schema, name string, columns []*catalog.Column) {
-		nameTerms := text.Terms(name)
-		add(v.names, schema, append(text.Terms(schema), nameTerms...))
-		count(schema, nameTerms, 2)
-		for _, c := range columns {
-			ts := text.Terms(c.Name)
-			add(v.columns, schema, ts)
-			count(schema, ts, 1)
-		}
-	}
-	for _, t := range cat.Tables() {
-		object(t.Schema, t.Name, t.Columns)
-	}
-	for _, vw := range cat.Views() {
-		object(vw.Schema, vw.Name, vw.Columns)
-	}
-	for schema := range v.names {
-		seen := map[string]bool{}
-		for t := range v.names[schema] {
-			seen[t] = true
-		}
-		for t := range v.columns[schema] {
-			seen[t] = true
-		}
-		for t := range seen {
-			v.df[t]++
-		}
-	}
-	v.heads = map[string][]string{}
-	for schema, names := range v.names {
-		uses := func(t string) bool { return names[t] || v.columns[schema][t] }
-		for _, m := range []map[string]bool{names, v.columns[schema]} {
-			for t := range m {
-				// Only the head, the last part, leads to the compound:
-				// a productcategory is a kind of category record, and a
-				// question about products is not about it. With both
-				// parts, the compound's rare term pulled it to the top
-				// of every question about products.
-				if _, head, ok := split(t, uses); ok && !slices.Contains(v.heads[head], t) {
-					v.heads[head] = append(v.heads[head], t)
-				}
-			}
-		}
-	}
-	for h := range v.heads {
-		slices.Sort(v.heads[h]) // map order must not leak into query order
-	}
-	v.deletes = map[string][]string{}
-	for t := range v.df {
-		if len(t) < 3 {
-			continue
-		}
-		v.deletes[t] = append(v.deletes[t], t)
-		for i := range len(t) {
-			if i == 0 || t[i] != t[i-1] { // a doubled letter deletes to one variant
-				d := t[:i] + t[i+1:]
-				v.deletes[d] = append(v.deletes[d], t)
-			}
-		}
-	}
-	return v
+	// parts are the schemas' own shares of all the above, from which a
+	// vocabulary is updated rather than rebuilt (vocab.go); headRefs
+	// counts the schemas behind each compound of heads.
+	parts    map[string]*schemaVocab
+	headRefs map[string]map[string]int
 }
 
 // split reads a run-together identifier term (productcategory) as the two

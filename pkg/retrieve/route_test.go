@@ -34,7 +34,7 @@ CREATE TABLE tales (id int, moral text);`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := newVocab(cat)
+	v := newVocab(cat, nil)
 	for _, tc := range []struct{ word, want string }{
 		{"weigh", "weight"}, // insertion
 		{"makr", "maker"},   // a letter left out
@@ -93,7 +93,7 @@ func TestLikelihoodFavoursCoverage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := newVocab(cat)
+	v := newVocab(cat, nil)
 	for _, tc := range []struct{ question, first string }{
 		{"List every genre.", "music"},
 		{"Which primary genres are played on each frequency?", "radio"},

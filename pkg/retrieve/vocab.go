@@ -1,0 +1,294 @@
+package retrieve
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// A vocabulary is built per catalog version, and a search waits for it
+// after a migration. Rebuilt whole, it cost 12 ms of CPU per version at
+// SpiderUnion's 876 tables, most of it analysing names that had not
+// changed. So each schema's share is kept apart (schemaVocab), reused
+// while the schema's tables and views are the same objects (catalogs
+// share what a migration did not change), and the whole is the previous
+// version's with only the changed schemas taken out and put back in.
+// vocab_test.go holds the result to a plain rebuild.
+
+// schemaVocab is one schema's share of a vocabulary.
+type schemaVocab struct {
+	objs    []any // its tables and views, in catalog order: what it was built from
+	names   map[string]bool
+	columns map[string]bool
+	post    map[string]float64 // term → weighted count (names twice, columns once), compounds too
+	length  float64
+	heads   map[string][]string // head → this schema's compounds ending in it
+}
+
+func newSchemaVocab(schema string, objs []any) *schemaVocab {
+	p := &schemaVocab{objs: objs, names: map[string]bool{}, columns: map[string]bool{}, post: map[string]float64{}, heads: map[string][]string{}}
+	count := func(terms []string, w float64) {
+		for _, t := range append(terms, text.Compounds(terms)...) {
+			p.post[t] += w
+			p.length += w
+		}
+	}
+	object := func(name string, columns []*catalog.Column) {
+		nameTerms := text.Terms(name)
+		for _, t := range text.Terms(schema) {
+			p.names[t] = true
+		}
+		for _, t := range nameTerms {
+			p.names[t] = true
+		}
+		count(nameTerms, 2)
+		for _, c := range columns {
+			ts := text.Terms(c.Name)
+			for _, t := range ts {
+				p.columns[t] = true
+			}
+			count(ts, 1)
+		}
+	}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *catalog.Table:
+			object(o.Name, o.Columns)
+		case *catalog.View:
+			object(o.Name, o.Columns)
+		}
+	}
+	uses := func(t string) bool { return p.names[t] || p.columns[t] }
+	for _, m := range []map[string]bool{p.names, p.columns} {
+		for t := range m {
+			// Only the head, the last part, leads to the compound: a
+			// productcategory is a kind of category record, and a
+			// question about products is not about it. With both parts,
+			// the compound's rare term pulled it to the top of every
+			// question about products.
+			if _, head, ok := split(t, uses); ok && !slices.Contains(p.heads[head], t) {
+				p.heads[head] = append(p.heads[head], t)
+			}
+		}
+	}
+	return p
+}
+
+// words calls fn with each distinct term of the schema's names and
+// columns (what df counts).
+func (p *schemaVocab) words(fn func(string)) {
+	for t := range p.names {
+		fn(t)
+	}
+	for t := range p.columns {
+		if !p.names[t] {
+			fn(t)
+		}
+	}
+}
+
+// objectsBySchema groups cat's tables, then its views, by schema.
+func objectsBySchema(cat *catalog.Catalog) map[string][]any {
+	out := map[string][]any{}
+	for _, t := range cat.Tables() {
+		out[t.Schema] = append(out[t.Schema], t)
+	}
+	for _, v := range cat.Views() {
+		out[v.Schema] = append(out[v.Schema], v)
+	}
+	return out
+}
+
+// newVocab builds cat's vocabulary from prev's (nil: from nothing),
+// analysing only the schemas whose objects changed.
+func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
+	if prev == nil {
+		prev = &vocab{}
+	}
+	parts := map[string]*schemaVocab{}
+	var gone, came []string // schemas whose share leaves, and comes in
+	for schema, objs := range objectsBySchema(cat) {
+		if old := prev.parts[schema]; old != nil && slices.Equal(old.objs, objs) {
+			parts[schema] = old
+			continue
+		}
+		parts[schema] = newSchemaVocab(schema, objs)
+		came = append(came, schema)
+		if prev.parts[schema] != nil {
+			gone = append(gone, schema)
+		}
+	}
+	for schema := range prev.parts {
+		if parts[schema] == nil {
+			gone = append(gone, schema)
+		}
+	}
+	v := &vocab{
+		parts:    parts,
+		names:    maps.Clone(prev.names),
+		columns:  maps.Clone(prev.columns),
+		df:       maps.Clone(prev.df),
+		postings: maps.Clone(prev.postings),
+		length:   maps.Clone(prev.length),
+		coll:     maps.Clone(prev.coll),
+		deletes:  maps.Clone(prev.deletes),
+		heads:    maps.Clone(prev.heads),
+		headRefs: maps.Clone(prev.headRefs),
+	}
+	v.init()
+	// Inner maps are shared with prev until changed: each is copied once,
+	// on its first change here.
+	posted, headed := map[string]bool{}, map[string]bool{}
+	posting := func(t string) map[string]float64 {
+		if !posted[t] {
+			posted[t] = true
+			v.postings[t] = maps.Clone(v.postings[t])
+			if v.postings[t] == nil {
+				v.postings[t] = map[string]float64{}
+			}
+		}
+		return v.postings[t]
+	}
+	heading := func(h string) map[string]int {
+		if !headed[h] {
+			headed[h] = true
+			v.headRefs[h] = maps.Clone(v.headRefs[h])
+			if v.headRefs[h] == nil {
+				v.headRefs[h] = map[string]int{}
+			}
+		}
+		return v.headRefs[h]
+	}
+	words := map[string]bool{} // terms whose df changed
+	for _, schema := range gone {
+		p := prev.parts[schema]
+		delete(v.names, schema)
+		delete(v.columns, schema)
+		delete(v.length, schema)
+		for t := range p.post {
+			delete(posting(t), schema)
+		}
+		p.words(func(t string) { v.df[t]--; words[t] = true })
+		for h, cs := range p.heads {
+			refs := heading(h)
+			for _, c := range cs {
+				refs[c]--
+			}
+		}
+	}
+	for _, schema := range came {
+		p := parts[schema]
+		v.names[schema], v.columns[schema], v.length[schema] = p.names, p.columns, p.length
+		for t, w := range p.post {
+			posting(t)[schema] = w
+		}
+		p.words(func(t string) { v.df[t]++; words[t] = true })
+		for h, cs := range p.heads {
+			refs := heading(h)
+			for _, c := range cs {
+				refs[c]++
+			}
+		}
+	}
+	// Collection counts are summed again from the postings, not adjusted,
+	// so that no rounding builds up over a long history.
+	for t := range posted {
+		if len(v.postings[t]) == 0 {
+			delete(v.postings, t)
+			delete(v.coll, t)
+			continue
+		}
+		var sum float64
+		for _, w := range v.postings[t] {
+			sum += w
+		}
+		v.coll[t] = sum
+	}
+	v.total = 0
+	for _, l := range v.length {
+		v.total += l
+	}
+	for t := range words {
+		was, is := prev.df[t] > 0, v.df[t] > 0
+		if !is {
+			delete(v.df, t)
+		}
+		switch {
+		case is && !was:
+			deletions(t, func(d string) { v.deletes[d] = append(slices.Clip(v.deletes[d]), t) })
+		case was && !is:
+			deletions(t, func(d string) {
+				rest := slices.DeleteFunc(slices.Clone(v.deletes[d]), func(x string) bool { return x == t })
+				if len(rest) == 0 {
+					delete(v.deletes, d)
+				} else {
+					v.deletes[d] = rest
+				}
+			})
+		}
+	}
+	for h := range headed {
+		var cs []string
+		for c, n := range v.headRefs[h] {
+			if n > 0 {
+				cs = append(cs, c)
+			} else {
+				delete(v.headRefs[h], c)
+			}
+		}
+		if len(cs) == 0 {
+			delete(v.heads, h)
+			delete(v.headRefs, h)
+			continue
+		}
+		slices.Sort(cs) // map order must not leak into query order
+		v.heads[h] = cs
+	}
+	return v
+}
+
+// init gives a vocabulary built from nothing its empty maps.
+func (v *vocab) init() {
+	for _, m := range []*map[string]map[string]bool{&v.names, &v.columns} {
+		if *m == nil {
+			*m = map[string]map[string]bool{}
+		}
+	}
+	for _, m := range []*map[string]float64{&v.length, &v.coll} {
+		if *m == nil {
+			*m = map[string]float64{}
+		}
+	}
+	for _, m := range []*map[string][]string{&v.deletes, &v.heads} {
+		if *m == nil {
+			*m = map[string][]string{}
+		}
+	}
+	if v.df == nil {
+		v.df = map[string]int{}
+	}
+	if v.postings == nil {
+		v.postings = map[string]map[string]float64{}
+	}
+	if v.headRefs == nil {
+		v.headRefs = map[string]map[string]int{}
+	}
+}
+
+// deletions calls fn with the keys a term is filed under in the
+// symmetric-delete index: itself and each one-letter deletion (a doubled
+// letter deletes to one variant). Terms under three letters are not
+// filed.
+func deletions(t string, fn func(string)) {
+	if len(t) < 3 {
+		return
+	}
+	fn(t)
+	for i := range len(t) {
+		if i == 0 || t[i] != t[i-1] {
+			fn(t[:i] + t[i+1:])
+		}
+	}
+}

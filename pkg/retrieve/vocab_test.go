@@ -1,0 +1,204 @@
+package retrieve
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// referenceVocab is the vocabulary rebuilt whole, as it was before it
+// was updated per schema: the oracle newVocab is held to.
+func referenceVocab(cat *catalog.Catalog) *vocab {
+	v := &vocab{names: map[string]map[string]bool{}, columns: map[string]map[string]bool{}, df: map[string]int{}}
+	add := func(m map[string]map[string]bool, schema string, terms []string) {
+		if m[schema] == nil {
+			m[schema] = map[string]bool{}
+		}
+		for _, t := range terms {
+			m[schema][t] = true
+		}
+	}
+	v.postings, v.length, v.coll = map[string]map[string]float64{}, map[string]float64{}, map[string]float64{}
+	count := func(schema string, terms []string, w float64) {
+		for _, t := range append(terms, text.Compounds(terms)...) {
+			if v.postings[t] == nil {
+				v.postings[t] = map[string]float64{}
+			}
+			v.postings[t][schema] += w
+			v.length[schema] += w
+			v.coll[t] += w
+			v.total += w
+		}
+	}
+	// object analyses a table's or view's name and columns once, for the
+	// name and column sets and for the likelihood's counts.
+	object := func(schema, name string, columns []*catalog.Column) {
+		nameTerms := text.Terms(name)
+		add(v.names, schema, append(text.Terms(schema), nameTerms...))
+		count(schema, nameTerms, 2)
+		for _, c := range columns {
+			ts := text.Terms(c.Name)
+			add(v.columns, schema, ts)
+			count(schema, ts, 1)
+		}
+	}
+	for _, t := range cat.Tables() {
+		object(t.Schema, t.Name, t.Columns)
+	}
+	for _, vw := range cat.Views() {
+		object(vw.Schema, vw.Name, vw.Columns)
+	}
+	for schema := range v.names {
+		seen := map[string]bool{}
+		for t := range v.names[schema] {
+			seen[t] = true
+		}
+		for t := range v.columns[schema] {
+			seen[t] = true
+		}
+		for t := range seen {
+			v.df[t]++
+		}
+	}
+	v.heads = map[string][]string{}
+	for schema, names := range v.names {
+		uses := func(t string) bool { return names[t] || v.columns[schema][t] }
+		for _, m := range []map[string]bool{names, v.columns[schema]} {
+			for t := range m {
+				// Only the head, the last part, leads to the compound:
+				// a productcategory is a kind of category record, and a
+				// question about products is not about it. With both
+				// parts, the compound's rare term pulled it to the top
+				// of every question about products.
+				if _, head, ok := split(t, uses); ok && !slices.Contains(v.heads[head], t) {
+					v.heads[head] = append(v.heads[head], t)
+				}
+			}
+		}
+	}
+	for h := range v.heads {
+		slices.Sort(v.heads[h]) // map order must not leak into query order
+	}
+	v.deletes = map[string][]string{}
+	for t := range v.df {
+		if len(t) < 3 {
+			continue
+		}
+		v.deletes[t] = append(v.deletes[t], t)
+		for i := range len(t) {
+			if i == 0 || t[i] != t[i-1] { // a doubled letter deletes to one variant
+				d := t[:i] + t[i+1:]
+				v.deletes[d] = append(v.deletes[d], t)
+			}
+		}
+	}
+	return v
+}
+
+
+// sameVocab compares the parts of two vocabularies that retrieval reads;
+// the delete index's lists are compared as sets (their order is not read).
+func sameVocab(t *testing.T, step string, got, want *vocab) {
+	t.Helper()
+	sets := func(m map[string][]string) map[string][]string {
+		out := map[string][]string{}
+		for k, v := range m {
+			out[k] = slices.Sorted(slices.Values(v))
+		}
+		return out
+	}
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{
+		{"names", got.names, want.names}, {"columns", got.columns, want.columns}, {"df", got.df, want.df},
+		{"postings", got.postings, want.postings}, {"length", got.length, want.length}, {"coll", got.coll, want.coll},
+		{"total", got.total, want.total}, {"heads", got.heads, want.heads}, {"deletes", sets(got.deletes), sets(want.deletes)},
+	} {
+		if !reflect.DeepEqual(f.got, f.want) {
+			t.Fatalf("%s: %s differs from a rebuild", step, f.name)
+		}
+	}
+}
+
+// TestVocabUpdatesLikeARebuild carries one vocabulary through a history
+// that adds, changes, moves and drops tables, views and whole schemas,
+// and compares it with a rebuild at every step.
+func TestVocabUpdatesLikeARebuild(t *testing.T) {
+	c, err := catalog.Snapshot("db", "base.sql", `
+		CREATE SCHEMA shop; CREATE SCHEMA hr;
+		CREATE TABLE shop.productcategory (id int, name text);
+		CREATE TABLE shop.product (id int, category_id int, name text);
+		CREATE TABLE shop.category (id int);
+		CREATE TABLE hr.employees (id int, dept_no int, hire_date date);
+		CREATE TABLE hr.departments (dept_no int, dept_name text);
+		CREATE VIEW hr.managers AS SELECT id FROM hr.employees;
+		CREATE TABLE public.settings (key text, value text);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []string{
+		`CREATE TABLE shop.orders (id int, customer_id int, placed_at date)`,
+		`ALTER TABLE shop.orders ADD COLUMN shipping_adress text`,
+		`ALTER TABLE hr.employees RENAME COLUMN dept_no TO department_number`,
+		`DROP VIEW hr.managers`,
+		`CREATE SCHEMA school; CREATE TABLE school.students (id int, enrolment int, free_meals int)`,
+		`ALTER TABLE shop.category SET SCHEMA school`,
+		`DROP TABLE public.settings`,
+		`DROP SCHEMA hr CASCADE`,
+		`CREATE TABLE shop.category (id int, label text); CREATE VIEW shop.sales AS SELECT id FROM shop.orders`,
+		`ALTER TABLE shop.product RENAME TO products`,
+		`DROP TABLE shop.productcategory`,
+		`CREATE INDEX ON shop.orders (placed_at)`,
+	}
+	v := newVocab(c, nil)
+	sameVocab(t, "the base", v, referenceVocab(c))
+	for i, sql := range steps {
+		n, err := c.Apply("m.sql", sql)
+		if err != nil {
+			t.Fatalf("step %d: %v", i+1, err)
+		}
+		v = newVocab(n, v)
+		sameVocab(t, fmt.Sprintf("step %d (%s)", i+1, sql), v, referenceVocab(n))
+		c = n
+	}
+}
+
+// TestVocabUpdatesSpiderUnion does the same on SpiderUnion's 166 schemas,
+// where a migration touches one or two of them.
+func TestVocabUpdatesSpiderUnion(t *testing.T) {
+	c, err := catalog.Snapshot("su", "schema.sql", sharedtest.Read(t, "bench", "spiderunion", "schema.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := c.Schemas()
+	v := newVocab(c, nil)
+	sameVocab(t, "the snapshot", v, referenceVocab(c))
+	for i := range 40 {
+		s := schemas[(i*37)%len(schemas)]
+		var sql string
+		switch i % 4 {
+		case 0:
+			sql = fmt.Sprintf("CREATE TABLE %q.probe_%d (probe_id int, observed_at date)", s, i)
+		case 1:
+			sql = fmt.Sprintf("ALTER TABLE %q.probe_%d ADD COLUMN reading_value numeric", schemas[((i-1)*37)%len(schemas)], i-1)
+		case 2:
+			sql = fmt.Sprintf("DROP SCHEMA %q CASCADE", s)
+		case 3:
+			d := schemas[((i-1)*37)%len(schemas)] // the one dropped just before
+			sql = fmt.Sprintf("CREATE SCHEMA %q; CREATE TABLE %q.replaced (id int)", d, d)
+		}
+		n, err := c.Apply("m.sql", sql)
+		if err != nil {
+			t.Fatalf("step %d (%s): %v", i+1, sql, err)
+		}
+		v = newVocab(n, v)
+		sameVocab(t, fmt.Sprintf("step %d (%s)", i+1, sql), v, referenceVocab(n))
+		c = n
+	}
+}
