@@ -100,7 +100,6 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 	return v
 }
 
-
 // sameVocab compares the parts of two vocabularies that retrieval reads;
 // the delete index's lists are compared as sets (their order is not read).
 func sameVocab(t *testing.T, step string, got, want *vocab) {
