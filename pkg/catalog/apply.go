@@ -42,6 +42,7 @@ func (c *Catalog) Apply(source, sql string, opts ...ApplyOption) (*Catalog, erro
 		if err == nil {
 			a.cat.drift = append(slices.Clip(c.drift), a.collectDrift()...)
 			a.cat.ShareWith(c)
+			a.cat.finish()
 			return a.cat, nil
 		}
 		var ce *Error

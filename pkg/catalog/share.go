@@ -23,6 +23,9 @@ func (c *Catalog) ShareWith(prev *Catalog) {
 	shareMap(c.views, prev.views, (*View).equal)
 	shareMap(c.enums, prev.enums, (*Enum).equal)
 	shareMap(c.functions, prev.functions, func(a, b *Function) bool { return *a == *b })
+	if c.order != nil {
+		c.order = &order{} // it may hold the objects just replaced
+	}
 }
 
 func shareMap[T any](cur, prev map[QualName]*T, equal func(a, b *T) bool) {

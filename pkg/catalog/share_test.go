@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -180,5 +181,41 @@ func mutations(v reflect.Value) []mutation {
 		}
 	}
 	walk(v, "")
+	return out
+}
+
+// TestFinishedCatalogListsItsOwnObjects: the cached order of a finished
+// catalog is not the caller's to change, and follows ShareWith.
+func TestFinishedCatalogListsItsOwnObjects(t *testing.T) {
+	prev, err := Snapshot("db", "s.sql", "CREATE TABLE b (id int); CREATE TABLE a (id int); CREATE TABLE c (id int)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := prev.Tables()
+	slices.Reverse(got)
+	if names := tableNames(prev.Tables()); !slices.Equal(names, []string{"a", "b", "c"}) {
+		t.Fatalf("after a caller reversed its list: %v", names)
+	}
+	raw, _ := prev.MarshalJSON()
+	var decoded Catalog
+	if err := decoded.UnmarshalJSON(raw); err != nil {
+		t.Fatal(err)
+	}
+	if decoded.Tables()[0] == prev.Tables()[0] {
+		t.Fatal("a decoded catalog holds the objects of another")
+	}
+	decoded.ShareWith(prev)
+	for i, tb := range decoded.Tables() {
+		if tb != prev.Tables()[i] {
+			t.Errorf("table %s: the list still holds the object ShareWith replaced", tb.Name)
+		}
+	}
+}
+
+func tableNames(ts []*Table) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
 	return out
 }
