@@ -30,6 +30,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/ask"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 )
 
@@ -103,6 +104,7 @@ type Daemon struct {
 	// signalled by a request the store failed, so the daemon stops taking
 	// requests at once rather than at the next check.
 	health func(context.Context) error
+	pace   *pace.Gate // nil unless indexing runs in this process
 	svcMu  sync.Mutex
 	svc    micro.Service // nil while out of the queue group
 	state  atomic.Pointer[string]
@@ -113,6 +115,10 @@ type Option func(*Daemon)
 
 // WithMetrics records the daemon's metrics in m.
 func WithMetrics(m *Metrics) Option { return func(d *Daemon) { d.m = m } }
+
+// WithPace marks each request in flight on g, so that indexing in the
+// same process gives way to it (see package pace).
+func WithPace(g *pace.Gate) Option { return func(d *Daemon) { d.pace = g } }
 
 // WithHealth makes queue-group membership follow check (the store's
 // readiness probe): while it fails the daemon takes no requests.
@@ -309,6 +315,7 @@ func adapt[Req any, PReq interface {
 		// runs in its own goroutine so replicas serve requests concurrently.
 		go func() {
 			defer func() { <-d.sem }()
+			defer d.pace.Begin()()
 			defer func() {
 				if p := recover(); p != nil {
 					d.log.Error("handler panic", zap.String("endpoint", endpoint), zap.String("request_id", id), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))

@@ -13,6 +13,7 @@ type Metrics struct {
 	redelivered prometheus.Gauge
 	held        prometheus.Gauge
 	drift       prometheus.Counter
+	rested      prometheus.Counter
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -32,7 +33,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Events this process holds in its databases' queues: being applied, waiting for a predecessor, or applied and waiting for their projection."}),
 		drift: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_catalog_drift_total",
 			Help: "Migration statements applied tolerantly: skipped, or applied by inferring a column, because they name objects the catalog does not know."}),
+		rested: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_rested_seconds_total",
+			Help: "Time indexing rested to give way to requests answered in the same process (--index-yield)."}),
 	}
-	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift)
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.rested)
 	return m
 }

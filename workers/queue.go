@@ -200,7 +200,9 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 			// wait here for a later seq, another worker likely holds the
 			// next ones and is about to write a newer catalog, whose
 			// projection will cover this one.
+			t0 := time.Now()
 			w.flush(work, q, !continues && it != nil && it.schema)
+			w.rest(work, t0)
 			continue
 		}
 		if it == nil {
@@ -214,7 +216,9 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 			w.release(q)
 			return
 		}
+		t0 := time.Now()
 		out := w.process(work, q, it)
+		w.rest(work, t0)
 		if out.act != actWait {
 			continue
 		}

@@ -36,6 +36,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/indexer"
+	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/streams"
 )
 
@@ -113,10 +114,12 @@ type Worker struct {
 	emb   embed.Embedder
 	// chunker renders catalogs, reusing the chunks of unchanged tables.
 	chunker *chunk.Chunker
-	log     *zap.Logger
-	cfg     Config
-	locks   sync.Map // database → *sync.Mutex
-	m       *Metrics
+	// pace makes indexing rest while a daemon in this process answers.
+	pace  *pace.Gate
+	log   *zap.Logger
+	cfg   Config
+	locks sync.Map // database → *sync.Mutex
+	m     *Metrics
 	// Per-database queues (queue.go) and what bounds them.
 	qmu    sync.Mutex
 	queues map[string]*queue
@@ -140,6 +143,18 @@ type Option func(*Worker)
 
 // WithMetrics records the worker's metrics in m.
 func WithMetrics(m *Metrics) Option { return func(w *Worker) { w.m = m } }
+
+// WithPace makes the worker rest after each apply and projection while
+// requests are in flight on g: a daemon in the same process keeps most
+// of the CPU for searches while migrations land (see package pace).
+func WithPace(g *pace.Gate) Option { return func(w *Worker) { w.pace = g } }
+
+// rest gives way to foreground requests after a step that began at t0.
+func (w *Worker) rest(ctx context.Context, t0 time.Time) {
+	if d := w.pace.Rest(ctx, time.Since(t0)); d > 0 && w.m != nil {
+		w.m.rested.Add(d.Seconds())
+	}
+}
 
 func (w *Worker) consumerName() string {
 	if w.cfg.Consumer.Name != "" {

@@ -33,7 +33,8 @@ type benchSystemFlags struct {
 	profile *string
 	tables  *int
 	// llm configures the embedded daemon's gateway (bench ask).
-	llm *llmFlags
+	llm   *llmFlags
+	yield *float64
 }
 
 func (b *benchSystemFlags) register(fs *flag.FlagSet, e *env) {
@@ -42,6 +43,7 @@ func (b *benchSystemFlags) register(fs *flag.FlagSet, e *env) {
 	b.db = fs.String("db", "bench", "database name")
 	b.tables = fs.Int("tables", 0, "with --schema: copy the schema into renamed schemas until it has at least this many tables, to measure at sizes no fixture has")
 	b.profile = fs.String("cpuprofile", "", "write a CPU profile of the whole run (the embedded schemaq included) to this file, for go tool pprof")
+	b.yield = fs.Float64("index-yield", 2, "with --schema: the embedded schemaq's --index-yield (0: indexing never gives way to searches)")
 }
 
 func (b *benchSystemFlags) start(ctx context.Context, e *env) (*benchSystem, error) {
@@ -101,6 +103,7 @@ func (b *benchSystemFlags) startSystem(ctx context.Context, e *env) (*benchSyste
 	}
 	*r.dataDir = dir
 	r.daemon.MaxConcurrent = 256
+	r.indexYield = *b.yield
 	if b.llm != nil {
 		r.llm = *b.llm
 	}

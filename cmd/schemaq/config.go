@@ -45,6 +45,18 @@ func envInt(e *env, key string, def int) (int, error) {
 	return n, nil
 }
 
+func envFloat(e *env, key string, def float64) (float64, error) {
+	v := e.getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		return 0, usagef("%s: %q is not a number of zero or more", key, v)
+	}
+	return f, nil
+}
+
 // natsFlags are the connection settings of every command that talks to a
 // running schemaq.
 type natsFlags struct {

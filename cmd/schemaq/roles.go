@@ -26,6 +26,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/natsconn"
+	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/telemetry"
@@ -51,6 +52,9 @@ type roleFlags struct {
 	// means 1): `bench ingest --workers` stands them in for worker
 	// processes sharing one index.
 	workers int
+	// indexYield is how long indexing rests, as a multiple of each step,
+	// while a daemon in the same process answers requests.
+	indexYield float64
 }
 
 // register declares the role flags; connect adds the NATS client flags,
@@ -79,6 +83,11 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 	fs.IntVar(&r.worker.Consumer.MaxDeliver, "max-deliver", r.worker.Consumer.MaxDeliver, "deliveries before an event is dead-lettered")
 	fs.BoolVar(&r.worker.StrictCatalog, "strict-catalog", envString(e, "SCHEMAQ_STRICT_CATALOG", "") == "1", "dead-letter a migration with a statement naming an object the catalog does not know, instead of skipping the statement as drift [SCHEMAQ_STRICT_CATALOG=1]")
 	fs.DurationVar(&r.worker.MessageTimeout, "message-timeout", r.worker.MessageTimeout, "time limit of one event (must be below --ack-wait)")
+	yield, err := envFloat(e, "SCHEMAQ_INDEX_YIELD", 2)
+	if err != nil {
+		return err
+	}
+	fs.Float64Var(&r.indexYield, "index-yield", yield, "in a process that both indexes and answers (up, serve): while requests are in flight, indexing rests this many times as long as each step took (at most 100 ms), so searches keep most of the CPU while migrations land; 0 turns it off [SCHEMAQ_INDEX_YIELD]")
 	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
 	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one search or tables request")
 	fs.DurationVar(&r.daemon.AskTimeout, "ask-timeout", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)")
@@ -179,13 +188,20 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 	// The workers of this process write catalogs through one store; a
 	// daemon here takes what they wrote from it instead of decoding it.
 	var written *catalogkv.Store
+	var gate *pace.Gate // only where a daemon and a worker share the process
+	if r.indexYield < 0 {
+		return usagef("--index-yield must be zero or more")
+	}
+	if worker && serve {
+		gate = pace.New(r.indexYield)
+	}
 	if worker {
 		cfg := r.worker
 		cfg.ShutdownTimeout = r.shutdown
 		m := workers.NewMetrics(rt.reg)
 		written = catalogkv.New(rt.kv, catalogkv.WithObjects(rt.objs))
 		for i := range max(r.workers, 1) {
-			w, err := workers.New(rt.js, written, rt.store, rt.emb, rt.log.Named("worker"), cfg, workers.WithMetrics(m))
+			w, err := workers.New(rt.js, written, rt.store, rt.emb, rt.log.Named("worker"), cfg, workers.WithMetrics(m), workers.WithPace(gate))
 			if err != nil {
 				return usagef("%v", err)
 			}
@@ -258,7 +274,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			rt.log.Info("no LLM gateway configured: ask is retrieval only (set SCHEMAQ_LLM_BASE_URL and SCHEMAQ_LLM_MODEL)")
 		}
 		d, err := daemon.New(rt.nc, watcher, rt.store, ret, da, rt.log.Named("daemon"), r.daemon,
-			daemon.WithMetrics(daemon.NewMetrics(rt.reg)), daemon.WithHealth(rt.check))
+			daemon.WithMetrics(daemon.NewMetrics(rt.reg)), daemon.WithHealth(rt.check), daemon.WithPace(gate))
 		if err != nil {
 			return usagef("%v", err)
 		}
