@@ -738,6 +738,9 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 	if n == 0 {
 		return outs
 	}
+	// What the run did not change stays the objects of the catalog before
+	// it, so the chunker and the daemon redo only what did change.
+	next.ShareWith(cat)
 	rev, err := w.cats.Put(ctx, next, rev)
 	if err != nil {
 		// Nothing was written: the applied ones are tried again, and what

@@ -45,6 +45,7 @@ func runBenchIngest(ctx context.Context, e *env, args []string) error {
 	dbs := fs.Int("databases", 1, "databases, published interleaved")
 	nworkers := fs.Int("workers", 1, "embedded run: workers on the shared consumer (stand-ins for worker processes sharing one index)")
 	concurrency := fs.Int("worker-concurrency", 0, "embedded run: each worker's concurrency (0: the default)")
+	yield := fs.Float64("index-yield", 2, "embedded run: the embedded schemaq's --index-yield (0: indexing never gives way to requests)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (the embedded schemaq included) to this file, for go tool pprof")
@@ -77,6 +78,7 @@ func runBenchIngest(ctx context.Context, e *env, args []string) error {
 		}
 		*r.dataDir = dir
 		r.workers = *nworkers
+		r.indexYield = *yield
 		if *concurrency > 0 {
 			r.worker.Concurrency = *concurrency
 		}

@@ -41,7 +41,6 @@ func (c *Catalog) Apply(source, sql string, opts ...ApplyOption) (*Catalog, erro
 		err := a.run(tree)
 		if err == nil {
 			a.cat.drift = append(slices.Clip(c.drift), a.collectDrift()...)
-			a.cat.ShareWith(c)
 			a.cat.finish()
 			return a.cat, nil
 		}

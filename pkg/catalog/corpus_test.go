@@ -122,6 +122,7 @@ func replayLemmy(tb testing.TB) *Catalog {
 		if after, _ := c.MarshalJSON(); !bytes.Equal(before, after) {
 			tb.Fatalf("migration %d (%s) changed the catalog it was applied to", i+1, rel)
 		}
+		n.ShareWith(c)
 		checkShared(tb, c, n)
 		n.Version = int64(i + 1)
 		c = n

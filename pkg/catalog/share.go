@@ -3,7 +3,8 @@ package catalog
 import "slices"
 
 // Structural sharing. Apply works on a deep copy, so every table of the
-// catalog it returns is a new object even when the migration touched one.
+// catalog it returns is a new object even when the migration touched one
+// table.
 // Readers downstream (chunking, the retriever's vocabulary, encoding)
 // keep per-object work keyed by pointer: if unchanged objects are the
 // very objects of the catalog before, a one-table migration costs them
@@ -12,9 +13,11 @@ import "slices"
 
 // ShareWith replaces every table, view, enum and function of c that is
 // equal to prev's object of the same name by prev's object, so that what
-// did not change between the two is the same pointer in both. It is for
-// a catalog decoded from storage, whose objects are all new; Apply does
-// it already. Neither catalog may be mutated afterwards.
+// did not change between the two is the same pointer in both. A worker
+// calls it once per catalog it writes (not per Apply: a run of a hundred
+// migrations would compare every table a hundred times), a watcher on
+// each catalog it decodes. It costs one comparison per object. Neither
+// catalog may be mutated afterwards.
 func (c *Catalog) ShareWith(prev *Catalog) {
 	if prev == nil || prev == c {
 		return

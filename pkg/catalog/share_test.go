@@ -27,7 +27,7 @@ func checkShared(tb testing.TB, prev, next *Catalog) {
 	}
 }
 
-func TestApplySharesWhatItDidNotChange(t *testing.T) {
+func TestShareWithKeepsWhatDidNotChange(t *testing.T) {
 	base, err := Snapshot("shop", "base.sql", `
 		CREATE TYPE mood AS ENUM ('ok', 'sad');
 		CREATE TABLE customers (id bigint PRIMARY KEY, email text UNIQUE, m mood);
@@ -59,6 +59,7 @@ func TestApplySharesWhatItDidNotChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			next.ShareWith(base)
 			checkShared(t, base, next)
 			for q, tb := range next.tables {
 				if p := base.tables[q]; p != nil && p != tb && !contains(tc.changed, q.Name) {

@@ -37,6 +37,7 @@ func TestChunkerReusesOnlyWhatStillHolds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
+		n.ShareWith(c) // as a worker does before it writes
 		n.Version = c.Version + 1
 		before := k.renders.Load()
 		got := k.Catalog(n)
@@ -69,6 +70,7 @@ func TestChunkerLemmy(t *testing.T) {
 		if err != nil {
 			t.Fatalf("migration %d: %v", i+1, err)
 		}
+		n.ShareWith(c) // as a worker does before it writes
 		n.Version = int64(i + 1)
 		if got, want := k.Catalog(n), Catalog(n, Options{MaxTableBytes: 600}); !reflect.DeepEqual(got, want) {
 			t.Fatalf("migration %d (%s): the chunker's chunks differ from a fresh chunking", i+1, rel)

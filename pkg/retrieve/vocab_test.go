@@ -162,6 +162,7 @@ func TestVocabUpdatesLikeARebuild(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %v", i+1, err)
 		}
+		n.ShareWith(c) // as a worker does before it writes
 		v = newVocab(n, v)
 		sameVocab(t, fmt.Sprintf("step %d (%s)", i+1, sql), v, referenceVocab(n))
 		c = n
@@ -196,6 +197,7 @@ func TestVocabUpdatesSpiderUnion(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d (%s): %v", i+1, sql, err)
 		}
+		n.ShareWith(c) // as a worker does before it writes
 		v = newVocab(n, v)
 		sameVocab(t, fmt.Sprintf("step %d (%s)", i+1, sql), v, referenceVocab(n))
 		c = n
