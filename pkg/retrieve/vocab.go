@@ -141,26 +141,8 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 	// Inner maps are shared with prev until changed: each is copied once,
 	// on its first change here.
 	posted, headed := map[string]bool{}, map[string]bool{}
-	posting := func(t string) map[string]float64 {
-		if !posted[t] {
-			posted[t] = true
-			v.postings[t] = maps.Clone(v.postings[t])
-			if v.postings[t] == nil {
-				v.postings[t] = map[string]float64{}
-			}
-		}
-		return v.postings[t]
-	}
-	heading := func(h string) map[string]int {
-		if !headed[h] {
-			headed[h] = true
-			v.headRefs[h] = maps.Clone(v.headRefs[h])
-			if v.headRefs[h] == nil {
-				v.headRefs[h] = map[string]int{}
-			}
-		}
-		return v.headRefs[h]
-	}
+	posting := func(t string) map[string]float64 { return ownInner(v.postings, posted, t) }
+	heading := func(h string) map[string]int { return ownInner(v.headRefs, headed, h) }
 	words := map[string]bool{} // terms whose df changed
 	for _, schema := range gone {
 		p := prev.parts[schema]
@@ -247,6 +229,20 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 		v.heads[h] = cs
 	}
 	return v
+}
+
+// ownInner returns m[k] for writing: a copy of the inner map shared with
+// the previous vocabulary, made on the first call for k (recorded in
+// owned).
+func ownInner[V any](m map[string]map[string]V, owned map[string]bool, k string) map[string]V {
+	if !owned[k] {
+		owned[k] = true
+		m[k] = maps.Clone(m[k])
+		if m[k] == nil {
+			m[k] = map[string]V{}
+		}
+	}
+	return m[k]
 }
 
 // init gives a vocabulary built from nothing its empty maps.
