@@ -518,10 +518,9 @@ func TestAskHasItsOwnDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.run(d.Run)
-	natstest.Eventually(t, 5*time.Second, "serving", func() bool {
-		_, err := r.nc.Request("$SRV.PING.schemaq", nil, time.Second)
-		return err == nil && r.cats.Catalog("shop") != nil
-	})
+	// Ready, not a PING: the service answers PING before every endpoint
+	// is subscribed, and an ask sent then found no responder.
+	natstest.Eventually(t, 5*time.Second, "serving", func() bool { return d.Ready() && r.cats.Catalog("shop") != nil })
 	reply, err := r.cli.Ask(context.Background(), &events.AskRequest{Database: "shop", Question: "how many orders?"})
 	if err != nil || reply.SQL != "SELECT 1" {
 		t.Fatalf("an ask slower than the search deadline: %v %+v", err, reply)
@@ -535,10 +534,7 @@ func TestAskHasItsOwnDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2.run(d3.Run)
-	natstest.Eventually(t, 5*time.Second, "serving", func() bool {
-		_, err := r2.nc.Request("$SRV.PING.schemaq", nil, time.Second)
-		return err == nil && r2.cats.Catalog("shop") != nil
-	})
+	natstest.Eventually(t, 5*time.Second, "serving", func() bool { return d3.Ready() && r2.cats.Catalog("shop") != nil })
 	if _, err := r2.cli.Ask(context.Background(), &events.AskRequest{Database: "shop", Question: "how many orders?"}); !errors.Is(err, &events.Error{Code: events.CodeTimeout}) {
 		t.Errorf("without an ask deadline: %v, want timeout", err)
 	}
