@@ -338,8 +338,9 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, 
 	if err != nil {
 		return nil, fmt.Errorf("watch catalogs: %w", err)
 	}
+	o := newOptions(opts)
 	cw := &Watcher{cats: map[string]*watched{}, ready: make(chan struct{}), onError: onError, pending: make(chan struct{}, 1),
-		objs: newOptions(opts).objs, local: newOptions(opts).local}
+		objs: o.objs, local: o.local}
 	initial := true
 	go follow(ctx, w, func(e jetstream.KeyValueEntry) {
 		switch {

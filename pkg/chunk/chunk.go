@@ -141,12 +141,35 @@ type fkIndex struct {
 }
 
 func newFKIndex(c *catalog.Catalog) *fkIndex {
+	tables := c.Tables()
+	return indexFKs(tables, func(i int) []outgoing { return outgoingOf(tables[i]) })
+}
+
+// outgoing is one of a table's foreign keys as the hint the table it
+// references shows.
+type outgoing struct {
+	ref  catalog.QualName
+	hint string
+}
+
+// outgoingOf lists t's foreign keys to other tables as hints.
+func outgoingOf(t *catalog.Table) []outgoing {
+	var out []outgoing
+	for _, fk := range t.ForeignKeys {
+		if fk.RefTable != t.QualName() {
+			out = append(out, outgoing{fk.RefTable, joinHint(t.QualName(), fk)})
+		}
+	}
+	return out
+}
+
+// indexFKs files each table's outgoing hints (outs(i) for tables[i])
+// under the tables they reference, and each partition under its parent.
+func indexFKs(tables []*catalog.Table, outs func(i int) []outgoing) *fkIndex {
 	idx := &fkIndex{incoming: map[catalog.QualName][]string{}, partitions: map[catalog.QualName][]string{}}
-	for _, t := range c.Tables() {
-		for _, fk := range t.ForeignKeys {
-			if fk.RefTable != t.QualName() {
-				idx.incoming[fk.RefTable] = append(idx.incoming[fk.RefTable], joinHint(t.QualName(), fk))
-			}
+	for i, t := range tables {
+		for _, o := range outs(i) {
+			idx.incoming[o.ref] = append(idx.incoming[o.ref], o.hint)
 		}
 		if t.PartitionOf != nil {
 			idx.partitions[*t.PartitionOf] = append(idx.partitions[*t.PartitionOf], displayName(t.QualName()))

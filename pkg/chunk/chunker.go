@@ -37,11 +37,6 @@ type tableMemo struct {
 	out    []outgoing // the table's own foreign keys as hints, for its neighbours' deps
 }
 
-type outgoing struct {
-	ref  catalog.QualName
-	hint string
-}
-
 // NewChunker returns a Chunker rendering with opts.
 func NewChunker(opts Options) *Chunker {
 	return &Chunker{opts: opts.withDefaults(), last: map[string]*memo{}}
@@ -60,25 +55,15 @@ func (k *Chunker) Catalog(c *catalog.Catalog) []Chunk {
 	next := &memo{tables: make(map[*catalog.Table]tableMemo, len(tables)), views: make(map[*catalog.View]Chunk, len(views))}
 	// The incoming hints and partitions of every table, from each table's
 	// own foreign keys (remembered with it: joinHint is not free).
-	idx := &fkIndex{incoming: map[catalog.QualName][]string{}, partitions: map[catalog.QualName][]string{}}
 	outs := make([][]outgoing, len(tables))
 	for i, t := range tables {
 		if m, ok := prev.tables[t]; ok {
 			outs[i] = m.out
 		} else {
-			for _, fk := range t.ForeignKeys {
-				if fk.RefTable != t.QualName() {
-					outs[i] = append(outs[i], outgoing{fk.RefTable, joinHint(t.QualName(), fk)})
-				}
-			}
-		}
-		for _, o := range outs[i] {
-			idx.incoming[o.ref] = append(idx.incoming[o.ref], o.hint)
-		}
-		if t.PartitionOf != nil {
-			idx.partitions[*t.PartitionOf] = append(idx.partitions[*t.PartitionOf], displayName(t.QualName()))
+			outs[i] = outgoingOf(t)
 		}
 	}
+	idx := indexFKs(tables, func(i int) []outgoing { return outs[i] })
 	var out []Chunk
 	for i, t := range tables {
 		if t.PartitionOf != nil {

@@ -108,6 +108,10 @@ func Catalog(ctx context.Context, w Writer, e embed.Embedder, cat *catalog.Catal
 func replace(ctx context.Context, w Writer, r index.Replacer, e embed.Embedder, cat *catalog.Catalog, ck Chunker) (Stats, error) {
 	kinds := []string{chunk.KindTable, chunk.KindView}
 	chunks := ck.Catalog(cat)
+	produced := make(map[string]bool, len(chunks))
+	for _, c := range chunks {
+		produced[c.ID] = true
+	}
 	for attempt := 0; ; attempt++ {
 		p, err := w.Projected(ctx, cat.Database)
 		if err != nil {
@@ -121,9 +125,7 @@ func replace(ctx context.Context, w Writer, r index.Replacer, e embed.Embedder, 
 			return Stats{}, fmt.Errorf("index catalog %s v%d: %w", cat.Database, cat.Version, err)
 		}
 		var changed []chunk.Chunk
-		produced := make(map[string]bool, len(chunks))
 		for _, c := range chunks {
-			produced[c.ID] = true
 			if m, ok := stored[c.ID]; !ok || m.Hash != c.Hash {
 				changed = append(changed, c)
 			}

@@ -21,9 +21,8 @@ const MaxRest = 100 * time.Millisecond
 // Gate is shared by a process's foreground requests and its background
 // work. A nil Gate never rests.
 type Gate struct {
-	ratio  float64
-	busy   atomic.Int64
-	rested atomic.Int64 // nanoseconds, for metrics
+	ratio float64
+	busy  atomic.Int64
 }
 
 // New returns a gate whose background steps rest ratio times their own
@@ -60,15 +59,5 @@ func (g *Gate) Rest(ctx context.Context, spent time.Duration) time.Duration {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-	waited := time.Since(start)
-	g.rested.Add(int64(waited))
-	return waited
-}
-
-// Rested is the total time background work has rested.
-func (g *Gate) Rested() time.Duration {
-	if g == nil {
-		return 0
-	}
-	return time.Duration(g.rested.Load())
+	return time.Since(start)
 }

@@ -105,7 +105,7 @@ func objectsBySchema(cat *catalog.Catalog) map[string][]any {
 // analysing only the schemas whose objects changed.
 func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 	if prev == nil {
-		prev = &vocab{}
+		prev = emptyVocab()
 	}
 	parts := map[string]*schemaVocab{}
 	var gone, came []string // schemas whose share leaves, and comes in
@@ -137,7 +137,6 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 		heads:    maps.Clone(prev.heads),
 		headRefs: maps.Clone(prev.headRefs),
 	}
-	v.init()
 	// Inner maps are shared with prev until changed: each is copied once,
 	// on its first change here.
 	posted, headed := map[string]bool{}, map[string]bool{}
@@ -245,32 +244,12 @@ func ownInner[V any](m map[string]map[string]V, owned map[string]bool, k string)
 	return m[k]
 }
 
-// init gives a vocabulary built from nothing its empty maps.
-func (v *vocab) init() {
-	for _, m := range []*map[string]map[string]bool{&v.names, &v.columns} {
-		if *m == nil {
-			*m = map[string]map[string]bool{}
-		}
-	}
-	for _, m := range []*map[string]float64{&v.length, &v.coll} {
-		if *m == nil {
-			*m = map[string]float64{}
-		}
-	}
-	for _, m := range []*map[string][]string{&v.deletes, &v.heads} {
-		if *m == nil {
-			*m = map[string][]string{}
-		}
-	}
-	if v.df == nil {
-		v.df = map[string]int{}
-	}
-	if v.postings == nil {
-		v.postings = map[string]map[string]float64{}
-	}
-	if v.headRefs == nil {
-		v.headRefs = map[string]map[string]int{}
-	}
+// emptyVocab is the vocabulary of no catalog, the start of a build from
+// nothing: its maps exist, so that their clones do too.
+func emptyVocab() *vocab {
+	return &vocab{names: map[string]map[string]bool{}, columns: map[string]map[string]bool{}, df: map[string]int{},
+		postings: map[string]map[string]float64{}, length: map[string]float64{}, coll: map[string]float64{},
+		deletes: map[string][]string{}, heads: map[string][]string{}, headRefs: map[string]map[string]int{}}
 }
 
 // deletions calls fn with the keys a term is filed under in the

@@ -549,8 +549,8 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 	for _, id := range r.Remove {
 		// Only chunks of this database and of Kinds: a stray id must not
 		// remove a doc or another database's chunk.
-		kind, _, _ := strings.Cut(strings.TrimPrefix(id, prefix), ":")
-		if strings.HasPrefix(id, prefix) && slices.Contains(r.Kinds, kind) {
+		rest, ours := strings.CutPrefix(id, prefix)
+		if kind, _, _ := strings.Cut(rest, ":"); ours && slices.Contains(r.Kinds, kind) {
 			gone = append(gone, id)
 		}
 	}
