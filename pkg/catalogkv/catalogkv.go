@@ -42,6 +42,7 @@ type Store struct {
 	// a watcher in the same process that sees the entry first still
 	// finds it.
 	wrote map[string]written
+	enc   encoder
 }
 
 type written struct {
@@ -121,7 +122,7 @@ func (s *Store) remember(db string, rev uint64, c *catalog.Catalog, object strin
 // Put writes c if the entry is still at revision rev (0: must not exist)
 // and returns the new revision.
 func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64, error) {
-	b, err := Encode(c)
+	b, err := s.enc.encode(c)
 	if err != nil {
 		return 0, err
 	}
@@ -250,18 +251,38 @@ func header(magic string, version int64) []byte {
 
 // Encode is the stored form: the header, then gzip of the catalog's JSON.
 func Encode(c *catalog.Catalog) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteString(headerMagic)
-	_ = binary.Write(&buf, binary.BigEndian, c.Version)
-	// Fastest compression: catalogs are written on every migration, and
-	// the ratio on JSON is already good at this level.
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	var e encoder
+	return e.encode(c)
+}
+
+// encoder encodes catalogs with reused gzip writers: a new writer
+// allocates its compression state afresh, which at BestSpeed costs as
+// much as compressing a catalog of a hundred tables, on every write.
+type encoder struct {
+	writers sync.Pool // *gzip.Writer
+}
+
+func (e *encoder) encode(c *catalog.Catalog) ([]byte, error) {
 	// MarshalJSON directly: through json.Encoder the whole catalog would
 	// be validated and compacted a second time, on every migration.
 	b, err := c.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encode catalog %s: %w", c.Database, err)
 	}
+	var buf bytes.Buffer
+	// JSON compresses to about a tenth at this level.
+	buf.Grow(headerLen + len(b)/8)
+	buf.WriteString(headerMagic)
+	_ = binary.Write(&buf, binary.BigEndian, c.Version)
+	zw, _ := e.writers.Get().(*gzip.Writer)
+	if zw == nil {
+		// Fastest compression: catalogs are written on every migration,
+		// and the ratio on JSON is already good at this level.
+		zw, _ = gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	} else {
+		zw.Reset(&buf)
+	}
+	defer e.writers.Put(zw)
 	if _, err := zw.Write(b); err != nil {
 		return nil, fmt.Errorf("encode catalog %s: %w", c.Database, err)
 	}
