@@ -51,6 +51,9 @@ type Store struct {
 	rebuilt bool
 
 	writeMu sync.Mutex // one writer at a time: SQLite's rule, kept in Go to avoid SQLITE_BUSY
+	// stmts are the write path's statements, prepared once: compiling
+	// them on every row cost as much as writing it.
+	stmts writeStmts
 
 	mu    sync.Mutex
 	cache map[string]*dbCache // per database: the search snapshot
@@ -96,6 +99,11 @@ func Open(ctx context.Context, path string, dim int) (*Store, error) {
 	db.SetMaxIdleConns(16)
 	s := &Store{db: db, dim: dim, cache: map[string]*dbCache{}, touched: map[string]bool{}}
 	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
+	if err := s.stmts.prepare(ctx, db); err != nil {
+		s.stmts.close()
 		db.Close()
 		return nil, fmt.Errorf("open index %s: %w", path, err)
 	}
@@ -195,7 +203,49 @@ func (s *Store) resetIfIncompatible(ctx context.Context) error {
 }
 
 // Close implements index.Store.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmts.close()
+	return s.db.Close()
+}
+
+// writeStmts are the statements every projection runs per row.
+type writeStmts struct {
+	rowByID, update, deleteTags, insert, insertTag, projected, setProjected, bumpGen *sql.Stmt
+}
+
+func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
+	for _, p := range []struct {
+		to *(*sql.Stmt)
+		q  string
+	}{
+		{&w.rowByID, `SELECT rowid, version FROM chunks WHERE id = ?`},
+		{&w.update, `UPDATE chunks SET db=?, kind=?, name=?, part=?, schema_name=?, title=?, columns=?, body=?, tags=?, hash=?, version=?, vector=?,
+			f_name=?, f_schema=?, f_columns=?, f_body=?, wgen=? WHERE rowid=?`},
+		{&w.deleteTags, `DELETE FROM chunk_tags WHERE chunk = ?`},
+		{&w.insert, `INSERT INTO chunks (id, db, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector,
+			f_name, f_schema, f_columns, f_body, wgen) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&w.insertTag, `INSERT INTO chunk_tags (chunk, key, value) VALUES (?,?,?)`},
+		{&w.projected, `SELECT version FROM projections WHERE db = ?`},
+		{&w.setProjected, `INSERT INTO projections (db, version) VALUES (?, ?)
+			ON CONFLICT (db) DO UPDATE SET version = max(version, excluded.version)`},
+		{&w.bumpGen, `INSERT INTO generations (db, gen) VALUES (?, 1) ON CONFLICT (db) DO UPDATE SET gen = gen + 1 RETURNING gen`},
+	} {
+		st, err := db.PrepareContext(ctx, p.q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", strings.Fields(p.q)[0]+" "+strings.Fields(p.q)[1], err)
+		}
+		*p.to = st
+	}
+	return nil
+}
+
+func (w *writeStmts) close() {
+	for _, st := range []*sql.Stmt{w.rowByID, w.update, w.deleteTags, w.insert, w.insertTag, w.projected, w.setProjected, w.bumpGen} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
 
 // Upsert implements index.Store.
 func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
@@ -209,7 +259,7 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 	gens, err := s.write(ctx, dbsOf(recs), func(tx *sql.Tx, gens map[string]int64) error {
 		clear(written)
 		for _, r := range recs {
-			d, ok, err := upsertRow(ctx, tx, r, gens[r.Database])
+			d, ok, err := s.upsertRow(ctx, tx, r, gens[r.Database])
 			if err != nil {
 				return err
 			}
@@ -244,9 +294,9 @@ func (s *Store) checkRecords(recs []index.Record) error {
 
 // upsertRow writes one chunk stamped with gen, unless a newer version
 // of it is stored, and returns it as the search snapshot takes it.
-func upsertRow(ctx context.Context, tx *sql.Tx, r index.Record, gen int64) (memsearch.Doc, bool, error) {
+func (s *Store) upsertRow(ctx context.Context, tx *sql.Tx, r index.Record, gen int64) (memsearch.Doc, bool, error) {
 	var rowid, version int64
-	err := tx.QueryRowContext(ctx, `SELECT rowid, version FROM chunks WHERE id = ?`, r.ID).Scan(&rowid, &version)
+	err := tx.StmtContext(ctx, s.stmts.rowByID).QueryRowContext(ctx, r.ID).Scan(&rowid, &version)
 	exists := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return memsearch.Doc{}, false, err
@@ -261,18 +311,16 @@ func upsertRow(ctx context.Context, tx *sql.Tx, r index.Record, gen int64) (mems
 	}
 	f := index.SearchFields(r.Chunk)
 	if exists {
-		if _, err := tx.ExecContext(ctx, `UPDATE chunks SET db=?, kind=?, name=?, part=?, schema_name=?, title=?, columns=?, body=?, tags=?, hash=?, version=?, vector=?,
-			f_name=?, f_schema=?, f_columns=?, f_body=?, wgen=? WHERE rowid=?`,
+		if _, err := tx.StmtContext(ctx, s.stmts.update).ExecContext(ctx,
 			r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector),
 			f.Name, f.Schema, f.Columns, f.Body, gen, rowid); err != nil {
 			return memsearch.Doc{}, false, err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM chunk_tags WHERE chunk = ?`, rowid); err != nil {
+		if _, err := tx.StmtContext(ctx, s.stmts.deleteTags).ExecContext(ctx, rowid); err != nil {
 			return memsearch.Doc{}, false, err
 		}
 	} else {
-		res, err := tx.ExecContext(ctx, `INSERT INTO chunks (id, db, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector,
-			f_name, f_schema, f_columns, f_body, wgen) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		res, err := tx.StmtContext(ctx, s.stmts.insert).ExecContext(ctx,
 			r.ID, r.Database, r.Kind, r.Name, r.Part, r.Schema, r.Title, string(cols), r.Text, string(tags), r.Hash, r.Version, index.EncodeVector(r.Vector),
 			f.Name, f.Schema, f.Columns, f.Body, gen)
 		if err != nil {
@@ -281,7 +329,7 @@ func upsertRow(ctx context.Context, tx *sql.Tx, r index.Record, gen int64) (mems
 		rowid, _ = res.LastInsertId()
 	}
 	for k, v := range r.Tags {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO chunk_tags (chunk, key, value) VALUES (?,?,?)`, rowid, k, v); err != nil {
+		if _, err := tx.StmtContext(ctx, s.stmts.insertTag).ExecContext(ctx, rowid, k, v); err != nil {
 			return memsearch.Doc{}, false, err
 		}
 	}
@@ -311,7 +359,7 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 	gens, err := s.write(ctx, []string{r.Database}, func(tx *sql.Tx, gens map[string]int64) error {
 		out, docs, gone = index.Replaced{}, nil, nil
 		var cur int64
-		err := tx.QueryRowContext(ctx, `SELECT version FROM projections WHERE db = ?`, r.Database).Scan(&cur)
+		err := tx.StmtContext(ctx, s.stmts.projected).QueryRowContext(ctx, r.Database).Scan(&cur)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -324,7 +372,7 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 		}
 		gen := gens[r.Database]
 		for _, rec := range r.Upserts {
-			d, ok, err := upsertRow(ctx, tx, rec, gen)
+			d, ok, err := s.upsertRow(ctx, tx, rec, gen)
 			if err != nil {
 				return err
 			}
@@ -344,8 +392,7 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 				return err
 			}
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO projections (db, version) VALUES (?, ?)
-			ON CONFLICT (db) DO UPDATE SET version = max(version, excluded.version)`, r.Database, r.Version)
+		_, err = tx.StmtContext(ctx, s.stmts.setProjected).ExecContext(ctx, r.Database, r.Version)
 		return err
 	})
 	if err != nil {
@@ -382,7 +429,7 @@ func (s *Store) write(ctx context.Context, dbs []string, fn func(tx *sql.Tx, gen
 	gens := make(map[string]int64, len(dbs))
 	for _, db := range dbs {
 		var gen int64
-		if err := tx.QueryRowContext(ctx, `INSERT INTO generations (db, gen) VALUES (?, 1) ON CONFLICT (db) DO UPDATE SET gen = gen + 1 RETURNING gen`, db).Scan(&gen); err != nil {
+		if err := tx.StmtContext(ctx, s.stmts.bumpGen).QueryRowContext(ctx, db).Scan(&gen); err != nil {
 			return nil, err
 		}
 		gens[db] = gen
