@@ -14,6 +14,8 @@ type Metrics struct {
 	held        prometheus.Gauge
 	drift       prometheus.Counter
 	rested      prometheus.Counter
+	// heldForProjections is time applies waited for projections.
+	heldForProjections prometheus.Counter
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -35,7 +37,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Migration statements applied tolerantly: skipped, or applied by inferring a column, because they name objects the catalog does not know."}),
 		rested: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_rested_seconds_total",
 			Help: "Time indexing rested to give way to requests answered in the same process (--index-yield)."}),
+		heldForProjections: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_apply_held_seconds_total",
+			Help: "Time applies waited for projections under way in the same process to finish (projections go first)."}),
 	}
-	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.rested)
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.rested, m.heldForProjections)
 	return m
 }

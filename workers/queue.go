@@ -191,6 +191,10 @@ func (w *Worker) waiting(q *queue) []*item {
 // what it still holds is handed back to JetStream for redelivery.
 func (w *Worker) drain(intake, work context.Context, q *queue) {
 	defer w.drains.Done()
+	// unrested is when the apply began whose rest (see pace) is put off
+	// until its projection: resting between the two would only delay
+	// the moment the apply becomes searchable.
+	var unrested time.Time
 	for {
 		it := w.peek(q)
 		continues := q.pend != nil && it != nil && it.schema && it.seq == q.pend.cat.Version+1
@@ -201,9 +205,16 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 			// next ones and is about to write a newer catalog, whose
 			// projection will cover this one.
 			t0 := time.Now()
+			if !unrested.IsZero() {
+				t0, unrested = unrested, time.Time{}
+			}
 			w.flush(work, q, !continues && it != nil && it.schema)
 			w.rest(work, t0)
 			continue
+		}
+		if !unrested.IsZero() { // the history goes on: rest for the apply now
+			w.rest(work, unrested)
+			unrested = time.Time{}
 		}
 		if it == nil {
 			if w.retire(q) {
@@ -218,7 +229,11 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 		}
 		t0 := time.Now()
 		out := w.process(work, q, it)
-		w.rest(work, t0)
+		if q.pend != nil {
+			unrested = t0
+		} else {
+			w.rest(work, t0)
+		}
 		if out.act != actWait {
 			continue
 		}
@@ -272,12 +287,14 @@ func (w *Worker) flush(work context.Context, q *queue, others bool) {
 		q.nudge() // the drain loop looks again either way
 	}
 	if !superseded {
+		done := w.prio.project()
 		w.sem <- struct{}{}
 		mu := w.lock(q.db)
 		mu.Lock()
 		panicked, err := w.project(ctx, p.cat)
 		mu.Unlock()
 		<-w.sem
+		done()
 		for i := range p.outs {
 			switch {
 			case panicked:
@@ -336,6 +353,9 @@ const maxRun = 200
 // history arrives as such a run, and one catalog write and one index
 // projection for the run cost what they cost for one migration.
 func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
+	if d := w.prio.awaitApply(work); d > 0 && w.m != nil {
+		w.m.heldForProjections.Add(d.Seconds())
+	}
 	w.sem <- struct{}{}
 	defer func() { <-w.sem }()
 	mu := w.lock(q.db)

@@ -115,7 +115,9 @@ type Worker struct {
 	// chunker renders catalogs, reusing the chunks of unchanged tables.
 	chunker *chunk.Chunker
 	// pace makes indexing rest while a daemon in this process answers.
-	pace  *pace.Gate
+	pace *pace.Gate
+	// prio has this process's projections go before its applies.
+	prio  *Priority
 	log   *zap.Logger
 	cfg   Config
 	locks sync.Map // database → *sync.Mutex
@@ -148,6 +150,10 @@ func WithMetrics(m *Metrics) Option { return func(w *Worker) { w.m = m } }
 // requests are in flight on g: a daemon in the same process keeps most
 // of the CPU for searches while migrations land (see package pace).
 func WithPace(g *pace.Gate) Option { return func(w *Worker) { w.pace = g } }
+
+// WithPriority shares p with the other workers of the process, so that a
+// projection of any of them goes before an apply of any (see Priority).
+func WithPriority(p *Priority) Option { return func(w *Worker) { w.prio = p } }
 
 // rest gives way to foreground requests after a step that began at t0.
 func (w *Worker) rest(ctx context.Context, t0 time.Time) {
@@ -186,6 +192,9 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 		queues: map[string]*queue{}, refused: map[string]outcome{}, sem: make(chan struct{}, cfg.Concurrency)}
 	for _, o := range opts {
 		o(w)
+	}
+	if w.prio == nil {
+		w.prio = NewPriority()
 	}
 	return w, nil
 }

@@ -200,8 +200,10 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		cfg.ShutdownTimeout = r.shutdown
 		m := workers.NewMetrics(rt.reg)
 		written = catalogkv.New(rt.kv, catalogkv.WithObjects(rt.objs))
+		prio := workers.NewPriority()
 		for i := range max(r.workers, 1) {
-			w, err := workers.New(rt.js, written, rt.store, rt.emb, rt.log.Named("worker"), cfg, workers.WithMetrics(m), workers.WithPace(gate))
+			w, err := workers.New(rt.js, written, rt.store, rt.emb, rt.log.Named("worker"), cfg,
+				workers.WithMetrics(m), workers.WithPace(gate), workers.WithPriority(prio))
 			if err != nil {
 				return usagef("%v", err)
 			}
