@@ -354,7 +354,7 @@ func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
 		v := sc.val[num]
 		sc.val[num] = 0
 		if d := s.docs[num]; s.admits(q.Filter, d) {
-			top.offer(num, v)
+			top.offer(num, v, d.chunk.ID)
 		}
 	}
 	return s.hits(top.sorted())
@@ -368,7 +368,7 @@ func (s *Snapshot) SearchVector(q index.VectorQuery) []index.Hit {
 	top := newTopK(q.Limit)
 	offer := func(num int32) {
 		if d := s.docs[num]; d != nil && s.admits(q.Filter, d) {
-			top.offer(num, float64(d.dot(q.Vector)))
+			top.offer(num, float64(d.dot(q.Vector)), d.chunk.ID)
 		}
 	}
 	if all, within := s.admitted(q.Filter); all {
@@ -477,7 +477,9 @@ func (l layered[V]) with(changes map[string]V) layered[V] {
 }
 
 // topK keeps the k best scores in a min-heap: O(n log k). Ties keep the
-// lower number (the chunk stored first), so results are stable.
+// lower chunk id, so results do not depend on the order chunks were
+// loaded in: a snapshot built from SQLite and one built from Redis rank
+// alike.
 type topK struct {
 	k    int
 	heap []scored
@@ -486,15 +488,16 @@ type topK struct {
 type scored struct {
 	num   int32
 	score float64
+	id    string
 }
 
 func newTopK(k int) *topK { return &topK{k: k, heap: make([]scored, 0, min(k, 1024))} }
 
-// worse orders the heap: a lower score, or the same score on a later chunk.
-func worse(a, b scored) bool { return a.score < b.score || (a.score == b.score && a.num > b.num) }
+// worse orders the heap: a lower score, or the same score on a later id.
+func worse(a, b scored) bool { return a.score < b.score || (a.score == b.score && a.id > b.id) }
 
-func (t *topK) offer(num int32, score float64) {
-	s := scored{num, score}
+func (t *topK) offer(num int32, score float64, id string) {
+	s := scored{num, score, id}
 	if len(t.heap) < t.k {
 		t.heap = append(t.heap, s)
 		for c := len(t.heap) - 1; c > 0; {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,13 +105,19 @@ func TestBM25MatchesFTS5(t *testing.T) {
 			t.Fatalf("query %v: %d hits, FTS5 %d", terms, len(got), len(want))
 		}
 		compared += len(got)
+		wantScore := map[string]float64{}
+		for _, h := range want {
+			wantScore[h.Chunk.ID] = h.Score
+		}
+		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 		for i := range got {
+			// Each hit carries FTS5's score for it; one FTS5 left out
+			// must tie with FTS5's last (a tie at the cut).
+			if ws, ok := wantScore[got[i].Chunk.ID]; ok && !near(got[i].Score, ws) || !ok && !near(got[i].Score, want[len(want)-1].Score) {
+				t.Fatalf("query %v hit %d: %s scored %.12f, not FTS5's", terms, i, got[i].Chunk.ID, got[i].Score)
+			}
 			if math.Abs(got[i].Score-want[i].Score) > 1e-9*math.Max(1, math.Abs(want[i].Score)) {
 				t.Fatalf("query %v hit %d: %s %.12f, FTS5 %s %.12f", terms, i, got[i].Chunk.ID, got[i].Score, want[i].Chunk.ID, want[i].Score)
-			}
-			// Equal scores may come in either order; different ones must not.
-			if got[i].Chunk.ID != want[i].Chunk.ID && got[i].Score != want[i].Score {
-				t.Fatalf("query %v hit %d: %s, FTS5 %s", terms, i, got[i].Chunk.ID, want[i].Chunk.ID)
 			}
 		}
 	}
@@ -236,4 +243,43 @@ func TestFold(t *testing.T) {
 			t.Errorf("Fold(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// Ties rank by chunk id, whatever order the chunks were loaded in: a
+// snapshot loaded from SQLite (row order) and one loaded from Redis (set
+// order) must rank alike.
+func TestTiesRankByIDWhateverTheLoadOrder(t *testing.T) {
+	var docs []Doc
+	for _, id := range []string{"db:table:c", "db:table:a", "db:table:d", "db:table:b"} {
+		docs = append(docs, Doc{Chunk: chunk.Chunk{ID: id, Database: "db", Kind: chunk.KindTable, Name: id},
+			Vector: []float32{1, 0, 0}, Fields: index.Fields{Name: "orders", Columns: "id total"}})
+	}
+	docs = append(docs, Doc{Chunk: chunk.Chunk{ID: "db:table:z", Database: "db", Kind: chunk.KindTable, Name: "z"},
+		Vector: []float32{0, 1, 0}, Fields: index.Fields{Name: "customers", Columns: "id name"}})
+	want := []string{"db:table:a", "db:table:b", "db:table:c"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 10 {
+		rng.Shuffle(len(docs), func(i, j int) { docs[i], docs[j] = docs[j], docs[i] })
+		snap := New(3).With(docs, nil)
+		for name, hits := range map[string][]index.Hit{
+			"text":   snap.SearchText(index.TextQuery{Filter: index.Filter{Database: "db"}, Terms: []string{"orders"}, Limit: 3}),
+			"vector": snap.SearchVector(index.VectorQuery{Filter: index.Filter{Database: "db"}, Vector: []float32{1, 0, 0}, Limit: 3}),
+		} {
+			var got []string
+			for _, h := range hits {
+				got = append(got, h.Chunk.ID)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s search over %v: %v, want %v", name, ids(docs), got, want)
+			}
+		}
+	}
+}
+
+func ids(docs []Doc) []string {
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = d.Chunk.ID
+	}
+	return out
 }
