@@ -201,3 +201,16 @@ func DecodeVector(b []byte) []float32 {
 	}
 	return v
 }
+
+// Searcher is the search half of a Store.
+type Searcher interface {
+	SearchText(ctx context.Context, q TextQuery) ([]Hit, error)
+	SearchVector(ctx context.Context, q VectorQuery) ([]Hit, error)
+}
+
+// Pinner is a store that can serve one request's searches from a single
+// view of a database: they all read one consistent state, and the store
+// checks for new writes once per request instead of once per search.
+type Pinner interface {
+	Pin(ctx context.Context, db string) (Searcher, error)
+}

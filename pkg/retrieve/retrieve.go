@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/schemaq/schemaq/events"
@@ -239,6 +240,26 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		k = 10
 	}
 	res := &Result{}
+	// One view of the index for the whole request where the store can
+	// pin one: BM25 and KNN read the same state, and the store checks for
+	// writes once. The first search pins it, while the question is being
+	// embedded; pinning before analysing the question, in a goroutine of
+	// its own, cost the embedded store more than it saved a shared one.
+	var view struct {
+		search Searcher
+		err    error
+	}
+	var once sync.Once
+	searcher := func() (Searcher, error) {
+		once.Do(func() {
+			if p, ok := r.search.(index.Pinner); ok {
+				view.search, view.err = p.Pin(ctx, req.Database)
+			} else {
+				view.search = r.search
+			}
+		})
+		return view.search, view.err
+	}
 	filter := index.Filter{Database: req.Database, Kinds: req.Kinds, Schemas: req.Schemas, Tags: req.Tags}
 	// One catalog for the whole request: query expansion, routing,
 	// propagation and bridges all read the same version.
@@ -275,7 +296,12 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 		done := make(chan textResult, 1)
 		go func() {
 			t0 := time.Now()
-			hits, err := r.search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: termStrings(terms),
+			search, err := searcher()
+			if err != nil {
+				done <- textResult{nil, err, time.Since(t0)}
+				return
+			}
+			hits, err := search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: termStrings(terms),
 				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
 			done <- textResult{hits, err, time.Since(t0)}
 		}()
@@ -304,7 +330,10 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 			knnErr = fmt.Errorf("embed question: %w", err)
 		} else {
 			t0 = time.Now()
-			knnHits, err = r.search.SearchVector(ctx, index.VectorQuery{Filter: filter, Vector: vecs[0], Limit: r.cfg.Candidates})
+			var search Searcher
+			if search, err = searcher(); err == nil {
+				knnHits, err = search.SearchVector(ctx, index.VectorQuery{Filter: filter, Vector: vecs[0], Limit: r.cfg.Candidates})
+			}
 			res.Timings.KNN = time.Since(t0)
 			if err != nil {
 				knnErr = fmt.Errorf("knn: %w", err)

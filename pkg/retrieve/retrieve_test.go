@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/indexer"
 	"github.com/schemaq/schemaq/pkg/rerank"
@@ -417,5 +419,60 @@ func TestHintsAddEvidence(t *testing.T) {
 				t.Errorf("the hints' terms are not in the query terms: %+v", res.Terms)
 			}
 		})
+	}
+}
+
+// countingStore is the real SQLite store, counting how a retrieval
+// reaches it.
+type countingStore struct {
+	*sqlite.Store
+	pins, direct atomic.Int32
+}
+
+func (c *countingStore) Pin(ctx context.Context, db string) (index.Searcher, error) {
+	c.pins.Add(1)
+	return c.Store.Pin(ctx, db)
+}
+
+func (c *countingStore) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit, error) {
+	c.direct.Add(1)
+	return c.Store.SearchText(ctx, q)
+}
+
+func (c *countingStore) SearchVector(ctx context.Context, q index.VectorQuery) ([]index.Hit, error) {
+	c.direct.Add(1)
+	return c.Store.SearchVector(ctx, q)
+}
+
+// A store that pins views is asked for one per request, and every
+// search of the request (BM25, the hints' BM25, KNN) goes to it.
+func TestRetrievePinsOneViewPerRequest(t *testing.T) {
+	cat, err := catalog.Snapshot("school", "school.sql", "CREATE TABLE teachers (id int, name text, salary numeric); CREATE TABLE rooms (id int, capacity int);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	cs := &countingStore{Store: s}
+	r, err := retrieve.New(cs, e, oneCatalog{cat}, retrieve.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, req := range []retrieve.Request{
+		{Database: "school", Question: "teachers by salary"},
+		{Database: "school", Question: "largest room", Hints: "capacity is the number of seats"},
+	} {
+		res, err := r.Retrieve(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) == 0 {
+			t.Fatalf("%q found nothing", req.Question)
+		}
+		if got := cs.pins.Load(); got != int32(i+1) {
+			t.Errorf("after %d requests: %d pins", i+1, got)
+		}
+	}
+	if n := cs.direct.Load(); n != 0 {
+		t.Errorf("%d searches bypassed the pinned view", n)
 	}
 }

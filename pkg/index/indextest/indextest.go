@@ -42,6 +42,7 @@ func Run(t *testing.T, open Open) {
 		{"RejectsBadInput", testBadInput},
 		{"ProjectedVersion", testProjected},
 		{"ReplaceSchemaRemovesOnlyWhatItNames", testReplaceSchema},
+		{"PinnedViewHoldsItsState", testPinned},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -501,5 +502,61 @@ func testBadInput(t *testing.T, s index.Store) {
 	noDB.Database = ""
 	if _, err := s.Upsert(ctx, []index.Record{noDB}); !errors.Is(err, index.ErrNoDatabase) {
 		t.Errorf("upsert without database: %v", err)
+	}
+}
+
+// testPinned holds a store that pins views (index.Pinner): a view answers
+// as the store did when it was pinned, keeps doing so after a write, a
+// new pin sees the write, and a view refuses another database's queries.
+func testPinned(t *testing.T, s index.Store) {
+	p, ok := s.(index.Pinner)
+	if !ok {
+		t.Skip("the store does not pin views")
+	}
+	ctx := context.Background()
+	mustUpsert(t, s, shopRecords())
+	tq := textQuery("shop", "orders shipments")
+	vq := index.VectorQuery{Filter: index.Filter{Database: "shop"}, Vector: local.Vector("customers email"), Limit: 3}
+	view, err := p.Pin(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	search := func(from index.Searcher) ([]string, []string) {
+		t.Helper()
+		th, err := from.SearchText(ctx, tq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vh, err := from.SearchVector(ctx, vq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names(th), names(vh)
+	}
+	wantT, wantV := search(s)
+	if gotT, gotV := search(view); !slices.Equal(gotT, wantT) || !slices.Equal(gotV, wantV) {
+		t.Fatalf("pinned view: %v / %v, store: %v / %v", gotT, gotV, wantT, wantV)
+	}
+	if same, ok := view.(index.Store); ok && same == s {
+		return // a store searching on its server pins nothing
+	}
+	if err := s.Delete(ctx, "shop", []string{chunk.ID("shop", chunk.KindTable, "public.orders", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if gotT, _ := search(view); !slices.Equal(gotT, wantT) {
+		t.Errorf("the view changed under a write: %v, pinned %v", gotT, wantT)
+	}
+	fresh, err := p.Pin(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotT, _ := search(fresh); slices.Contains(gotT, "public.orders") {
+		t.Errorf("a view pinned after a delete still finds it: %v", gotT)
+	}
+	if _, err := view.SearchText(ctx, textQuery("hr", "staff")); err == nil {
+		t.Error("a view pinned to shop answered a query about hr")
+	}
+	if _, err := p.Pin(ctx, ""); !errors.Is(err, index.ErrNoDatabase) {
+		t.Errorf("pin without a database: %v, want ErrNoDatabase", err)
 	}
 }

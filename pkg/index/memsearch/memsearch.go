@@ -14,6 +14,8 @@
 package memsearch
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -542,4 +544,46 @@ func (t *topK) sorted() []scored {
 		return 0
 	})
 	return out
+}
+
+// Pinned is one database's snapshot serving every search of a request,
+// with the signature and the checks of a store's searches: the request
+// reads one consistent state, and its store checks for writes once.
+type Pinned struct {
+	db   string
+	snap *Snapshot
+}
+
+// Pin returns the snapshot as db's searcher.
+func (s *Snapshot) Pin(db string) Pinned { return Pinned{db: db, snap: s} }
+
+var _ index.Searcher = Pinned{}
+
+// SearchText is index.Store's SearchText over the pinned snapshot.
+func (p Pinned) SearchText(_ context.Context, q index.TextQuery) ([]index.Hit, error) {
+	if err := p.check(q.Database); err != nil {
+		return nil, fmt.Errorf("text search in %s: %w", q.Database, err)
+	}
+	return p.snap.SearchText(q), nil
+}
+
+// SearchVector is index.Store's SearchVector over the pinned snapshot.
+func (p Pinned) SearchVector(_ context.Context, q index.VectorQuery) ([]index.Hit, error) {
+	if err := p.check(q.Database); err != nil {
+		return nil, fmt.Errorf("vector search in %s: %w", q.Database, err)
+	}
+	if len(q.Vector) != p.snap.dim {
+		return nil, fmt.Errorf("vector search in %s: %w: got %d, index has %d", q.Database, index.ErrDimension, len(q.Vector), p.snap.dim)
+	}
+	return p.snap.SearchVector(q), nil
+}
+
+func (p Pinned) check(db string) error {
+	switch {
+	case db == "":
+		return index.ErrNoDatabase
+	case db != p.db:
+		return fmt.Errorf("the searcher is pinned to database %q", p.db)
+	}
+	return nil
 }

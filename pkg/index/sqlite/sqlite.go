@@ -73,6 +73,7 @@ type dbCache struct {
 
 var (
 	_ index.Store      = (*Store)(nil)
+	_ index.Pinner     = (*Store)(nil)
 	_ embed.CacheStore = (*Store)(nil)
 )
 
@@ -753,6 +754,19 @@ func (s *Store) SearchVector(ctx context.Context, q index.VectorQuery) ([]index.
 		return nil, fmt.Errorf("vector search in %s: %w", q.Database, err)
 	}
 	return snap.SearchVector(q), nil
+}
+
+// Pin implements index.Pinner: a request's searches read one snapshot,
+// brought up to date once.
+func (s *Store) Pin(ctx context.Context, db string) (index.Searcher, error) {
+	if db == "" {
+		return nil, index.ErrNoDatabase
+	}
+	snap, err := s.snapshot(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("search in %s: %w", db, err)
+	}
+	return snap.Pin(db), nil
 }
 
 // snapshot returns db's search snapshot, brought up to the stored
