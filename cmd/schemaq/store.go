@@ -39,6 +39,7 @@ type storeFlags struct {
 	algorithm string
 	ca        string
 	cacheTTL  time.Duration
+	search    string
 	password  string // from the environment only
 }
 
@@ -55,6 +56,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, e *env) error {
 	fs.StringVar(&f.redisURL, "redis-url", envString(e, "SCHEMAQ_REDIS_URL", ""), "shared index in Redis with the query engine: redis://[user:password@]host:port/db or rediss:// for TLS; empty uses the embedded SQLite index [SCHEMAQ_REDIS_URL]")
 	fs.StringVar(&f.prefix, "redis-prefix", envString(e, "SCHEMAQ_REDIS_PREFIX", "schemaq:"), "prefix of every Redis key and index [SCHEMAQ_REDIS_PREFIX]")
 	fs.StringVar(&f.algorithm, "redis-vector-algorithm", envString(e, "SCHEMAQ_REDIS_VECTOR_ALGORITHM", "HNSW"), "HNSW or FLAT (exact) [SCHEMAQ_REDIS_VECTOR_ALGORITHM]")
+	fs.StringVar(&f.search, "redis-search", envString(e, "SCHEMAQ_REDIS_SEARCH", redisearch.SearchMemory), "where searches run: memory (each daemon holds the databases it searches, ranks as the embedded store, one round trip a search) or server (the query engine: FT.SEARCH, nothing held) [SCHEMAQ_REDIS_SEARCH]")
 	fs.StringVar(&f.ca, "redis-ca", envString(e, "SCHEMAQ_REDIS_CA", ""), "CA file for rediss:// with a private CA [SCHEMAQ_REDIS_CA]")
 	fs.DurationVar(&f.cacheTTL, "redis-cache-ttl", ttl, "expiry of embedding cache entries in Redis; 0 keeps them [SCHEMAQ_REDIS_CACHE_TTL]")
 	return nil
@@ -111,12 +113,12 @@ func (f *storeFlags) openStore(ctx context.Context, log *zap.Logger, dataDir str
 	}
 	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{log.Named("redis")}) })
 	s, rdb, err := f.openRedis(ctx, redisearch.Options{Prefix: f.prefix, Dimensions: dim, Model: model,
-		Algorithm: f.algorithm, Writer: writer, CacheTTL: f.cacheTTL})
+		Algorithm: f.algorithm, Writer: writer, CacheTTL: f.cacheTTL, Search: f.search})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	log.Info("index store: redis", zap.String("url", redactURL(f.redisURL)), zap.Int("index_version", s.Version()),
-		zap.Bool("building", s.Rebuilt()), zap.String("prefix", f.prefix))
+		zap.Bool("building", s.Rebuilt()), zap.String("prefix", f.prefix), zap.String("search", f.search))
 	return s, s.Check, rdb.Close, nil
 }
 
@@ -169,11 +171,14 @@ func redactURL(u string) string {
 // benchmark run; closing it removes everything the run wrote.
 func (f *storeFlags) benchStore(ctx context.Context, dim int) (index.Store, string, error) {
 	s, rdb, err := f.openRedis(ctx, redisearch.Options{Prefix: "schemaq-bench:" + nuid.Next() + ":", Dimensions: dim,
-		Model: "bench", Algorithm: f.algorithm, Writer: true})
+		Model: "bench", Algorithm: f.algorithm, Writer: true, Search: f.search})
 	if err != nil {
 		return nil, "", err
 	}
-	return benchRedis{s, rdb}, "redis (" + strings.ToLower(f.algorithm) + ")", nil
+	if f.search == redisearch.SearchMemory {
+		return benchRedis{s, rdb}, "redis (search in memory)", nil
+	}
+	return benchRedis{s, rdb}, "redis (server, " + strings.ToLower(f.algorithm) + ")", nil
 }
 
 type benchRedis struct {

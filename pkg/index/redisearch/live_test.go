@@ -58,10 +58,10 @@ func openLive(t *testing.T, rdb *redis.Client, opt Options) *Store {
 
 func TestConformanceLive(t *testing.T) {
 	rdb := liveClient(t)
-	for _, algorithm := range []string{"HNSW", "FLAT"} {
-		t.Run(algorithm, func(t *testing.T) {
+	for _, mode := range []struct{ algorithm, search string }{{"HNSW", SearchServer}, {"FLAT", SearchServer}, {"HNSW", SearchMemory}} {
+		t.Run(mode.algorithm+"/"+mode.search, func(t *testing.T) {
 			indextest.Run(t, func(t *testing.T) index.Store {
-				return openLive(t, rdb, Options{Dimensions: indextest.Dimensions, Model: "local", Algorithm: algorithm})
+				return openLive(t, rdb, Options{Dimensions: indextest.Dimensions, Model: "local", Algorithm: mode.algorithm, Search: mode.search})
 			})
 		})
 	}
@@ -70,7 +70,7 @@ func TestConformanceLive(t *testing.T) {
 // FT.HYBRID and the client-side fusion return the same chunks first.
 func TestHybridPathsAgreeLive(t *testing.T) {
 	rdb := liveClient(t)
-	s := openLive(t, rdb, Options{Dimensions: indextest.Dimensions, Model: "local", Algorithm: "FLAT"})
+	s := openLive(t, rdb, Options{Dimensions: indextest.Dimensions, Model: "local", Algorithm: "FLAT", Search: SearchServer})
 	if !s.hybrid {
 		t.Skipf("search module %s has no FT.HYBRID; only the client-side path runs", formatModuleVersion(s.moduleVersion))
 	}

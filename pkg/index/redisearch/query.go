@@ -151,6 +151,16 @@ func (s *Store) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit,
 	if err := s.servableErr(ctx); err != nil {
 		return nil, fmt.Errorf("text search in %s: %w", q.Database, err)
 	}
+	if s.opt.Search == SearchMemory {
+		if len(index.MatchTerms(q.Terms)) == 0 {
+			return nil, nil
+		}
+		snap, err := s.snapshot(ctx, q.Database)
+		if err != nil {
+			return nil, fmt.Errorf("text search in %s: %w", q.Database, err)
+		}
+		return snap.SearchText(q), nil
+	}
 	expr, opts := s.textSearchArgs(q)
 	if expr == "" {
 		return nil, nil
@@ -180,6 +190,13 @@ func (s *Store) SearchVector(ctx context.Context, q index.VectorQuery) ([]index.
 	}
 	if err := s.servableErr(ctx); err != nil {
 		return nil, fmt.Errorf("vector search in %s: %w", q.Database, err)
+	}
+	if s.opt.Search == SearchMemory {
+		snap, err := s.snapshot(ctx, q.Database)
+		if err != nil {
+			return nil, fmt.Errorf("vector search in %s: %w", q.Database, err)
+		}
+		return snap.SearchVector(q), nil
 	}
 	expr, opts := s.vectorSearchArgs(q)
 	res, err := s.rdb.FTSearchWithArgs(ctx, s.alias(), expr, opts).Result()

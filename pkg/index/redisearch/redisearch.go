@@ -35,7 +35,7 @@ import (
 
 // layoutVersion changes when the hash fields, the index schema or the
 // analysis change; a new one makes workers build the next index version.
-const layoutVersion = "1"
+const layoutVersion = "2"
 
 // Version thresholds of the search module, as MODULE LIST reports them
 // (major*10000 + minor*100 + patch).
@@ -68,6 +68,9 @@ type Options struct {
 	Writer bool
 	// CacheTTL expires embedding cache entries; zero keeps them.
 	CacheTTL time.Duration
+	// Search is where searches run: SearchMemory (the default) or
+	// SearchServer.
+	Search string
 }
 
 // Store is the RediSearch index. It is safe for concurrent use.
@@ -92,12 +95,15 @@ type Store struct {
 	servable  error // nil when searches may run; else why not
 	hybridOff bool  // FT.HYBRID failed once: fuse client-side from then on
 	checkedAt time.Time
+
+	mem memCache // SearchMemory's snapshots
 }
 
 var (
 	_ index.Store      = (*Store)(nil)
 	_ embed.CacheStore = (*Store)(nil)
 	_ index.Replacer   = (*Store)(nil)
+	_ index.Pinner     = (*Store)(nil)
 )
 
 // Open checks the server, then finds or creates the index version that
@@ -119,6 +125,13 @@ func Open(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, 
 	}
 	if opt.Weights == (index.Weights{}) {
 		opt.Weights = index.DefaultWeights
+	}
+	switch opt.Search {
+	case "":
+		opt.Search = SearchMemory
+	case SearchMemory, SearchServer:
+	default:
+		return nil, fmt.Errorf("redisearch: search must be %q or %q, got %q", SearchMemory, SearchServer, opt.Search)
 	}
 	s := &Store{rdb: rdb, opt: opt, spec: specOf(opt)}
 	if err := rdb.Ping(ctx).Err(); err != nil {
@@ -175,7 +188,11 @@ func (s *Store) chunkPrefix() string        { return s.versionPrefix(s.ver()) + 
 func (s *Store) chunkKey(id string) string  { return s.chunkPrefix() + id }
 func (s *Store) dbKey(db string) string     { return s.versionPrefix(s.ver()) + "db:" + db }
 func (s *Store) projectedKey() string       { return s.versionPrefix(s.ver()) + "projected" }
-func (s *Store) cacheKey(k string) string   { return s.opt.Prefix + "emb:" + k }
+func (s *Store) gensKey() string            { return s.versionPrefix(s.ver()) + "gens" }
+func (s *Store) changesKey(db string) string {
+	return s.versionPrefix(s.ver()) + "changes:" + db
+}
+func (s *Store) cacheKey(k string) string { return s.opt.Prefix + "emb:" + k }
 
 // Version is the index version this store reads and writes.
 func (s *Store) Version() int { return s.ver() }

@@ -112,33 +112,60 @@ func hashFields(r index.Record) []any {
 	}
 }
 
+// changeLog is the Lua every write script shares: it records that a
+// chunk of a database changed, in the database's change log (a sorted
+// set of chunk ids scored by the generation of their last change), so
+// that a process searching in memory catches up by reading only what
+// changed since the generation it holds (memory.go). Every horizonEvery
+// generations the log forgets what is older than logHorizon; a reader
+// further behind loads the database whole. KEYS[g]: generations hash,
+// KEYS[g+1]: change log.
+const changeLog = `
+local function changed(g, db, id)
+  local gen = redis.call('HINCRBY', KEYS[g], 'g:' .. db, 1)
+  redis.call('ZADD', KEYS[g+1], gen, id)
+  if gen % 256 == 0 and gen > 4096 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[g+1], '-inf', gen - 4096)
+    redis.call('HSET', KEYS[g], 'h:' .. db, gen - 4096)
+  end
+end
+`
+
+// logHorizon is how many generations a change log keeps (the 4096 of
+// changeLog).
+const logHorizon = 4096
+
 // upsertScript writes a chunk's hash unless the stored one has a higher
-// version, replacing every field (DEL first, so no old tag lingers), and
-// records its id in the database's set. KEYS: chunk, db set; ARGV:
-// version, id, then field/value pairs.
-var upsertScript = redis.NewScript(`
+// version, replacing every field (DEL first, so no old tag lingers),
+// records its id in the database's set and the change in its log.
+// KEYS: chunk, db set, generations, change log; ARGV: version, id, db,
+// then field/value pairs.
+var upsertScript = redis.NewScript(changeLog + `
 local v = redis.call('HGET', KEYS[1], 'version')
 if v and tonumber(v) > tonumber(ARGV[1]) then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('HSET', KEYS[1], unpack(ARGV, 4))
 redis.call('SADD', KEYS[2], ARGV[2])
+changed(3, ARGV[3], ARGV[2])
 return 1
 `)
 
 // touchScript raises a chunk's version if it belongs to the database and
-// is lower. KEYS: chunk; ARGV: hex db, version.
-var touchScript = redis.NewScript(`
+// is lower. KEYS: chunk, generations, change log; ARGV: hex db, version,
+// db, id.
+var touchScript = redis.NewScript(changeLog + `
 local h = redis.call('HMGET', KEYS[1], 'db', 'version')
 if not h[1] or h[1] ~= ARGV[1] or tonumber(h[2]) >= tonumber(ARGV[2]) then return 0 end
 redis.call('HSET', KEYS[1], 'version', ARGV[2])
+changed(2, ARGV[3], ARGV[4])
 return 1
 `)
 
 // deleteScript removes a chunk of the database, when ARGV[3] is set only
 // if its version is below it, so a delete decided on a stale read never
-// removes a chunk a newer write put there. KEYS: chunk, db set; ARGV:
-// hex db, id, below (or "").
-var deleteScript = redis.NewScript(`
+// removes a chunk a newer write put there. KEYS: chunk, db set,
+// generations, change log; ARGV: hex db, id, below (or ""), db.
+var deleteScript = redis.NewScript(changeLog + `
 local h = redis.call('HMGET', KEYS[1], 'db', 'version')
 if not h[1] then
   redis.call('SREM', KEYS[2], ARGV[2])
@@ -148,6 +175,7 @@ if h[1] ~= ARGV[1] then return 0 end
 if ARGV[3] ~= '' and tonumber(h[2]) >= tonumber(ARGV[3]) then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[2])
+changed(3, ARGV[4], ARGV[2])
 return 1
 `)
 
@@ -216,7 +244,7 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 	}
 	n, err := s.runBatched(ctx, upsertScript, len(recs), func(i int) ([]string, []any) {
 		r := recs[i]
-		return []string{s.chunkKey(r.ID), s.dbKey(r.Database)}, append([]any{r.Version, r.ID}, hashFields(r)...)
+		return []string{s.chunkKey(r.ID), s.dbKey(r.Database), s.gensKey(), s.changesKey(r.Database)}, append([]any{r.Version, r.ID, r.Database}, hashFields(r)...)
 	})
 	if err != nil {
 		return n, fmt.Errorf("upsert %d chunks: %w", len(recs), err)
@@ -230,7 +258,7 @@ func (s *Store) Touch(ctx context.Context, db string, ids []string, version int6
 		return 0, index.ErrNoDatabase
 	}
 	n, err := s.runBatched(ctx, touchScript, len(ids), func(i int) ([]string, []any) {
-		return []string{s.chunkKey(ids[i])}, []any{hexTag(db), version}
+		return []string{s.chunkKey(ids[i]), s.gensKey(), s.changesKey(db)}, []any{hexTag(db), version, db, ids[i]}
 	})
 	if err != nil {
 		return n, fmt.Errorf("touch %d chunks of %s: %w", len(ids), db, err)
@@ -240,7 +268,7 @@ func (s *Store) Touch(ctx context.Context, db string, ids []string, version int6
 
 func (s *Store) deleteIDs(ctx context.Context, db string, ids []string, below string) (int, error) {
 	return s.runBatched(ctx, deleteScript, len(ids), func(i int) ([]string, []any) {
-		return []string{s.chunkKey(ids[i]), s.dbKey(db)}, []any{hexTag(db), ids[i], below}
+		return []string{s.chunkKey(ids[i]), s.dbKey(db), s.gensKey(), s.changesKey(db)}, []any{hexTag(db), ids[i], below, db}
 	})
 }
 

@@ -1,0 +1,176 @@
+package redisearch
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/nats-io/nuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/index/indextest"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
+	"github.com/schemaq/schemaq/pkg/redistest"
+)
+
+// inMemory is a SearchMemory store over plain Redis (bare: no index
+// definitions, which searching in memory does not use), under a prefix
+// of its own.
+func inMemory(t *testing.T, rdb redis.UniversalClient, prefix string, dim int) *Store {
+	t.Helper()
+	opt := Options{Prefix: prefix, Dimensions: dim, Model: "local", Algorithm: "HNSW", Weights: index.DefaultWeights, Writer: true, Search: SearchMemory}
+	s := withVersion(&Store{rdb: rdb, opt: opt, spec: specOf(opt), scorer: "BM25STD"}, 1)
+	if err := rdb.HSet(context.Background(), s.metaKey(), "current", 1, "spec:1", s.spec).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The whole Store contract, searches included, on a real redis-server:
+// searching in memory needs no query engine, so CI runs it.
+func TestConformanceInMemoryOnPlainRedis(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	indextest.Run(t, func(t *testing.T) index.Store {
+		return inMemory(t, rdb, "conf:"+nuid.Next()+":", indextest.Dimensions)
+	})
+}
+
+// A process's snapshot follows what other processes write: upserts,
+// version raises, deletes, a database's removal, each seen by the next
+// search, and a reader that falls behind the change log's horizon loads
+// the database whole and is right again.
+func TestMemorySnapshotFollowsOtherWriters(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	writer := inMemory(t, rdb, "t:", dim)
+	reader := inMemory(t, rdb, "t:", dim) // another daemon on the same index
+	names := func(s *Store, db string) []string {
+		t.Helper()
+		hits, err := s.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: db}, Terms: []string{"id"}, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range hits {
+			out = append(out, fmt.Sprintf("%s@%d", h.Chunk.Name, h.Chunk.Version))
+		}
+		slices.Sort(out)
+		return out
+	}
+	expect := func(step string, db string, want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		for who, s := range map[string]*Store{"writer": writer, "reader": reader} {
+			if got := names(s, db); !slices.Equal(got, want) {
+				t.Fatalf("%s: %s sees %v, want %v", step, who, got, want)
+			}
+		}
+	}
+	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil), rec("shop", chunk.KindTable, "public.customers", 1, nil),
+		rec("hr", chunk.KindTable, "public.staff", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	expect("first load", "shop", "public.orders@1", "public.customers@1")
+	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.refunds", 2, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.Touch(ctx, "shop", []string{chunk.ID("shop", chunk.KindTable, "public.orders", 0)}, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Delete(ctx, "shop", []string{chunk.ID("shop", chunk.KindTable, "public.customers", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	expect("upsert, touch and delete", "shop", "public.orders@2", "public.refunds@2")
+	expect("another database untouched", "hr", "public.staff@1")
+	if err := writer.DeleteDatabase(ctx, "hr"); err != nil {
+		t.Fatal(err)
+	}
+	expect("database deleted", "hr")
+	// Past the horizon: the reader's generation is forgotten by the log.
+	recs := make([]index.Record, 0, logHorizon+300)
+	for i := range logHorizon + 300 {
+		recs = append(recs, rec("shop", chunk.KindTable, "public.orders", int64(3+i), nil))
+	}
+	// The delete's entry is among those the log forgets: only a whole
+	// load tells the reader that refunds is gone.
+	if err := writer.Delete(ctx, "shop", []string{chunk.ID("shop", chunk.KindTable, "public.refunds", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.Upsert(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := rdb.HGet(ctx, writer.gensKey(), "h:shop").Int64(); h == 0 {
+		t.Fatal("the change log has no horizon after more generations than it keeps")
+	}
+	if n, _ := rdb.ZCard(ctx, writer.changesKey("shop")).Result(); n > 3 {
+		t.Errorf("the change log holds %d ids, more than the database ever had", n)
+	}
+	expect("behind the horizon", "shop", fmt.Sprintf("public.orders@%d", 3+logHorizon+299))
+}
+
+// In memory, searches rank exactly as the embedded store's: the same
+// analysed fields, the same BM25 and KNN code, ties by id.
+func TestMemorySearchRanksAsTheEmbeddedStore(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	red := inMemory(t, rdb, "t:", dim)
+	mem, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"), dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	var recs []index.Record
+	for i, name := range []string{"orders", "order_lines", "customers", "customer_addresses", "shipments", "carriers", "refunds", "payments", "invoices", "invoice_lines"} {
+		r := rec("shop", chunk.KindTable, "public."+name, 1, nil)
+		r.Title, r.Columns = "public."+name, []string{"id", name + "_id", fmt.Sprintf("col%d", i%3), "created_at"}
+		r.Text = fmt.Sprintf("CREATE TABLE public.%s (id bigint, %s_id bigint, col%d text, created_at timestamptz)", name, name, i%3)
+		r.Vector = local.Vector(r.Text)
+		recs = append(recs, r)
+	}
+	for _, s := range []index.Store{red, mem} {
+		if _, err := s.Upsert(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, terms := range [][]string{{"order"}, {"customer", "address"}, {"col1"}, {"invoice", "line", "created"}, {"id"}} {
+		q := index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: terms, Limit: 10}
+		a, errA := red.SearchText(ctx, q)
+		b, errB := mem.SearchText(ctx, q)
+		if errA != nil || errB != nil {
+			t.Fatal(errA, errB)
+		}
+		if !sameHits(a, b) {
+			t.Errorf("BM25 %v: redis %v, embedded %v", terms, hitNames(a), hitNames(b))
+		}
+		v := index.VectorQuery{Filter: index.Filter{Database: "shop"}, Vector: local.Vector(fmt.Sprint(terms)), Limit: 5}
+		a, _ = red.SearchVector(ctx, v)
+		b, _ = mem.SearchVector(ctx, v)
+		if !sameHits(a, b) {
+			t.Errorf("KNN %v: redis %v, embedded %v", terms, hitNames(a), hitNames(b))
+		}
+	}
+}
+
+func sameHits(a, b []index.Hit) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	for i := range a {
+		if a[i].Chunk.ID != b[i].Chunk.ID || a[i].Score != b[i].Score {
+			return false
+		}
+	}
+	return true
+}
+
+func hitNames(hs []index.Hit) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = fmt.Sprintf("%s %.4f", h.Chunk.Name, h.Score)
+	}
+	return out
+}
