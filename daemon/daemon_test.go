@@ -41,6 +41,7 @@ type rig struct {
 	emb   embed.Embedder
 	cli   *client.Client
 	cats  *catalogkv.Watcher
+	d     *daemon.Daemon // the last one started
 }
 
 func newRig(t *testing.T) *rig {
@@ -125,11 +126,11 @@ func (r *rig) daemon(cfg daemon.Config, wrap func(*countingRetriever), opts ...d
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.d = d
 	r.run(d.Run)
-	natstest.Eventually(r.t, 5*time.Second, "service registered", func() bool {
-		_, err := r.nc.Request("$SRV.PING.schemaq", nil, time.Second)
-		return err == nil
-	})
+	// Ready, not $SRV.PING: the service answers pings before every
+	// endpoint is subscribed.
+	natstest.Eventually(r.t, 5*time.Second, "service registered", d.Ready)
 	return cr
 }
 
@@ -417,10 +418,7 @@ func TestStoreUnavailable(t *testing.T) {
 		},
 	} {
 		var we *events.Error
-		natstest.Eventually(t, 5*time.Second, "in the queue group", func() bool {
-			_, err := r.nc.Request("$SRV.PING.schemaq", nil, time.Second)
-			return err == nil
-		})
+		natstest.Eventually(t, 5*time.Second, "in the queue group", r.d.Ready)
 		if err := call(); !errors.As(err, &we) || we.Code != events.CodeStoreUnavailable {
 			t.Errorf("with the store down: %v, want %s", err, events.CodeStoreUnavailable)
 		}
