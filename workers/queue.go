@@ -229,7 +229,7 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 		}
 		t0 := time.Now()
 		out := w.process(work, q, it)
-		if q.pend != nil {
+		if q.pend != nil && out.act != actWait {
 			unrested = t0
 		} else {
 			w.rest(work, t0)
