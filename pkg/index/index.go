@@ -214,3 +214,19 @@ type Searcher interface {
 type Pinner interface {
 	Pin(ctx context.Context, db string) (Searcher, error)
 }
+
+// SpeculativePinner is a Pinner that can hand out a view before it has
+// confirmed the view current, so that the check (a round trip for a
+// shared store) overlaps the searches instead of preceding them. The view
+// implements Confirmer; when Confirm reports it was not current, the
+// caller searches again with a view from Pin.
+type SpeculativePinner interface {
+	Pinner
+	PinSpeculative(ctx context.Context, db string) (Searcher, error)
+}
+
+// Confirmer is a speculative view: Confirm waits for the store's check
+// and reports whether the view was current when the request began.
+type Confirmer interface {
+	Confirm(ctx context.Context) (bool, error)
+}

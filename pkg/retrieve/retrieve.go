@@ -234,6 +234,14 @@ func (r *Retriever) Warm(cat *catalog.Catalog) {
 
 // Retrieve runs the pipeline for one question.
 func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) {
+	return r.retrieve(ctx, req, true)
+}
+
+// retrieve runs the pipeline, on a speculative view of the index when
+// speculate and the store offers one (index.SpeculativePinner): the
+// store's check that its view is current then overlaps the work, and
+// when the view was not, the pipeline runs again on a confirmed one.
+func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (*Result, error) {
 	start := time.Now()
 	k := req.K
 	if k <= 0 {
@@ -252,9 +260,16 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	var once sync.Once
 	searcher := func() (Searcher, error) {
 		once.Do(func() {
-			if p, ok := r.search.(index.Pinner); ok {
+			switch p := r.search.(type) {
+			case index.SpeculativePinner:
+				if speculate {
+					view.search, view.err = p.PinSpeculative(ctx, req.Database)
+				} else {
+					view.search, view.err = p.Pin(ctx, req.Database)
+				}
+			case index.Pinner:
 				view.search, view.err = p.Pin(ctx, req.Database)
-			} else {
+			default:
 				view.search = r.search
 			}
 		})
@@ -492,6 +507,15 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 	for i, it := range items {
 		if it.Bridge != "" {
 			res.Explain = append(res.Explain, Explain{Kind: it.Kind, Name: it.Name, FinalRank: i + 1, Bridge: it.Bridge})
+		}
+	}
+	if c, ok := view.search.(index.Confirmer); ok {
+		current, err := c.Confirm(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !current {
+			return r.retrieve(ctx, req, false)
 		}
 	}
 	res.Timings.Total = time.Since(start)

@@ -3,8 +3,10 @@ package redisearch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,6 +47,8 @@ type memSnap struct {
 	gen  int64
 	snap *memsearch.Snapshot
 	load sync.Mutex
+	// changedAt is when a check last found the database changed (mem.mu).
+	changedAt time.Time
 }
 
 // hydrated are the hash fields a snapshot document is built from.
@@ -70,16 +74,97 @@ func (s *Store) Pin(ctx context.Context, db string) (index.Searcher, error) {
 	return snap.Pin(db), nil
 }
 
+// speculateQuiet is how long a database must have gone without a write
+// seen by a check before searches speculate on its snapshot: while
+// writes arrive, most speculations would fail and the search run twice.
+const speculateQuiet = time.Second
+
+// PinSpeculative implements index.SpeculativePinner: when this process
+// holds a snapshot of db and has seen no write to it for a while, it
+// returns that snapshot at once and checks the generation meanwhile;
+// Confirm says whether it was current. Otherwise it is Pin.
+func (s *Store) PinSpeculative(ctx context.Context, db string) (index.Searcher, error) {
+	if db == "" {
+		return nil, index.ErrNoDatabase
+	}
+	if s.opt.Search != SearchMemory {
+		return s, nil
+	}
+	v := s.ver()
+	s.mem.mu.Lock()
+	c := s.mem.dbs[memKey{v, db}]
+	var snap *memsearch.Snapshot
+	var gen int64
+	if c != nil && c.snap != nil && time.Since(c.changedAt) > speculateQuiet {
+		snap, gen = c.snap, c.gen
+	}
+	s.mem.mu.Unlock()
+	if snap == nil {
+		return s.Pin(ctx, db)
+	}
+	if err := s.servableErr(ctx); err != nil {
+		return nil, fmt.Errorf("search in %s: %w", db, err)
+	}
+	check := make(chan error, 1)
+	sp := &speculation{Pinned: snap.Pin(db), check: check}
+	go func() {
+		now, _, err := s.readGen(ctx, v, db)
+		if err == nil && now > gen {
+			sp.stale = true
+			s.mem.mu.Lock()
+			if c := s.mem.dbs[memKey{v, db}]; c != nil {
+				c.changedAt = time.Now()
+			}
+			s.mem.mu.Unlock()
+		}
+		check <- err
+	}()
+	return sp, nil
+}
+
+// speculation is a snapshot served before its generation was checked.
+type speculation struct {
+	memsearch.Pinned
+	check chan error
+	stale bool // set before check is sent on
+	err   error
+	done  bool
+}
+
+// Confirm implements index.Confirmer. It is called once per request.
+func (sp *speculation) Confirm(ctx context.Context) (bool, error) {
+	if !sp.done {
+		select {
+		case sp.err = <-sp.check:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		sp.done = true
+	}
+	if sp.err != nil {
+		return false, fmt.Errorf("search: %w", classify(sp.err))
+	}
+	return !sp.stale, nil
+}
+
+// readGen reads db's generation and change-log horizon in version v.
+func (s *Store) readGen(ctx context.Context, v int, db string) (gen, horizon int64, err error) {
+	vals, err := s.rdb.HMGet(ctx, s.versionPrefix(v)+"gens", "g:"+db, "h:"+db).Result()
+	if err != nil {
+		return 0, 0, err
+	}
+	return intOf(vals[0]), intOf(vals[1]), nil
+}
+
 // snapshot returns db's snapshot, brought up to the generation Redis
 // holds. While one search brings it up to date, the others read the
 // snapshot as it was rather than wait, as the SQLite store does.
 func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, error) {
 	v := s.ver()
-	vals, err := s.rdb.HMGet(ctx, s.versionPrefix(v)+"gens", "g:"+db, "h:"+db).Result()
+	gen, horizon, err := s.readGen(ctx, v, db)
 	if err != nil {
 		return nil, classify(err)
 	}
-	gen, horizon := intOf(vals[0]), intOf(vals[1])
 	key := memKey{v, db}
 	s.mem.mu.Lock()
 	if s.mem.dbs == nil {
@@ -125,6 +210,9 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 	}
 	s.mem.mu.Lock()
 	defer s.mem.mu.Unlock()
+	if c.snap != nil { // a write since the last check, not the first load
+		c.changedAt = time.Now()
+	}
 	c.snap, c.gen = next, nextGen
 	return next, nil
 }
@@ -158,6 +246,7 @@ func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.S
 	}
 	gen, _ := genCmd.Int64() // redis.Nil: nothing was ever written
 	ids := idsCmd.Val()
+	slices.Sort(ids) // chunks numbered in id order, whatever order the set gave
 	var docs []memsearch.Doc
 	var removed []string
 	want := hexTag(db)

@@ -15,6 +15,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/index/indextest"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/redistest"
+	"github.com/schemaq/schemaq/pkg/retrieve"
 )
 
 // inMemory is a SearchMemory store over plain Redis (bare: no index
@@ -173,4 +174,106 @@ func hitNames(hs []index.Hit) []string {
 		out[i] = fmt.Sprintf("%s %.4f", h.Chunk.Name, h.Score)
 	}
 	return out
+}
+
+// A speculative view is the snapshot as this process holds it; Confirm
+// reports whether a write came after it, the next speculation is off
+// while writes arrive, and a retrieval made after a write sees it.
+func TestSpeculativeViewsAreConfirmed(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	writer := inMemory(t, rdb, "t:", dim)
+	reader := inMemory(t, rdb, "t:", dim)
+	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	find := func(v index.Searcher) []string {
+		t.Helper()
+		hits, err := v.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"id"}, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.Chunk.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	confirm := func(v index.Searcher) (bool, bool) {
+		t.Helper()
+		c, ok := v.(index.Confirmer)
+		if !ok {
+			return false, false
+		}
+		current, err := c.Confirm(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return current, true
+	}
+	if _, err := reader.Pin(ctx, "shop"); err != nil { // the first load
+		t.Fatal(err)
+	}
+	v, err := reader.PinSpeculative(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if current, speculative := confirm(v); !speculative || !current {
+		t.Fatalf("with no write since the load: speculative %v, current %v; want both", speculative, current)
+	}
+	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.refunds", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	v2, _ := reader.PinSpeculative(ctx, "shop")
+	if got := find(v2); !slices.Equal(got, []string{"public.orders"}) {
+		t.Fatalf("the speculative view holds %v, want the snapshot as it was", got)
+	}
+	if current, speculative := confirm(v2); !speculative || current {
+		t.Errorf("a view that misses a write: speculative %v, confirmed current %v", speculative, current)
+	}
+	v3, _ := reader.PinSpeculative(ctx, "shop")
+	if _, speculative := v3.(index.Confirmer); speculative {
+		t.Error("speculating right after a write was found: most such speculations fail")
+	}
+	if got := find(v3); !slices.Equal(got, []string{"public.orders", "public.refunds"}) {
+		t.Errorf("the view after the write holds %v", got)
+	}
+}
+
+// A retrieval that starts after a write finds it, though it began on a
+// speculative view: the retriever confirms the view and runs again.
+func TestRetrievalAfterAWriteSeesIt(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	writer := inMemory(t, rdb, "t:", dim)
+	reader := inMemory(t, rdb, "t:", dim)
+	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	ret, err := retrieve.New(reader, local, nil, retrieve.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func() []string {
+		t.Helper()
+		res, err := ret.Retrieve(ctx, retrieve.Request{Database: "shop", Question: "refunds", K: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, it := range res.Items {
+			out = append(out, it.Name)
+		}
+		return out
+	}
+	if got := ask(); slices.Contains(got, "public.refunds") {
+		t.Fatalf("found refunds before it was written: %v", got)
+	}
+	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.refunds", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ask(); !slices.Contains(got, "public.refunds") {
+		t.Errorf("a retrieval after the write: %v, want public.refunds among them", got)
+	}
 }
