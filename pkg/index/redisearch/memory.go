@@ -41,14 +41,14 @@ type memKey struct {
 	db      string
 }
 
-// memSnap is one database's snapshot and the generation of its change
-// log it reflects; load lets one search at a time bring it up to date.
+// memSnap is one database's snapshot, kept at the generation of its
+// change log.
 type memSnap struct {
-	gen  int64
-	snap *memsearch.Snapshot
-	load sync.Mutex
-	// changedAt is when a check last found the database changed (mem.mu).
+	cur *memsearch.Current
+	// changedAt is when a check last found the database changed, and
+	// loaded whether it was ever loaded (both under mem.mu).
 	changedAt time.Time
+	loaded    bool
 }
 
 // hydrated are the hash fields a snapshot document is built from.
@@ -91,12 +91,11 @@ func (s *Store) PinSpeculative(ctx context.Context, db string) (index.Searcher, 
 		return s, nil
 	}
 	v := s.ver()
+	c := s.memSnap(v, db)
+	snap, gen := c.cur.Snapshot()
 	s.mem.mu.Lock()
-	c := s.mem.dbs[memKey{v, db}]
-	var snap *memsearch.Snapshot
-	var gen int64
-	if c != nil && c.snap != nil && time.Since(c.changedAt) > speculateQuiet {
-		snap, gen = c.snap, c.gen
+	if time.Since(c.changedAt) <= speculateQuiet {
+		snap = nil
 	}
 	s.mem.mu.Unlock()
 	if snap == nil {
@@ -112,9 +111,7 @@ func (s *Store) PinSpeculative(ctx context.Context, db string) (index.Searcher, 
 		if err == nil && now > gen {
 			sp.stale = true
 			s.mem.mu.Lock()
-			if c := s.mem.dbs[memKey{v, db}]; c != nil {
-				c.changedAt = time.Now()
-			}
+			c.changedAt = time.Now()
 			s.mem.mu.Unlock()
 		}
 		check <- err
@@ -165,56 +162,39 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 	if err != nil {
 		return nil, classify(err)
 	}
-	key := memKey{v, db}
+	c := s.memSnap(v, db)
+	snap, caughtUp, err := c.cur.Get(gen, func(base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
+		if base == nil || since < horizon {
+			base, since = memsearch.New(s.opt.Dimensions), -1
+		}
+		return s.catchUp(ctx, v, db, base, since)
+	})
+	if caughtUp && gen > 0 {
+		s.mem.mu.Lock()
+		if c.loaded { // a write since the last check, not the first load
+			c.changedAt = time.Now()
+		}
+		c.loaded = true
+		s.mem.mu.Unlock()
+	}
+	return snap, err
+}
+
+// memSnap returns the holder of db's snapshot in index version v.
+func (s *Store) memSnap(v int, db string) *memSnap {
 	s.mem.mu.Lock()
+	defer s.mem.mu.Unlock()
 	if s.mem.dbs == nil {
 		s.mem.dbs = map[memKey]*memSnap{}
 	}
+	key := memKey{v, db}
 	c := s.mem.dbs[key]
 	if c == nil {
-		c = &memSnap{gen: -1}
+		c = &memSnap{cur: memsearch.NewCurrent()}
 		s.mem.dbs[key] = c
 		s.dropOtherVersions(v)
 	}
-	s.mem.mu.Unlock()
-	if c.gen >= gen && c.snap != nil {
-		return c.snap, nil
-	}
-	if c.snap != nil {
-		if !c.load.TryLock() {
-			return c.snap, nil
-		}
-	} else {
-		c.load.Lock()
-	}
-	defer c.load.Unlock()
-	s.mem.mu.Lock()
-	cur := s.mem.dbs[key]
-	s.mem.mu.Unlock()
-	if cur != c {
-		return cur.snap, nil // replaced while this one waited
-	}
-	if c.gen >= gen && c.snap != nil {
-		return c.snap, nil
-	}
-	base, since := c.snap, c.gen
-	if base == nil || since < horizon {
-		base, since = memsearch.New(s.opt.Dimensions), -1
-	}
-	next, nextGen, err := s.catchUp(ctx, v, db, base, since)
-	if err != nil {
-		if c.snap != nil {
-			return c.snap, nil // the last good snapshot beats an error
-		}
-		return nil, err
-	}
-	s.mem.mu.Lock()
-	defer s.mem.mu.Unlock()
-	if c.snap != nil { // a write since the last check, not the first load
-		c.changedAt = time.Now()
-	}
-	c.snap, c.gen = next, nextGen
-	return next, nil
+	return c
 }
 
 // dropOtherVersions forgets the snapshots of index versions other than

@@ -56,19 +56,11 @@ type Store struct {
 	stmts writeStmts
 
 	mu    sync.Mutex
-	cache map[string]*dbCache // per database: the search snapshot
+	cache map[string]*memsearch.Current // per database: the search snapshot
 	// touched are databases whose snapshot may hold versions older than
 	// the file's (Touch does not reach snapshots): their Metas are read
 	// from the file.
 	touched map[string]bool
-}
-
-// dbCache is a database's snapshot and the generation it reflects; load
-// lets one search at a time bring it up to date.
-type dbCache struct {
-	gen  int64
-	snap *memsearch.Snapshot
-	load sync.Mutex
 }
 
 var (
@@ -98,7 +90,7 @@ func Open(ctx context.Context, path string, dim int) (*Store, error) {
 	// writes and the worker's reads. Keeping them open keeps SQLite's
 	// page cache warm instead of opening a file per request.
 	db.SetMaxIdleConns(16)
-	s := &Store{db: db, dim: dim, cache: map[string]*dbCache{}, touched: map[string]bool{}}
+	s := &Store{db: db, dim: dim, cache: map[string]*memsearch.Current{}, touched: map[string]bool{}}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open index %s: %w", path, err)
@@ -454,21 +446,24 @@ func (s *Store) write(ctx context.Context, dbs []string, fn func(tx *sql.Tx, gen
 }
 
 // applied brings this process's snapshot of db to gen after its own
-// write, when the snapshot was current before it; otherwise the next
-// search catches up from the stored rows and tombstones.
+// write, when the snapshot was current before it (or the write was the
+// database's first, so the first search of a database being ingested
+// finds it built); otherwise the next search catches up from the stored
+// rows and tombstones.
 func (s *Store) applied(db string, gen int64, upserts []memsearch.Doc, removed []string) {
+	s.current(db).Advance(s.dim, gen, upserts, removed)
+}
+
+// current is db's snapshot holder.
+func (s *Store) current(db string) *memsearch.Current {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.cache[db]
-	switch {
-	case gen == 1 && (c == nil || c.snap == nil):
-		// The database's first write: its snapshot starts here, so the
-		// first search of a database being ingested finds it built.
-		s.cache[db] = &dbCache{gen: gen, snap: memsearch.New(s.dim).With(upserts, removed)}
-	case c == nil || c.snap == nil || c.gen != gen-1:
-	default:
-		s.cache[db] = &dbCache{gen: gen, snap: c.snap.With(upserts, removed)}
+	if c == nil {
+		c = memsearch.NewCurrent()
+		s.cache[db] = c
 	}
+	return c
 }
 
 func wrapUnavailable(err error) error {
@@ -700,10 +695,10 @@ func (s *Store) Metas(ctx context.Context, f index.Filter) (map[string]index.Met
 		return nil, fmt.Errorf("list chunks of %s: %w", f.Database, wrapUnavailable(err))
 	}
 	s.mu.Lock()
-	c, touched := s.cache[f.Database], s.touched[f.Database]
+	touched := s.touched[f.Database]
 	s.mu.Unlock()
-	if c != nil && c.snap != nil && c.gen == gen && !touched {
-		return c.snap.Metas(f), nil
+	if snap, at := s.current(f.Database).Snapshot(); snap != nil && at == gen && !touched {
+		return snap.Metas(f), nil
 	}
 	where, args := filterSQL(f)
 	rows, err := s.db.QueryContext(ctx, `SELECT c.id, c.hash, c.version FROM chunks c WHERE `+where, args...)
@@ -778,62 +773,26 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, wrapUnavailable(err)
 	}
-	s.mu.Lock()
-	c := s.cache[db]
-	if c == nil {
-		c = &dbCache{gen: -1}
-		s.cache[db] = c
-	}
-	s.mu.Unlock()
-	if c.gen >= gen {
-		return c.snap, nil
-	}
-	if c.snap != nil {
-		if !c.load.TryLock() {
-			return c.snap, nil
-		}
-	} else {
-		c.load.Lock()
-	}
-	defer c.load.Unlock()
-	s.mu.Lock()
-	cur := s.cache[db]
-	s.mu.Unlock()
-	if cur.gen >= gen {
-		return cur.snap, nil
-	}
-	next, err := s.catchUp(ctx, db, cur)
-	if err != nil {
-		if cur.snap != nil {
-			return cur.snap, nil // the last good snapshot beats an error
-		}
-		return nil, err
-	}
-	s.mu.Lock()
-	if now := s.cache[db]; now.gen < next.gen {
-		s.cache[db] = next
-	} else {
-		next = now
-	}
-	s.mu.Unlock()
-	return next.snap, nil
+	snap, _, err := s.current(db).Get(gen, func(base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
+		return s.catchUp(ctx, db, base, since)
+	})
+	return snap, err
 }
 
-// catchUp reads what changed in db since cur's generation (everything,
-// when cur is empty or older than the tombstones kept) in one read
-// transaction, so the generation and the rows agree.
-func (s *Store) catchUp(ctx context.Context, db string, cur *dbCache) (*dbCache, error) {
+// catchUp reads what changed in db since generation since into base
+// (everything, when base is nil or older than the tombstones kept) in one
+// read transaction, so the generation and the rows agree.
+func (s *Store) catchUp(ctx context.Context, db string, base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, wrapUnavailable(err)
+		return nil, 0, wrapUnavailable(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
 	var gen, horizon int64
 	err = tx.QueryRowContext(ctx, `SELECT gen, horizon FROM generations WHERE db = ?`, db).Scan(&gen, &horizon)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, wrapUnavailable(err)
+		return nil, 0, wrapUnavailable(err)
 	}
-	base, since := cur.snap, cur.gen
 	if base == nil || since < horizon {
 		base, since = memsearch.New(s.dim), -1
 	}
@@ -841,13 +800,13 @@ func (s *Store) catchUp(ctx context.Context, db string, cur *dbCache) (*dbCache,
 	if since >= 0 {
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM tombstones WHERE db = ? AND gen > ?`, db, since)
 		if err != nil {
-			return nil, wrapUnavailable(err)
+			return nil, 0, wrapUnavailable(err)
 		}
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return nil, err
+				return nil, 0, err
 			}
 			removed = append(removed, id)
 		}
@@ -856,7 +815,7 @@ func (s *Store) catchUp(ctx context.Context, db string, cur *dbCache) (*dbCache,
 	rows, err := tx.QueryContext(ctx, `SELECT id, kind, name, part, schema_name, title, columns, body, tags, hash, version, vector,
 		f_name, f_schema, f_columns, f_body FROM chunks WHERE db = ? AND wgen > ? ORDER BY rowid`, db, since)
 	if err != nil {
-		return nil, wrapUnavailable(err)
+		return nil, 0, wrapUnavailable(err)
 	}
 	defer rows.Close()
 	var docs []memsearch.Doc
@@ -867,7 +826,7 @@ func (s *Store) catchUp(ctx context.Context, db string, cur *dbCache) (*dbCache,
 		ch, f := &d.Chunk, &d.Fields
 		if err := rows.Scan(&ch.ID, &ch.Kind, &ch.Name, &ch.Part, &ch.Schema, &ch.Title, &cols, &ch.Text, &tags, &ch.Hash, &ch.Version, &vec,
 			&f.Name, &f.Schema, &f.Columns, &f.Body); err != nil {
-			return nil, fmt.Errorf("load %s: %w", db, err)
+			return nil, 0, fmt.Errorf("load %s: %w", db, err)
 		}
 		_ = json.Unmarshal([]byte(cols), &ch.Columns)
 		_ = json.Unmarshal([]byte(tags), &ch.Tags)
@@ -878,9 +837,9 @@ func (s *Store) catchUp(ctx context.Context, db string, cur *dbCache) (*dbCache,
 		docs = append(docs, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load %s: %w", db, err)
+		return nil, 0, fmt.Errorf("load %s: %w", db, err)
 	}
-	return &dbCache{gen: gen, snap: base.With(docs, removed)}, nil
+	return base.With(docs, removed), gen, nil
 }
 
 // GetVectors implements embed.CacheStore over the same file, so cached
