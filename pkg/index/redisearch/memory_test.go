@@ -181,12 +181,7 @@ func hitNames(hs []index.Hit) []string {
 // while writes arrive, and a retrieval made after a write sees it.
 func TestSpeculativeViewsAreConfirmed(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
-	writer := inMemory(t, rdb, "t:", dim)
-	reader := inMemory(t, rdb, "t:", dim)
-	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
-		t.Fatal(err)
-	}
+	writer, reader := writerAndReader(t)
 	find := func(v index.Searcher) []string {
 		t.Helper()
 		hits, err := v.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"id"}, Limit: 10})
@@ -245,12 +240,7 @@ func TestSpeculativeViewsAreConfirmed(t *testing.T) {
 // speculative view: the retriever confirms the view and runs again.
 func TestRetrievalAfterAWriteSeesIt(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
-	writer := inMemory(t, rdb, "t:", dim)
-	reader := inMemory(t, rdb, "t:", dim)
-	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
-		t.Fatal(err)
-	}
+	writer, reader := writerAndReader(t)
 	ret, err := retrieve.New(reader, local, nil, retrieve.DefaultConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -276,4 +266,16 @@ func TestRetrievalAfterAWriteSeesIt(t *testing.T) {
 	if got := ask(); !slices.Contains(got, "public.refunds") {
 		t.Errorf("a retrieval after the write: %v, want public.refunds among them", got)
 	}
+}
+
+// writerAndReader are two processes on one plain redis-server, searching
+// in memory, with the shop's orders table written.
+func writerAndReader(t *testing.T) (writer, reader *Store) {
+	t.Helper()
+	rdb := redistest.Start(t).Client()
+	writer, reader = inMemory(t, rdb, "t:", dim), inMemory(t, rdb, "t:", dim)
+	if _, err := writer.Upsert(context.Background(), []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	return writer, reader
 }
