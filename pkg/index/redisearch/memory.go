@@ -34,7 +34,16 @@ const (
 type memCache struct {
 	mu  sync.Mutex
 	dbs map[memKey]*memSnap
+	// swept is when snapshots idle for snapshotIdle were last dropped;
+	// now is the clock (time.Now; tests set it).
+	swept time.Time
+	now   func() time.Time
 }
+
+// snapshotIdle is how long a database's snapshot is kept without a
+// search: a daemon that served a database once does not hold it for
+// ever. The next search loads it again.
+const snapshotIdle = time.Hour
 
 type memKey struct {
 	version int
@@ -49,6 +58,7 @@ type memSnap struct {
 	// loaded whether it was ever loaded (both under mem.mu).
 	changedAt time.Time
 	loaded    bool
+	usedAt    time.Time // the last search (mem.mu)
 }
 
 // hydrated are the hash fields a snapshot document is built from.
@@ -187,6 +197,18 @@ func (s *Store) memSnap(v int, db string) *memSnap {
 	if s.mem.dbs == nil {
 		s.mem.dbs = map[memKey]*memSnap{}
 	}
+	if s.mem.now == nil {
+		s.mem.now = time.Now
+	}
+	now := s.mem.now()
+	if now.Sub(s.mem.swept) > snapshotIdle/60 {
+		s.mem.swept = now
+		for k, c := range s.mem.dbs {
+			if now.Sub(c.usedAt) > snapshotIdle {
+				delete(s.mem.dbs, k)
+			}
+		}
+	}
 	key := memKey{v, db}
 	c := s.mem.dbs[key]
 	if c == nil {
@@ -194,6 +216,7 @@ func (s *Store) memSnap(v int, db string) *memSnap {
 		s.mem.dbs[key] = c
 		s.dropOtherVersions(v)
 	}
+	c.usedAt = now
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nuid"
 	"github.com/redis/go-redis/v9"
@@ -278,4 +279,38 @@ func writerAndReader(t *testing.T) (writer, reader *Store) {
 		t.Fatal(err)
 	}
 	return writer, reader
+}
+
+// A database's snapshot is dropped once no search has used it for
+// snapshotIdle, and loaded again by the next search.
+func TestIdleSnapshotsAreDropped(t *testing.T) {
+	ctx := context.Background()
+	_, reader := writerAndReader(t)
+	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	reader.mem.now = func() time.Time { return clock }
+	held := func() bool {
+		reader.mem.mu.Lock()
+		defer reader.mem.mu.Unlock()
+		_, ok := reader.mem.dbs[memKey{reader.ver(), "shop"}]
+		return ok
+	}
+	if _, err := reader.Pin(ctx, "shop"); err != nil || !held() {
+		t.Fatalf("after a search: held %v, %v", held(), err)
+	}
+	clock = clock.Add(snapshotIdle / 2)
+	if _, err := reader.Pin(ctx, "hr"); err != nil || !held() {
+		t.Fatalf("half the idle time on: held %v, %v", held(), err)
+	}
+	clock = clock.Add(snapshotIdle)
+	if _, err := reader.Pin(ctx, "hr"); err != nil || held() {
+		t.Fatalf("idle past snapshotIdle: held %v, %v", held(), err)
+	}
+	v, err := reader.Pin(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := v.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"id"}, Limit: 5})
+	if err != nil || len(hits) != 1 {
+		t.Errorf("loaded again: %v, %v", hits, err)
+	}
 }
