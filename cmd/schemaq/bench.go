@@ -50,6 +50,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	misses := fs.Int("misses", 0, "print up to N questions whose gold tables were not all retrieved")
 	goldSchema := fs.Bool("gold-schema", false, "filter each question to its gold tables' schema (single-database asks)")
 	storeName := fs.String("store", "sqlite", "index store: sqlite (embedded) or redis (needs --redis-url)")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the run (indexing and questions) to this file, for go tool pprof")
 	var sf storeFlags
 	if err := sf.register(fs, e); err != nil {
 		return err
@@ -96,6 +97,11 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usagef("bench retrieval: --schema and --questions are required")
 	}
+	stopProfile, err := startCPUProfile(*profile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	if err := oneOf("reranker", *reranker, "none", "lexical"); err != nil {
 		return err
 	}
