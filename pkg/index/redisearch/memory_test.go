@@ -314,3 +314,103 @@ func TestIdleSnapshotsAreDropped(t *testing.T) {
 		t.Errorf("loaded again: %v, %v", hits, err)
 	}
 }
+
+// Searches keep answering, from whole snapshots, while another process
+// writes: every search sees some complete set of the writer's tables (a
+// prefix of what it wrote), and once the writer stops a search sees all.
+func TestMemorySearchesWhileWritesArrive(t *testing.T) {
+	ctx := context.Background()
+	writer, reader := writerAndReader(t)
+	ret, err := retrieve.New(reader, local, nil, retrieve.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tables = 120
+	done := make(chan error, 1)
+	go func() {
+		for i := range tables {
+			r := rec("shop", chunk.KindTable, fmt.Sprintf("public.t%03d", i), 1, nil)
+			if _, err := writer.Upsert(ctx, []index.Record{r}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	stopSearch := make(chan struct{})
+	// prefix reports whether hits are the orders table and t000…t(n-1).
+	prefix := func(hits []index.Hit) bool {
+		var ts []string
+		for _, h := range hits {
+			if h.Chunk.Name != "public.orders" {
+				ts = append(ts, h.Chunk.Name)
+			}
+		}
+		slices.Sort(ts)
+		for i, n := range ts {
+			if n != fmt.Sprintf("public.t%03d", i) {
+				return false
+			}
+		}
+		return len(ts) == len(hits)-1
+	}
+	searchers := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				default:
+				}
+				v, err := reader.PinSpeculative(ctx, "shop")
+				if err != nil {
+					searchers <- err
+					return
+				}
+				hits, err := v.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"id"}, Limit: 500})
+				if err != nil {
+					searchers <- err
+					return
+				}
+				if !prefix(hits) {
+					searchers <- fmt.Errorf("a search saw a set of tables that was never whole: %d hits", len(hits))
+					return
+				}
+				if c, ok := v.(index.Confirmer); ok {
+					if _, err := c.Confirm(ctx); err != nil {
+						searchers <- err
+						return
+					}
+				}
+				if _, err := ret.Retrieve(ctx, retrieve.Request{Database: "shop", Question: "orders", K: 3}); err != nil {
+					searchers <- err
+					return
+				}
+				select {
+				case <-stopSearch:
+					searchers <- nil
+					return
+				default:
+				}
+			}
+		}()
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	close(stopSearch)
+	for range 4 {
+		if err := <-searchers; err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := reader.Pin(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := v.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"id"}, Limit: 500})
+	if err != nil || len(hits) != tables+1 {
+		t.Errorf("after the writer stopped: %d tables, %v; want %d", len(hits), err, tables+1)
+	}
+}
