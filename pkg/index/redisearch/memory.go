@@ -156,7 +156,7 @@ func (sp *speculation) Confirm(ctx context.Context) (bool, error) {
 
 // readGen reads db's generation and change-log horizon in version v.
 func (s *Store) readGen(ctx context.Context, v int, db string) (gen, horizon int64, err error) {
-	vals, err := s.rdb.HMGet(ctx, s.versionPrefix(v)+"gens", "g:"+db, "h:"+db).Result()
+	vals, err := s.rdb.HMGet(ctx, s.gensKeyAt(v), "g:"+db, "h:"+db).Result()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -235,14 +235,13 @@ func (s *Store) dropOtherVersions(v int) {
 // MULTI, so they agree; the chunks are read after it, so a chunk may be
 // newer than the generation, which the next catch-up reads again.
 func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
-	vp := s.versionPrefix(v)
 	pipe := s.rdb.TxPipeline()
-	genCmd := pipe.HGet(ctx, vp+"gens", "g:"+db)
+	genCmd := pipe.HGet(ctx, s.gensKeyAt(v), "g:"+db)
 	var idsCmd *redis.StringSliceCmd
 	if since < 0 {
-		idsCmd = pipe.SMembers(ctx, vp+"db:"+db)
+		idsCmd = pipe.SMembers(ctx, s.dbKeyAt(v, db))
 	} else {
-		idsCmd = pipe.ZRangeByScore(ctx, vp+"changes:"+db, &redis.ZRangeBy{Min: "(" + strconv.FormatInt(since, 10), Max: "+inf"})
+		idsCmd = pipe.ZRangeByScore(ctx, s.changesKeyAt(v, db), &redis.ZRangeBy{Min: "(" + strconv.FormatInt(since, 10), Max: "+inf"})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, 0, fmt.Errorf("load %s: %w", db, classify(err))
@@ -258,7 +257,7 @@ func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.S
 		pipe := s.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(batch))
 		for i, id := range batch {
-			cmds[i] = pipe.HMGet(ctx, vp+"c:"+id, hydrated...)
+			cmds[i] = pipe.HMGet(ctx, s.chunkKeyAt(v, id), hydrated...)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, 0, fmt.Errorf("load %s: %w", db, classify(err))

@@ -180,19 +180,24 @@ func specOf(opt Options) string {
 
 // Key names. Every version has its own hashes, id sets and projections,
 // so a version under construction never touches the one being served.
-func (s *Store) metaKey() string            { return s.opt.Prefix + "meta" }
-func (s *Store) alias() string              { return s.opt.Prefix + "idx" }
-func (s *Store) indexName(v int) string     { return s.opt.Prefix + "idx:v" + strconv.Itoa(v) }
-func (s *Store) versionPrefix(v int) string { return s.opt.Prefix + "v" + strconv.Itoa(v) + ":" }
-func (s *Store) chunkPrefix() string        { return s.versionPrefix(s.ver()) + "c:" }
-func (s *Store) chunkKey(id string) string  { return s.chunkPrefix() + id }
-func (s *Store) dbKey(db string) string     { return s.versionPrefix(s.ver()) + "db:" + db }
-func (s *Store) projectedKey() string       { return s.versionPrefix(s.ver()) + "projected" }
-func (s *Store) gensKey() string            { return s.versionPrefix(s.ver()) + "gens" }
-func (s *Store) changesKey(db string) string {
-	return s.versionPrefix(s.ver()) + "changes:" + db
-}
-func (s *Store) cacheKey(k string) string { return s.opt.Prefix + "emb:" + k }
+func (s *Store) metaKey() string             { return s.opt.Prefix + "meta" }
+func (s *Store) alias() string               { return s.opt.Prefix + "idx" }
+func (s *Store) indexName(v int) string      { return s.opt.Prefix + "idx:v" + strconv.Itoa(v) }
+func (s *Store) versionPrefix(v int) string  { return s.opt.Prefix + "v" + strconv.Itoa(v) + ":" }
+func (s *Store) chunkPrefix(v int) string    { return s.versionPrefix(v) + "c:" }
+func (s *Store) projectedKey() string        { return s.versionPrefix(s.ver()) + "projected" }
+func (s *Store) chunkKey(id string) string   { return s.chunkKeyAt(s.ver(), id) }
+func (s *Store) dbKey(db string) string      { return s.dbKeyAt(s.ver(), db) }
+func (s *Store) gensKey() string             { return s.gensKeyAt(s.ver()) }
+func (s *Store) changesKey(db string) string { return s.changesKeyAt(s.ver(), db) }
+
+// The same keys in a given version: a search in memory reads one version
+// throughout, whatever the alias does meanwhile.
+func (s *Store) chunkKeyAt(v int, id string) string   { return s.chunkPrefix(v) + id }
+func (s *Store) dbKeyAt(v int, db string) string      { return s.versionPrefix(v) + "db:" + db }
+func (s *Store) gensKeyAt(v int) string               { return s.versionPrefix(v) + "gens" }
+func (s *Store) changesKeyAt(v int, db string) string { return s.versionPrefix(v) + "changes:" + db }
+func (s *Store) cacheKey(k string) string             { return s.opt.Prefix + "emb:" + k }
 
 // Version is the index version this store reads and writes.
 func (s *Store) Version() int { return s.ver() }

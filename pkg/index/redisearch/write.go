@@ -68,7 +68,7 @@ func (s *Store) createArgs(v int) (string, *redis.FTCreateOptions, []*redis.Fiel
 	}
 	opts := &redis.FTCreateOptions{
 		OnHash: true,
-		Prefix: []any{s.versionPrefix(v) + "c:"},
+		Prefix: []any{s.chunkPrefix(v)},
 		// Terms arrive analysed; the engine must neither drop nor stem them.
 		StopWords: []any{},
 	}
