@@ -55,10 +55,9 @@ type memKey struct {
 type memSnap struct {
 	cur *memsearch.Current
 	// changedAt is when a check last found the database changed, and
-	// loaded whether it was ever loaded (both under mem.mu).
+	// usedAt the last search (both under mem.mu).
 	changedAt time.Time
-	loaded    bool
-	usedAt    time.Time // the last search (mem.mu)
+	usedAt    time.Time
 }
 
 // hydrated are the hash fields a snapshot document is built from.
@@ -173,18 +172,16 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 		return nil, classify(err)
 	}
 	c := s.memSnap(v, db)
+	held, _ := c.cur.Snapshot()
 	snap, caughtUp, err := c.cur.Get(gen, func(base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
 		if base == nil || since < horizon {
 			base, since = memsearch.New(s.opt.Dimensions), -1
 		}
 		return s.catchUp(ctx, v, db, base, since)
 	})
-	if caughtUp && gen > 0 {
+	if caughtUp && held != nil { // a write since the last check, not the first load
 		s.mem.mu.Lock()
-		if c.loaded { // a write since the last check, not the first load
-			c.changedAt = time.Now()
-		}
-		c.loaded = true
+		c.changedAt = time.Now()
 		s.mem.mu.Unlock()
 	}
 	return snap, err
