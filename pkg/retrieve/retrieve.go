@@ -24,11 +24,9 @@ import (
 	"github.com/schemaq/schemaq/pkg/text"
 )
 
-// Searcher is the part of an index.Store retrieval needs.
-type Searcher interface {
-	SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit, error)
-	SearchVector(ctx context.Context, q index.VectorQuery) ([]index.Hit, error)
-}
+// Searcher is the part of an index.Store retrieval needs: the search
+// half, which is also what a store pins for one request.
+type Searcher = index.Searcher
 
 // Catalogs gives the current catalog of a database, or nil when unknown;
 // foreign-key expansion needs it.
