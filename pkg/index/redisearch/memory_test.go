@@ -2,6 +2,7 @@ package redisearch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -412,5 +413,35 @@ func TestMemorySearchesWhileWritesArrive(t *testing.T) {
 	hits, err := v.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"id"}, Limit: 500})
 	if err != nil || len(hits) != tables+1 {
 		t.Errorf("after the writer stopped: %d tables, %v; want %d", len(hits), err, tables+1)
+	}
+}
+
+// With Redis down, a search in memory fails as the store being
+// unavailable (the daemon's store_unavailable), whether it checks first
+// or speculates, rather than answering from a snapshot it cannot check.
+func TestMemorySearchWithRedisDown(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	s := inMemory(t, srv.Client(), "t:", dim)
+	if _, err := s.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pin(ctx, "shop"); err != nil { // loaded while Redis is up
+		t.Fatal(err)
+	}
+	srv.Stop()
+	if _, err := s.Pin(ctx, "shop"); !errors.Is(err, index.ErrUnavailable) {
+		t.Errorf("Pin with Redis down: %v, want ErrUnavailable", err)
+	}
+	v, err := s.PinSpeculative(ctx, "shop")
+	if err != nil {
+		t.Fatalf("a speculative pin needs no round trip: %v", err)
+	}
+	c, ok := v.(index.Confirmer)
+	if !ok {
+		t.Fatal("no speculation on a snapshot loaded a moment ago with no write seen")
+	}
+	if _, err := c.Confirm(ctx); !errors.Is(err, index.ErrUnavailable) {
+		t.Errorf("Confirm with Redis down: %v, want ErrUnavailable", err)
 	}
 }
