@@ -75,6 +75,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&cfg.RoutingByVocab, "routing-vocab", cfg.RoutingByVocab, "schema routing: rank schemas by their vocabulary, not their tables' evidence")
 	fs.Float64Var(&cfg.PropagationWeight, "propagation-weight", cfg.PropagationWeight, "propagation: share of a seed's score lent")
 	fs.IntVar(&cfg.PropagationSeeds, "propagation-seeds", cfg.PropagationSeeds, "propagation: how many of the best tables lend")
+	fs.Float64Var(&cfg.PropagationOwn, "propagation-own", cfg.PropagationOwn, "propagation: share of a lifted table's own score added to its floor (0: floor alone)")
 	noCorrections := fs.Bool("no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
 	noCompounds := fs.Bool("no-compounds", false, "ablation: no run-together identifiers for the question words they are made of")
 	fs.Float64Var(&cfg.RoutingLikelihood, "routing-likelihood", cfg.RoutingLikelihood, "schema routing: weight of the schemas' query likelihood (0: off)")

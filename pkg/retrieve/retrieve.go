@@ -78,6 +78,11 @@ type Config struct {
 	Propagation       bool
 	PropagationWeight float64
 	PropagationSeeds  int
+	// PropagationOwn adds this share of a lifted neighbour's own fused
+	// score to its floor, so that among the neighbours of one seed those
+	// with evidence of their own come first (without it they tied, and
+	// their names decided).
+	PropagationOwn float64
 	// FKExpansion adds tables that join two chosen tables.
 	FKExpansion bool
 	MaxBridges  int
@@ -130,7 +135,7 @@ const (
 var DefaultConfig = Config{
 	Candidates: 50, RRFK: 60, BM25Weight: 1, KNNWeight: LocalKNNWeight, Weights: index.DefaultWeights, BM25: true, KNN: true,
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
-	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5,
+	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5, PropagationOwn: 0.1,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
 	PrefixMin: 4, Corrections: true, Compounds: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
 	HintWeight: 0.25,

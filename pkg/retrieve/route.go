@@ -276,10 +276,13 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 		}
 		// A floor, not a sum: a neighbour of a strong match is at least
 		// this relevant, but lends never reorder candidates that have
-		// stronger evidence of their own.
-		if l.score > o.rrf {
-			o.rrf = l.score
-			o.ex.LiftedTo = l.score
+		// stronger evidence of their own. A small share of its own score
+		// on top orders the neighbours of one seed by their evidence
+		// (the films, not the film_keywords, for a question about an
+		// actor's films).
+		if f := l.score + r.cfg.PropagationOwn*o.base; f > o.rrf {
+			o.rrf = f
+			o.ex.LiftedTo = f
 		}
 	}
 }

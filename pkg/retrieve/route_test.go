@@ -1,6 +1,8 @@
 package retrieve
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,6 +178,65 @@ func TestSplit(t *testing.T) {
 		a, b, ok := split(tc.term, uses)
 		if a != tc.a || b != tc.b || ok != (tc.a != "") {
 			t.Errorf("split(%q) = %q, %q, %v; want %q, %q", tc.term, a, b, ok, tc.a, tc.b)
+		}
+	}
+}
+
+// A seed lends every neighbour the same floor; the neighbours' own
+// evidence orders them, rather than their names.
+func TestPropagationOrdersNeighboursByOwnEvidence(t *testing.T) {
+	const ddl = `
+CREATE TABLE movie (movie_id int PRIMARY KEY, title text);
+CREATE TABLE movie_genres (movie_id int REFERENCES movie, genre text);
+CREATE TABLE movie_keywords (movie_id int REFERENCES movie, keyword text);
+CREATE TABLE movie_roles (movie_id int REFERENCES movie, character_name text);
+`
+	cat, err := catalog.Snapshot("db", "movies.sql", ddl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		own  float64
+		want string // the fused order after propagation
+	}{
+		{0, "public.movie public.movie_genres public.movie_keywords public.movie_roles"},
+		{DefaultConfig.PropagationOwn, "public.movie public.movie_roles public.movie_genres public.movie_keywords"},
+	} {
+		cfg := DefaultConfig
+		cfg.PropagationOwn = tc.own
+		r := &Retriever{cfg: cfg, graphs: newGraphCache()}
+		table := func(name string, rrf float64) *object {
+			return &object{key: name, cand: rerank.Candidate{Kind: chunk.KindTable, Name: name, Schema: "public"}, rrf: rrf, base: rrf}
+		}
+		// The seed is strong; movie_roles has weak evidence of its own
+		// (a character column), below the seed's floor.
+		objs := []*object{table("public.movie", 0.03), table("public.movie_roles", 0.005)}
+		byKey := map[string]*object{}
+		for _, o := range objs {
+			byKey[o.key] = o
+		}
+		get := func(c chunk.Chunk) *object {
+			if o := byKey[c.Name]; o != nil {
+				return o
+			}
+			o := &object{key: c.Name, cand: rerank.Candidate{Kind: c.Kind, Name: c.Name, Schema: c.Schema}}
+			byKey[c.Name] = o
+			objs = append(objs, o)
+			return o
+		}
+		r.propagate(cat, nil, func() []*object { return objs }, get)
+		slices.SortStableFunc(objs, func(a, b *object) int {
+			if a.rrf != b.rrf {
+				return cmp.Compare(b.rrf, a.rrf)
+			}
+			return strings.Compare(a.key, b.key)
+		})
+		var got []string
+		for _, o := range objs {
+			got = append(got, o.key)
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("PropagationOwn %v: %s, want %s", tc.own, g, tc.want)
 		}
 	}
 }
