@@ -164,6 +164,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		s := strconv.Itoa(k)
 		fmt.Fprintf(e.stdout, "%-6d %8.3f %8.3f\n", k, rep.Recall[s], rep.CompleteRecall[s])
 	}
+	fmt.Fprintf(e.stdout, "first table in the gold schema: %.3f\n", rep.SchemaFirst)
 	fmt.Fprintf(e.stdout, "latency ms: p50 %.2f  p95 %.2f  p99 %.2f\n", rep.LatencyMS["p50"], rep.LatencyMS["p95"], rep.LatencyMS["p99"])
 	for i, m := range rep.Misses {
 		if i >= *misses {

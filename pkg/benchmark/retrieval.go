@@ -120,8 +120,12 @@ type RetrievalReport struct {
 	Questions      int                `json:"questions"`
 	Recall         map[string]float64 `json:"recall"`
 	CompleteRecall map[string]float64 `json:"complete_recall"`
-	IndexSeconds   float64            `json:"index_seconds"`
-	LatencyMS      map[string]float64 `json:"latency_ms"`
+	// SchemaFirst is the share of questions whose first table is in the
+	// schema of their gold tables: in a pooled index, how often the
+	// right database was picked.
+	SchemaFirst  float64            `json:"schema_first"`
+	IndexSeconds float64            `json:"index_seconds"`
+	LatencyMS    map[string]float64 `json:"latency_ms"`
 	// Misses lists questions whose gold tables were not all in the top
 	// max(k), for study; it is not part of the JSON output.
 	Misses []Miss `json:"-"`
@@ -197,6 +201,7 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	recall := make([]float64, len(cfg.Ks))
 	complete := make([]float64, len(cfg.Ks))
 	var lat []time.Duration
+	schemaFirst := 0
 	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Questions: len(cfg.Questions)}
 	for qi, q := range cfg.Questions {
 		t0 := time.Now()
@@ -220,6 +225,13 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 		gold := make([]string, len(q.GoldTables))
 		for i, g := range q.GoldTables {
 			gold[i] = strings.ToLower(g)
+		}
+		if len(got) > 0 {
+			first, _, _ := strings.Cut(got[0], ".")
+			want, _, _ := strings.Cut(gold[0], ".")
+			if first == want {
+				schemaFirst++
+			}
 		}
 		for i, k := range cfg.Ks {
 			top := got[:min(k, len(got))]
@@ -256,6 +268,7 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 		rep.Recall[strconv.Itoa(k)] = round3(recall[i] / n)
 		rep.CompleteRecall[strconv.Itoa(k)] = round3(complete[i] / n)
 	}
+	rep.SchemaFirst = round3(float64(schemaFirst) / n)
 	rep.IndexSeconds = round3(indexSeconds)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	rep.LatencyMS = map[string]float64{"p50": ms(percentile(lat, 50)), "p95": ms(percentile(lat, 95)), "p99": ms(percentile(lat, 99))}

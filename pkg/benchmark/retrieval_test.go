@@ -50,3 +50,34 @@ func TestSpiderUnionQuality(t *testing.T) {
 		})
 	}
 }
+
+// SchemaFirst counts the questions whose first table is in their gold
+// tables' schema, whether or not the gold tables themselves came first.
+func TestRetrievalReportsSchemaFirst(t *testing.T) {
+	const sql = `
+CREATE SCHEMA shop;
+CREATE TABLE shop.customers (id int PRIMARY KEY, full_name text);
+CREATE TABLE shop.invoices (id int PRIMARY KEY, customer_id int REFERENCES shop.customers, total numeric);
+CREATE SCHEMA zoo;
+CREATE TABLE zoo.animals (id int PRIMARY KEY, species text, keeper text);
+`
+	qs := []benchmark.Question{
+		{ID: 1, Question: "Which customers have invoices above 100?", GoldTables: []string{"shop.customers", "shop.invoices"}},
+		{ID: 2, Question: "How many animal species are there?", GoldTables: []string{"zoo.animals"}},
+		// Worded for the zoo, gold in the shop: the first table is the
+		// zoo's, so the right database was not picked.
+		{ID: 3, Question: "Which keeper looks after each animal species?", GoldTables: []string{"shop.customers"}},
+		// The first table is another of the gold schema's: picked right.
+		{ID: 4, Question: "What is the total of each invoice?", GoldTables: []string{"shop.customers"}},
+	}
+	rep, err := benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{
+		Database: "bench", Schema: sql, Source: "pool.sql", Questions: qs, Ks: []int{1, 5},
+		Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SchemaFirst != 0.75 {
+		t.Errorf("schema_first = %v, want 0.75 (questions 1, 2 and 4)", rep.SchemaFirst)
+	}
+}
