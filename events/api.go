@@ -222,9 +222,14 @@ type ExplainItem struct {
 	KNNRank   int     `json:"knn_rank,omitempty"`
 	KNNScore  float64 `json:"knn_score,omitempty"`
 	// HintRank is the rank in the BM25 list of the request's hints.
-	HintRank    int     `json:"hint_rank,omitempty"`
-	HintScore   float64 `json:"hint_score,omitempty"`
-	SchemaRoute int     `json:"schema_route_rank,omitempty"`
+	HintRank  int     `json:"hint_rank,omitempty"`
+	HintScore float64 `json:"hint_score,omitempty"`
+	// IdentifierRank is the rank in the list of tables that own an
+	// identifier the question or hints spell out (movie_release_year,
+	// "Order Date", orders.total); Identifier is the one that named it.
+	IdentifierRank int    `json:"identifier_rank,omitempty"`
+	Identifier     string `json:"identifier,omitempty"`
+	SchemaRoute    int    `json:"schema_route_rank,omitempty"`
 	// SchemaEvidence and SchemaLikelihood are the two schema rankings
 	// routing fused into SchemaRoute: by the schema's best candidate,
 	// and by the question's likelihood under the schema's words.

@@ -65,6 +65,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.RRFK, "rrf-k", cfg.RRFK, "k of Reciprocal Rank Fusion")
 	fs.Float64Var(&cfg.BM25Weight, "bm25-weight", cfg.BM25Weight, "weight of the BM25 list in fusion")
 	fs.Float64Var(&cfg.KNNWeight, "knn-weight", cfg.KNNWeight, "weight of the vector list in fusion")
+	fs.Float64Var(&cfg.IdentifierWeight, "identifier-weight", cfg.IdentifierWeight, "weight of the list of tables that own an identifier the question or hints spell out (0: off)")
 	fs.Float64Var(&cfg.HintWeight, "hint-weight", cfg.HintWeight, "weight of the hints' BM25 list in fusion (with --hints-field)")
 	fs.IntVar(&cfg.SchemaWindow, "schema-window", cfg.SchemaWindow, "how many fused candidates the schema rescoring reorders")
 	noRouting := fs.Bool("no-routing", false, "ablation: no schema routing")
@@ -86,6 +87,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.SchemaWeights.Table, "w-table", cfg.SchemaWeights.Table, "schema rescoring: weight of a table-name hit")
 	fs.Float64Var(&cfg.SchemaWeights.Column, "w-column", cfg.SchemaWeights.Column, "schema rescoring: weight of a column hit")
 	fs.Float64Var(&cfg.SchemaWeights.Other, "w-other", cfg.SchemaWeights.Other, "schema rescoring: weight of any other hit")
+	fs.Float64Var(&cfg.SchemaWeights.Identifier, "w-identifier", cfg.SchemaWeights.Identifier, "schema rescoring: weight of an identifier written out that names the candidate or one of its columns")
 	fs.Float64Var(&cfg.SchemaWeights.Fusion, "w-fusion", cfg.SchemaWeights.Fusion, "schema rescoring: weight of the fused position")
 	fs.Float64Var(&cfg.Weights.Name, "f-name", cfg.Weights.Name, "BM25 weight of the name field")
 	fs.Float64Var(&cfg.Weights.Schema, "f-schema", cfg.Weights.Schema, "BM25 weight of the schema field")
@@ -188,7 +190,14 @@ func stagePath(ex retrieve.Explain) string {
 		}
 		return strconv.Itoa(n)
 	}
-	s := "bm25 " + r(ex.BM25Rank) + ", knn " + r(ex.KNNRank) + ", schema " + r(ex.SchemaRoute)
+	s := "bm25 " + r(ex.BM25Rank) + ", knn " + r(ex.KNNRank)
+	if ex.HintRank > 0 {
+		s += ", hints " + r(ex.HintRank)
+	}
+	if ex.IdentifierRank > 0 {
+		s += ", identifier " + r(ex.IdentifierRank) + " (" + ex.Identifier + ")"
+	}
+	s += ", schema " + r(ex.SchemaRoute)
 	if ex.SchemaLikelihood > 0 {
 		s += " (evidence " + r(ex.SchemaEvidence) + ", likelihood " + r(ex.SchemaLikelihood) + ")"
 	}

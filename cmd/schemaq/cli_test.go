@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/schemaq/schemaq/pkg/retrieve"
 )
 
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -130,6 +132,7 @@ func TestCLIBenchRetrieval(t *testing.T) {
 		Questions      int                `json:"questions"`
 		Recall         map[string]float64 `json:"recall"`
 		CompleteRecall map[string]float64 `json:"complete_recall"`
+		SchemaFirst    float64            `json:"schema_first"`
 		IndexSeconds   float64            `json:"index_seconds"`
 		LatencyMS      map[string]float64 `json:"latency_ms"`
 	}
@@ -142,8 +145,8 @@ func TestCLIBenchRetrieval(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 	// Every gold table of this small set is in the top 5.
-	if rep.CompleteRecall["5"] != 1 || rep.Recall["5"] != 1 {
-		t.Errorf("recall@5 %v CR@5 %v, want 1", rep.Recall["5"], rep.CompleteRecall["5"])
+	if rep.CompleteRecall["5"] != 1 || rep.Recall["5"] != 1 || rep.SchemaFirst != 1 {
+		t.Errorf("recall@5 %v CR@5 %v schema_first %v, want 1", rep.Recall["5"], rep.CompleteRecall["5"], rep.SchemaFirst)
 	}
 	if !strings.Contains(errOut, "questions 5/5") {
 		t.Errorf("no progress on stderr: %q", errOut)
@@ -243,5 +246,21 @@ func TestCLIBenchSearchAskAndFreshness(t *testing.T) {
 	}
 	if code != exitOK || json.Unmarshal([]byte(out), &fr) != nil || fr.Migrations != 3 || fr.Freshness["p50"] <= 0 {
 		t.Errorf("bench freshness (exit %d): %s %s", code, out, errOut)
+	}
+}
+
+func TestStagePath(t *testing.T) {
+	for _, tc := range []struct {
+		ex   retrieve.Explain
+		want string
+	}{
+		{retrieve.Explain{BM25Rank: 7, SchemaRoute: 8, SchemaEvidence: 6, SchemaLikelihood: 9, FusedRank: 19},
+			"bm25 7, knn -, schema 8 (evidence 6, likelihood 9), fused 19, final -"},
+		{retrieve.Explain{KNNRank: 3, HintRank: 2, IdentifierRank: 1, Identifier: "movie_release_year", SchemaRoute: 1, LiftedTo: 0.1, FusedRank: 1, FinalRank: 1},
+			"bm25 -, knn 3, hints 2, identifier 1 (movie_release_year), schema 1, lifted by a foreign key, fused 1, final 1"},
+	} {
+		if got := stagePath(tc.ex); got != tc.want {
+			t.Errorf("stagePath = %q, want %q", got, tc.want)
+		}
 	}
 }

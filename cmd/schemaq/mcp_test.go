@@ -141,6 +141,8 @@ func TestMCPTools(t *testing.T) {
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "payments per order", "k": 3}, false, []string{`"fused_rank"`, `"bm25_rank"`, `"query_terms"`, `"why":"question"`}},
 		// Hints reach retrieval as a second query.
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "what came back", "hints": "came back refers to refunds", "k": 3}, false, []string{`"hint_rank"`, `"why":"hint:question"`}},
+		// A name written out picks its table.
+		{"explain_retrieval", map[string]any{"database": "shop", "question": "what came back", "hints": "refers to payments.order_id", "k": 3}, false, []string{`"identifier":"payments.order_id","identifier_rank":1`}},
 		// Drift in a catalog is shown by the tools about its database.
 		{"list_tables", map[string]any{"database": "tenant"}, false, []string{`"drift_total":4`, `"inferred":"column public.projects.tenant_id"`}},
 		{"search_schema", map[string]any{"database": "tenant", "question": "tenant of each invoice"}, false, []string{`"warnings":["the catalog of tenant has drift: 4 statement(s)`}},

@@ -11,7 +11,9 @@ package rerank
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/text"
@@ -50,10 +52,15 @@ func (None) Rerank(_ context.Context, _ string, cands []Candidate) ([]Candidate,
 // else; the fused rank keeps retrieval's judgement in play.
 type Weights struct {
 	Table, Column, Other, Fusion float64
+	// Identifier is what each identifier the question spells out scores
+	// when it names the candidate or one of its columns exactly
+	// (IdentifierScore).
+	Identifier float64
 }
 
-// DefaultWeights are the weights schemaq grew from: 3, 1, 0.25 and 1.5.
-var DefaultWeights = Weights{Table: 3.0, Column: 1.0, Other: 0.25, Fusion: 1.5}
+// DefaultWeights are the weights schemaq grew from: 3, 1, 0.25 and 1.5;
+// a name written out scores as much as a word naming the table.
+var DefaultWeights = Weights{Table: 3.0, Column: 1.0, Other: 0.25, Fusion: 1.5, Identifier: 3.0}
 
 // SchemaScore scores one candidate against the question's distinct terms.
 // position is the candidate's fused rank normalised to 1 (first) … 0
@@ -92,6 +99,26 @@ func SchemaScore(w Weights, qterms []string, c *Candidate, position float64) flo
 	return total
 }
 
+// IdentifierScore scores the identifiers a question spells out
+// (text.Identifiers) that name the candidate table or view, or one of
+// its columns, exactly (table.column qualified or not): w.Identifier
+// each. Words only match a name's parts; a name written out is surer.
+func IdentifierScore(w Weights, ids []string, c *Candidate) float64 {
+	if len(ids) == 0 || w.Identifier == 0 || (c.Kind != chunk.KindTable && c.Kind != chunk.KindView) {
+		return 0
+	}
+	var total float64
+	for _, id := range ids {
+		if table, col, ok := strings.Cut(id, "."); ok && strings.EqualFold(table, c.Title) {
+			id = col
+		}
+		if strings.EqualFold(id, c.Title) || slices.ContainsFunc(c.Columns, func(col string) bool { return strings.EqualFold(col, id) }) {
+			total += w.Identifier
+		}
+	}
+	return total
+}
+
 func termSet(parts ...string) map[string]bool {
 	m := map[string]bool{}
 	for _, p := range parts {
@@ -122,9 +149,10 @@ func Schema(w Weights, question string, cands []Candidate) []Candidate {
 		return cands
 	}
 	qterms := Distinct(question)
+	ids := text.Identifiers(question)
 	n := float64(len(cands))
 	for i := range cands {
-		cands[i].Score = SchemaScore(w, qterms, &cands[i], 1-float64(i)/n)
+		cands[i].Score = SchemaScore(w, qterms, &cands[i], 1-float64(i)/n) + IdentifierScore(w, ids, &cands[i])
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Score > cands[j].Score })
 	return cands

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/text"
 )
 
 func table(name string, cols ...string) Candidate {
@@ -110,5 +111,32 @@ func TestRerankers(t *testing.T) {
 	}
 	if out, err := (Lexical{}).Rerank(ctx, "x", nil); err != nil || len(out) != 0 {
 		t.Errorf("Lexical on nothing: %v %v", out, err)
+	}
+}
+
+func TestIdentifierScore(t *testing.T) {
+	films := Candidate{Kind: chunk.KindTable, Name: "critics.films", Title: "films", Columns: []string{"film_id", "movie_release_year", "Free Meal Count (K-12)"}}
+	doc := Candidate{Kind: chunk.KindDoc, Name: "notes", Title: "films", Text: "movie_release_year"}
+	for _, tc := range []struct {
+		question string
+		c        *Candidate
+		want     float64
+	}{
+		{"released in 1945 refers to movie_release_year = 1945", &films, 3},
+		{"released in 1945 refers to Movie_Release_Year", &films, 3},
+		{"films.movie_release_year and `Free Meal Count (K-12)`", &films, 6},
+		{"the films table", &films, 0}, // a word, not a name written out
+		{"rating_score of each film", &films, 0},
+		{"other.movie_release_year", &films, 0}, // another table's column
+		{"movie_release_year", &doc, 0},         // docs have no columns
+	} {
+		if got := IdentifierScore(DefaultWeights, text.Identifiers(tc.question), tc.c); got != tc.want {
+			t.Errorf("%q on %s: %v, want %v", tc.question, tc.c.Name, got, tc.want)
+		}
+	}
+	w := DefaultWeights
+	w.Identifier = 0
+	if got := IdentifierScore(w, text.Identifiers("movie_release_year"), &films); got != 0 {
+		t.Errorf("weight 0 scored %v", got)
 	}
 }

@@ -118,6 +118,10 @@ type Config struct {
 	// HintWeight is the fused weight of the BM25 list of a request's
 	// hints, against BM25Weight for the question's (0: hints unused).
 	HintWeight float64
+	// IdentifierWeight is the fused weight of the list of tables that
+	// own an identifier the question or hints spell out (ident.go); it
+	// counts in schema routing too (0: off).
+	IdentifierWeight float64
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -138,7 +142,7 @@ var DefaultConfig = Config{
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5, PropagationOwn: 0.1,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
 	PrefixMin: 4, Corrections: true, Compounds: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
-	HintWeight: 0.25,
+	HintWeight: 0.25, IdentifierWeight: 2,
 }
 
 // Request is one retrieval.
@@ -399,6 +403,12 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	// Reciprocal Rank Fusion over objects; ties go to the better single
 	// rank, then to the name, so the order is deterministic.
 	t0 := time.Now()
+	// The index checks a tag filter on what it stores; tables named from
+	// the catalog carry no tags to check, so with a filter this list
+	// stays out.
+	if r.cfg.IdentifierWeight > 0 && cat != nil && len(req.Tags) == 0 && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, chunk.KindTable)) {
+		r.identify(cat, req.Question+"\n"+req.Hints, req.Schemas, get)
+	}
 	if r.cfg.SchemaRouting || r.cfg.SchemaExpansion > 0 {
 		// Hints route too: a definition naming a column says which
 		// database the question is about.
@@ -420,6 +430,10 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		}
 		if rank := o.ex.HintRank; rank > 0 {
 			o.rrf += r.cfg.HintWeight / (r.cfg.RRFK + float64(rank))
+		}
+		if rank := o.ex.IdentifierRank; rank > 0 {
+			o.rrf += r.cfg.IdentifierWeight / (r.cfg.RRFK + float64(rank))
+			o.bestAt = min(o.bestAt, rank)
 		}
 		o.base = o.rrf
 		if o.schemaRank > 0 && r.cfg.SchemaRouting {

@@ -476,3 +476,61 @@ func TestRetrievePinsOneViewPerRequest(t *testing.T) {
 		t.Errorf("%d searches bypassed the pinned view", n)
 	}
 }
+
+// A hint that spells out a column puts its table first, even where the
+// hint's words, taken one by one, fit another schema's table better.
+func TestIdentifiersNameTheirTables(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Snapshot("pool", "pool.sql", `
+CREATE SCHEMA cinema;
+CREATE TABLE cinema.movie_releases (release_id int PRIMARY KEY, movie text, release_year int, country text);
+CREATE SCHEMA critics;
+CREATE TABLE critics.films (film_id int PRIMARY KEY, name text, movie_release_year int, critic text);
+CREATE TABLE critics.ratings (film_id int REFERENCES critics.films, rating_score int);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	retrieveWith := func(weight float64, question, hints string) *retrieve.Result {
+		t.Helper()
+		cfg := retrieve.DefaultConfig
+		cfg.IdentifierWeight = weight
+		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Retrieve(ctx, retrieve.Request{Database: "pool", Question: question, Hints: hints, K: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, tc := range []struct {
+		question, hints string
+		first           string // with the stage on
+		firstOff        string // with it off
+	}{
+		{"Which movies were released in 1945?", "released in 1945 refers to movie_release_year = 1945", "critics.films", "cinema.movie_releases"},
+		{"Which movies were released in 1945?", "best refers to MAX(ratings.rating_score)", "critics.ratings", ""},
+		{"Which movies were released in 1945?", "", "cinema.movie_releases", "cinema.movie_releases"},
+	} {
+		res := retrieveWith(retrieve.DefaultConfig.IdentifierWeight, tc.question, tc.hints)
+		if got := names(res.Items); len(got) == 0 || got[0] != tc.first {
+			t.Errorf("hints %q: first %v, want %s", tc.hints, got, tc.first)
+		}
+		named := slices.ContainsFunc(res.Explain, func(ex retrieve.Explain) bool {
+			return ex.Name == tc.first && ex.IdentifierRank == 1 && ex.Identifier != ""
+		})
+		if want := tc.hints != ""; named != want {
+			t.Errorf("hints %q: %s has identifier rank 1 in the explain record: %v, want %v", tc.hints, tc.first, named, want)
+		}
+		off := retrieveWith(0, tc.question, tc.hints)
+		if slices.ContainsFunc(off.Explain, func(ex retrieve.Explain) bool { return ex.IdentifierRank > 0 }) {
+			t.Errorf("hints %q: identifier ranks with the stage off", tc.hints)
+		}
+		if got := names(off.Items); tc.firstOff != "" && (len(got) == 0 || got[0] != tc.firstOff) {
+			t.Errorf("hints %q, stage off: first %v, want %s", tc.hints, got, tc.firstOff)
+		}
+	}
+}

@@ -27,6 +27,9 @@ func (r *Retriever) rankByEvidence(all []*object) []string {
 		if o.ex.KNNRank > 0 {
 			s += r.cfg.KNNWeight / (r.cfg.RRFK + float64(o.ex.KNNRank))
 		}
+		if o.ex.IdentifierRank > 0 {
+			s += r.cfg.IdentifierWeight / (r.cfg.RRFK + float64(o.ex.IdentifierRank))
+		}
 		scores[o.cand.Schema] = append(scores[o.cand.Schema], s)
 	}
 	agg := map[string]float64{}
@@ -77,6 +80,9 @@ type vocab struct {
 	// counts the schemas behind each compound of heads.
 	parts    map[string]*schemaVocab
 	headRefs map[string]map[string]int
+	// idents maps each table and column name, lower case, to the
+	// schemas that have it and how many of their tables do (ident.go).
+	idents map[string]map[string]int
 }
 
 // split reads a run-together identifier term (productcategory) as the two

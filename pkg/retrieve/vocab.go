@@ -3,6 +3,7 @@ package retrieve
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/text"
@@ -25,10 +26,20 @@ type schemaVocab struct {
 	post    map[string]float64 // term → weighted count (names twice, columns once), compounds too
 	length  float64
 	heads   map[string][]string // head → this schema's compounds ending in it
+	idents  map[string][]string // table and column name, lower case → this schema's tables that have it
 }
 
 func newSchemaVocab(schema string, objs []any) *schemaVocab {
-	p := &schemaVocab{objs: objs, names: map[string]bool{}, columns: map[string]bool{}, post: map[string]float64{}, heads: map[string][]string{}}
+	p := &schemaVocab{objs: objs, names: map[string]bool{}, columns: map[string]bool{}, post: map[string]float64{}, heads: map[string][]string{},
+		idents: map[string][]string{}}
+	ident := func(name, key string) {
+		n := strings.ToLower(name)
+		// One table's names come together: a repeat (a column named
+		// like its table) is the last key.
+		if l := p.idents[n]; len(l) == 0 || l[len(l)-1] != key {
+			p.idents[n] = append(l, key)
+		}
+	}
 	count := func(terms []string, w float64) {
 		for _, t := range append(terms, text.Compounds(terms)...) {
 			p.post[t] += w
@@ -56,6 +67,11 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 		switch o := o.(type) {
 		case *catalog.Table:
 			object(o.Name, o.Columns)
+			key := o.QualName().Key()
+			ident(o.Name, key)
+			for _, c := range o.Columns {
+				ident(c.Name, key)
+			}
 		case *catalog.View:
 			object(o.Name, o.Columns)
 		}
@@ -136,11 +152,13 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 		deletes:  maps.Clone(prev.deletes),
 		heads:    maps.Clone(prev.heads),
 		headRefs: maps.Clone(prev.headRefs),
+		idents:   maps.Clone(prev.idents),
 	}
 	// Inner maps are shared with prev until changed: each is copied once,
 	// on its first change here.
-	posted, headed := map[string]bool{}, map[string]bool{}
+	posted, headed, identified := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	posting := func(t string) map[string]float64 { return ownInner(v.postings, posted, t) }
+	identifying := func(n string) map[string]int { return ownInner(v.idents, identified, n) }
 	heading := func(h string) map[string]int { return ownInner(v.headRefs, headed, h) }
 	words := map[string]bool{} // terms whose df changed
 	for _, schema := range gone {
@@ -150,6 +168,9 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 		delete(v.length, schema)
 		for t := range p.post {
 			delete(posting(t), schema)
+		}
+		for n := range p.idents {
+			delete(identifying(n), schema)
 		}
 		p.words(func(t string) { v.df[t]--; words[t] = true })
 		for h, cs := range p.heads {
@@ -164,6 +185,9 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 		v.names[schema], v.columns[schema], v.length[schema] = p.names, p.columns, p.length
 		for t, w := range p.post {
 			posting(t)[schema] = w
+		}
+		for n, keys := range p.idents {
+			identifying(n)[schema] = len(keys)
 		}
 		p.words(func(t string) { v.df[t]++; words[t] = true })
 		for h, cs := range p.heads {
@@ -186,6 +210,11 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 			sum += w
 		}
 		v.coll[t] = sum
+	}
+	for n := range identified {
+		if len(v.idents[n]) == 0 {
+			delete(v.idents, n)
+		}
 	}
 	v.total = 0
 	for _, l := range v.length {
@@ -249,7 +278,8 @@ func ownInner[V any](m map[string]map[string]V, owned map[string]bool, k string)
 func emptyVocab() *vocab {
 	return &vocab{names: map[string]map[string]bool{}, columns: map[string]map[string]bool{}, df: map[string]int{},
 		postings: map[string]map[string]float64{}, length: map[string]float64{}, coll: map[string]float64{},
-		deletes: map[string][]string{}, heads: map[string][]string{}, headRefs: map[string]map[string]int{}}
+		deletes: map[string][]string{}, heads: map[string][]string{}, headRefs: map[string]map[string]int{},
+		idents: map[string]map[string]int{}}
 }
 
 // deletions calls fn with the keys a term is filed under in the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -47,8 +48,19 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 			count(schema, ts, 1)
 		}
 	}
+	v.idents = map[string]map[string]int{}
 	for _, t := range cat.Tables() {
 		object(t.Schema, t.Name, t.Columns)
+		names := map[string]bool{strings.ToLower(t.Name): true}
+		for _, c := range t.Columns {
+			names[strings.ToLower(c.Name)] = true
+		}
+		for n := range names {
+			if v.idents[n] == nil {
+				v.idents[n] = map[string]int{}
+			}
+			v.idents[n][t.Schema]++
+		}
 	}
 	for _, vw := range cat.Views() {
 		object(vw.Schema, vw.Name, vw.Columns)
@@ -118,11 +130,47 @@ func sameVocab(t *testing.T, step string, got, want *vocab) {
 		{"names", got.names, want.names}, {"columns", got.columns, want.columns}, {"df", got.df, want.df},
 		{"postings", got.postings, want.postings}, {"length", got.length, want.length}, {"coll", got.coll, want.coll},
 		{"total", got.total, want.total}, {"heads", got.heads, want.heads}, {"deletes", sets(got.deletes), sets(want.deletes)},
+		{"idents", got.idents, want.idents},
 	} {
 		if !reflect.DeepEqual(f.got, f.want) {
 			t.Fatalf("%s: %s differs from a rebuild", step, f.name)
 		}
 	}
+}
+
+// sameOwners checks that v names, for every table and column name of
+// cat, the tables a plain scan finds: by schema, then in catalog order;
+// none for a name more than maxIdentifierOwners tables have.
+func sameOwners(t *testing.T, step string, v *vocab, cat *catalog.Catalog) {
+	t.Helper()
+	want := map[string][]string{}
+	tables := cat.Tables()
+	slices.SortStableFunc(tables, func(a, b *catalog.Table) int { return strings.Compare(a.Schema, b.Schema) })
+	for _, tb := range tables {
+		key := tb.QualName().Key()
+		for _, n := range append([]string{tb.Name}, columnNames(tb)...) {
+			n = strings.ToLower(n)
+			if !slices.Contains(want[n], key) {
+				want[n] = append(want[n], key)
+			}
+		}
+	}
+	for n, keys := range want {
+		if len(keys) > maxIdentifierOwners {
+			keys = nil
+		}
+		if got := v.owners(n); !slices.Equal(got, keys) {
+			t.Fatalf("%s: owners of %s: %v, want %v", step, n, got, keys)
+		}
+	}
+}
+
+func columnNames(t *catalog.Table) []string {
+	out := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		out[i] = c.Name
+	}
+	return out
 }
 
 // TestVocabUpdatesLikeARebuild carries one vocabulary through a history
@@ -157,6 +205,7 @@ func TestVocabUpdatesLikeARebuild(t *testing.T) {
 	}
 	v := newVocab(c, nil)
 	sameVocab(t, "the base", v, referenceVocab(c))
+	sameOwners(t, "the base", v, c)
 	for i, sql := range steps {
 		n, err := c.Apply("m.sql", sql)
 		if err != nil {
@@ -164,7 +213,9 @@ func TestVocabUpdatesLikeARebuild(t *testing.T) {
 		}
 		n.ShareWith(c) // as a worker does before it writes
 		v = newVocab(n, v)
-		sameVocab(t, fmt.Sprintf("step %d (%s)", i+1, sql), v, referenceVocab(n))
+		step := fmt.Sprintf("step %d (%s)", i+1, sql)
+		sameVocab(t, step, v, referenceVocab(n))
+		sameOwners(t, step, v, n)
 		c = n
 	}
 }
@@ -179,6 +230,7 @@ func TestVocabUpdatesSpiderUnion(t *testing.T) {
 	schemas := c.Schemas()
 	v := newVocab(c, nil)
 	sameVocab(t, "the snapshot", v, referenceVocab(c))
+	sameOwners(t, "the snapshot", v, c)
 	for i := range 40 {
 		s := schemas[(i*37)%len(schemas)]
 		var sql string
@@ -199,7 +251,9 @@ func TestVocabUpdatesSpiderUnion(t *testing.T) {
 		}
 		n.ShareWith(c) // as a worker does before it writes
 		v = newVocab(n, v)
-		sameVocab(t, fmt.Sprintf("step %d (%s)", i+1, sql), v, referenceVocab(n))
+		step := fmt.Sprintf("step %d (%s)", i+1, sql)
+		sameVocab(t, step, v, referenceVocab(n))
+		sameOwners(t, step, v, n)
 		c = n
 	}
 }

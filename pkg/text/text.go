@@ -11,6 +11,7 @@
 package text
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -315,6 +316,30 @@ func Compounds(terms []string) []string {
 	out := make([]string, 0, len(terms))
 	for i := 1; i < len(terms); i++ {
 		out = append(out, terms[i-1]+terms[i])
+	}
+	return out
+}
+
+// identPattern finds what a question or hint writes as an identifier:
+// quoted (backticks, double quotes), qualified (a.b), snake_case or
+// camelCase. Plain words are not identifiers: "salary" is a word,
+// salary_grade a name.
+var identPattern = regexp.MustCompile("`([^`\n]{1,128})`" + `|"([^"\n]{1,128})"` +
+	`|([A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*)` +
+	`|([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)`)
+
+// Identifiers returns the names s spells out as identifiers
+// (movie_release_year, directorName, "Order Date", `Free Meal Count
+// (K-12)`, orders.total), lower case, in order, each once. Whether they
+// name anything is the caller's to check against its catalog: a quoted
+// string may as well be a value.
+func Identifiers(s string) []string {
+	var out []string
+	for _, m := range identPattern.FindAllStringSubmatch(s, -1) {
+		id := strings.ToLower(strings.TrimSpace(m[1] + m[2] + m[3] + m[4]))
+		if id != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
 	}
 	return out
 }

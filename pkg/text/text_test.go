@@ -145,3 +145,22 @@ func TestTextTermsKeepSortWords(t *testing.T) {
 		t.Errorf("QueryTerms(%q) = %q, want %q", in, got, want)
 	}
 }
+
+func TestIdentifiers(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"released in 1945 refers to movie_release_year = 1945", "movie_release_year"},
+		{"the directorName of customerID", "directorname|customerid"},
+		{"HTTPServer and OrderLines", "orderlines"}, // one opening with an acronym is not caught
+		{"rate = `Free Meal Count (K-12)` / `Enrollment (K-12)`", "free meal count (k-12)|enrollment (k-12)"},
+		{`the "Order Date" column, then "order date" again`, "order date"},
+		{"orders.total and public.orders", "orders.total|public.orders"},
+		{"How many movies were released in 1945?", ""},
+		{"Customers in Paris and the iPhone", "iphone"}, // capitalised words are words
+		{"where code = 'store_1'", "store_1"},           // a value written like a name: the catalog decides
+		{"3.14 and 1_000 are numbers", ""},
+	} {
+		if got := strings.Join(Identifiers(tc.in), "|"); got != tc.want {
+			t.Errorf("Identifiers(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package retrieve
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// maxIdentifierOwners bounds how many tables an identifier may belong
+// to and still count: created_at or user_id in a big schema say little
+// about which table is meant.
+const maxIdentifierOwners = 10
+
+// owners returns the tables that have a table or column of this name
+// (lower case), in schema order, or nil when none do or more than
+// maxIdentifierOwners do.
+func (v *vocab) owners(name string) []string {
+	bySchema := v.idents[name]
+	n := 0
+	for _, c := range bySchema {
+		n += c
+	}
+	if n == 0 || n > maxIdentifierOwners {
+		return nil
+	}
+	schemas := slices.Sorted(maps.Keys(bySchema))
+	out := make([]string, 0, n)
+	for _, s := range schemas {
+		out = append(out, v.parts[s].idents[name]...)
+	}
+	return out
+}
+
+// identifierRef is an identifier the text spells out and the tables it
+// names.
+type identifierRef struct {
+	name   string
+	tables []string
+}
+
+// identifierRefs finds the identifiers s spells out (text.Identifiers)
+// that name tables or columns of g's catalog, the most specific (fewest
+// tables) first. A qualified name is a table (schema.table) or a column
+// of the named table (table.column). The analyzer splits a spelled-out
+// name into words like any other (movie, release, year), and those
+// words are common; the name as written is not, and says exactly which
+// tables are meant.
+func (g *graph) identifierRefs(s string) []identifierRef {
+	var out []identifierRef
+	seen := map[string]bool{}
+	for _, id := range text.Identifiers(s) {
+		ref := identifierRef{name: id, tables: g.vocab.owners(id)}
+		if len(ref.tables) == 0 && strings.Contains(id, ".") {
+			ref = g.qualified(id)
+		}
+		if len(ref.tables) == 0 || len(ref.tables) > maxIdentifierOwners || seen[ref.name] {
+			continue
+		}
+		seen[ref.name] = true
+		out = append(out, ref)
+	}
+	slices.SortStableFunc(out, func(a, b identifierRef) int { return len(a.tables) - len(b.tables) })
+	return out
+}
+
+// qualified resolves a.b: the table a.b, else the tables named a that
+// have a column b.
+func (g *graph) qualified(name string) identifierRef {
+	if _, ok := g.tables[name]; ok {
+		return identifierRef{name: name, tables: []string{name}}
+	}
+	table, column, _ := strings.Cut(name, ".")
+	ref := identifierRef{name: name}
+	for _, key := range g.vocab.owners(column) {
+		if t := g.tables[key]; t != nil && strings.EqualFold(t.Name, table) {
+			ref.tables = append(ref.tables, key)
+		}
+	}
+	return ref
+}
+
+// identify ranks, as a list of its own, the tables that own an
+// identifier the question or hints spell out, in the order of
+// identifierRefs; tables no retriever found join the candidates through
+// get.
+func (r *Retriever) identify(cat *catalog.Catalog, text string, schemas []string, get func(chunk.Chunk) *object) {
+	g := r.graphs.get(cat)
+	rank := 0
+	for _, ref := range g.identifierRefs(text) {
+		for _, key := range ref.tables {
+			t := g.tables[key]
+			if t == nil || (len(schemas) > 0 && !slices.Contains(schemas, t.Schema)) {
+				continue
+			}
+			var o *object
+			for _, c := range g.chunks.Table(t) {
+				o = get(c)
+			}
+			if o != nil && o.ex.IdentifierRank == 0 {
+				rank++
+				o.ex.IdentifierRank, o.ex.Identifier = rank, ref.name
+			}
+		}
+	}
+}
