@@ -67,3 +67,21 @@ func TestIdentifierRefsSkipCommonNames(t *testing.T) {
 		t.Errorf("refs %+v, want created_by alone", refs)
 	}
 }
+
+// A partitioned table's names belong to it, not to each partition: a
+// table of many partitions is still one owner.
+func TestIdentifierRefsSkipPartitions(t *testing.T) {
+	var ddl strings.Builder
+	ddl.WriteString("CREATE TABLE payments (payment_id int, paid_at date) PARTITION BY RANGE (paid_at);\n")
+	for m := 1; m <= maxIdentifierOwners+2; m++ {
+		fmt.Fprintf(&ddl, "CREATE TABLE payments_%02d PARTITION OF payments FOR VALUES FROM ('2024-%02d-01') TO ('2024-%02d-28');\n", m, m, m)
+	}
+	cat, err := catalog.Snapshot("db", "parts.sql", ddl.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := buildGraph(cat, nil).identifierRefs("payments by payment_id")
+	if len(refs) != 1 || refs[0].name != "payment_id" || strings.Join(refs[0].tables, ",") != "public.payments" {
+		t.Errorf("refs %+v, want payment_id in public.payments alone", refs)
+	}
+}

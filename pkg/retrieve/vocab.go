@@ -67,6 +67,12 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 		switch o := o.(type) {
 		case *catalog.Table:
 			object(o.Name, o.Columns)
+			if o.PartitionOf != nil {
+				// Its parent is the table a query names, and a
+				// table of many partitions would push every one of
+				// its names past maxIdentifierOwners.
+				break
+			}
 			key := o.QualName().Key()
 			ident(o.Name, key)
 			for _, c := range o.Columns {
