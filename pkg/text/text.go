@@ -11,7 +11,6 @@
 package text
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -320,26 +319,75 @@ func Compounds(terms []string) []string {
 	return out
 }
 
-// identPattern finds what a question or hint writes as an identifier:
-// quoted (backticks, double quotes), qualified (a.b), snake_case or
-// camelCase. Plain words are not identifiers: "salary" is a word,
-// salary_grade a name.
-var identPattern = regexp.MustCompile("`([^`\n]{1,128})`" + `|"([^"\n]{1,128})"` +
-	`|([A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*)` +
-	`|([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)`)
-
-// Identifiers returns the names s spells out as identifiers
-// (movie_release_year, directorName, "Order Date", `Free Meal Count
-// (K-12)`, orders.total), lower case, in order, each once. Whether they
-// name anything is the caller's to check against its catalog: a quoted
-// string may as well be a value.
+// Identifiers returns the names s writes out as identifiers, lower
+// case, in order, each once: quoted in backticks or double quotes
+// ("Order Date", `Free Meal Count (K-12)`), qualified (orders.total),
+// snake_case (movie_release_year) or camelCase (directorName). Plain
+// words are not identifiers: "salary" is a word, salary_grade a name.
+// Whether they name anything is the caller's to check against its
+// catalog: a quoted string may as well be a value.
 func Identifiers(s string) []string {
 	var out []string
-	for _, m := range identPattern.FindAllStringSubmatch(s, -1) {
-		id := strings.ToLower(strings.TrimSpace(m[1] + m[2] + m[3] + m[4]))
-		if id != "" && !slices.Contains(out, id) {
+	add := func(id string) {
+		id = strings.ToLower(strings.TrimSpace(id))
+		// PostgreSQL's names stop at 63 bytes; a longer quote is prose.
+		if id != "" && len(id) <= 63 && !slices.Contains(out, id) {
 			out = append(out, id)
+		}
+	}
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == '`' || c == '"':
+			end := strings.IndexAny(s[i+1:], string(c)+"\n")
+			if end >= 0 && s[i+1+end] == c {
+				add(s[i+1 : i+1+end])
+				i += end + 2
+				continue
+			}
+			i++
+		case isNameByte(c) || c == '.':
+			j := i
+			for j < len(s) && (isNameByte(s[j]) || s[j] == '.') {
+				j++
+			}
+			if id, ok := identifier(strings.Trim(s[i:j], "._")); ok {
+				add(id)
+			}
+			i = j
+		default:
+			i++
 		}
 	}
 	return out
 }
+
+// isNameByte and isLetter take every byte of a multi-byte UTF-8
+// character for a letter, as PostgreSQL's lexer does.
+func isNameByte(c byte) bool {
+	return c == '_' || c == '$' || '0' <= c && c <= '9' || isLetter(c)
+}
+
+// identifier says whether a run of name bytes is written like an
+// identifier: a.b with both parts names, snake_case, or camelCase.
+func identifier(t string) (string, bool) {
+	if t == "" || !isLetter(t[0]) {
+		return "", false
+	}
+	if a, b, ok := strings.Cut(t, "."); ok {
+		ok = a != "" && b != "" && !strings.Contains(b, ".") && isLetter(b[0]) && len(a)+len(b) > 2 // not e.g.
+		return t, ok
+	}
+	if strings.Contains(t, "_") {
+		return t, true
+	}
+	// camelCase, or PascalCase with a lower case letter before a later
+	// capital: orderId, OrderLines, iPhone; not NASA or Paris.
+	for i := 1; i < len(t); i++ {
+		if 'A' <= t[i] && t[i] <= 'Z' && 'a' <= t[i-1] && t[i-1] <= 'z' {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80 }

@@ -158,9 +158,36 @@ func TestIdentifiers(t *testing.T) {
 		{"Customers in Paris and the iPhone", "iphone"}, // capitalised words are words
 		{"where code = 'store_1'", "store_1"},           // a value written like a name: the catalog decides
 		{"3.14 and 1_000 are numbers", ""},
+		{"e.g. the total, i.e. orders.total.", "orders.total"},
+		{"_private_name_ and name_", "private_name"},
+		{"a.b.c is not a name; `unclosed", ""},
+		{"\"Order\nDate\" spans a line", ""},
+		{"price_usd$ or Åke_Sandgren, not Åke Sandgren", "price_usd$|åke_sandgren"},
 	} {
 		if got := strings.Join(Identifiers(tc.in), "|"); got != tc.want {
 			t.Errorf("Identifiers(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func FuzzIdentifiers(f *testing.F) {
+	for _, s := range []string{"movie_release_year = 1945", "`Free Meal Count (K-12)`", `"a" "b`, "orders.total.", "a.b.c", "ÅkeSandgren", "\"\n\"", "`"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ids := Identifiers(s)
+		for i, id := range ids {
+			if id == "" || len(id) > 63 || id != strings.ToLower(id) || slices.Contains(ids[:i], id) {
+				t.Fatalf("Identifiers(%q) = %q", s, ids)
+			}
+		}
+	})
+}
+
+func BenchmarkIdentifiers(b *testing.B) {
+	q := "Please list the full names of all the male clients born after the year 1990; movie_release_year refers to `Release Year`."
+	b.ReportAllocs()
+	for range b.N {
+		Identifiers(q)
 	}
 }
