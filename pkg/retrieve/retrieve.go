@@ -115,6 +115,13 @@ type Config struct {
 	// Dirichlet smoothing of the likelihood, in term counts.
 	RoutingLikelihood float64
 	RoutingMu         float64
+	// ValueClasses adds, for a question word that is a value of a
+	// well-known class (a weekday, a month, a gender, a country or its
+	// people, a continent, a US state), the attribute that holds such
+	// values (day, month, gender and sex, country, continent, state),
+	// where the database's identifiers use it: "female cast" is about a
+	// gender column though no identifier says female.
+	ValueClasses bool
 	// HintWeight is the fused weight of the BM25 list of a request's
 	// hints, against BM25Weight for the question's (0: hints unused).
 	HintWeight float64
@@ -141,7 +148,7 @@ var DefaultConfig = Config{
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5, PropagationOwn: 0.1,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
-	PrefixMin: 4, Corrections: true, Compounds: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
+	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
 	HintWeight: 0.25, IdentifierWeight: 2,
 }
 
@@ -330,7 +337,7 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		return done
 	}
 	words := text.QueryTerms(req.Question)
-	res.Terms = r.queryTerms(words, cat)
+	res.Terms = r.valueTerms(req.Question, r.queryTerms(words, cat), cat)
 	var textDone, hintDone <-chan textResult
 	if r.cfg.BM25 {
 		textDone = searchText(res.Terms)
@@ -339,7 +346,7 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	var hintTerms []Term
 	if strings.TrimSpace(req.Hints) != "" && r.cfg.BM25 && r.cfg.HintWeight > 0 {
 		hintWords = text.QueryTerms(req.Hints)
-		hintTerms = r.queryTerms(hintWords, cat)
+		hintTerms = r.valueTerms(req.Hints, r.queryTerms(hintWords, cat), cat)
 		hintDone = searchText(hintTerms)
 	}
 	var knnHits []index.Hit
@@ -587,6 +594,7 @@ const (
 	FromCompound   = "compound"
 	FromCorrection = "correction"
 	FromPrefix     = "prefix"
+	FromValue      = "value"
 )
 
 // queryTerms are the BM25 terms of a question's analysed words: the
@@ -634,6 +642,25 @@ func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
 		}
 	}
 	return out
+}
+
+// valueTerms adds to terms the attributes that hold the values s names
+// (text.ValueClasses), those the database's identifiers use.
+func (r *Retriever) valueTerms(s string, terms []Term, cat *catalog.Catalog) []Term {
+	if !r.cfg.ValueClasses || cat == nil {
+		return terms
+	}
+	classes, from := text.ValueClasses(s)
+	if len(classes) == 0 {
+		return terms
+	}
+	v := r.graphs.get(cat).vocab
+	for i, c := range classes {
+		if v.df[c] > 0 && !slices.ContainsFunc(terms, func(t Term) bool { return t.Term == c }) {
+			terms = append(terms, Term{Term: c, Why: FromValue, From: from[i]})
+		}
+	}
+	return terms
 }
 
 // termStrings are the terms alone.

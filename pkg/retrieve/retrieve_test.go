@@ -534,3 +534,52 @@ CREATE TABLE critics.ratings (film_id int REFERENCES critics.films, rating_score
 		}
 	}
 }
+
+// A value of a well-known class (female, Sunday, Japan) brings in the
+// attribute that holds it, where the database has one.
+func TestValueClassesNameTheirAttributes(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Snapshot("films", "films.sql", `
+CREATE TABLE gender (gender_id int PRIMARY KEY, gender text);
+CREATE TABLE person (person_id int PRIMARY KEY, person_name text, gender_id int REFERENCES gender);
+CREATE TABLE movie (movie_id int PRIMARY KEY, title text, budget numeric);
+CREATE TABLE movie_cast (movie_id int REFERENCES movie, person_id int REFERENCES person, character_name text);
+CREATE TABLE movie_keywords (movie_id int REFERENCES movie, keyword text);
+CREATE TABLE movie_genres (movie_id int REFERENCES movie, genre text);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	q := "How many female characters are in the movie Titanic?"
+	rank := map[bool]int{} // gender's place, with the stage on and off
+	for _, on := range []bool{true, false} {
+		cfg := retrieve.DefaultConfig
+		cfg.ValueClasses = on
+		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Retrieve(ctx, retrieve.Request{Database: "films", Question: q, K: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rank[on] = slices.Index(names(res.Items), "public.gender") + 1
+		has := slices.ContainsFunc(res.Terms, func(term retrieve.Term) bool {
+			return term.Term == "gender" && term.Why == retrieve.FromValue && term.From == "female"
+		})
+		if has != on {
+			t.Errorf("ValueClasses %v: gender from female in the terms: %v: %+v", on, has, res.Terms)
+		}
+		// sex is a class of female too, but no identifier here uses it.
+		if slices.ContainsFunc(res.Terms, func(term retrieve.Term) bool { return term.Term == "sex" }) {
+			t.Errorf("a class the database does not use was searched: %+v", res.Terms)
+		}
+	}
+	// The question's other words (movie, characters) hold the top
+	// three; the gender table comes next, ahead of the movie's other
+	// neighbours, only when female counts.
+	if rank[true] == 0 || rank[true] > 4 || (rank[false] != 0 && rank[false] <= rank[true]) {
+		t.Errorf("gender ranks %d with value classes, %d without", rank[true], rank[false])
+	}
+}

@@ -191,3 +191,22 @@ func BenchmarkIdentifiers(b *testing.B) {
 		Identifiers(q)
 	}
 }
+
+func TestValueClasses(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"How many female actors played in Japanese films on Sundays?", "gender<female sex<female country<japanese day<sundays"},
+		{"Shipments to Texas in March", "stat<texas month<march"}, // analysed, as the index holds "state"
+		{"-", ""},
+		{"Which orders were placed by customers?", ""},
+		{"Women of Europe", "gender<women sex<women continent<europe"},
+	} {
+		classes, from := ValueClasses(tc.in)
+		var got []string
+		for i := range classes {
+			got = append(got, classes[i]+"<"+from[i])
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("ValueClasses(%q) = %q, want %q", tc.in, g, tc.want)
+		}
+	}
+}
