@@ -112,7 +112,7 @@ func IdentifierScore(w Weights, ids []string, c *Candidate) float64 {
 		if table, col, ok := strings.Cut(id, "."); ok && strings.EqualFold(table, c.Title) {
 			id = col
 		}
-		if strings.EqualFold(id, c.Title) || slices.ContainsFunc(c.Columns, func(col string) bool { return strings.EqualFold(col, id) }) {
+		if strings.EqualFold(id, c.Title) || strings.EqualFold(id, c.Name) || slices.ContainsFunc(c.Columns, func(col string) bool { return strings.EqualFold(col, id) }) {
 			total += w.Identifier
 		}
 	}
