@@ -126,7 +126,7 @@ func TestIdentifierScore(t *testing.T) {
 		{"released in 1945 refers to Movie_Release_Year", &films, 3},
 		{"films.movie_release_year and `Free Meal Count (K-12)`", &films, 6},
 		{"everything in critics.films", &films, 3}, // schema-qualified
-		{"the films table", &films, 0}, // a word, not a name written out
+		{"the films table", &films, 0},             // a word, not a name written out
 		{"rating_score of each film", &films, 0},
 		{"other.movie_release_year", &films, 0}, // another table's column
 		{"movie_release_year", &doc, 0},         // docs have no columns
