@@ -80,6 +80,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	noCorrections := fs.Bool("no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
 	noCompounds := fs.Bool("no-compounds", false, "ablation: no run-together identifiers for the question words they are made of")
 	noValues := fs.Bool("no-value-classes", false, "ablation: no attributes (day, month, gender, country…) for the well-known values a question names")
+	keepDates := fs.Bool("keep-dates", false, "ablation: search the numbers of the dates and times a question writes (2017/3/27, 3:43:54)")
 	fs.Float64Var(&cfg.RoutingLikelihood, "routing-likelihood", cfg.RoutingLikelihood, "schema routing: weight of the schemas' query likelihood (0: off)")
 	fs.Float64Var(&cfg.RoutingMu, "routing-mu", cfg.RoutingMu, "schema routing: Dirichlet mu of the query likelihood")
 	fs.IntVar(&cfg.RoutingHead, "routing-head", cfg.RoutingHead, "schema routing: keep the routed order for this many candidates, then interleave it with the unrouted order (0: routed throughout)")
@@ -132,6 +133,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	cfg.Corrections = cfg.Corrections && !*noCorrections
 	cfg.Compounds = cfg.Compounds && !*noCompounds
 	cfg.ValueClasses = cfg.ValueClasses && !*noValues
+	cfg.DropDates = cfg.DropDates && !*keepDates
 	if *reranker == "lexical" {
 		cfg.Reranker = rerank.Lexical{}
 	}

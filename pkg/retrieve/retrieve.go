@@ -115,6 +115,10 @@ type Config struct {
 	// Dirichlet smoothing of the likelihood, in term counts.
 	RoutingLikelihood float64
 	RoutingMu         float64
+	// DropDates leaves the dates and times a question or hint writes in
+	// digits (2017/3/27, 3:43:54) out of its terms: values, whose
+	// numbers only met identifiers that end in digits.
+	DropDates bool
 	// ValueClasses adds, for a question word that is a value of a
 	// well-known class (a weekday, a month, a gender, a country or its
 	// people, a continent, a US state), the attribute that holds such
@@ -148,7 +152,7 @@ var DefaultConfig = Config{
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5, PropagationOwn: 0.1,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
-	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
+	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
 	HintWeight: 0.25, IdentifierWeight: 2,
 }
 
@@ -336,8 +340,12 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		}()
 		return done
 	}
-	words := text.QueryTerms(req.Question)
-	res.Terms = r.valueTerms(req.Question, r.queryTerms(words, cat), cat)
+	question, hints := req.Question, req.Hints
+	if r.cfg.DropDates {
+		question, hints = text.StripDates(question), text.StripDates(hints)
+	}
+	words := text.QueryTerms(question)
+	res.Terms = r.valueTerms(question, r.queryTerms(words, cat), cat)
 	var textDone, hintDone <-chan textResult
 	if r.cfg.BM25 {
 		textDone = searchText(res.Terms)
@@ -345,8 +353,8 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	var hintWords []string
 	var hintTerms []Term
 	if strings.TrimSpace(req.Hints) != "" && r.cfg.BM25 && r.cfg.HintWeight > 0 {
-		hintWords = text.QueryTerms(req.Hints)
-		hintTerms = r.valueTerms(req.Hints, r.queryTerms(hintWords, cat), cat)
+		hintWords = text.QueryTerms(hints)
+		hintTerms = r.valueTerms(hints, r.queryTerms(hintWords, cat), cat)
 		hintDone = searchText(hintTerms)
 	}
 	var knnHits []index.Hit
@@ -483,9 +491,9 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		window := min(max(r.cfg.SchemaWindow, 1), len(cands))
 		// The rescoring counts hits of the question's words in the
 		// candidates; the hints' words are evidence of the same kind.
-		rq := req.Question
+		rq := question
 		if hintTerms != nil {
-			rq += "\n" + req.Hints
+			rq += "\n" + hints
 		}
 		rerank.Schema(r.cfg.SchemaWeights, rq, cands[:window])
 		for i, c := range cands[:window] {

@@ -583,3 +583,36 @@ CREATE TABLE movie_genres (movie_id int REFERENCES movie, genre text);
 		t.Errorf("gender ranks %d with value classes, %d without", rank[true], rank[false])
 	}
 }
+
+// Dates and times written in digits are values: their numbers are not
+// searched, where they met identifiers that end in digits.
+func TestDatesAreNotSearched(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Snapshot("crm", "crm.sql", `
+CREATE TABLE complaints (complaint_id int PRIMARY KEY, received date, issue text);
+CREATE TABLE clients (client_id int PRIMARY KEY, address_1 text, address_2 text, var_27 int, var_3 int);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	for _, drop := range []bool{true, false} {
+		cfg := retrieve.DefaultConfig
+		cfg.DropDates = drop
+		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Retrieve(ctx, retrieve.Request{Database: "crm", Question: "Which issues were received on 2017/3/27 at 10:30?", K: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		searched := slices.ContainsFunc(res.Terms, func(term retrieve.Term) bool { return term.Term == "27" || term.Term == "30" })
+		if searched == drop {
+			t.Errorf("DropDates %v: the date's numbers searched: %v (%+v)", drop, searched, res.Terms)
+		}
+		if drop && names(res.Items)[0] != "public.complaints" {
+			t.Errorf("first %v, want public.complaints", names(res.Items))
+		}
+	}
+}

@@ -158,6 +158,81 @@ var nounContext = map[string]bool{
 // table of orders.
 func QueryTerms(s string) []string { return freeTerms(s, true) }
 
+// StripDates blanks the dates and times a question writes in digits
+// (2017/3/27, 12-30-2003, 3:43:54): they are values, and as terms their
+// numbers meet identifiers that end in digits (address_1, A_VAR12).
+// Years and amounts stay: "in 2011" may be a column's name.
+func StripDates(s string) string {
+	var b []byte // a copy, made on the first change
+	for i := 0; i < len(s); {
+		if !isDigit(s[i]) || (i > 0 && isNameByte(s[i-1])) {
+			i++
+			continue
+		}
+		end := dateAt(s, i)
+		if end == i {
+			for i < len(s) && isDigit(s[i]) {
+				i++
+			}
+			continue
+		}
+		if b == nil {
+			b = []byte(s)
+		}
+		for j := i; j < end; j++ {
+			b[j] = ' '
+		}
+		i = end
+	}
+	if b == nil {
+		return s
+	}
+	return string(b)
+}
+
+// dateAt returns where a date (three numbers joined by the same / or -)
+// or a time (h:mm or h:mm:ss) starting at i ends, or i when none does.
+func dateAt(s string, i int) int {
+	digits := func(j int) int {
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		return j
+	}
+	a := digits(i)
+	if a == len(s) || a-i > 4 {
+		return i
+	}
+	sep := s[a]
+	switch sep {
+	case '/', '-':
+		b := digits(a + 1)
+		if b == a+1 || b-a-1 > 4 || b == len(s) || s[b] != sep {
+			return i
+		}
+		c := digits(b + 1)
+		if c == b+1 || c-b-1 > 4 || (c < len(s) && isNameByte(s[c])) {
+			return i
+		}
+		return c
+	case ':':
+		b := digits(a + 1)
+		if a-i > 2 || b-a-1 != 2 {
+			return i
+		}
+		if b+3 <= len(s) && s[b] == ':' && digits(b+1) == b+3 {
+			b += 3
+		}
+		if b < len(s) && isNameByte(s[b]) {
+			return i
+		}
+		return b
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
 // TextTerms analyzes free text that may be a question or a document (the
 // local embedder's input): command words count only where they are
 // nouns, as in QueryTerms, but sort instructions stay, because in a

@@ -210,3 +210,35 @@ func TestValueClasses(t *testing.T) {
 		}
 	}
 }
+
+func TestQueryTermsDropDatesAndTimes(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"complaints filed on 2017/3/27 by Rachel", "complaint fil rachel"},
+		{"movies between 1/2/1990 and 12/30/2003", "movi"},
+		{"From 5/30/2005 at 3:43:54 AM to 10:08 PM", "pm"},
+		{"orders in 2011 over 5000", "order 2011 5000"}, // years and amounts stay
+		{"model 3-2 and ratio 4/5, version 1.2.3", "model 3 2 ratio 4 5 version 1 2 3"},
+		{"address_1 and A_VAR12/3/4", "address 1 var 12 3 4"},
+	} {
+		if got := strings.Join(QueryTerms(StripDates(tc.in)), " "); got != tc.want {
+			t.Errorf("QueryTerms(StripDates(%q)) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzStripDates(f *testing.F) {
+	for _, s := range []string{"2017/3/27", "1/2/1990 and 12/30/2003", "3:43:54 AM", "12-30-", "9:5", "x1/2/3", "1/2/3x", "::", "1/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := StripDates(s)
+		if len(got) != len(s) {
+			t.Fatalf("StripDates(%q) = %q: length changed", s, got)
+		}
+		for i := range len(s) {
+			if got[i] != s[i] && (got[i] != ' ' || !strings.ContainsRune("0123456789/-:", rune(s[i]))) {
+				t.Fatalf("StripDates(%q) = %q: changed byte %d", s, got, i)
+			}
+		}
+	})
+}
