@@ -65,6 +65,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.RRFK, "rrf-k", cfg.RRFK, "k of Reciprocal Rank Fusion")
 	fs.Float64Var(&cfg.BM25Weight, "bm25-weight", cfg.BM25Weight, "weight of the BM25 list in fusion")
 	fs.Float64Var(&cfg.KNNWeight, "knn-weight", cfg.KNNWeight, "weight of the vector list in fusion")
+	fs.Float64Var(&cfg.CommonHeads, "common-heads", cfg.CommonHeads, "leave out the compound of a phrase whose head is in at least this share of the tables (full name → fullname; 0: off)")
 	fs.Float64Var(&cfg.IdentifierWeight, "identifier-weight", cfg.IdentifierWeight, "weight of the list of tables that own an identifier the question or hints spell out (0: off)")
 	fs.Float64Var(&cfg.HintWeight, "hint-weight", cfg.HintWeight, "weight of the hints' BM25 list in fusion (with --hints-field)")
 	fs.IntVar(&cfg.SchemaWindow, "schema-window", cfg.SchemaWindow, "how many fused candidates the schema rescoring reorders")

@@ -81,3 +81,42 @@ CREATE TABLE zoo.animals (id int PRIMARY KEY, species text, keeper text);
 		t.Errorf("schema_first = %v, want 0.75 (questions 1, 2 and 4)", rep.SchemaFirst)
 	}
 }
+
+// BIRD asks for "full names" in over 300 questions; two of its databases
+// have full_name columns, and the phrase's compound pulled the
+// questions there. Leaving out the compounds of generic heads
+// (retrieve.Config.CommonHeads) must keep helping them.
+func TestCommonHeadsOnBIRDFullNames(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a retrieval benchmark")
+	}
+	sql := sharedtest.Read(t, "bench", "birdtrain", "schema.sql")
+	all, err := benchmark.ReadQuestions(strings.NewReader(sharedtest.Read(t, "bench", "birdtrain", "questions.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs []benchmark.Question
+	for _, q := range all {
+		if strings.Contains(strings.ToLower(q.Question), "full name") {
+			qs = append(qs, q)
+		}
+	}
+	run := func(share float64) *benchmark.RetrievalReport {
+		cfg := retrieve.DefaultConfig
+		cfg.CommonHeads = share
+		rep, err := benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{
+			Database: "bench", Schema: sql, Source: "schema.sql", Questions: qs, Ks: []int{5},
+			Retrieve: cfg, Dir: t.TempDir(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	on, off := run(retrieve.DefaultConfig.CommonHeads), run(0)
+	t.Logf("%d questions: CR@5 %.3f against %.3f, schema first %.3f against %.3f", len(qs), on.CompleteRecall["5"], off.CompleteRecall["5"], on.SchemaFirst, off.SchemaFirst)
+	if on.CompleteRecall["5"] <= off.CompleteRecall["5"] || on.SchemaFirst <= off.SchemaFirst {
+		t.Errorf("with common heads left out CR@5 %.3f and schema first %.3f, without %.3f and %.3f: no better",
+			on.CompleteRecall["5"], on.SchemaFirst, off.CompleteRecall["5"], off.SchemaFirst)
+	}
+}

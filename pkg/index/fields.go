@@ -1,6 +1,7 @@
 package index
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/schemaq/schemaq/pkg/chunk"
@@ -46,21 +47,38 @@ func identifiers(parts ...string) string {
 
 // MatchTerms turns a TextQuery's terms into the distinct terms a store
 // ORs together: each is only split into words, so operators and
-// punctuation vanish, plus the compounds of adjacent words. Terms arrive
-// analysed; analysing them again would stem twice, which is not
-// idempotent (courses → cours → cour) and would miss the index.
-func MatchTerms(terms []string) []string {
-	var words []string
-	for _, t := range terms {
-		words = append(words, text.Words(t)...)
-	}
+// punctuation vanish, plus the compounds of adjacent words but those in
+// noCompounds. Terms arrive analysed; analysing them again would stem
+// twice, which is not idempotent (courses → cours → cour) and would
+// miss the index.
+func MatchTerms(terms []string, noCompounds ...string) []string {
+	words := QueryWords(terms)
 	seen := map[string]bool{}
 	var out []string
-	for _, w := range append(words, text.Compounds(words)...) {
+	for _, w := range words {
 		if w != "" && !seen[w] {
 			seen[w] = true
 			out = append(out, w)
 		}
 	}
+	for _, c := range text.Compounds(words) {
+		if !seen[c] && !slices.Contains(noCompounds, c) {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
 	return out
 }
+
+// QueryWords are the words of a TextQuery's terms in order: the ones
+// whose adjacent pairs MatchTerms compounds.
+func QueryWords(terms []string) []string {
+	var words []string
+	for _, t := range terms {
+		words = append(words, text.Words(t)...)
+	}
+	return words
+}
+
+// Match is MatchTerms of q's terms and compounds.
+func (q TextQuery) Match() []string { return MatchTerms(q.Terms, q.NoCompounds...) }

@@ -61,9 +61,13 @@ var DefaultWeights = Weights{Name: 4, Schema: 1.5, Columns: 2, Body: 1}
 // matches any of them (OR), ranking by BM25.
 type TextQuery struct {
 	Filter
-	Terms   []string
-	Weights Weights
-	Limit   int
+	Terms []string
+	// NoCompounds are compounds of adjacent terms (MatchTerms) not to
+	// search: the retriever leaves out a phrase whose head word most
+	// tables use ("full name": fullname counts the name a third time).
+	NoCompounds []string
+	Weights     Weights
+	Limit       int
 }
 
 // VectorQuery is a KNN query by cosine similarity.

@@ -115,6 +115,13 @@ type Config struct {
 	// Dirichlet smoothing of the likelihood, in term counts.
 	RoutingLikelihood float64
 	RoutingMu         float64
+	// CommonHeads leaves out of the BM25 query the compound of two
+	// adjacent words ("full name": fullname) when the second, the
+	// phrase's head, is in at least this share of the database's tables
+	// and views (and in minCommonHead or more): the compound of a
+	// modifier and a generic head is rare, but the concept is not, and
+	// with both words searched too it counted three times. 0: off.
+	CommonHeads float64
 	// DropDates leaves the dates and times a question or hint writes in
 	// digits (2017/3/27, 3:43:54) out of its terms: values, whose
 	// numbers only met identifiers that end in digits.
@@ -152,7 +159,7 @@ var DefaultConfig = Config{
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5, PropagationOwn: 0.1,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
-	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
+	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, CommonHeads: 0.1, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
 	HintWeight: 0.25, IdentifierWeight: 2,
 }
 
@@ -334,7 +341,8 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 				done <- textResult{nil, err, time.Since(t0)}
 				return
 			}
-			hits, err := search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: termStrings(terms),
+			ts := termStrings(terms)
+			hits, err := search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: ts, NoCompounds: r.commonPhrases(ts, cat),
 				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
 			done <- textResult{hits, err, time.Since(t0)}
 		}()
@@ -669,6 +677,29 @@ func (r *Retriever) valueTerms(s string, terms []Term, cat *catalog.Catalog) []T
 		}
 	}
 	return terms
+}
+
+// minCommonHead is the fewest tables a head word must be in for
+// CommonHeads to leave its phrases out: in a database of a few tables,
+// a word two of them use is not generic.
+const minCommonHead = 3
+
+// commonPhrases are the compounds of adjacent query words that
+// CommonHeads leaves out.
+func (r *Retriever) commonPhrases(terms []string, cat *catalog.Catalog) []string {
+	if r.cfg.CommonHeads <= 0 || cat == nil {
+		return nil
+	}
+	v := r.graphs.get(cat).vocab
+	floor := max(float64(minCommonHead), r.cfg.CommonHeads*float64(v.objects))
+	words := index.QueryWords(terms)
+	var out []string
+	for i := 1; i < len(words); i++ {
+		if float64(v.objDF[words[i]]) >= floor {
+			out = append(out, words[i-1]+words[i])
+		}
+	}
+	return out
 }
 
 // termStrings are the terms alone.

@@ -83,6 +83,10 @@ type vocab struct {
 	// idents maps each table and column name, lower case, to the
 	// schemas that have it and how many of their tables do (ident.go).
 	idents map[string]map[string]int
+	// objDF counts, per term, the tables and views that have it in
+	// their name or columns, out of objects.
+	objDF   map[string]int
+	objects int
 }
 
 // split reads a run-together identifier term (productcategory) as the two

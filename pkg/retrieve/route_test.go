@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -237,6 +238,42 @@ CREATE TABLE movie_roles (movie_id int REFERENCES movie, character_name text);
 		}
 		if g := strings.Join(got, " "); g != tc.want {
 			t.Errorf("PropagationOwn %v: %s, want %s", tc.own, g, tc.want)
+		}
+	}
+}
+
+func TestCommonPhrases(t *testing.T) {
+	var ddl strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&ddl, "CREATE TABLE t%d (id int, name text);\n", i)
+	}
+	ddl.WriteString("CREATE TABLE order_lines (id int, line_no int, product_name text);\n")
+	big, err := catalog.Snapshot("db", "big.sql", ddl.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := catalog.Snapshot("db", "small.sql", "CREATE TABLE a (id int, name text); CREATE TABLE b (id int, name text);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cat   *catalog.Catalog
+		share float64
+		terms []string
+		want  string
+	}{
+		// name is in all 13 tables; line in one.
+		{big, 0.1, []string{"full", "name", "order", "line"}, "fullname"},
+		{big, 0.1, []string{"product name"}, "productname"}, // words inside one term pair up too
+		{big, 0, []string{"full", "name"}, ""},
+		// Two tables are too few to call a word generic.
+		{small, 0.1, []string{"full", "name"}, ""},
+	} {
+		cfg := DefaultConfig
+		cfg.CommonHeads = tc.share
+		r := &Retriever{cfg: cfg, graphs: newGraphCache()}
+		if got := strings.Join(r.commonPhrases(tc.terms, tc.cat), " "); got != tc.want {
+			t.Errorf("commonPhrases(%v) at %v = %q, want %q", tc.terms, tc.share, got, tc.want)
 		}
 	}
 }

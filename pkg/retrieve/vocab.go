@@ -27,11 +27,12 @@ type schemaVocab struct {
 	length  float64
 	heads   map[string][]string // head → this schema's compounds ending in it
 	idents  map[string][]string // table and column name, lower case → this schema's tables that have it
+	objDF   map[string]int      // term → how many of its tables and views have it in their name or columns
 }
 
 func newSchemaVocab(schema string, objs []any) *schemaVocab {
 	p := &schemaVocab{objs: objs, names: map[string]bool{}, columns: map[string]bool{}, post: map[string]float64{}, heads: map[string][]string{},
-		idents: map[string][]string{}}
+		idents: map[string][]string{}, objDF: map[string]int{}}
 	ident := func(name, key string) {
 		n := strings.ToLower(name)
 		// One table's names come together: a repeat (a column named
@@ -55,12 +56,20 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 			p.names[t] = true
 		}
 		count(nameTerms, 2)
+		has := map[string]bool{}
+		for _, t := range nameTerms {
+			has[t] = true
+		}
 		for _, c := range columns {
 			ts := text.Terms(c.Name)
 			for _, t := range ts {
 				p.columns[t] = true
+				has[t] = true
 			}
 			count(ts, 1)
+		}
+		for t := range has {
+			p.objDF[t]++
 		}
 	}
 	for _, o := range objs {
@@ -159,6 +168,8 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 		heads:    maps.Clone(prev.heads),
 		headRefs: maps.Clone(prev.headRefs),
 		idents:   maps.Clone(prev.idents),
+		objDF:    maps.Clone(prev.objDF),
+		objects:  prev.objects,
 	}
 	// Inner maps are shared with prev until changed: each is copied once,
 	// on its first change here.
@@ -178,6 +189,12 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 		for n := range p.idents {
 			delete(identifying(n), schema)
 		}
+		for t, n := range p.objDF {
+			if v.objDF[t] -= n; v.objDF[t] == 0 {
+				delete(v.objDF, t)
+			}
+		}
+		v.objects -= len(p.objs)
 		p.words(func(t string) { v.df[t]--; words[t] = true })
 		for h, cs := range p.heads {
 			refs := heading(h)
@@ -195,6 +212,10 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 		for n, keys := range p.idents {
 			identifying(n)[schema] = len(keys)
 		}
+		for t, n := range p.objDF {
+			v.objDF[t] += n
+		}
+		v.objects += len(p.objs)
 		p.words(func(t string) { v.df[t]++; words[t] = true })
 		for h, cs := range p.heads {
 			refs := heading(h)
@@ -285,7 +306,7 @@ func emptyVocab() *vocab {
 	return &vocab{names: map[string]map[string]bool{}, columns: map[string]map[string]bool{}, df: map[string]int{},
 		postings: map[string]map[string]float64{}, length: map[string]float64{}, coll: map[string]float64{},
 		deletes: map[string][]string{}, heads: map[string][]string{}, headRefs: map[string]map[string]int{},
-		idents: map[string]map[string]int{}}
+		idents: map[string]map[string]int{}, objDF: map[string]int{}}
 }
 
 // deletions calls fn with the keys a term is filed under in the

@@ -49,7 +49,27 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 		}
 	}
 	v.idents = map[string]map[string]int{}
+	v.objDF = map[string]int{}
+	objDF := func(name string, columns []*catalog.Column) {
+		has := map[string]bool{}
+		for _, x := range text.Terms(name) {
+			has[x] = true
+		}
+		for _, c := range columns {
+			for _, x := range text.Terms(c.Name) {
+				has[x] = true
+			}
+		}
+		for x := range has {
+			v.objDF[x]++
+		}
+		v.objects++
+	}
+	for _, vw := range cat.Views() {
+		objDF(vw.Name, vw.Columns)
+	}
 	for _, t := range cat.Tables() {
+		objDF(t.Name, t.Columns)
 		object(t.Schema, t.Name, t.Columns)
 		if t.PartitionOf != nil {
 			continue
@@ -133,7 +153,7 @@ func sameVocab(t *testing.T, step string, got, want *vocab) {
 		{"names", got.names, want.names}, {"columns", got.columns, want.columns}, {"df", got.df, want.df},
 		{"postings", got.postings, want.postings}, {"length", got.length, want.length}, {"coll", got.coll, want.coll},
 		{"total", got.total, want.total}, {"heads", got.heads, want.heads}, {"deletes", sets(got.deletes), sets(want.deletes)},
-		{"idents", got.idents, want.idents},
+		{"idents", got.idents, want.idents}, {"objDF", got.objDF, want.objDF}, {"objects", got.objects, want.objects},
 	} {
 		if !reflect.DeepEqual(f.got, f.want) {
 			t.Fatalf("%s: %s differs from a rebuild", step, f.name)

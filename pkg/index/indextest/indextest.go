@@ -43,6 +43,7 @@ func Run(t *testing.T, open Open) {
 		{"ProjectedVersion", testProjected},
 		{"ReplaceSchemaRemovesOnlyWhatItNames", testReplaceSchema},
 		{"PinnedViewHoldsItsState", testPinned},
+		{"CompoundsOfAdjacentTermsAndTheirExclusion", testCompounds},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,6 +185,26 @@ func testStemsEndingInS(t *testing.T, s index.Store) {
 		if err != nil || len(hits) == 0 || hits[0].Chunk.Name != want {
 			t.Errorf("%q: got %v %v, want %s first", q, names(hits), err, want)
 		}
+	}
+}
+
+// testCompounds: adjacent query terms also search their compound, which
+// finds a run-together identifier (countrylanguage for "country
+// language"); NoCompounds leaves one out.
+func testCompounds(t *testing.T, s index.Store) {
+	mustUpsert(t, s, []index.Record{
+		rec("geo", chunk.KindTable, "public.spoken", "spoken", []string{"id", "countrylanguage"}, "CREATE TABLE public.spoken (id int, countrylanguage text)", 1, nil),
+		rec("geo", chunk.KindTable, "public.notes", "notes", []string{"id", "body"}, "CREATE TABLE public.notes (id int, body text)", 1, nil),
+	})
+	ctx := context.Background()
+	q := textQuery("geo", "country language")
+	hits, err := s.SearchText(ctx, q)
+	if err != nil || len(hits) != 1 || hits[0].Chunk.Name != "public.spoken" {
+		t.Fatalf("country language: got %v %v, want public.spoken through the compound", names(hits), err)
+	}
+	q.NoCompounds = index.MatchTerms(q.Terms)[2:] // the one compound
+	if hits, err = s.SearchText(ctx, q); err != nil || len(hits) != 0 {
+		t.Errorf("country language without %v: got %v %v, want nothing", q.NoCompounds, names(hits), err)
 	}
 }
 

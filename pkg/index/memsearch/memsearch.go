@@ -300,7 +300,7 @@ type scores struct {
 
 // SearchText ranks chunks by BM25 for any of q's terms.
 func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
-	terms := index.MatchTerms(q.Terms)
+	terms := q.Match()
 	if len(terms) == 0 || q.Limit <= 0 || s.live == 0 {
 		return nil
 	}

@@ -72,7 +72,7 @@ func escapeTerm(t string) string {
 // matched "name" alone. A union at the top reads every alternative; see
 // TestUnionScoresEveryTermLive.
 func (s *Store) textExpr(q index.TextQuery) string {
-	terms := index.MatchTerms(q.Terms)
+	terms := q.Match()
 	if len(terms) == 0 {
 		return ""
 	}
@@ -152,7 +152,7 @@ func (s *Store) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit,
 		return nil, fmt.Errorf("text search in %s: %w", q.Database, err)
 	}
 	if s.opt.Search == SearchMemory {
-		if len(index.MatchTerms(q.Terms)) == 0 {
+		if len(q.Match()) == 0 {
 			return nil, nil
 		}
 		snap, err := s.snapshot(ctx, q.Database)

@@ -723,7 +723,7 @@ func (s *Store) SearchText(ctx context.Context, q index.TextQuery) ([]index.Hit,
 	if q.Database == "" {
 		return nil, index.ErrNoDatabase
 	}
-	if q.Limit <= 0 || len(index.MatchTerms(q.Terms)) == 0 {
+	if q.Limit <= 0 || len(q.Match()) == 0 {
 		return nil, nil
 	}
 	snap, err := s.snapshot(ctx, q.Database)
