@@ -120,3 +120,40 @@ func TestCommonHeadsOnBIRDFullNames(t *testing.T) {
 			on.CompleteRecall["5"], on.SchemaFirst, off.CompleteRecall["5"], off.SchemaFirst)
 	}
 }
+
+// The BIRD sample's figures of docs/retrieval.md, held as floors a
+// little under them: from the question alone, and with BIRD's hints
+// sent as the requests' hints.
+func TestBIRDQuality(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the retrieval benchmark")
+	}
+	sql := sharedtest.Read(t, "bench", "birdtrain", "schema.sql")
+	for _, tc := range []struct {
+		name   string
+		hints  string
+		floors map[string]float64 // complete recall at k
+	}{
+		{"question alone", "", map[string]float64{"5": 0.61, "15": 0.79}},
+		{"with hints", "evidence", map[string]float64{"5": 0.76, "15": 0.89}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			qs, err := benchmark.ReadQuestions(strings.NewReader(sharedtest.Read(t, "bench", "birdtrain", "questions-1500.jsonl")), tc.hints)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{
+				Database: "bench", Schema: sql, Source: "schema.sql", Questions: qs,
+				Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, floor := range tc.floors {
+				if got := rep.CompleteRecall[k]; got < floor {
+					t.Errorf("CR@%s = %.3f, below %.2f", k, got, floor)
+				}
+			}
+		})
+	}
+}
