@@ -443,20 +443,14 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	}
 	for _, o := range all {
 		o.bestAt = 1 << 30
-		if rank := o.ex.BM25Rank; rank > 0 {
-			o.rrf += r.cfg.BM25Weight / (r.cfg.RRFK + float64(rank))
-			o.bestAt = min(o.bestAt, rank)
+		for _, rank := range []int{o.ex.BM25Rank, o.ex.KNNRank, o.ex.IdentifierRank} {
+			if rank > 0 {
+				o.bestAt = min(o.bestAt, rank)
+			}
 		}
-		if rank := o.ex.KNNRank; rank > 0 {
-			o.rrf += r.cfg.KNNWeight / (r.cfg.RRFK + float64(rank))
-			o.bestAt = min(o.bestAt, rank)
-		}
+		o.rrf += r.evidence(o)
 		if rank := o.ex.HintRank; rank > 0 {
 			o.rrf += r.cfg.HintWeight / (r.cfg.RRFK + float64(rank))
-		}
-		if rank := o.ex.IdentifierRank; rank > 0 {
-			o.rrf += r.cfg.IdentifierWeight / (r.cfg.RRFK + float64(rank))
-			o.bestAt = min(o.bestAt, rank)
 		}
 		o.base = o.rrf
 		if o.schemaRank > 0 && r.cfg.SchemaRouting {
@@ -560,6 +554,23 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	}
 	res.Timings.Total = time.Since(start)
 	return res, nil
+}
+
+// evidence is an object's share of the fusion from the lists that judge
+// it: BM25, KNN and the identifiers written out. Routing ranks schemas
+// by it; fusion adds the hints' list, which is the caller's word.
+func (r *Retriever) evidence(o *object) float64 {
+	var s float64
+	if rank := o.ex.BM25Rank; rank > 0 {
+		s += r.cfg.BM25Weight / (r.cfg.RRFK + float64(rank))
+	}
+	if rank := o.ex.KNNRank; rank > 0 {
+		s += r.cfg.KNNWeight / (r.cfg.RRFK + float64(rank))
+	}
+	if rank := o.ex.IdentifierRank; rank > 0 {
+		s += r.cfg.IdentifierWeight / (r.cfg.RRFK + float64(rank))
+	}
+	return s
 }
 
 // finish merges an object's chunks into its candidate: parts in order,

@@ -20,17 +20,7 @@ func (r *Retriever) rankByEvidence(all []*object) []string {
 		if o.cand.Kind != chunk.KindTable && o.cand.Kind != chunk.KindView {
 			continue
 		}
-		var s float64
-		if o.ex.BM25Rank > 0 {
-			s += r.cfg.BM25Weight / (r.cfg.RRFK + float64(o.ex.BM25Rank))
-		}
-		if o.ex.KNNRank > 0 {
-			s += r.cfg.KNNWeight / (r.cfg.RRFK + float64(o.ex.KNNRank))
-		}
-		if o.ex.IdentifierRank > 0 {
-			s += r.cfg.IdentifierWeight / (r.cfg.RRFK + float64(o.ex.IdentifierRank))
-		}
-		scores[o.cand.Schema] = append(scores[o.cand.Schema], s)
+		scores[o.cand.Schema] = append(scores[o.cand.Schema], r.evidence(o))
 	}
 	agg := map[string]float64{}
 	out := make([]string, 0, len(scores))
