@@ -425,8 +425,8 @@ func Identifiers(s string) []string {
 			for j < len(s) && (isNameByte(s[j]) || s[j] == '.') {
 				j++
 			}
-			if id, ok := identifier(strings.Trim(s[i:j], "._")); ok {
-				add(id)
+			if t := strings.Trim(s[i:j], "._"); isIdentifier(t) {
+				add(t)
 			}
 			i = j
 		default:
@@ -439,30 +439,29 @@ func Identifiers(s string) []string {
 // isNameByte and isLetter take every byte of a multi-byte UTF-8
 // character for a letter, as PostgreSQL's lexer does.
 func isNameByte(c byte) bool {
-	return c == '_' || c == '$' || '0' <= c && c <= '9' || isLetter(c)
+	return c == '_' || c == '$' || isDigit(c) || isLetter(c)
 }
 
-// identifier says whether a run of name bytes is written like an
+// isIdentifier says whether a run of name bytes is written like an
 // identifier: a.b with both parts names, snake_case, or camelCase.
-func identifier(t string) (string, bool) {
+func isIdentifier(t string) bool {
 	if t == "" || !isLetter(t[0]) {
-		return "", false
+		return false
 	}
 	if a, b, ok := strings.Cut(t, "."); ok {
-		ok = a != "" && b != "" && !strings.Contains(b, ".") && isLetter(b[0]) && len(a)+len(b) > 2 // not e.g.
-		return t, ok
+		return a != "" && b != "" && !strings.Contains(b, ".") && isLetter(b[0]) && len(a)+len(b) > 2 // not e.g.
 	}
 	if strings.Contains(t, "_") {
-		return t, true
+		return true
 	}
 	// camelCase, or PascalCase with a lower case letter before a later
 	// capital: orderId, OrderLines, iPhone; not NASA or Paris.
 	for i := 1; i < len(t); i++ {
 		if 'A' <= t[i] && t[i] <= 'Z' && 'a' <= t[i-1] && t[i-1] <= 'z' {
-			return t, true
+			return true
 		}
 	}
-	return "", false
+	return false
 }
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80 }
