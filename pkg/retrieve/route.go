@@ -74,7 +74,7 @@ type vocab struct {
 	// schemas that have it and how many of their tables do (ident.go).
 	idents map[string]map[string]int
 	// objDF counts, per term, the tables and views that have it in
-	// their name or columns, out of objects.
+	// their name or columns, out of objects (partitions aside).
 	objDF   map[string]int
 	objects int
 }

@@ -256,6 +256,18 @@ func TestCommonPhrases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One table of twelve monthly partitions and three others: its words
+	// are one table's, not thirteen.
+	ddl.Reset()
+	ddl.WriteString("CREATE TABLE payments (id int, paid_on date, amount numeric) PARTITION BY RANGE (paid_on);\n")
+	for m := 1; m <= 12; m++ {
+		fmt.Fprintf(&ddl, "CREATE TABLE payments_%02d PARTITION OF payments FOR VALUES FROM ('2024-%02d-01') TO ('2024-%02d-28');\n", m, m, m)
+	}
+	ddl.WriteString("CREATE TABLE a (id int, name text); CREATE TABLE b (id int, name text); CREATE TABLE c (id int, name text);")
+	parted, err := catalog.Snapshot("db", "parted.sql", ddl.String())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		cat   *catalog.Catalog
 		share float64
@@ -268,6 +280,7 @@ func TestCommonPhrases(t *testing.T) {
 		{big, 0, []string{"full", "name"}, ""},
 		// Two tables are too few to call a word generic.
 		{small, 0.1, []string{"full", "name"}, ""},
+		{parted, 0.1, []string{"total", "amount", "full", "name"}, "fullname"},
 	} {
 		cfg := DefaultConfig
 		cfg.CommonHeads = tc.share

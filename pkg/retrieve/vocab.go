@@ -28,6 +28,7 @@ type schemaVocab struct {
 	heads   map[string][]string // head → this schema's compounds ending in it
 	idents  map[string][]string // table and column name, lower case → this schema's tables that have it
 	objDF   map[string]int      // term → how many of its tables and views have it in their name or columns
+	counted int                 // its tables and views, partitions aside: what objDF counts
 }
 
 func newSchemaVocab(schema string, objs []any) *schemaVocab {
@@ -47,7 +48,10 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 			p.length += w
 		}
 	}
-	object := func(name string, columns []*catalog.Column) {
+	// object files one table or view; counted says whether it counts in
+	// objDF: a partition is its parent's rows, not a table of its own,
+	// and a table of many partitions would make every word of it common.
+	object := func(name string, columns []*catalog.Column, counted bool) {
 		nameTerms := text.Terms(name)
 		for _, t := range text.Terms(schema) {
 			p.names[t] = true
@@ -68,14 +72,17 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 			}
 			count(ts, 1)
 		}
-		for t := range has {
-			p.objDF[t]++
+		if counted {
+			for t := range has {
+				p.objDF[t]++
+			}
+			p.counted++
 		}
 	}
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *catalog.Table:
-			object(o.Name, o.Columns)
+			object(o.Name, o.Columns, o.PartitionOf == nil)
 			if o.PartitionOf != nil {
 				// Its parent is the table a query names, and a
 				// table of many partitions would push every one of
@@ -88,7 +95,7 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 				ident(c.Name, key)
 			}
 		case *catalog.View:
-			object(o.Name, o.Columns)
+			object(o.Name, o.Columns, true)
 		}
 	}
 	uses := func(t string) bool { return p.names[t] || p.columns[t] }
@@ -194,7 +201,7 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 				delete(v.objDF, t)
 			}
 		}
-		v.objects -= len(p.objs)
+		v.objects -= p.counted
 		p.words(func(t string) { v.df[t]--; words[t] = true })
 		for h, cs := range p.heads {
 			refs := heading(h)
@@ -215,7 +222,7 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 		for t, n := range p.objDF {
 			v.objDF[t] += n
 		}
-		v.objects += len(p.objs)
+		v.objects += p.counted
 		p.words(func(t string) { v.df[t]++; words[t] = true })
 		for h, cs := range p.heads {
 			refs := heading(h)

@@ -69,7 +69,9 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 		objDF(vw.Name, vw.Columns)
 	}
 	for _, t := range cat.Tables() {
-		objDF(t.Name, t.Columns)
+		if t.PartitionOf == nil {
+			objDF(t.Name, t.Columns)
+		}
 		object(t.Schema, t.Name, t.Columns)
 		if t.PartitionOf != nil {
 			continue
