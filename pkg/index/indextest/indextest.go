@@ -42,6 +42,7 @@ func Run(t *testing.T, open Open) {
 		{"RejectsBadInput", testBadInput},
 		{"ProjectedVersion", testProjected},
 		{"ReplaceSchemaRemovesOnlyWhatItNames", testReplaceSchema},
+		{"ReplaceSchemaLandsWhole", testReplaceSchemaWhole},
 		{"PinnedViewHoldsItsState", testPinned},
 		{"CompoundsOfAdjacentTermsAndTheirExclusion", testCompounds},
 	}
@@ -503,6 +504,116 @@ func testReplaceSchema(t *testing.T, s index.Store) {
 	if res, err := r.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 1, Since: 2, Kinds: kinds, Remove: []string{recs[0].ID}}); err != nil || !res.Skipped {
 		t.Errorf("an older catalog: %+v, %v", res, err)
 	}
+}
+
+// testReplaceSchemaWhole: a search running while projections land sees
+// each projection whole or not at all, never one table at the new
+// version beside another at the old, or a table the projection removed
+// beside ones it rewrote.
+func testReplaceSchemaWhole(t *testing.T, s index.Store) {
+	r, ok := s.(index.Replacer)
+	if !ok {
+		t.Skip("the store projects through Touch and DeleteStale")
+	}
+	ctx := context.Background()
+	const tables, projections = 60, 24
+	kinds := []string{chunk.KindTable, chunk.KindView}
+	// Version v rewrites every table; the odd versions have one more,
+	// which the even ones remove.
+	extra := func(v int64) index.Record {
+		return rec("shop", chunk.KindTable, "public.extra", "extra", []string{"id"}, "CREATE TABLE public.extra (id bigint) -- ledger", v, nil)
+	}
+	at := func(v int64) []index.Record {
+		out := make([]index.Record, 0, tables+1)
+		for i := range tables {
+			name := fmt.Sprintf("t%02d", i)
+			out = append(out, rec("shop", chunk.KindTable, "public."+name, name, []string{"id", "amount"},
+				fmt.Sprintf("CREATE TABLE public.%s (id bigint, amount numeric) -- ledger, version %d", name, v), v, nil))
+		}
+		if v%2 == 1 {
+			out = append(out, extra(v))
+		}
+		return out
+	}
+	mustUpsert(t, s, at(1))
+	if err := s.SetProjected(ctx, "shop", 1); err != nil {
+		t.Fatal(err)
+	}
+	q := index.TextQuery{Filter: index.Filter{Database: "shop", Kinds: kinds}, Terms: text.Terms("ledger"), Weights: index.DefaultWeights, Limit: 2 * tables}
+	done := make(chan struct{})
+	seen := make(chan string, 1)
+	searches := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { searches <- n }()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			hits, err := s.SearchText(ctx, q)
+			if err != nil {
+				seen <- fmt.Sprintf("search: %v", err)
+				return
+			}
+			n++
+			if bad := mixed(hits, tables); bad != "" {
+				seen <- bad
+				return
+			}
+		}
+	}()
+	for v := int64(2); v <= projections; v++ {
+		rep := index.SchemaReplace{Database: "shop", Version: v, Since: v - 1, Kinds: kinds, Upserts: at(v)}
+		if v%2 == 0 {
+			rep.Remove = []string{extra(v).ID}
+		}
+		if _, err := r.ReplaceSchema(ctx, rep); err != nil {
+			close(done)
+			t.Fatalf("projection %d: %v", v, err)
+		}
+	}
+	close(done)
+	if n := <-searches; n == 0 {
+		t.Fatal("no search ran while the projections landed")
+	}
+	select {
+	case bad := <-seen:
+		t.Fatalf("a search saw a projection half landed: %s", bad)
+	default:
+	}
+	hits, err := s.SearchText(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := mixed(hits, tables); bad != "" || len(hits) != tables || hits[0].Chunk.Version != projections {
+		t.Fatalf("after the last projection: %d tables at version %d (%s), want %d at %d", len(hits), hits[0].Chunk.Version, bad, tables, projections)
+	}
+}
+
+// mixed describes what is wrong with hits as one projection of
+// testReplaceSchemaWhole, or returns "".
+func mixed(hits []index.Hit, tables int) string {
+	if len(hits) == 0 {
+		return "no table at all"
+	}
+	v := hits[0].Chunk.Version
+	hasExtra := false
+	for _, h := range hits {
+		if h.Chunk.Version != v {
+			return fmt.Sprintf("%s at version %d beside %s at %d", h.Chunk.Name, h.Chunk.Version, hits[0].Chunk.Name, v)
+		}
+		hasExtra = hasExtra || h.Chunk.Name == "public.extra"
+	}
+	want := tables
+	if v%2 == 1 {
+		want++
+	}
+	if len(hits) != want || hasExtra != (v%2 == 1) {
+		return fmt.Sprintf("%d tables at version %d (extra table: %v), want %d", len(hits), v, hasExtra, want)
+	}
+	return ""
 }
 
 func testBadInput(t *testing.T, s index.Store) {

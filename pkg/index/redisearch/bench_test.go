@@ -2,9 +2,14 @@ package redisearch
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
+
+	"github.com/nats-io/nuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
@@ -48,4 +53,56 @@ func BenchmarkUpsertSpiderUnion(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(recs)), "chunks/op")
+}
+
+// BenchmarkReplaceSchemaLive times a projection that lands in one MULTI
+// (atomicChanges), on the server SCHEMAQ_TEST_REDISEARCH_URL names: the
+// query engine indexes every hash, vector included, before the MULTI
+// returns, and no other client is served meanwhile. ns/op is that hold.
+func BenchmarkReplaceSchemaLive(b *testing.B) {
+	url := os.Getenv("SCHEMAQ_TEST_REDISEARCH_URL")
+	if url == "" {
+		b.Skip("SCHEMAQ_TEST_REDISEARCH_URL not set")
+	}
+	ropt, err := redis.ParseURL(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rdb := redis.NewClient(ropt)
+	defer rdb.Close()
+	emb := embed.NewLocal(0)
+	ctx := context.Background()
+	for _, n := range []int{16, 64, atomicChanges} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s, err := Open(ctx, rdb, Options{Prefix: "schemaqbench:" + nuid.Next() + ":", Dimensions: emb.Dimensions(), Model: emb.Model(),
+				Algorithm: "HNSW", Weights: index.DefaultWeights, Writer: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = s.DropAll(ctx) }()
+			recs := make([]index.Record, n)
+			for i := range recs {
+				name := fmt.Sprintf("public.t%04d", i)
+				c := chunk.Chunk{Database: "bench", Kind: chunk.KindTable, Name: name, Title: name, Columns: []string{"id", "amount"},
+					ID: chunk.ID("bench", chunk.KindTable, name, 0)}
+				recs[i] = index.Record{Chunk: c}
+			}
+			kinds := []string{chunk.KindTable}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := range recs {
+					recs[j].Version = int64(i + 1)
+					recs[j].Text = fmt.Sprintf("CREATE TABLE %s (id bigint, amount numeric) -- round %d", recs[j].Name, i)
+					recs[j].Hash = recs[j].Text
+					recs[j].Vector = emb.Vector(recs[j].Text)
+				}
+				b.StartTimer()
+				res, err := s.ReplaceSchema(ctx, index.SchemaReplace{Database: "bench", Version: int64(i + 1), Since: int64(i), Kinds: kinds, Upserts: recs})
+				b.StopTimer()
+				if err != nil || res.Written != n {
+					b.Fatalf("wrote %d of %d: %v", res.Written, n, err)
+				}
+			}
+		})
+	}
 }

@@ -227,13 +227,47 @@ func (s *Store) dropOtherVersions(v int) {
 	}
 }
 
+// catchUpPasses bounds how often catchUp reads again what changed while
+// it read: under a steady stream of writes it settles for a snapshot the
+// next catch-up completes.
+const catchUpPasses = 4
+
 // catchUp reads what changed in db since generation since (everything,
-// when since is -1): the generation and the ids to read come from one
-// MULTI, so they agree; the chunks are read after it, so a chunk may be
-// newer than the generation, which the next catch-up reads again.
+// when since is -1) into base. Each batch of chunks is read in a MULTI
+// with the database's generation; when a write moved the generation
+// while they were read, some chunks may be newer than the rest, so what
+// changed since the generation the pass began at is read again. A
+// snapshot therefore reflects one generation, and a projection written
+// in one MULTI is in it whole or not at all.
 func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
+	for pass := 1; ; pass++ {
+		gen, horizon, ids, err := s.changedSince(ctx, v, db, since)
+		if err != nil {
+			return nil, 0, err
+		}
+		if since >= 0 && since < horizon {
+			// The change log forgot generations this reader needs.
+			base, since = memsearch.New(s.opt.Dimensions), -1
+			continue
+		}
+		docs, removed, moved, err := s.readChunks(ctx, v, db, ids, gen)
+		if err != nil {
+			return nil, 0, err
+		}
+		base = base.With(docs, removed)
+		if !moved || pass == catchUpPasses {
+			return base, gen, nil
+		}
+		since = gen
+	}
+}
+
+// changedSince reads db's generation, the change log's horizon and the
+// ids changed since generation since (every id, when since is -1) in one
+// MULTI, so that they agree.
+func (s *Store) changedSince(ctx context.Context, v int, db string, since int64) (gen, horizon int64, ids []string, err error) {
 	pipe := s.rdb.TxPipeline()
-	genCmd := pipe.HGet(ctx, s.gensKeyAt(v), "g:"+db)
+	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v), "g:"+db, "h:"+db)
 	var idsCmd *redis.StringSliceCmd
 	if since < 0 {
 		idsCmd = pipe.SMembers(ctx, s.dbKeyAt(v, db))
@@ -241,23 +275,31 @@ func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.S
 		idsCmd = pipe.ZRangeByScore(ctx, s.changesKeyAt(v, db), &redis.ZRangeBy{Min: "(" + strconv.FormatInt(since, 10), Max: "+inf"})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return nil, 0, fmt.Errorf("load %s: %w", db, classify(err))
+		return 0, 0, nil, fmt.Errorf("load %s: %w", db, classify(err))
 	}
-	gen, _ := genCmd.Int64() // redis.Nil: nothing was ever written
-	ids := idsCmd.Val()
+	vals := genCmd.Val() // nil fields: nothing was ever written
+	ids = idsCmd.Val()
 	slices.Sort(ids) // chunks numbered in id order, whatever order the set gave
-	var docs []memsearch.Doc
-	var removed []string
+	return intOf(vals[0]), intOf(vals[1]), ids, nil
+}
+
+// readChunks reads the chunks ids of db, in batches, and reports whether
+// the generation moved from gen while it did.
+func (s *Store) readChunks(ctx context.Context, v int, db string, ids []string, gen int64) (docs []memsearch.Doc, removed []string, moved bool, err error) {
 	want := hexTag(db)
 	for start := 0; start < len(ids); start += batchSize {
 		batch := ids[start:min(start+batchSize, len(ids))]
-		pipe := s.rdb.Pipeline()
+		pipe := s.rdb.TxPipeline()
 		cmds := make([]*redis.SliceCmd, len(batch))
 		for i, id := range batch {
 			cmds[i] = pipe.HMGet(ctx, s.chunkKeyAt(v, id), hydrated...)
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, 0, fmt.Errorf("load %s: %w", db, classify(err))
+		genCmd := pipe.HGet(ctx, s.gensKeyAt(v), "g:"+db)
+		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+			return nil, nil, false, fmt.Errorf("load %s: %w", db, classify(err))
+		}
+		if now, _ := genCmd.Int64(); now != gen {
+			moved = true
 		}
 		for i, c := range cmds {
 			vals := c.Val()
@@ -273,7 +315,7 @@ func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.S
 			}
 			ch, err := chunkOf(f)
 			if err != nil {
-				return nil, 0, fmt.Errorf("load %s: chunk %s: %w", db, batch[i], err)
+				return nil, nil, false, fmt.Errorf("load %s: chunk %s: %w", db, batch[i], err)
 			}
 			if len(ch.Tags) == 0 {
 				ch.Tags = nil
@@ -282,7 +324,7 @@ func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.S
 				Fields: index.Fields{Name: f[fName], Schema: f[fSchemaT], Columns: f[fColumns], Body: f[fBody]}})
 		}
 	}
-	return base.With(docs, removed), gen, nil
+	return docs, removed, moved, nil
 }
 
 func intOf(v any) int64 {

@@ -536,3 +536,55 @@ func TestReplaceSchemaOnPlainRedis(t *testing.T) {
 		t.Error("the lock was left behind")
 	}
 }
+
+// A projection lands the same whether it goes in one MULTI or, past
+// atomicChanges, in batches; and one MULTI needs no script cached on the
+// server (a restart or SCRIPT FLUSH empties the cache).
+func TestReplaceSchemaAtEverySizeOnPlainRedis(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	for _, tc := range []struct {
+		name  string
+		n     int
+		flush bool
+	}{
+		{"small, scripts flushed", 3, true},
+		{"largest in one MULTI", atomicChanges - 1, false},
+		{"in batches", atomicChanges + 10, false},
+		{"in batches, scripts flushed", atomicChanges + 10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := rdb.FlushDB(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			s := bare(t, rdb)
+			old := rec("shop", chunk.KindTable, "public.old", 1, nil)
+			if _, err := s.Upsert(ctx, []index.Record{old}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetProjected(ctx, "shop", 1); err != nil {
+				t.Fatal(err)
+			}
+			var ups []index.Record
+			for i := range tc.n {
+				ups = append(ups, rec("shop", chunk.KindTable, fmt.Sprintf("public.t%03d", i), 2, nil))
+			}
+			if tc.flush {
+				if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := s.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 2, Since: 1,
+				Kinds: []string{chunk.KindTable}, Upserts: ups, Remove: []string{old.ID}})
+			if err != nil || res.Written != tc.n || res.Deleted != 1 {
+				t.Fatalf("replace: %+v %v, want %d written and 1 deleted", res, err, tc.n)
+			}
+			if n, _ := s.Count(ctx, index.Filter{Database: "shop"}); n != tc.n {
+				t.Errorf("%d chunks stored, want %d", n, tc.n)
+			}
+			if p, _ := s.Projected(ctx, "shop"); p != 2 {
+				t.Errorf("projected %d, want 2", p)
+			}
+		})
+	}
+}
