@@ -12,7 +12,9 @@ import (
 // graph is a catalog's foreign-key adjacency by table key (schema.table,
 // lower case), built once per catalog version.
 type graph struct {
+	cat    *catalog.Catalog
 	tables map[string]*catalog.Table
+	views  map[string]*catalog.View
 	adj    map[string]map[string]bool
 	chunks *chunk.Tabler // renders bridge tables as the index would
 	vocab  *vocab        // scores schemas for routing
@@ -76,7 +78,7 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	if prev != nil {
 		pv = prev.vocab
 	}
-	g := &graph{tables: map[string]*catalog.Table{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
+	g := &graph{cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
 	link := func(a, b string) {
 		if a == b {
 			return
@@ -85,6 +87,9 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 			g.adj[a] = map[string]bool{}
 		}
 		g.adj[a][b] = true
+	}
+	for _, v := range cat.Views() {
+		g.views[v.QualName().Key()] = v
 	}
 	for _, t := range cat.Tables() {
 		key := t.QualName().Key()

@@ -15,9 +15,9 @@ import (
 // about which table is meant.
 const maxIdentifierOwners = 10
 
-// owners returns the tables that have a table or column of this name
-// (lower case), in schema order, or nil when none do or more than
-// maxIdentifierOwners do.
+// owners returns the tables and views that have a name or column of
+// this name (lower case), in schema order, or nil when none do or more
+// than maxIdentifierOwners do.
 func (v *vocab) owners(name string) []string {
 	bySchema := v.idents[name]
 	n := 0
@@ -67,37 +67,60 @@ func (g *graph) identifierRefs(s string) []identifierRef {
 	return out
 }
 
-// qualified resolves a.b: the table a.b, else the tables named a that
-// have a column b.
+// qualified resolves a.b: the table or view a.b, else the tables and
+// views named a that have a column b.
 func (g *graph) qualified(name string) identifierRef {
-	if _, ok := g.tables[name]; ok {
+	if g.tables[name] != nil || g.views[name] != nil {
 		return identifierRef{name: name, tables: []string{name}}
 	}
-	table, column, _ := strings.Cut(name, ".")
+	relation, column, _ := strings.Cut(name, ".")
 	ref := identifierRef{name: name}
 	for _, key := range g.vocab.owners(column) {
-		if t := g.tables[key]; t != nil && strings.EqualFold(t.Name, table) {
+		if _, n := g.relation(key); strings.EqualFold(n, relation) {
 			ref.tables = append(ref.tables, key)
 		}
 	}
 	return ref
 }
 
-// identify ranks, as a list of its own, the tables that own an
+// relation returns the schema and name of the table or view key names
+// ("" when the catalog has neither).
+func (g *graph) relation(key string) (schema, name string) {
+	if t := g.tables[key]; t != nil {
+		return t.Schema, t.Name
+	}
+	if v := g.views[key]; v != nil {
+		return v.Schema, v.Name
+	}
+	return "", ""
+}
+
+// render returns the chunks of the table or view key names, as the index
+// holds them.
+func (g *graph) render(key string) []chunk.Chunk {
+	if t := g.tables[key]; t != nil {
+		return g.chunks.Table(t)
+	}
+	if v := g.views[key]; v != nil {
+		return []chunk.Chunk{chunk.View(g.cat, v)}
+	}
+	return nil
+}
+
+// identify ranks, as a list of its own, the tables and views that own an
 // identifier the question or hints spell out, in the order of
-// identifierRefs; tables no retriever found join the candidates through
+// identifierRefs; those no retriever found join the candidates through
 // get.
 func (r *Retriever) identify(cat *catalog.Catalog, text string, schemas []string, get func(chunk.Chunk) *object) {
 	g := r.graphs.get(cat)
 	rank := 0
 	for _, ref := range g.identifierRefs(text) {
 		for _, key := range ref.tables {
-			t := g.tables[key]
-			if t == nil || (len(schemas) > 0 && !slices.Contains(schemas, t.Schema)) {
+			if schema, _ := g.relation(key); schema == "" || (len(schemas) > 0 && !slices.Contains(schemas, schema)) {
 				continue
 			}
 			var o *object
-			for _, c := range g.chunks.Table(t) {
+			for _, c := range g.render(key) {
 				o = get(c)
 			}
 			if o != nil && o.ex.IdentifierRank == 0 {

@@ -15,6 +15,7 @@ CREATE TABLE films.ratings (movie_id int REFERENCES films.movies, rating_score i
 CREATE SCHEMA shop;
 CREATE TABLE shop.orders (order_id int PRIMARY KEY, total numeric, title text);
 CREATE TABLE shop.movies (sku text PRIMARY KEY, title text, price numeric);
+CREATE VIEW films.top_rated AS SELECT m.title, r.rating_score AS best_score FROM films.movies m JOIN films.ratings r USING (movie_id);
 `
 
 func TestIdentifierRefs(t *testing.T) {
@@ -33,6 +34,11 @@ func TestIdentifierRefs(t *testing.T) {
 		{`the "rating_score" column`, "rating_score→films.ratings"},
 		{"orders.total above 100", "orders.total→shop.orders"},
 		{"everything in shop.movies", "shop.movies→shop.movies"},
+		// Views are named like tables: by a column, qualified or not.
+		{"where best_score > 9", "best_score→films.top_rated"},
+		{"rows of films.top_rated", "films.top_rated→films.top_rated"},
+		{"top_rated.best_score above 9", "top_rated.best_score→films.top_rated"},
+		{"top_rated.rating_score is not a column of the view", ""},
 		// A name two tables share is less specific: it comes after.
 		{"movie_id and rating_score", "rating_score→films.ratings movie_id→films.movies,films.ratings"},
 		// Plain words are BM25's; unknown names and values name nothing.

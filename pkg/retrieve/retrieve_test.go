@@ -616,3 +616,43 @@ CREATE TABLE clients (client_id int PRIMARY KEY, address_1 text, address_2 text,
 		}
 	}
 }
+
+// A name written out picks a view that has it as it picks a table.
+func TestIdentifiersNameTheirViews(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Snapshot("pool", "pool.sql", `
+CREATE SCHEMA critics;
+CREATE TABLE critics.films (film_id int PRIMARY KEY, name text, release_year int);
+CREATE TABLE critics.ratings (film_id int REFERENCES critics.films, rating_score int);
+CREATE VIEW critics.yearly_scores AS SELECT f.release_year AS yr, avg(r.rating_score) AS mean_score
+  FROM critics.films f JOIN critics.ratings r USING (film_id) GROUP BY 1;
+CREATE SCHEMA reviews;
+CREATE TABLE reviews.scores (review_id int PRIMARY KEY, film text, average_score numeric, year int);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	r, err := retrieve.New(s, e, oneCatalog{cat}, retrieve.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ question, hints string }{
+		{"What was the average score of the films of 1999?", "average score refers to mean_score"},
+		{"What was mean_score in 1999?", ""},
+		{"What was the average score in 1999?", "look in yearly_scores.mean_score"},
+	} {
+		res, err := r.Retrieve(ctx, retrieve.Request{Database: "pool", Question: tc.question, Hints: tc.hints, K: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(res.Items); len(got) == 0 || got[0] != "critics.yearly_scores" {
+			t.Errorf("%q / %q: %v, want critics.yearly_scores first", tc.question, tc.hints, got)
+		}
+		if !slices.ContainsFunc(res.Explain, func(ex retrieve.Explain) bool {
+			return ex.Kind == chunk.KindView && ex.Name == "critics.yearly_scores" && ex.IdentifierRank == 1
+		}) {
+			t.Errorf("%q / %q: the view has no identifier rank 1 in the explain records", tc.question, tc.hints)
+		}
+	}
+}

@@ -26,7 +26,7 @@ type schemaVocab struct {
 	post    map[string]float64 // term → weighted count (names twice, columns once), compounds too
 	length  float64
 	heads   map[string][]string // head → this schema's compounds ending in it
-	idents  map[string][]string // table and column name, lower case → this schema's tables that have it
+	idents  map[string][]string // table, view and column name, lower case → this schema's tables and views that have it
 	objDF   map[string]int      // term → how many of its tables and views have it in their name or columns
 	counted int                 // its tables and views, partitions aside: what objDF counts
 }
@@ -96,6 +96,11 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 			}
 		case *catalog.View:
 			object(o.Name, o.Columns, true)
+			key := o.QualName().Key()
+			ident(o.Name, key)
+			for _, c := range o.Columns {
+				ident(c.Name, key)
+			}
 		}
 	}
 	uses := func(t string) bool { return p.names[t] || p.columns[t] }

@@ -68,6 +68,19 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 	for _, vw := range cat.Views() {
 		objDF(vw.Name, vw.Columns)
 	}
+	// ident files a table's or view's names under its schema once each.
+	ident := func(schema, name string, columns []*catalog.Column) {
+		names := map[string]bool{strings.ToLower(name): true}
+		for _, c := range columns {
+			names[strings.ToLower(c.Name)] = true
+		}
+		for n := range names {
+			if v.idents[n] == nil {
+				v.idents[n] = map[string]int{}
+			}
+			v.idents[n][schema]++
+		}
+	}
 	for _, t := range cat.Tables() {
 		if t.PartitionOf == nil {
 			objDF(t.Name, t.Columns)
@@ -76,16 +89,10 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 		if t.PartitionOf != nil {
 			continue
 		}
-		names := map[string]bool{strings.ToLower(t.Name): true}
-		for _, c := range t.Columns {
-			names[strings.ToLower(c.Name)] = true
-		}
-		for n := range names {
-			if v.idents[n] == nil {
-				v.idents[n] = map[string]int{}
-			}
-			v.idents[n][t.Schema]++
-		}
+		ident(t.Schema, t.Name, t.Columns)
+	}
+	for _, vw := range cat.Views() {
+		ident(vw.Schema, vw.Name, vw.Columns)
 	}
 	for _, vw := range cat.Views() {
 		object(vw.Schema, vw.Name, vw.Columns)
@@ -163,23 +170,32 @@ func sameVocab(t *testing.T, step string, got, want *vocab) {
 	}
 }
 
-// sameOwners checks that v names, for every table and column name of
-// cat, the tables a plain scan finds: by schema, then in catalog order;
-// none for a name more than maxIdentifierOwners tables have.
+// sameOwners checks that v names, for every table, view and column name
+// of cat, the tables and views a plain scan finds: by schema, then tables
+// before views, each in catalog order; none for a name more than
+// maxIdentifierOwners have.
 func sameOwners(t *testing.T, step string, v *vocab, cat *catalog.Catalog) {
 	t.Helper()
-	want := map[string][]string{}
-	tables := cat.Tables()
-	slices.SortStableFunc(tables, func(a, b *catalog.Table) int { return strings.Compare(a.Schema, b.Schema) })
-	for _, tb := range tables {
-		if tb.PartitionOf != nil {
-			continue
+	type owner struct {
+		schema, key string
+		names       []string
+	}
+	var all []owner
+	for _, tb := range cat.Tables() {
+		if tb.PartitionOf == nil {
+			all = append(all, owner{tb.Schema, tb.QualName().Key(), append([]string{tb.Name}, columnNames(tb.Columns)...)})
 		}
-		key := tb.QualName().Key()
-		for _, n := range append([]string{tb.Name}, columnNames(tb)...) {
+	}
+	for _, vw := range cat.Views() {
+		all = append(all, owner{vw.Schema, vw.QualName().Key(), append([]string{vw.Name}, columnNames(vw.Columns)...)})
+	}
+	slices.SortStableFunc(all, func(a, b owner) int { return strings.Compare(a.schema, b.schema) })
+	want := map[string][]string{}
+	for _, o := range all {
+		for _, n := range o.names {
 			n = strings.ToLower(n)
-			if !slices.Contains(want[n], key) {
-				want[n] = append(want[n], key)
+			if !slices.Contains(want[n], o.key) {
+				want[n] = append(want[n], o.key)
 			}
 		}
 	}
@@ -193,9 +209,9 @@ func sameOwners(t *testing.T, step string, v *vocab, cat *catalog.Catalog) {
 	}
 }
 
-func columnNames(t *catalog.Table) []string {
-	out := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
+func columnNames(cols []*catalog.Column) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
 		out[i] = c.Name
 	}
 	return out
