@@ -107,22 +107,35 @@ type posting struct {
 
 // Snapshot is an immutable index of one database's chunks.
 type Snapshot struct {
-	dim      int
-	docs     []*doc // by number; nil where a chunk was removed
-	free     []int32
-	ids      layered[int32]
+	dim  int
+	docs []*doc // by number; nil where a chunk was removed
+	free []int32
+	ids  layered[int32]
+	// postings are kept per kind (postingKey), so that a search of some
+	// kinds reads only theirs and counts BM25's statistics over them
+	// alone: a team's docs and examples never change how its tables rank.
 	postings layered[[]posting]
 	schemas  layered[[]int32] // numbers of each schema's chunks
+	kinds    layered[[]int32] // numbers of each kind's chunks
 	live     int
 	tokens   int64
+	// Per kind: live chunks and their tokens; kindNames lists the kinds
+	// that have any, sorted.
+	kindLive   map[string]int
+	kindTokens map[string]int64
+	kindNames  []string
 }
+
+// postingKey is the key of a term's postings among a kind's chunks.
+func postingKey(kind, term string) string { return kind + "\x00" + term }
 
 // New returns an empty snapshot for vectors of dim dimensions.
 func New(dim int) *Snapshot {
 	return &Snapshot{dim: dim,
 		ids:      newLayered(func(v int32) bool { return v < 0 }),
 		postings: newLayered(func(v []posting) bool { return len(v) == 0 }),
-		schemas:  newLayered(func(v []int32) bool { return len(v) == 0 })}
+		schemas:  newLayered(func(v []int32) bool { return len(v) == 0 }),
+		kinds:    newLayered(func(v []int32) bool { return len(v) == 0 })}
 }
 
 // Len is the number of chunks.
@@ -154,8 +167,12 @@ func (s *Snapshot) With(upserts []Doc, removed []string) *Snapshot {
 	if len(upserts) == 0 && len(removed) == 0 {
 		return s
 	}
-	n := &Snapshot{dim: s.dim, docs: slices.Clone(s.docs), free: slices.Clone(s.free), live: s.live, tokens: s.tokens}
-	ch := changes{ids: map[string]int32{}, postings: map[string][]posting{}, schemas: map[string][]int32{}}
+	n := &Snapshot{dim: s.dim, docs: slices.Clone(s.docs), free: slices.Clone(s.free), live: s.live, tokens: s.tokens,
+		kindLive: maps.Clone(s.kindLive), kindTokens: maps.Clone(s.kindTokens)}
+	if n.kindLive == nil {
+		n.kindLive, n.kindTokens = map[string]int{}, map[string]int64{}
+	}
+	ch := changes{ids: map[string]int32{}, postings: map[string][]posting{}, schemas: map[string][]int32{}, kinds: map[string][]int32{}}
 	for _, id := range removed {
 		n.remove(s, &ch, id)
 	}
@@ -166,6 +183,17 @@ func (s *Snapshot) With(upserts []Doc, removed []string) *Snapshot {
 	n.ids = s.ids.with(ch.ids)
 	n.postings = s.postings.with(ch.postings)
 	n.schemas = s.schemas.with(ch.schemas)
+	n.kinds = s.kinds.with(ch.kinds)
+	n.kindNames = n.kindNames[:0]
+	for k, c := range n.kindLive {
+		if c == 0 {
+			delete(n.kindLive, k)
+			delete(n.kindTokens, k)
+			continue
+		}
+		n.kindNames = append(n.kindNames, k)
+	}
+	slices.Sort(n.kindNames)
 	return n
 }
 
@@ -175,6 +203,7 @@ type changes struct {
 	ids      map[string]int32
 	postings map[string][]posting
 	schemas  map[string][]int32
+	kinds    map[string][]int32
 }
 
 func (c *changes) postingList(s *Snapshot, term string) []posting {
@@ -185,11 +214,13 @@ func (c *changes) postingList(s *Snapshot, term string) []posting {
 	return slices.Clone(p)
 }
 
-func (c *changes) schemaList(s *Snapshot, schema string) []int32 {
-	if l, ok := c.schemas[schema]; ok {
+// numbers returns the changed list of key's numbers in m, copying it
+// from the snapshot's on its first change.
+func numbers(m map[string][]int32, from layered[[]int32], key string) []int32 {
+	if l, ok := m[key]; ok {
 		return l
 	}
-	l, _ := s.schemas.get(schema)
+	l, _ := from.get(key)
 	return slices.Clone(l)
 }
 
@@ -207,22 +238,31 @@ func (n *Snapshot) remove(old *Snapshot, ch *changes, id string) {
 	}
 	d := n.docs[num]
 	for _, t := range d.terms {
-		p := ch.postingList(old, t)
+		key := postingKey(d.chunk.Kind, t)
+		p := ch.postingList(old, key)
 		if i := slices.IndexFunc(p, func(p posting) bool { return p.doc == num }); i >= 0 {
 			p = slices.Delete(p, i, i+1)
 		}
-		ch.postings[t] = p
+		ch.postings[key] = p
 	}
-	l := ch.schemaList(old, d.chunk.Schema)
-	if i := slices.Index(l, num); i >= 0 {
-		l = slices.Delete(l, i, i+1)
+	for _, by := range []struct {
+		m    map[string][]int32
+		from layered[[]int32]
+		key  string
+	}{{ch.schemas, old.schemas, d.chunk.Schema}, {ch.kinds, old.kinds, d.chunk.Kind}} {
+		l := numbers(by.m, by.from, by.key)
+		if i, ok := slices.BinarySearch(l, num); ok {
+			l = slices.Delete(l, i, i+1)
+		}
+		by.m[by.key] = l
 	}
-	ch.schemas[d.chunk.Schema] = l
 	ch.ids[id] = -1
 	n.docs[num] = nil
 	n.free = append(n.free, num)
 	n.live--
 	n.tokens -= int64(d.length)
+	n.kindLive[d.chunk.Kind]--
+	n.kindTokens[d.chunk.Kind] -= int64(d.length)
 }
 
 func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
@@ -256,32 +296,67 @@ func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
 		n.docs = append(n.docs, d)
 	}
 	for _, t := range d.terms {
-		p := ch.postingList(old, t)
+		key := postingKey(d.chunk.Kind, t)
+		p := ch.postingList(old, key)
 		// Postings stay sorted by number, so a reused number keeps scans
 		// and tie order deterministic.
 		i, _ := slices.BinarySearchFunc(p, num, func(p posting, n int32) int { return int(p.doc - n) })
-		ch.postings[t] = slices.Insert(p, i, posting{doc: num, tf: *tf[t]})
+		ch.postings[key] = slices.Insert(p, i, posting{doc: num, tf: *tf[t]})
 	}
-	l := ch.schemaList(old, d.chunk.Schema)
-	i, _ := slices.BinarySearch(l, num)
-	ch.schemas[d.chunk.Schema] = slices.Insert(l, i, num)
+	for _, by := range []struct {
+		m    map[string][]int32
+		from layered[[]int32]
+		key  string
+	}{{ch.schemas, old.schemas, d.chunk.Schema}, {ch.kinds, old.kinds, d.chunk.Kind}} {
+		l := numbers(by.m, by.from, by.key)
+		i, _ := slices.BinarySearch(l, num)
+		by.m[by.key] = slices.Insert(l, i, num)
+	}
 	ch.ids[in.Chunk.ID] = num
 	n.live++
 	n.tokens += int64(d.length)
+	n.kindLive[d.chunk.Kind]++
+	n.kindTokens[d.chunk.Kind] += int64(d.length)
 }
 
-// candidates are the numbers a filter can admit: every chunk, or only the
-// named schemas' when the filter names schemas.
+// admitted are the numbers a filter can admit, in order: every chunk, or
+// only the named schemas' when the filter names schemas, else the named
+// kinds' (a search for examples beside a schema of thousands of tables
+// reads only the examples, and a database with none costs nothing).
 func (s *Snapshot) admitted(f index.Filter) (all bool, nums []int32) {
-	if len(f.Schemas) == 0 {
+	from, keys := s.schemas, f.Schemas
+	if len(keys) == 0 {
+		from, keys = s.kinds, f.Kinds
+	}
+	if len(keys) == 0 {
 		return true, nil
 	}
-	for _, sc := range f.Schemas {
-		l, _ := s.schemas.get(sc)
-		nums = append(nums, l...)
+	for _, k := range keys {
+		l, _ := from.get(k)
+		if len(nums) == 0 {
+			nums = l // shared, never written: a search only reads it
+			continue
+		}
+		nums = mergeSorted(nums, l)
 	}
-	slices.Sort(nums)
 	return false, nums
+}
+
+// mergeSorted is the union of two sorted lists, in a new one (a filter
+// may name a schema twice).
+func mergeSorted(a, b []int32) []int32 {
+	out := make([]int32, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0] < b[0]:
+			out, a = append(out, a[0]), a[1:]
+		case b[0] < a[0]:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out, a, b = append(out, a[0]), a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 func (s *Snapshot) admits(f index.Filter, d *doc) bool {
@@ -298,7 +373,9 @@ type scores struct {
 	touched []int32
 }
 
-// SearchText ranks chunks by BM25 for any of q's terms.
+// SearchText ranks chunks by BM25 for any of q's terms. The statistics
+// (chunk count, document frequencies, average length) are those of the
+// kinds searched: all of them when q names none.
 func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
 	terms := q.Match()
 	if len(terms) == 0 || q.Limit <= 0 || s.live == 0 {
@@ -309,7 +386,19 @@ func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
 		w = index.DefaultWeights
 	}
 	weights := [fields]float64{w.Name, w.Schema, w.Columns, w.Body}
-	all, within := s.admitted(q.Filter)
+	kinds := s.kindNames
+	if len(q.Kinds) > 0 {
+		kinds = slices.Compact(slices.Sorted(slices.Values(q.Kinds)))
+	}
+	var rows, tokens float64
+	for _, k := range kinds {
+		rows += float64(s.kindLive[k])
+		tokens += float64(s.kindTokens[k])
+	}
+	all, within := s.admitted(index.Filter{Schemas: q.Schemas})
+	if rows == 0 || (!all && len(within) == 0) {
+		return nil
+	}
 	sc := scratch.Get().(*scores)
 	defer scratch.Put(sc)
 	if cap(sc.val) < len(s.docs) {
@@ -317,38 +406,47 @@ func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
 	}
 	sc.val = sc.val[:len(s.docs)]
 	sc.touched = sc.touched[:0]
-	nrow := float64(s.live)
-	avgdl := float64(s.tokens) / nrow
+	avgdl := tokens / rows
 	seen := map[string]bool{}
+	lists := make([][]posting, 0, len(kinds))
 	for _, t := range terms {
 		t = Fold(t)
 		if seen[t] {
 			continue
 		}
 		seen[t] = true
-		p, _ := s.postings.get(t)
-		if len(p) == 0 {
+		lists = lists[:0]
+		df := 0
+		for _, k := range kinds {
+			if p, _ := s.postings.get(postingKey(k, t)); len(p) > 0 {
+				lists = append(lists, p)
+				df += len(p)
+			}
+		}
+		if df == 0 {
 			continue
 		}
-		idf := math.Log((nrow - float64(len(p)) + 0.5) / (float64(len(p)) + 0.5))
+		idf := math.Log((rows - float64(df) + 0.5) / (float64(df) + 0.5))
 		if idf <= 0 {
 			idf = 1e-6
 		}
-		for _, ps := range p {
-			if !all {
-				if _, ok := slices.BinarySearch(within, ps.doc); !ok {
-					continue
+		for _, p := range lists {
+			for _, ps := range p {
+				if !all {
+					if _, ok := slices.BinarySearch(within, ps.doc); !ok {
+						continue
+					}
 				}
+				freq := 0.0
+				for f := range fields {
+					freq += weights[f] * float64(ps.tf[f])
+				}
+				d := float64(s.docs[ps.doc].length)
+				if sc.val[ps.doc] == 0 {
+					sc.touched = append(sc.touched, ps.doc)
+				}
+				sc.val[ps.doc] += idf * (freq * (k1 + 1)) / (freq + k1*(1-b+b*d/avgdl))
 			}
-			freq := 0.0
-			for f := range fields {
-				freq += weights[f] * float64(ps.tf[f])
-			}
-			d := float64(s.docs[ps.doc].length)
-			if sc.val[ps.doc] == 0 {
-				sc.touched = append(sc.touched, ps.doc)
-			}
-			sc.val[ps.doc] += idf * (freq * (k1 + 1)) / (freq + k1*(1-b+b*d/avgdl))
 		}
 	}
 	top := newTopK(q.Limit)

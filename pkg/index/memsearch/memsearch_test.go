@@ -283,3 +283,73 @@ func ids(docs []Doc) []string {
 	}
 	return out
 }
+
+// A search of some kinds counts BM25's statistics over those kinds
+// alone: a team's docs and examples, however many and whatever their
+// words, leave the scores of its tables as they were.
+func TestKindsKeepTheirOwnStatistics(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	docs := corpus(rng, 300)
+	var tables, others []Doc
+	for i, d := range docs {
+		if d.Chunk.Kind == chunk.KindTable {
+			tables = append(tables, d)
+			continue
+		}
+		// The corpus's docs, and as many examples again, on the same
+		// vocabulary: they move every term's document frequency.
+		others = append(others, d)
+		ex := d
+		ex.Chunk.Kind, ex.Chunk.ID = chunk.KindExample, fmt.Sprintf("db:example:%d", i)
+		ex.Fields.Body += " w1 w2 w3 w1"
+		others = append(others, ex)
+	}
+	alone := New(3).With(tables, nil)
+	mixed := alone.With(others, nil)
+	for q := range 30 {
+		terms := []string{fmt.Sprintf("w%d", rng.IntN(20)), fmt.Sprintf("w%d", rng.IntN(300))}
+		tq := index.TextQuery{Filter: index.Filter{Database: "db", Kinds: []string{chunk.KindTable}}, Terms: terms, Limit: 20}
+		want, got := alone.SearchText(tq), mixed.SearchText(tq)
+		if len(want) == 0 {
+			continue
+		}
+		if !slices.EqualFunc(got, want, func(a, b index.Hit) bool { return a.Chunk.ID == b.Chunk.ID && a.Score == b.Score }) {
+			t.Fatalf("query %d %v: tables beside docs and examples %v, alone %v", q, terms, hitIDs(got), hitIDs(want))
+		}
+	}
+	// Searched together, the kinds share one set of statistics, and a
+	// kind the database lacks finds nothing.
+	all := mixed.SearchText(index.TextQuery{Filter: index.Filter{Database: "db"}, Terms: []string{"w1"}, Limit: 1000})
+	kinds := map[string]bool{}
+	for _, h := range all {
+		kinds[h.Chunk.Kind] = true
+	}
+	if len(kinds) != 3 {
+		t.Errorf("an unfiltered search found kinds %v, want table, doc and example", kinds)
+	}
+	if hits := mixed.SearchText(index.TextQuery{Filter: index.Filter{Database: "db", Kinds: []string{chunk.KindView}}, Terms: []string{"w1"}, Limit: 10}); len(hits) != 0 {
+		t.Errorf("a search of views, which the database has none of, found %v", hitIDs(hits))
+	}
+	vec := mixed.SearchVector(index.VectorQuery{Filter: index.Filter{Database: "db", Kinds: []string{chunk.KindExample}}, Vector: []float32{0.5, 0.5, 0}, Limit: 1000})
+	if len(vec) == 0 || slices.ContainsFunc(vec, func(h index.Hit) bool { return h.Chunk.Kind != chunk.KindExample }) {
+		t.Errorf("a vector search of examples: %d hits, some of other kinds", len(vec))
+	}
+	// Removing the others restores the tables' statistics exactly.
+	var ids []string
+	for _, d := range others {
+		ids = append(ids, d.Chunk.ID)
+	}
+	back := mixed.With(nil, ids)
+	tq := index.TextQuery{Filter: index.Filter{Database: "db"}, Terms: []string{"w1", "w5"}, Limit: 20}
+	if got, want := back.SearchText(tq), alone.SearchText(tq); !slices.EqualFunc(got, want, func(a, b index.Hit) bool { return a.Chunk.ID == b.Chunk.ID && a.Score == b.Score }) {
+		t.Errorf("after removing the docs and examples: %v, want %v", hitIDs(got), hitIDs(want))
+	}
+}
+
+func hitIDs(hs []index.Hit) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.Chunk.ID
+	}
+	return out
+}
