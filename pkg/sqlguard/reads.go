@@ -1,0 +1,195 @@
+package sqlguard
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/pgtree"
+)
+
+// Query is what a worked example's SQL reads, as written: parsed once,
+// it can be placed in each catalog version without parsing again.
+type Query struct {
+	// Relations are the relations named after FROM, JOIN and the like
+	// (an empty Schema when unqualified), each once, less the statement's
+	// own CTEs.
+	Relations []catalog.QualName
+}
+
+// ParseQuery parses an example's SQL leniently: identifiers quoted with
+// backticks (MySQL, SQLite) read as quoted, since examples come from
+// query logs written for other tools. The error is the parser's.
+func ParseQuery(sql string) (*Query, error) {
+	tree, err := pg.Parse(backticksAsQuotes(sql))
+	if err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	ctes := map[string]bool{}
+	var rvs []*pg.RangeVar
+	q := &Query{}
+	for _, st := range tree.Stmts {
+		pgtree.Walk(st.Stmt, func(n *pg.Node) {
+			switch {
+			case n.GetCommonTableExpr() != nil:
+				ctes[strings.ToLower(n.GetCommonTableExpr().Ctename)] = true
+			case n.GetRangeVar() != nil:
+				rvs = append(rvs, n.GetRangeVar())
+			}
+		})
+	}
+	for _, rv := range rvs {
+		r := catalog.QualName{Schema: rv.Schemaname, Name: rv.Relname}
+		if (r.Schema == "" && ctes[strings.ToLower(r.Name)]) || slices.Contains(q.Relations, r) {
+			continue
+		}
+		q.Relations = append(q.Relations, r)
+	}
+	return q, nil
+}
+
+// Namer finds a catalog's tables and views of a lower-case name, in any
+// schema.
+type Namer interface {
+	Named(name string) []catalog.QualName
+}
+
+// Place resolves the query's relations in a catalog (keys: schema.name,
+// lower case, sorted, each once), leniently, for examples written on
+// other connections:
+//
+//   - names match the catalog's in any case;
+//   - with schema (the example's search_path) given, an unqualified
+//     name is looked up in it, then in public, as PostgreSQL would;
+//   - without, in public, else in the one schema that has it, else in
+//     the one schema, if there is one, that has the most of the query's
+//     unqualified names: the log was written with that schema on its
+//     search_path.
+//
+// fits says whether every relation was placed: an example that does not
+// fit was written for another database, whatever names the two share.
+// (Its columns are not checked: a column renamed since makes an example
+// stale, not foreign, and its tables are still the ones it read.)
+func (q *Query) Place(n Namer, schema string) (keys []string, fits bool) {
+	bySchema := map[string]int{}
+	for _, r := range q.Relations {
+		if r.Schema == "" {
+			for _, c := range n.Named(strings.ToLower(r.Name)) {
+				bySchema[c.Schema]++
+			}
+		}
+	}
+	fits = true
+	for _, r := range q.Relations {
+		cands := n.Named(strings.ToLower(r.Name))
+		var at catalog.QualName
+		ok := false
+		if r.Schema != "" {
+			if i := slices.IndexFunc(cands, func(c catalog.QualName) bool { return strings.EqualFold(c.Schema, r.Schema) }); i >= 0 {
+				at, ok = cands[i], true
+			}
+		} else {
+			at, ok = placeUnqualified(cands, schema, bySchema)
+		}
+		if !ok {
+			fits = false
+			continue
+		}
+		if k := at.Key(); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys, fits
+}
+
+// Reads returns the catalog relations an example's SQL reads, as
+// ParseQuery and Place find them; names it cannot place are left out.
+func Reads(sql string, cat *catalog.Catalog) ([]string, error) {
+	q, err := ParseQuery(sql)
+	if err != nil || cat == nil {
+		return nil, err
+	}
+	keys, _ := q.Place(catalogNamer{cat}, "")
+	return keys, nil
+}
+
+// catalogNamer is a Namer over a catalog, scanning it per name: for one
+// query at a time. A caller placing many keeps an index of its own.
+type catalogNamer struct{ cat *catalog.Catalog }
+
+func (c catalogNamer) Named(name string) []catalog.QualName {
+	var out []catalog.QualName
+	for _, t := range c.cat.Tables() {
+		if strings.EqualFold(t.Name, name) {
+			out = append(out, t.QualName())
+		}
+	}
+	for _, v := range c.cat.Views() {
+		if strings.EqualFold(v.Name, name) {
+			out = append(out, v.QualName())
+		}
+	}
+	return out
+}
+
+// placeUnqualified picks, among the relations of one unqualified name,
+// the one in schema, else in public, else the only one, else the one
+// whose schema has the most of the query's unqualified names, if no
+// other ties it.
+func placeUnqualified(cands []catalog.QualName, schema string, bySchema map[string]int) (catalog.QualName, bool) {
+	if len(cands) == 0 {
+		return catalog.QualName{}, false
+	}
+	for _, path := range []string{schema, catalog.DefaultSchema} {
+		if i := slices.IndexFunc(cands, func(q catalog.QualName) bool { return path != "" && strings.EqualFold(q.Schema, path) }); i >= 0 {
+			return cands[i], true
+		}
+	}
+	if schema != "" {
+		return catalog.QualName{}, false // not on the search_path the example ran with
+	}
+	if len(cands) == 1 {
+		return cands[0], true
+	}
+	best, n, ties := catalog.QualName{}, -1, 0
+	for _, q := range cands {
+		switch c := bySchema[q.Schema]; {
+		case c > n:
+			best, n, ties = q, c, 1
+		case c == n:
+			ties++
+		}
+	}
+	return best, ties == 1
+}
+
+// backticksAsQuotes turns identifiers quoted with backticks into
+// double-quoted ones, outside string literals and quoted identifiers.
+// PostgreSQL has no use for a backtick there, so nothing it would read
+// otherwise changes.
+func backticksAsQuotes(sql string) string {
+	if !strings.Contains(sql, "`") {
+		return sql
+	}
+	b := []byte(sql)
+	var in byte // the quote we are inside: ', ", ` or 0
+	for i, c := range b {
+		switch {
+		case in == '`' && c == '`':
+			b[i], in = '"', 0
+		case in != 0:
+			if c == in {
+				in = 0 // a doubled quote closes and reopens: the same state
+			}
+		case c == '\'' || c == '"':
+			in = c
+		case c == '`':
+			b[i], in = '"', '`'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,111 @@
+package sqlguard
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+)
+
+func TestReads(t *testing.T) {
+	cat, err := catalog.Snapshot("pool", "pool.sql", `
+CREATE TABLE public.settings (key text, value text);
+CREATE SCHEMA films;
+CREATE TABLE films.movies (movie_id int PRIMARY KEY, title text);
+CREATE TABLE films.ratings (movie_id int, score int);
+CREATE TABLE films."Order Details" (id int);
+CREATE VIEW films.top AS SELECT title FROM films.movies;
+CREATE SCHEMA shop;
+CREATE TABLE shop.movies (sku text, title text);
+CREATE TABLE shop.orders (id int, sku text);
+CREATE SCHEMA archive;
+CREATE TABLE archive.ratings (movie_id int, score int);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sql, want string // want: comma-separated, or "error"
+	}{
+		{"SELECT title FROM films.movies", "films.movies"},
+		{"SELECT * FROM FILMS.MOVIES", "films.movies"},
+		{"SELECT value FROM settings", "public.settings"},
+		// Only one schema has orders; movies goes where orders is.
+		{"SELECT m.title FROM movies m JOIN orders o ON o.sku = m.sku", "shop.movies,shop.orders"},
+		// ratings is in films and archive; with movies, films has both.
+		{"SELECT AVG(r.score) FROM Movies AS m JOIN ratings AS r USING (movie_id)", "films.movies,films.ratings"},
+		// One name two schemas have, and nothing to choose by.
+		{"SELECT count(*) FROM movies", ""},
+		{"SELECT * FROM `Order Details` WHERE id = 1", "films.order details"},
+		{"SELECT '`not a name`' AS s, title FROM films.top", "films.top"},
+		{"WITH movies AS (SELECT 1) SELECT * FROM movies, films.ratings", "films.ratings"},
+		{"SELECT * FROM nowhere", ""},
+		{"SELECT FROM WHERE", "error"},
+	} {
+		got, err := Reads(tc.sql, cat)
+		if tc.want == "error" {
+			if err == nil {
+				t.Errorf("%q: %v, want a parse error", tc.sql, got)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, ",") != tc.want {
+			t.Errorf("%q: %v, %v; want %q", tc.sql, got, err, tc.want)
+		}
+	}
+}
+
+func TestBackticksAsQuotes(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"SELECT `a b` FROM t", `SELECT "a b" FROM t`},
+		{"SELECT 'it''s `x`' FROM `t`", "SELECT 'it''s `x`' FROM \"t\""},
+		{"SELECT \"q`q\" FROM t", "SELECT \"q`q\" FROM t"},
+		{"SELECT `O'Brien` FROM t", `SELECT "O'Brien" FROM t`},
+	} {
+		if got := backticksAsQuotes(tc.in); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// With the schema an example ran in, unqualified names resolve as
+// PostgreSQL would on that search_path: the schema, then public, and no
+// further; a name found in neither means the example is not this
+// database's.
+func TestPlaceOnSearchPath(t *testing.T) {
+	cat, err := catalog.Snapshot("pool", "pool.sql", `
+CREATE TABLE public.settings (key text);
+CREATE SCHEMA films;
+CREATE TABLE films.movies (id int);
+CREATE TABLE films.ratings (movie_id int);
+CREATE SCHEMA shop;
+CREATE TABLE shop.movies (sku text);
+CREATE TABLE shop.orders (sku text);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sql, schema string
+		want        string
+		fits        bool
+	}{
+		{"SELECT * FROM movies", "films", "films.movies", true},
+		{"SELECT * FROM movies", "shop", "shop.movies", true},
+		{"SELECT * FROM movies", "", "", false}, // two schemas have it, nothing to choose by
+		{"SELECT * FROM movies JOIN settings ON true", "FILMS", "films.movies,public.settings", true},
+		{"SELECT * FROM orders", "films", "", false}, // not on films' search_path
+		{"SELECT * FROM films.ratings, movies", "shop", "films.ratings,shop.movies", true},
+		{"SELECT * FROM movies", "warehouse", "", false}, // a schema this catalog lacks
+		{"SELECT * FROM movies m JOIN ratings r ON true", "", "films.movies,films.ratings", true},
+	} {
+		q, err := ParseQuery(tc.sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, fits := q.Place(catalogNamer{cat}, tc.schema)
+		if strings.Join(keys, ",") != tc.want || fits != tc.fits {
+			t.Errorf("%q in %q: %v (fits %v), want %q (fits %v)", tc.sql, tc.schema, keys, fits, tc.want, tc.fits)
+		}
+	}
+}
