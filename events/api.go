@@ -229,7 +229,12 @@ type ExplainItem struct {
 	// "Order Date", orders.total); Identifier is the one that named it.
 	IdentifierRank int    `json:"identifier_rank,omitempty"`
 	Identifier     string `json:"identifier,omitempty"`
-	SchemaRoute    int    `json:"schema_route_rank,omitempty"`
+	// ExampleRank is the rank in the list of tables that the SQL of the
+	// worked examples most like the question reads; Example is the id
+	// of the best such example.
+	ExampleRank int    `json:"example_rank,omitempty"`
+	Example     string `json:"example,omitempty"`
+	SchemaRoute int    `json:"schema_route_rank,omitempty"`
 	// SchemaEvidence and SchemaLikelihood are the two schema rankings
 	// routing fused into SchemaRoute: by the schema's best candidate,
 	// and by the question's likelihood under the schema's words.

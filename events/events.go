@@ -207,6 +207,9 @@ type Example struct {
 	ID       string `json:"id,omitempty"`
 	Question string `json:"question"`
 	SQL      string `json:"sql"`
+	// Schema is the schema the SQL was written in (its search_path): the
+	// one its unqualified names are looked up in first, before public.
+	Schema string `json:"schema,omitempty"`
 }
 
 // Event is a decoded, validated event: the envelope plus exactly one typed
@@ -493,6 +496,9 @@ func (ev *Event) Validate() error {
 			}
 			if strings.TrimSpace(ex.SQL) == "" {
 				return fieldErr(f+".sql", "required")
+			}
+			if ex.Schema != "" && strings.TrimSpace(ex.Schema) != ex.Schema {
+				return fieldErr(f+".schema", "a schema name, without surrounding spaces")
 			}
 		}
 	default:

@@ -85,6 +85,7 @@ func TestDecodeBadInput(t *testing.T) {
 		{"doc with invalid UTF-8", valid("docs.upsert", "{\"doc_id\":\"a.md\",\"body\":\"caf\xe9\"}"), ErrMalformed, "", "invalid UTF-8 at byte"},
 		{"no examples", valid("examples.upsert", `{"examples":[]}`), ErrInvalid, "data.examples", "at least one"},
 		{"example without SQL", valid("examples.upsert", `{"examples":[{"question":"q","sql":"x"},{"question":"q2","sql":""}]}`), ErrInvalid, "data.examples[1].sql", "required"},
+		{"example schema with spaces", valid("examples.upsert", `{"examples":[{"question":"q","sql":"x","schema":" sales"}]}`), ErrInvalid, "data.examples[0].schema", "surrounding spaces"},
 		{"oversize", valid("schema.migration", `{"seq":1,"sql":"`+strings.Repeat("x", 2000)+`"}`), ErrTooLarge, "", "limit is 1024"},
 	}
 	for _, tc := range tests {

@@ -535,7 +535,7 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 	case events.TypeExamplesUpsert:
 		var chunks []chunk.Chunk
 		for _, ex := range ev.Examples.Examples {
-			c := chunk.Example(ev.Database, ex.ID, ex.Question, ex.SQL)
+			c := chunk.Example(ev.Database, ex.Schema, ex.ID, ex.Question, ex.SQL)
 			c.Version = int64(it.meta.Sequence.Stream)
 			chunks = append(chunks, c)
 		}

@@ -23,11 +23,13 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/text"
 	"github.com/schemaq/schemaq/workers"
 )
 
@@ -415,8 +417,14 @@ func TestDocsAndExamples(t *testing.T) {
 	natstest.Eventually(t, 10*time.Second, "3 sections", func() bool { return e.count("shop") == 3 })
 	pub(&events.DocUpsert{DocID: "a.md", Body: "# A\n\nshorter now"}, "d2")
 	natstest.Eventually(t, 10*time.Second, "1 section after the edit", func() bool { return e.count("shop") == 1 })
-	pub(&events.ExamplesUpsert{Examples: []events.Example{{Question: "How many?", SQL: "SELECT 1"}, {Question: "Which?", SQL: "SELECT 2"}}}, "x1")
+	pub(&events.ExamplesUpsert{Examples: []events.Example{{Question: "How many?", SQL: "SELECT 1"}, {Question: "Which orders?", SQL: "SELECT 2", Schema: "sales"}}}, "x1")
 	natstest.Eventually(t, 10*time.Second, "examples", func() bool { return e.count("shop") == 3 })
+	// An example's schema (its search_path) is kept with it.
+	hits, err := e.store.SearchText(context.Background(), index.TextQuery{Filter: index.Filter{Database: "shop", Kinds: []string{chunk.KindExample}, Schemas: []string{"sales"}},
+		Terms: text.Terms("which orders"), Weights: index.DefaultWeights, Limit: 5})
+	if err != nil || len(hits) != 1 || hits[0].Chunk.Schema != "sales" {
+		t.Fatalf("the example written in sales: %v, %v", hits, err)
+	}
 	pub(&events.DocDelete{DocID: "a.md"}, "d3")
 	natstest.Eventually(t, 10*time.Second, "doc deleted", func() bool { return e.count("shop") == 2 })
 }

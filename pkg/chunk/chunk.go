@@ -36,7 +36,8 @@ type Chunk struct {
 	// wide table or sections of a doc share it.
 	Name string `json:"name"`
 	Part int    `json:"part,omitempty"` // 1-based; 0 when not split
-	// Schema is the schema of a table or view chunk.
+	// Schema is the schema of a table or view chunk, or the one an
+	// example's SQL was written in.
 	Schema string `json:"schema,omitempty"`
 	// Title is the table or view name (without schema), or a doc's title
 	// and heading path, or an example's question: the field BM25 weighs
@@ -372,17 +373,30 @@ func View(c *catalog.Catalog, v *catalog.View) Chunk {
 	return ch
 }
 
-// Example chunks one question/SQL pair. An empty id becomes a hash of the
-// question, so re-publishing the same question replaces it.
-func Example(db, id, question, sql string) Chunk {
+// Example chunks one question/SQL pair; schema, when set, is the schema
+// the SQL was written in (its search_path). An empty id becomes a hash of
+// the question, so re-publishing the same question replaces it.
+func Example(db, schema, id, question, sql string) Chunk {
 	if id == "" {
 		sum := sha256.Sum256([]byte(strings.ToLower(strings.Join(strings.Fields(question), " "))))
 		id = hex.EncodeToString(sum[:8])
 	}
-	ch := Chunk{Database: db, Kind: KindExample, Name: id, Title: strings.TrimSpace(question),
+	ch := Chunk{Database: db, Kind: KindExample, Name: id, Schema: schema, Title: strings.TrimSpace(question),
 		Text: "Question: " + strings.TrimSpace(question) + "\nSQL: " + strings.TrimSpace(sql) + "\n"}
 	ch.seal()
 	return ch
+}
+
+// ExampleSQL is the SQL of an example chunk (Example), "" for any other.
+func ExampleSQL(c Chunk) string {
+	if c.Kind != KindExample {
+		return ""
+	}
+	_, sql, ok := strings.Cut(c.Text, "\nSQL: ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(sql)
 }
 
 // EmbedText is what an embedder should see for the chunk. For tables and

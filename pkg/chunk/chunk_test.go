@@ -205,15 +205,15 @@ func TestDocSizeBound(t *testing.T) {
 }
 
 func TestExampleIDs(t *testing.T) {
-	a := Example("shop", "", "How many orders?", "SELECT count(*) FROM orders")
-	b := Example("shop", "", "how many   ORDERS?", "SELECT count(*) FROM orders;")
+	a := Example("shop", "", "", "How many orders?", "SELECT count(*) FROM orders")
+	b := Example("shop", "", "", "how many   ORDERS?", "SELECT count(*) FROM orders;")
 	if a.ID != b.ID || !strings.HasPrefix(a.ID, "shop:example:") {
 		t.Errorf("same question should give the same id: %s %s", a.ID, b.ID)
 	}
 	if a.Hash == b.Hash {
 		t.Error("different SQL should give a different hash")
 	}
-	if c := Example("shop", "net-revenue", "q", "SELECT 1"); c.ID != "shop:example:net-revenue" {
+	if c := Example("shop", "", "net-revenue", "q", "SELECT 1"); c.ID != "shop:example:net-revenue" {
 		t.Errorf("explicit id: %s", c.ID)
 	}
 }
