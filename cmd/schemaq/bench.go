@@ -44,10 +44,12 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	schema := fs.String("schema", "", "schema SQL, applied as one snapshot (required)")
 	questions := fs.String("questions", "", "questions JSONL: question, gold_tables (required)")
 	hintsField := fs.String("hints-field", "", "a string field of each question line to send as the request's hints (BIRD: evidence)")
+	examplesFile := fs.String("examples", "", "worked examples JSONL (question and sql or gold_sql) to index beside the schema; lines whose id or question is one of --questions' are left out")
 	ks := fs.String("k", "1,3,5,10,15,20", "comma-separated cut-offs")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	db := fs.String("db", "bench", "database name to index the schema under")
 	misses := fs.Int("misses", 0, "print up to N questions whose gold tables were not all retrieved")
+	warm := fs.Bool("warm", false, "run every question once before the measured pass (latency of a daemon whose caches are warm)")
 	goldSchema := fs.Bool("gold-schema", false, "filter each question to its gold tables' schema (single-database asks)")
 	storeName := fs.String("store", "sqlite", "index store: sqlite (embedded) or redis (needs --redis-url)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run (indexing and questions) to this file, for go tool pprof")
@@ -67,6 +69,8 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.KNNWeight, "knn-weight", cfg.KNNWeight, "weight of the vector list in fusion")
 	fs.Float64Var(&cfg.CommonHeads, "common-heads", cfg.CommonHeads, "leave out the compound of a phrase whose head is in at least this share of the tables (full name → fullname; 0: off)")
 	fs.Float64Var(&cfg.IdentifierWeight, "identifier-weight", cfg.IdentifierWeight, "weight of the list of tables that own an identifier the question or hints spell out (0: off)")
+	fs.Float64Var(&cfg.ExampleWeight, "example-weight", cfg.ExampleWeight, "weight of the list of tables the SQL of the most similar examples reads (with --examples; 0: off)")
+	fs.IntVar(&cfg.ExampleCandidates, "example-candidates", cfg.ExampleCandidates, "how many of the most similar examples vote for their tables")
 	fs.Float64Var(&cfg.HintWeight, "hint-weight", cfg.HintWeight, "weight of the hints' BM25 list in fusion (with --hints-field)")
 	fs.IntVar(&cfg.SchemaWindow, "schema-window", cfg.SchemaWindow, "how many fused candidates the schema rescoring reorders")
 	noRouting := fs.Bool("no-routing", false, "ablation: no schema routing")
@@ -151,8 +155,21 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench retrieval: %s: %w", *questions, err)
 	}
+	var examples []benchmark.Example
+	if *examplesFile != "" {
+		ef, err := os.Open(*examplesFile)
+		if err != nil {
+			return fmt.Errorf("bench retrieval: %w", err)
+		}
+		examples, err = benchmark.ReadExamples(ef)
+		ef.Close()
+		if err != nil {
+			return fmt.Errorf("bench retrieval: %s: %w", *examplesFile, err)
+		}
+	}
 	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
-		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: progressWriter(e.stderr), GoldSchema: *goldSchema, OpenStore: openStore})
+		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: progressWriter(e.stderr), GoldSchema: *goldSchema, OpenStore: openStore,
+		Examples: examples, Warm: *warm})
 	if err != nil {
 		return err
 	}
@@ -166,6 +183,9 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	}
 	sort.Ints(keys)
 	fmt.Fprintf(e.stdout, "%d tables, %d questions; indexed in %.2f s (%s store)\n", rep.Tables, rep.Questions, rep.IndexSeconds, rep.Store)
+	if rep.Examples > 0 {
+		fmt.Fprintf(e.stdout, "%d worked examples indexed beside the schema\n", rep.Examples)
+	}
 	fmt.Fprintf(e.stdout, "%-6s %8s %8s\n", "k", "recall", "CR")
 	for _, k := range keys {
 		s := strconv.Itoa(k)
@@ -198,6 +218,9 @@ func stagePath(ex retrieve.Explain) string {
 	s := "bm25 " + r(ex.BM25Rank) + ", knn " + r(ex.KNNRank)
 	if ex.HintRank > 0 {
 		s += ", hints " + r(ex.HintRank)
+	}
+	if ex.ExampleRank > 0 {
+		s += ", examples " + r(ex.ExampleRank) + " (" + ex.Example + ")"
 	}
 	if ex.IdentifierRank > 0 {
 		s += ", identifier " + r(ex.IdentifierRank) + " (" + ex.Identifier + ")"

@@ -93,6 +93,96 @@ func ReadQuestions(r io.Reader, hintsField ...string) ([]Question, error) {
 	return out, nil
 }
 
+// Example is a worked example indexed beside the schema: a question and
+// the SQL that answers it, as an examples.upsert event carries.
+type Example struct {
+	ID       string
+	Question string
+	SQL      string
+	Schema   string // the schema the SQL was written in
+}
+
+// ReadExamples reads a JSONL file of worked examples; each line needs
+// question and sql (or gold_sql, as the benchmark sets name it). An id,
+// when present, is kept to tell examples from the questions asked. The
+// schema the SQL was written in is the line's schema, or else the one
+// schema of its gold_tables: the database a logged query ran on.
+func ReadExamples(r io.Reader) ([]Example, error) {
+	var out []Example
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if s == "" {
+			continue
+		}
+		var l struct {
+			ID         any      `json:"id"`
+			Question   string   `json:"question"`
+			SQL        string   `json:"sql"`
+			GoldSQL    string   `json:"gold_sql"`
+			Schema     string   `json:"schema"`
+			GoldTables []string `json:"gold_tables"`
+		}
+		if err := json.Unmarshal([]byte(s), &l); err != nil {
+			return nil, fmt.Errorf("examples line %d: %w", line, err)
+		}
+		if l.SQL == "" {
+			l.SQL = l.GoldSQL
+		}
+		if strings.TrimSpace(l.Question) == "" || strings.TrimSpace(l.SQL) == "" {
+			return nil, fmt.Errorf("examples line %d: question and sql (or gold_sql) are required", line)
+		}
+		ex := Example{Question: l.Question, SQL: l.SQL, Schema: l.Schema}
+		if ex.Schema == "" {
+			ex.Schema = oneSchema(l.GoldTables)
+		}
+		if l.ID != nil {
+			ex.ID = fmt.Sprint(l.ID)
+		}
+		out = append(out, ex)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read examples: %w", err)
+	}
+	return out, nil
+}
+
+// oneSchema is the schema all the schema.table names share, or "".
+func oneSchema(tables []string) string {
+	var schema string
+	for _, t := range tables {
+		s, _, ok := strings.Cut(t, ".")
+		if !ok || (schema != "" && s != schema) {
+			return ""
+		}
+		schema = s
+	}
+	return schema
+}
+
+// heldOut leaves out the examples that are one of the questions asked,
+// by id or by question (case and spacing aside), so that no question is
+// answered by its own example.
+func heldOut(examples []Example, qs []Question) []Example {
+	norm := func(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+	ids, texts := map[string]bool{}, map[string]bool{}
+	for _, q := range qs {
+		if q.ID != nil {
+			ids[fmt.Sprint(q.ID)] = true
+		}
+		texts[norm(q.Question)] = true
+	}
+	var out []Example
+	for _, ex := range examples {
+		if (ex.ID != "" && ids[ex.ID]) || texts[norm(ex.Question)] {
+			continue
+		}
+		out = append(out, ex)
+	}
+	return out
+}
+
 // RetrievalConfig is one benchmark run.
 type RetrievalConfig struct {
 	Database  string // name the schema is indexed under
@@ -110,6 +200,14 @@ type RetrievalConfig struct {
 	// the single-database ask, where the caller says which database.
 	GoldSchema bool
 	Progress   io.Writer // a counter goes here while questions run (nil: none)
+	// Warm runs every question once before the measured pass, so that
+	// latency is a running daemon's: the catalog's graph and the parsed
+	// SQL of the examples are cached by then.
+	Warm bool
+	// Examples are indexed beside the schema, less those that are one of
+	// the questions (by id or text); the questions then ask for tables
+	// and views only, so that no example takes a table's place.
+	Examples []Example
 }
 
 // RetrievalReport is the outcome; its JSON shape is stable because other
@@ -123,7 +221,10 @@ type RetrievalReport struct {
 	// SchemaFirst is the share of questions whose first table is in the
 	// schema of their gold tables: in a pooled index, how often the
 	// right database was picked.
-	SchemaFirst  float64            `json:"schema_first"`
+	SchemaFirst float64 `json:"schema_first"`
+	// Examples is how many worked examples were indexed beside the
+	// schema (0: none).
+	Examples     int                `json:"examples,omitempty"`
 	IndexSeconds float64            `json:"index_seconds"`
 	LatencyMS    map[string]float64 `json:"latency_ms"`
 	// Misses lists questions whose gold tables were not all in the top
@@ -191,6 +292,16 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	if _, err := indexer.Catalog(ctx, store, cfg.Embedder, cat, chunk.NewChunker(chunk.Options{})); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
+	examples := heldOut(cfg.Examples, cfg.Questions)
+	if len(examples) > 0 {
+		chunks := make([]chunk.Chunk, len(examples))
+		for i, ex := range examples {
+			chunks[i] = chunk.Example(cfg.Database, ex.Schema, ex.ID, ex.Question, ex.SQL)
+		}
+		if _, err := indexer.Chunks(ctx, store, cfg.Embedder, chunks); err != nil {
+			return nil, fmt.Errorf("bench: index examples: %w", err)
+		}
+	}
 	indexSeconds := time.Since(start).Seconds()
 
 	ret, err := retrieve.New(store, cfg.Embedder, staticCatalogs{cat}, cfg.Retrieve)
@@ -198,14 +309,28 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	maxK := cfg.Ks[len(cfg.Ks)-1]
+	if cfg.Warm {
+		for _, q := range cfg.Questions {
+			req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK, Hints: q.Hints}
+			if len(examples) > 0 {
+				req.Kinds = []string{chunk.KindTable, chunk.KindView}
+			}
+			if _, err := ret.Retrieve(ctx, req); err != nil {
+				return nil, fmt.Errorf("bench: warming with question %v: %w", q.ID, err)
+			}
+		}
+	}
 	recall := make([]float64, len(cfg.Ks))
 	complete := make([]float64, len(cfg.Ks))
 	var lat []time.Duration
 	schemaFirst := 0
-	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Questions: len(cfg.Questions)}
+	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Questions: len(cfg.Questions), Examples: len(examples)}
 	for qi, q := range cfg.Questions {
 		t0 := time.Now()
 		req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK, Hints: q.Hints}
+		if len(examples) > 0 {
+			req.Kinds = []string{chunk.KindTable, chunk.KindView}
+		}
 		if cfg.GoldSchema {
 			if schema, _, ok := strings.Cut(strings.ToLower(q.GoldTables[0]), "."); ok {
 				req.Schemas = []string{schemaOf(cat, schema)}

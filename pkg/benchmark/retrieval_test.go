@@ -2,6 +2,7 @@ package benchmark_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,13 +130,20 @@ func TestBIRDQuality(t *testing.T) {
 		t.Skip("runs the retrieval benchmark")
 	}
 	sql := sharedtest.Read(t, "bench", "birdtrain", "schema.sql")
+	// The other 7,858 train questions, as a team's worked examples.
+	examples, err := benchmark.ReadExamples(strings.NewReader(sharedtest.Read(t, "bench", "birdtrain", "questions.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		name   string
-		hints  string
-		floors map[string]float64 // complete recall at k
+		name     string
+		hints    string
+		examples []benchmark.Example
+		floors   map[string]float64 // complete recall at k
 	}{
-		{"question alone", "", map[string]float64{"5": 0.61, "15": 0.79}},
-		{"with hints", "evidence", map[string]float64{"5": 0.76, "15": 0.89}},
+		{"question alone", "", nil, map[string]float64{"5": 0.61, "15": 0.79}},
+		{"with hints", "evidence", nil, map[string]float64{"5": 0.76, "15": 0.89}},
+		{"with worked examples", "", examples, map[string]float64{"5": 0.82, "15": 0.92}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			qs, err := benchmark.ReadQuestions(strings.NewReader(sharedtest.Read(t, "bench", "birdtrain", "questions-1500.jsonl")), tc.hints)
@@ -144,10 +152,14 @@ func TestBIRDQuality(t *testing.T) {
 			}
 			rep, err := benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{
 				Database: "bench", Schema: sql, Source: "schema.sql", Questions: qs,
-				Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(),
+				Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(), Examples: tc.examples,
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.examples != nil && rep.Examples != len(tc.examples)-len(qs)-7 {
+				// 7 more share a sampled question's text.
+				t.Errorf("%d examples indexed, want every one but the questions asked", rep.Examples)
 			}
 			for k, floor := range tc.floors {
 				if got := rep.CompleteRecall[k]; got < floor {
@@ -155,5 +167,42 @@ func TestBIRDQuality(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An examples file takes sql or gold_sql, and the schema from the line or
+// from its gold tables; none of the questions asked is its own example.
+func TestExamplesAreHeldOut(t *testing.T) {
+	ex, err := benchmark.ReadExamples(strings.NewReader(`
+{"id": 1, "question": "How many singers?", "gold_sql": "SELECT count(*) FROM singer", "gold_tables": ["concert.singer"]}
+{"id": 2, "question": "Name every stadium.", "sql": "SELECT name FROM stadium", "schema": "sports"}
+{"id": 3, "question": "how many   SINGERS?", "sql": "SELECT 1", "gold_tables": ["concert.singer", "music.band"]}
+{"question": "Who sang?", "sql": "SELECT name FROM singer"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []benchmark.Example{
+		{ID: "1", Question: "How many singers?", SQL: "SELECT count(*) FROM singer", Schema: "concert"},
+		{ID: "2", Question: "Name every stadium.", SQL: "SELECT name FROM stadium", Schema: "sports"},
+		{ID: "3", Question: "how many   SINGERS?", SQL: "SELECT 1"},
+		{Question: "Who sang?", SQL: "SELECT name FROM singer"},
+	}
+	if !slices.Equal(ex, want) {
+		t.Fatalf("read %+v, want %+v", ex, want)
+	}
+	if _, err := benchmark.ReadExamples(strings.NewReader(`{"question": "q"}`)); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a line without SQL: %v", err)
+	}
+	sql := "CREATE SCHEMA concert; CREATE TABLE concert.singer (singer_id int PRIMARY KEY, name text);"
+	qs := []benchmark.Question{{ID: float64(1), Question: "How many singers?", GoldTables: []string{"concert.singer"}}}
+	rep, err := benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{Database: "b", Schema: sql, Source: "s.sql",
+		Questions: qs, Ks: []int{1}, Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(), Examples: ex})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 is the question itself; 3 asks it again in other words' case.
+	if rep.Examples != 2 {
+		t.Errorf("%d examples indexed, want 2", rep.Examples)
 	}
 }

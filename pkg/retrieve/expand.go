@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -15,6 +16,7 @@ type graph struct {
 	cat    *catalog.Catalog
 	tables map[string]*catalog.Table
 	views  map[string]*catalog.View
+	byName map[string][]catalog.QualName // lower-case name → the tables and views of that name
 	adj    map[string]map[string]bool
 	chunks *chunk.Tabler // renders bridge tables as the index would
 	vocab  *vocab        // scores schemas for routing
@@ -78,7 +80,7 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	if prev != nil {
 		pv = prev.vocab
 	}
-	g := &graph{cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
+	g := &graph{cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, byName: map[string][]catalog.QualName{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
 	link := func(a, b string) {
 		if a == b {
 			return
@@ -90,10 +92,14 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
+		n := strings.ToLower(v.Name)
+		g.byName[n] = append(g.byName[n], v.QualName())
 	}
 	for _, t := range cat.Tables() {
 		key := t.QualName().Key()
 		g.tables[key] = t
+		n := strings.ToLower(t.Name)
+		g.byName[n] = append(g.byName[n], t.QualName())
 		for _, fk := range t.ForeignKeys {
 			link(key, fk.RefTable.Key())
 			link(fk.RefTable.Key(), key)

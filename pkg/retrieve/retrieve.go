@@ -140,6 +140,13 @@ type Config struct {
 	// own an identifier the question or hints spell out (ident.go); it
 	// counts in schema routing too (0: off).
 	IdentifierWeight float64
+	// ExampleWeight is the fused weight of the list of tables that the
+	// SQL of the database's worked examples most like the question reads
+	// (examples.go; the best ExampleCandidates examples by BM25 vote); it
+	// counts in schema routing too (0: off). A database without examples
+	// costs one BM25 search that finds none.
+	ExampleWeight     float64
+	ExampleCandidates int
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -160,7 +167,7 @@ var DefaultConfig = Config{
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5, PropagationOwn: 0.1,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
 	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, CommonHeads: 0.1, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
-	HintWeight: 0.25, IdentifierWeight: 2,
+	HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 2, ExampleCandidates: 5,
 }
 
 // Request is one retrieval.
@@ -215,6 +222,7 @@ type Retriever struct {
 	catalogs Catalogs
 	cfg      Config
 	graphs   *graphCache
+	reads    readsCache
 }
 
 // New builds a retriever. catalogs may be nil (no FK expansion); embedder
@@ -332,7 +340,7 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		err  error
 		took time.Duration
 	}
-	searchText := func(terms []Term) <-chan textResult {
+	searchIn := func(f index.Filter, limit int, terms []Term) <-chan textResult {
 		done := make(chan textResult, 1)
 		go func() {
 			t0 := time.Now()
@@ -342,21 +350,29 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 				return
 			}
 			ts := termStrings(terms)
-			hits, err := search.SearchText(ctx, index.TextQuery{Filter: filter, Terms: ts, NoCompounds: r.commonPhrases(ts, cat),
-				Weights: r.cfg.Weights, Limit: r.cfg.Candidates})
+			hits, err := search.SearchText(ctx, index.TextQuery{Filter: f, Terms: ts, NoCompounds: r.commonPhrases(ts, cat),
+				Weights: r.cfg.Weights, Limit: limit})
 			done <- textResult{hits, err, time.Since(t0)}
 		}()
 		return done
 	}
+	searchText := func(terms []Term) <-chan textResult { return searchIn(filter, r.cfg.Candidates, terms) }
 	question, hints := req.Question, req.Hints
 	if r.cfg.DropDates {
 		question, hints = text.StripDates(question), text.StripDates(hints)
 	}
 	words := text.QueryTerms(question)
 	res.Terms = r.valueTerms(question, r.queryTerms(words, cat), cat)
-	var textDone, hintDone <-chan textResult
+	var textDone, hintDone, exampleDone <-chan textResult
+	var voters []chunk.Chunk // the examples whose tables were voted for, best first
 	if r.cfg.BM25 {
 		textDone = searchText(res.Terms)
+	}
+	// The examples' own list: tables the SQL of similar examples reads.
+	// Examples carry no schema and, as the catalog names tables, no tags
+	// to check, so the list stays out of requests filtered by tag.
+	if r.cfg.BM25 && r.cfg.ExampleWeight > 0 && r.cfg.ExampleCandidates > 0 && cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds) {
+		exampleDone = searchIn(index.Filter{Database: req.Database, Kinds: []string{chunk.KindExample}}, r.cfg.ExampleCandidates, res.Terms)
 	}
 	var hintWords []string
 	var hintTerms []Term
@@ -418,6 +434,14 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 			res.Terms = append(res.Terms, t)
 		}
 	}
+	if exampleDone != nil {
+		tr := <-exampleDone
+		if tr.err != nil {
+			return nil, fmt.Errorf("bm25 of the examples: %w", tr.err)
+		}
+		res.Timings.BM25 = max(res.Timings.BM25, tr.took)
+		voters = r.exampleVotes(cat, tr.hits, req.Schemas, get)
+	}
 	if knnErr != nil {
 		return nil, knnErr
 	}
@@ -443,7 +467,7 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	}
 	for _, o := range all {
 		o.bestAt = 1 << 30
-		for _, rank := range []int{o.ex.BM25Rank, o.ex.KNNRank, o.ex.IdentifierRank} {
+		for _, rank := range []int{o.ex.BM25Rank, o.ex.KNNRank, o.ex.IdentifierRank, o.ex.ExampleRank} {
 			if rank > 0 {
 				o.bestAt = min(o.bestAt, rank)
 			}
@@ -496,6 +520,12 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		rq := question
 		if hintTerms != nil {
 			rq += "\n" + hints
+		}
+		// So is the SQL of the example most like the question that fits
+		// the catalog: the names it reads are the team's own answer to
+		// a question like this one.
+		if len(voters) > 0 {
+			rq += "\n" + chunk.ExampleSQL(voters[0])
 		}
 		rerank.Schema(r.cfg.SchemaWeights, rq, cands[:window])
 		for i, c := range cands[:window] {
@@ -557,8 +587,9 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 }
 
 // evidence is an object's share of the fusion from the lists that judge
-// it: BM25, KNN and the identifiers written out. Routing ranks schemas
-// by it; fusion adds the hints' list, which is the caller's word.
+// it: BM25, KNN, the identifiers written out and the examples' tables.
+// Routing ranks schemas by it; fusion adds the hints' list, which is the
+// caller's word.
 func (r *Retriever) evidence(o *object) float64 {
 	var s float64
 	if rank := o.ex.BM25Rank; rank > 0 {
@@ -570,7 +601,16 @@ func (r *Retriever) evidence(o *object) float64 {
 	if rank := o.ex.IdentifierRank; rank > 0 {
 		s += r.cfg.IdentifierWeight / (r.cfg.RRFK + float64(rank))
 	}
+	if rank := o.ex.ExampleRank; rank > 0 {
+		s += r.cfg.ExampleWeight / (r.cfg.RRFK + float64(rank))
+	}
 	return s
+}
+
+// admitsRelations says whether a request for these kinds (none: all)
+// wants tables or views.
+func admitsRelations(kinds []string) bool {
+	return len(kinds) == 0 || slices.Contains(kinds, chunk.KindTable) || slices.Contains(kinds, chunk.KindView)
 }
 
 // finish merges an object's chunks into its candidate: parts in order,

@@ -656,3 +656,75 @@ CREATE TABLE reviews.scores (review_id int PRIMARY KEY, film text, average_score
 		}
 	}
 }
+
+// The tables a similar worked example's SQL reads are evidence for a
+// question whose own words point elsewhere; an example that does not fit
+// the catalog votes for nothing.
+func TestExamplesVoteForTheirTables(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Snapshot("pool", "pool.sql", `
+CREATE SCHEMA cinema;
+CREATE TABLE cinema.films (film_id int PRIMARY KEY, title text, release_year int);
+CREATE TABLE cinema.screenings (film_id int REFERENCES cinema.films, room text, starts_at timestamp);
+CREATE SCHEMA reviews;
+CREATE TABLE reviews.movies (movie_id int PRIMARY KEY, movie_title text, director_name text, critic_score int);
+CREATE TABLE reviews.critics (critic_id int PRIMARY KEY, name text);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const question = "How many films did Ake Sandgren make?"
+	for _, tc := range []struct {
+		name          string
+		schema, sql   string
+		weight        float64
+		kinds         []string
+		first         string
+		exampleRanked bool
+	}{
+		{"an example of the database", "reviews", "SELECT count(*) FROM movies WHERE director_name = 'Lasse Hallström'", 2, nil, "reviews.movies", true},
+		{"the stage off", "reviews", "SELECT count(*) FROM movies WHERE director_name = 'Lasse Hallström'", 0, nil, "cinema.films", false},
+		{"qualified names, no schema", "", "SELECT count(*) FROM reviews.movies WHERE director_name = 'x'", 2, nil, "reviews.movies", true},
+		{"backticks, as in a SQLite log", "reviews", "SELECT count(*) FROM `movies` WHERE `director_name` = 'x'", 2, nil, "reviews.movies", true},
+		{"written in a schema this catalog lacks", "warehouse", "SELECT count(*) FROM movies", 2, nil, "cinema.films", false},
+		{"reading a table since dropped", "reviews", "SELECT count(*) FROM movies JOIN directors USING (director_id)", 2, nil, "cinema.films", false},
+		{"SQL that does not parse", "reviews", "SELEKT count(*) FROM movies", 2, nil, "cinema.films", false},
+		{"a request for tables only", "reviews", "SELECT count(*) FROM movies", 2, []string{chunk.KindTable}, "reviews.movies", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, e := indexCatalogs(t, cat)
+			ex := chunk.Example("pool", tc.schema, "hallstrom", "How many films did Lasse Hallström make?", tc.sql)
+			if _, err := indexer.Chunks(ctx, s, e, []chunk.Chunk{ex}); err != nil {
+				t.Fatal(err)
+			}
+			cfg := retrieve.DefaultConfig
+			cfg.ExampleWeight = tc.weight
+			r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Retrieve(ctx, retrieve.Request{Database: "pool", Question: question, K: 5, Kinds: tc.kinds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tables []string
+			for _, it := range res.Items {
+				if it.Kind == chunk.KindTable {
+					tables = append(tables, it.Name)
+				}
+			}
+			if len(tables) == 0 || tables[0] != tc.first {
+				t.Errorf("tables %v, want %s first", tables, tc.first)
+				for _, x := range res.Explain {
+					t.Logf("%+v", x)
+				}
+			}
+			ranked := slices.ContainsFunc(res.Explain, func(x retrieve.Explain) bool {
+				return x.Name == "reviews.movies" && x.ExampleRank == 1 && x.Example == "hallstrom"
+			})
+			if ranked != tc.exampleRanked {
+				t.Errorf("reviews.movies has example rank 1 from hallstrom: %v, want %v", ranked, tc.exampleRanked)
+			}
+		})
+	}
+}

@@ -1,0 +1,105 @@
+package retrieve
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/sqlguard"
+)
+
+// readsCacheMax bounds how many examples' parsed SQL is remembered;
+// past it the cache starts again. A parse costs tens of microseconds, so
+// a miss is cheap; the cache keeps it off every request.
+const readsCacheMax = 100_000
+
+// readsCache remembers each example's parsed SQL (sqlguard.Query): it
+// depends on the SQL alone, so it outlives catalog versions, and placing
+// it in the catalog is a few map lookups per request.
+type readsCache struct {
+	mu sync.Mutex
+	m  map[string]*sqlguard.Query
+}
+
+// query returns the example's parsed SQL; nil when it does not parse.
+func (rc *readsCache) query(c chunk.Chunk) *sqlguard.Query {
+	key := c.Database + "\x00" + c.Hash
+	rc.mu.Lock()
+	got, ok := rc.m[key]
+	rc.mu.Unlock()
+	if ok {
+		return got
+	}
+	got, _ = sqlguard.ParseQuery(chunk.ExampleSQL(c)) // an example that does not parse names nothing
+	rc.mu.Lock()
+	if rc.m == nil || len(rc.m) >= readsCacheMax {
+		rc.m = map[string]*sqlguard.Query{}
+	}
+	rc.m[key] = got
+	rc.mu.Unlock()
+	return got
+}
+
+// exampleVotes ranks, as a list of its own, the tables and views that the
+// SQL of the worked examples most like the question reads: the example at
+// rank i of the examples' BM25 list gives each of its tables 1/(k+i), as
+// fusion would. A team's examples are its query log; where one asked
+// something like this question, its tables are likely this one's too,
+// even when the question's words name none of them. Tables no retriever
+// found join the candidates through get.
+func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, schemas []string, get func(chunk.Chunk) *object) (voters []chunk.Chunk) {
+	g := r.graphs.get(cat)
+	votes := map[string]float64{}
+	by := map[string]string{} // table → the best example reading it
+	for i, h := range hits {
+		q := r.reads.query(h.Chunk)
+		if q == nil {
+			continue
+		}
+		// An example that does not fit the catalog (a table it names is
+		// not there) was written for another database, whatever names
+		// the two share: it votes for nothing.
+		keys, fits := q.Place(g, h.Chunk.Schema)
+		if !fits {
+			continue
+		}
+		voters = append(voters, h.Chunk)
+		for _, key := range keys {
+			votes[key] += 1 / (r.cfg.RRFK + float64(i+1))
+			if by[key] == "" {
+				by[key] = h.Chunk.Name
+			}
+		}
+	}
+	keys := make([]string, 0, len(votes))
+	for k := range votes {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := cmp.Compare(votes[b], votes[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	rank := 0
+	for _, key := range keys {
+		if schema, _ := g.relation(key); schema == "" || (len(schemas) > 0 && !slices.Contains(schemas, schema)) {
+			continue
+		}
+		var o *object
+		for _, c := range g.render(key) {
+			o = get(c)
+		}
+		if o != nil && o.ex.ExampleRank == 0 {
+			rank++
+			o.ex.ExampleRank, o.ex.Example = rank, by[key]
+		}
+	}
+	return voters
+}
+
+// Named implements sqlguard.Namer.
+func (g *graph) Named(name string) []catalog.QualName { return g.byName[name] }
