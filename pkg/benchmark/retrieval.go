@@ -5,8 +5,10 @@ package benchmark
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -62,25 +64,20 @@ func HintsFrom(qs []Question, lines [][]byte, field string) error {
 func ReadQuestions(r io.Reader, hintsField ...string) ([]Question, error) {
 	var lines [][]byte
 	var out []Question
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		s := strings.TrimSpace(sc.Text())
-		if s == "" {
-			continue
-		}
+	err := jsonLines(r, "questions", func(line int, s []byte) error {
 		var q Question
-		if err := json.Unmarshal([]byte(s), &q); err != nil {
-			return nil, fmt.Errorf("questions line %d: %w", line, err)
+		if err := json.Unmarshal(s, &q); err != nil {
+			return err
 		}
 		if strings.TrimSpace(q.Question) == "" || len(q.GoldTables) == 0 {
-			return nil, fmt.Errorf("questions line %d: question and gold_tables are required", line)
+			return errors.New("question and gold_tables are required")
 		}
 		out = append(out, q)
-		lines = append(lines, []byte(s))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read questions: %w", err)
+		lines = append(lines, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(hintsField) > 0 && hintsField[0] != "" {
 		if err := HintsFrom(out, lines, hintsField[0]); err != nil {
@@ -91,6 +88,26 @@ func ReadQuestions(r io.Reader, hintsField ...string) ([]Question, error) {
 		return nil, fmt.Errorf("read questions: the file has none")
 	}
 	return out, nil
+}
+
+// jsonLines calls fn with each non-blank line of a JSONL file; an error
+// names the file's role and the line.
+func jsonLines(r io.Reader, what string, fn func(line int, s []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		s := bytes.TrimSpace(sc.Bytes())
+		if len(s) == 0 {
+			continue
+		}
+		if err := fn(line, bytes.Clone(s)); err != nil {
+			return fmt.Errorf("%s line %d: %w", what, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	return nil
 }
 
 // Example is a worked example indexed beside the schema: a question and
@@ -109,13 +126,7 @@ type Example struct {
 // schema of its gold_tables: the database a logged query ran on.
 func ReadExamples(r io.Reader) ([]Example, error) {
 	var out []Example
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		s := strings.TrimSpace(sc.Text())
-		if s == "" {
-			continue
-		}
+	err := jsonLines(r, "examples", func(_ int, s []byte) error {
 		var l struct {
 			ID         any      `json:"id"`
 			Question   string   `json:"question"`
@@ -124,14 +135,14 @@ func ReadExamples(r io.Reader) ([]Example, error) {
 			Schema     string   `json:"schema"`
 			GoldTables []string `json:"gold_tables"`
 		}
-		if err := json.Unmarshal([]byte(s), &l); err != nil {
-			return nil, fmt.Errorf("examples line %d: %w", line, err)
+		if err := json.Unmarshal(s, &l); err != nil {
+			return err
 		}
 		if l.SQL == "" {
 			l.SQL = l.GoldSQL
 		}
 		if strings.TrimSpace(l.Question) == "" || strings.TrimSpace(l.SQL) == "" {
-			return nil, fmt.Errorf("examples line %d: question and sql (or gold_sql) are required", line)
+			return errors.New("question and sql (or gold_sql) are required")
 		}
 		ex := Example{Question: l.Question, SQL: l.SQL, Schema: l.Schema}
 		if ex.Schema == "" {
@@ -141,11 +152,9 @@ func ReadExamples(r io.Reader) ([]Example, error) {
 			ex.ID = fmt.Sprint(l.ID)
 		}
 		out = append(out, ex)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read examples: %w", err)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // oneSchema is the schema all the schema.table names share, or "".

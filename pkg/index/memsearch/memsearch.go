@@ -214,13 +214,26 @@ func (c *changes) postingList(s *Snapshot, term string) []posting {
 	return slices.Clone(p)
 }
 
-// numbers returns the changed list of key's numbers in m, copying it
-// from the snapshot's on its first change.
-func numbers(m map[string][]int32, from layered[[]int32], key string) []int32 {
-	if l, ok := m[key]; ok {
+// numberList is one list of chunk numbers a chunk is filed in: its
+// schema's or its kind's, as one With changes it.
+type numberList struct {
+	m    map[string][]int32 // the With's changed lists
+	from layered[[]int32]   // the snapshot's
+	key  string
+}
+
+// filed are the lists of numbers c is filed in.
+func (c *changes) filed(old *Snapshot, ch chunk.Chunk) [2]numberList {
+	return [2]numberList{{c.schemas, old.schemas, ch.Schema}, {c.kinds, old.kinds, ch.Kind}}
+}
+
+// list returns the changed list, copying the snapshot's on its first
+// change.
+func (x numberList) list() []int32 {
+	if l, ok := x.m[x.key]; ok {
 		return l
 	}
-	l, _ := from.get(key)
+	l, _ := x.from.get(x.key)
 	return slices.Clone(l)
 }
 
@@ -245,16 +258,12 @@ func (n *Snapshot) remove(old *Snapshot, ch *changes, id string) {
 		}
 		ch.postings[key] = p
 	}
-	for _, by := range []struct {
-		m    map[string][]int32
-		from layered[[]int32]
-		key  string
-	}{{ch.schemas, old.schemas, d.chunk.Schema}, {ch.kinds, old.kinds, d.chunk.Kind}} {
-		l := numbers(by.m, by.from, by.key)
+	for _, x := range ch.filed(old, d.chunk) {
+		l := x.list()
 		if i, ok := slices.BinarySearch(l, num); ok {
 			l = slices.Delete(l, i, i+1)
 		}
-		by.m[by.key] = l
+		x.m[x.key] = l
 	}
 	ch.ids[id] = -1
 	n.docs[num] = nil
@@ -303,14 +312,10 @@ func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
 		i, _ := slices.BinarySearchFunc(p, num, func(p posting, n int32) int { return int(p.doc - n) })
 		ch.postings[key] = slices.Insert(p, i, posting{doc: num, tf: *tf[t]})
 	}
-	for _, by := range []struct {
-		m    map[string][]int32
-		from layered[[]int32]
-		key  string
-	}{{ch.schemas, old.schemas, d.chunk.Schema}, {ch.kinds, old.kinds, d.chunk.Kind}} {
-		l := numbers(by.m, by.from, by.key)
+	for _, x := range ch.filed(old, d.chunk) {
+		l := x.list()
 		i, _ := slices.BinarySearch(l, num)
-		by.m[by.key] = slices.Insert(l, i, num)
+		x.m[x.key] = slices.Insert(l, i, num)
 	}
 	ch.ids[in.Chunk.ID] = num
 	n.live++
