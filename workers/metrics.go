@@ -13,6 +13,7 @@ type Metrics struct {
 	redelivered prometheus.Gauge
 	held        prometheus.Gauge
 	drift       prometheus.Counter
+	unplaced    prometheus.Counter
 	rested      prometheus.Counter
 	// heldForProjections is time applies waited for projections.
 	heldForProjections prometheus.Counter
@@ -35,11 +36,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Events this process holds in its databases' queues: being applied, waiting for a predecessor, or applied and waiting for their projection."}),
 		drift: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_catalog_drift_total",
 			Help: "Migration statements applied tolerantly: skipped, or applied by inferring a column, because they name objects the catalog does not know."}),
+		unplaced: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_examples_unplaced_total",
+			Help: "Examples indexed whose SQL does not parse or reads tables the catalog lacks on their search_path: they vote for no table in retrieval."}),
 		rested: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_rested_seconds_total",
 			Help: "Time indexing rested to give way to requests answered in the same process (--index-yield)."}),
 		heldForProjections: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_apply_held_seconds_total",
 			Help: "Time applies waited for projections under way in the same process to finish (projections go first)."}),
 	}
-	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.rested, m.heldForProjections)
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.unplaced, m.rested, m.heldForProjections)
 	return m
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/indexer"
 	"github.com/schemaq/schemaq/pkg/pace"
+	"github.com/schemaq/schemaq/pkg/sqlguard"
 	"github.com/schemaq/schemaq/pkg/streams"
 )
 
@@ -539,10 +540,34 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 			c.Version = int64(it.meta.Sequence.Stream)
 			chunks = append(chunks, c)
 		}
-		out = transient(indexer.Chunks(ctx, w.store, w.emb, chunks))
+		if out = transient(indexer.Chunks(ctx, w.store, w.emb, chunks)); out.act == actAck {
+			w.checkExamples(ctx, ev, chunks)
+		}
 	}
 	out.db, out.typ = ev.Database, ev.Type
 	return out
+}
+
+// checkExamples warns of the examples whose SQL cannot count as evidence
+// for retrieval in the database's catalog as it stands: SQL that does not
+// parse, or that reads tables the catalog lacks on the example's
+// search_path. They are indexed all the same (a few-shot example need not
+// be exact), but they vote for no table, and the producer should know.
+// A database with no catalog yet is not checked: its schema may follow.
+func (w *Worker) checkExamples(ctx context.Context, ev *events.Event, chunks []chunk.Chunk) {
+	cat, _, err := w.cats.Get(ctx, ev.Database)
+	if err != nil || cat == nil || cat.Version == 0 {
+		return
+	}
+	for i, ex := range ev.Examples.Examples {
+		if err := sqlguard.CheckExample(ex.SQL, ex.Schema, cat); err != nil {
+			w.log.Warn("example counts for no table", zap.String("database", ev.Database), zap.String("event", ev.ID),
+				zap.String("example", chunks[i].Name), zap.String("field", fmt.Sprintf("data.examples[%d].sql", i)), zap.Error(err))
+			if w.m != nil {
+				w.m.unplaced.Inc()
+			}
+		}
+	}
 }
 
 func transient(_ indexer.Stats, err error) outcome { return transientErr(err) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
@@ -979,5 +980,60 @@ func TestDriftIsRecordedNotRefused(t *testing.T) {
 	}
 	if v := strict.version("tenant"); v != 2 {
 		t.Errorf("strict worker at version %d, want 2", v)
+	}
+}
+
+// An example whose SQL cannot count as evidence in the catalog (it does
+// not parse, or reads a table the catalog lacks on its search_path) is
+// indexed all the same, with a warning naming it and why, and counted.
+func TestExamplesThatFitNoTableAreReported(t *testing.T) {
+	e := newEnv(t)
+	core, logs := observer.New(zap.WarnLevel)
+	reg := prometheus.NewRegistry()
+	w, err := workers.New(e.js, e.cats, e.store, e.emb, zap.New(core), testConfig(), workers.WithMetrics(workers.NewMetrics(reg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	e.publish(migration(t, "shop", 1, "CREATE TABLE orders (id int); CREATE SCHEMA sales; CREATE TABLE sales.targets (id int);"))
+	e.waitVersion("shop", 1)
+	ex, err := events.New("x1", "shop", time.Now(), &events.ExamplesUpsert{Examples: []events.Example{
+		{ID: "fits", Question: "How many orders?", SQL: "SELECT count(*) FROM orders"},
+		{ID: "in-sales", Question: "Targets?", SQL: "SELECT * FROM targets JOIN orders ON true", Schema: "sales"},
+		{ID: "dropped", Question: "Refunds?", SQL: "SELECT * FROM refunds"},
+		{ID: "typo", Question: "Orders?", SQL: "SELECT * FORM orders"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publish(ex)
+	natstest.Eventually(t, 10*time.Second, "the examples are indexed", func() bool {
+		n, _ := e.store.Count(context.Background(), index.Filter{Database: "shop", Kinds: []string{chunk.KindExample}})
+		return n == 4
+	})
+	natstest.Eventually(t, 5*time.Second, "two warnings", func() bool { return logs.FilterMessage("example counts for no table").Len() == 2 })
+	got := map[string]string{}
+	for _, l := range logs.FilterMessage("example counts for no table").All() {
+		f := l.ContextMap()
+		got[f["example"].(string)] = fmt.Sprint(f["field"], ": ", f["error"])
+	}
+	if !strings.Contains(got["dropped"], "data.examples[2].sql: reads refunds") || !strings.Contains(got["typo"], `data.examples[3].sql: parse: syntax error at or near "FORM" at character 10`) {
+		t.Errorf("warnings %v", got)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unplaced := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "schemaq_worker_examples_unplaced_total" {
+			unplaced = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if unplaced != 2 {
+		t.Errorf("schemaq_worker_examples_unplaced_total = %v, want 2", unplaced)
 	}
 }

@@ -62,8 +62,8 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, schemas
 		// An example that does not fit the catalog (a table it names is
 		// not there) was written for another database, whatever names
 		// the two share: it votes for nothing.
-		keys, fits := q.Place(g, h.Chunk.Schema)
-		if !fits {
+		keys, missing := q.Place(g, h.Chunk.Schema)
+		if len(missing) > 0 {
 			continue
 		}
 		voters = append(voters, h.Chunk)

@@ -1,11 +1,13 @@
 package sqlguard
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
+	pgparser "github.com/pganalyze/pg_query_go/v5/parser"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/pgtree"
@@ -26,6 +28,10 @@ type Query struct {
 func ParseQuery(sql string) (*Query, error) {
 	tree, err := pg.Parse(backticksAsQuotes(sql))
 	if err != nil {
+		var pe *pgparser.Error
+		if errors.As(err, &pe) && pe.Cursorpos > 0 {
+			return nil, fmt.Errorf("parse: %w at character %d", err, pe.Cursorpos)
+		}
 		return nil, fmt.Errorf("parse: %w", err)
 	}
 	ctes := map[string]bool{}
@@ -69,11 +75,12 @@ type Namer interface {
 //     unqualified names: the log was written with that schema on its
 //     search_path.
 //
-// fits says whether every relation was placed: an example that does not
-// fit was written for another database, whatever names the two share.
-// (Its columns are not checked: a column renamed since makes an example
-// stale, not foreign, and its tables are still the ones it read.)
-func (q *Query) Place(n Namer, schema string) (keys []string, fits bool) {
+// missing are the relations it could not place, as written: an example
+// that does not fit was written for another database, whatever names the
+// two share, or reads a table dropped since. (Its columns are not
+// checked: a column renamed since makes an example stale, not foreign,
+// and its tables are still the ones it read.)
+func (q *Query) Place(n Namer, schema string) (keys, missing []string) {
 	bySchema := map[string]int{}
 	for _, r := range q.Relations {
 		if r.Schema == "" {
@@ -82,7 +89,6 @@ func (q *Query) Place(n Namer, schema string) (keys []string, fits bool) {
 			}
 		}
 	}
-	fits = true
 	for _, r := range q.Relations {
 		cands := n.Named(strings.ToLower(r.Name))
 		var at catalog.QualName
@@ -95,7 +101,11 @@ func (q *Query) Place(n Namer, schema string) (keys []string, fits bool) {
 			at, ok = placeUnqualified(cands, schema, bySchema)
 		}
 		if !ok {
-			fits = false
+			written := r.Name
+			if r.Schema != "" {
+				written = r.Schema + "." + r.Name
+			}
+			missing = append(missing, written)
 			continue
 		}
 		if k := at.Key(); !slices.Contains(keys, k) {
@@ -103,7 +113,7 @@ func (q *Query) Place(n Namer, schema string) (keys []string, fits bool) {
 		}
 	}
 	slices.Sort(keys)
-	return keys, fits
+	return keys, missing
 }
 
 // Reads returns the catalog relations an example's SQL reads, as
@@ -115,6 +125,25 @@ func Reads(sql string, cat *catalog.Catalog) ([]string, error) {
 	}
 	keys, _ := q.Place(catalogNamer{cat}, "")
 	return keys, nil
+}
+
+// CheckExample says why an example written in schema (its search_path;
+// "" for none) cannot count as evidence in cat: its SQL does not parse,
+// or it reads relations cat does not have. nil: it fits.
+func CheckExample(sql, schema string, cat *catalog.Catalog) error {
+	q, err := ParseQuery(sql)
+	if err != nil {
+		return err
+	}
+	_, missing := q.Place(catalogNamer{cat}, schema)
+	switch {
+	case len(missing) == 0:
+		return nil
+	case schema != "":
+		return fmt.Errorf("reads %s, not in schema %s or public of database %s (catalog version %d)", strings.Join(missing, ", "), schema, cat.Database, cat.Version)
+	default:
+		return fmt.Errorf("reads %s, which database %s (catalog version %d) has neither in public nor in one schema alone (say the example's schema)", strings.Join(missing, ", "), cat.Database, cat.Version)
+	}
 }
 
 // catalogNamer is a Namer over a catalog, scanning it per name: for one

@@ -103,9 +103,37 @@ CREATE TABLE shop.orders (sku text);
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys, fits := q.Place(catalogNamer{cat}, tc.schema)
-		if strings.Join(keys, ",") != tc.want || fits != tc.fits {
+		keys, missing := q.Place(catalogNamer{cat}, tc.schema)
+		if fits := len(missing) == 0; strings.Join(keys, ",") != tc.want || fits != tc.fits {
 			t.Errorf("%q in %q: %v (fits %v), want %q (fits %v)", tc.sql, tc.schema, keys, fits, tc.want, tc.fits)
+		}
+	}
+}
+
+func TestCheckExample(t *testing.T) {
+	cat, err := catalog.Snapshot("shop", "shop.sql", `
+CREATE TABLE public.orders (id int);
+CREATE SCHEMA sales;
+CREATE TABLE sales.targets (id int);
+CREATE SCHEMA hr;
+CREATE TABLE hr.targets (id int);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat.Version = 7
+	for _, tc := range []struct {
+		sql, schema, want string // want: "" when it fits, else a part of the error
+	}{
+		{"SELECT count(*) FROM orders", "", ""},
+		{"SELECT * FROM targets JOIN orders ON true", "sales", ""},
+		{"SELECT * FROM targets", "", "reads targets, which database shop (catalog version 7) has neither in public nor in one schema alone"},
+		{"SELECT * FROM refunds JOIN sales.quotas ON true", "sales", "reads refunds, sales.quotas, not in schema sales or public of database shop"},
+		{"SELECT * FORM orders", "", `syntax error at or near "FORM" at character 10`},
+	} {
+		err := CheckExample(tc.sql, tc.schema, cat)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%q in %q: %v, want %q", tc.sql, tc.schema, err, tc.want)
 		}
 	}
 }
