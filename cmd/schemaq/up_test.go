@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,6 +147,23 @@ func TestQuickStart(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("doc search: %s", out)
+	}
+	// The examples are evidence too: the net-revenue example's SQL reads
+	// payments, which a question about revenue in March then finds.
+	type explained struct {
+		Name        string `json:"name"`
+		ExampleRank int    `json:"example_rank"`
+	}
+	var voted bool
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !voted; time.Sleep(50 * time.Millisecond) {
+		out, _, _ = runAt(t, url, "search", "--db", "shop", "how much revenue did we make in March", "--kind", "table", "--explain", "--json")
+		var reply struct {
+			Explain []explained `json:"explain"`
+		}
+		voted = json.Unmarshal([]byte(out), &reply) == nil && slices.Contains(reply.Explain, explained{"public.payments", 1})
+	}
+	if !voted {
+		t.Errorf("no example voted for public.payments: %s", out)
 	}
 	out, errOut, code = runAt(t, url, "ask", "--db", "shop", "Which customers placed the most orders?", "--json")
 	var reply struct {
