@@ -242,10 +242,7 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 	if err := s.writableErr(); err != nil {
 		return 0, fmt.Errorf("upsert %d chunks: %w", len(recs), err)
 	}
-	n, err := s.runBatched(ctx, upsertScript, len(recs), func(i int) ([]string, []any) {
-		r := recs[i]
-		return []string{s.chunkKey(r.ID), s.dbKey(r.Database), s.gensKey(), s.changesKey(r.Database)}, append([]any{r.Version, r.ID, r.Database}, hashFields(r)...)
-	})
+	n, err := s.runBatched(ctx, upsertScript, len(recs), func(i int) ([]string, []any) { return s.upsertCall(recs[i]) })
 	if err != nil {
 		return n, fmt.Errorf("upsert %d chunks: %w", len(recs), err)
 	}
@@ -266,10 +263,18 @@ func (s *Store) Touch(ctx context.Context, db string, ids []string, version int6
 	return n, nil
 }
 
+// upsertCall is upsertScript's keys and arguments for one chunk.
+func (s *Store) upsertCall(r index.Record) ([]string, []any) {
+	return []string{s.chunkKey(r.ID), s.dbKey(r.Database), s.gensKey(), s.changesKey(r.Database)}, append([]any{r.Version, r.ID, r.Database}, hashFields(r)...)
+}
+
+// deleteCall is deleteScript's keys and arguments for one chunk of db.
+func (s *Store) deleteCall(db, id, below string) ([]string, []any) {
+	return []string{s.chunkKey(id), s.dbKey(db), s.gensKey(), s.changesKey(db)}, []any{hexTag(db), id, below, db}
+}
+
 func (s *Store) deleteIDs(ctx context.Context, db string, ids []string, below string) (int, error) {
-	return s.runBatched(ctx, deleteScript, len(ids), func(i int) ([]string, []any) {
-		return []string{s.chunkKey(ids[i]), s.dbKey(db), s.gensKey(), s.changesKey(db)}, []any{hexTag(db), ids[i], below, db}
-	})
+	return s.runBatched(ctx, deleteScript, len(ids), func(i int) ([]string, []any) { return s.deleteCall(db, ids[i], below) })
 }
 
 // Delete implements index.Store.
@@ -552,6 +557,9 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 		if rec.Database != r.Database {
 			return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: chunk %s is of database %q", r.Database, rec.ID, rec.Database)
 		}
+		if len(rec.Vector) != s.opt.Dimensions {
+			return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: chunk %s: %w: got %d, index has %d", r.Database, rec.ID, index.ErrDimension, len(rec.Vector), s.opt.Dimensions)
+		}
 	}
 	if err := s.writableErr(); err != nil {
 		return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
@@ -570,11 +578,6 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 		return index.Replaced{Skipped: true}, nil
 	case cur != r.Since:
 		return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: %w: projected version %d, read at %d", r.Database, index.ErrMoved, cur, r.Since)
-	}
-	for _, rec := range r.Upserts {
-		if len(rec.Vector) != s.opt.Dimensions {
-			return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: chunk %s: %w: got %d, index has %d", r.Database, rec.ID, index.ErrDimension, len(rec.Vector), s.opt.Dimensions)
-		}
 	}
 	prefix := r.Database + ":"
 	var gone []string
@@ -622,12 +625,13 @@ func (s *Store) replaceAtomically(ctx context.Context, r index.SchemaReplace, go
 	pipe := s.rdb.TxPipeline()
 	ups := make([]*redis.Cmd, len(r.Upserts))
 	for i, rec := range r.Upserts {
-		ups[i] = upsertScript.Eval(ctx, pipe, []string{s.chunkKey(rec.ID), s.dbKey(db), s.gensKey(), s.changesKey(db)},
-			append([]any{rec.Version, rec.ID, db}, hashFields(rec)...)...)
+		keys, args := s.upsertCall(rec)
+		ups[i] = upsertScript.Eval(ctx, pipe, keys, args...)
 	}
 	dels := make([]*redis.Cmd, len(gone))
 	for i, id := range gone {
-		dels[i] = deleteScript.Eval(ctx, pipe, []string{s.chunkKey(id), s.dbKey(db), s.gensKey(), s.changesKey(db)}, hexTag(db), id, "", db)
+		keys, args := s.deleteCall(db, id, "")
+		dels[i] = deleteScript.Eval(ctx, pipe, keys, args...)
 	}
 	projected := setProjectedScript.Eval(ctx, pipe, []string{s.projectedKey()}, db, r.Version)
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
