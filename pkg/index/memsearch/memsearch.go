@@ -119,9 +119,9 @@ type Snapshot struct {
 	kinds    layered[[]int32] // numbers of each kind's chunks
 	live     int
 	tokens   int64
-	// Per kind: live chunks and their tokens; kindNames lists the kinds
+	// Per kind: its chunks' tokens (their count is the length of the
+	// kind's numbers); kindNames lists the kinds that have chunks, sorted.
 	// that have any, sorted.
-	kindLive   map[string]int
 	kindTokens map[string]int64
 	kindNames  []string
 }
@@ -168,9 +168,9 @@ func (s *Snapshot) With(upserts []Doc, removed []string) *Snapshot {
 		return s
 	}
 	n := &Snapshot{dim: s.dim, docs: slices.Clone(s.docs), free: slices.Clone(s.free), live: s.live, tokens: s.tokens,
-		kindLive: maps.Clone(s.kindLive), kindTokens: maps.Clone(s.kindTokens)}
-	if n.kindLive == nil {
-		n.kindLive, n.kindTokens = map[string]int{}, map[string]int64{}
+		kindTokens: maps.Clone(s.kindTokens)}
+	if n.kindTokens == nil {
+		n.kindTokens = map[string]int64{}
 	}
 	ch := changes{ids: map[string]int32{}, postings: map[string][]posting{}, schemas: map[string][]int32{}, kinds: map[string][]int32{}}
 	for _, id := range removed {
@@ -185,9 +185,8 @@ func (s *Snapshot) With(upserts []Doc, removed []string) *Snapshot {
 	n.schemas = s.schemas.with(ch.schemas)
 	n.kinds = s.kinds.with(ch.kinds)
 	n.kindNames = n.kindNames[:0]
-	for k, c := range n.kindLive {
-		if c == 0 {
-			delete(n.kindLive, k)
+	for k := range n.kindTokens {
+		if l, _ := n.kinds.get(k); len(l) == 0 {
 			delete(n.kindTokens, k)
 			continue
 		}
@@ -270,7 +269,6 @@ func (n *Snapshot) remove(old *Snapshot, ch *changes, id string) {
 	n.free = append(n.free, num)
 	n.live--
 	n.tokens -= int64(d.length)
-	n.kindLive[d.chunk.Kind]--
 	n.kindTokens[d.chunk.Kind] -= int64(d.length)
 }
 
@@ -320,7 +318,6 @@ func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
 	ch.ids[in.Chunk.ID] = num
 	n.live++
 	n.tokens += int64(d.length)
-	n.kindLive[d.chunk.Kind]++
 	n.kindTokens[d.chunk.Kind] += int64(d.length)
 }
 
@@ -397,7 +394,8 @@ func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
 	}
 	var rows, tokens float64
 	for _, k := range kinds {
-		rows += float64(s.kindLive[k])
+		l, _ := s.kinds.get(k)
+		rows += float64(len(l))
 		tokens += float64(s.kindTokens[k])
 	}
 	all, within := s.admitted(index.Filter{Schemas: q.Schemas})
