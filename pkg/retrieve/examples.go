@@ -84,20 +84,11 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, schemas
 		}
 		return cmp.Compare(a, b)
 	})
-	rank := 0
-	for _, key := range keys {
-		if schema, _ := g.relation(key); schema == "" || (len(schemas) > 0 && !slices.Contains(schemas, schema)) {
-			continue
-		}
-		var o *object
-		for _, c := range g.render(key) {
-			o = get(c)
-		}
-		if o != nil && o.ex.ExampleRank == 0 {
-			rank++
-			o.ex.ExampleRank, o.ex.Example = rank, by[key]
-		}
+	list := make([]listed, len(keys))
+	for i, key := range keys {
+		list[i] = listed{key, by[key]}
 	}
+	g.rankList(list, schemas, get, func(o *object) (*int, *string) { return &o.ex.ExampleRank, &o.ex.Example })
 	return voters
 }
 

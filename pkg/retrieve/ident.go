@@ -113,20 +113,39 @@ func (g *graph) render(key string) []chunk.Chunk {
 // get.
 func (r *Retriever) identify(cat *catalog.Catalog, text string, schemas []string, get func(chunk.Chunk) *object) {
 	g := r.graphs.get(cat)
-	rank := 0
+	var list []listed
 	for _, ref := range g.identifierRefs(text) {
 		for _, key := range ref.tables {
-			if schema, _ := g.relation(key); schema == "" || (len(schemas) > 0 && !slices.Contains(schemas, schema)) {
-				continue
-			}
-			var o *object
-			for _, c := range g.render(key) {
-				o = get(c)
-			}
-			if o != nil && o.ex.IdentifierRank == 0 {
-				rank++
-				o.ex.IdentifierRank, o.ex.Identifier = rank, ref.name
-			}
+			list = append(list, listed{key, ref.name})
+		}
+	}
+	g.rankList(list, schemas, get, func(o *object) (*int, *string) { return &o.ex.IdentifierRank, &o.ex.Identifier })
+}
+
+// listed is a table or view of a stage's own list, and why it is there.
+type listed struct{ key, why string }
+
+// rankList gives the tables and views of a stage's list ranks 1, 2, … in
+// its order, with the why of their first place (rank says where an
+// object keeps them), leaving out those outside schemas; those no
+// retriever found join the candidates through get, rendered as the
+// index holds them.
+func (g *graph) rankList(list []listed, schemas []string, get func(chunk.Chunk) *object, rank func(*object) (*int, *string)) {
+	n := 0
+	for _, l := range list {
+		if schema, _ := g.relation(l.key); schema == "" || (len(schemas) > 0 && !slices.Contains(schemas, schema)) {
+			continue
+		}
+		var o *object
+		for _, c := range g.render(l.key) {
+			o = get(c)
+		}
+		if o == nil {
+			continue
+		}
+		if at, why := rank(o); *at == 0 {
+			n++
+			*at, *why = n, l.why
 		}
 	}
 }
