@@ -267,7 +267,6 @@ func TestFailingRerankerKeepsFusedOrder(t *testing.T) {
 // A column named by truncation (incorp_year, regist_no) is found from the
 // word it abbreviates when PrefixMin is set, and not otherwise.
 func TestPrefixTermsFindTruncatedIdentifiers(t *testing.T) {
-	ctx := context.Background()
 	cat, err := catalog.Snapshot("geo", "geo.sql", `
 CREATE TABLE companies (code text PRIMARY KEY, title text, incorp_year int, hq_city text);
 CREATE TABLE teams (id int PRIMARY KEY, title text, founded int, nation text);
@@ -282,14 +281,7 @@ CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 	}{{0, 0}, {4, 1}} {
 		cfg := retrieve.DefaultConfig
 		cfg.PrefixMin = tc.prefixMin
-		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Retrieve(ctx, retrieve.Request{Database: "geo", Question: "Which ones were incorporated first?", K: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "geo", Question: "Which ones were incorporated first?", K: 3})
 		rank := -1
 		for _, ex := range res.Explain {
 			if ex.Name == "public.companies" {
@@ -306,7 +298,6 @@ CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 // head word (category) when the schema uses both parts as words: BM25 then
 // ranks it above a table that has the word only as a column.
 func TestCompoundsFindRunTogetherNames(t *testing.T) {
-	ctx := context.Background()
 	cat, err := catalog.Snapshot("pool", "pool.sql", `
 CREATE SCHEMA blog;
 CREATE TABLE blog.post (post_id int PRIMARY KEY, title text, category text, body text);
@@ -329,14 +320,7 @@ CREATE TABLE store.productcategory (product_code text REFERENCES store.product, 
 	} {
 		cfg := retrieve.DefaultConfig
 		cfg.Compounds = tc.compounds
-		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Retrieve(ctx, retrieve.Request{Database: "pool", Question: tc.question, K: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "pool", Question: tc.question, K: 3})
 		for _, ex := range res.Explain {
 			if ex.BM25Rank == 1 && ex.Name != tc.first {
 				t.Errorf("Compounds %v, %q: BM25 ranks %s first, want %s", tc.compounds, tc.question, ex.Name, tc.first)
@@ -480,7 +464,6 @@ func TestRetrievePinsOneViewPerRequest(t *testing.T) {
 // A hint that spells out a column puts its table first, even where the
 // hint's words, taken one by one, fit another schema's table better.
 func TestIdentifiersNameTheirTables(t *testing.T) {
-	ctx := context.Background()
 	cat, err := catalog.Snapshot("pool", "pool.sql", `
 CREATE SCHEMA cinema;
 CREATE TABLE cinema.movie_releases (release_id int PRIMARY KEY, movie text, release_year int, country text);
@@ -496,15 +479,7 @@ CREATE TABLE critics.ratings (film_id int REFERENCES critics.films, rating_score
 		t.Helper()
 		cfg := retrieve.DefaultConfig
 		cfg.IdentifierWeight = weight
-		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Retrieve(ctx, retrieve.Request{Database: "pool", Question: question, Hints: hints, K: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "pool", Question: question, Hints: hints, K: 3})
 	}
 	for _, tc := range []struct {
 		question, hints string
@@ -538,7 +513,6 @@ CREATE TABLE critics.ratings (film_id int REFERENCES critics.films, rating_score
 // A value of a well-known class (female, Sunday, Japan) brings in the
 // attribute that holds it, where the database has one.
 func TestValueClassesNameTheirAttributes(t *testing.T) {
-	ctx := context.Background()
 	cat, err := catalog.Snapshot("films", "films.sql", `
 CREATE TABLE gender (gender_id int PRIMARY KEY, gender text);
 CREATE TABLE person (person_id int PRIMARY KEY, person_name text, gender_id int REFERENCES gender);
@@ -556,14 +530,7 @@ CREATE TABLE movie_genres (movie_id int REFERENCES movie, genre text);
 	for _, on := range []bool{true, false} {
 		cfg := retrieve.DefaultConfig
 		cfg.ValueClasses = on
-		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Retrieve(ctx, retrieve.Request{Database: "films", Question: q, K: 6})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "films", Question: q, K: 6})
 		rank[on] = slices.Index(names(res.Items), "public.gender") + 1
 		has := slices.ContainsFunc(res.Terms, func(term retrieve.Term) bool {
 			return term.Term == "gender" && term.Why == retrieve.FromValue && term.From == "female"
@@ -587,7 +554,6 @@ CREATE TABLE movie_genres (movie_id int REFERENCES movie, genre text);
 // Dates and times written in digits are values: their numbers are not
 // searched, where they met identifiers that end in digits.
 func TestDatesAreNotSearched(t *testing.T) {
-	ctx := context.Background()
 	cat, err := catalog.Snapshot("crm", "crm.sql", `
 CREATE TABLE complaints (complaint_id int PRIMARY KEY, received date, issue text);
 CREATE TABLE clients (client_id int PRIMARY KEY, address_1 text, address_2 text, var_27 int, var_3 int);
@@ -599,14 +565,7 @@ CREATE TABLE clients (client_id int PRIMARY KEY, address_1 text, address_2 text,
 	for _, drop := range []bool{true, false} {
 		cfg := retrieve.DefaultConfig
 		cfg.DropDates = drop
-		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Retrieve(ctx, retrieve.Request{Database: "crm", Question: "Which issues were received on 2017/3/27 at 10:30?", K: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "crm", Question: "Which issues were received on 2017/3/27 at 10:30?", K: 2})
 		searched := slices.ContainsFunc(res.Terms, func(term retrieve.Term) bool { return term.Term == "27" || term.Term == "30" })
 		if searched == drop {
 			t.Errorf("DropDates %v: the date's numbers searched: %v (%+v)", drop, searched, res.Terms)
@@ -699,14 +658,7 @@ CREATE TABLE reviews.critics (critic_id int PRIMARY KEY, name text);
 			}
 			cfg := retrieve.DefaultConfig
 			cfg.ExampleWeight = tc.weight
-			r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := r.Retrieve(ctx, retrieve.Request{Database: "pool", Question: question, K: 5, Kinds: tc.kinds})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "pool", Question: question, K: 5, Kinds: tc.kinds})
 			var tables []string
 			for _, it := range res.Items {
 				if it.Kind == chunk.KindTable {
@@ -727,4 +679,19 @@ CREATE TABLE reviews.critics (critic_id int PRIMARY KEY, name text);
 			}
 		})
 	}
+}
+
+// retrieveOnce runs one request through a retriever of cfg over s and
+// cat's catalog.
+func retrieveOnce(t testing.TB, s retrieve.Searcher, e embed.Embedder, cat *catalog.Catalog, cfg retrieve.Config, req retrieve.Request) *retrieve.Result {
+	t.Helper()
+	r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Retrieve(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
