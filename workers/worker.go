@@ -559,8 +559,9 @@ func (w *Worker) checkExamples(ctx context.Context, ev *events.Event, chunks []c
 	if err != nil || cat == nil || cat.Version == 0 {
 		return
 	}
+	names := sqlguard.NewNames(cat)
 	for i, ex := range ev.Examples.Examples {
-		if err := sqlguard.CheckExample(ex.SQL, ex.Schema, cat); err != nil {
+		if err := sqlguard.CheckExample(ex.SQL, ex.Schema, names); err != nil {
 			w.log.Warn("example counts for no table", zap.String("database", ev.Database), zap.String("event", ev.ID),
 				zap.String("example", chunks[i].Name), zap.String("field", fmt.Sprintf("data.examples[%d].sql", i)), zap.Error(err))
 			if w.m != nil {

@@ -62,7 +62,7 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, schemas
 		// An example that does not fit the catalog (a table it names is
 		// not there) was written for another database, whatever names
 		// the two share: it votes for nothing.
-		keys, missing := q.Place(g, h.Chunk.Schema)
+		keys, missing := q.Place(g.names, h.Chunk.Schema)
 		if len(missing) > 0 {
 			continue
 		}
@@ -91,6 +91,3 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, schemas
 	g.rankList(list, schemas, get, func(o *object) (*int, *string) { return &o.ex.ExampleRank, &o.ex.Example })
 	return voters
 }
-
-// Named implements sqlguard.Namer.
-func (g *graph) Named(name string) []catalog.QualName { return g.byName[name] }

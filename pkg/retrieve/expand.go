@@ -2,12 +2,12 @@ package retrieve
 
 import (
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/rerank"
+	"github.com/schemaq/schemaq/pkg/sqlguard"
 )
 
 // graph is a catalog's foreign-key adjacency by table key (schema.table,
@@ -16,7 +16,7 @@ type graph struct {
 	cat    *catalog.Catalog
 	tables map[string]*catalog.Table
 	views  map[string]*catalog.View
-	byName map[string][]catalog.QualName // lower-case name → the tables and views of that name
+	names  *sqlguard.Names // places worked examples' SQL
 	adj    map[string]map[string]bool
 	chunks *chunk.Tabler // renders bridge tables as the index would
 	vocab  *vocab        // scores schemas for routing
@@ -80,7 +80,7 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	if prev != nil {
 		pv = prev.vocab
 	}
-	g := &graph{cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, byName: map[string][]catalog.QualName{}, adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
+	g := &graph{cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat), adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
 	link := func(a, b string) {
 		if a == b {
 			return
@@ -92,14 +92,10 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
-		n := strings.ToLower(v.Name)
-		g.byName[n] = append(g.byName[n], v.QualName())
 	}
 	for _, t := range cat.Tables() {
 		key := t.QualName().Key()
 		g.tables[key] = t
-		n := strings.ToLower(t.Name)
-		g.byName[n] = append(g.byName[n], t.QualName())
 		for _, fk := range t.ForeignKeys {
 			link(key, fk.RefTable.Key())
 			link(fk.RefTable.Key(), key)

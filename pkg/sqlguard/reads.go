@@ -57,11 +57,29 @@ func ParseQuery(sql string) (*Query, error) {
 	return q, nil
 }
 
-// Namer finds a catalog's tables and views of a lower-case name, in any
-// schema.
-type Namer interface {
-	Named(name string) []catalog.QualName
+// Names indexes a catalog's tables and views by lower-case name, in any
+// schema: built once per catalog, it places any number of queries.
+type Names struct {
+	cat    *catalog.Catalog
+	byName map[string][]catalog.QualName
 }
+
+// NewNames indexes cat's tables and views.
+func NewNames(cat *catalog.Catalog) *Names {
+	n := &Names{cat: cat, byName: map[string][]catalog.QualName{}}
+	for _, t := range cat.Tables() {
+		k := strings.ToLower(t.Name)
+		n.byName[k] = append(n.byName[k], t.QualName())
+	}
+	for _, v := range cat.Views() {
+		k := strings.ToLower(v.Name)
+		n.byName[k] = append(n.byName[k], v.QualName())
+	}
+	return n
+}
+
+// Named returns the tables and views of a lower-case name.
+func (n *Names) Named(name string) []catalog.QualName { return n.byName[name] }
 
 // Place resolves the query's relations in a catalog (keys: schema.name,
 // lower case, sorted, each once), leniently, for examples written on
@@ -80,7 +98,7 @@ type Namer interface {
 // two share, or reads a table dropped since. (Its columns are not
 // checked: a column renamed since makes an example stale, not foreign,
 // and its tables are still the ones it read.)
-func (q *Query) Place(n Namer, schema string) (keys, missing []string) {
+func (q *Query) Place(n *Names, schema string) (keys, missing []string) {
 	bySchema := map[string]int{}
 	for _, r := range q.Relations {
 		if r.Schema == "" {
@@ -123,19 +141,21 @@ func Reads(sql string, cat *catalog.Catalog) ([]string, error) {
 	if err != nil || cat == nil {
 		return nil, err
 	}
-	keys, _ := q.Place(catalogNamer{cat}, "")
+	keys, _ := q.Place(NewNames(cat), "")
 	return keys, nil
 }
 
 // CheckExample says why an example written in schema (its search_path;
-// "" for none) cannot count as evidence in cat: its SQL does not parse,
-// or it reads relations cat does not have. nil: it fits.
-func CheckExample(sql, schema string, cat *catalog.Catalog) error {
+// "" for none) cannot count as evidence in the catalog names indexes:
+// its SQL does not parse, or it reads relations the catalog does not
+// have. nil: it fits.
+func CheckExample(sql, schema string, names *Names) error {
 	q, err := ParseQuery(sql)
 	if err != nil {
 		return err
 	}
-	_, missing := q.Place(catalogNamer{cat}, schema)
+	_, missing := q.Place(names, schema)
+	cat := names.cat
 	switch {
 	case len(missing) == 0:
 		return nil
@@ -144,25 +164,6 @@ func CheckExample(sql, schema string, cat *catalog.Catalog) error {
 	default:
 		return fmt.Errorf("reads %s, which database %s (catalog version %d) has neither in public nor in one schema alone (say the example's schema)", strings.Join(missing, ", "), cat.Database, cat.Version)
 	}
-}
-
-// catalogNamer is a Namer over a catalog, scanning it per name: for one
-// query at a time. A caller placing many keeps an index of its own.
-type catalogNamer struct{ cat *catalog.Catalog }
-
-func (c catalogNamer) Named(name string) []catalog.QualName {
-	var out []catalog.QualName
-	for _, t := range c.cat.Tables() {
-		if strings.EqualFold(t.Name, name) {
-			out = append(out, t.QualName())
-		}
-	}
-	for _, v := range c.cat.Views() {
-		if strings.EqualFold(v.Name, name) {
-			out = append(out, v.QualName())
-		}
-	}
-	return out
 }
 
 // placeUnqualified picks, among the relations of one unqualified name,

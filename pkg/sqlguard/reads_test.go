@@ -103,7 +103,7 @@ CREATE TABLE shop.orders (sku text);
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys, missing := q.Place(catalogNamer{cat}, tc.schema)
+		keys, missing := q.Place(NewNames(cat), tc.schema)
 		if fits := len(missing) == 0; strings.Join(keys, ",") != tc.want || fits != tc.fits {
 			t.Errorf("%q in %q: %v (fits %v), want %q (fits %v)", tc.sql, tc.schema, keys, fits, tc.want, tc.fits)
 		}
@@ -131,7 +131,7 @@ CREATE TABLE hr.targets (id int);
 		{"SELECT * FROM refunds JOIN sales.quotas ON true", "sales", "reads refunds, sales.quotas, not in schema sales or public of database shop"},
 		{"SELECT * FORM orders", "", `syntax error at or near "FORM" at character 10`},
 	} {
-		err := CheckExample(tc.sql, tc.schema, cat)
+		err := CheckExample(tc.sql, tc.schema, NewNames(cat))
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%q in %q: %v, want %q", tc.sql, tc.schema, err, tc.want)
 		}
