@@ -318,13 +318,21 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	maxK := cfg.Ks[len(cfg.Ks)-1]
+	request := func(q Question) retrieve.Request {
+		req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK, Hints: q.Hints}
+		if len(examples) > 0 {
+			req.Kinds = []string{chunk.KindTable, chunk.KindView}
+		}
+		if cfg.GoldSchema {
+			if schema, _, ok := strings.Cut(strings.ToLower(q.GoldTables[0]), "."); ok {
+				req.Schemas = []string{schemaOf(cat, schema)}
+			}
+		}
+		return req
+	}
 	if cfg.Warm {
 		for _, q := range cfg.Questions {
-			req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK, Hints: q.Hints}
-			if len(examples) > 0 {
-				req.Kinds = []string{chunk.KindTable, chunk.KindView}
-			}
-			if _, err := ret.Retrieve(ctx, req); err != nil {
+			if _, err := ret.Retrieve(ctx, request(q)); err != nil {
 				return nil, fmt.Errorf("bench: warming with question %v: %w", q.ID, err)
 			}
 		}
@@ -336,15 +344,7 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Questions: len(cfg.Questions), Examples: len(examples)}
 	for qi, q := range cfg.Questions {
 		t0 := time.Now()
-		req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK, Hints: q.Hints}
-		if len(examples) > 0 {
-			req.Kinds = []string{chunk.KindTable, chunk.KindView}
-		}
-		if cfg.GoldSchema {
-			if schema, _, ok := strings.Cut(strings.ToLower(q.GoldTables[0]), "."); ok {
-				req.Schemas = []string{schemaOf(cat, schema)}
-			}
-		}
+		req := request(q)
 		res, err := ret.Retrieve(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("bench: question %v: %w", q.ID, err)
