@@ -134,17 +134,6 @@ func (q *Query) Place(n *Names, schema string) (keys, missing []string) {
 	return keys, missing
 }
 
-// Reads returns the catalog relations an example's SQL reads, as
-// ParseQuery and Place find them; names it cannot place are left out.
-func Reads(sql string, cat *catalog.Catalog) ([]string, error) {
-	q, err := ParseQuery(sql)
-	if err != nil || cat == nil {
-		return nil, err
-	}
-	keys, _ := q.Place(NewNames(cat), "")
-	return keys, nil
-}
-
 // CheckExample says why an example written in schema (its search_path;
 // "" for none) cannot count as evidence in the catalog names indexes:
 // its SQL does not parse, or it reads relations the catalog does not

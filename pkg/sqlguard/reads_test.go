@@ -7,7 +7,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 )
 
-func TestReads(t *testing.T) {
+func TestPlaceWithoutSearchPath(t *testing.T) {
 	cat, err := catalog.Snapshot("pool", "pool.sql", `
 CREATE TABLE public.settings (key text, value text);
 CREATE SCHEMA films;
@@ -42,7 +42,11 @@ CREATE TABLE archive.ratings (movie_id int, score int);
 		{"SELECT * FROM nowhere", ""},
 		{"SELECT FROM WHERE", "error"},
 	} {
-		got, err := Reads(tc.sql, cat)
+		var got []string
+		q, err := ParseQuery(tc.sql)
+		if err == nil {
+			got, _ = q.Place(NewNames(cat), "")
+		}
 		if tc.want == "error" {
 			if err == nil {
 				t.Errorf("%q: %v, want a parse error", tc.sql, got)
