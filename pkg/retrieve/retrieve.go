@@ -144,7 +144,7 @@ type Config struct {
 	// SQL of the database's worked examples most like the question reads
 	// (examples.go; the best ExampleCandidates examples by BM25 vote); it
 	// counts in schema routing too (0: off). A database without examples
-	// costs one BM25 search that finds none.
+	// costs one BM25 search that finds none (nothing, in memory).
 	ExampleWeight     float64
 	ExampleCandidates int
 }
@@ -369,8 +369,10 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		textDone = searchText(res.Terms)
 	}
 	// The examples' own list: tables the SQL of similar examples reads.
-	// Examples carry no schema and, as the catalog names tables, no tags
-	// to check, so the list stays out of requests filtered by tag.
+	// The schema an example carries is where its SQL ran, not a filter
+	// on it: a request's schemas filter the tables it votes for instead.
+	// The tables come from the catalog, with no tags to check, so the
+	// list stays out of requests filtered by tag.
 	if r.cfg.BM25 && r.cfg.ExampleWeight > 0 && r.cfg.ExampleCandidates > 0 && cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds) {
 		exampleDone = searchIn(index.Filter{Database: req.Database, Kinds: []string{chunk.KindExample}}, r.cfg.ExampleCandidates, res.Terms)
 	}
