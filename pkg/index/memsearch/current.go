@@ -5,7 +5,7 @@ import "sync"
 // Current keeps one database's snapshot up to date with a store's
 // generation counter, for the stores that search in memory and keep the
 // chunks elsewhere (a SQLite file, Redis): one caller at a time catches
-// up, and the others read the snapshot as it was rather than wait.
+// up, and the others that need what it reads wait for it.
 type Current struct {
 	mu   sync.Mutex // guards gen and snap
 	gen  int64      // the generation snap reflects; -1 before the first load
@@ -30,21 +30,18 @@ func (c *Current) Snapshot() (*Snapshot, int64) {
 type CatchUp func(base *Snapshot, since int64) (*Snapshot, int64, error)
 
 // Get returns the snapshot brought up to gen. When another caller is
-// already catching up, or catching up fails, it returns the snapshot as
-// it was if there is one: the last good snapshot beats waiting or an
-// error. It reports whether it caught up.
+// already catching up it waits for it, and catches up itself if that
+// did not reach gen: a search that starts after a write returned must
+// find it, though another search began catching up a moment before the
+// write. When catching up fails it returns the snapshot as it was if
+// there is one: the last good snapshot beats an error. It reports
+// whether it caught up.
 func (c *Current) Get(gen int64, catchUp CatchUp) (snap *Snapshot, caughtUp bool, err error) {
 	snap, have := c.Snapshot()
 	if snap != nil && have >= gen {
 		return snap, false, nil
 	}
-	if snap != nil {
-		if !c.load.TryLock() {
-			return snap, false, nil
-		}
-	} else {
-		c.load.Lock()
-	}
+	c.load.Lock()
 	defer c.load.Unlock()
 	if snap, have = c.Snapshot(); snap != nil && have >= gen {
 		return snap, false, nil // caught up by the one this caller waited for

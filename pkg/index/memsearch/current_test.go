@@ -3,6 +3,7 @@ package memsearch
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
@@ -71,5 +72,61 @@ func TestCurrentAdvancesOnlyFromTheGenerationBefore(t *testing.T) {
 	got, _, _ := c.Get(5, func(base *Snapshot, since int64) (*Snapshot, int64, error) { return New(3), 2, nil })
 	if _, gen := c.Snapshot(); gen != 3 || got.Len() != 3 {
 		t.Errorf("a catch-up to generation 2 replaced generation 3: now %d with %d chunks", gen, got.Len())
+	}
+}
+
+// A caller that needs a generation another caller is still catching up
+// to waits for it rather than take the snapshot as it was, and catches
+// up itself when what it waited for fell short.
+func TestCurrentWaitsForACatchUpInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		inFlight  int64 // the generation the first catch-up reaches
+		want      int64 // the second caller's
+		wantCalls int
+	}{
+		{"the catch-up in flight brings it", 3, 3, 2},
+		{"it falls short", 2, 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCurrent()
+			if _, _, err := c.Get(1, func(*Snapshot, int64) (*Snapshot, int64, error) { return New(3).With([]Doc{testDoc("a")}, nil), 1, nil }); err != nil {
+				t.Fatal(err)
+			}
+			calls := 1
+			started, release := make(chan struct{}), make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _, _ = c.Get(tc.inFlight, func(base *Snapshot, _ int64) (*Snapshot, int64, error) {
+					calls++
+					close(started)
+					<-release
+					return base.With([]Doc{testDoc("b")}, nil), tc.inFlight, nil
+				})
+			}()
+			<-started
+			got := make(chan int, 1)
+			go func() {
+				snap, _, _ := c.Get(tc.want, func(base *Snapshot, _ int64) (*Snapshot, int64, error) {
+					calls++
+					return base.With([]Doc{testDoc("c")}, nil), tc.want, nil
+				})
+				got <- snap.Len()
+			}()
+			select {
+			case n := <-got:
+				t.Fatalf("returned a snapshot of %d chunks while the catch-up it needs was in flight", n)
+			case <-time.After(50 * time.Millisecond):
+			}
+			close(release)
+			<-done
+			if n := <-got; n < 2 {
+				t.Errorf("after the catch-up: %d chunks", n)
+			}
+			if _, gen := c.Snapshot(); gen != tc.want || calls != tc.wantCalls {
+				t.Errorf("at generation %d after %d catch-ups, want %d after %d", gen, calls, tc.want, tc.wantCalls)
+			}
+		})
 	}
 }

@@ -765,8 +765,8 @@ func (s *Store) Pin(ctx context.Context, db string) (index.Searcher, error) {
 }
 
 // snapshot returns db's search snapshot, brought up to the stored
-// generation. While one search brings it up to date, others read the
-// snapshot as it was rather than wait.
+// generation. While one search brings it up to date, others that need
+// the new generation wait for it (memsearch.Current).
 func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, error) {
 	var gen int64
 	err := s.db.QueryRowContext(ctx, `SELECT gen FROM generations WHERE db = ?`, db).Scan(&gen)
