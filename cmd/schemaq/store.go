@@ -40,6 +40,7 @@ type storeFlags struct {
 	ca        string
 	cacheTTL  time.Duration
 	search    string
+	lease     time.Duration
 	password  string // from the environment only
 }
 
@@ -52,14 +53,31 @@ func (f *storeFlags) register(fs *flag.FlagSet, e *env) error {
 		}
 		ttl = d
 	}
+	lease := redisearch.DefaultLease
+	if v := e.getenv("SCHEMAQ_REDIS_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return usagef("SCHEMAQ_REDIS_LEASE: %v", err)
+		}
+		lease = d
+	}
 	f.password = e.getenv("SCHEMAQ_REDIS_PASSWORD")
 	fs.StringVar(&f.redisURL, "redis-url", envString(e, "SCHEMAQ_REDIS_URL", ""), "shared index in Redis with the query engine: redis://[user:password@]host:port/db or rediss:// for TLS; empty uses the embedded SQLite index [SCHEMAQ_REDIS_URL]")
 	fs.StringVar(&f.prefix, "redis-prefix", envString(e, "SCHEMAQ_REDIS_PREFIX", "schemaq:"), "prefix of every Redis key and index [SCHEMAQ_REDIS_PREFIX]")
 	fs.StringVar(&f.algorithm, "redis-vector-algorithm", envString(e, "SCHEMAQ_REDIS_VECTOR_ALGORITHM", "HNSW"), "HNSW or FLAT (exact) [SCHEMAQ_REDIS_VECTOR_ALGORITHM]")
 	fs.StringVar(&f.search, "redis-search", envString(e, "SCHEMAQ_REDIS_SEARCH", redisearch.SearchMemory), "where searches run: memory (each daemon holds the databases it searches, ranks as the embedded store, one round trip a search) or server (the query engine: FT.SEARCH, nothing held) [SCHEMAQ_REDIS_SEARCH]")
 	fs.StringVar(&f.ca, "redis-ca", envString(e, "SCHEMAQ_REDIS_CA", ""), "CA file for rediss:// with a private CA [SCHEMAQ_REDIS_CA]")
+	fs.DurationVar(&f.lease, "redis-lease", lease, "searching in memory, how long a daemon serves its snapshots without checking them while writes announce their changes to it; a daemon that dies unannounced holds each write up to this long; 0 checks before every search [SCHEMAQ_REDIS_LEASE]")
 	fs.DurationVar(&f.cacheTTL, "redis-cache-ttl", ttl, "expiry of embedding cache entries in Redis; 0 keeps them [SCHEMAQ_REDIS_CACHE_TTL]")
 	return nil
+}
+
+// storeLease is Options.Lease for the --redis-lease given: 0 is off.
+func (f *storeFlags) storeLease() time.Duration {
+	if f.lease <= 0 {
+		return -1
+	}
+	return f.lease
 }
 
 // shared reports whether the index is the shared Redis one.
@@ -113,13 +131,13 @@ func (f *storeFlags) openStore(ctx context.Context, log *zap.Logger, dataDir str
 	}
 	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{log.Named("redis")}) })
 	s, rdb, err := f.openRedis(ctx, redisearch.Options{Prefix: f.prefix, Dimensions: dim, Model: model,
-		Algorithm: f.algorithm, Writer: writer, CacheTTL: f.cacheTTL, Search: f.search})
+		Algorithm: f.algorithm, Writer: writer, CacheTTL: f.cacheTTL, Search: f.search, Lease: f.storeLease()})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	log.Info("index store: redis", zap.String("url", redactURL(f.redisURL)), zap.Int("index_version", s.Version()),
 		zap.Bool("building", s.Rebuilt()), zap.String("prefix", f.prefix), zap.String("search", f.search))
-	return s, s.Check, rdb.Close, nil
+	return s, s.Check, func() error { return errors.Join(s.Close(), rdb.Close()) }, nil
 }
 
 // openRedis connects to the configured Redis and opens the store with
@@ -171,7 +189,7 @@ func redactURL(u string) string {
 // benchmark run; closing it removes everything the run wrote.
 func (f *storeFlags) benchStore(ctx context.Context, dim int) (index.Store, string, error) {
 	s, rdb, err := f.openRedis(ctx, redisearch.Options{Prefix: "schemaq-bench:" + nuid.Next() + ":", Dimensions: dim,
-		Model: "bench", Algorithm: f.algorithm, Writer: true, Search: f.search})
+		Model: "bench", Algorithm: f.algorithm, Writer: true, Search: f.search, Lease: f.storeLease()})
 	if err != nil {
 		return nil, "", err
 	}
@@ -188,5 +206,5 @@ type benchRedis struct {
 
 func (b benchRedis) Close() error {
 	err := b.DropAll(context.Background())
-	return errors.Join(err, b.rdb.Close())
+	return errors.Join(err, b.Store.Close(), b.rdb.Close())
 }

@@ -20,7 +20,8 @@ const (
 	// from Redis and brought up to date from the database's change log
 	// before each search, and ranks them with the embedded store's own
 	// code (package memsearch): both stores return the same results, and
-	// a search costs one round trip (the generation check) instead of
+	// a search costs no round trip while the process holds its lease
+	// (lease.go), and one (the generation check) otherwise, instead of
 	// two queries. It needs the memory of the databases searched (10-15
 	// MB of heap per 1,000 tables at 512 dimensions).
 	SearchMemory = "memory"
@@ -58,6 +59,29 @@ type memSnap struct {
 	// usedAt the last search (both under mem.mu).
 	changedAt time.Time
 	usedAt    time.Time
+	// checked is when the last check that found the snapshot current
+	// began, as the lease's checkStart counts (under mem.mu).
+	checked uint64
+}
+
+// setChecked records a check that began at start and found the snapshot
+// current.
+func (s *Store) setChecked(c *memSnap, start uint64) {
+	s.mem.mu.Lock()
+	c.checked = max(c.checked, start)
+	s.mem.mu.Unlock()
+}
+
+// leased returns c's snapshot when the lease lets it serve db unchecked.
+func (s *Store) leased(c *memSnap, db string) *memsearch.Snapshot {
+	s.mem.mu.Lock()
+	checked := c.checked
+	s.mem.mu.Unlock()
+	if !s.watching().fresh(db, checked) {
+		return nil
+	}
+	snap, _ := c.cur.Snapshot()
+	return snap
 }
 
 // hydrated are the hash fields a snapshot document is built from.
@@ -99,8 +123,14 @@ func (s *Store) PinSpeculative(ctx context.Context, db string) (index.Searcher, 
 	if s.opt.Search != SearchMemory {
 		return s, nil
 	}
+	if err := s.servableErr(ctx); err != nil {
+		return nil, fmt.Errorf("search in %s: %w", db, err)
+	}
 	v := s.ver()
 	c := s.memSnap(v, db)
+	if snap := s.leased(c, db); snap != nil {
+		return snap.Pin(db), nil
+	}
 	snap, gen := c.cur.Snapshot()
 	s.mem.mu.Lock()
 	if time.Since(c.changedAt) <= speculateQuiet {
@@ -110,18 +140,20 @@ func (s *Store) PinSpeculative(ctx context.Context, db string) (index.Searcher, 
 	if snap == nil {
 		return s.Pin(ctx, db)
 	}
-	if err := s.servableErr(ctx); err != nil {
-		return nil, fmt.Errorf("search in %s: %w", db, err)
-	}
 	check := make(chan error, 1)
 	sp := &speculation{Pinned: snap.Pin(db), check: check}
+	start := s.watching().checkStart()
 	go func() {
 		now, _, err := s.readGen(ctx, v, db)
-		if err == nil && now > gen {
+		switch {
+		case err != nil:
+		case now > gen:
 			sp.stale = true
 			s.mem.mu.Lock()
 			c.changedAt = time.Now()
 			s.mem.mu.Unlock()
+		default:
+			s.setChecked(c, start)
 		}
 		check <- err
 	}()
@@ -163,15 +195,19 @@ func (s *Store) readGen(ctx context.Context, v int, db string) (gen, horizon int
 }
 
 // snapshot returns db's snapshot, brought up to the generation Redis
-// holds. While one search brings it up to date, the others read the
-// snapshot as it was rather than wait, as the SQLite store does.
+// holds, or at once while the lease vouches for it. While one search
+// brings it up to date, the others wait for it, as in the SQLite store.
 func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, error) {
 	v := s.ver()
+	c := s.memSnap(v, db)
+	if snap := s.leased(c, db); snap != nil {
+		return snap, nil
+	}
+	start := s.watching().checkStart()
 	gen, horizon, err := s.readGen(ctx, v, db)
 	if err != nil {
 		return nil, classify(err)
 	}
-	c := s.memSnap(v, db)
 	held, _ := c.cur.Snapshot()
 	snap, caughtUp, err := c.cur.Get(gen, func(base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
 		if base == nil || since < horizon {
@@ -183,6 +219,12 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 		s.mem.mu.Lock()
 		c.changedAt = time.Now()
 		s.mem.mu.Unlock()
+	}
+	// Another search may be catching up, and this one given the
+	// snapshot as it was: only one at the generation read counts as
+	// checked.
+	if _, at := c.cur.Snapshot(); err == nil && at >= gen {
+		s.setChecked(c, start)
 	}
 	return snap, err
 }

@@ -71,6 +71,11 @@ type Options struct {
 	// Search is where searches run: SearchMemory (the default) or
 	// SearchServer.
 	Search string
+	// Lease is how long a process searching in memory may serve its
+	// snapshots without checking them, renewed a quarter lease apart,
+	// while writes announce their changes to it (lease.go): DefaultLease
+	// when zero; negative checks before every search instead.
+	Lease time.Duration
 }
 
 // Store is the RediSearch index. It is safe for concurrent use.
@@ -96,7 +101,8 @@ type Store struct {
 	hybridOff bool  // FT.HYBRID failed once: fuse client-side from then on
 	checkedAt time.Time
 
-	mem memCache // SearchMemory's snapshots
+	mem   memCache // SearchMemory's snapshots
+	watch watch    // SearchMemory's lease
 }
 
 var (
@@ -208,8 +214,12 @@ func (s *Store) ver() int { return int(s.version.Load()) }
 // contents must be projected from the stored catalogs and events.
 func (s *Store) Rebuilt() bool { return s.rebuilt }
 
-// Close implements index.Store. The client belongs to the caller.
-func (s *Store) Close() error { return nil }
+// Close implements index.Store. It ends this process's lease, so that
+// writes stop waiting for it; the client belongs to the caller.
+func (s *Store) Close() error {
+	s.closeWatch()
+	return nil
+}
 
 // claimScript decides, atomically across every process opening the
 // store, which index version matches a spec:

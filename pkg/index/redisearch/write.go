@@ -230,7 +230,7 @@ func (s *Store) runBatched(ctx context.Context, script *redis.Script, n int, cal
 }
 
 // Upsert implements index.Store.
-func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
+func (s *Store) Upsert(ctx context.Context, recs []index.Record) (n int, err error) {
 	for _, r := range recs {
 		if r.Database == "" {
 			return 0, fmt.Errorf("upsert %s: %w", r.ID, index.ErrNoDatabase)
@@ -242,6 +242,15 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 	if err := s.writableErr(); err != nil {
 		return 0, fmt.Errorf("upsert %d chunks: %w", len(recs), err)
 	}
+	dbs := make([]string, len(recs))
+	for i, r := range recs {
+		dbs[i] = r.Database
+	}
+	defer s.announced(ctx, &err, dbs...)
+	return s.upsert(ctx, recs)
+}
+
+func (s *Store) upsert(ctx context.Context, recs []index.Record) (int, error) {
 	n, err := s.runBatched(ctx, upsertScript, len(recs), func(i int) ([]string, []any) { return s.upsertCall(recs[i]) })
 	if err != nil {
 		return n, fmt.Errorf("upsert %d chunks: %w", len(recs), err)
@@ -250,11 +259,12 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 }
 
 // Touch implements index.Store.
-func (s *Store) Touch(ctx context.Context, db string, ids []string, version int64) (int, error) {
+func (s *Store) Touch(ctx context.Context, db string, ids []string, version int64) (n int, err error) {
 	if db == "" {
 		return 0, index.ErrNoDatabase
 	}
-	n, err := s.runBatched(ctx, touchScript, len(ids), func(i int) ([]string, []any) {
+	defer s.announced(ctx, &err, db)
+	n, err = s.runBatched(ctx, touchScript, len(ids), func(i int) ([]string, []any) {
 		return []string{s.chunkKey(ids[i]), s.gensKey(), s.changesKey(db)}, []any{hexTag(db), version, db, ids[i]}
 	})
 	if err != nil {
@@ -278,10 +288,11 @@ func (s *Store) deleteIDs(ctx context.Context, db string, ids []string, below st
 }
 
 // Delete implements index.Store.
-func (s *Store) Delete(ctx context.Context, db string, ids []string) error {
+func (s *Store) Delete(ctx context.Context, db string, ids []string) (err error) {
 	if db == "" {
 		return index.ErrNoDatabase
 	}
+	defer s.announced(ctx, &err, db)
 	if _, err := s.deleteIDs(ctx, db, ids, ""); err != nil {
 		return fmt.Errorf("delete %d chunks of %s: %w", len(ids), db, err)
 	}
@@ -342,10 +353,11 @@ func str(v any) string {
 }
 
 // DeleteName implements index.Store.
-func (s *Store) DeleteName(ctx context.Context, db, kind, name string) error {
+func (s *Store) DeleteName(ctx context.Context, db, kind, name string) (err error) {
 	if db == "" {
 		return index.ErrNoDatabase
 	}
+	defer s.announced(ctx, &err, db)
 	ms, err := s.metas(ctx, db)
 	if err != nil {
 		return fmt.Errorf("delete %s %s of %s: %w", kind, name, db, err)
@@ -363,13 +375,14 @@ func (s *Store) DeleteName(ctx context.Context, db, kind, name string) error {
 }
 
 // DeleteStale implements index.Store.
-func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
+func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (n int, err error) {
 	if st.Database == "" {
 		return 0, index.ErrNoDatabase
 	}
 	if len(st.Kinds) == 0 {
 		return 0, nil
 	}
+	defer s.announced(ctx, &err, st.Database)
 	ms, err := s.metas(ctx, st.Database)
 	if err != nil {
 		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
@@ -380,7 +393,7 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
 			ids = append(ids, m.id)
 		}
 	}
-	n, err := s.deleteIDs(ctx, st.Database, ids, strconv.FormatInt(st.Below, 10))
+	n, err = s.deleteIDs(ctx, st.Database, ids, strconv.FormatInt(st.Below, 10))
 	if err != nil {
 		return n, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
@@ -388,10 +401,11 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
 }
 
 // DeleteDatabase implements index.Store.
-func (s *Store) DeleteDatabase(ctx context.Context, db string) error {
+func (s *Store) DeleteDatabase(ctx context.Context, db string) (err error) {
 	if db == "" {
 		return index.ErrNoDatabase
 	}
+	defer s.announced(ctx, &err, db)
 	ids, err := s.rdb.SMembers(ctx, s.dbKey(db)).Result()
 	if err == nil {
 		_, err = s.deleteIDs(ctx, db, ids, "")
@@ -549,7 +563,7 @@ func (s *Store) lockKey(db string) string { return s.versionPrefix(s.ver()) + "l
 // database's first load, a bulk rewrite) goes in pipelined batches, so
 // as not to hold every client of the server for its length, and readers
 // may see it part written while it lands.
-func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index.Replaced, error) {
+func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (_ index.Replaced, err error) {
 	if r.Database == "" {
 		return index.Replaced{}, index.ErrNoDatabase
 	}
@@ -569,6 +583,9 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 		return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
 	}
 	defer release()
+	// Announced under the lock, so that the next projection of db
+	// starts after the readers know of this one.
+	defer s.announced(ctx, &err, r.Database)
 	cur, err := s.Projected(ctx, r.Database)
 	if err != nil {
 		return index.Replaced{}, err
@@ -597,7 +614,7 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 		return out, nil
 	}
 	var out index.Replaced
-	if out.Written, err = s.Upsert(ctx, r.Upserts); err != nil {
+	if out.Written, err = s.upsert(ctx, r.Upserts); err != nil {
 		return out, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
 	}
 	if out.Deleted, err = s.deleteIDs(ctx, r.Database, gone, ""); err != nil {

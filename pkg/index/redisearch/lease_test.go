@@ -1,0 +1,292 @@
+package redisearch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/redistest"
+)
+
+// holdsLease waits until s holds its lease, as a daemon does a moment
+// after its first search.
+func holdsLease(t *testing.T, s *Store) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.watch.held() {
+		if time.Now().After(deadline) {
+			t.Fatal("no lease after 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (w *watch) held() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return time.Now().Before(w.leaseEnd)
+}
+
+// generationChecks is how many generation reads (HMGET) the server has
+// served.
+func generationChecks(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_hmget:calls="); ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			return n
+		}
+	}
+	return 0
+}
+
+// tableNames searches db in s as the next request would and returns the
+// tables it finds.
+func tableNames(t *testing.T, s *Store, db string) []string {
+	t.Helper()
+	ctx := context.Background()
+	v, err := s.PinSpeculative(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := v.(index.Confirmer); ok {
+		current, err := c.Confirm(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !current {
+			if v, err = s.Pin(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hits, err := v.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: db}, Terms: []string{"id"}, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, h := range hits {
+		out = append(out, h.Chunk.Name)
+	}
+	return out
+}
+
+// While a reader holds its lease its searches cost no round trip, and
+// still every search that starts after a write returned finds it: the
+// write waited for the reader to learn of it. Without a lease, each
+// search checks.
+func TestLeaseServesWithoutChecksAndReadsYourWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lease time.Duration
+	}{{"lease", 0}, {"no lease", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := redistest.Start(t)
+			writer := inMemory(t, srv.Client(), "t:", dim)
+			rdb := srv.Client()
+			reader := inMemory(t, rdb, "t:", dim)
+			reader.opt.Lease = tc.lease
+			if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+				t.Fatal(err)
+			}
+			tableNames(t, reader, "shop")
+			if tc.lease >= 0 {
+				holdsLease(t, reader)
+			}
+			before := generationChecks(t, rdb)
+			const searches = 200
+			for range searches {
+				tableNames(t, reader, "shop")
+			}
+			checks := generationChecks(t, rdb) - before
+			if tc.lease >= 0 && checks > searches/10 {
+				t.Errorf("%d searches under a lease made %d generation checks", searches, checks)
+			}
+			if tc.lease < 0 && checks < searches {
+				t.Errorf("%d searches without a lease made %d generation checks", searches, checks)
+			}
+			for i := range 100 {
+				name := fmt.Sprintf("public.t%03d", i)
+				if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, name, 1, nil)}); err != nil {
+					t.Fatal(err)
+				}
+				if got := tableNames(t, reader, "shop"); !slices.Contains(got, name) {
+					t.Fatalf("a search right after %s was written does not find it (%d tables)", name, len(got))
+				}
+			}
+			if err := writer.Delete(ctx, "shop", []string{rec("shop", chunk.KindTable, "public.t000", 1, nil).ID}); err != nil {
+				t.Fatal(err)
+			}
+			if got := tableNames(t, reader, "shop"); slices.Contains(got, "public.t000") {
+				t.Error("a search right after a delete still finds the table")
+			}
+		})
+	}
+}
+
+// Several readers, several writers, searches running while writes
+// arrive: each write returns only once every reader knows of it, and a
+// reader's subscription killed again and again (a network cut, a
+// failover) costs a lapse of its lease, never a stale answer.
+func TestLeaseHoldsUnderConcurrentWritesAndLostSubscriptions(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	var readers []*Store
+	for range 3 {
+		readers = append(readers, inMemory(t, srv.Client(), "t:", dim))
+	}
+	writers := []*Store{inMemory(t, srv.Client(), "t:", dim), inMemory(t, srv.Client(), "t:", dim)}
+	if _, err := writers[0].Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil), rec("hr", chunk.KindTable, "public.staff", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range readers {
+		tableNames(t, r, "shop")
+		tableNames(t, r, "hr")
+		holdsLease(t, r)
+	}
+	stop := make(chan struct{})
+	var background sync.WaitGroup
+	background.Add(2)
+	go func() { // searches that race the writes, as other requests do
+		defer background.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				for _, r := range readers {
+					if _, err := r.Pin(ctx, "hr"); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}
+	}()
+	go func() { // cut every subscription now and then
+		defer background.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(40 * time.Millisecond):
+				if err := admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	errs := make(chan error, len(writers))
+	for wi, w := range writers {
+		db := []string{"shop", "hr"}[wi]
+		go func() {
+			for i := range 60 {
+				name := fmt.Sprintf("public.w%d_%03d", wi, i)
+				if _, err := w.Upsert(ctx, []index.Record{rec(db, chunk.KindTable, name, 1, nil)}); err != nil {
+					errs <- err
+					return
+				}
+				for ri, r := range readers {
+					if got := tableNames(t, r, db); !slices.Contains(got, name) {
+						errs <- fmt.Errorf("reader %d: a search right after %s was written to %s does not find it", ri, name, db)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	background.Wait()
+	for _, r := range readers {
+		holdsLease(t, r) // and it comes back
+	}
+}
+
+// A reader that dies without deregistering holds writes until its lease
+// lapses by Redis's clock, then no more: the next write does not wait.
+// One that closes deregisters, and holds nothing.
+func TestWritesWaitForADeadReaderOnlyUntilItsLeaseLapses(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	writer := inMemory(t, rdb, "t:", dim)
+	reader := inMemory(t, srv.Client(), "t:", dim)
+	reader.opt.Lease = 400 * time.Millisecond
+	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	tableNames(t, reader, "shop")
+	holdsLease(t, reader)
+	reader.watch.stop() // dead: no renewals, no acknowledgements, still registered
+	<-reader.watch.done
+	if n := rdb.ZCard(ctx, writer.readersKey()).Val(); n != 1 {
+		t.Fatalf("%d readers registered, want the dead one", n)
+	}
+	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.refunds", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.ZCard(ctx, writer.readersKey()).Val(); n != 0 {
+		t.Errorf("%d readers registered after the dead one's lease lapsed, want none", n)
+	}
+	if reader.watch.held() {
+		t.Error("the dead reader believes it still holds its lease")
+	}
+
+	other := inMemory(t, srv.Client(), "t:", dim)
+	tableNames(t, other, "shop")
+	holdsLease(t, other)
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.ZCard(ctx, writer.readersKey()).Val(); n != 0 {
+		t.Errorf("%d readers registered after Close, want none", n)
+	}
+}
+
+// With Redis gone the subscription fails, the lease lapses at once, and
+// a search fails as the store being unavailable rather than answer from
+// a snapshot nothing vouches for.
+func TestLeaseLapsesWithRedisDown(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	s := inMemory(t, srv.Client(), "t:", dim)
+	if _, err := s.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	tableNames(t, s, "shop")
+	holdsLease(t, s)
+	srv.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.watch.held() {
+		if time.Now().After(deadline) {
+			t.Fatal("the lease still holds 10 s after Redis stopped")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := s.Pin(ctx, "shop"); !errors.Is(err, index.ErrUnavailable) {
+		t.Errorf("Pin with Redis down: %v, want ErrUnavailable", err)
+	}
+}
