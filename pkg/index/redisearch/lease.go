@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,20 +187,11 @@ func (s *Store) announced(ctx context.Context, errp *error, dbs ...string) {
 func uniq(dbs []string) []string {
 	out := dbs[:0:0]
 	for _, db := range dbs {
-		if db != "" && !contains(out, db) {
+		if db != "" && !slices.Contains(out, db) {
 			out = append(out, db)
 		}
 	}
 	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // watch is a reader's side of the lease: what announcements it processed
