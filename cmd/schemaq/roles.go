@@ -25,6 +25,7 @@ import (
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/embed"
+	"github.com/schemaq/schemaq/pkg/index/redisearch"
 	"github.com/schemaq/schemaq/pkg/natsconn"
 	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/retrieve"
@@ -140,6 +141,9 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if ls, ok := store.(interface{ LeaseStats() redisearch.LeaseStats }); ok {
+		leaseMetrics(reg, ls)
+	}
 	tel := telemetry.New(reg)
 	tel.AddCheck("nats", telemetry.NATSCheck(nc))
 	tel.AddCheck("store", telemetry.StoreCheck(check))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -138,6 +139,31 @@ func (f *storeFlags) openStore(ctx context.Context, log *zap.Logger, dataDir str
 	log.Info("index store: redis", zap.String("url", redactURL(f.redisURL)), zap.Int("index_version", s.Version()),
 		zap.Bool("building", s.Rebuilt()), zap.String("prefix", f.prefix), zap.String("search", f.search))
 	return s, s.Check, func() error { return errors.Join(s.Close(), rdb.Close()) }, nil
+}
+
+// leaseMetrics exports a shared-index store's lease figures: whether a
+// daemon searches without round trips, and what the announcements cost
+// the writes (docs/deploy.md).
+func leaseMetrics(reg prometheus.Registerer, s interface{ LeaseStats() redisearch.LeaseStats }) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "schemaq_index_lease_held",
+			Help: "1 while this process holds its lease on the shared index: its in-memory searches need no round trip to Redis."},
+			func() float64 {
+				if s.LeaseStats().Held {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "schemaq_index_lease_lapses_total",
+			Help: "Times a held lease ended early (its subscription dropped or went silent); searches check Redis until it is renewed."},
+			func() float64 { return float64(s.LeaseStats().Lapses) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "schemaq_index_announcements_total",
+			Help: "Writes to the shared index announced to the searching processes."},
+			func() float64 { return float64(s.LeaseStats().Announcements) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "schemaq_index_announce_seconds_total",
+			Help: "Time writes spent announcing their changes and waiting for every lease holder's acknowledgement."},
+			func() float64 { return s.LeaseStats().Waited.Seconds() }),
+	)
 }
 
 // openRedis connects to the configured Redis and opens the store with

@@ -143,6 +143,11 @@ func (s *Store) announce(ctx context.Context, wait bool, dbs []string) error {
 	if len(dbs) == 0 {
 		return nil
 	}
+	start := time.Now()
+	defer func() {
+		s.leaseStats.announcements.Add(1)
+		s.leaseStats.waited.Add(int64(time.Since(start)))
+	}()
 	if !wait {
 		// The write failed, perhaps for its context: announce what may
 		// have landed anyway, briefly.
@@ -215,6 +220,7 @@ type watch struct {
 	// been lost, and the next renewal marks every database.
 	resync   bool
 	leaseEnd time.Time
+	lapses   int64
 	pongs    map[string]chan struct{}
 	ackWake  chan struct{}
 }
@@ -293,8 +299,35 @@ func (w *watch) wakeAck() {
 // back and a PING has come through it, announcements may be missed.
 func (w *watch) lost() {
 	w.mu.Lock()
+	if time.Now().Before(w.leaseEnd) {
+		w.lapses++
+	}
 	w.leaseEnd = time.Time{}
 	w.mu.Unlock()
+}
+
+// LeaseStats is what an operator watches of the leases (docs/deploy.md).
+type LeaseStats struct {
+	// Held is whether this process holds its lease now: searches then
+	// run without a round trip.
+	Held bool
+	// Lapses counts the times a held lease ended early: its subscription
+	// dropped or its PINGs went unanswered.
+	Lapses int64
+	// Announcements counts this process's writes announced to readers,
+	// and Waited is the time they took, acknowledgements included.
+	Announcements int64
+	Waited        time.Duration
+}
+
+// LeaseStats returns the lease's figures so far.
+func (s *Store) LeaseStats() LeaseStats {
+	w := &s.watch
+	w.mu.Lock()
+	held, lapses := time.Now().Before(w.leaseEnd), w.lapses
+	w.mu.Unlock()
+	return LeaseStats{Held: held, Lapses: lapses,
+		Announcements: s.leaseStats.announcements.Load(), Waited: time.Duration(s.leaseStats.waited.Load())}
 }
 
 // runWatch keeps the lease: it acknowledges in one goroutine and runs

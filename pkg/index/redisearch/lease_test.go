@@ -135,6 +135,12 @@ func TestLeaseServesWithoutChecksAndReadsYourWrites(t *testing.T) {
 			if got := tableNames(t, reader, "shop"); slices.Contains(got, "public.t000") {
 				t.Error("a search right after a delete still finds the table")
 			}
+			if st := writer.LeaseStats(); st.Announcements < 102 || st.Waited <= 0 || st.Held {
+				t.Errorf("the writer's figures: %+v; want 102 announcements or more, their time, no lease", st)
+			}
+			if st := reader.LeaseStats(); st.Held != (tc.lease >= 0) || st.Lapses != 0 {
+				t.Errorf("the reader's figures: %+v", st)
+			}
 		})
 	}
 }
@@ -220,8 +226,11 @@ func TestLeaseHoldsUnderConcurrentWritesAndLostSubscriptions(t *testing.T) {
 	}
 	close(stop)
 	background.Wait()
-	for _, r := range readers {
+	for i, r := range readers {
 		holdsLease(t, r) // and it comes back
+		if st := r.LeaseStats(); st.Lapses == 0 {
+			t.Errorf("reader %d counted no lapse though its subscription was cut: %+v", i, st)
+		}
 	}
 }
 
@@ -288,5 +297,8 @@ func TestLeaseLapsesWithRedisDown(t *testing.T) {
 	}
 	if _, err := s.Pin(ctx, "shop"); !errors.Is(err, index.ErrUnavailable) {
 		t.Errorf("Pin with Redis down: %v, want ErrUnavailable", err)
+	}
+	if st := s.LeaseStats(); st.Held || st.Lapses != 1 {
+		t.Errorf("figures with Redis down: %+v, want one lapse and no lease", st)
 	}
 }

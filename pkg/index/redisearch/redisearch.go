@@ -101,8 +101,9 @@ type Store struct {
 	hybridOff bool  // FT.HYBRID failed once: fuse client-side from then on
 	checkedAt time.Time
 
-	mem   memCache // SearchMemory's snapshots
-	watch watch    // SearchMemory's lease
+	mem        memCache // SearchMemory's snapshots
+	watch      watch    // SearchMemory's lease
+	leaseStats struct{ announcements, waited atomic.Int64 }
 }
 
 var (
