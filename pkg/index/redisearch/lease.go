@@ -474,15 +474,18 @@ func (s *Store) renew(ctx context.Context, ps *redis.PubSub, token string) error
 
 // recheckHeld compares the generations of the snapshots held with
 // Redis's and marks those that moved: a write whose announcement never
-// went out (its writer died between the two) is found here.
+// went out (its writer died between the two) is found here. A database
+// whose projection lock is held is left alone: the projection announces
+// itself when it has landed, and one of more than atomicChanges chunks
+// lands in batches, which a catch-up now would see part written. Its
+// writer dying frees the lock within lockTTL, and then it is marked.
 func (s *Store) recheckHeld(ctx context.Context) {
 	v := s.ver()
 	s.mem.mu.Lock()
 	var dbs []string
 	var gens []int64
 	for k, c := range s.mem.dbs {
-		if k.version == v {
-			_, gen := c.cur.Snapshot()
+		if snap, gen := c.cur.Snapshot(); k.version == v && snap != nil { // one loading is checked anyway
 			dbs, gens = append(dbs, k.db), append(gens, gen)
 		}
 	}
@@ -494,13 +497,18 @@ func (s *Store) recheckHeld(ctx context.Context) {
 	for i, db := range dbs {
 		fields[i] = "g:" + db
 	}
-	vals, err := s.rdb.HMGet(ctx, s.gensKeyAt(v), fields...).Result()
-	if err != nil {
+	pipe := s.rdb.Pipeline()
+	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v), fields...)
+	locks := make([]*redis.IntCmd, len(dbs))
+	for i, db := range dbs {
+		locks[i] = pipe.Exists(ctx, s.lockKeyAt(v, db))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return // the next renewal tries again
 	}
 	var moved []string
-	for i, val := range vals {
-		if intOf(val) > gens[i] {
+	for i, val := range genCmd.Val() {
+		if intOf(val) > gens[i] && locks[i].Val() == 0 {
 			moved = append(moved, dbs[i])
 		}
 	}

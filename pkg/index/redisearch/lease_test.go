@@ -302,3 +302,58 @@ func TestLeaseLapsesWithRedisDown(t *testing.T) {
 		t.Errorf("figures with Redis down: %+v, want one lapse and no lease", st)
 	}
 }
+
+// Writes that were never announced are found by the renewal's look at
+// the generations (their writer died before announcing), unless the
+// database's projection lock is held: a projection of more than
+// atomicChanges chunks lands in batches and announces itself at the
+// end, and a daemon holding its lease sees it whole.
+func TestUnannouncedWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		locked bool
+	}{{"writer died: found by the renewal", false}, {"projection under way: seen whole", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := redistest.Start(t)
+			writer := inMemory(t, srv.Client(), "t:", dim)
+			reader := inMemory(t, srv.Client(), "t:", dim)
+			reader.opt.Lease = 200 * time.Millisecond
+			if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+				t.Fatal(err)
+			}
+			tableNames(t, reader, "shop")
+			holdsLease(t, reader)
+			tableNames(t, reader, "shop") // checked under the lease
+			release := func() {}
+			if tc.locked {
+				var err error
+				if release, err = writer.lock(ctx, "shop"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var recs []index.Record
+			for i := range 2 * atomicChanges {
+				recs = append(recs, rec("shop", chunk.KindTable, fmt.Sprintf("public.t%03d", i), 1, nil))
+			}
+			if _, err := writer.upsert(ctx, recs); err != nil { // no announcement
+				t.Fatal(err)
+			}
+			time.Sleep(3 * reader.lease() / 4) // three renewals
+			got := len(tableNames(t, reader, "shop"))
+			switch {
+			case tc.locked && got != 1:
+				t.Errorf("under the projection lock a search saw %d tables, want the snapshot before it (1)", got)
+			case !tc.locked && got != len(recs)+1:
+				t.Errorf("three renewals after an unannounced write a search saw %d tables, want %d", got, len(recs)+1)
+			}
+			release()
+			if err := writer.announce(ctx, true, []string{"shop"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(tableNames(t, reader, "shop")); got != len(recs)+1 {
+				t.Errorf("after the announcement a search saw %d tables, want %d", got, len(recs)+1)
+			}
+		})
+	}
+}

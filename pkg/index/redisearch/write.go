@@ -545,7 +545,9 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 `)
 
-func (s *Store) lockKey(db string) string { return s.versionPrefix(s.ver()) + "lock:" + db }
+func (s *Store) lockKey(db string) string { return s.lockKeyAt(s.ver(), db) }
+
+func (s *Store) lockKeyAt(v int, db string) string { return s.versionPrefix(v) + "lock:" + db }
 
 // ReplaceSchema implements index.Replacer: only new and changed chunks
 // are written, and the chunks the catalog no longer produces deleted.
@@ -561,8 +563,9 @@ func (s *Store) lockKey(db string) string { return s.versionPrefix(s.ver()) + "l
 // chunks (a migration's) goes as one MULTI, so searches see it whole or
 // not at all, as the embedded store's transaction gives; a larger one (a
 // database's first load, a bulk rewrite) goes in pipelined batches, so
-// as not to hold every client of the server for its length, and readers
-// may see it part written while it lands.
+// as not to hold every client of the server for its length: readers
+// holding a lease see it when it is announced, at the end (lease.go),
+// and the others may see it part written while it lands.
 func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (_ index.Replaced, err error) {
 	if r.Database == "" {
 		return index.Replaced{}, index.ErrNoDatabase
