@@ -116,22 +116,24 @@ return pending(1, tonumber(ARGV[1]))
 `)
 
 // renewScript sets a reader's expiry to Redis's clock plus the lease and
-// returns the last announcement's number. KEYS: readers, announced; ARGV:
-// id, lease in ms.
+// returns the last announcement's number and whether the reader was
+// registered anew (its lease had lapsed, and a writer dropped it with
+// its acknowledgement). KEYS: readers, announced; ARGV: id, lease in ms.
 var renewScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-return tonumber(redis.call('GET', KEYS[2]) or '0')
+local added = redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return {tonumber(redis.call('GET', KEYS[2]) or '0'), added}
 `)
 
 // ackScript records that a registered reader processed announcements up
-// to ARGV[2]; it never lowers the mark, nor leaves one for a reader no
-// longer registered. KEYS: acks, readers; ARGV: id, seq.
+// to ARGV[2], and leaves no mark for a reader no longer registered.
+// One goroutine of the reader sends its acknowledgements, in order; the
+// mark may go down, when Redis restarted and numbers from 1 again.
+// KEYS: acks, readers; ARGV: id, seq.
 var ackScript = redis.NewScript(`
 if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
-local a = redis.call('HGET', KEYS[1], ARGV[1])
-if not a or tonumber(a) < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
 `)
 
@@ -216,6 +218,9 @@ type watch struct {
 	all   uint64
 	seen  int64 // the highest announcement processed
 	acked int64
+	// sessionMax is the highest announcement processed on the current
+	// subscription: every one of them came from the server as it is now.
+	sessionMax int64
 	// resync is set on every (re)subscription: announcements may have
 	// been lost, and the next renewal marks every database.
 	resync   bool
@@ -284,6 +289,7 @@ func (w *watch) processed(seq int64, dbs []string) {
 		w.dirty[db] = w.epoch
 	}
 	w.seen = max(w.seen, seq)
+	w.sessionMax = max(w.sessionMax, seq)
 	w.mu.Unlock()
 	w.wakeAck()
 }
@@ -379,7 +385,7 @@ func (s *Store) session(ctx context.Context) (ok bool) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				w.mu.Lock()
-				w.resync = true
+				w.resync, w.sessionMax = true, 0
 				w.mu.Unlock()
 			}
 		case *redis.Message:
@@ -455,14 +461,27 @@ func (s *Store) renew(ctx context.Context, ps *redis.PubSub, token string) error
 	case <-time.After(lease / 4):
 		return errNoPong
 	}
-	last, err := renewScript.Run(ctx, s.rdb, []string{s.readersKey(), s.announcedKey()}, w.id, lease.Milliseconds()).Int64()
+	res, err := renewScript.Run(ctx, s.rdb, []string{s.readersKey(), s.announcedKey()}, w.id, lease.Milliseconds()).Int64Slice()
 	if err != nil {
 		return err
 	}
+	if len(res) != 2 {
+		return fmt.Errorf("renew the lease: reply %v", res)
+	}
+	last, added := res[0], res[1] == 1
 	w.mu.Lock()
+	if added {
+		w.acked = -1 // a writer may have dropped the acknowledgement with the lapsed lease: write it again
+	}
 	if w.resync {
+		// The mark covers everything announced up to last, and this
+		// subscription delivered, in order, what came after. What was
+		// seen before it may be above both: Redis restarted (empty, or
+		// from a persisted state behind the one it lost) and numbers
+		// from there again, and acknowledgements must follow it down,
+		// written again whatever the stored ones say.
 		w.markAll()
-		w.seen = max(w.seen, last)
+		w.seen, w.acked = max(last, w.sessionMax), -1
 		w.resync = false
 	}
 	w.leaseEnd = sent.Add(lease - lease/leaseMargin)
@@ -474,7 +493,8 @@ func (s *Store) renew(ctx context.Context, ps *redis.PubSub, token string) error
 
 // recheckHeld compares the generations of the snapshots held with
 // Redis's and marks those that moved: a write whose announcement never
-// went out (its writer died between the two) is found here. A database
+// went out (its writer died between the two) is found here, and so is a
+// Redis that lost its data. A database
 // whose projection lock is held is left alone: the projection announces
 // itself when it has landed, and one of more than atomicChanges chunks
 // lands in batches, which a catch-up now would see part written. Its
@@ -508,7 +528,7 @@ func (s *Store) recheckHeld(ctx context.Context) {
 	}
 	var moved []string
 	for i, val := range genCmd.Val() {
-		if intOf(val) > gens[i] && locks[i].Val() == 0 {
+		if intOf(val) != gens[i] && locks[i].Val() == 0 {
 			moved = append(moved, dbs[i])
 		}
 	}
@@ -547,7 +567,9 @@ func (s *Store) ackLoop(ctx context.Context) {
 			continue // the ticker tries again, after the renewal registers
 		}
 		w.mu.Lock()
-		w.acked = max(w.acked, seen)
+		if w.acked == acked { // else a renewal asked meanwhile for the mark to be written again
+			w.acked = seen
+		}
 		w.mu.Unlock()
 	}
 }

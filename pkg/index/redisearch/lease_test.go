@@ -357,3 +357,39 @@ func TestUnannouncedWrites(t *testing.T) {
 		})
 	}
 }
+
+// Redis restarted empty (no persistence) numbers announcements from 1
+// again, below what every daemon acknowledged before: writes must wait
+// for the daemons again, and find them, rather than take an old
+// acknowledgement for a new one or hang on one that never comes.
+func TestLeaseAfterRedisRestartsEmpty(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	writer := inMemory(t, srv.Client(), "t:", dim)
+	reader := inMemory(t, srv.Client(), "t:", dim)
+	write := func(name string) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := writer.Upsert(wctx, []index.Record{rec("shop", chunk.KindTable, name, 1, nil)}); err != nil {
+			t.Fatalf("write %s: %v", name, err)
+		}
+		if got := tableNames(t, reader, "shop"); !slices.Contains(got, name) {
+			t.Fatalf("a search right after %s was written does not find it: %v", name, got)
+		}
+	}
+	write("public.orders")
+	holdsLease(t, reader)
+	for i := range 50 { // the counter well above where it starts again
+		write(fmt.Sprintf("public.before%02d", i))
+	}
+	srv.Stop()
+	srv.Start()
+	if err := srv.Client().HSet(ctx, writer.metaKey(), "current", 1, "spec:1", writer.spec).Err(); err != nil {
+		t.Fatal(err)
+	}
+	holdsLease(t, reader)
+	for i := range 20 {
+		write(fmt.Sprintf("public.after%02d", i))
+	}
+}

@@ -147,7 +147,7 @@ func (s *Store) PinSpeculative(ctx context.Context, db string) (index.Searcher, 
 		now, _, err := s.readGen(ctx, v, db)
 		switch {
 		case err != nil:
-		case now > gen:
+		case now != gen: // newer, or older: Redis lost its data
 			sp.stale = true
 			s.mem.mu.Lock()
 			c.changedAt = time.Now()
@@ -208,7 +208,13 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 	if err != nil {
 		return nil, classify(err)
 	}
-	held, _ := c.cur.Snapshot()
+	held, heldGen := c.cur.Snapshot()
+	if held != nil && gen < heldGen {
+		// Redis holds an older generation than this snapshot: it lost
+		// its data (a restart without persistence) and numbers from the
+		// start again. Load what it has now.
+		c, held = s.forget(v, db), nil
+	}
 	snap, caughtUp, err := c.cur.Get(gen, func(base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
 		if base == nil || since < horizon {
 			base, since = memsearch.New(s.opt.Dimensions), -1
@@ -220,13 +226,21 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 		c.changedAt = time.Now()
 		s.mem.mu.Unlock()
 	}
-	// Another search may be catching up, and this one given the
-	// snapshot as it was: only one at the generation read counts as
-	// checked.
+	// A failed catch-up serves the snapshot before it: only one at the
+	// generation read counts as checked.
 	if _, at := c.cur.Snapshot(); err == nil && at >= gen {
 		s.setChecked(c, start)
 	}
 	return snap, err
+}
+
+// forget replaces db's snapshot in version v with an empty holder.
+func (s *Store) forget(v int, db string) *memSnap {
+	s.mem.mu.Lock()
+	defer s.mem.mu.Unlock()
+	c := &memSnap{cur: memsearch.NewCurrent(), usedAt: s.mem.now()}
+	s.mem.dbs[memKey{v, db}] = c
+	return c
 }
 
 // memSnap returns the holder of db's snapshot in index version v.
