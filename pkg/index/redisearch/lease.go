@@ -39,7 +39,9 @@ import (
 //     expiry Redis holds for it, after which writers stop waiting for it.
 //   - A subscription that dropped may have lost announcements: on every
 //     (re)subscription the reader marks every database changed at its
-//     next renewal, and acknowledges what Redis had announced by then.
+//     next renewal, and acknowledges what Redis had announced by then,
+//     even when that is less than it saw before (Redis restarted and
+//     lost data).
 //   - A writer that dies between its write and its announcement leaves
 //     readers unaware; the renewal also compares the generations of the
 //     snapshots held with Redis's, so such a change is found within a
@@ -51,7 +53,8 @@ import (
 // clock not stepping forward, as any lease does.
 
 // DefaultLease is a reader's lease when Options.Lease is zero. A reader
-// that dies without deregistering holds each write for at most this long.
+// that dies without deregistering holds writes for at most this long,
+// once: then its lease has expired and writers drop it.
 const DefaultLease = 2 * time.Second
 
 // leaseMargin is the part of the lease a reader gives up to clock drift.
@@ -397,7 +400,7 @@ func (s *Store) session(ctx context.Context) (ok bool) {
 			w.processed(seq, strings.Split(rest, "\n"))
 		case *redis.Pong:
 			w.mu.Lock()
-			if ch, ok := w.pongs[m.Payload]; ok {
+			if ch, found := w.pongs[m.Payload]; found {
 				close(ch)
 				delete(w.pongs, m.Payload)
 			}
