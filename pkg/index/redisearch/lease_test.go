@@ -1,9 +1,11 @@
 package redisearch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -391,5 +393,139 @@ func TestLeaseAfterRedisRestartsEmpty(t *testing.T) {
 	holdsLease(t, reader)
 	for i := range 20 {
 		write(fmt.Sprintf("public.after%02d", i))
+	}
+}
+
+// silencer is a TCP proxy to Redis that can silence the connections
+// that subscribed: they stay open and deliver nothing either way, as a
+// connection through a dead NAT entry or to a hung peer does.
+type silencer struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns map[net.Conn]*proxied // by the client's side
+}
+
+type proxied struct{ subscribed, silent bool }
+
+func newSilencer(t *testing.T, target string) *silencer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &silencer{ln: ln, conns: map[net.Conn]*proxied{}}
+	var open []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, c := range open {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c] = &proxied{}
+			open = append(open, c, up)
+			p.mu.Unlock()
+			go p.pipe(c, up, c, true)
+			go p.pipe(up, c, c, false)
+		}
+	}()
+	return p
+}
+
+func (p *silencer) addr() string { return p.ln.Addr().String() }
+
+// pipe copies src to dst; client is the connection's client side. A
+// SUBSCRIBE from the client marks the connection as a subscription.
+func (p *silencer) pipe(src, dst, client net.Conn, fromClient bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			dst.Close()
+			return
+		}
+		p.mu.Lock()
+		st := p.conns[client]
+		if fromClient && bytes.Contains(bytes.ToLower(buf[:n]), []byte("subscribe")) {
+			st.subscribed = true
+		}
+		drop := st.silent
+		p.mu.Unlock()
+		if drop {
+			continue
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			src.Close()
+			return
+		}
+	}
+}
+
+// silence silences the subscriptions open now; later ones pass.
+func (p *silencer) silence() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, st := range p.conns {
+		if st.subscribed {
+			st.silent = true
+		}
+	}
+}
+
+// A subscription that goes silent without an error (no RST, no FIN)
+// loses announcements unnoticed by the connection. The daemon's PINGs
+// through it go unanswered, so it stops renewing; its lease lapses
+// before Redis's record of it, writes stop waiting for it then, and its
+// searches check again, so a search right after a write still finds
+// it. It then subscribes anew and holds its lease again.
+func TestLeaseLapsesWhenTheSubscriptionFallsSilent(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	proxy := newSilencer(t, srv.Addr())
+	writer := inMemory(t, srv.Client(), "t:", dim)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.addr(), DisableIdentity: true, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	reader := inMemory(t, rdb, "t:", dim)
+	reader.opt.Lease = 400 * time.Millisecond
+	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	tableNames(t, reader, "shop")
+	holdsLease(t, reader)
+	proxy.silence()
+	for i := range 3 {
+		name := fmt.Sprintf("public.t%d", i)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := writer.Upsert(wctx, []index.Record{rec("shop", chunk.KindTable, name, 1, nil)})
+		cancel()
+		if err != nil {
+			t.Fatalf("write %s with a silent subscription: %v", name, err)
+		}
+		if got := tableNames(t, reader, "shop"); !slices.Contains(got, name) {
+			t.Fatalf("a search right after %s was written, the subscription silent, does not find it: %v", name, got)
+		}
+	}
+	if st := reader.LeaseStats(); st.Lapses == 0 {
+		t.Errorf("no lapse counted: %+v", st)
+	}
+	holdsLease(t, reader) // on a new subscription
+	if _, err := writer.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.last", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tableNames(t, reader, "shop"); !slices.Contains(got, "public.last") {
+		t.Errorf("under the new lease a search does not find the last write: %v", got)
 	}
 }
