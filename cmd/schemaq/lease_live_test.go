@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,20 +45,7 @@ func TestLeaseMetricsLive(t *testing.T) {
 		v, _ := strconv.ParseFloat(m[1], 64)
 		return v
 	}
-	var body string
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		resp, err := http.Get("http://" + metrics + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		body = string(b)
-		if value(body, "schemaq_index_lease_held") == 1 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	body := scrapeUntil(t, metrics, 15*time.Second, func(body string) bool { return value(body, "schemaq_index_lease_held") == 1 })
 	if v := value(body, "schemaq_index_lease_held"); v != 1 {
 		t.Errorf("schemaq_index_lease_held %v after a search, want 1", v)
 	}

@@ -332,6 +332,23 @@ func TestAskWithGateway(t *testing.T) {
 	}
 }
 
+// scrapeUntil reads /metrics at addr until done says the body is what
+// the test waits for, or timeout passes, and returns the last body.
+func scrapeUntil(t *testing.T, addr string, timeout time.Duration, done func(body string) bool) string {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if done(string(b)) || time.Now().After(deadline) {
+			return string(b)
+		}
+	}
+}
+
 // TestMetricsAfterEventsAndAsks reads /metrics after real events and
 // requests, and checks /readyz.
 func TestMetricsAfterEventsAndAsks(t *testing.T) {
@@ -367,21 +384,9 @@ func TestMetricsAfterEventsAndAsks(t *testing.T) {
 		t.Fatalf("readyz: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	var body string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + metrics + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		body = string(b)
-		if strings.Contains(body, `schemaq_worker_events_total{outcome="ack",type="schema.migration"} 10`) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	body := scrapeUntil(t, metrics, 10*time.Second, func(body string) bool {
+		return strings.Contains(body, `schemaq_worker_events_total{outcome="ack",type="schema.migration"} 10`)
+	})
 	for _, want := range []string{
 		`schemaq_worker_events_total{outcome="ack",type="schema.migration"} 10`,
 		"schemaq_worker_catalog_drift_total 4",
