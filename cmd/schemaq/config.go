@@ -45,6 +45,18 @@ func envInt(e *env, key string, def int) (int, error) {
 	return n, nil
 }
 
+func envDuration(e *env, key string, def time.Duration) (time.Duration, error) {
+	v := e.getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, usagef("%s: %v", key, err)
+	}
+	return d, nil
+}
+
 func envFloat(e *env, key string, def float64) (float64, error) {
 	v := e.getenv(key)
 	if v == "" {
@@ -152,11 +164,9 @@ func (l *llmFlags) register(fs *flag.FlagSet, e *env) error {
 			return usagef("SCHEMAQ_LLM_TEMPERATURE: %q is not a number", v)
 		}
 	}
-	timeout := 60 * time.Second
-	if v := e.getenv("SCHEMAQ_LLM_TIMEOUT"); v != "" {
-		if timeout, err = time.ParseDuration(v); err != nil {
-			return usagef("SCHEMAQ_LLM_TIMEOUT: %v", err)
-		}
+	timeout, err := envDuration(e, "SCHEMAQ_LLM_TIMEOUT", 60*time.Second)
+	if err != nil {
+		return err
 	}
 	fs.StringVar(&l.baseURL, "llm-base-url", envString(e, "SCHEMAQ_LLM_BASE_URL", ""), "OpenAI-compatible chat endpoint (OpenAI, Azure, vLLM, Ollama, LiteLLM); empty: ask is retrieval only [SCHEMAQ_LLM_BASE_URL]")
 	fs.StringVar(&l.model, "llm-model", envString(e, "SCHEMAQ_LLM_MODEL", ""), "chat model [SCHEMAQ_LLM_MODEL]")

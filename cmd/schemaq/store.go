@@ -46,21 +46,13 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet, e *env) error {
-	ttl := 30 * 24 * time.Hour
-	if v := e.getenv("SCHEMAQ_REDIS_CACHE_TTL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return usagef("SCHEMAQ_REDIS_CACHE_TTL: %v", err)
-		}
-		ttl = d
+	ttl, err := envDuration(e, "SCHEMAQ_REDIS_CACHE_TTL", 30*24*time.Hour)
+	if err != nil {
+		return err
 	}
-	lease := redisearch.DefaultLease
-	if v := e.getenv("SCHEMAQ_REDIS_LEASE"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return usagef("SCHEMAQ_REDIS_LEASE: %v", err)
-		}
-		lease = d
+	lease, err := envDuration(e, "SCHEMAQ_REDIS_LEASE", redisearch.DefaultLease)
+	if err != nil {
+		return err
 	}
 	f.password = e.getenv("SCHEMAQ_REDIS_PASSWORD")
 	fs.StringVar(&f.redisURL, "redis-url", envString(e, "SCHEMAQ_REDIS_URL", ""), "shared index in Redis with the query engine: redis://[user:password@]host:port/db or rediss:// for TLS; empty uses the embedded SQLite index [SCHEMAQ_REDIS_URL]")
