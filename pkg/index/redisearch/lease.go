@@ -284,13 +284,18 @@ func (w *watch) markAll() {
 	w.all = w.epoch
 }
 
-// processed records announcement seq naming dbs.
-func (w *watch) processed(seq int64, dbs []string) {
-	w.mu.Lock()
+// mark marks dbs changed; w.mu held.
+func (w *watch) mark(dbs []string) {
 	w.epoch++
 	for _, db := range dbs {
 		w.dirty[db] = w.epoch
 	}
+}
+
+// processed records announcement seq naming dbs.
+func (w *watch) processed(seq int64, dbs []string) {
+	w.mu.Lock()
+	w.mark(dbs)
 	w.seen = max(w.seen, seq)
 	w.sessionMax = max(w.sessionMax, seq)
 	w.mu.Unlock()
@@ -538,10 +543,7 @@ func (s *Store) recheckHeld(ctx context.Context) {
 	if len(moved) > 0 {
 		w := &s.watch
 		w.mu.Lock()
-		w.epoch++
-		for _, db := range moved {
-			w.dirty[db] = w.epoch
-		}
+		w.mark(moved)
 		w.mu.Unlock()
 	}
 }

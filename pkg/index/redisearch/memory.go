@@ -234,13 +234,13 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 	return snap, err
 }
 
-// forget replaces db's snapshot in version v with an empty holder.
+// forget drops db's snapshot in version v and returns a new, empty
+// holder for it.
 func (s *Store) forget(v int, db string) *memSnap {
 	s.mem.mu.Lock()
-	defer s.mem.mu.Unlock()
-	c := &memSnap{cur: memsearch.NewCurrent(), usedAt: s.mem.now()}
-	s.mem.dbs[memKey{v, db}] = c
-	return c
+	delete(s.mem.dbs, memKey{v, db})
+	s.mem.mu.Unlock()
+	return s.memSnap(v, db)
 }
 
 // memSnap returns the holder of db's snapshot in index version v.

@@ -586,9 +586,6 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (_ ind
 		return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
 	}
 	defer release()
-	// Announced under the lock, so that the next projection of db
-	// starts after the readers know of this one.
-	defer s.announced(ctx, &err, r.Database)
 	cur, err := s.Projected(ctx, r.Database)
 	if err != nil {
 		return index.Replaced{}, err
@@ -599,6 +596,10 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (_ ind
 	case cur != r.Since:
 		return index.Replaced{}, fmt.Errorf("replace schema chunks of %s: %w: projected version %d, read at %d", r.Database, index.ErrMoved, cur, r.Since)
 	}
+	// Announced under the lock, so that the next projection of db
+	// starts after the readers know of this one; a skipped or refused
+	// projection wrote nothing to announce.
+	defer s.announced(ctx, &err, r.Database)
 	prefix := r.Database + ":"
 	var gone []string
 	for _, id := range r.Remove {
