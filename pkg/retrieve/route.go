@@ -322,6 +322,13 @@ func (v *vocab) correction(w string) string {
 			return ""
 		}
 	}
+	// A slip seldom changes a word's first letter, and a real word
+	// whose first letter is swapped is most often another real word
+	// (rent and sent, dark and park, join and coin): not a misspelling
+	// of it. A letter too many or too few in front (sname) still is.
+	if found != "" && len(found) == len(w) && found[0] != w[0] {
+		return ""
+	}
 	return found
 }
 

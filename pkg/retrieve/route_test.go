@@ -33,7 +33,7 @@ func TestCorrection(t *testing.T) {
 CREATE TABLE pets (pet_id int, weight numeric, pet_age int);
 CREATE TABLE cars (id int, maker text, model text, modem text, card_no text);
 CREATE TABLE songs (id int, title text, sales int, top_500 int);
-CREATE TABLE tales (id int, moral text);`)
+CREATE TABLE tales (id int, moral text, name text, sent_on date);`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +48,8 @@ CREATE TABLE tales (id int, moral text);`)
 		{"carr", "car"},     // car and card are one edit away, but a doubled letter is undoubled first
 		{"sage", ""},        // age and sale are both one edit: ambiguous
 		{"5000", ""},        // a number is a value, not a misspelt name
+		{"rent", ""},        // sent is one edit away, but by its first letter: another word
+		{"sname", "name"},   // a letter too many in front is a slip
 	} {
 		if got := v.correction(tc.word); got != tc.want {
 			t.Errorf("correction(%q) = %q, want %q", tc.word, got, tc.want)
