@@ -51,6 +51,10 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	misses := fs.Int("misses", 0, "print up to N questions whose gold tables were not all retrieved")
 	warm := fs.Bool("warm", false, "run every question once before the measured pass (latency of a daemon whose caches are warm)")
 	goldSchema := fs.Bool("gold-schema", false, "filter each question to its gold tables' schema (single-database asks)")
+	var pools benchmark.Pools
+	fs.IntVar(&pools.Size, "pool", 0, "run on pools of N schemas sampled from the schema's, each asked the questions whose gold tables it holds, and report them together (0: the whole schema)")
+	fs.IntVar(&pools.Count, "pools", benchmark.DefaultPools, "with --pool, how many pools to sample")
+	fs.Uint64Var(&pools.Seed, "seed", 1, "with --pool, the first pool's random seed (pool i uses seed+i)")
 	storeName := fs.String("store", "sqlite", "index store: sqlite (embedded) or redis (needs --redis-url)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run (indexing and questions) to this file, for go tool pprof")
 	var sf storeFlags
@@ -106,6 +110,9 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	if *schema == "" || *questions == "" {
 		fs.Usage()
 		return usagef("bench retrieval: --schema and --questions are required")
+	}
+	if pools.Size < 0 || pools.Count < 1 {
+		return usagef("bench retrieval: --pool %d --pools %d: the pool size is 0 (off) or more, and at least one pool is drawn", pools.Size, pools.Count)
 	}
 	stopProfile, err := startCPUProfile(*profile)
 	if err != nil {
@@ -169,7 +176,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	}
 	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
 		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: progressWriter(e.stderr), GoldSchema: *goldSchema, OpenStore: openStore,
-		Examples: examples, Warm: *warm})
+		Examples: examples, Warm: *warm, Pool: pools})
 	if err != nil {
 		return err
 	}
@@ -182,6 +189,9 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		keys = append(keys, n)
 	}
 	sort.Ints(keys)
+	if p := rep.Pool; p != nil {
+		fmt.Fprintf(e.stdout, "pools of %d schemas: %d sampled from seed %d, %d with questions; a pool has %d tables on average; a question asked in two pools counts twice\n", p.Schemas, p.Sampled, p.Seed, p.Asked, rep.Tables)
+	}
 	fmt.Fprintf(e.stdout, "%d tables, %d questions; indexed in %.2f s (%s store)\n", rep.Tables, rep.Questions, rep.IndexSeconds, rep.Store)
 	if rep.Examples > 0 {
 		fmt.Fprintf(e.stdout, "%d worked examples indexed beside the schema\n", rep.Examples)

@@ -157,6 +157,8 @@ func TestCLIBenchRetrieval(t *testing.T) {
 		{"bench", "nope"},
 		{"bench", "retrieval", "--schema", "x.sql", "--questions", "q.jsonl", "--store", "redis"},
 		{"bench", "retrieval", "--schema", "x.sql", "--questions", "q.jsonl", "--store", "elastic"},
+		{"bench", "retrieval", "--schema", "x.sql", "--questions", "q.jsonl", "--pool", "-1"},
+		{"bench", "retrieval", "--schema", "x.sql", "--questions", "q.jsonl", "--pool", "1", "--pools", "0"},
 	} {
 		if _, _, code := runCLI(t, args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want usage", args, code)
@@ -164,6 +166,48 @@ func TestCLIBenchRetrieval(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(t, "bench", "retrieval", "--schema", "testdata/bench_schema.sql", "--questions", "missing.jsonl"); code != exitFailure || !strings.Contains(errOut, "missing.jsonl") {
 		t.Errorf("missing questions file: exit %d %q", code, errOut)
+	}
+}
+
+// --pool runs the benchmark on sampled pools of databases and says so,
+// in the text report and in the JSON's pool object.
+func TestCLIBenchRetrievalPools(t *testing.T) {
+	args := []string{"bench", "retrieval", "--schema", "testdata/bench_schema.sql",
+		"--questions", "testdata/bench_questions.jsonl", "--k", "1,5", "--pool", "1", "--pools", "4", "--seed", "3"}
+	out, errOut, code := runCLI(t, append(args, "--json")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Tables    int `json:"tables"`
+		Questions int `json:"questions"`
+		Pool      struct {
+			Schemas int `json:"schemas"`
+			Sampled int `json:"sampled"`
+			Asked   int `json:"asked"`
+			Seed    int `json:"seed"`
+		} `json:"pool"`
+		CompleteRecall map[string]float64 `json:"complete_recall"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// Both schemas have questions, so every pool of one is asked: the
+	// concerts' 3 or the pets' 2, over their 4 or 2 tables.
+	p := rep.Pool
+	if p.Schemas != 1 || p.Sampled != 4 || p.Asked != 4 || p.Seed != 3 || rep.Questions < 8 || rep.Questions > 12 || rep.Tables < 2 || rep.Tables > 4 {
+		t.Errorf("report %+v", rep)
+	}
+	if rep.CompleteRecall["5"] != 1 {
+		t.Errorf("CR@5 %v in pools of one database, want 1", rep.CompleteRecall["5"])
+	}
+	out, errOut, code = runCLI(t, args...)
+	if code != exitOK || !strings.Contains(out, "pools of 1 schemas: 4 sampled from seed 3, 4 with questions") {
+		t.Errorf("text report (exit %d):\n%s%s", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, "bench", "retrieval", "--schema", "testdata/bench_schema.sql", "--questions", "testdata/bench_questions.jsonl", "--pool", "2")
+	if code != exitFailure || !strings.Contains(errOut, "has 2 with tables or views") {
+		t.Errorf("a pool as large as the schema: exit %d %q", code, errOut)
 	}
 }
 

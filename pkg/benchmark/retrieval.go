@@ -217,6 +217,9 @@ type RetrievalConfig struct {
 	// the questions (by id or text); the questions then ask for tables
 	// and views only, so that no example takes a table's place.
 	Examples []Example
+	// Pool, when its Size is set, runs the benchmark on smaller pools
+	// sampled from the schema's schemas instead of on the whole.
+	Pool Pools
 }
 
 // RetrievalReport is the outcome; its JSON shape is stable because other
@@ -233,9 +236,13 @@ type RetrievalReport struct {
 	SchemaFirst float64 `json:"schema_first"`
 	// Examples is how many worked examples were indexed beside the
 	// schema (0: none).
-	Examples     int                `json:"examples,omitempty"`
-	IndexSeconds float64            `json:"index_seconds"`
-	LatencyMS    map[string]float64 `json:"latency_ms"`
+	Examples     int     `json:"examples,omitempty"`
+	IndexSeconds float64 `json:"index_seconds"`
+	// Pool describes the sampled pools (with RetrievalConfig.Pool);
+	// Tables is then their mean size and Questions counts a question
+	// once for each pool that asked it.
+	Pool      *PoolReport        `json:"pool,omitempty"`
+	LatencyMS map[string]float64 `json:"latency_ms"`
 	// Misses lists questions whose gold tables were not all in the top
 	// max(k), for study; it is not part of the JSON output.
 	Misses []Miss `json:"-"`
@@ -262,7 +269,9 @@ func (s staticCatalogs) Catalog(db string) *catalog.Catalog {
 }
 
 // Retrieval indexes the schema into a fresh embedded store and runs every
-// question through the daemon's retriever.
+// question through the daemon's retriever. With cfg.Pool set it does so
+// for each of several smaller pools sampled from the schema's schemas
+// (pools.go) and reports the questions of all of them together.
 func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, error) {
 	if len(cfg.Ks) == 0 {
 		cfg.Ks = []int{1, 3, 5, 10, 15, 20}
@@ -271,6 +280,52 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	if cfg.Embedder == nil {
 		cfg.Embedder = embed.NewLocal(0)
 	}
+	if cfg.Pool.Size > 0 {
+		return pooled(ctx, cfg)
+	}
+	t := newTally(cfg.Ks)
+	rep, err := runOnce(ctx, cfg, t)
+	if err != nil {
+		return nil, err
+	}
+	t.report(rep)
+	return rep, nil
+}
+
+// tally sums the outcome of the questions asked, over one run or many.
+type tally struct {
+	ks          []int
+	recall      []float64
+	complete    []float64
+	schemaFirst int
+	n           int
+	lat         []time.Duration
+	misses      []Miss
+}
+
+func newTally(ks []int) *tally {
+	return &tally{ks: ks, recall: make([]float64, len(ks)), complete: make([]float64, len(ks))}
+}
+
+// report writes the tally's shares and latency percentiles into rep.
+func (t *tally) report(rep *RetrievalReport) {
+	n := float64(max(t.n, 1))
+	rep.Questions = t.n
+	rep.Recall, rep.CompleteRecall = map[string]float64{}, map[string]float64{}
+	for i, k := range t.ks {
+		rep.Recall[strconv.Itoa(k)] = round3(t.recall[i] / n)
+		rep.CompleteRecall[strconv.Itoa(k)] = round3(t.complete[i] / n)
+	}
+	rep.SchemaFirst = round3(float64(t.schemaFirst) / n)
+	sort.Slice(t.lat, func(i, j int) bool { return t.lat[i] < t.lat[j] })
+	rep.LatencyMS = map[string]float64{"p50": ms(percentile(t.lat, 50)), "p95": ms(percentile(t.lat, 95)), "p99": ms(percentile(t.lat, 99))}
+	rep.Misses = t.misses
+}
+
+// runOnce indexes cfg.Schema and asks cfg.Questions, adding their
+// outcome to t. The report it returns has what the run alone knows: the
+// store, the tables, the examples and the indexing time.
+func runOnce(ctx context.Context, cfg RetrievalConfig, t *tally) (*RetrievalReport, error) {
 	dir := cfg.Dir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "schemaq-bench-")
@@ -337,11 +392,7 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 			}
 		}
 	}
-	recall := make([]float64, len(cfg.Ks))
-	complete := make([]float64, len(cfg.Ks))
-	var lat []time.Duration
-	schemaFirst := 0
-	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Questions: len(cfg.Questions), Examples: len(examples)}
+	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Examples: len(examples), IndexSeconds: round3(indexSeconds)}
 	for qi, q := range cfg.Questions {
 		t0 := time.Now()
 		req := request(q)
@@ -349,7 +400,8 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 		if err != nil {
 			return nil, fmt.Errorf("bench: question %v: %w", q.ID, err)
 		}
-		lat = append(lat, time.Since(t0))
+		t.lat = append(t.lat, time.Since(t0))
+		t.n++
 		var got []string
 		for _, it := range res.Items {
 			if it.Kind == chunk.KindTable {
@@ -364,7 +416,7 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 			first, _, _ := strings.Cut(got[0], ".")
 			want, _, _ := strings.Cut(gold[0], ".")
 			if first == want {
-				schemaFirst++
+				t.schemaFirst++
 			}
 		}
 		for i, k := range cfg.Ks {
@@ -375,9 +427,9 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 					found++
 				}
 			}
-			recall[i] += float64(found) / float64(len(gold))
+			t.recall[i] += float64(found) / float64(len(gold))
 			if found == len(gold) {
-				complete[i]++
+				t.complete[i]++
 			}
 		}
 		if !allIn(gold, got[:min(maxK, len(got))]) {
@@ -387,7 +439,7 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 					m.Paths = append(m.Paths, ex)
 				}
 			}
-			rep.Misses = append(rep.Misses, m)
+			t.misses = append(t.misses, m)
 		}
 		if cfg.Progress != nil && ((qi+1)%25 == 0 || qi+1 == len(cfg.Questions)) {
 			fmt.Fprintf(cfg.Progress, "\rquestions %d/%d", qi+1, len(cfg.Questions))
@@ -396,16 +448,6 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	if cfg.Progress != nil {
 		fmt.Fprintln(cfg.Progress)
 	}
-	n := float64(len(cfg.Questions))
-	rep.Recall, rep.CompleteRecall = map[string]float64{}, map[string]float64{}
-	for i, k := range cfg.Ks {
-		rep.Recall[strconv.Itoa(k)] = round3(recall[i] / n)
-		rep.CompleteRecall[strconv.Itoa(k)] = round3(complete[i] / n)
-	}
-	rep.SchemaFirst = round3(float64(schemaFirst) / n)
-	rep.IndexSeconds = round3(indexSeconds)
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	rep.LatencyMS = map[string]float64{"p50": ms(percentile(lat, 50)), "p95": ms(percentile(lat, 95)), "p99": ms(percentile(lat, 99))}
 	return rep, nil
 }
 

@@ -139,11 +139,15 @@ func TestBIRDQuality(t *testing.T) {
 		name     string
 		hints    string
 		examples []benchmark.Example
+		pools    benchmark.Pools
 		floors   map[string]float64 // complete recall at k
 	}{
-		{"question alone", "", nil, map[string]float64{"5": 0.61, "15": 0.79}},
-		{"with hints", "evidence", nil, map[string]float64{"5": 0.76, "15": 0.89}},
-		{"with worked examples", "", examples, map[string]float64{"5": 0.82, "15": 0.92}},
+		{"question alone", "", nil, benchmark.Pools{}, map[string]float64{"5": 0.61, "15": 0.79}},
+		{"with hints", "evidence", nil, benchmark.Pools{}, map[string]float64{"5": 0.76, "15": 0.89}},
+		{"with worked examples", "", examples, benchmark.Pools{}, map[string]float64{"5": 0.82, "15": 0.92}},
+		// BIRD's dev split pools 11 databases; ten such pools of the
+		// train databases (seed 1) measure 0.772 / 0.918.
+		{"pools of 11 databases", "", nil, benchmark.Pools{Size: 11, Count: 10, Seed: 1}, map[string]float64{"5": 0.75, "15": 0.90}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			qs, err := benchmark.ReadQuestions(strings.NewReader(sharedtest.Read(t, "bench", "birdtrain", "questions-1500.jsonl")), tc.hints)
@@ -152,7 +156,7 @@ func TestBIRDQuality(t *testing.T) {
 			}
 			rep, err := benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{
 				Database: "bench", Schema: sql, Source: "schema.sql", Questions: qs,
-				Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(), Examples: tc.examples,
+				Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(), Examples: tc.examples, Pool: tc.pools,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -204,5 +208,68 @@ func TestExamplesAreHeldOut(t *testing.T) {
 	// 1 is the question itself; 3 asks it again in other words' case.
 	if rep.Examples != 2 {
 		t.Errorf("%d examples indexed, want 2", rep.Examples)
+	}
+}
+
+// Sampled pools drop the schemas they leave out, as a smaller deployment
+// would not have them, and ask each pool only the questions it holds the
+// gold tables of.
+func TestPoolsDropTheSchemasLeftOut(t *testing.T) {
+	// The decoy's table matches every question better than the gold
+	// table does, and no question is about it.
+	const sql = `
+CREATE SCHEMA shop;
+CREATE TABLE shop.clients (id int PRIMARY KEY, label text);
+CREATE SCHEMA zoo;
+CREATE TABLE zoo.beasts (id int PRIMARY KEY, label text);
+CREATE SCHEMA decoy;
+CREATE TABLE decoy.customer_animals (customer_id int, animal_id int, customer_name text, animal_name text, customer_animal text);
+`
+	qs := []benchmark.Question{
+		{ID: 1, Question: "Which customers are there?", GoldTables: []string{"shop.clients"}},
+		{ID: 2, Question: "Which animals are there?", GoldTables: []string{"zoo.beasts"}},
+	}
+	run := func(p benchmark.Pools) (*benchmark.RetrievalReport, error) {
+		return benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{
+			Database: "bench", Schema: sql, Source: "pool.sql", Questions: qs, Ks: []int{1, 5},
+			Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(), Pool: p,
+		})
+	}
+	whole, err := run(benchmark.Pools{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Pool != nil || whole.Tables != 3 || whole.Questions != 2 {
+		t.Fatalf("whole schema: pool %+v, %d tables, %d questions; want no pool, 3 tables, 2 questions", whole.Pool, whole.Tables, whole.Questions)
+	}
+	if whole.CompleteRecall["1"] != 0 {
+		t.Fatalf("whole schema: CR@1 %.3f; the decoy should come first for both questions", whole.CompleteRecall["1"])
+	}
+	pools := benchmark.Pools{Size: 1, Count: 8, Seed: 7}
+	rep, err := run(pools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Pool
+	if p == nil || p.Schemas != 1 || p.Sampled != 8 || p.Seed != 7 {
+		t.Fatalf("pool report %+v, want 8 pools of 1 schema from seed 7", p)
+	}
+	// A pool of one schema holds one gold table or none: a pool of the
+	// decoy asks nothing and is not run.
+	if p.Asked == 0 || p.Asked == p.Sampled || rep.Questions != p.Asked || rep.Tables != 1 {
+		t.Fatalf("%d of %d pools asked %d questions over %d tables; want some but not all pools, one question and one table each", p.Asked, p.Sampled, rep.Questions, rep.Tables)
+	}
+	if rep.CompleteRecall["1"] != 1 {
+		t.Errorf("pools: CR@1 %.3f, want 1: with the decoy dropped the gold table is the only one", rep.CompleteRecall["1"])
+	}
+	again, err := run(pools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Questions != rep.Questions || again.Pool.Asked != p.Asked {
+		t.Errorf("the same seed drew other pools: %d questions in %d pools, then %d in %d", rep.Questions, p.Asked, again.Questions, again.Pool.Asked)
+	}
+	if _, err := run(benchmark.Pools{Size: 3}); err == nil || !strings.Contains(err.Error(), "has 3") {
+		t.Errorf("pools as large as the schema: err %v, want one saying it has 3 schemas", err)
 	}
 }
