@@ -86,6 +86,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.PropagationWeight, "propagation-weight", cfg.PropagationWeight, "propagation: share of a seed's score lent")
 	fs.IntVar(&cfg.PropagationSeeds, "propagation-seeds", cfg.PropagationSeeds, "propagation: how many of the best tables lend")
 	fs.Float64Var(&cfg.PropagationOwn, "propagation-own", cfg.PropagationOwn, "propagation: share of a lifted table's own score added to its floor (0: floor alone)")
+	noRoutingFeatures := fs.Bool("no-routing-features", false, "ablation: schema routing by the fused ranking alone, without the features that may put another schema first")
 	noCorrections := fs.Bool("no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
 	noCompounds := fs.Bool("no-compounds", false, "ablation: no run-together identifiers for the question words they are made of")
 	noValues := fs.Bool("no-value-classes", false, "ablation: no attributes (day, month, gender, country…) for the well-known values a question names")
@@ -143,6 +144,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	cfg.BM25, cfg.KNN, cfg.SchemaRerank, cfg.FKExpansion = !*noBM25, !*noKNN, !*noSchema, !*noFK
 	cfg.SchemaRouting, cfg.Propagation = !*noRouting, !*noPropagation
 	cfg.Corrections = cfg.Corrections && !*noCorrections
+	cfg.RoutingFeatures = cfg.RoutingFeatures && !*noRoutingFeatures
 	cfg.Compounds = cfg.Compounds && !*noCompounds
 	cfg.ValueClasses = cfg.ValueClasses && !*noValues
 	cfg.DropDates = cfg.DropDates && !*keepDates

@@ -115,6 +115,12 @@ type Config struct {
 	// Dirichlet smoothing of the likelihood, in term counts.
 	RoutingLikelihood float64
 	RoutingMu         float64
+	// RoutingFeatures lets a second judge of the first schema overrule
+	// the fused ranking: a linear score of what says which database a
+	// question is about (routeFeatures). Its best schema goes first when
+	// it outscores the fused first by routeMargin; the others keep their
+	// fused ranks, and the hedged tail follows the fused ranking.
+	RoutingFeatures bool
 	// CommonHeads leaves out of the BM25 query the compound of two
 	// adjacent words ("full name": fullname) when the second, the
 	// phrase's head, is in at least this share of the database's tables
@@ -166,7 +172,7 @@ var DefaultConfig = Config{
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5, PropagationOwn: 0.1,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
-	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, CommonHeads: 0.1, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50,
+	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, CommonHeads: 0.1, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50, RoutingFeatures: true,
 	HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 2, ExampleCandidates: 5,
 }
 
@@ -252,8 +258,12 @@ type object struct {
 	seen       map[string]bool
 	rrf        float64
 	bestAt     int
-	schemaRank int     // rank of the object's schema by routing; 0 when not routed
-	base       float64 // fused score without the routing bonus
+	schemaRank int // rank of the object's schema by routing; 0 when not routed
+	// tailRank is its schema's rank in the fused ranking, which the
+	// hedged tail follows; it differs from schemaRank only when the
+	// features put another schema first.
+	tailRank int
+	base     float64 // fused score without the routing bonus
 }
 
 // Warm builds what retrieval derives from cat (the foreign-key graph, the
@@ -479,8 +489,8 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 			o.rrf += r.cfg.HintWeight / (r.cfg.RRFK + float64(rank))
 		}
 		o.base = o.rrf
-		if o.schemaRank > 0 && r.cfg.SchemaRouting {
-			o.rrf += r.cfg.RoutingWeight / (r.cfg.RoutingK + float64(o.schemaRank))
+		if r.cfg.SchemaRouting {
+			o.rrf += r.routingBonus(o.schemaRank)
 		}
 		o.finish()
 	}
@@ -502,7 +512,9 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		byFused()
 	}
 	if h := r.cfg.RoutingHead; h > 0 && r.cfg.SchemaRouting && len(all) > h {
-		all = hedge(all, h)
+		all = hedge(all, h, func(o *object) float64 {
+			return o.rrf - r.routingBonus(o.schemaRank) + r.routingBonus(o.tailRank)
+		})
 	}
 	cands := make([]rerank.Candidate, len(all))
 	byName := make(map[string]*object, len(all))
@@ -764,12 +776,25 @@ func termStrings(terms []Term) []string {
 	return out
 }
 
+// routingBonus is what routing adds to the fused score of a table or
+// view whose schema it ranks at rank (0: not routed, nothing).
+func (r *Retriever) routingBonus(rank int) float64 {
+	if rank == 0 {
+		return 0
+	}
+	return r.cfg.RoutingWeight / (r.cfg.RoutingK + float64(rank))
+}
+
 // hedge keeps the first h objects of the routed order and then takes,
-// in turn, the next of the routed order and the next by score without
-// routing, each once.
-func hedge(routed []*object, h int) []*object {
+// in turn, the next by the tail's score and the next by score without
+// routing, each once. The tail's score is the routed one unless the
+// routing features put another schema first (RoutingFeatures): their
+// bet is on the head, and the tail keeps the fused ranking's.
+func hedge(routed []*object, h int, tailScore func(*object) float64) []*object {
 	unrouted := slices.Clone(routed)
 	sort.SliceStable(unrouted, func(i, j int) bool { return unrouted[i].base > unrouted[j].base })
+	tail := slices.Clone(routed)
+	sort.SliceStable(tail, func(i, j int) bool { return tailScore(tail[i]) > tailScore(tail[j]) })
 	taken := make(map[*object]bool, len(routed))
 	out := make([]*object, 0, len(routed))
 	for _, o := range routed[:h] {
@@ -785,9 +810,9 @@ func hedge(routed []*object, h int) []*object {
 			out = append(out, list[*i])
 		}
 	}
-	ri, ui := h, 0
+	ti, ui := 0, 0
 	for len(out) < len(routed) {
-		next(routed, &ri)
+		next(tail, &ti)
 		next(unrouted, &ui)
 	}
 	return out

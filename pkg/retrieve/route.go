@@ -199,12 +199,19 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 			schemas = fuseRanks(schemas, byLikelihood, w)
 		}
 	}
+	fused := schemas
+	if r.cfg.RoutingFeatures && len(schemas) > 1 && len(evidence) > 0 {
+		schemas = g.vocab.routeFeatures(words, objects(), schemas, evidence, likelihood)
+	}
 	if len(schemas) == 0 {
 		return
 	}
-	rank := map[string]int{}
+	rank, tail := map[string]int{}, map[string]int{}
 	for i, s := range schemas {
 		rank[s] = i + 1
+	}
+	for i, s := range fused {
+		tail[s] = i + 1
 	}
 	if n := r.cfg.SchemaExpansion; n > 0 {
 		added := 0
@@ -223,7 +230,7 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 	}
 	for _, o := range objects() {
 		if o.cand.Kind == chunk.KindTable || o.cand.Kind == chunk.KindView {
-			o.schemaRank = rank[o.cand.Schema]
+			o.schemaRank, o.tailRank = rank[o.cand.Schema], tail[o.cand.Schema]
 			o.ex.SchemaRoute = o.schemaRank
 			o.ex.SchemaEvidence, o.ex.SchemaLikelihood = evidence[o.cand.Schema], likelihood[o.cand.Schema]
 		}
@@ -373,6 +380,110 @@ func fuseRanks(evidence, likelihood []string, w float64) []string {
 	}
 	out := slices.Clone(evidence)
 	sort.SliceStable(out, func(i, j int) bool { return score[out[i]] > score[out[j]] })
+	return out
+}
+
+// routeWeights weigh the features of routeFeatures. They were fitted as
+// a conditional logit (the schema a question is about against the other
+// schemas with candidates) on half of BIRD's train questions and all of
+// SpiderUnion's, and checked on the other half (docs/retrieval.md): one
+// per feature, no word lists, nothing per database.
+var routeWeights = struct {
+	evidence, likelihood  float64 // 1 / the schema's rank by each
+	bestBM25, bestKNN     float64 // its best table's score / the question's best
+	coverage, idfCoverage float64 // share of the question's words its identifiers use, plain and by IDF over schemas
+	nameCoverage          float64 // share its schema, table and view names use
+	size                  float64 // ln of its tables and views
+}{evidence: 0.26, likelihood: 0.69, bestBM25: 3.6, bestKNN: 1.3, coverage: 1.2, idfCoverage: 1.3, nameCoverage: 4.0, size: -0.21}
+
+// routeMargin is how far the features' first schema must outscore the
+// fused ranking's first to take its place. Margins from 0 to 0.5 scored
+// alike; the larger keeps the fused ranking where the two nearly agree.
+const routeMargin = 0.5
+
+// routeFeatures returns fused, the schemas in their fused routing order,
+// with the best by routeWeights first when it outscores fused's first by
+// routeMargin. The ranks alone hide how close a schema came: the best
+// table's score beside the question's best says that, the share of the
+// question's words a schema's identifiers use says how much of the
+// question it can answer, and names count most, as a question names the
+// things it asks about; a big schema covers more words by its size alone.
+func (v *vocab) routeFeatures(words []string, all []*object, fused []string, evidence, likelihood map[string]int) []string {
+	var maxBM, maxKNN float64
+	bm, knn := map[string]float64{}, map[string]float64{}
+	for _, o := range all {
+		if o.cand.Kind != chunk.KindTable && o.cand.Kind != chunk.KindView {
+			continue
+		}
+		s := o.cand.Schema
+		bm[s], knn[s] = max(bm[s], o.ex.BM25Score), max(knn[s], o.ex.KNNScore)
+		maxBM, maxKNN = max(maxBM, o.ex.BM25Score), max(maxKNN, o.ex.KNNScore)
+	}
+	// The question's distinct words that some schema uses, with their
+	// IDF over schemas; the others count in the shares' denominator only.
+	uniq := slices.Compact(slices.Sorted(slices.Values(words)))
+	n := float64(len(v.names))
+	used, idf := make([]string, 0, len(uniq)), make([]float64, 0, len(uniq))
+	var totalIDF float64
+	for _, t := range uniq {
+		if df := v.df[t]; df > 0 {
+			used = append(used, t)
+			idf = append(idf, math.Log((n+1)/(float64(df)+0.5)))
+			totalIDF += idf[len(idf)-1]
+		}
+	}
+	w := routeWeights
+	score := func(s string) float64 {
+		p := v.parts[s]
+		if p == nil {
+			return math.Inf(-1)
+		}
+		f := w.evidence/float64(max(evidence[s], 1)) + w.size*math.Log(float64(max(p.counted, 1)))
+		if l := likelihood[s]; l > 0 {
+			f += w.likelihood / float64(l)
+		}
+		if maxBM > 0 {
+			f += w.bestBM25 * bm[s] / maxBM
+		}
+		if maxKNN > 0 {
+			f += w.bestKNN * knn[s] / maxKNN
+		}
+		var cov, icov, names float64
+		for i, t := range used {
+			inName := p.names[t]
+			if inName || p.columns[t] {
+				cov++
+				icov += idf[i]
+			}
+			if inName {
+				names++
+			}
+		}
+		if len(uniq) > 0 {
+			f += (w.coverage*cov + w.nameCoverage*names) / float64(len(uniq))
+		}
+		if totalIDF > 0 {
+			f += w.idfCoverage * icov / totalIDF
+		}
+		return f
+	}
+	first := score(fused[0])
+	best, bestScore := fused[0], first
+	for _, s := range fused[1:] {
+		if sc := score(s); sc > bestScore {
+			best, bestScore = s, sc
+		}
+	}
+	if best == fused[0] || bestScore-first < routeMargin {
+		return fused
+	}
+	out := make([]string, 0, len(fused))
+	out = append(out, best)
+	for _, s := range fused {
+		if s != best {
+			out = append(out, s)
+		}
+	}
 	return out
 }
 

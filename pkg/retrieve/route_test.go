@@ -60,19 +60,30 @@ CREATE TABLE tales (id int, moral text, name text, sent_on date);`)
 func TestHedge(t *testing.T) {
 	// Routed order a b c d e f; without the routing bonus x and y (another
 	// schema) would lead.
-	mk := func(key string, base float64) *object { return &object{key: key, base: base} }
-	a, b, c, d, x, y := mk("a", 0.5), mk("b", 0.4), mk("c", 0.3), mk("d", 0.2), mk("x", 0.9), mk("y", 0.8)
+	mk := func(key string, rrf, base float64) *object { return &object{key: key, rrf: rrf, base: base} }
+	a, b, c, d, x, y := mk("a", 1.5, 0.5), mk("b", 1.4, 0.4), mk("c", 1.3, 0.3), mk("d", 1.2, 0.2), mk("x", 0.9, 0.9), mk("y", 0.8, 0.8)
 	routed := []*object{a, b, c, d, x, y}
+	routedScore := func(o *object) float64 { return o.rrf }
+	// When the features put another schema first, the tail follows the
+	// fused ranking's order: here it would have put d before c.
+	fusedTail := func(o *object) float64 {
+		if o == d {
+			return 2
+		}
+		return o.rrf
+	}
 	for _, tc := range []struct {
 		h    int
+		tail func(*object) float64
 		want string
 	}{
-		{2, "a b c x d y"}, // head kept, then routed and unrouted in turn
-		{4, "a b c d x y"},
-		{6, "a b c d x y"},
+		{2, routedScore, "a b c x d y"}, // head kept, then routed and unrouted in turn
+		{4, routedScore, "a b c d x y"},
+		{6, routedScore, "a b c d x y"},
+		{2, fusedTail, "a b d x c y"},
 	} {
 		var got []string
-		for _, o := range hedge(routed, min(tc.h, len(routed))) {
+		for _, o := range hedge(routed, min(tc.h, len(routed)), tc.tail) {
 			got = append(got, o.key)
 		}
 		if g := strings.Join(got, " "); g != tc.want {
@@ -112,6 +123,64 @@ func TestLikelihoodFavoursCoverage(t *testing.T) {
 	}
 }
 
+// The features' first schema takes the fused first's place only by a
+// margin, and the others keep their fused order.
+func TestRouteFeaturesOverruleByAMargin(t *testing.T) {
+	cat, err := catalog.Snapshot("db", "pool.sql", poolDDL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newVocab(cat, nil)
+	table := func(name string, bm25, knn float64) *object {
+		schema, _, _ := strings.Cut(name, ".")
+		return &object{cand: rerank.Candidate{Kind: chunk.KindTable, Name: name, Schema: schema}, ex: Explain{BM25Score: bm25, KNNScore: knn}}
+	}
+	for _, tc := range []struct {
+		name, question       string
+		objects              []*object
+		evidence, likelihood map[string]int
+		want                 string
+	}{
+		{
+			// Radio's names and columns hold the question, and its
+			// best table matches best: it goes first though the fused
+			// ranking put music first.
+			name: "coverage and scores", question: "Which station hosts have the most listeners at each frequency?",
+			objects:  []*object{table("music.genre", 2, 0.2), table("radio.station", 10, 0.5), table("radio.host", 8, 0.4)},
+			evidence: map[string]int{"music": 1, "radio": 2}, likelihood: map[string]int{"music": 1, "radio": 2},
+			want: "radio music",
+		},
+		{
+			name: "agreement", question: "List every genre and its albums.",
+			objects:  []*object{table("music.genre", 10, 0.5), table("radio.stationgenre", 4, 0.3)},
+			evidence: map[string]int{"music": 1, "radio": 2}, likelihood: map[string]int{"music": 1, "radio": 2},
+			want: "music radio",
+		},
+		{
+			// Nothing in the question is either's; radio's ranks and
+			// its vectors' slightly better match outscore music, but by
+			// less than the margin.
+			name: "within the margin", question: "zebra okapi",
+			objects:  []*object{table("music.genre", 5, 0.5), table("radio.station", 5, 0.5)},
+			evidence: map[string]int{"music": 2, "radio": 1}, likelihood: map[string]int{"music": 2, "radio": 1},
+			want: "music radio",
+		},
+		{
+			name: "past the margin", question: "zebra okapi",
+			objects:  []*object{table("music.genre", 5, 0.25), table("radio.station", 5, 0.5)},
+			evidence: map[string]int{"music": 2, "radio": 1}, likelihood: map[string]int{"music": 2, "radio": 1},
+			want: "radio music",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := v.routeFeatures(text.QueryTerms(tc.question), tc.objects, []string{"music", "radio"}, tc.evidence, tc.likelihood)
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("routed %s, want %s", g, tc.want)
+			}
+		})
+	}
+}
+
 func TestFuseRanks(t *testing.T) {
 	for _, tc := range []struct {
 		evidence, likelihood []string
@@ -143,6 +212,9 @@ func TestRouteFusesLikelihood(t *testing.T) {
 	}{{0, "music"}, {DefaultConfig.RoutingLikelihood, "radio"}} {
 		cfg := DefaultConfig
 		cfg.RoutingLikelihood = tc.likelihood
+		// The two rankings alone: the features would side with radio's
+		// coverage either way (TestRouteFeaturesOverruleByAMargin).
+		cfg.RoutingFeatures = false
 		r := &Retriever{cfg: cfg, graphs: newGraphCache()}
 		table := func(name, schema string) rerank.Candidate {
 			return rerank.Candidate{Kind: chunk.KindTable, Name: name, Schema: schema}
