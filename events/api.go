@@ -240,6 +240,9 @@ type ExplainItem struct {
 	// and by the question's likelihood under the schema's words.
 	SchemaEvidence   int `json:"schema_evidence_rank,omitempty"`
 	SchemaLikelihood int `json:"schema_likelihood_rank,omitempty"`
+	// SchemaByFeatures is set on the candidates of the schema the
+	// routing features put first over the fused ranking's first.
+	SchemaByFeatures bool `json:"schema_by_features,omitempty"`
 	// LiftedTo is the score foreign-key propagation raised the candidate
 	// to (0: not lifted).
 	LiftedTo    float64 `json:"lifted_to,omitempty"`

@@ -239,7 +239,11 @@ func stagePath(ex retrieve.Explain) string {
 	}
 	s += ", schema " + r(ex.SchemaRoute)
 	if ex.SchemaLikelihood > 0 {
-		s += " (evidence " + r(ex.SchemaEvidence) + ", likelihood " + r(ex.SchemaLikelihood) + ")"
+		s += " (evidence " + r(ex.SchemaEvidence) + ", likelihood " + r(ex.SchemaLikelihood)
+		if ex.SchemaByFeatures {
+			s += ", first by features"
+		}
+		s += ")"
 	}
 	if ex.LiftedTo > 0 {
 		s += ", lifted by a foreign key"

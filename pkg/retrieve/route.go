@@ -233,6 +233,7 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 			o.schemaRank, o.tailRank = rank[o.cand.Schema], tail[o.cand.Schema]
 			o.ex.SchemaRoute = o.schemaRank
 			o.ex.SchemaEvidence, o.ex.SchemaLikelihood = evidence[o.cand.Schema], likelihood[o.cand.Schema]
+			o.ex.SchemaByFeatures = o.cand.Schema == schemas[0] && schemas[0] != fused[0]
 		}
 	}
 }

@@ -236,6 +236,46 @@ func TestRouteFusesLikelihood(t *testing.T) {
 	}
 }
 
+// The explain record marks the schema the features put first, and only
+// when they overruled the fused ranking.
+func TestRouteMarksSchemaByFeatures(t *testing.T) {
+	cat, err := catalog.Snapshot("db", "pool.sql", poolDDL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Evidence alone in the fused ranking, so that it follows BM25's
+	// first table.
+	cfg := DefaultConfig
+	cfg.RoutingLikelihood = 0
+	r := &Retriever{cfg: cfg, graphs: newGraphCache()}
+	table := func(name string, bm25Rank int, bm25 float64) *object {
+		schema, _, _ := strings.Cut(name, ".")
+		return &object{cand: rerank.Candidate{Kind: chunk.KindTable, Name: name, Schema: schema}, ex: Explain{BM25Rank: bm25Rank, BM25Score: bm25}}
+	}
+	for _, tc := range []struct {
+		question string
+		objs     []*object
+		marked   string // schema whose candidates are marked; "" for none
+	}{
+		// Music's table ranks first by BM25, so the fused ranking puts
+		// music first; radio's names and columns hold the question and
+		// its best score is close: the features put radio first.
+		{"Which station hosts have the most listeners at each frequency?",
+			[]*object{table("music.genre", 1, 10), table("radio.station", 2, 9.5), table("radio.host", 3, 9)}, "radio"},
+		{"List every genre and its albums.",
+			[]*object{table("music.genre", 1, 10), table("radio.stationgenre", 2, 4)}, ""},
+	} {
+		words := text.QueryTerms(tc.question)
+		r.route(cat, words, r.queryTerms(words, cat), func() []*object { return tc.objs }, nil)
+		for _, o := range tc.objs {
+			if want := o.cand.Schema == tc.marked; o.ex.SchemaByFeatures != want {
+				t.Errorf("%q: %s marked %v, want %v (routed %d, evidence %d, likelihood %d)", tc.question, o.cand.Name, o.ex.SchemaByFeatures, want,
+					o.ex.SchemaRoute, o.ex.SchemaEvidence, o.ex.SchemaLikelihood)
+			}
+		}
+	}
+}
+
 func TestSplit(t *testing.T) {
 	words := map[string]bool{"product": true, "category": true, "member": true, "user": true, "role": true, "field": true, "name": true}
 	uses := func(w string) bool { return words[w] }
