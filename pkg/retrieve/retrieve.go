@@ -512,9 +512,16 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		byFused()
 	}
 	if h := r.cfg.RoutingHead; h > 0 && r.cfg.SchemaRouting && len(all) > h {
-		all = hedge(all, h, func(o *object) float64 {
-			return o.rrf - r.routingBonus(o.schemaRank) + r.routingBonus(o.tailRank)
-		})
+		// The tail follows the routed order, or the fused ranking's
+		// when the routing features put another schema first: their
+		// bet is on the head.
+		tail := all
+		if slices.ContainsFunc(all, func(o *object) bool { return o.tailRank != o.schemaRank }) {
+			score := func(o *object) float64 { return o.rrf - r.routingBonus(o.schemaRank) + r.routingBonus(o.tailRank) }
+			tail = slices.Clone(all)
+			sort.SliceStable(tail, func(i, j int) bool { return score(tail[i]) > score(tail[j]) })
+		}
+		all = hedge(all, h, tail)
 	}
 	cands := make([]rerank.Candidate, len(all))
 	byName := make(map[string]*object, len(all))
@@ -786,15 +793,11 @@ func (r *Retriever) routingBonus(rank int) float64 {
 }
 
 // hedge keeps the first h objects of the routed order and then takes,
-// in turn, the next by the tail's score and the next by score without
-// routing, each once. The tail's score is the routed one unless the
-// routing features put another schema first (RoutingFeatures): their
-// bet is on the head, and the tail keeps the fused ranking's.
-func hedge(routed []*object, h int, tailScore func(*object) float64) []*object {
+// in turn, the next of tail (the same objects in the order the tail
+// follows) and the next by score without routing, each once.
+func hedge(routed []*object, h int, tail []*object) []*object {
 	unrouted := slices.Clone(routed)
 	sort.SliceStable(unrouted, func(i, j int) bool { return unrouted[i].base > unrouted[j].base })
-	tail := slices.Clone(routed)
-	sort.SliceStable(tail, func(i, j int) bool { return tailScore(tail[i]) > tailScore(tail[j]) })
 	taken := make(map[*object]bool, len(routed))
 	out := make([]*object, 0, len(routed))
 	for _, o := range routed[:h] {

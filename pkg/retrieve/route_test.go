@@ -60,26 +60,20 @@ CREATE TABLE tales (id int, moral text, name text, sent_on date);`)
 func TestHedge(t *testing.T) {
 	// Routed order a b c d e f; without the routing bonus x and y (another
 	// schema) would lead.
-	mk := func(key string, rrf, base float64) *object { return &object{key: key, rrf: rrf, base: base} }
-	a, b, c, d, x, y := mk("a", 1.5, 0.5), mk("b", 1.4, 0.4), mk("c", 1.3, 0.3), mk("d", 1.2, 0.2), mk("x", 0.9, 0.9), mk("y", 0.8, 0.8)
+	mk := func(key string, base float64) *object { return &object{key: key, base: base} }
+	a, b, c, d, x, y := mk("a", 0.5), mk("b", 0.4), mk("c", 0.3), mk("d", 0.2), mk("x", 0.9), mk("y", 0.8)
 	routed := []*object{a, b, c, d, x, y}
-	routedScore := func(o *object) float64 { return o.rrf }
 	// When the features put another schema first, the tail follows the
 	// fused ranking's order: here it would have put d before c.
-	fusedTail := func(o *object) float64 {
-		if o == d {
-			return 2
-		}
-		return o.rrf
-	}
+	fusedTail := []*object{a, b, d, c, x, y}
 	for _, tc := range []struct {
 		h    int
-		tail func(*object) float64
+		tail []*object
 		want string
 	}{
-		{2, routedScore, "a b c x d y"}, // head kept, then routed and unrouted in turn
-		{4, routedScore, "a b c d x y"},
-		{6, routedScore, "a b c d x y"},
+		{2, routed, "a b c x d y"}, // head kept, then routed and unrouted in turn
+		{4, routed, "a b c d x y"},
+		{6, routed, "a b c d x y"},
 		{2, fusedTail, "a b d x c y"},
 	} {
 		var got []string
