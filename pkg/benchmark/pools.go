@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 )
@@ -32,19 +33,15 @@ type PoolReport struct {
 	Seed    uint64 `json:"seed"`
 }
 
-// pooled runs the benchmark on each sampled pool: the whole schema with
-// the schemas left out of the pool dropped (DROP SCHEMA … CASCADE, so the
-// catalog removes them as it would in a database), asked the questions
-// whose gold tables are all in the pool. Shares are over all questions
-// asked, so a pool counts by its questions.
-func pooled(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, error) {
+// pooled runs the benchmark on each sampled pool: whole, the schema's
+// catalog, with the schemas left out of the pool dropped (DROP SCHEMA …
+// CASCADE, so the catalog removes them as it would in a database), asked
+// the questions whose gold tables are all in the pool. Shares are over
+// all questions asked, so a pool counts by its questions.
+func pooled(ctx context.Context, cfg RetrievalConfig, whole *catalog.Catalog) (*RetrievalReport, error) {
 	p := cfg.Pool
 	if p.Count <= 0 {
 		p.Count = DefaultPools
-	}
-	whole, err := catalog.Snapshot(cfg.Database, cfg.Source, cfg.Schema)
-	if err != nil {
-		return nil, fmt.Errorf("bench: apply schema: %w", err)
 	}
 	schemas := populated(whole)
 	if p.Size >= len(schemas) {
@@ -59,16 +56,18 @@ func pooled(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, error) 
 		if len(qs) == 0 {
 			continue
 		}
+		start := time.Now()
 		var sql strings.Builder
-		sql.WriteString(cfg.Schema)
-		sql.WriteString("\n")
 		for _, s := range drop {
 			fmt.Fprintf(&sql, "DROP SCHEMA %s CASCADE;\n", catalog.QuoteIdent(s))
 		}
+		cat, err := whole.Apply("pool", sql.String())
+		if err != nil {
+			return nil, fmt.Errorf("bench: pool %d (seed %d): %w", i+1, p.Seed+uint64(i), err)
+		}
 		run := cfg
-		run.Schema, run.Questions = sql.String(), qs
-		run.Examples = examplesIn(cfg.Examples, in)
-		rep, err := runOnce(ctx, run, t)
+		run.Questions, run.Examples = qs, examplesIn(cfg.Examples, in)
+		rep, err := runOnce(ctx, run, cat, start, t)
 		if err != nil {
 			return nil, fmt.Errorf("pool %d (seed %d): %w", i+1, p.Seed+uint64(i), err)
 		}

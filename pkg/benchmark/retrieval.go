@@ -280,11 +280,16 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	if cfg.Embedder == nil {
 		cfg.Embedder = embed.NewLocal(0)
 	}
+	start := time.Now()
+	cat, err := catalog.Snapshot(cfg.Database, cfg.Source, cfg.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("bench: apply schema: %w", err)
+	}
 	if cfg.Pool.Size > 0 {
-		return pooled(ctx, cfg)
+		return pooled(ctx, cfg, cat)
 	}
 	t := newTally(cfg.Ks)
-	rep, err := runOnce(ctx, cfg, t)
+	rep, err := runOnce(ctx, cfg, cat, start, t)
 	if err != nil {
 		return nil, err
 	}
@@ -322,10 +327,11 @@ func (t *tally) report(rep *RetrievalReport) {
 	rep.Misses = t.misses
 }
 
-// runOnce indexes cfg.Schema and asks cfg.Questions, adding their
-// outcome to t. The report it returns has what the run alone knows: the
-// store, the tables, the examples and the indexing time.
-func runOnce(ctx context.Context, cfg RetrievalConfig, t *tally) (*RetrievalReport, error) {
+// runOnce indexes cat, the catalog of cfg.Schema (or of a pool of it)
+// applied since start, and asks cfg.Questions, adding their outcome to
+// t. The report it returns has what the run alone knows: the store, the
+// tables, the examples and the indexing time.
+func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, start time.Time, t *tally) (*RetrievalReport, error) {
 	dir := cfg.Dir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "schemaq-bench-")
@@ -336,13 +342,9 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, t *tally) (*RetrievalRepo
 		dir = tmp
 	}
 
-	start := time.Now()
-	cat, err := catalog.Snapshot(cfg.Database, cfg.Source, cfg.Schema)
-	if err != nil {
-		return nil, fmt.Errorf("bench: apply schema: %w", err)
-	}
 	cat.Version = 1
 	var store index.Store
+	var err error
 	storeName := "sqlite"
 	if cfg.OpenStore != nil {
 		store, storeName, err = cfg.OpenStore(ctx, cfg.Embedder.Dimensions())
