@@ -243,8 +243,9 @@ type ExplainItem struct {
 	// SchemaByFeatures is set on the candidates of the schema the
 	// routing features put first over the fused ranking's first.
 	SchemaByFeatures bool `json:"schema_by_features,omitempty"`
-	// LiftedTo is the score foreign-key propagation raised the candidate
-	// to (0: not lifted).
+	// LiftedTo is the score propagation raised the candidate to, as the
+	// join partner of a strong match by a foreign key or by the join its
+	// names imply (0: not lifted).
 	LiftedTo    float64 `json:"lifted_to,omitempty"`
 	FusedRank   int     `json:"fused_rank,omitempty"`
 	FusedScore  float64 `json:"fused_score,omitempty"`

@@ -86,6 +86,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.PropagationWeight, "propagation-weight", cfg.PropagationWeight, "propagation: share of a seed's score lent")
 	fs.IntVar(&cfg.PropagationSeeds, "propagation-seeds", cfg.PropagationSeeds, "propagation: how many of the best tables lend")
 	fs.Float64Var(&cfg.PropagationOwn, "propagation-own", cfg.PropagationOwn, "propagation: share of a lifted table's own score added to its floor (0: floor alone)")
+	noInferredJoins := fs.Bool("no-inferred-joins", false, "ablation: propagation follows declared foreign keys only, not the joins column names imply")
 	noRoutingFeatures := fs.Bool("no-routing-features", false, "ablation: schema routing by the fused ranking alone, without the features that may put another schema first")
 	noCorrections := fs.Bool("no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
 	noCompounds := fs.Bool("no-compounds", false, "ablation: no run-together identifiers for the question words they are made of")
@@ -145,6 +146,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	cfg.SchemaRouting, cfg.Propagation = !*noRouting, !*noPropagation
 	cfg.Corrections = cfg.Corrections && !*noCorrections
 	cfg.RoutingFeatures = cfg.RoutingFeatures && !*noRoutingFeatures
+	cfg.InferJoins = cfg.InferJoins && !*noInferredJoins
 	cfg.Compounds = cfg.Compounds && !*noCompounds
 	cfg.ValueClasses = cfg.ValueClasses && !*noValues
 	cfg.DropDates = cfg.DropDates && !*keepDates
@@ -246,7 +248,7 @@ func stagePath(ex retrieve.Explain) string {
 		s += ")"
 	}
 	if ex.LiftedTo > 0 {
-		s += ", lifted by a foreign key"
+		s += ", lifted by a join"
 	}
 	return s + ", fused " + r(ex.FusedRank) + ", final " + r(ex.FinalRank)
 }

@@ -301,7 +301,7 @@ func TestStagePath(t *testing.T) {
 		{retrieve.Explain{BM25Rank: 7, SchemaRoute: 8, SchemaEvidence: 6, SchemaLikelihood: 9, FusedRank: 19},
 			"bm25 7, knn -, schema 8 (evidence 6, likelihood 9), fused 19, final -"},
 		{retrieve.Explain{KNNRank: 3, HintRank: 2, IdentifierRank: 1, Identifier: "movie_release_year", SchemaRoute: 1, LiftedTo: 0.1, FusedRank: 1, FinalRank: 1},
-			"bm25 -, knn 3, hints 2, identifier 1 (movie_release_year), schema 1, lifted by a foreign key, fused 1, final 1"},
+			"bm25 -, knn 3, hints 2, identifier 1 (movie_release_year), schema 1, lifted by a join, fused 1, final 1"},
 	} {
 		if got := stagePath(tc.ex); got != tc.want {
 			t.Errorf("stagePath = %q, want %q", got, tc.want)

@@ -142,12 +142,12 @@ func TestBIRDQuality(t *testing.T) {
 		pools    benchmark.Pools
 		floors   map[string]float64 // complete recall at k
 	}{
-		{"question alone", "", nil, benchmark.Pools{}, map[string]float64{"5": 0.63, "15": 0.79}},
-		{"with hints", "evidence", nil, benchmark.Pools{}, map[string]float64{"5": 0.76, "15": 0.89}},
+		{"question alone", "", nil, benchmark.Pools{}, map[string]float64{"5": 0.635, "15": 0.80}},
+		{"with hints", "evidence", nil, benchmark.Pools{}, map[string]float64{"5": 0.78, "15": 0.905}},
 		{"with worked examples", "", examples, benchmark.Pools{}, map[string]float64{"5": 0.82, "15": 0.92}},
 		// BIRD's dev split pools 11 databases; ten such pools of the
-		// train databases (seed 1) measure 0.790 / 0.919.
-		{"pools of 11 databases", "", nil, benchmark.Pools{Size: 11, Count: 10, Seed: 1}, map[string]float64{"5": 0.77, "15": 0.90}},
+		// train databases (seed 1) measure 0.796 / 0.944.
+		{"pools of 11 databases", "", nil, benchmark.Pools{Size: 11, Count: 10, Seed: 1}, map[string]float64{"5": 0.78, "15": 0.93}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			qs, err := benchmark.ReadQuestions(strings.NewReader(sharedtest.Read(t, "bench", "birdtrain", "questions-1500.jsonl")), tc.hints)

@@ -18,6 +18,10 @@ type graph struct {
 	views  map[string]*catalog.View
 	names  *sqlguard.Names // places worked examples' SQL
 	adj    map[string]map[string]bool
+	// joins are the joins the names imply where no key declares them
+	// (inferJoins), by table key both ways; propagation follows them
+	// with Config.InferJoins, bridges do not.
+	joins  map[string]map[string]bool
 	chunks *chunk.Tabler // renders bridge tables as the index would
 	vocab  *vocab        // scores schemas for routing
 }
@@ -81,14 +85,14 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 		pv = prev.vocab
 	}
 	g := &graph{cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat), adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
-	link := func(a, b string) {
+	link := func(adj map[string]map[string]bool, a, b string) {
 		if a == b {
 			return
 		}
-		if g.adj[a] == nil {
-			g.adj[a] = map[string]bool{}
+		if adj[a] == nil {
+			adj[a] = map[string]bool{}
 		}
-		g.adj[a][b] = true
+		adj[a][b] = true
 	}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
@@ -97,9 +101,14 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 		key := t.QualName().Key()
 		g.tables[key] = t
 		for _, fk := range t.ForeignKeys {
-			link(key, fk.RefTable.Key())
-			link(fk.RefTable.Key(), key)
+			link(g.adj, key, fk.RefTable.Key())
+			link(g.adj, fk.RefTable.Key(), key)
 		}
+	}
+	g.joins = map[string]map[string]bool{}
+	for _, j := range inferJoins(cat) {
+		link(g.joins, j[0], j[1])
+		link(g.joins, j[1], j[0])
 	}
 	return g
 }

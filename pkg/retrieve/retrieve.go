@@ -121,6 +121,14 @@ type Config struct {
 	// it outscores the fused first by routeMargin; the others keep their
 	// fused ranks, and the hedged tail follows the fused ranking.
 	RoutingFeatures bool
+	// InferJoins lets propagation follow the joins a schema's names
+	// imply where no foreign key declares them (a column named as
+	// another table's one-column key: inferJoins), at inferredLend of a
+	// declared key's lend, so that a lookup table joins the question
+	// when the table that references it does. Bridges still need
+	// declared keys: they add a table without evidence of its own, and
+	// a guessed join is too weak for that (it cost CR@5).
+	InferJoins bool
 	// CommonHeads leaves out of the BM25 query the compound of two
 	// adjacent words ("full name": fullname) when the second, the
 	// phrase's head, is in at least this share of the database's tables
@@ -172,7 +180,7 @@ var DefaultConfig = Config{
 	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5, PropagationOwn: 0.1,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
-	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, CommonHeads: 0.1, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50, RoutingFeatures: true,
+	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, CommonHeads: 0.1, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50, RoutingFeatures: true, InferJoins: true,
 	HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 2, ExampleCandidates: 5,
 }
 

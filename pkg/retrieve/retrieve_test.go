@@ -695,3 +695,48 @@ func retrieveOnce(t testing.TB, s retrieve.Searcher, e embed.Embedder, cat *cata
 	}
 	return res
 }
+
+// A schema that declares no foreign keys still joins a lookup table
+// through the key its junction names: category, which no question word
+// matches, joins "comedy films" through film_category.category_id.
+func TestInferredJoinsReachLookupTables(t *testing.T) {
+	const ddl = `
+CREATE TABLE film (film_id int PRIMARY KEY, title text, length int, rental_rate numeric);
+CREATE TABLE category (category_id int PRIMARY KEY, name text);
+CREATE TABLE film_category (film_id int, category_id int, PRIMARY KEY (film_id, category_id));
+CREATE TABLE actor (actor_id int PRIMARY KEY, first_name text, last_name text);
+CREATE TABLE film_actor (actor_id int, film_id int, PRIMARY KEY (actor_id, film_id));
+CREATE TABLE customer (customer_id int PRIMARY KEY, first_name text, last_name text, email text);
+CREATE TABLE rental (rental_id int PRIMARY KEY, rental_date date, customer_id int, inventory_id int);
+CREATE TABLE inventory (inventory_id int PRIMARY KEY, film_id int, store_id int);
+CREATE TABLE store (store_id int PRIMARY KEY, manager_staff_id int);
+CREATE TABLE staff (staff_id int PRIMARY KEY, first_name text, last_name text, store_id int);
+CREATE TABLE payment (payment_id int PRIMARY KEY, customer_id int, amount numeric, payment_date date);
+CREATE TABLE language (language_id int PRIMARY KEY, name text);
+`
+	cat, err := catalog.Snapshot("video", "video.sql", ddl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	for _, tc := range []struct {
+		infer bool
+		want  bool
+	}{{false, false}, {true, true}} {
+		cfg := retrieve.DefaultConfig
+		cfg.InferJoins = tc.infer
+		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"How many comedy films are there?", "What percentage of films shorter than 100 minutes are dramas?"} {
+			res, err := r.Retrieve(context.Background(), retrieve.Request{Database: "video", Question: q, K: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Contains(names(res.Items), "public.category"); got != tc.want {
+				t.Errorf("InferJoins %v, %q: category in the top 6 is %v, want %v (%v)", tc.infer, q, got, tc.want, names(res.Items))
+			}
+		}
+	}
+}

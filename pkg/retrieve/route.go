@@ -238,9 +238,17 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 	}
 }
 
+// inferredLend scales what a join only the names imply lends, against a
+// declared one: a guess lends a little less. At 1 the lookup tables it
+// reached crowded the head where worked examples already voted for the
+// right ones (BIRD with examples, CR@5 −0.008); at 0.9 they did not,
+// and below it the gain from the question alone faded (docs/retrieval.md).
+const inferredLend = 0.9
+
 // propagate lifts the foreign-key neighbours of the best fused tables
 // (objects must be in fused order) to at least PropagationWeight times the
-// seed's score. New neighbours are added through get and finished here.
+// seed's score; with InferJoins, the neighbours by the joins its names
+// imply too. New neighbours are added through get and finished here.
 func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects func() []*object, get func(chunk.Chunk) *object) {
 	g := r.graphs.get(cat)
 	type lend struct {
@@ -257,13 +265,14 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 			continue
 		}
 		seeds++
-		nbrs := g.adj[o.cand.Name]
-		if len(nbrs) == 0 {
-			continue
-		}
 		floor := r.cfg.PropagationWeight * o.rrf
-		for n := range nbrs {
+		for n := range g.adj[o.cand.Name] {
 			lends = append(lends, lend{n, floor})
+		}
+		if r.cfg.InferJoins {
+			for n := range g.joins[o.cand.Name] {
+				lends = append(lends, lend{n, floor * inferredLend})
+			}
 		}
 	}
 	for _, l := range lends {

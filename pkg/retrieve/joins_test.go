@@ -1,0 +1,88 @@
+package retrieve
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+)
+
+func TestInferJoins(t *testing.T) {
+	for _, tc := range []struct {
+		name, ddl string
+		want      []string // "a b", a < b
+	}{
+		{"a column named as another table's key",
+			`CREATE TABLE film (film_id int PRIMARY KEY, title text);
+			 CREATE TABLE category (category_id int PRIMARY KEY, name text);
+			 CREATE TABLE film_category (film_id int, category_id int, PRIMARY KEY (film_id, category_id));`,
+			[]string{"public.category public.film_category", "public.film public.film_category"}},
+		{"case and underscores ignored",
+			`CREATE TABLE "Team" ("TeamID" int PRIMARY KEY);
+			 CREATE TABLE player (player_id int PRIMARY KEY, team_id int);`,
+			[]string{"public.player public.team"}},
+		{"one key shared by two tables",
+			`CREATE TABLE person (name text PRIMARY KEY);
+			 CREATE TABLE male (name text PRIMARY KEY);`,
+			[]string{"public.male public.person"}},
+		{"a bare id names its table, singular or plural",
+			`CREATE TABLE customers (id int PRIMARY KEY, name text);
+			 CREATE TABLE categories (id int PRIMARY KEY);
+			 CREATE TABLE orders (id int PRIMARY KEY, customer_id int, category_id int);
+			 CREATE TABLE notes (id int PRIMARY KEY, customersid int);`,
+			[]string{"public.categories public.orders", "public.customers public.notes", "public.customers public.orders"}},
+		{"a bare id alone joins nothing",
+			`CREATE TABLE a (id int PRIMARY KEY);
+			 CREATE TABLE b (id int PRIMARY KEY, x int);`,
+			nil},
+		{"a table with foreign keys has declared its joins",
+			`CREATE TABLE dept (dept_id int PRIMARY KEY);
+			 CREATE TABLE site (site_id int PRIMARY KEY);
+			 CREATE TABLE emp (emp_id int PRIMARY KEY, dept_id int REFERENCES dept, site_id int);`,
+			nil},
+		{"composite keys are no one's key",
+			`CREATE TABLE stock (store_id int, item_id int, PRIMARY KEY (store_id, item_id));
+			 CREATE TABLE sale (sale_id int PRIMARY KEY, store_id int, item_id int);`,
+			nil},
+		{"not across schemas",
+			`CREATE SCHEMA a; CREATE SCHEMA b;
+			 CREATE TABLE a.region (region_id int PRIMARY KEY);
+			 CREATE TABLE b.office (office_id int PRIMARY KEY, region_id int);`,
+			nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cat, err := catalog.Snapshot("db", "s.sql", tc.ddl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, j := range inferJoins(cat) {
+				got = append(got, j[0]+" "+j[1])
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("joins %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A schema of ten thousand tables infers its joins in one pass over the
+// columns: no pairwise comparison of tables.
+func BenchmarkInferJoins(b *testing.B) {
+	var ddl []byte
+	for i := range 10000 {
+		ddl = fmt.Appendf(ddl, "CREATE TABLE t%d (t%d_id int PRIMARY KEY, t%d_id int, label text);\n", i, i, (i+1)%10000)
+	}
+	cat, err := catalog.Snapshot("db", "s.sql", string(ddl))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if n := len(inferJoins(cat)); n != 10000 {
+			b.Fatalf("%d joins, want 10000", n)
+		}
+	}
+}
