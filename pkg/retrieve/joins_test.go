@@ -86,3 +86,35 @@ func BenchmarkInferJoins(b *testing.B) {
 		}
 	}
 }
+
+// The keys a partition declares are its root's joins: only the root is
+// chunked and named by queries.
+func TestPartitionKeysJoinTheirRoot(t *testing.T) {
+	const ddl = `
+CREATE TABLE customer (customer_id int PRIMARY KEY, name text);
+CREATE TABLE region (region_id int PRIMARY KEY, name text);
+CREATE TABLE payment (payment_id int, customer_id int, paid_on date) PARTITION BY RANGE (paid_on);
+CREATE TABLE payment_2022 PARTITION OF payment FOR VALUES FROM ('2022-01-01') TO ('2023-01-01') PARTITION BY LIST (customer_id);
+CREATE TABLE payment_2022_a PARTITION OF payment_2022 FOR VALUES IN (1);
+ALTER TABLE payment_2022_a ADD CONSTRAINT fk_c FOREIGN KEY (customer_id) REFERENCES customer (customer_id);
+CREATE TABLE audit (entry int, region int REFERENCES region);
+`
+	cat, err := catalog.Snapshot("db", "s.sql", ddl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := buildGraph(cat, nil)
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"public.payment", "public.customer", true},
+		{"public.customer", "public.payment", true},
+		{"public.payment_2022_a", "public.customer", false},
+		{"public.audit", "public.region", true},
+	} {
+		if got := g.adj[tc.a][tc.b]; got != tc.want {
+			t.Errorf("%s joins %s: %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
