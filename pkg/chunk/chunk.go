@@ -139,6 +139,10 @@ func (tb *Tabler) Table(t *catalog.Table) []Chunk { return table(tb.cat, t, tb.i
 type fkIndex struct {
 	incoming   map[catalog.QualName][]string
 	partitions map[catalog.QualName][]string
+	// partJoins are the foreign keys a partitioned table's partitions
+	// declare, as the root's own (each once): only the root is chunked,
+	// and queries join through it.
+	partJoins map[catalog.QualName][]string
 }
 
 func newFKIndex(c *catalog.Catalog) *fkIndex {
@@ -167,13 +171,49 @@ func outgoingOf(t *catalog.Table) []outgoing {
 // indexFKs files each table's outgoing hints (outs(i) for tables[i])
 // under the tables they reference, and each partition under its parent.
 func indexFKs(tables []*catalog.Table, outs func(i int) []outgoing) *fkIndex {
-	idx := &fkIndex{incoming: map[catalog.QualName][]string{}, partitions: map[catalog.QualName][]string{}}
-	for i, t := range tables {
-		for _, o := range outs(i) {
-			idx.incoming[o.ref] = append(idx.incoming[o.ref], o.hint)
+	idx := &fkIndex{incoming: map[catalog.QualName][]string{}, partitions: map[catalog.QualName][]string{}, partJoins: map[catalog.QualName][]string{}}
+	var byName map[catalog.QualName]*catalog.Table
+	seen := map[catalog.QualName]map[string]bool{}
+	once := func(m map[catalog.QualName][]string, q catalog.QualName, h string) {
+		if seen[q] == nil {
+			seen[q] = map[string]bool{}
 		}
-		if t.PartitionOf != nil {
-			idx.partitions[*t.PartitionOf] = append(idx.partitions[*t.PartitionOf], displayName(t.QualName()))
+		if !seen[q][h] {
+			seen[q][h] = true
+			m[q] = append(m[q], h)
+		}
+	}
+	for i, t := range tables {
+		if t.PartitionOf == nil {
+			for _, o := range outs(i) {
+				idx.incoming[o.ref] = append(idx.incoming[o.ref], o.hint)
+			}
+			continue
+		}
+		idx.partitions[*t.PartitionOf] = append(idx.partitions[*t.PartitionOf], displayName(t.QualName()))
+		if len(t.ForeignKeys) == 0 {
+			continue
+		}
+		if byName == nil {
+			byName = make(map[catalog.QualName]*catalog.Table, len(tables))
+			for _, other := range tables {
+				byName[other.QualName()] = other
+			}
+		}
+		// Every partition repeats its root's keys (pagila's seven
+		// payment partitions each reference customer): filed once,
+		// under the root's name.
+		root := t
+		for n := 0; root.PartitionOf != nil && byName[*root.PartitionOf] != nil && n < 64; n++ {
+			root = byName[*root.PartitionOf]
+		}
+		for _, fk := range t.ForeignKeys {
+			if fk.Inherited || fk.RefTable == t.QualName() || fk.RefTable == root.QualName() {
+				continue // a copy of a parent's key, or a join within the root
+			}
+			h := joinHint(root.QualName(), fk)
+			once(idx.partJoins, root.QualName(), h)
+			once(idx.incoming, fk.RefTable, h)
 		}
 	}
 	return idx
@@ -199,6 +239,9 @@ func table(c *catalog.Catalog, t *catalog.Table, idx *fkIndex, opts Options) []C
 	var hints []string
 	for _, fk := range t.ForeignKeys {
 		hints = append(hints, "-- join: "+joinHint(q, fk))
+	}
+	for _, h := range idx.partJoins[q] {
+		hints = append(hints, "-- join: "+h+" (declared on its partitions)")
 	}
 	for _, h := range idx.incoming[q] {
 		hints = append(hints, "-- referenced by: "+h)

@@ -83,6 +83,44 @@ func TestCatalogChunks(t *testing.T) {
 	}
 }
 
+// The keys a partitioned table's partitions declare show on the root,
+// the only one chunked, once each, and on the table they reference under
+// the root's name: pagila's seven payment partitions each reference
+// customer.
+func TestPartitionKeysShowOnTheRoot(t *testing.T) {
+	c, err := catalog.Snapshot("db", "p.sql", `
+CREATE TABLE customers (id bigint PRIMARY KEY);
+CREATE TABLE payment (id bigint, customer_id bigint, paid date) PARTITION BY RANGE (paid);
+CREATE TABLE payment_2022 PARTITION OF payment FOR VALUES FROM ('2022-01-01') TO ('2023-01-01');
+CREATE TABLE payment_2023 PARTITION OF payment FOR VALUES FROM ('2023-01-01') TO ('2024-01-01');
+ALTER TABLE payment_2022 ADD FOREIGN KEY (customer_id) REFERENCES customers (id);
+ALTER TABLE payment_2023 ADD FOREIGN KEY (customer_id) REFERENCES customers (id);
+CREATE TABLE refund (id bigint, customer_id bigint REFERENCES customers (id), at date) PARTITION BY RANGE (at);
+CREATE TABLE refund_2022 PARTITION OF refund FOR VALUES FROM ('2022-01-01') TO ('2023-01-01');
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byID(Catalog(c, Options{}))
+	for _, tc := range []struct {
+		id, line string
+	}{
+		{"db:table:public.payment", "-- join: payment.customer_id → customers.id (declared on its partitions)"},
+		{"db:table:public.customers", "-- referenced by: payment.customer_id → customers.id"},
+		// Declared on the root, copied to its partitions: the root's own.
+		{"db:table:public.refund", "-- join: refund.customer_id → customers.id\n"},
+		{"db:table:public.customers", "-- referenced by: refund.customer_id → customers.id"},
+	} {
+		text := m[tc.id].Text
+		if n := strings.Count(text, tc.line); n != 1 {
+			t.Errorf("%s has %q %d times, want once:\n%s", tc.id, tc.line, n, text)
+		}
+		if strings.Contains(text, "_2022.") || strings.Contains(text, "_2023.") {
+			t.Errorf("%s names a partition's key instead of the root's:\n%s", tc.id, text)
+		}
+	}
+}
+
 func TestHashTracksContentNotVersion(t *testing.T) {
 	c := shop(t)
 	a := byID(Catalog(c, Options{}))

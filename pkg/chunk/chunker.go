@@ -30,7 +30,7 @@ type memo struct {
 
 // tableMemo is a table's chunks and what else they were rendered from:
 // the hints of the foreign keys that point at it, its partitions and
-// the labels of its enums.
+// the keys they declare, and the labels of its enums.
 type tableMemo struct {
 	deps   string
 	chunks []Chunk
@@ -107,6 +107,11 @@ func tableDeps(c *catalog.Catalog, t *catalog.Table, idx *fkIndex) string {
 	b.WriteByte(1)
 	for _, p := range idx.partitions[q] {
 		b.WriteString(p)
+		b.WriteByte(0)
+	}
+	b.WriteByte(1)
+	for _, h := range idx.partJoins[q] {
+		b.WriteString(h)
 		b.WriteByte(0)
 	}
 	for _, col := range t.Columns {

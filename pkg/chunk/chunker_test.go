@@ -24,10 +24,13 @@ func TestChunkerReusesOnlyWhatStillHolds(t *testing.T) {
 		{"a column of one table", `ALTER TABLE reviews ADD COLUMN stars int`, 1},
 		{"an enum label", `ALTER TYPE order_status ADD VALUE 'returned'`, 1},
 		{"a partition attached", `CREATE TABLE events_2027 PARTITION OF events FOR VALUES FROM ('2027-01-01') TO ('2028-01-01')`, 1},
+		{"a column of the partitioned table", `ALTER TABLE events ADD COLUMN customer_id bigint`, 1},
+		{"a key on a partition: its root and the table it references", `ALTER TABLE events_2026 ADD FOREIGN KEY (customer_id) REFERENCES customers (id)`, 2},
+		{"the same key on another partition", `ALTER TABLE events_2027 ADD FOREIGN KEY (customer_id) REFERENCES customers (id)`, 0},
 		{"a view replaced", `CREATE OR REPLACE VIEW paid_orders AS SELECT o.id FROM orders o`, 1},
 		{"the referencing table dropped", `DROP TABLE reviews`, 1},
 		{"nothing the chunks show", `CREATE INDEX ON orders (status)`, 0},
-		{"a table renamed", `ALTER TABLE customers RENAME TO clients`, 2},
+		{"a table renamed: it, and the two that join it", `ALTER TABLE customers RENAME TO clients`, 3},
 	}
 	c := shop(t)
 	k := NewChunker(Options{})
