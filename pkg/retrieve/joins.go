@@ -17,7 +17,9 @@ import (
 //     (film_category.category_id and category.category_id), unless that
 //     name is a bare "id", which every table may have; or
 //   - b's key is a bare "id" and it has a column named for b and "id"
-//     (orders.customer_id, customers.id).
+//     (orders.customer_id, customers.id), or for b without the
+//     namespace both names start with (ci_build_needs.build_id,
+//     ci_builds.id).
 //
 // Names compare with case and underscores ignored (CategoryID). Each
 // pair comes once, in either order; declared keys are the caller's.
@@ -64,6 +66,16 @@ func inferJoins(cat *catalog.Catalog) [][2]string {
 			if s := singular(n); s != n {
 				byName[s+"id"] = append(byName[s+"id"], key)
 			}
+			// A namespaced name (ci_builds) is named without its
+			// namespace by the tables that share it (ci_build_needs'
+			// build_id).
+			if ns, rest, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok && rest != "" {
+				r := joinName(rest)
+				byName[ns+"\x00"+r+"id"] = append(byName[ns+"\x00"+r+"id"], key)
+				if s := singular(r); s != r {
+					byName[ns+"\x00"+s+"id"] = append(byName[ns+"\x00"+s+"id"], key)
+				}
+			}
 		}
 		if len(byKey) == 0 && len(byName) == 0 {
 			continue
@@ -80,6 +92,11 @@ func inferJoins(cat *catalog.Catalog) [][2]string {
 				}
 				for _, b := range byName[n] {
 					add(key, b)
+				}
+				if ns, _, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok {
+					for _, b := range byName[ns+"\x00"+n] {
+						add(key, b)
+					}
 				}
 			}
 		}

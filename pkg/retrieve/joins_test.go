@@ -32,6 +32,12 @@ func TestInferJoins(t *testing.T) {
 			 CREATE TABLE orders (id int PRIMARY KEY, customer_id int, category_id int);
 			 CREATE TABLE notes (id int PRIMARY KEY, customersid int);`,
 			[]string{"public.categories public.orders", "public.customers public.notes", "public.customers public.orders"}},
+		{"a namespaced table is named without its namespace within it",
+			`CREATE TABLE ci_builds (id int PRIMARY KEY, runner_id int);
+			 CREATE TABLE ci_runners (id int PRIMARY KEY);
+			 CREATE TABLE ci_build_needs (id int PRIMARY KEY, build_id int);
+			 CREATE TABLE packages_build_infos (id int PRIMARY KEY, build_id int);`,
+			[]string{"public.ci_build_needs public.ci_builds", "public.ci_builds public.ci_runners"}},
 		{"a bare id alone joins nothing",
 			`CREATE TABLE a (id int PRIMARY KEY);
 			 CREATE TABLE b (id int PRIMARY KEY, x int);`,
