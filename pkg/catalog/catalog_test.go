@@ -666,3 +666,25 @@ CREATE AGGREGATE glue(text) (SFUNC = cat2, STYPE = text);`)
 		t.Errorf("glue: %+v", f)
 	}
 }
+
+func TestPartitionRoot(t *testing.T) {
+	c, err := Snapshot("db", "p.sql", `
+CREATE TABLE payment (id int, at date, region int) PARTITION BY RANGE (at);
+CREATE TABLE payment_2022 PARTITION OF payment FOR VALUES FROM ('2022-01-01') TO ('2023-01-01') PARTITION BY LIST (region);
+CREATE TABLE payment_2022_eu PARTITION OF payment_2022 FOR VALUES IN (1);
+CREATE TABLE customer (id int);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ table, root string }{
+		{"payment_2022_eu", "payment"},
+		{"payment_2022", "payment"},
+		{"payment", "payment"},
+		{"customer", "customer"},
+	} {
+		if got := c.PartitionRoot(c.Table(QualName{Schema: "public", Name: tc.table})).Name; got != tc.root {
+			t.Errorf("root of %s: %s, want %s", tc.table, got, tc.root)
+		}
+	}
+}

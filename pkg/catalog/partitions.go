@@ -65,6 +65,20 @@ func (c *Catalog) syncPartitions() {
 	}
 }
 
+// PartitionRoot returns the table t is a partition of, through every
+// level of partitioning, or t itself: the table queries name and
+// indexes chunk, whose rows the partitions hold.
+func (c *Catalog) PartitionRoot(t *Table) *Table {
+	for n := 0; t.PartitionOf != nil && n < len(c.tables); n++ {
+		p := c.tables[*t.PartitionOf]
+		if p == nil {
+			break
+		}
+		t = p
+	}
+	return t
+}
+
 func hasInherited(t *Table) bool {
 	if t.PrimaryKey != nil && t.PrimaryKey.Inherited {
 		return true

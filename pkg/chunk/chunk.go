@@ -147,7 +147,7 @@ type fkIndex struct {
 
 func newFKIndex(c *catalog.Catalog) *fkIndex {
 	tables := c.Tables()
-	return indexFKs(tables, func(i int) []outgoing { return outgoingOf(tables[i]) })
+	return indexFKs(tables, func(i int) []outgoing { return outgoingOf(tables[i]) }, c.PartitionRoot)
 }
 
 // outgoing is one of a table's foreign keys as the hint the table it
@@ -169,10 +169,10 @@ func outgoingOf(t *catalog.Table) []outgoing {
 }
 
 // indexFKs files each table's outgoing hints (outs(i) for tables[i])
-// under the tables they reference, and each partition under its parent.
-func indexFKs(tables []*catalog.Table, outs func(i int) []outgoing) *fkIndex {
+// under the tables they reference, and each partition under its parent
+// and its keys under its root (root(t), the catalog's PartitionRoot).
+func indexFKs(tables []*catalog.Table, outs func(i int) []outgoing, root func(*catalog.Table) *catalog.Table) *fkIndex {
 	idx := &fkIndex{incoming: map[catalog.QualName][]string{}, partitions: map[catalog.QualName][]string{}, partJoins: map[catalog.QualName][]string{}}
-	var byName map[catalog.QualName]*catalog.Table
 	seen := map[catalog.QualName]map[string]bool{}
 	once := func(m map[catalog.QualName][]string, q catalog.QualName, h string) {
 		if seen[q] == nil {
@@ -194,25 +194,16 @@ func indexFKs(tables []*catalog.Table, outs func(i int) []outgoing) *fkIndex {
 		if len(t.ForeignKeys) == 0 {
 			continue
 		}
-		if byName == nil {
-			byName = make(map[catalog.QualName]*catalog.Table, len(tables))
-			for _, other := range tables {
-				byName[other.QualName()] = other
-			}
-		}
 		// Every partition repeats its root's keys (pagila's seven
 		// payment partitions each reference customer): filed once,
 		// under the root's name.
-		root := t
-		for n := 0; root.PartitionOf != nil && byName[*root.PartitionOf] != nil && n < 64; n++ {
-			root = byName[*root.PartitionOf]
-		}
+		rq := root(t).QualName()
 		for _, fk := range t.ForeignKeys {
-			if fk.Inherited || fk.RefTable == t.QualName() || fk.RefTable == root.QualName() {
+			if fk.Inherited || fk.RefTable == t.QualName() || fk.RefTable == rq {
 				continue // a copy of a parent's key, or a join within the root
 			}
-			h := joinHint(root.QualName(), fk)
-			once(idx.partJoins, root.QualName(), h)
+			h := joinHint(rq, fk)
+			once(idx.partJoins, rq, h)
 			once(idx.incoming, fk.RefTable, h)
 		}
 	}

@@ -63,7 +63,7 @@ func (k *Chunker) Catalog(c *catalog.Catalog) []Chunk {
 			outs[i] = outgoingOf(t)
 		}
 	}
-	idx := indexFKs(tables, func(i int) []outgoing { return outs[i] })
+	idx := indexFKs(tables, func(i int) []outgoing { return outs[i] }, c.PartitionRoot)
 	var out []Chunk
 	for i, t := range tables {
 		if t.PartitionOf != nil {

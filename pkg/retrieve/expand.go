@@ -99,17 +99,15 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	}
 	for _, t := range cat.Tables() {
 		g.tables[t.QualName().Key()] = t
-	}
-	for _, t := range cat.Tables() {
 		// A partition is its root table's rows, and only the root is
 		// chunked and named by queries: the keys a partition declares
 		// (pagila's payment declares none, its partitions do) are the
 		// root's joins.
-		key := g.root(t).QualName().Key()
+		key := cat.PartitionRoot(t).QualName().Key()
 		for _, fk := range t.ForeignKeys {
 			ref := fk.RefTable.Key()
-			if rt := g.tables[ref]; rt != nil {
-				ref = g.root(rt).QualName().Key()
+			if rt := cat.Table(fk.RefTable); rt != nil {
+				ref = cat.PartitionRoot(rt).QualName().Key()
 			}
 			link(g.adj, key, ref)
 			link(g.adj, ref, key)
@@ -121,18 +119,6 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 		link(g.joins, j[1], j[0])
 	}
 	return g
-}
-
-// root is the table t is a partition of, through every level, or t.
-func (g *graph) root(t *catalog.Table) *catalog.Table {
-	for seen := 0; t.PartitionOf != nil && seen < 64; seen++ {
-		p := g.tables[t.PartitionOf.Key()]
-		if p == nil {
-			break
-		}
-		t = p
-	}
-	return t
 }
 
 // expand adds bridge tables: a table not yet chosen that is linked by
