@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/text"
 )
 
 // inferJoins finds the joins a schema's names imply where no foreign key
@@ -63,7 +64,7 @@ func inferJoins(cat *catalog.Catalog) [][2]string {
 			}
 			n := joinName(t.Name)
 			byName[n+"id"] = append(byName[n+"id"], key)
-			if s := singular(n); s != n {
+			if s := text.Singular(n); s != n {
 				byName[s+"id"] = append(byName[s+"id"], key)
 			}
 			// A namespaced name (ci_builds) is named without its
@@ -72,7 +73,7 @@ func inferJoins(cat *catalog.Catalog) [][2]string {
 			if ns, rest, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok && rest != "" {
 				r := joinName(rest)
 				byName[ns+"\x00"+r+"id"] = append(byName[ns+"\x00"+r+"id"], key)
-				if s := singular(r); s != r {
+				if s := text.Singular(r); s != r {
 					byName[ns+"\x00"+s+"id"] = append(byName[ns+"\x00"+s+"id"], key)
 				}
 			}
@@ -113,19 +114,4 @@ func joinName(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// singular undoes the commonest English plurals of a table name
-// (categories, addresses, orders), enough to read customer_id as the key
-// of customers.
-func singular(s string) string {
-	switch {
-	case len(s) > 4 && strings.HasSuffix(s, "ies"):
-		return s[:len(s)-3] + "y"
-	case len(s) > 4 && (strings.HasSuffix(s, "ses") || strings.HasSuffix(s, "xes")):
-		return s[:len(s)-2]
-	case len(s) > 3 && strings.HasSuffix(s, "s") && !strings.HasSuffix(s, "ss"):
-		return s[:len(s)-1]
-	}
-	return s
 }

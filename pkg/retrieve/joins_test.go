@@ -38,6 +38,11 @@ func TestInferJoins(t *testing.T) {
 			 CREATE TABLE ci_build_needs (id int PRIMARY KEY, build_id int);
 			 CREATE TABLE packages_build_infos (id int PRIMARY KEY, build_id int);`,
 			[]string{"public.ci_build_needs public.ci_builds", "public.ci_builds public.ci_runners"}},
+		{"plurals of words ending in e",
+			`CREATE TABLE courses (id int PRIMARY KEY);
+			 CREATE TABLE purchases (id int PRIMARY KEY);
+			 CREATE TABLE enrolment (id int PRIMARY KEY, course_id int, purchase_id int);`,
+			[]string{"public.courses public.enrolment", "public.enrolment public.purchases"}},
 		{"a bare id alone joins nothing",
 			`CREATE TABLE a (id int PRIMARY KEY);
 			 CREATE TABLE b (id int PRIMARY KEY, x int);`,

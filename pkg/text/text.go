@@ -330,17 +330,7 @@ func Stem(w string) string {
 	if len(w) <= 3 || !isASCIILower(w) {
 		return w
 	}
-	switch {
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		w = w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"):
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"), strings.HasSuffix(w, "zzes"):
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
-	case strings.HasSuffix(w, "s"):
-		w = w[:len(w)-1]
-	}
+	w = unplural(w)
 	switch {
 	case strings.HasSuffix(w, "ied") && len(w) > 4:
 		w = w[:len(w)-3] + "y"
@@ -351,6 +341,35 @@ func Stem(w string) string {
 		w = undouble(w[:len(w)-3])
 	}
 	return dropFinalE(w)
+}
+
+// Singular undoes the English plural of a lower-case word (categories,
+// addresses, courses, movies), as Stem does before it folds -ed and -ing.
+func Singular(w string) string {
+	if b, ok := irregular[w]; ok {
+		return b
+	}
+	if len(w) <= 3 || !isASCIILower(w) {
+		return w
+	}
+	return unplural(w)
+}
+
+// unplural is Singular's rules, for a word of 4+ ASCII letters.
+func unplural(w string) string {
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		return w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "sses"):
+		return w[:len(w)-2]
+	case strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"), strings.HasSuffix(w, "zzes"):
+		return w[:len(w)-2]
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
+		return w
+	case strings.HasSuffix(w, "s"):
+		return w[:len(w)-1]
+	}
+	return w
 }
 
 // dropFinalE removes a silent final e (release → releas), so that forms

@@ -242,3 +242,14 @@ func FuzzStripDates(f *testing.F) {
 		}
 	})
 }
+
+func TestSingular(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"categories", "category"}, {"addresses", "address"}, {"courses", "course"}, {"purchases", "purchase"},
+		{"boxes", "box"}, {"status", "status"}, {"movies", "movie"}, {"orders", "order"}, {"bus", "bus"}, {"ordered", "ordered"},
+	} {
+		if got := Singular(tc.in); got != tc.want {
+			t.Errorf("Singular(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
