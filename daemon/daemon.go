@@ -551,7 +551,7 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 	if err != nil {
 		return nil, err
 	}
-	out := &events.SearchReply{Database: req.Database, Results: contextItems(res), Timings: timings(res.Timings)}
+	out := &events.SearchReply{Database: req.Database, Results: contextItems(res), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings)}
 	if w := driftWarning(cat); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
@@ -573,7 +573,7 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 	var out *events.AskReply
 	if d.asker == nil {
 		out = &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint, RetrievalOnly: true,
-			Context: contextItems(res), Timings: timings(res.Timings),
+			Context: contextItems(res), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings),
 			Warnings: []string{"no LLM gateway configured: retrieval only"}}
 		for _, it := range res.Items {
 			if it.Kind == "table" || it.Kind == "view" {

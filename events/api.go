@@ -178,6 +178,17 @@ func (r *TablesRequest) Validate() error {
 	return ValidateDatabase(r.Database)
 }
 
+// Join is a join between two tables of a reply that their column names
+// imply and no foreign key declares (orders.customer_id and
+// customers.id): the context of a schema without keys, which a prompt
+// should show beside the tables' DDL. Declared keys are in the DDL.
+type Join struct {
+	From       string `json:"from"` // schema.table
+	FromColumn string `json:"from_column"`
+	To         string `json:"to"` // schema.table, keyed by to_column
+	ToColumn   string `json:"to_column"`
+}
+
 // ContextItem is one piece of retrieved context.
 type ContextItem struct {
 	ID    string  `json:"id"`   // chunk id, db:kind:name[:part]
@@ -283,6 +294,8 @@ const MaxDriftListed = 100
 type SearchReply struct {
 	Database string        `json:"database"`
 	Results  []ContextItem `json:"results"`
+	// Joins are the joins the names imply between two of the results.
+	Joins []Join `json:"joins,omitempty"`
 	// Warnings say what may make the results incomplete, such as drift
 	// in the database's catalog.
 	Warnings []string `json:"warnings,omitempty"`
@@ -303,16 +316,19 @@ type AskReply struct {
 	RejectedSQL string `json:"rejected_sql,omitempty"`
 	// RetrievalOnly: the daemon has no model gateway, so SQL is empty and
 	// Context is what a model would have been given.
-	RetrievalOnly bool               `json:"retrieval_only,omitempty"`
-	Explanation   string             `json:"explanation,omitempty"`
-	Tables        []string           `json:"tables,omitempty"`
-	Context       []ContextItem      `json:"context,omitempty"`
-	Warnings      []string           `json:"warnings,omitempty"`
-	Usage         *Usage             `json:"usage,omitempty"`
-	Timings       map[string]float64 `json:"timings_ms,omitempty"`
-	Explain       any                `json:"explain,omitempty"`
-	QueryTerms    []QueryTerm        `json:"query_terms,omitempty"`
-	Error         *Error             `json:"error,omitempty"`
+	RetrievalOnly bool          `json:"retrieval_only,omitempty"`
+	Explanation   string        `json:"explanation,omitempty"`
+	Tables        []string      `json:"tables,omitempty"`
+	Context       []ContextItem `json:"context,omitempty"`
+	// Joins are the joins the names imply between two tables of Context;
+	// the prompt shows them.
+	Joins      []Join             `json:"joins,omitempty"`
+	Warnings   []string           `json:"warnings,omitempty"`
+	Usage      *Usage             `json:"usage,omitempty"`
+	Timings    map[string]float64 `json:"timings_ms,omitempty"`
+	Explain    any                `json:"explain,omitempty"`
+	QueryTerms []QueryTerm        `json:"query_terms,omitempty"`
+	Error      *Error             `json:"error,omitempty"`
 }
 
 // WireError is the reply's error, so a server can send an error reply

@@ -60,6 +60,7 @@ func mcpFixture(t *testing.T) *client.Client {
 	if _, errOut, code := runAt(t, url, "publish", "examples", "--db", "shop", filepath.Join(shop, "examples.jsonl")); code != exitOK {
 		t.Fatalf("publish examples: %s", errOut)
 	}
+	publishVideo(t, url)
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +144,8 @@ func TestMCPTools(t *testing.T) {
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "what came back", "hints": "came back refers to refunds", "k": 3}, false, []string{`"hint_rank"`, `"why":"hint:question"`}},
 		// A name written out picks its table.
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "what came back", "hints": "refers to payments.order_id", "k": 3}, false, []string{`"identifier":"payments.order_id","identifier_rank":1`}},
+		// A schema without foreign keys: the joins its names imply.
+		{"search_schema", map[string]any{"database": "video", "question": "How many comedy films are there?"}, false, []string{`"joins":["public.film_category.category_id = public.category.category_id","public.film_category.film_id = public.film.film_id"]`}},
 		// Drift in a catalog is shown by the tools about its database.
 		{"list_tables", map[string]any{"database": "tenant"}, false, []string{`"drift_total":4`, `"inferred":"column public.projects.tenant_id"`}},
 		{"search_schema", map[string]any{"database": "tenant", "question": "tenant of each invoice"}, false, []string{`"warnings":["the catalog of tenant has drift: 4 statement(s)`}},
@@ -175,9 +178,9 @@ func TestMCPTools(t *testing.T) {
 		t.Errorf("resource: %+v %v", res, err)
 	}
 	// resources/list names every table and view, each readable: the
-	// shop's 8 and the tenant fixture's 6.
+	// shop's 8, the tenant fixture's 6 and video's 4.
 	listed, err := cs.ListResources(ctx, nil)
-	if err != nil || len(listed.Resources) != 14 {
+	if err != nil || len(listed.Resources) != 18 {
 		t.Fatalf("resources/list: %v %v", listed, err)
 	}
 	for _, r := range listed.Resources {

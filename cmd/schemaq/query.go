@@ -108,6 +108,9 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 		for i, c := range reply.Context {
 			fmt.Fprintf(e.stdout, "-- %2d  %-7s %s\n", i+1, c.Kind, c.Name)
 		}
+		for _, j := range reply.Joins {
+			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", joinText(j))
+		}
 	}
 	for _, w := range reply.Warnings {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
@@ -173,6 +176,12 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	for _, r := range bridges {
 		fmt.Fprintf(e.stdout, "    %-7s %-40s %s\n", r.Kind, r.Name, r.Bridge)
 		printText(e, *text, r.Text)
+	}
+	if len(reply.Joins) > 0 {
+		fmt.Fprintln(e.stdout, "joins the column names imply (no foreign key declares them):")
+	}
+	for _, j := range reply.Joins {
+		fmt.Fprintf(e.stdout, "    %s\n", joinText(j))
 	}
 	if *explain {
 		printQueryTerms(e, "", reply.QueryTerms)
@@ -273,4 +282,9 @@ func printDrift(e *env, reply *events.TablesReply) {
 	if n := reply.DriftTotal - len(reply.Drift); n > 0 {
 		fmt.Fprintf(e.stderr, "  … and %d more\n", n)
 	}
+}
+
+// joinText writes a join as the prompt does: from.column = to.column.
+func joinText(j events.Join) string {
+	return j.From + "." + j.FromColumn + " = " + j.To + "." + j.ToColumn
 }

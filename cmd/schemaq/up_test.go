@@ -196,6 +196,11 @@ func TestQuickStart(t *testing.T) {
 		!strings.Contains(out, "-- context:") || !regexp.MustCompile(`--  1  (table|view) +public\.\w+`).MatchString(out) {
 		t.Errorf("retrieval-only ask (exit %d): %s", code, out)
 	}
+	publishVideo(t, url)
+	if out, _, code := runAt(t, url, "ask", "--db", "video", "How many comedy films are there?"); code != exitOK ||
+		!strings.Contains(out, "-- join (by name): public.film_category.category_id = public.category.category_id\n") {
+		t.Errorf("retrieval-only ask (exit %d) without the inferred joins: %s", code, out)
+	}
 	if _, errOut, code := runAt(t, url, "ask", "--db", "nope", "anything?"); code != exitFailure || !strings.Contains(errOut, "unknown_database") {
 		t.Errorf("ask unknown db (exit %d): %s", code, errOut)
 	}
@@ -274,6 +279,7 @@ func TestAskWithGateway(t *testing.T) {
 		`{"sql": "SELECT c.name, count(o.id) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.name ORDER BY 2 DESC;", "explanation": "orders per customer"}`,
 		`{"sql": "DELETE FROM orders"}`, `{"sql": "SELECT pg_sleep(1)"}`, // rejected, then rejected again after the repair
 		`{"sql": "DELETE FROM orders"}`, `{"sql": "SELECT pg_sleep(1)"}`, // the same, asked for JSON
+		`{"sql": "SELECT count(*) FROM film_category fc JOIN category c ON c.category_id = fc.category_id WHERE c.name = 'Comedy'", "explanation": "comedies"}`,
 	}
 	var prompts []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -329,6 +335,43 @@ func TestAskWithGateway(t *testing.T) {
 		RejectedSQL *string `json:"rejected_sql"`
 	}{&rep.SQL, &rep.RejectedSQL}); err != nil || code != exitFailure || rep.SQL != "" || rep.RejectedSQL != "SELECT pg_sleep(1)" {
 		t.Errorf("rejected ask --json (exit %d): %s", code, out)
+	}
+
+	// A schema that declares no foreign keys: the prompt gives the model
+	// the joins its names imply among the tables it shows.
+	publishVideo(t, url)
+	if out, errOut, code := runAt(t, url, "ask", "--db", "video", "How many comedy films are there?"); code != exitOK || !strings.Contains(out, "JOIN category") {
+		t.Fatalf("ask video (exit %d): %s %s", code, out, errOut)
+	}
+	mu.Lock()
+	last := prompts[len(prompts)-1]
+	mu.Unlock()
+	if !strings.Contains(last, "## Joins implied by column names (no foreign key declares them)\n\nfilm_category.category_id = category.category_id\nfilm_category.film_id = film.film_id\n") {
+		t.Errorf("the prompt lacks the inferred joins:\n%s", last)
+	}
+	// search shows them too, after its results.
+	if out, _, code := runAt(t, url, "search", "--db", "video", "comedy films"); code != exitOK ||
+		!strings.Contains(out, "joins the column names imply (no foreign key declares them):\n    public.film_category.category_id = public.category.category_id\n") {
+		t.Errorf("search (exit %d) without the inferred joins:\n%s", code, out)
+	}
+}
+
+// videoDDL declares no foreign keys: its joins are in its names alone.
+const videoDDL = `CREATE TABLE film (film_id int PRIMARY KEY, title text);
+CREATE TABLE category (category_id int PRIMARY KEY, name text);
+CREATE TABLE film_category (film_id int, category_id int, PRIMARY KEY (film_id, category_id));
+CREATE TABLE actor (actor_id int PRIMARY KEY, first_name text, last_name text);
+`
+
+// publishVideo publishes videoDDL as the snapshot of database video.
+func publishVideo(t *testing.T, url string) {
+	t.Helper()
+	video := filepath.Join(t.TempDir(), "video.sql")
+	if err := os.WriteFile(video, []byte(videoDDL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runAt(t, url, "publish", "snapshot", "--db", "video", "--wait", "20s", video); code != exitOK {
+		t.Fatalf("publish snapshot: %s", errOut)
 	}
 }
 

@@ -42,11 +42,12 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRe
 	for _, it := range res.Items {
 		reply.Context = append(reply.Context, events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score})
 	}
+	reply.Joins = retrieve.WireJoins(res.Joins)
 	reply.Warnings = append(reply.Warnings, res.Warnings...)
 	if req.Explain {
 		reply.Explain, reply.QueryTerms = res.Explain, res.Terms
 	}
-	msgs := Prompt(req.Database, res.Items, req.Question, req.Hints)
+	msgs := Prompt(req.Database, res.Items, res.Joins, req.Question, req.Hints)
 	var usage Usage
 	var llm, guard time.Duration
 	try := func(msgs []Message) (*attempt, error) {

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 )
@@ -19,12 +20,13 @@ Rules:
 - Answer with one JSON object and nothing else: {"sql": "<the query>", "explanation": "<one sentence>"}`
 
 // Prompt builds the messages for a question: the system message holds the
-// instructions, then the chosen tables' and views' DDL, docs and examples,
-// each group in a fixed order (by name, not by retrieval rank), so two
-// asks with the same context send byte-identical prefixes; the question
-// comes last, with the caller's hints, if any, after it: they change per
-// question, so they stay out of the cacheable prefix.
-func Prompt(db string, items []retrieve.Item, question, hints string) []Message {
+// instructions, then the chosen tables' and views' DDL, the joins their
+// names imply where no key declares them, docs and examples, each group
+// in a fixed order (by name, not by retrieval rank), so two asks with the
+// same context send byte-identical prefixes; the question comes last,
+// with the caller's hints, if any, after it: they change per question, so
+// they stay out of the cacheable prefix.
+func Prompt(db string, items []retrieve.Item, joins []retrieve.InferredJoin, question, hints string) []Message {
 	var schema, docs, examples []retrieve.Item
 	for _, it := range items {
 		switch it.Kind {
@@ -52,6 +54,16 @@ func Prompt(db string, items []retrieve.Item, question, hints string) []Message 
 		}
 	}
 	section("Schema", schema)
+	if len(joins) > 0 {
+		// A schema without foreign keys (loaded from files, dumped
+		// without constraints) leaves the model to guess its joins;
+		// these are the ones the names make plain, marked as inferred
+		// so that the model weighs them as such.
+		b.WriteString("\n## Joins implied by column names (no foreign key declares them)\n\n")
+		for _, j := range joins {
+			b.WriteString(column(j.From, j.FromColumn) + " = " + column(j.To, j.ToColumn) + "\n")
+		}
+	}
 	section("Documentation", docs)
 	section("Examples", examples)
 	user := question
@@ -59,6 +71,16 @@ func Prompt(db string, items []retrieve.Item, question, hints string) []Message 
 		user += "\n\nHints from the asker (definitions and column meanings to rely on):\n" + h
 	}
 	return []Message{{Role: "system", Content: b.String()}, {Role: "user", Content: user}}
+}
+
+// column names a table's column as a query would: the schema only when it
+// is not public, as the instructions ask.
+func column(t catalog.QualName, col string) string {
+	s := catalog.QuoteIdent(t.Name) + "." + catalog.QuoteIdent(col)
+	if t.Schema != "public" {
+		s = catalog.QuoteIdent(t.Schema) + "." + s
+	}
+	return s
 }
 
 // repairMessages continues a conversation whose answer was rejected,

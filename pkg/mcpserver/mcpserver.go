@@ -177,8 +177,12 @@ type SearchResult struct {
 
 // SearchOut is search_schema's result.
 type SearchOut struct {
-	Results  []SearchResult `json:"results"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Results []SearchResult `json:"results"`
+	// Joins are the joins the column names imply between two results
+	// where no foreign key declares them ("film_category.category_id =
+	// category.category_id"); declared keys are in the tables' text.
+	Joins    []string `json:"joins,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, SearchOut, error) {
@@ -201,6 +205,7 @@ func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in Sea
 		}
 		out.Results = append(out.Results, res)
 	}
+	out.Joins = joinLines(r.Joins)
 	return nil, out, nil
 }
 
@@ -222,6 +227,7 @@ type AskOut struct {
 	// is what a model would have been given.
 	RetrievalOnly bool     `json:"retrieval_only,omitempty"`
 	Context       []string `json:"context,omitempty"`
+	Joins         []string `json:"joins,omitempty"` // with Context: as in SearchOut
 }
 
 func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*mcp.CallToolResult, AskOut, error) {
@@ -237,6 +243,7 @@ func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*
 		for _, c := range r.Context {
 			out.Context = append(out.Context, c.Kind+" "+c.Name)
 		}
+		out.Joins = joinLines(r.Joins)
 	}
 	return nil, out, nil
 }
@@ -345,4 +352,13 @@ func (t *tools) readTable(ctx context.Context, req *mcp.ReadResourceRequest) (*m
 		return nil, toolError(err)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: r.Tables[0].DDL}}}, nil
+}
+
+// joinLines writes joins as a query would: from.column = to.column.
+func joinLines(joins []events.Join) []string {
+	var out []string
+	for _, j := range joins {
+		out = append(out, j.From+"."+j.FromColumn+" = "+j.To+"."+j.ToColumn)
+	}
+	return out
 }

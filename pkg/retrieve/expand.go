@@ -21,9 +21,12 @@ type graph struct {
 	// joins are the joins the names imply where no key declares them
 	// (inferJoins), by table key both ways; propagation follows them
 	// with Config.InferJoins, bridges do not.
-	joins  map[string]map[string]bool
-	chunks *chunk.Tabler // renders bridge tables as the index would
-	vocab  *vocab        // scores schemas for routing
+	joins map[string]map[string]bool
+	// inferred lists each inferred join under both of its tables' keys,
+	// for the joins among the tables a result returns.
+	inferred map[string][]InferredJoin
+	chunks   *chunk.Tabler // renders bridge tables as the index would
+	vocab    *vocab        // scores schemas for routing
 }
 
 // graphCache keeps the graph of the latest catalog seen per database.
@@ -113,10 +116,13 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 			link(g.adj, ref, key)
 		}
 	}
-	g.joins = map[string]map[string]bool{}
+	g.joins, g.inferred = map[string]map[string]bool{}, map[string][]InferredJoin{}
 	for _, j := range inferJoins(cat) {
-		link(g.joins, j[0], j[1])
-		link(g.joins, j[1], j[0])
+		a, b := j.From.Key(), j.To.Key()
+		link(g.joins, a, b)
+		link(g.joins, b, a)
+		g.inferred[a] = append(g.inferred[a], j)
+		g.inferred[b] = append(g.inferred[b], j)
 	}
 	return g
 }

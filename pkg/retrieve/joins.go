@@ -1,11 +1,39 @@
 package retrieve
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/text"
 )
+
+// InferredJoin is a join a schema's names imply where no foreign key
+// declares it: From.FromColumn = To.ToColumn, To's one-column primary
+// key. Both tables are in one schema.
+type InferredJoin struct {
+	From       catalog.QualName
+	FromColumn string
+	To         catalog.QualName
+	ToColumn   string
+}
+
+// Wire is the join as replies carry it.
+func (j InferredJoin) Wire() events.Join {
+	return events.Join{From: j.From.Key(), FromColumn: j.FromColumn, To: j.To.Key(), ToColumn: j.ToColumn}
+}
+
+// WireJoins converts a result's joins for a reply; nil when there are none.
+func WireJoins(joins []InferredJoin) []events.Join {
+	var out []events.Join
+	for _, j := range joins {
+		out = append(out, j.Wire())
+	}
+	return out
+}
 
 // inferJoins finds the joins a schema's names imply where no foreign key
 // declares them: many schemas declare few or none (a warehouse loaded
@@ -23,58 +51,57 @@ import (
 //     ci_builds.id).
 //
 // Names compare with case and underscores ignored (CategoryID). Each
-// pair comes once, in either order; declared keys are the caller's.
-func inferJoins(cat *catalog.Catalog) [][2]string {
-	type keyed struct {
-		key  string // table key
-		name string // the table's name, normalised
-	}
+// pair of columns comes once: two tables keyed by the same name join
+// each other from one side only.
+func inferJoins(cat *catalog.Catalog) []InferredJoin {
 	bySchema := map[string][]*catalog.Table{}
 	for _, t := range cat.Tables() {
 		if t.PartitionOf == nil {
 			bySchema[t.Schema] = append(bySchema[t.Schema], t)
 		}
 	}
-	var out [][2]string
-	seen := map[[2]string]bool{}
-	add := func(a, b string) {
-		if a == b {
+	var out []InferredJoin
+	type end struct{ table, column string }
+	seen := map[[2]end]bool{}
+	add := func(t *catalog.Table, col string, b *catalog.Table) {
+		if t == b {
 			return
 		}
-		if a > b {
-			a, b = b, a
+		j := InferredJoin{From: t.QualName(), FromColumn: col, To: b.QualName(), ToColumn: b.PrimaryKey.Columns[0]}
+		e := [2]end{{j.From.Key(), strings.ToLower(j.FromColumn)}, {j.To.Key(), strings.ToLower(j.ToColumn)}}
+		if e[1].table < e[0].table || (e[1].table == e[0].table && e[1].column < e[0].column) {
+			e[0], e[1] = e[1], e[0]
 		}
-		if !seen[[2]string{a, b}] {
-			seen[[2]string{a, b}] = true
-			out = append(out, [2]string{a, b})
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, j)
 		}
 	}
 	for _, tables := range bySchema {
-		byKey := map[string][]string{}  // key column → tables keyed by it
-		byName := map[string][]string{} // name+"id" → tables keyed by a bare id
+		byKey := map[string][]*catalog.Table{}  // key column → tables keyed by it
+		byName := map[string][]*catalog.Table{} // name+"id" → tables keyed by a bare id
 		for _, t := range tables {
 			if t.PrimaryKey == nil || len(t.PrimaryKey.Columns) != 1 {
 				continue
 			}
 			k := joinName(t.PrimaryKey.Columns[0])
-			key := t.QualName().Key()
 			if k != "id" {
-				byKey[k] = append(byKey[k], key)
+				byKey[k] = append(byKey[k], t)
 				continue
 			}
 			n := joinName(t.Name)
-			byName[n+"id"] = append(byName[n+"id"], key)
+			byName[n+"id"] = append(byName[n+"id"], t)
 			if s := text.Singular(n); s != n {
-				byName[s+"id"] = append(byName[s+"id"], key)
+				byName[s+"id"] = append(byName[s+"id"], t)
 			}
 			// A namespaced name (ci_builds) is named without its
 			// namespace by the tables that share it (ci_build_needs'
 			// build_id).
 			if ns, rest, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok && rest != "" {
 				r := joinName(rest)
-				byName[ns+"\x00"+r+"id"] = append(byName[ns+"\x00"+r+"id"], key)
+				byName[ns+"\x00"+r+"id"] = append(byName[ns+"\x00"+r+"id"], t)
 				if s := text.Singular(r); s != r {
-					byName[ns+"\x00"+s+"id"] = append(byName[ns+"\x00"+s+"id"], key)
+					byName[ns+"\x00"+s+"id"] = append(byName[ns+"\x00"+s+"id"], t)
 				}
 			}
 		}
@@ -85,18 +112,17 @@ func inferJoins(cat *catalog.Catalog) [][2]string {
 			if len(t.ForeignKeys) > 0 {
 				continue // it declares its joins
 			}
-			key := t.QualName().Key()
 			for _, c := range t.Columns {
 				n := joinName(c.Name)
 				for _, b := range byKey[n] {
-					add(key, b)
+					add(t, c.Name, b)
 				}
 				for _, b := range byName[n] {
-					add(key, b)
+					add(t, c.Name, b)
 				}
 				if ns, _, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok {
 					for _, b := range byName[ns+"\x00"+n] {
-						add(key, b)
+						add(t, c.Name, b)
 					}
 				}
 			}
@@ -114,4 +140,31 @@ func joinName(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// joinsAmong returns the inferred joins between two tables of items,
+// ordered by their tables and columns so that the same items always
+// give the same list (the prompt's cacheable prefix holds it).
+func (g *graph) joinsAmong(items []Item) []InferredJoin {
+	in := map[string]bool{}
+	for _, it := range items {
+		if it.Kind == chunk.KindTable {
+			in[it.Name] = true
+		}
+	}
+	var out []InferredJoin
+	for _, it := range items {
+		for _, j := range g.inferred[it.Name] {
+			// Each join is listed under both its tables: take it once,
+			// under its From.
+			if j.From.Key() == it.Name && in[j.To.Key()] {
+				out = append(out, j)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b InferredJoin) int {
+		return cmp.Or(strings.Compare(a.From.Key(), b.From.Key()), strings.Compare(a.FromColumn, b.FromColumn),
+			strings.Compare(a.To.Key(), b.To.Key()))
+	})
+	return out
 }

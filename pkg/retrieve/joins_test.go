@@ -11,38 +11,38 @@ import (
 func TestInferJoins(t *testing.T) {
 	for _, tc := range []struct {
 		name, ddl string
-		want      []string // "a b", a < b
+		want      []string // "from.column → to.column"
 	}{
 		{"a column named as another table's key",
 			`CREATE TABLE film (film_id int PRIMARY KEY, title text);
 			 CREATE TABLE category (category_id int PRIMARY KEY, name text);
 			 CREATE TABLE film_category (film_id int, category_id int, PRIMARY KEY (film_id, category_id));`,
-			[]string{"public.category public.film_category", "public.film public.film_category"}},
+			[]string{"public.film_category.category_id → public.category.category_id", "public.film_category.film_id → public.film.film_id"}},
 		{"case and underscores ignored",
 			`CREATE TABLE "Team" ("TeamID" int PRIMARY KEY);
 			 CREATE TABLE player (player_id int PRIMARY KEY, team_id int);`,
-			[]string{"public.player public.team"}},
+			[]string{"public.player.team_id → public.team.TeamID"}},
 		{"one key shared by two tables",
 			`CREATE TABLE person (name text PRIMARY KEY);
 			 CREATE TABLE male (name text PRIMARY KEY);`,
-			[]string{"public.male public.person"}},
+			[]string{"public.male.name → public.person.name"}},
 		{"a bare id names its table, singular or plural",
 			`CREATE TABLE customers (id int PRIMARY KEY, name text);
 			 CREATE TABLE categories (id int PRIMARY KEY);
 			 CREATE TABLE orders (id int PRIMARY KEY, customer_id int, category_id int);
 			 CREATE TABLE notes (id int PRIMARY KEY, customersid int);`,
-			[]string{"public.categories public.orders", "public.customers public.notes", "public.customers public.orders"}},
+			[]string{"public.notes.customersid → public.customers.id", "public.orders.category_id → public.categories.id", "public.orders.customer_id → public.customers.id"}},
 		{"a namespaced table is named without its namespace within it",
 			`CREATE TABLE ci_builds (id int PRIMARY KEY, runner_id int);
 			 CREATE TABLE ci_runners (id int PRIMARY KEY);
 			 CREATE TABLE ci_build_needs (id int PRIMARY KEY, build_id int);
 			 CREATE TABLE packages_build_infos (id int PRIMARY KEY, build_id int);`,
-			[]string{"public.ci_build_needs public.ci_builds", "public.ci_builds public.ci_runners"}},
+			[]string{"public.ci_build_needs.build_id → public.ci_builds.id", "public.ci_builds.runner_id → public.ci_runners.id"}},
 		{"plurals of words ending in e",
 			`CREATE TABLE courses (id int PRIMARY KEY);
 			 CREATE TABLE purchases (id int PRIMARY KEY);
 			 CREATE TABLE enrolment (id int PRIMARY KEY, course_id int, purchase_id int);`,
-			[]string{"public.courses public.enrolment", "public.enrolment public.purchases"}},
+			[]string{"public.enrolment.course_id → public.courses.id", "public.enrolment.purchase_id → public.purchases.id"}},
 		{"a bare id alone joins nothing",
 			`CREATE TABLE a (id int PRIMARY KEY);
 			 CREATE TABLE b (id int PRIMARY KEY, x int);`,
@@ -69,7 +69,7 @@ func TestInferJoins(t *testing.T) {
 			}
 			var got []string
 			for _, j := range inferJoins(cat) {
-				got = append(got, j[0]+" "+j[1])
+				got = append(got, j.From.Key()+"."+j.FromColumn+" → "+j.To.Key()+"."+j.ToColumn)
 			}
 			slices.Sort(got)
 			if !slices.Equal(got, tc.want) {

@@ -216,7 +216,12 @@ type Result struct {
 	Warnings []string
 	Explain  []Explain
 	// Terms are the BM25 query's terms, each with where it came from.
-	Terms   []Term
+	Terms []Term
+	// Joins are the joins the names imply between two tables of Items
+	// where no foreign key declares them (Config.InferJoins). Declared
+	// keys are in the tables' DDL; these are not, and a model writing
+	// SQL over a schema without keys would otherwise guess them.
+	Joins   []InferredJoin
 	Timings Timings
 }
 
@@ -588,6 +593,9 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	res.Timings.Expand = time.Since(t0)
 	items, res.Truncated = budget(items, r.cfg.TokenBudget)
 	res.Items = items
+	if r.cfg.InferJoins && cat != nil {
+		res.Joins = r.graphs.get(cat).joinsAmong(items)
+	}
 
 	final := map[string]int{}
 	for i, it := range items {

@@ -740,3 +740,72 @@ CREATE TABLE language (language_id int PRIMARY KEY, name text);
 		}
 	}
 }
+
+// TestResultJoins: a result lists the joins the names imply between two
+// of its tables, and only those: a table that declares its keys has its
+// joins in its DDL, and a join to a table not returned helps no prompt.
+func TestResultJoins(t *testing.T) {
+	const ddl = `
+CREATE TABLE film (film_id int PRIMARY KEY, title text, length int);
+CREATE TABLE category (category_id int PRIMARY KEY, name text);
+CREATE TABLE film_category (film_id int, category_id int, PRIMARY KEY (film_id, category_id));
+CREATE TABLE actor (actor_id int PRIMARY KEY, first_name text, last_name text);
+CREATE TABLE film_actor (actor_id int, film_id int, PRIMARY KEY (actor_id, film_id));
+CREATE TABLE customer (customer_id int PRIMARY KEY, first_name text, last_name text);
+CREATE TABLE inventory (inventory_id int PRIMARY KEY, film_id int);
+CREATE TABLE rental (rental_id int PRIMARY KEY, customer_id int REFERENCES customer, inventory_id int);
+`
+	// Every join the names imply (rental declares its keys, so none of
+	// its own).
+	all := []string{
+		"public.film_actor.actor_id = public.actor.actor_id",
+		"public.film_actor.film_id = public.film.film_id",
+		"public.film_category.category_id = public.category.category_id",
+		"public.film_category.film_id = public.film.film_id",
+		"public.inventory.film_id = public.film.film_id",
+	}
+	cat, err := catalog.Snapshot("video", "video.sql", ddl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	for _, tc := range []struct {
+		q     string
+		k     int
+		infer bool
+	}{
+		{"How many comedy films are there?", 4, true},
+		{"Which actors played in comedy films?", 6, true},
+		{"Which customers rented a film?", 8, true},
+		{"Which actors played in comedy films?", 6, false},
+	} {
+		cfg := retrieve.DefaultConfig
+		cfg.InferJoins = tc.infer
+		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Retrieve(context.Background(), retrieve.Request{Database: "video", Question: tc.q, K: tc.k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := names(res.Items)
+		var want []string
+		for _, j := range all {
+			from, to, _ := strings.Cut(j, " = ")
+			if tc.infer && slices.Contains(in, from[:strings.LastIndex(from, ".")]) && slices.Contains(in, to[:strings.LastIndex(to, ".")]) {
+				want = append(want, j)
+			}
+		}
+		var got []string
+		for _, j := range res.Joins {
+			got = append(got, j.From.Key()+"."+j.FromColumn+" = "+j.To.Key()+"."+j.ToColumn)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q (k %d, infer %v): joins %q, want %q among %v", tc.q, tc.k, tc.infer, got, want, in)
+		}
+		if tc.infer && tc.k <= 6 && len(got) == 0 {
+			t.Errorf("%q: no join among %v", tc.q, in)
+		}
+	}
+}
