@@ -56,6 +56,12 @@ type Retriever interface {
 	Retrieve(ctx context.Context, req retrieve.Request) (*retrieve.Result, error)
 }
 
+// joinInferrer is a Retriever that also knows the joins a catalog's names
+// imply, which describing a table shows beside its declared keys.
+type joinInferrer interface {
+	InferredJoins(cat *catalog.Catalog, table catalog.QualName) []retrieve.InferredJoin
+}
+
 // Asker turns a question and its retrieved context into checked SQL. A nil
 // Asker makes ask retrieval-only.
 type Asker interface {
@@ -658,6 +664,11 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 				for i := range fk.Columns {
 					info.ReferencedBy = append(info.ReferencedBy, other.Schema+"."+other.Name+"."+fk.Columns[i]+" → "+fk.RefColumns[i])
 				}
+			}
+		}
+		if ji, ok := d.ret.(joinInferrer); ok {
+			for _, j := range ji.InferredJoins(cat, t.QualName()) {
+				info.Joins = append(info.Joins, j.String())
 			}
 		}
 		for _, c := range t.Columns {

@@ -350,6 +350,9 @@ type TableInfo struct {
 	References   []string `json:"references,omitempty"`    // "customer_id → public.customers.id"
 	ReferencedBy []string `json:"referenced_by,omitempty"` // "public.orders.customer_id → id"
 	Enums        []string `json:"enums,omitempty"`         // "status: pending, paid, shipped"
+	// Joins are the joins of the table that its schema's column names
+	// imply and no foreign key declares (docs/retrieval.md, stage 7).
+	Joins []string `json:"joins,omitempty"` // "public.film_category.category_id = public.category.category_id"
 }
 
 // TablesReply is the reply of the tables endpoint.

@@ -145,6 +145,7 @@ func TestMCPTools(t *testing.T) {
 		// A name written out picks its table.
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "what came back", "hints": "refers to payments.order_id", "k": 3}, false, []string{`"identifier":"payments.order_id","identifier_rank":1`}},
 		// A schema without foreign keys: the joins its names imply.
+		{"describe_table", map[string]any{"database": "video", "table": "film_category"}, false, []string{`"joins":["public.film_category.category_id = public.category.category_id","public.film_category.film_id = public.film.film_id"]`}},
 		{"search_schema", map[string]any{"database": "video", "question": "How many comedy films are there?"}, false, []string{`"joins":["public.film_category.category_id = public.category.category_id","public.film_category.film_id = public.film.film_id"]`}},
 		// Drift in a catalog is shown by the tools about its database.
 		{"list_tables", map[string]any{"database": "tenant"}, false, []string{`"drift_total":4`, `"inferred":"column public.projects.tenant_id"`}},

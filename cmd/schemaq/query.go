@@ -229,6 +229,9 @@ func runTables(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.NArg() == 1 {
 		fmt.Fprint(e.stdout, reply.Tables[0].DDL)
+		for _, j := range reply.Tables[0].Joins {
+			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j)
+		}
 		printDrift(e, reply)
 		return nil
 	}

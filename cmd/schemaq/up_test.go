@@ -201,6 +201,11 @@ func TestQuickStart(t *testing.T) {
 		!strings.Contains(out, "-- join (by name): public.film_category.category_id = public.category.category_id\n") {
 		t.Errorf("retrieval-only ask (exit %d) without the inferred joins: %s", code, out)
 	}
+	// Describing a table shows the joins its names imply, both ways.
+	if out, _, code := runAt(t, url, "tables", "--db", "video", "category"); code != exitOK ||
+		!strings.HasSuffix(out, ");\n-- join (by name): public.film_category.category_id = public.category.category_id\n") {
+		t.Errorf("tables category (exit %d): %q", code, out)
+	}
 	if _, errOut, code := runAt(t, url, "ask", "--db", "nope", "anything?"); code != exitFailure || !strings.Contains(errOut, "unknown_database") {
 		t.Errorf("ask unknown db (exit %d): %s", code, errOut)
 	}

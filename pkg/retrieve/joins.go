@@ -162,9 +162,30 @@ func (g *graph) joinsAmong(items []Item) []InferredJoin {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b InferredJoin) int {
-		return cmp.Or(strings.Compare(a.From.Key(), b.From.Key()), strings.Compare(a.FromColumn, b.FromColumn),
-			strings.Compare(a.To.Key(), b.To.Key()))
-	})
+	slices.SortFunc(out, compareJoins)
 	return out
+}
+
+func compareJoins(a, b InferredJoin) int {
+	return cmp.Or(strings.Compare(a.From.Key(), b.From.Key()), strings.Compare(a.FromColumn, b.FromColumn),
+		strings.Compare(a.To.Key(), b.To.Key()))
+}
+
+// InferredJoins returns the joins the names imply between table and the
+// other tables of its schema (inferJoins), ordered, or nil when
+// Config.InferJoins is off: what describing a table adds to the keys it
+// declares.
+func (r *Retriever) InferredJoins(cat *catalog.Catalog, table catalog.QualName) []InferredJoin {
+	if !r.cfg.InferJoins || cat == nil {
+		return nil
+	}
+	out := slices.Clone(r.graphs.get(cat).inferred[table.Key()])
+	slices.SortFunc(out, compareJoins)
+	return out
+}
+
+// String writes the join as a query would: from.column = to.column,
+// schema-qualified.
+func (j InferredJoin) String() string {
+	return j.From.Schema + "." + j.From.Name + "." + j.FromColumn + " = " + j.To.Schema + "." + j.To.Name + "." + j.ToColumn
 }

@@ -807,5 +807,17 @@ CREATE TABLE rental (rental_id int PRIMARY KEY, customer_id int REFERENCES custo
 		if tc.infer && tc.k <= 6 && len(got) == 0 {
 			t.Errorf("%q: no join among %v", tc.q, in)
 		}
+		// Describing film: its joins both ways, whatever was retrieved.
+		var film []string
+		for _, j := range r.InferredJoins(cat, catalog.QualName{Schema: "public", Name: "film"}) {
+			film = append(film, j.String())
+		}
+		var wantFilm []string
+		if tc.infer {
+			wantFilm = []string{all[1], all[3], all[4]}
+		}
+		if !slices.Equal(film, wantFilm) {
+			t.Errorf("infer %v: film's joins %q, want %q", tc.infer, film, wantFilm)
+		}
 	}
 }
