@@ -189,6 +189,9 @@ type Join struct {
 	ToColumn   string `json:"to_column"`
 }
 
+// String writes the join as a query would: from.column = to.column.
+func (j Join) String() string { return j.From + "." + j.FromColumn + " = " + j.To + "." + j.ToColumn }
+
 // ContextItem is one piece of retrieved context.
 type ContextItem struct {
 	ID    string  `json:"id"`   // chunk id, db:kind:name[:part]

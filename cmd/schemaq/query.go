@@ -109,7 +109,7 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "-- %2d  %-7s %s\n", i+1, c.Kind, c.Name)
 		}
 		for _, j := range reply.Joins {
-			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", joinText(j))
+			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j.String())
 		}
 	}
 	for _, w := range reply.Warnings {
@@ -181,7 +181,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, "joins the column names imply (no foreign key declares them):")
 	}
 	for _, j := range reply.Joins {
-		fmt.Fprintf(e.stdout, "    %s\n", joinText(j))
+		fmt.Fprintf(e.stdout, "    %s\n", j.String())
 	}
 	if *explain {
 		printQueryTerms(e, "", reply.QueryTerms)
@@ -285,9 +285,4 @@ func printDrift(e *env, reply *events.TablesReply) {
 	if n := reply.DriftTotal - len(reply.Drift); n > 0 {
 		fmt.Fprintf(e.stderr, "  … and %d more\n", n)
 	}
-}
-
-// joinText writes a join as the prompt does: from.column = to.column.
-func joinText(j events.Join) string {
-	return j.From + "." + j.FromColumn + " = " + j.To + "." + j.ToColumn
 }

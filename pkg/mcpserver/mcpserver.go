@@ -354,11 +354,10 @@ func (t *tools) readTable(ctx context.Context, req *mcp.ReadResourceRequest) (*m
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: r.Tables[0].DDL}}}, nil
 }
 
-// joinLines writes joins as a query would: from.column = to.column.
 func joinLines(joins []events.Join) []string {
 	var out []string
 	for _, j := range joins {
-		out = append(out, j.From+"."+j.FromColumn+" = "+j.To+"."+j.ToColumn)
+		out = append(out, j.String())
 	}
 	return out
 }

@@ -184,8 +184,5 @@ func (r *Retriever) InferredJoins(cat *catalog.Catalog, table catalog.QualName) 
 	return out
 }
 
-// String writes the join as a query would: from.column = to.column,
-// schema-qualified.
-func (j InferredJoin) String() string {
-	return j.From.Schema + "." + j.From.Name + "." + j.FromColumn + " = " + j.To.Schema + "." + j.To.Name + "." + j.ToColumn
-}
+// String writes the join as replies do (events.Join).
+func (j InferredJoin) String() string { return j.Wire().String() }
