@@ -39,6 +39,7 @@ func TestMCPInspector(t *testing.T) {
 	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations")); code != exitOK {
 		t.Fatalf("publish: %s", errOut)
 	}
+	publishVideo(t, url)
 
 	inspect := func(target []string, args ...string) map[string]any {
 		t.Helper()
@@ -71,12 +72,16 @@ func TestMCPInspector(t *testing.T) {
 		{"search_schema", []string{"database=shop", "question=which customers placed orders", "k=3"}, "public.orders"},
 		{"ask_sql", []string{"database=shop", "question=How many orders are there?"}, "SELECT count(*) FROM orders"},
 		{"explain_retrieval", []string{"database=shop", "question=payments per order", "k=2"}, "fused_rank"},
+		// The inferred joins of a schema without keys, in both tools'
+		// structured output.
+		{"search_schema", []string{"database=video", "question=How many comedy films are there?"}, "public.film_category.category_id = public.category.category_id"},
+		{"describe_table", []string{"database=video", "table=film_category"}, "public.film_category.film_id = public.film.film_id"},
 	}
 	check := func(transport string, target []string) {
 		tools := inspect(target, "--method", "tools/list")
 		list, _ := tools["tools"].([]any)
-		if len(list) != len(calls) {
-			t.Errorf("%s: tools/list gave %d tools, want %d", transport, len(list), len(calls))
+		if len(list) != 6 {
+			t.Errorf("%s: tools/list gave %d tools, want 6", transport, len(list))
 		}
 		for _, c := range calls {
 			args := []string{"--method", "tools/call", "--tool-name", c.tool}
