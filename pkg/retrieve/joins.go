@@ -184,5 +184,9 @@ func (r *Retriever) InferredJoins(cat *catalog.Catalog, table catalog.QualName) 
 	return out
 }
 
-// String writes the join as replies do (events.Join).
-func (j InferredJoin) String() string { return j.Wire().String() }
+// String writes the join as a query would, with the names as declared
+// (describing a table writes its keys so): from.column = to.column.
+func (j InferredJoin) String() string {
+	return events.Join{From: j.From.Schema + "." + j.From.Name, FromColumn: j.FromColumn,
+		To: j.To.Schema + "." + j.To.Name, ToColumn: j.ToColumn}.String()
+}

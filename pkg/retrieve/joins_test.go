@@ -129,3 +129,23 @@ CREATE TABLE audit (entry int, region int REFERENCES region);
 		}
 	}
 }
+
+// A join is written with its names as declared, as describing a table
+// writes its keys; replies name tables by key, as their results do.
+func TestInferredJoinNames(t *testing.T) {
+	cat, err := catalog.Snapshot("db", "s.sql", `CREATE TABLE "Team" ("TeamID" int PRIMARY KEY);
+		CREATE TABLE player (player_id int PRIMARY KEY, team_id int);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := inferJoins(cat)
+	if len(j) != 1 {
+		t.Fatalf("joins %v", j)
+	}
+	if got := j[0].String(); got != "public.player.team_id = public.Team.TeamID" {
+		t.Errorf("String %q", got)
+	}
+	if got := j[0].Wire().String(); got != "public.player.team_id = public.team.TeamID" {
+		t.Errorf("Wire %q", got)
+	}
+}
