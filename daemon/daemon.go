@@ -54,11 +54,8 @@ type projector interface {
 // Retriever runs retrieval.
 type Retriever interface {
 	Retrieve(ctx context.Context, req retrieve.Request) (*retrieve.Result, error)
-}
-
-// joinInferrer is a Retriever that also knows the joins a catalog's names
-// imply, which describing a table shows beside its declared keys.
-type joinInferrer interface {
+	// InferredJoins are the joins the catalog's names imply for one
+	// table, which describing it shows beside its declared keys.
 	InferredJoins(cat *catalog.Catalog, table catalog.QualName) []retrieve.InferredJoin
 }
 
@@ -666,10 +663,16 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 				}
 			}
 		}
-		if ji, ok := d.ret.(joinInferrer); ok {
-			for _, j := range ji.InferredJoins(cat, t.QualName()) {
-				info.Joins = append(info.Joins, j.String())
-			}
+		for _, j := range d.ret.InferredJoins(cat, t.QualName()) {
+			info.Joins = append(info.Joins, j.String())
+		}
+		// A hub table of a large schema is joined by thousands: more than
+		// a reply should carry (NATS's limit is 1 MB).
+		if n := len(info.ReferencedBy); n > events.MaxKeysListed {
+			info.ReferencedBy, info.ReferencedByTotal = info.ReferencedBy[:events.MaxKeysListed], n
+		}
+		if n := len(info.Joins); n > events.MaxKeysListed {
+			info.Joins, info.JoinsTotal = info.Joins[:events.MaxKeysListed], n
 		}
 		for _, c := range t.Columns {
 			if c.Enum != nil {

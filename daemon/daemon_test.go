@@ -112,6 +112,10 @@ func (c *countingRetriever) Retrieve(ctx context.Context, req retrieve.Request) 
 	return c.inner.Retrieve(ctx, req)
 }
 
+func (c *countingRetriever) InferredJoins(cat *catalog.Catalog, table catalog.QualName) []retrieve.InferredJoin {
+	return c.inner.InferredJoins(cat, table)
+}
+
 func (r *rig) daemon(cfg daemon.Config, wrap func(*countingRetriever), opts ...daemon.Option) *countingRetriever {
 	r.t.Helper()
 	ret, err := retrieve.New(r.store, r.emb, r.cats, retrieve.DefaultConfig)
@@ -638,5 +642,50 @@ func TestDriftReachesReplies(t *testing.T) {
 	s, err = r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "refunds"})
 	if err != nil || len(s.Warnings) != 0 {
 		t.Errorf("shop search: %v %q", err, s.Warnings)
+	}
+}
+
+// A hub table of a large schema is joined by thousands of tables, by
+// declared keys and by names: describing it lists MaxKeysListed of each
+// and counts them all, so the reply stays well inside NATS's limit.
+func TestDescribeHubTable(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil)
+	const inferred, declared = events.MaxKeysListed + 100, events.MaxKeysListed + 50
+	var b strings.Builder
+	b.WriteString("CREATE TABLE users (id bigint PRIMARY KEY, name text);\n")
+	for i := range inferred {
+		fmt.Fprintf(&b, "CREATE TABLE note_%d (id bigint PRIMARY KEY, user_id bigint, body text);\n", i)
+	}
+	for i := range declared {
+		fmt.Fprintf(&b, "CREATE TABLE ref_%d (id bigint PRIMARY KEY, user_id bigint REFERENCES users);\n", i)
+	}
+	ev, err := events.New("hub-1", "hub", time.Now(), &events.Snapshot{Seq: 1, Source: "hub.sql", SQLGzip: events.GzipSQL(b.String())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := r.cli.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 60*time.Second, "hub catalog", func() bool { return r.cats.Catalog("hub") != nil })
+	reply, err := r.cli.Tables(ctx, &events.TablesRequest{Database: "hub", Table: "users"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := reply.Tables[0]
+	if len(u.Joins) != events.MaxKeysListed || u.JoinsTotal != inferred || u.Joins[0] != "public.note_0.user_id = public.users.id" {
+		t.Errorf("joins: %d listed, total %d, first %q", len(u.Joins), u.JoinsTotal, u.Joins[0])
+	}
+	if len(u.ReferencedBy) != events.MaxKeysListed || u.ReferencedByTotal != declared {
+		t.Errorf("referenced by: %d listed, total %d", len(u.ReferencedBy), u.ReferencedByTotal)
+	}
+	// A table with few keeps them all, and no totals.
+	reply, err = r.cli.Tables(ctx, &events.TablesRequest{Database: "hub", Table: "note_7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := reply.Tables[0]; len(n.Joins) != 1 || n.JoinsTotal != 0 || n.ReferencedByTotal != 0 {
+		t.Errorf("note_7: %+v", n)
 	}
 }

@@ -356,7 +356,16 @@ type TableInfo struct {
 	// Joins are the joins of the table that its schema's column names
 	// imply and no foreign key declares (docs/retrieval.md, stage 7).
 	Joins []string `json:"joins,omitempty"` // "public.film_category.category_id = public.category.category_id"
+	// ReferencedByTotal and JoinsTotal count all of them when their list
+	// was cut at MaxKeysListed.
+	ReferencedByTotal int `json:"referenced_by_total,omitempty"`
+	JoinsTotal        int `json:"joins_total,omitempty"`
 }
+
+// MaxKeysListed bounds the keys into a described table and its inferred
+// joins: a hub table of a large schema (users among ten thousand
+// tables) is joined by thousands, more than one reply should carry.
+const MaxKeysListed = 1000
 
 // TablesReply is the reply of the tables endpoint.
 type TablesReply struct {

@@ -229,8 +229,12 @@ func runTables(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.NArg() == 1 {
 		fmt.Fprint(e.stdout, reply.Tables[0].DDL)
-		for _, j := range reply.Tables[0].Joins {
+		t := reply.Tables[0]
+		for _, j := range t.Joins {
 			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j)
+		}
+		if t.JoinsTotal > len(t.Joins) {
+			fmt.Fprintf(e.stdout, "-- … and %d more joins by name (%d in all)\n", t.JoinsTotal-len(t.Joins), t.JoinsTotal)
 		}
 		printDrift(e, reply)
 		return nil
