@@ -24,7 +24,7 @@ type graph struct {
 	joins map[string]map[string]bool
 	// inferred lists each inferred join under both of its tables' keys,
 	// for the joins among the tables a result returns.
-	inferred map[string][]InferredJoin
+	inferred map[string][]keyedJoin
 	chunks   *chunk.Tabler // renders bridge tables as the index would
 	vocab    *vocab        // scores schemas for routing
 }
@@ -116,13 +116,12 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 			link(g.adj, ref, key)
 		}
 	}
-	g.joins, g.inferred = map[string]map[string]bool{}, map[string][]InferredJoin{}
+	g.joins, g.inferred = map[string]map[string]bool{}, map[string][]keyedJoin{}
 	for _, j := range inferJoins(cat) {
-		a, b := j.From.Key(), j.To.Key()
-		link(g.joins, a, b)
-		link(g.joins, b, a)
-		g.inferred[a] = append(g.inferred[a], j)
-		g.inferred[b] = append(g.inferred[b], j)
+		link(g.joins, j.from, j.to)
+		link(g.joins, j.to, j.from)
+		g.inferred[j.from] = append(g.inferred[j.from], j)
+		g.inferred[j.to] = append(g.inferred[j.to], j)
 	}
 	return g
 }

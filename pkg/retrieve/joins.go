@@ -35,6 +35,28 @@ func WireJoins(joins []InferredJoin) []events.Join {
 	return out
 }
 
+// keyedJoin is an inferred join with its tables' keys, computed once:
+// every request looks joins up and orders them by these.
+type keyedJoin struct {
+	InferredJoin
+	from, to string
+}
+
+func compareJoins(a, b keyedJoin) int {
+	return cmp.Or(strings.Compare(a.from, b.from), strings.Compare(a.FromColumn, b.FromColumn), strings.Compare(a.to, b.to))
+}
+
+func unkeyed(js []keyedJoin) []InferredJoin {
+	if len(js) == 0 {
+		return nil
+	}
+	out := make([]InferredJoin, len(js))
+	for i, j := range js {
+		out[i] = j.InferredJoin
+	}
+	return out
+}
+
 // inferJoins finds the joins a schema's names imply where no foreign key
 // declares them: many schemas declare few or none (a warehouse loaded
 // from files, a dump without constraints), and a question that needs a
@@ -53,76 +75,86 @@ func WireJoins(joins []InferredJoin) []events.Join {
 // Names compare with case and underscores ignored (CategoryID). Each
 // pair of columns comes once: two tables keyed by the same name join
 // each other from one side only.
-func inferJoins(cat *catalog.Catalog) []InferredJoin {
-	bySchema := map[string][]*catalog.Table{}
+func inferJoins(cat *catalog.Catalog) []keyedJoin {
+	// A table with its key, which each join it is in carries.
+	type keyed struct {
+		t   *catalog.Table
+		key string
+	}
+	bySchema := map[string][]keyed{}
 	for _, t := range cat.Tables() {
 		if t.PartitionOf == nil {
-			bySchema[t.Schema] = append(bySchema[t.Schema], t)
+			bySchema[t.Schema] = append(bySchema[t.Schema], keyed{t, t.QualName().Key()})
 		}
 	}
-	var out []InferredJoin
-	type end struct{ table, column string }
+	var out []keyedJoin
+	// A join's two columns, either way round: two tables keyed by the
+	// same name each find the other.
+	type end struct {
+		t   *catalog.Table
+		col string
+	}
 	seen := map[[2]end]bool{}
-	add := func(t *catalog.Table, col string, b *catalog.Table) {
-		if t == b {
+	add := func(a keyed, col string, b keyed) {
+		if a.t == b.t {
 			return
 		}
-		j := InferredJoin{From: t.QualName(), FromColumn: col, To: b.QualName(), ToColumn: b.PrimaryKey.Columns[0]}
-		e := [2]end{{j.From.Key(), strings.ToLower(j.FromColumn)}, {j.To.Key(), strings.ToLower(j.ToColumn)}}
-		if e[1].table < e[0].table || (e[1].table == e[0].table && e[1].column < e[0].column) {
-			e[0], e[1] = e[1], e[0]
+		e := [2]end{{a.t, col}, {b.t, b.t.PrimaryKey.Columns[0]}}
+		if seen[e] || seen[[2]end{e[1], e[0]}] {
+			return
 		}
-		if !seen[e] {
-			seen[e] = true
-			out = append(out, j)
-		}
+		seen[e] = true
+		out = append(out, keyedJoin{InferredJoin{From: a.t.QualName(), FromColumn: col, To: b.t.QualName(), ToColumn: e[1].col}, a.key, b.key})
 	}
 	for _, tables := range bySchema {
-		byKey := map[string][]*catalog.Table{}  // key column → tables keyed by it
-		byName := map[string][]*catalog.Table{} // name+"id" → tables keyed by a bare id
-		for _, t := range tables {
+		byKey := map[string][]keyed{}  // key column → tables keyed by it
+		byName := map[string][]keyed{} // name+"id" → tables keyed by a bare id
+		for _, kt := range tables {
+			t := kt.t
 			if t.PrimaryKey == nil || len(t.PrimaryKey.Columns) != 1 {
 				continue
 			}
 			k := joinName(t.PrimaryKey.Columns[0])
 			if k != "id" {
-				byKey[k] = append(byKey[k], t)
+				byKey[k] = append(byKey[k], kt)
 				continue
 			}
 			n := joinName(t.Name)
-			byName[n+"id"] = append(byName[n+"id"], t)
+			byName[n+"id"] = append(byName[n+"id"], kt)
 			if s := text.Singular(n); s != n {
-				byName[s+"id"] = append(byName[s+"id"], t)
+				byName[s+"id"] = append(byName[s+"id"], kt)
 			}
 			// A namespaced name (ci_builds) is named without its
 			// namespace by the tables that share it (ci_build_needs'
 			// build_id).
 			if ns, rest, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok && rest != "" {
 				r := joinName(rest)
-				byName[ns+"\x00"+r+"id"] = append(byName[ns+"\x00"+r+"id"], t)
+				byName[ns+"\x00"+r+"id"] = append(byName[ns+"\x00"+r+"id"], kt)
 				if s := text.Singular(r); s != r {
-					byName[ns+"\x00"+s+"id"] = append(byName[ns+"\x00"+s+"id"], t)
+					byName[ns+"\x00"+s+"id"] = append(byName[ns+"\x00"+s+"id"], kt)
 				}
 			}
 		}
 		if len(byKey) == 0 && len(byName) == 0 {
 			continue
 		}
-		for _, t := range tables {
+		for _, kt := range tables {
+			t := kt.t
 			if len(t.ForeignKeys) > 0 {
 				continue // it declares its joins
 			}
+			ns, _, namespaced := strings.Cut(strings.ToLower(t.Name), "_")
 			for _, c := range t.Columns {
 				n := joinName(c.Name)
 				for _, b := range byKey[n] {
-					add(t, c.Name, b)
+					add(kt, c.Name, b)
 				}
 				for _, b := range byName[n] {
-					add(t, c.Name, b)
+					add(kt, c.Name, b)
 				}
-				if ns, _, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok {
+				if namespaced {
 					for _, b := range byName[ns+"\x00"+n] {
-						add(t, c.Name, b)
+						add(kt, c.Name, b)
 					}
 				}
 			}
@@ -152,23 +184,18 @@ func (g *graph) joinsAmong(items []Item) []InferredJoin {
 			in[it.Name] = true
 		}
 	}
-	var out []InferredJoin
+	var out []keyedJoin
 	for _, it := range items {
 		for _, j := range g.inferred[it.Name] {
 			// Each join is listed under both its tables: take it once,
 			// under its From.
-			if j.From.Key() == it.Name && in[j.To.Key()] {
+			if j.from == it.Name && in[j.to] {
 				out = append(out, j)
 			}
 		}
 	}
 	slices.SortFunc(out, compareJoins)
-	return out
-}
-
-func compareJoins(a, b InferredJoin) int {
-	return cmp.Or(strings.Compare(a.From.Key(), b.From.Key()), strings.Compare(a.FromColumn, b.FromColumn),
-		strings.Compare(a.To.Key(), b.To.Key()))
+	return unkeyed(out)
 }
 
 // InferredJoins returns the joins the names imply between table and the
@@ -181,7 +208,7 @@ func (r *Retriever) InferredJoins(cat *catalog.Catalog, table catalog.QualName) 
 	}
 	out := slices.Clone(r.graphs.get(cat).inferred[table.Key()])
 	slices.SortFunc(out, compareJoins)
-	return out
+	return unkeyed(out)
 }
 
 // String writes the join as a query would, with the names as declared
