@@ -77,7 +77,7 @@ func Prompt(db string, items []retrieve.Item, joins []retrieve.InferredJoin, que
 // is not public, as the instructions ask.
 func column(t catalog.QualName, col string) string {
 	s := catalog.QuoteIdent(t.Name) + "." + catalog.QuoteIdent(col)
-	if t.Schema != "public" {
+	if t.Schema != catalog.DefaultSchema {
 		s = catalog.QuoteIdent(t.Schema) + "." + s
 	}
 	return s
