@@ -554,7 +554,8 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 	if err != nil {
 		return nil, err
 	}
-	out := &events.SearchReply{Database: req.Database, Results: contextItems(res), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings)}
+	out := &events.SearchReply{Database: req.Database, Results: contextItems(res), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings),
+		Warnings: res.Warnings}
 	if w := driftWarning(cat); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
@@ -577,7 +578,7 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 	if d.asker == nil {
 		out = &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint, RetrievalOnly: true,
 			Context: contextItems(res), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings),
-			Warnings: []string{"no LLM gateway configured: retrieval only"}}
+			Warnings: append([]string{"no LLM gateway configured: retrieval only"}, res.Warnings...)}
 		for _, it := range res.Items {
 			if it.Kind == "table" || it.Kind == "view" {
 				out.Tables = append(out.Tables, it.Name)

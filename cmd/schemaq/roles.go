@@ -56,6 +56,8 @@ type roleFlags struct {
 	// indexYield is how long indexing rests, as a multiple of each step,
 	// while a daemon in the same process answers requests.
 	indexYield float64
+	// tokenBudget bounds the context a reply carries and a prompt shows.
+	tokenBudget int
 }
 
 // register declares the role flags; connect adds the NATS client flags,
@@ -89,11 +91,28 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 		return err
 	}
 	fs.Float64Var(&r.indexYield, "index-yield", yield, "in a process that both indexes and answers (up, serve): while requests are in flight, indexing rests this many times as long as each step took (at most 100 ms), so searches keep most of the CPU while migrations land; 0 turns it off [SCHEMAQ_INDEX_YIELD]")
+	budget, err := envInt(e, "SCHEMAQ_TOKEN_BUDGET", 0)
+	if err != nil {
+		return err
+	}
+	fs.IntVar(&r.tokenBudget, "token-budget", budget, "bound on the context of a search or ask, in estimated tokens (4 bytes each): results are kept in rank order, then the inferred joins, while they fit, and a warning says what was cut; 0: no bound. Set it to what the model's context leaves after the instructions, question and answer [SCHEMAQ_TOKEN_BUDGET]")
 	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
 	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one search or tables request")
 	fs.DurationVar(&r.daemon.AskTimeout, "ask-timeout", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)")
 	fs.DurationVar(&r.shutdown, "shutdown-timeout", 25*time.Second, "grace period after SIGTERM")
 	fs.StringVar(&r.metrics, "metrics-addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 [SCHEMAQ_METRICS_ADDR]")
+	return nil
+}
+
+// check refuses role settings no flag parser catches, before anything
+// connects.
+func (r *roleFlags) check() error {
+	if r.indexYield < 0 {
+		return usagef("--index-yield must be zero or more, got %v", r.indexYield)
+	}
+	if r.tokenBudget < 0 {
+		return usagef("--token-budget must be zero or more, got %d", r.tokenBudget)
+	}
 	return nil
 }
 
@@ -193,8 +212,8 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 	// daemon here takes what they wrote from it instead of decoding it.
 	var written *catalogkv.Store
 	var gate *pace.Gate // only where a daemon and a worker share the process
-	if r.indexYield < 0 {
-		return usagef("--index-yield must be zero or more")
+	if err := r.check(); err != nil {
+		return err
 	}
 	if worker && serve {
 		gate = pace.New(r.indexYield)
@@ -248,6 +267,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			return rt.finish(ctx, errors.New("catalogs did not load within 30s"))
 		}
 		rcfg := retrieve.DefaultConfig
+		rcfg.TokenBudget = r.tokenBudget
 		if r.embed.baseURL != "" {
 			rcfg.KNNWeight = retrieve.NeuralKNNWeight
 		}
@@ -350,6 +370,9 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := r.check(); err != nil {
+		return err
+	}
 	if replica != nil && *replica == "" {
 		*replica = defaultReplicaID(*r.dataDir)
 	}
@@ -423,6 +446,9 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 	listen := fs.String("listen", envString(e, "SCHEMAQ_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server [SCHEMAQ_LISTEN]")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
 		return err
 	}
 	host, portStr, err := net.SplitHostPort(*listen)

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/streams"
 )
 
@@ -567,5 +568,34 @@ func TestHugeSnapshot(t *testing.T) {
 	}
 	if catalogs != 1 || eventSQL != 0 {
 		t.Errorf("objects: %d catalogs (want 1) and %d event payloads (want 0, deleted once applied): %v", catalogs, eventSQL, names)
+	}
+}
+
+// TestTokenBudgetFlag: --token-budget (here its variable) reaches the
+// daemon's retrieval, and a reply says what the budget cut.
+func TestTokenBudgetFlag(t *testing.T) {
+	dir := t.TempDir()
+	addr := freePort(t)
+	url := "nats://" + addr
+	// A budget below one table's DDL keeps only the first result.
+	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_TOKEN_BUDGET", "1")
+	defer stop()
+	publishVideo(t, url)
+	out, errOut, code := runAt(t, url, "search", "--db", "video", "-k", "4", "--json", "comedy films")
+	var rep events.SearchReply
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitOK {
+		t.Fatalf("search (exit %d): %v %s %s", code, err, out, errOut)
+	}
+	const cut = "the token budget of 1 kept 1 of 4 results"
+	if len(rep.Results) != 1 || !slices.Contains(rep.Warnings, cut) {
+		t.Errorf("search under a budget of 1: %d results, warnings %q; want 1 and %q", len(rep.Results), rep.Warnings, cut)
+	}
+	// A retrieval-only ask shows the same context and says so.
+	out, errOut, code = runAt(t, url, "ask", "--db", "video", "-k", "4", "How many comedy films are there?")
+	if code != exitOK || !strings.Contains(out, "-- tables: public.film\n") || strings.Contains(out, "--  2 ") || !strings.Contains(errOut, "warning: "+cut) {
+		t.Errorf("retrieval-only ask (exit %d) under a budget of 1:\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := runAt(t, url, "serve", "--token-budget", "-1"); code != exitUsage || !strings.Contains(errOut, "--token-budget must be zero or more") {
+		t.Errorf("a negative budget (exit %d): %s", code, errOut)
 	}
 }

@@ -591,10 +591,25 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		items = r.expand(cat, items, r.cfg.MaxBridges, req.Schemas)
 	}
 	res.Timings.Expand = time.Since(t0)
-	items, res.Truncated = budget(items, r.cfg.TokenBudget)
+	found := len(items)
+	items, used := budget(items, r.cfg.TokenBudget)
 	res.Items = items
 	if r.cfg.InferJoins && cat != nil {
 		res.Joins = r.graphs.get(cat).joinsAmong(items)
+	}
+	if r.cfg.TokenBudget > 0 {
+		// The prompt shows the joins after the schema, so they spend the
+		// same budget; the tables they join come first.
+		joins := len(res.Joins)
+		res.Joins = budgetJoins(res.Joins, r.cfg.TokenBudget-used)
+		if len(items) < found || len(res.Joins) < joins {
+			res.Truncated = true
+			w := fmt.Sprintf("the token budget of %d kept %d of %d results", r.cfg.TokenBudget, len(items), found)
+			if len(res.Joins) < joins {
+				w += fmt.Sprintf(" and %d of %d inferred joins", len(res.Joins), joins)
+			}
+			res.Warnings = append(res.Warnings, w)
+		}
 	}
 
 	final := map[string]int{}
@@ -667,21 +682,36 @@ func (o *object) finish() {
 // four bytes a token for English and SQL).
 func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
 
-// budget keeps items in order while their chunks fit in limit tokens; the
+// budget keeps items in order while their chunks fit in limit tokens
+// (none: no limit) and says how many tokens the kept ones take; the
 // first item is always kept.
-func budget(items []Item, limit int) ([]Item, bool) {
+func budget(items []Item, limit int) ([]Item, int) {
 	if limit <= 0 {
-		return items, false
+		return items, 0
 	}
 	used := 0
 	for i, it := range items {
 		n := EstimateTokens(it.Text)
 		if i > 0 && used+n > limit {
-			return items[:i], true
+			return items[:i], used
 		}
 		used += n
 	}
-	return items, false
+	return items, used
+}
+
+// budgetJoins keeps joins in order while their lines fit in limit tokens.
+func budgetJoins(joins []InferredJoin, limit int) []InferredJoin {
+	used := 0
+	for i, j := range joins {
+		// A line of the prompt's section, "a.b = c.d", and its newline.
+		n := EstimateTokens(j.String()) + 1
+		if used+n > limit {
+			return joins[:i]
+		}
+		used += n
+	}
+	return joins
 }
 
 // Term is one BM25 query term and where it came from: Why is question

@@ -3,6 +3,7 @@ package retrieve_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -818,6 +819,89 @@ CREATE TABLE rental (rental_id int PRIMARY KEY, customer_id int REFERENCES custo
 		}
 		if !slices.Equal(film, wantFilm) {
 			t.Errorf("infer %v: film's joins %q, want %q", tc.infer, film, wantFilm)
+		}
+	}
+}
+
+// TestTokenBudgetCoversJoins: the inferred joins reach the prompt after
+// the schema, so the budget counts them too, and only after every kept
+// table; whatever it cuts is said.
+func TestTokenBudgetCoversJoins(t *testing.T) {
+	cat, err := catalog.Snapshot("video", "video.sql", `
+CREATE TABLE film (film_id int PRIMARY KEY, title text, length int);
+CREATE TABLE category (category_id int PRIMARY KEY, name text);
+CREATE TABLE film_category (film_id int, category_id int, PRIMARY KEY (film_id, category_id));
+CREATE TABLE actor (actor_id int PRIMARY KEY, first_name text, last_name text);
+CREATE TABLE film_actor (actor_id int, film_id int, PRIMARY KEY (actor_id, film_id));
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	req := retrieve.Request{Database: "video", Question: "Which actors played in comedy films?", K: 5}
+	run := func(budget int) *retrieve.Result {
+		t.Helper()
+		cfg := retrieve.DefaultConfig
+		cfg.TokenBudget = budget
+		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Retrieve(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	full := run(0)
+	if len(full.Items) != 5 || len(full.Joins) < 3 {
+		t.Fatalf("want all 5 tables and their joins unbudgeted: %v, %d joins", names(full.Items), len(full.Joins))
+	}
+	var tables, first int
+	for i, it := range full.Items {
+		tables += retrieve.EstimateTokens(it.Text)
+		if i == 0 {
+			first = tables
+		}
+	}
+	line := func(j retrieve.InferredJoin) int { return retrieve.EstimateTokens(j.String()) + 1 }
+	var joins int
+	for _, j := range full.Joins {
+		joins += line(j)
+	}
+	for _, tc := range []struct {
+		name          string
+		budget        int
+		items, nJoins int
+	}{
+		{"all fit", tables + joins, 5, len(full.Joins)},
+		{"one join short", tables + joins - 1, 5, len(full.Joins) - 1},
+		{"one join", tables + line(full.Joins[0]), 5, 1},
+		{"tables only", tables, 5, 0},
+		{"the first table alone", first, 1, 0},
+	} {
+		res := run(tc.budget)
+		if len(res.Items) != tc.items || len(res.Joins) != tc.nJoins {
+			t.Errorf("%s (budget %d): %d items and %d joins, want %d and %d", tc.name, tc.budget, len(res.Items), len(res.Joins), tc.items, tc.nJoins)
+			continue
+		}
+		for i := range res.Joins {
+			if res.Joins[i] != full.Joins[i] {
+				t.Errorf("%s: join %d is %s, want the list's prefix (%s)", tc.name, i, res.Joins[i], full.Joins[i])
+			}
+		}
+		cut := tc.items < 5 || tc.nJoins < len(full.Joins)
+		if res.Truncated != cut || (len(res.Warnings) > 0) != cut {
+			t.Errorf("%s: truncated %v, warnings %q; want cut %v", tc.name, res.Truncated, res.Warnings, cut)
+		}
+		if cut {
+			want := fmt.Sprintf("kept %d of 5 results", tc.items)
+			if tc.items == 5 {
+				want += fmt.Sprintf(" and %d of %d inferred joins", tc.nJoins, len(full.Joins))
+			}
+			if len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], want) {
+				t.Errorf("%s: warnings %q, want one saying %q", tc.name, res.Warnings, want)
+			}
 		}
 	}
 }
