@@ -114,9 +114,13 @@ func printUsage(w io.Writer, cmds map[string]command) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
 	fmt.Fprintln(w, "Usage: schemaq <command> [flags] [args]\n\nCommands:")
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'schemaq <command> --help' for a command's flags.")
 }
