@@ -554,6 +554,7 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 	if err != nil {
 		return nil, err
 	}
+	d.countCut(events.EndpointSearch, res)
 	out := &events.SearchReply{Database: req.Database, Results: contextItems(res), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings),
 		Warnings: res.Warnings}
 	if w := driftWarning(cat); w != "" {
@@ -574,6 +575,7 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 	if err != nil {
 		return nil, err
 	}
+	d.countCut(events.EndpointAsk, res)
 	var out *events.AskReply
 	if d.asker == nil {
 		out = &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint, RetrievalOnly: true,
@@ -594,6 +596,14 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 		out.Warnings = append(out.Warnings, w)
 	}
 	return out, err
+}
+
+// countCut counts a reply whose context the token budget cut, so that an
+// operator sees how often the budget bites without reading replies.
+func (d *Daemon) countCut(endpoint string, res *retrieve.Result) {
+	if d.m != nil && res.Truncated {
+		d.m.cuts.WithLabelValues(endpoint).Inc()
+	}
 }
 
 // driftWarning says, when the catalog of a database has drift, that it

@@ -12,6 +12,7 @@ type Metrics struct {
 	tokens   *prometheus.CounterVec
 	serving  prometheus.Gauge
 	forwards *prometheus.CounterVec
+	cuts     *prometheus.CounterVec
 }
 
 // NewMetrics registers the daemon's metrics on reg.
@@ -29,7 +30,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while the daemon is in the queue group (its store answers), 0 while it takes no requests."}),
 		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_forwarded_total",
 			Help: "Requests this daemon took while its store failed and handed to a replica, by outcome: answered (a replica replied) or failed (none could)."}, []string{"outcome"}),
+		cuts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_budget_cuts_total",
+			Help: "Replies by endpoint whose context the token budget (--token-budget) cut: results or inferred joins left out."}, []string{"endpoint"}),
 	}
-	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards)
+	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.cuts)
 	return m
 }

@@ -575,10 +575,10 @@ func TestHugeSnapshot(t *testing.T) {
 // daemon's retrieval, and a reply says what the budget cut.
 func TestTokenBudgetFlag(t *testing.T) {
 	dir := t.TempDir()
-	addr := freePort(t)
+	addr, metrics := freePort(t), freePort(t)
 	url := "nats://" + addr
 	// A budget below one table's DDL keeps only the first result.
-	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_TOKEN_BUDGET", "1")
+	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_TOKEN_BUDGET", "1", "SCHEMAQ_METRICS_ADDR", metrics)
 	defer stop()
 	publishVideo(t, url)
 	out, errOut, code := runAt(t, url, "search", "--db", "video", "-k", "4", "--json", "comedy films")
@@ -594,6 +594,15 @@ func TestTokenBudgetFlag(t *testing.T) {
 	out, errOut, code = runAt(t, url, "ask", "--db", "video", "-k", "4", "How many comedy films are there?")
 	if code != exitOK || !strings.Contains(out, "-- tables: public.film\n") || strings.Contains(out, "--  2 ") || !strings.Contains(errOut, "warning: "+cut) {
 		t.Errorf("retrieval-only ask (exit %d) under a budget of 1:\n%s%s", code, out, errOut)
+	}
+	// Operators see how often the budget bites.
+	body := scrapeUntil(t, metrics, 10*time.Second, func(body string) bool {
+		return strings.Contains(body, `schemaq_daemon_budget_cuts_total{endpoint="ask"} 1`)
+	})
+	for _, want := range []string{`schemaq_daemon_budget_cuts_total{endpoint="ask"} 1`, `schemaq_daemon_budget_cuts_total{endpoint="search"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 	if _, errOut, code := runAt(t, url, "serve", "--token-budget", "-1"); code != exitUsage || !strings.Contains(errOut, "--token-budget must be zero or more") {
 		t.Errorf("a negative budget (exit %d): %s", code, errOut)
