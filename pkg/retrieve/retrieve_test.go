@@ -843,15 +843,7 @@ CREATE TABLE film_actor (actor_id int, film_id int, PRIMARY KEY (actor_id, film_
 		t.Helper()
 		cfg := retrieve.DefaultConfig
 		cfg.TokenBudget = budget
-		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Retrieve(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return retrieveOnce(t, s, e, cat, cfg, req)
 	}
 	full := run(0)
 	if len(full.Items) != 5 || len(full.Joins) < 3 {
