@@ -18,12 +18,10 @@ type graph struct {
 	views  map[string]*catalog.View
 	names  *sqlguard.Names // places worked examples' SQL
 	adj    map[string]map[string]bool
-	// joins are the joins the names imply where no key declares them
-	// (inferJoins), by table key both ways; propagation follows them
-	// with Config.InferJoins, bridges do not.
-	joins map[string]map[string]bool
-	// inferred lists each inferred join under both of its tables' keys,
-	// for the joins among the tables a result returns.
+	// inferred lists each join the names imply where no key declares
+	// it (inferJoins) under both of its tables' keys: propagation
+	// follows them with Config.InferJoins (bridges do not), and a
+	// result lists those among its tables.
 	inferred map[string][]keyedJoin
 	chunks   *chunk.Tabler // renders bridge tables as the index would
 	vocab    *vocab        // scores schemas for routing
@@ -88,14 +86,14 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 		pv = prev.vocab
 	}
 	g := &graph{cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat), adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
-	link := func(adj map[string]map[string]bool, a, b string) {
+	link := func(a, b string) {
 		if a == b {
 			return
 		}
-		if adj[a] == nil {
-			adj[a] = map[string]bool{}
+		if g.adj[a] == nil {
+			g.adj[a] = map[string]bool{}
 		}
-		adj[a][b] = true
+		g.adj[a][b] = true
 	}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
@@ -112,14 +110,12 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 			if rt := cat.Table(fk.RefTable); rt != nil {
 				ref = cat.PartitionRoot(rt).QualName().Key()
 			}
-			link(g.adj, key, ref)
-			link(g.adj, ref, key)
+			link(key, ref)
+			link(ref, key)
 		}
 	}
-	g.joins, g.inferred = map[string]map[string]bool{}, map[string][]keyedJoin{}
+	g.inferred = map[string][]keyedJoin{}
 	for _, j := range inferJoins(cat) {
-		link(g.joins, j.from, j.to)
-		link(g.joins, j.to, j.from)
 		g.inferred[j.from] = append(g.inferred[j.from], j)
 		g.inferred[j.to] = append(g.inferred[j.to], j)
 	}

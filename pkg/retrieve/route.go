@@ -270,7 +270,13 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 			lends = append(lends, lend{n, floor})
 		}
 		if r.cfg.InferJoins {
-			for n := range g.joins[o.cand.Name] {
+			// Two joins between one pair of tables lend the same floor
+			// twice; a floor taken twice is taken once.
+			for _, j := range g.inferred[o.cand.Name] {
+				n := j.to
+				if n == o.cand.Name {
+					n = j.from
+				}
 				lends = append(lends, lend{n, floor * inferredLend})
 			}
 		}
