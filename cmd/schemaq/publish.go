@@ -336,7 +336,7 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 	}
 	db := *c.db
 	deadline := time.Now().Add(limit)
-	var version, indexed int64
+	var version, indexed, served int64
 	var indexErr error
 	// The bucket and the dead-letter stream are opened once, on this one
 	// connection; each poll is then one read of each (the catalog's
@@ -370,11 +370,15 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 			rep, err := cli.Tables(rctx, &events.TablesRequest{Database: db, Limit: 1})
 			cancel()
 			indexErr = err
-			if err == nil && rep.Indexed >= want {
+			// The daemon's copy of the catalog follows the bucket by a
+			// watch, so it can lag the index it reads: the drift it
+			// reports (and the catalog an ask reads) is only this
+			// version's once its copy has caught up too.
+			if err == nil && rep.Indexed >= want && rep.Version >= want {
 				return rep.DriftTotal, nil
 			}
 			if err == nil {
-				indexed = rep.Indexed
+				indexed, served = rep.Indexed, rep.Version
 			}
 		}
 		if time.Now().After(deadline) {
@@ -383,6 +387,9 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 				return 0, fmt.Errorf("catalog %s reached version %d, not %d, within %v: see `schemaq status` and the worker logs", db, version, want, limit)
 			case indexErr != nil:
 				return 0, fmt.Errorf("catalog %s is at version %d, but no daemon confirmed the index within %v: %w", db, version, limit, indexErr)
+			}
+			if indexed >= want {
+				return 0, fmt.Errorf("catalog %s is at version %d and indexed, but the daemon still serves version %d after %v: see the daemon logs", db, version, served, limit)
 			}
 			return 0, fmt.Errorf("catalog %s is at version %d, but its index reflects version %d after %v: see the worker logs", db, version, indexed, limit)
 		}
