@@ -248,6 +248,11 @@ type ExplainItem struct {
 	// of the best such example.
 	ExampleRank int    `json:"example_rank,omitempty"`
 	Example     string `json:"example,omitempty"`
+	// DocRank is the rank in the list of tables that the doc sections
+	// most like the question name; Doc is the best such section (the
+	// doc's id and its heading path).
+	DocRank     int    `json:"doc_rank,omitempty"`
+	Doc         string `json:"doc,omitempty"`
 	SchemaRoute int    `json:"schema_route_rank,omitempty"`
 	// SchemaEvidence and SchemaLikelihood are the two schema rankings
 	// routing fused into SchemaRoute: by the schema's best candidate,

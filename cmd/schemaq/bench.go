@@ -44,6 +44,8 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	schema := fs.String("schema", "", "schema SQL, applied as one snapshot (required)")
 	questions := fs.String("questions", "", "questions JSONL: question, gold_tables (required)")
 	hintsField := fs.String("hints-field", "", "a string field of each question line to send as the request's hints (BIRD: evidence)")
+	docsFile := fs.String("docs", "", "JSONL whose --docs-field of each line is indexed beside the schema as a doc section; lines whose id or question is one of --questions' are left out")
+	docsField := fs.String("docs-field", "text", "the string field of each --docs line that is its section (BIRD: evidence)")
 	examplesFile := fs.String("examples", "", "worked examples JSONL (question and sql or gold_sql) to index beside the schema; lines whose id or question is one of --questions' are left out")
 	ks := fs.String("k", "1,3,5,10,15,20", "comma-separated cut-offs")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -75,6 +77,8 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.IdentifierWeight, "identifier-weight", cfg.IdentifierWeight, "weight of the list of tables that own an identifier the question or hints spell out (0: off)")
 	fs.Float64Var(&cfg.ExampleWeight, "example-weight", cfg.ExampleWeight, "weight of the list of tables the SQL of the most similar examples reads (with --examples; 0: off)")
 	fs.IntVar(&cfg.ExampleCandidates, "example-candidates", cfg.ExampleCandidates, "how many of the most similar examples vote for their tables")
+	fs.Float64Var(&cfg.DocWeight, "doc-weight", cfg.DocWeight, "weight of the list of tables the most similar doc sections name (0: off)")
+	fs.IntVar(&cfg.DocCandidates, "doc-candidates", cfg.DocCandidates, "how many of the most similar doc sections vote for the tables they name")
 	fs.Float64Var(&cfg.HintWeight, "hint-weight", cfg.HintWeight, "weight of the hints' BM25 list in fusion (with --hints-field)")
 	fs.IntVar(&cfg.SchemaWindow, "schema-window", cfg.SchemaWindow, "how many fused candidates the schema rescoring reorders")
 	noRouting := fs.Bool("no-routing", false, "ablation: no schema routing")
@@ -178,9 +182,21 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("bench retrieval: %s: %w", *examplesFile, err)
 		}
 	}
+	var docs []benchmark.Doc
+	if *docsFile != "" {
+		df, err := os.Open(*docsFile)
+		if err != nil {
+			return fmt.Errorf("bench retrieval: %w", err)
+		}
+		docs, err = benchmark.ReadDocs(df, *docsField)
+		df.Close()
+		if err != nil {
+			return fmt.Errorf("bench retrieval: %s: %w", *docsFile, err)
+		}
+	}
 	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
 		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: progressWriter(e.stderr), GoldSchema: *goldSchema, OpenStore: openStore,
-		Examples: examples, Warm: *warm, Pool: pools})
+		Examples: examples, Docs: docs, Warm: *warm, Pool: pools})
 	if err != nil {
 		return err
 	}
@@ -199,6 +215,9 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "%d tables, %d questions; indexed in %.2f s (%s store)\n", rep.Tables, rep.Questions, rep.IndexSeconds, rep.Store)
 	if rep.Examples > 0 {
 		fmt.Fprintf(e.stdout, "%d worked examples indexed beside the schema\n", rep.Examples)
+	}
+	if rep.Docs > 0 {
+		fmt.Fprintf(e.stdout, "%d doc sections indexed beside the schema\n", rep.Docs)
 	}
 	fmt.Fprintf(e.stdout, "%-6s %8s %8s\n", "k", "recall", "CR")
 	for _, k := range keys {
@@ -235,6 +254,9 @@ func stagePath(ex retrieve.Explain) string {
 	}
 	if ex.ExampleRank > 0 {
 		s += ", examples " + r(ex.ExampleRank) + " (" + ex.Example + ")"
+	}
+	if ex.DocRank > 0 {
+		s += ", docs " + r(ex.DocRank) + " (" + ex.Doc + ")"
 	}
 	if ex.IdentifierRank > 0 {
 		s += ", identifier " + r(ex.IdentifierRank) + " (" + ex.Identifier + ")"

@@ -66,13 +66,14 @@ func pooled(ctx context.Context, cfg RetrievalConfig, whole *catalog.Catalog) (*
 			return nil, fmt.Errorf("bench: pool %d (seed %d): %w", i+1, p.Seed+uint64(i), err)
 		}
 		run := cfg
-		run.Questions, run.Examples = qs, examplesIn(cfg.Examples, in)
+		run.Questions, run.Examples, run.Docs = qs, examplesIn(cfg.Examples, in), docsIn(cfg.Docs, in)
 		rep, err := runOnce(ctx, run, cat, start, t)
 		if err != nil {
 			return nil, fmt.Errorf("pool %d (seed %d): %w", i+1, p.Seed+uint64(i), err)
 		}
 		out.Store = rep.Store
 		out.Examples += rep.Examples
+		out.Docs += rep.Docs
 		out.IndexSeconds += rep.IndexSeconds
 		out.Pool.Asked++
 		tables += rep.Tables
@@ -148,6 +149,18 @@ func examplesIn(exs []Example, in map[string]bool) []Example {
 	for _, ex := range exs {
 		if ex.Schema == "" || in[strings.ToLower(ex.Schema)] {
 			out = append(out, ex)
+		}
+	}
+	return out
+}
+
+// docsIn are the docs of lines about one of the pool's schemas, and those
+// about none.
+func docsIn(docs []Doc, in map[string]bool) []Doc {
+	var out []Doc
+	for _, d := range docs {
+		if d.Schema == "" || in[strings.ToLower(d.Schema)] {
+			out = append(out, d)
 		}
 	}
 	return out

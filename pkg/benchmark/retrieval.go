@@ -157,6 +157,57 @@ func ReadExamples(r io.Reader) ([]Example, error) {
 	return out, err
 }
 
+// Doc is a doc section indexed beside the schema: one line's text, as a
+// docs.upsert event of one section would carry it.
+type Doc struct {
+	ID       string
+	Question string // the line's question, so that a question's own line is held out
+	Text     string
+	Schema   string // the one schema of the line's gold_tables, for pools
+}
+
+// ReadDocs reads a JSONL file whose lines' field is a doc section each
+// (BIRD's evidence: a definition naming the columns it means). Lines
+// whose field is empty are skipped; id and question, when present, are
+// kept to hold out the questions' own lines.
+func ReadDocs(r io.Reader, field string) ([]Doc, error) {
+	var out []Doc
+	err := jsonLines(r, "docs", func(_ int, s []byte) error {
+		var l map[string]any
+		if err := json.Unmarshal(s, &l); err != nil {
+			return err
+		}
+		v, ok := l[field]
+		if !ok {
+			return fmt.Errorf("no field %q", field)
+		}
+		text, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("field %q is not a string", field)
+		}
+		if strings.TrimSpace(text) == "" {
+			return nil
+		}
+		d := Doc{Text: text}
+		if id, ok := l["id"]; ok && id != nil {
+			d.ID = fmt.Sprint(id)
+		}
+		d.Question, _ = l["question"].(string)
+		if gt, ok := l["gold_tables"].([]any); ok {
+			var tables []string
+			for _, t := range gt {
+				if s, ok := t.(string); ok {
+					tables = append(tables, s)
+				}
+			}
+			d.Schema = oneSchema(tables)
+		}
+		out = append(out, d)
+		return nil
+	})
+	return out, err
+}
+
 // oneSchema is the schema all the schema.table names share, or "".
 func oneSchema(tables []string) string {
 	var schema string
@@ -173,7 +224,7 @@ func oneSchema(tables []string) string {
 // heldOut leaves out the examples that are one of the questions asked,
 // by id or by question (case and spacing aside), so that no question is
 // answered by its own example.
-func heldOut(examples []Example, qs []Question) []Example {
+func heldOut[T any](items []T, qs []Question, key func(T) (id, question string)) []T {
 	norm := func(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
 	ids, texts := map[string]bool{}, map[string]bool{}
 	for _, q := range qs {
@@ -182,12 +233,13 @@ func heldOut(examples []Example, qs []Question) []Example {
 		}
 		texts[norm(q.Question)] = true
 	}
-	var out []Example
-	for _, ex := range examples {
-		if (ex.ID != "" && ids[ex.ID]) || texts[norm(ex.Question)] {
+	var out []T
+	for _, it := range items {
+		id, question := key(it)
+		if (id != "" && ids[id]) || (question != "" && texts[norm(question)]) {
 			continue
 		}
-		out = append(out, ex)
+		out = append(out, it)
 	}
 	return out
 }
@@ -217,6 +269,10 @@ type RetrievalConfig struct {
 	// the questions (by id or text); the questions then ask for tables
 	// and views only, so that no example takes a table's place.
 	Examples []Example
+	// Docs are indexed beside the schema as one-section docs, less those
+	// of the questions' own lines; the questions then ask for tables and
+	// views only.
+	Docs []Doc
 	// Pool, when its Size is set, runs the benchmark on smaller pools
 	// sampled from the schema's schemas instead of on the whole.
 	Pool Pools
@@ -236,7 +292,9 @@ type RetrievalReport struct {
 	SchemaFirst float64 `json:"schema_first"`
 	// Examples is how many worked examples were indexed beside the
 	// schema (0: none).
-	Examples     int     `json:"examples,omitempty"`
+	Examples int `json:"examples,omitempty"`
+	// Docs is how many doc sections were indexed beside the schema.
+	Docs         int     `json:"docs,omitempty"`
 	IndexSeconds float64 `json:"index_seconds"`
 	// Pool describes the sampled pools (with RetrievalConfig.Pool);
 	// Tables is then their mean size and Questions counts a question
@@ -358,7 +416,7 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 	if _, err := indexer.Catalog(ctx, store, cfg.Embedder, cat, chunk.NewChunker(chunk.Options{})); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	examples := heldOut(cfg.Examples, cfg.Questions)
+	examples := heldOut(cfg.Examples, cfg.Questions, func(ex Example) (string, string) { return ex.ID, ex.Question })
 	if len(examples) > 0 {
 		chunks := make([]chunk.Chunk, len(examples))
 		for i, ex := range examples {
@@ -366,6 +424,16 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 		}
 		if _, err := indexer.Chunks(ctx, store, cfg.Embedder, chunks); err != nil {
 			return nil, fmt.Errorf("bench: index examples: %w", err)
+		}
+	}
+	docs := heldOut(cfg.Docs, cfg.Questions, func(d Doc) (string, string) { return d.ID, d.Question })
+	if len(docs) > 0 {
+		var chunks []chunk.Chunk
+		for i, d := range docs {
+			chunks = append(chunks, chunk.Doc(cfg.Database, fmt.Sprintf("doc-%d-%s", i, d.ID), "", d.Text, nil, chunk.Options{})...)
+		}
+		if _, err := indexer.Chunks(ctx, store, cfg.Embedder, chunks); err != nil {
+			return nil, fmt.Errorf("bench: index docs: %w", err)
 		}
 	}
 	indexSeconds := time.Since(start).Seconds()
@@ -377,7 +445,7 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 	maxK := cfg.Ks[len(cfg.Ks)-1]
 	request := func(q Question) retrieve.Request {
 		req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK, Hints: q.Hints}
-		if len(examples) > 0 {
+		if len(examples) > 0 || len(docs) > 0 {
 			req.Kinds = []string{chunk.KindTable, chunk.KindView}
 		}
 		if cfg.GoldSchema {
@@ -394,7 +462,7 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 			}
 		}
 	}
-	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Examples: len(examples), IndexSeconds: round3(indexSeconds)}
+	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Examples: len(examples), Docs: len(docs), IndexSeconds: round3(indexSeconds)}
 	for qi, q := range cfg.Questions {
 		t0 := time.Now()
 		req := request(q)

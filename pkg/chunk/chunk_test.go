@@ -220,6 +220,27 @@ func TestDocSections(t *testing.T) {
 	}
 }
 
+func TestDocSQL(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"a sql block", "# Q\n\n```sql\nSELECT 1\nFROM t\n```\n", []string{"SELECT 1\nFROM t"}},
+		{"unmarked and postgresql blocks", "# Q\n\n```\nSELECT 1\n```\n\ntext\n\n~~~postgresql title=x\nSELECT 2\n~~~\n", []string{"SELECT 1", "SELECT 2"}},
+		{"other languages", "# Q\n\n```go\nfmt.Println(1)\n```\n\n```bash\npsql -c 'SELECT 1'\n```\n", nil},
+		{"a block the size split cut", "# Q\n\n```sql\nSELECT 1\nFROM t", []string{"SELECT 1\nFROM t"}},
+		{"no block", "# Q\n\nSELECT 1 FROM t", nil},
+		{"an empty block", "# Q\n\n```sql\n```\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DocSQL(Chunk{Kind: KindDoc, Text: tc.body})
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
+				t.Errorf("DocSQL = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestDocSizeBound(t *testing.T) {
 	para := strings.Repeat("word ", 100)
 	body := "# Big\n\n" + strings.Repeat(para+"\n\n", 20) + strings.Repeat("x", 5000)

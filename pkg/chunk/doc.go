@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -155,4 +156,35 @@ func splitText(text string, max int) []string {
 		cut--
 	}
 	return append([]string{text[:cut]}, splitText(text[cut:], max)...)
+}
+
+// DocSQL returns the code of a doc chunk's fenced blocks that may be SQL:
+// those marked sql, pgsql, postgres, postgresql or psql, and unmarked
+// ones, which the caller parses and drops when they are not. A block a
+// size split cut in two is returned up to the cut.
+func DocSQL(c Chunk) []string {
+	var out, buf []string
+	fence, keep := "", false
+	for _, line := range strings.Split(c.Text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		f := fenceMarker(trimmed)
+		switch {
+		case fence == "" && f != "":
+			fence, buf = f, buf[:0]
+			info := strings.ToLower(strings.TrimSpace(strings.TrimLeft(trimmed, "`~")))
+			info, _, _ = strings.Cut(info, " ")
+			keep = slices.Contains([]string{"", "sql", "pgsql", "postgres", "postgresql", "psql"}, info)
+		case fence != "" && strings.HasPrefix(trimmed, fence):
+			if keep && len(buf) > 0 {
+				out = append(out, strings.Join(buf, "\n"))
+			}
+			fence = ""
+		case fence != "":
+			buf = append(buf, line)
+		}
+	}
+	if fence != "" && keep && len(buf) > 0 {
+		out = append(out, strings.Join(buf, "\n"))
+	}
+	return out
 }

@@ -16,27 +16,42 @@ import (
 // a miss is cheap; the cache keeps it off every request.
 const readsCacheMax = 100_000
 
-// readsCache remembers each example's parsed SQL (sqlguard.Query): it
-// depends on the SQL alone, so it outlives catalog versions, and placing
-// it in the catalog is a few map lookups per request.
+// readsCache remembers the parsed SQL of each example and doc chunk
+// (sqlguard.Query): it depends on the chunk's text alone, so it outlives
+// catalog versions, and placing it in the catalog is a few map lookups
+// per request.
 type readsCache struct {
 	mu sync.Mutex
-	m  map[string]*sqlguard.Query
+	m  map[string][]*sqlguard.Query
 }
 
-// query returns the example's parsed SQL; nil when it does not parse.
-func (rc *readsCache) query(c chunk.Chunk) *sqlguard.Query {
-	key := c.Database + "\x00" + c.Hash
+// queries returns the chunk's SQL as parsed: an example's, or the
+// blocks of a doc section that parse (chunk.DocSQL). SQL that does not
+// parse names nothing.
+func (rc *readsCache) queries(c chunk.Chunk) []*sqlguard.Query {
+	key := c.Database + "\x00" + c.Kind + "\x00" + c.Hash
 	rc.mu.Lock()
 	got, ok := rc.m[key]
 	rc.mu.Unlock()
 	if ok {
 		return got
 	}
-	got, _ = sqlguard.ParseQuery(chunk.ExampleSQL(c)) // an example that does not parse names nothing
+	var sqls []string
+	switch c.Kind {
+	case chunk.KindExample:
+		sqls = []string{chunk.ExampleSQL(c)}
+	case chunk.KindDoc:
+		sqls = chunk.DocSQL(c)
+	}
+	got = []*sqlguard.Query{} // remembered empty too: a miss is not parsed again
+	for _, sql := range sqls {
+		if q, err := sqlguard.ParseQuery(sql); err == nil {
+			got = append(got, q)
+		}
+	}
 	rc.mu.Lock()
 	if rc.m == nil || len(rc.m) >= readsCacheMax {
-		rc.m = map[string]*sqlguard.Query{}
+		rc.m = map[string][]*sqlguard.Query{}
 	}
 	rc.m[key] = got
 	rc.mu.Unlock()
@@ -55,10 +70,11 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, schemas
 	votes := map[string]float64{}
 	by := map[string]string{} // table → the best example reading it
 	for i, h := range hits {
-		q := r.reads.query(h.Chunk)
-		if q == nil {
+		qs := r.reads.queries(h.Chunk)
+		if len(qs) == 0 {
 			continue
 		}
+		q := qs[0]
 		// An example that does not fit the catalog (a table it names is
 		// not there) was written for another database, whatever names
 		// the two share: it votes for nothing.

@@ -161,6 +161,13 @@ type Config struct {
 	// costs one BM25 search that finds none (nothing, in memory).
 	ExampleWeight     float64
 	ExampleCandidates int
+	// DocWeight is the fused weight of the list of tables that the doc
+	// sections most like the question name (docs.go; the best
+	// DocCandidates sections by BM25 vote); it counts in schema routing
+	// too (0: off). A database without docs costs one BM25 search that
+	// finds none (nothing, in memory).
+	DocWeight     float64
+	DocCandidates int
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -181,7 +188,7 @@ var DefaultConfig = Config{
 	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5, PropagationOwn: 0.1,
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
 	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, CommonHeads: 0.1, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50, RoutingFeatures: true, InferJoins: true,
-	HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 2, ExampleCandidates: 5,
+	HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 2, ExampleCandidates: 5, DocWeight: 1, DocCandidates: 3,
 }
 
 // Request is one retrieval.
@@ -386,7 +393,7 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	}
 	words := text.QueryTerms(question)
 	res.Terms = r.valueTerms(question, r.queryTerms(words, cat), cat)
-	var textDone, hintDone, exampleDone <-chan textResult
+	var textDone, hintDone, exampleDone, docDone <-chan textResult
 	var voters []chunk.Chunk // the examples whose tables were voted for, best first
 	if r.cfg.BM25 {
 		textDone = searchText(res.Terms)
@@ -398,6 +405,13 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	// list stays out of requests filtered by tag.
 	if r.cfg.BM25 && r.cfg.ExampleWeight > 0 && r.cfg.ExampleCandidates > 0 && cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds) {
 		exampleDone = searchIn(index.Filter{Database: req.Database, Kinds: []string{chunk.KindExample}}, r.cfg.ExampleCandidates, res.Terms)
+	}
+	// The docs' own list: tables the sections most like the question
+	// name. It is searched apart from the main query, whose top 50 a
+	// large schema's tables can fill, and under the same conditions as
+	// the examples' list.
+	if r.cfg.BM25 && r.cfg.DocWeight > 0 && r.cfg.DocCandidates > 0 && cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds) {
+		docDone = searchIn(index.Filter{Database: req.Database, Kinds: []string{chunk.KindDoc}}, r.cfg.DocCandidates, res.Terms)
 	}
 	var hintWords []string
 	var hintTerms []Term
@@ -467,6 +481,14 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		res.Timings.BM25 = max(res.Timings.BM25, tr.took)
 		voters = r.exampleVotes(cat, tr.hits, req.Schemas, get)
 	}
+	if docDone != nil {
+		tr := <-docDone
+		if tr.err != nil {
+			return nil, fmt.Errorf("bm25 of the docs: %w", tr.err)
+		}
+		res.Timings.BM25 = max(res.Timings.BM25, tr.took)
+		r.docVotes(cat, tr.hits, req.Schemas, get)
+	}
 	if knnErr != nil {
 		return nil, knnErr
 	}
@@ -492,7 +514,7 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	}
 	for _, o := range all {
 		o.bestAt = 1 << 30
-		for _, rank := range []int{o.ex.BM25Rank, o.ex.KNNRank, o.ex.IdentifierRank, o.ex.ExampleRank} {
+		for _, rank := range []int{o.ex.BM25Rank, o.ex.KNNRank, o.ex.IdentifierRank, o.ex.ExampleRank, o.ex.DocRank} {
 			if rank > 0 {
 				o.bestAt = min(o.bestAt, rank)
 			}
@@ -639,7 +661,8 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 }
 
 // evidence is an object's share of the fusion from the lists that judge
-// it: BM25, KNN, the identifiers written out and the examples' tables.
+// it: BM25, KNN, the identifiers written out, the examples' tables and
+// the docs'.
 // Routing ranks schemas by it; fusion adds the hints' list, which is the
 // caller's word.
 func (r *Retriever) evidence(o *object) float64 {
@@ -655,6 +678,9 @@ func (r *Retriever) evidence(o *object) float64 {
 	}
 	if rank := o.ex.ExampleRank; rank > 0 {
 		s += r.cfg.ExampleWeight / (r.cfg.RRFK + float64(rank))
+	}
+	if rank := o.ex.DocRank; rank > 0 {
+		s += r.cfg.DocWeight / (r.cfg.RRFK + float64(rank))
 	}
 	return s
 }

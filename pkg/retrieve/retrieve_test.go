@@ -897,3 +897,79 @@ CREATE TABLE film_actor (actor_id int, film_id int, PRIMARY KEY (actor_id, film_
 		}
 	}
 }
+
+// A doc that says where a concept lives lifts the tables it names: no
+// table is called refunds, and the doc says they are payments. Ten tables
+// about customers outrank payments on the question's words alone.
+func TestDocsVoteForTheTablesTheyName(t *testing.T) {
+	ctx := context.Background()
+	ddl := `
+CREATE TABLE customers (customer_id bigint PRIMARY KEY, full_name text, email text, country text);
+CREATE TABLE orders (order_id bigint PRIMARY KEY, customer_id bigint REFERENCES customers, placed_at timestamptz, status text);
+CREATE TABLE payments (payment_id bigint PRIMARY KEY, order_id bigint REFERENCES orders, amount numeric, provider text, paid_at timestamptz);
+CREATE TABLE refund_requests (request_id bigint PRIMARY KEY, customer_id bigint REFERENCES customers, reason text, opened_at timestamptz);
+CREATE TABLE products (product_id bigint PRIMARY KEY, title text, price numeric);
+`
+	for _, name := range []string{"notes", "tags", "devices", "sessions", "segments", "addresses", "consents", "referrals", "wishlists", "surveys"} {
+		ddl += fmt.Sprintf("CREATE TABLE customer_%s (id bigint PRIMARY KEY, customer_id bigint REFERENCES customers, label text, created_at timestamptz);\n", name)
+	}
+	cat, err := catalog.Snapshot("shop", "shop.sql", ddl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const question = "How much money was refunded to customers in March?"
+	const named = "# Refunds\n\nA refund is recorded as a payment with a negative `payments.amount`, linked to the order it refunds."
+	for _, tc := range []struct {
+		name   string
+		doc    string
+		weight float64
+		req    retrieve.Request
+		voted  bool // payments first in the docs' list
+	}{
+		{"a qualified name", named, 1, retrieve.Request{}, true},
+		{"a SQL block", "# Refunds\n\nWhat was refunded, per month:\n\n```sql\nSELECT date_trunc('month', paid_at), -sum(amount) FROM payments WHERE amount < 0 GROUP BY 1\n```\n", 1, retrieve.Request{}, true},
+		{"the stage off", named, 0, retrieve.Request{}, false},
+		{"a table the catalog lacks", "# Refunds\n\nRefunded money is in `ledger.entries` with a negative `ledger.amount_cents`.", 1, retrieve.Request{}, false},
+		{"a section unlike the question", "# Carriers\n\nParcels go by `payments.provider` when invoiced.", 1, retrieve.Request{}, false},
+		{"a request for tables only", named, 1, retrieve.Request{Kinds: []string{chunk.KindTable}}, true},
+		{"a request filtered by tag", named, 1, retrieve.Request{Tags: map[string]string{"team": "billing"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, e := indexCatalogs(t, cat)
+			docs := chunk.Doc("shop", "refunds.md", "", tc.doc, nil, chunk.Options{})
+			if _, err := indexer.Chunks(ctx, s, e, docs); err != nil {
+				t.Fatal(err)
+			}
+			cfg := retrieve.DefaultConfig
+			cfg.DocWeight = tc.weight
+			req := tc.req
+			req.Database, req.Question, req.K = "shop", question, 5
+			res := retrieveOnce(t, s, e, cat, cfg, req)
+			var voted *retrieve.Explain
+			for i, x := range res.Explain {
+				if x.DocRank == 1 {
+					voted = &res.Explain[i]
+				}
+			}
+			if got := voted != nil && voted.Name == "public.payments"; got != tc.voted {
+				t.Fatalf("public.payments first in the docs' list: %v, want %v (%+v)", got, tc.voted, voted)
+			}
+			in := slices.Contains(names(res.Items), "public.payments")
+			if !tc.voted {
+				if tc.weight > 0 && len(req.Tags) == 0 && in {
+					t.Errorf("public.payments in the top 5 without a vote: %v", names(res.Items))
+				}
+				return
+			}
+			if !strings.HasPrefix(voted.Doc, "refunds.md (Refunds") {
+				t.Errorf("the voting section is %q, want refunds.md (Refunds)", voted.Doc)
+			}
+			if !in {
+				t.Errorf("public.payments not in the top 5 with the docs' vote: %v", names(res.Items))
+				for _, x := range res.Explain {
+					t.Logf("%+v", x)
+				}
+			}
+		})
+	}
+}
