@@ -152,7 +152,7 @@ func TestBIRDQuality(t *testing.T) {
 		{"question alone", "", nil, nil, benchmark.Pools{}, map[string]float64{"5": 0.635, "15": 0.80}},
 		{"with hints", "evidence", nil, nil, benchmark.Pools{}, map[string]float64{"5": 0.78, "15": 0.905}},
 		{"with worked examples", "", examples, nil, benchmark.Pools{}, map[string]float64{"5": 0.82, "15": 0.92}},
-		{"with the other hints as docs", "", nil, docs, benchmark.Pools{}, map[string]float64{"5": 0.68, "15": 0.85}},
+		{"with the other hints as docs", "", nil, docs, benchmark.Pools{}, map[string]float64{"5": 0.685, "15": 0.845}},
 		// BIRD's dev split pools 11 databases; ten such pools of the
 		// train databases (seed 1) measure 0.796 / 0.944.
 		{"pools of 11 databases", "", nil, nil, benchmark.Pools{Size: 11, Count: 10, Seed: 1}, map[string]float64{"5": 0.78, "15": 0.93}},

@@ -1,7 +1,6 @@
 package retrieve
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -9,31 +8,40 @@ import (
 	"github.com/schemaq/schemaq/pkg/index"
 )
 
-// docVotes ranks, as a list of its own, the tables and views that the doc
-// sections most like the question name: the identifiers they write out
-// (`payments.amount`, order_totals) and the relations their SQL blocks
-// read. A team's docs say where a concept lives ("refunds are payments
-// with a negative amount"), which is what a question about refunds needs
-// and what no table name says.
+// docVotes lends the tables and views that the doc sections most like the
+// question name a share of the sections' own standing: the identifiers
+// they write out (`payments.amount`, order_totals) and the relations
+// their SQL blocks read. A team's docs say where a concept lives ("a
+// refund is a payment with a negative amount"), which a question about
+// refunds needs and no table's name says.
 //
-// The section at rank i of the docs' BM25 list has 1/(k+i) to give, split
-// evenly among the names it writes, and each name's share evenly among
-// the tables that own it: a section that names one table speaks for it
-// more than a glossary naming thirty, and `amount`, a column of four
-// tables, says less than `payments.amount`. Tables no retriever found
-// join the candidates through get.
+// hits is a BM25 list of tables, views and docs together, so that a
+// section's rank says how it stands against the tables: the section at
+// rank m (of the first DocCandidates sections) has 1/(k+m) to give, as a
+// table at that rank has in the fusion, split evenly among the names it
+// writes and each name's share evenly among the tables that own it. A
+// section that outranks every table and names one speaks for it like
+// BM25's first table; a glossary naming thirty, or a section that
+// matched a word or two below the tables, says little. (Ranked as a list
+// of their own, the first voted table took 1/(k+1) however weak the
+// section: a pool with thousands of unrelated doc sections lost 0.09 of
+// CR@5.) Tables no retriever found join the candidates through get.
 //
 // Unlike an example's SQL, a section's names do not join the rescoring's
 // query: a section matched on a word or two ("orders", "placed") would
-// then decide the head's order for a question about something else; as
-// one list among the others its tables reach the context without taking
-// the first places. With BIRD's hints of other questions as docs, adding
-// the names to the rescoring changed nothing.
+// then decide the head's order for a question about something else.
 func (r *Retriever) docVotes(cat *catalog.Catalog, hits []index.Hit, schemas []string, get func(chunk.Chunk) *object) {
 	g := r.graphs.get(cat)
 	votes := map[string]float64{}
 	by := map[string]string{} // table → the best section naming it
-	for i, h := range hits {
+	sections := 0
+	for m, h := range hits {
+		if h.Chunk.Kind != chunk.KindDoc {
+			continue
+		}
+		if sections++; sections > r.cfg.DocCandidates {
+			break
+		}
 		refs := g.identifierRefs(h.Chunk.Text)
 		// A section's SQL names what it reads; a relation the catalog
 		// lacks (dropped since the doc was written) names nothing, and
@@ -51,7 +59,7 @@ func (r *Retriever) docVotes(cat *catalog.Catalog, hits []index.Hit, schemas []s
 		if len(refs) == 0 {
 			continue
 		}
-		share := 1 / (r.cfg.RRFK + float64(i+1)) / float64(len(refs))
+		share := 1 / (r.cfg.RRFK + float64(m+1)) / float64(len(refs))
 		for _, ref := range refs {
 			for _, key := range ref.tables {
 				votes[key] += share / float64(len(ref.tables))
@@ -61,21 +69,10 @@ func (r *Retriever) docVotes(cat *catalog.Catalog, hits []index.Hit, schemas []s
 			}
 		}
 	}
-	keys := make([]string, 0, len(votes))
-	for k := range votes {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if c := cmp.Compare(votes[b], votes[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
+	g.rankList(byVotes(votes, by), schemas, get, func(o *object, l listed) (*int, *string) {
+		o.docVote = votes[l.key]
+		return &o.ex.DocRank, &o.ex.Doc
 	})
-	list := make([]listed, len(keys))
-	for i, key := range keys {
-		list[i] = listed{key, by[key]}
-	}
-	g.rankList(list, schemas, get, func(o *object) (*int, *string) { return &o.ex.DocRank, &o.ex.Doc })
 }
 
 // docLabel names a doc section as a reader finds it: the doc's id and

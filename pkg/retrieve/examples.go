@@ -1,8 +1,6 @@
 package retrieve
 
 import (
-	"cmp"
-	"slices"
 	"sync"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -90,20 +88,6 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, schemas
 			}
 		}
 	}
-	keys := make([]string, 0, len(votes))
-	for k := range votes {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if c := cmp.Compare(votes[b], votes[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
-	list := make([]listed, len(keys))
-	for i, key := range keys {
-		list[i] = listed{key, by[key]}
-	}
-	g.rankList(list, schemas, get, func(o *object) (*int, *string) { return &o.ex.ExampleRank, &o.ex.Example })
+	g.rankList(byVotes(votes, by), schemas, get, func(o *object, _ listed) (*int, *string) { return &o.ex.ExampleRank, &o.ex.Example })
 	return voters
 }

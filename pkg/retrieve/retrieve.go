@@ -161,11 +161,12 @@ type Config struct {
 	// costs one BM25 search that finds none (nothing, in memory).
 	ExampleWeight     float64
 	ExampleCandidates int
-	// DocWeight is the fused weight of the list of tables that the doc
-	// sections most like the question name (docs.go; the best
-	// DocCandidates sections by BM25 vote); it counts in schema routing
-	// too (0: off). A database without docs costs one BM25 search that
-	// finds none (nothing, in memory).
+	// DocWeight scales what the doc sections most like the question lend
+	// the tables they name (docs.go; the first DocCandidates sections of
+	// a BM25 list of tables and docs, each by its rank there); it counts
+	// in schema routing too (0: off). A request for every kind reads the
+	// sections from its own BM25 list; one for some kinds or schemas
+	// searches again.
 	DocWeight     float64
 	DocCandidates int
 }
@@ -284,6 +285,7 @@ type object struct {
 	// features put another schema first.
 	tailRank int
 	base     float64 // fused score without the routing bonus
+	docVote  float64 // what the doc sections that name it lend it (docs.go)
 }
 
 // Warm builds what retrieval derives from cat (the foreign-key graph, the
@@ -406,12 +408,16 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	if r.cfg.BM25 && r.cfg.ExampleWeight > 0 && r.cfg.ExampleCandidates > 0 && cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds) {
 		exampleDone = searchIn(index.Filter{Database: req.Database, Kinds: []string{chunk.KindExample}}, r.cfg.ExampleCandidates, res.Terms)
 	}
-	// The docs' own list: tables the sections most like the question
-	// name. It is searched apart from the main query, whose top 50 a
-	// large schema's tables can fill, and under the same conditions as
-	// the examples' list.
-	if r.cfg.BM25 && r.cfg.DocWeight > 0 && r.cfg.DocCandidates > 0 && cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds) {
-		docDone = searchIn(index.Filter{Database: req.Database, Kinds: []string{chunk.KindDoc}}, r.cfg.DocCandidates, res.Terms)
+	// The docs' votes: tables the sections most like the question name
+	// (docs.go), under the same conditions as the examples' list. A
+	// section's standing is its rank among the tables, so the sections
+	// come from the question's own BM25 list when that holds docs, and
+	// from a search of tables, views and docs together when the request
+	// asks for some kinds or schemas only.
+	docsVote := r.cfg.BM25 && r.cfg.DocWeight > 0 && r.cfg.DocCandidates > 0 && cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds)
+	var docHits []index.Hit
+	if docsVote && (len(req.Kinds) > 0 || len(req.Schemas) > 0) {
+		docDone = searchIn(index.Filter{Database: req.Database, Kinds: []string{chunk.KindTable, chunk.KindView, chunk.KindDoc}}, r.cfg.Candidates, res.Terms)
 	}
 	var hintWords []string
 	var hintTerms []Term
@@ -460,6 +466,7 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		}
 		res.Timings.BM25 = tr.took
 		rankObjects(tr.hits, func(o *object) (*int, *float64) { return &o.ex.BM25Rank, &o.ex.BM25Score })
+		docHits = tr.hits
 	}
 	if hintTerms != nil {
 		tr := <-hintDone
@@ -487,7 +494,10 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 			return nil, fmt.Errorf("bm25 of the docs: %w", tr.err)
 		}
 		res.Timings.BM25 = max(res.Timings.BM25, tr.took)
-		r.docVotes(cat, tr.hits, req.Schemas, get)
+		docHits = tr.hits
+	}
+	if docsVote {
+		r.docVotes(cat, docHits, req.Schemas, get)
 	}
 	if knnErr != nil {
 		return nil, knnErr
@@ -679,9 +689,7 @@ func (r *Retriever) evidence(o *object) float64 {
 	if rank := o.ex.ExampleRank; rank > 0 {
 		s += r.cfg.ExampleWeight / (r.cfg.RRFK + float64(rank))
 	}
-	if rank := o.ex.DocRank; rank > 0 {
-		s += r.cfg.DocWeight / (r.cfg.RRFK + float64(rank))
-	}
+	s += r.cfg.DocWeight * o.docVote
 	return s
 }
 

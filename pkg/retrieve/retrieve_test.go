@@ -918,6 +918,7 @@ CREATE TABLE products (product_id bigint PRIMARY KEY, title text, price numeric)
 		t.Fatal(err)
 	}
 	const question = "How much money was refunded to customers in March?"
+	on := retrieve.DefaultConfig.DocWeight
 	const named = "# Refunds\n\nA refund is recorded as a payment with a negative `payments.amount`, linked to the order it refunds."
 	for _, tc := range []struct {
 		name   string
@@ -926,13 +927,13 @@ CREATE TABLE products (product_id bigint PRIMARY KEY, title text, price numeric)
 		req    retrieve.Request
 		voted  bool // payments first in the docs' list
 	}{
-		{"a qualified name", named, 1, retrieve.Request{}, true},
-		{"a SQL block", "# Refunds\n\nWhat was refunded, per month:\n\n```sql\nSELECT date_trunc('month', paid_at), -sum(amount) FROM payments WHERE amount < 0 GROUP BY 1\n```\n", 1, retrieve.Request{}, true},
+		{"a qualified name", named, on, retrieve.Request{}, true},
+		{"a SQL block", "# Refunds\n\nWhat was refunded, per month:\n\n```sql\nSELECT date_trunc('month', paid_at), -sum(amount) FROM payments WHERE amount < 0 GROUP BY 1\n```\n", on, retrieve.Request{}, true},
 		{"the stage off", named, 0, retrieve.Request{}, false},
-		{"a table the catalog lacks", "# Refunds\n\nRefunded money is in `ledger.entries` with a negative `ledger.amount_cents`.", 1, retrieve.Request{}, false},
-		{"a section unlike the question", "# Carriers\n\nParcels go by `payments.provider` when invoiced.", 1, retrieve.Request{}, false},
-		{"a request for tables only", named, 1, retrieve.Request{Kinds: []string{chunk.KindTable}}, true},
-		{"a request filtered by tag", named, 1, retrieve.Request{Tags: map[string]string{"team": "billing"}}, false},
+		{"a table the catalog lacks", "# Refunds\n\nRefunded money is in `ledger.entries` with a negative `ledger.amount_cents`.", on, retrieve.Request{}, false},
+		{"a section unlike the question", "# Carriers\n\nParcels go by `payments.provider` when invoiced.", on, retrieve.Request{}, false},
+		{"a request for tables only", named, on, retrieve.Request{Kinds: []string{chunk.KindTable}}, true},
+		{"a request filtered by tag", named, on, retrieve.Request{Tags: map[string]string{"team": "billing"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, e := indexCatalogs(t, cat)
