@@ -66,7 +66,9 @@ func pooled(ctx context.Context, cfg RetrievalConfig, whole *catalog.Catalog) (*
 			return nil, fmt.Errorf("bench: pool %d (seed %d): %w", i+1, p.Seed+uint64(i), err)
 		}
 		run := cfg
-		run.Questions, run.Examples, run.Docs = qs, examplesIn(cfg.Examples, in), docsIn(cfg.Docs, in)
+		run.Questions = qs
+		run.Examples = inPool(cfg.Examples, in, func(ex Example) string { return ex.Schema })
+		run.Docs = inPool(cfg.Docs, in, func(d Doc) string { return d.Schema })
 		rep, err := runOnce(ctx, run, cat, start, t)
 		if err != nil {
 			return nil, fmt.Errorf("pool %d (seed %d): %w", i+1, p.Seed+uint64(i), err)
@@ -142,25 +144,14 @@ func questionsIn(qs []Question, in map[string]bool) []Question {
 	return out
 }
 
-// examplesIn are the examples written in one of the pool's schemas, the
-// query log of the databases the pool holds, and those that name none.
-func examplesIn(exs []Example, in map[string]bool) []Example {
-	var out []Example
-	for _, ex := range exs {
-		if ex.Schema == "" || in[strings.ToLower(ex.Schema)] {
-			out = append(out, ex)
-		}
-	}
-	return out
-}
-
-// docsIn are the docs of lines about one of the pool's schemas, and those
-// about none.
-func docsIn(docs []Doc, in map[string]bool) []Doc {
-	var out []Doc
-	for _, d := range docs {
-		if d.Schema == "" || in[strings.ToLower(d.Schema)] {
-			out = append(out, d)
+// inPool keeps the examples or docs of one of the pool's schemas (an
+// example's is where its SQL ran, a doc's the one schema of its line's
+// gold tables: the databases the pool holds) and those of none.
+func inPool[T any](items []T, in map[string]bool, schema func(T) string) []T {
+	var out []T
+	for _, it := range items {
+		if s := schema(it); s == "" || in[strings.ToLower(s)] {
+			out = append(out, it)
 		}
 	}
 	return out
