@@ -70,7 +70,7 @@ func (r *Retriever) docVotes(cat *catalog.Catalog, hits []index.Hit, schemas []s
 		}
 	}
 	g.rankList(byVotes(votes, by), schemas, get, func(o *object, l listed) (*int, *string) {
-		o.docVote = votes[l.key]
+		o.docVote += votes[l.key] // should two keys render as one object, both lend to it, as both rank it
 		return &o.ex.DocRank, &o.ex.Doc
 	})
 }
