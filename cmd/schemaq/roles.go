@@ -58,6 +58,10 @@ type roleFlags struct {
 	indexYield float64
 	// tokenBudget bounds the context a reply carries and a prompt shows.
 	tokenBudget int
+	// exampleWeight and docWeight say how much a team's worked examples
+	// and docs count for the tables they name: a wiki about neighbouring
+	// systems can mislead (docs/retrieval.md), and only its team knows.
+	exampleWeight, docWeight float64
 }
 
 // register declares the role flags; connect adds the NATS client flags,
@@ -96,6 +100,16 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 		return err
 	}
 	fs.IntVar(&r.tokenBudget, "token-budget", budget, "bound on the context of a search or ask, in estimated tokens (4 bytes each): results are kept in rank order, then the inferred joins, while they fit, and a warning says what was cut; 0: no bound. Set it to what the model's context leaves after the instructions, question and answer [SCHEMAQ_TOKEN_BUDGET]")
+	exw, err := envFloat(e, "SCHEMAQ_EXAMPLE_WEIGHT", retrieve.DefaultConfig.ExampleWeight)
+	if err != nil {
+		return err
+	}
+	fs.Float64Var(&r.exampleWeight, "example-weight", exw, "how much the worked examples most like a question count for the tables their SQL reads, as a fused list's weight (BM25's is 1); 0: examples are context only [SCHEMAQ_EXAMPLE_WEIGHT]")
+	dw, err := envFloat(e, "SCHEMAQ_DOC_WEIGHT", retrieve.DefaultConfig.DocWeight)
+	if err != nil {
+		return err
+	}
+	fs.Float64Var(&r.docWeight, "doc-weight", dw, "how much the doc sections most like a question count for the tables they name (1: a section as strong as BM25's first table counts as that table); lower it when the docs describe other systems too; 0: docs are context only [SCHEMAQ_DOC_WEIGHT]")
 	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
 	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one search or tables request")
 	fs.DurationVar(&r.daemon.AskTimeout, "ask-timeout", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)")
@@ -112,6 +126,12 @@ func (r *roleFlags) check() error {
 	}
 	if r.tokenBudget < 0 {
 		return usagef("--token-budget must be zero or more, got %d", r.tokenBudget)
+	}
+	if r.exampleWeight < 0 {
+		return usagef("--example-weight must be zero or more, got %v", r.exampleWeight)
+	}
+	if r.docWeight < 0 {
+		return usagef("--doc-weight must be zero or more, got %v", r.docWeight)
 	}
 	return nil
 }
@@ -268,6 +288,8 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		}
 		rcfg := retrieve.DefaultConfig
 		rcfg.TokenBudget = r.tokenBudget
+		rcfg.ExampleWeight = r.exampleWeight
+		rcfg.DocWeight = r.docWeight
 		if r.embed.baseURL != "" {
 			rcfg.KNNWeight = retrieve.NeuralKNNWeight
 		}

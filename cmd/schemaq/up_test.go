@@ -608,3 +608,76 @@ func TestTokenBudgetFlag(t *testing.T) {
 		t.Errorf("a negative budget (exit %d): %s", code, errOut)
 	}
 }
+
+// TestRetrievalWeightFlags: --example-weight and --doc-weight (here their
+// variables) reach the daemon's retrieval. By default the shop's docs and
+// examples vote for public.payments; at 0 they are context only.
+func TestRetrievalWeightFlags(t *testing.T) {
+	shop := filepath.Join("..", "..", "examples", "shop")
+	for _, tc := range []struct {
+		name      string
+		vars      []string
+		wantVotes bool
+	}{
+		{"default", nil, true},
+		{"zero", []string{"SCHEMAQ_EXAMPLE_WEIGHT", "0", "SCHEMAQ_DOC_WEIGHT", "0"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			addr := freePort(t)
+			url := "nats://" + addr
+			stop := startUp(t, filepath.Join(dir, "data"), addr, tc.vars...)
+			defer stop()
+			if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations")); code != exitOK {
+				t.Fatalf("publish migrations: %s", errOut)
+			}
+			for _, kind := range []string{"docs", "examples"} {
+				src := filepath.Join(shop, kind)
+				if kind == "examples" {
+					src += ".jsonl"
+				}
+				if _, errOut, code := runAt(t, url, "publish", kind, "--db", "shop", src); code != exitOK {
+					t.Fatalf("publish %s: %s", kind, errOut)
+				}
+			}
+			// Both are indexed before the votes are read, so an absent vote
+			// means the weight, not a race.
+			indexed := func(kind, question, want string) {
+				t.Helper()
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					out, _, _ := runAt(t, url, "search", "--db", "shop", question, "--kind", kind, "--k", "1")
+					if strings.Contains(out, want) {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("no %s found for %q: %s", kind, question, out)
+					}
+				}
+			}
+			indexed("doc", "partial refunds", "refunds.md")
+			indexed("example", "net revenue last month", "What was net revenue last month?")
+
+			var reply struct {
+				Explain []events.ExplainItem `json:"explain"`
+			}
+			out, errOut, code := runAt(t, url, "search", "--db", "shop", "how do partial refunds work", "--kind", "table", "--explain", "--json")
+			if code != exitOK || json.Unmarshal([]byte(out), &reply) != nil {
+				t.Fatalf("search (exit %d): %s %s", code, out, errOut)
+			}
+			docVoted := slices.ContainsFunc(reply.Explain, func(x events.ExplainItem) bool { return x.Name == "public.payments" && x.DocRank > 0 })
+			out, errOut, code = runAt(t, url, "search", "--db", "shop", "how much revenue did we make in March", "--kind", "table", "--explain", "--json")
+			if code != exitOK || json.Unmarshal([]byte(out), &reply) != nil {
+				t.Fatalf("search (exit %d): %s %s", code, out, errOut)
+			}
+			exampleVoted := slices.ContainsFunc(reply.Explain, func(x events.ExplainItem) bool { return x.Name == "public.payments" && x.ExampleRank > 0 })
+			if docVoted != tc.wantVotes || exampleVoted != tc.wantVotes {
+				t.Errorf("doc voted %v, example voted %v; want both %v", docVoted, exampleVoted, tc.wantVotes)
+			}
+		})
+	}
+	for _, flag := range []string{"--example-weight", "--doc-weight"} {
+		if _, errOut, code := runAt(t, "nats://127.0.0.1:1", "serve", flag, "-0.5"); code != exitUsage || !strings.Contains(errOut, flag+" must be zero or more") {
+			t.Errorf("a negative %s (exit %d): %s", flag, code, errOut)
+		}
+	}
+}
