@@ -554,9 +554,9 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 	if err != nil {
 		return nil, err
 	}
-	d.countCut(events.EndpointSearch, res)
+	d.tally(events.EndpointSearch, res)
 	out := &events.SearchReply{Database: req.Database, Results: contextItems(res), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings),
-		Warnings: res.Warnings}
+		Warnings: res.Warnings, Schemas: res.Schemas, Ambiguous: res.Ambiguous}
 	if w := driftWarning(cat); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
@@ -575,7 +575,7 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 	if err != nil {
 		return nil, err
 	}
-	d.countCut(events.EndpointAsk, res)
+	d.tally(events.EndpointAsk, res)
 	var out *events.AskReply
 	if d.asker == nil {
 		out = &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint, RetrievalOnly: true,
@@ -592,17 +592,28 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 	} else {
 		out, err = d.asker.Ask(ctx, cat, req, res)
 	}
-	if w := driftWarning(cat); w != "" && out != nil {
-		out.Warnings = append(out.Warnings, w)
+	if out != nil {
+		out.Schemas, out.Ambiguous = res.Schemas, res.Ambiguous
+		if w := driftWarning(cat); w != "" {
+			out.Warnings = append(out.Warnings, w)
+		}
 	}
 	return out, err
 }
 
-// countCut counts a reply whose context the token budget cut, so that an
-// operator sees how often the budget bites without reading replies.
-func (d *Daemon) countCut(endpoint string, res *retrieve.Result) {
-	if d.m != nil && res.Truncated {
+// tally counts a reply whose context the token budget cut, and one whose
+// question fits several schemas, so that an operator sees how often the
+// budget bites and how often callers should have named a schema without
+// reading replies.
+func (d *Daemon) tally(endpoint string, res *retrieve.Result) {
+	if d.m == nil {
+		return
+	}
+	if res.Truncated {
 		d.m.cuts.WithLabelValues(endpoint).Inc()
+	}
+	if res.Ambiguous {
+		d.m.unsure.WithLabelValues(endpoint).Inc()
 	}
 }
 

@@ -298,10 +298,23 @@ type Drift struct {
 // it all.
 const MaxDriftListed = 100
 
+// SchemaShare is one schema a question may be about, with the routing
+// judge's share of the odds for it (docs/retrieval.md, "Which schema").
+type SchemaShare struct {
+	Schema string  `json:"schema"`
+	Share  float64 `json:"share"`
+}
+
 // SearchReply is the reply of the search endpoint.
 type SearchReply struct {
 	Database string        `json:"database"`
 	Results  []ContextItem `json:"results"`
+	// Schemas are the schemas the question may be about, likeliest
+	// first, when its candidates span several of the database's schemas;
+	// Ambiguous says the first is less likely than not, and a warning
+	// names them: a caller that knows should name one in Schemas.
+	Schemas   []SchemaShare `json:"schemas,omitempty"`
+	Ambiguous bool          `json:"ambiguous,omitempty"`
 	// Joins are the joins the names imply between two of the results.
 	Joins []Join `json:"joins,omitempty"`
 	// Warnings say what may make the results incomplete, such as drift
@@ -328,6 +341,9 @@ type AskReply struct {
 	Explanation   string        `json:"explanation,omitempty"`
 	Tables        []string      `json:"tables,omitempty"`
 	Context       []ContextItem `json:"context,omitempty"`
+	// Schemas and Ambiguous: as in SearchReply.
+	Schemas   []SchemaShare `json:"schemas,omitempty"`
+	Ambiguous bool          `json:"ambiguous,omitempty"`
 	// Joins are the joins the names imply between two tables of Context;
 	// the prompt shows them.
 	Joins      []Join             `json:"joins,omitempty"`

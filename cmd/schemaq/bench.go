@@ -79,6 +79,8 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&cfg.ExampleCandidates, "example-candidates", cfg.ExampleCandidates, "how many of the most similar examples vote for their tables")
 	fs.Float64Var(&cfg.DocWeight, "doc-weight", cfg.DocWeight, "weight of the list of tables the most similar doc sections name (0: off)")
 	fs.IntVar(&cfg.DocCandidates, "doc-candidates", cfg.DocCandidates, "how many of the most similar doc sections vote for the tables they name")
+	fs.Float64Var(&cfg.AmbiguousShare, "ambiguous-share", cfg.AmbiguousShare, "a result says the question fits several schemas when the likeliest has less than this share of the routing's odds (0: never)")
+	clarify := fs.Int("clarify", 0, "play a caller who answers an ambiguous result: a question whose schema is among the first N the result lists is asked again with it named (0: off)")
 	fs.Float64Var(&cfg.HintWeight, "hint-weight", cfg.HintWeight, "weight of the hints' BM25 list in fusion (with --hints-field)")
 	fs.IntVar(&cfg.SchemaWindow, "schema-window", cfg.SchemaWindow, "how many fused candidates the schema rescoring reorders")
 	noRouting := fs.Bool("no-routing", false, "ablation: no schema routing")
@@ -116,6 +118,9 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	if *schema == "" || *questions == "" {
 		fs.Usage()
 		return usagef("bench retrieval: --schema and --questions are required")
+	}
+	if *clarify < 0 || cfg.AmbiguousShare < 0 {
+		return usagef("bench retrieval: --clarify %d --ambiguous-share %v: both are 0 (off) or more", *clarify, cfg.AmbiguousShare)
 	}
 	if pools.Size < 0 || pools.Count < 1 {
 		return usagef("bench retrieval: --pool %d --pools %d: the pool size is 0 (off) or more, and at least one pool is drawn", pools.Size, pools.Count)
@@ -196,7 +201,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	}
 	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
 		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: progressWriter(e.stderr), GoldSchema: *goldSchema, OpenStore: openStore,
-		Examples: examples, Docs: docs, Warm: *warm, Pool: pools})
+		Examples: examples, Docs: docs, Warm: *warm, Pool: pools, Clarify: *clarify})
 	if err != nil {
 		return err
 	}
@@ -225,6 +230,13 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "%-6d %8.3f %8.3f\n", k, rep.Recall[s], rep.CompleteRecall[s])
 	}
 	fmt.Fprintf(e.stdout, "first table in the gold schema: %.3f\n", rep.SchemaFirst)
+	if rep.Ambiguous > 0 {
+		fmt.Fprintf(e.stdout, "fit several schemas: %.3f of the questions (the likeliest was theirs for %.3f of them)", rep.Ambiguous, rep.AmbiguousRight)
+		if *clarify > 0 {
+			fmt.Fprintf(e.stdout, "; asked again with their schema named: %.3f", rep.Clarified)
+		}
+		fmt.Fprintln(e.stdout)
+	}
 	fmt.Fprintf(e.stdout, "latency ms: p50 %.2f  p95 %.2f  p99 %.2f\n", rep.LatencyMS["p50"], rep.LatencyMS["p95"], rep.LatencyMS["p99"])
 	for i, m := range rep.Misses {
 		if i >= *misses {

@@ -133,6 +133,7 @@ func TestCLIBenchRetrieval(t *testing.T) {
 		Recall         map[string]float64 `json:"recall"`
 		CompleteRecall map[string]float64 `json:"complete_recall"`
 		SchemaFirst    float64            `json:"schema_first"`
+		Ambiguous      float64            `json:"ambiguous"`
 		IndexSeconds   float64            `json:"index_seconds"`
 		LatencyMS      map[string]float64 `json:"latency_ms"`
 	}

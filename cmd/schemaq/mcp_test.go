@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/mcpserver"
 	"github.com/schemaq/schemaq/pkg/natstest"
@@ -263,5 +265,104 @@ func TestMCPHTTPNeedsATokenBeyondLoopback(t *testing.T) {
 			t.Errorf("tools with the token: %v %v", tools, err)
 		}
 		cs.Close()
+	}
+}
+
+// storesDDL pools two near-identical shops and a payroll in one database:
+// a question about orders fits either shop.
+const storesDDL = `CREATE SCHEMA store_east;
+CREATE TABLE store_east.customers (customer_id bigint PRIMARY KEY, full_name text, city text);
+CREATE TABLE store_east.orders (order_id bigint PRIMARY KEY, customer_id bigint REFERENCES store_east.customers, placed_at date, total numeric);
+CREATE SCHEMA store_west;
+CREATE TABLE store_west.customers (customer_id bigint PRIMARY KEY, full_name text, city text);
+CREATE TABLE store_west.orders (order_id bigint PRIMARY KEY, customer_id bigint REFERENCES store_west.customers, placed_at date, total numeric);
+CREATE SCHEMA payroll;
+CREATE TABLE payroll.employees (employee_id bigint PRIMARY KEY, full_name text, hired_on date);
+CREATE TABLE payroll.salaries (employee_id bigint REFERENCES payroll.employees, amount numeric, paid_on date);
+`
+
+// TestAmbiguousQuestions: a question two schemas fit alike says so in
+// every reply (search and ask, JSON and text, MCP) with the schemas to
+// choose from, naming one settles it, and /metrics counts such replies.
+func TestAmbiguousQuestions(t *testing.T) {
+	dir := t.TempDir()
+	addr, metrics := freePort(t), freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_METRICS_ADDR", metrics)
+	defer stop()
+	publishSnapshot(t, url, "stores", storesDDL)
+	const question = "How many orders did each customer place?"
+	type reply struct {
+		Ambiguous bool                 `json:"ambiguous"`
+		Schemas   []events.SchemaShare `json:"schemas"`
+		Warnings  []string             `json:"warnings"`
+	}
+	listed := func(r reply) string {
+		var s []string
+		for _, sh := range r.Schemas {
+			s = append(s, sh.Schema)
+		}
+		slices.Sort(s)
+		return strings.Join(s, " ")
+	}
+	const warning = "the question fits several schemas: "
+	for _, args := range [][]string{
+		{"search", "--db", "stores", "--json", question},
+		{"ask", "--db", "stores", "--json", question},
+	} {
+		out, errOut, code := runAt(t, url, args...)
+		var r reply
+		if code != exitOK || json.Unmarshal([]byte(out), &r) != nil {
+			t.Fatalf("%s (exit %d): %s %s", args[0], code, out, errOut)
+		}
+		if !r.Ambiguous || listed(r) != "store_east store_west" || !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.HasPrefix(w, warning) }) {
+			t.Errorf("%s of a question two schemas fit: %s", args[0], out)
+		}
+	}
+	if _, errOut, code := runAt(t, url, "search", "--db", "stores", question); code != exitOK || !strings.Contains(errOut, "warning: "+warning) {
+		t.Errorf("search, text (exit %d), without the warning: %s", code, errOut)
+	}
+	out, _, _ := runAt(t, url, "search", "--db", "stores", "--schemas", "store_west", "--json", question)
+	var r reply
+	if json.Unmarshal([]byte(out), &r) != nil || r.Ambiguous || len(r.Schemas) != 0 {
+		t.Errorf("search with the schema named: %s", out)
+	}
+	out, _, _ = runAt(t, url, "search", "--db", "stores", "--json", "What is the salary of each employee?")
+	if json.Unmarshal([]byte(out), &r) != nil || r.Ambiguous || len(r.Schemas) == 0 || r.Schemas[0].Schema != "payroll" {
+		t.Errorf("search of a question one schema answers: %s", out)
+	}
+
+	// An agent sees the same, and can name the schema.
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cli, _ := client.New(nc)
+	cs := connect(t, mcpserver.New(cli, "0.0.0-test"))
+	for _, tc := range []struct {
+		tool      string
+		args      map[string]any
+		ambiguous bool
+	}{
+		{"search_schema", map[string]any{"database": "stores", "question": question}, true},
+		{"ask_sql", map[string]any{"database": "stores", "question": question}, true},
+		{"search_schema", map[string]any{"database": "stores", "question": question, "schemas": []string{"store_east"}}, false},
+		{"ask_sql", map[string]any{"database": "stores", "question": question, "schemas": []string{"store_east"}}, false},
+	} {
+		out, isErr := call(t, cs, tc.tool, tc.args)
+		var r reply
+		if isErr || json.Unmarshal([]byte(out), &r) != nil || r.Ambiguous != tc.ambiguous || (tc.ambiguous && listed(r) != "store_east store_west") {
+			t.Errorf("%s %v: %s, want ambiguous %v", tc.tool, tc.args, out, tc.ambiguous)
+		}
+	}
+	// Three searches and two asks fit both shops.
+	body := scrapeUntil(t, metrics, 10*time.Second, func(body string) bool {
+		return strings.Contains(body, `schemaq_daemon_ambiguous_total{endpoint="search"} 3`)
+	})
+	for _, want := range []string{`schemaq_daemon_ambiguous_total{endpoint="search"} 3`, `schemaq_daemon_ambiguous_total{endpoint="ask"} 2`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }

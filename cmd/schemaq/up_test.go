@@ -372,12 +372,19 @@ CREATE TABLE actor (actor_id int PRIMARY KEY, first_name text, last_name text);
 // publishVideo publishes videoDDL as the snapshot of database video.
 func publishVideo(t *testing.T, url string) {
 	t.Helper()
-	video := filepath.Join(t.TempDir(), "video.sql")
-	if err := os.WriteFile(video, []byte(videoDDL), 0o644); err != nil {
+	publishSnapshot(t, url, "video", videoDDL)
+}
+
+// publishSnapshot publishes ddl as database db's snapshot and waits until
+// it is searchable.
+func publishSnapshot(t *testing.T, url, db, ddl string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), db+".sql")
+	if err := os.WriteFile(file, []byte(ddl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := runAt(t, url, "publish", "snapshot", "--db", "video", "--wait", "20s", video); code != exitOK {
-		t.Fatalf("publish snapshot: %s", errOut)
+	if _, errOut, code := runAt(t, url, "publish", "snapshot", "--db", db, "--wait", "20s", file); code != exitOK {
+		t.Fatalf("publish snapshot of %s: %s", db, errOut)
 	}
 }
 

@@ -276,6 +276,11 @@ type RetrievalConfig struct {
 	// Pool, when its Size is set, runs the benchmark on smaller pools
 	// sampled from the schema's schemas instead of on the whole.
 	Pool Pools
+	// Clarify plays a caller who answers an ambiguous result: when the
+	// question's own schema is among the first Clarify schemas the
+	// result lists, the question is asked again with it named, and the
+	// second result counts (its time too). 0: results stand as they are.
+	Clarify int
 }
 
 // RetrievalReport is the outcome; its JSON shape is stable because other
@@ -294,7 +299,15 @@ type RetrievalReport struct {
 	// schema (0: none).
 	Examples int `json:"examples,omitempty"`
 	// Docs is how many doc sections were indexed beside the schema.
-	Docs         int     `json:"docs,omitempty"`
+	Docs int `json:"docs,omitempty"`
+	// Ambiguous is the share of questions whose result said they fit
+	// several schemas, and AmbiguousRight the share of those whose
+	// likeliest schema was still their own.
+	Ambiguous      float64 `json:"ambiguous"`
+	AmbiguousRight float64 `json:"ambiguous_right,omitempty"`
+	// Clarified is the share of questions asked again with their schema
+	// named (RetrievalConfig.Clarify).
+	Clarified    float64 `json:"clarified,omitempty"`
 	IndexSeconds float64 `json:"index_seconds"`
 	// Pool describes the sampled pools (with RetrievalConfig.Pool);
 	// Tables is then their mean size and Questions counts a question
@@ -361,9 +374,13 @@ type tally struct {
 	recall      []float64
 	complete    []float64
 	schemaFirst int
-	n           int
-	lat         []time.Duration
-	misses      []Miss
+	// ambiguous counts the results that fit several schemas, right those
+	// whose likeliest was the question's own, and clarified the questions
+	// asked again with it named.
+	ambiguous, right, clarified int
+	n                           int
+	lat                         []time.Duration
+	misses                      []Miss
 }
 
 func newTally(ks []int) *tally {
@@ -380,6 +397,11 @@ func (t *tally) report(rep *RetrievalReport) {
 		rep.CompleteRecall[strconv.Itoa(k)] = round3(t.complete[i] / n)
 	}
 	rep.SchemaFirst = round3(float64(t.schemaFirst) / n)
+	rep.Ambiguous = round3(float64(t.ambiguous) / n)
+	if t.ambiguous > 0 {
+		rep.AmbiguousRight = round3(float64(t.right) / float64(t.ambiguous))
+	}
+	rep.Clarified = round3(float64(t.clarified) / n)
 	sort.Slice(t.lat, func(i, j int) bool { return t.lat[i] < t.lat[j] })
 	rep.LatencyMS = map[string]float64{"p50": ms(percentile(t.lat, 50)), "p95": ms(percentile(t.lat, 95)), "p99": ms(percentile(t.lat, 99))}
 	rep.Misses = t.misses
@@ -469,6 +491,23 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 		res, err := ret.Retrieve(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("bench: question %v: %w", q.ID, err)
+		}
+		if res.Ambiguous {
+			t.ambiguous++
+			own, _, _ := strings.Cut(q.GoldTables[0], ".")
+			if strings.EqualFold(res.Schemas[0].Schema, own) {
+				t.right++
+			}
+			for _, s := range res.Schemas[:min(cfg.Clarify, len(res.Schemas))] {
+				if strings.EqualFold(s.Schema, own) {
+					req.Schemas = []string{s.Schema}
+					if res, err = ret.Retrieve(ctx, req); err != nil {
+						return nil, fmt.Errorf("bench: question %v, asked again in schema %s: %w", q.ID, s.Schema, err)
+					}
+					t.clarified++
+					break
+				}
+			}
 		}
 		t.lat = append(t.lat, time.Since(t0))
 		t.n++

@@ -2,6 +2,7 @@ package benchmark_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -80,6 +81,52 @@ CREATE TABLE zoo.animals (id int PRIMARY KEY, species text, keeper text);
 	}
 	if rep.SchemaFirst != 0.75 {
 		t.Errorf("schema_first = %v, want 0.75 (questions 1, 2 and 4)", rep.SchemaFirst)
+	}
+}
+
+// A question two schemas fit alike counts as ambiguous; with Clarify the
+// caller names its schema when the result lists it, and the second
+// result counts.
+func TestRetrievalClarifies(t *testing.T) {
+	var sql strings.Builder
+	for _, s := range []string{"store_east", "store_west"} {
+		fmt.Fprintf(&sql, "CREATE SCHEMA %[1]s;\nCREATE TABLE %[1]s.customers (customer_id int PRIMARY KEY, full_name text);\nCREATE TABLE %[1]s.orders (order_id int PRIMARY KEY, customer_id int REFERENCES %[1]s.customers, total numeric);\n", s)
+	}
+	sql.WriteString("CREATE SCHEMA zoo;\nCREATE TABLE zoo.animals (id int PRIMARY KEY, species text, keeper text);\n")
+	qs := []benchmark.Question{
+		{ID: 1, Question: "What is the total of each order?", GoldTables: []string{"store_east.orders"}},
+		{ID: 2, Question: "What is the total of each order?", GoldTables: []string{"store_west.orders"}},
+		{ID: 3, Question: "How many animal species are there?", GoldTables: []string{"zoo.animals"}},
+	}
+	for _, tc := range []struct {
+		name                 string
+		clarify              int
+		ambiguous, clarified float64
+		cr1                  float64
+	}{
+		// One of the two shops comes first: one order question of two
+		// is right at 1.
+		{"as it stands", 0, 0.667, 0, 0.667},
+		// Each caller names its shop: every question is right at 1.
+		{"clarified", 2, 0.667, 0.667, 1},
+		// Only the likeliest offered: its own question is asked again.
+		{"the likeliest only", 1, 0.667, 0.333, 0.667},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{
+				Database: "bench", Schema: sql.String(), Source: "pool.sql", Questions: qs, Ks: []int{1, 5},
+				Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(), Clarify: tc.clarify,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Ambiguous != tc.ambiguous || rep.Clarified != tc.clarified || rep.CompleteRecall["1"] != tc.cr1 {
+				t.Errorf("ambiguous %v, clarified %v, CR@1 %v; want %v, %v, %v", rep.Ambiguous, rep.Clarified, rep.CompleteRecall["1"], tc.ambiguous, tc.clarified, tc.cr1)
+			}
+			if rep.AmbiguousRight != 0.5 {
+				t.Errorf("ambiguous_right %v, want 0.5: the likeliest shop is one question's of two", rep.AmbiguousRight)
+			}
+		})
 	}
 }
 

@@ -144,6 +144,7 @@ type SearchIn struct {
 	K        int      `json:"k,omitempty" jsonschema:"how many results, 1 to 25 (default 10)"`
 	Kinds    []string `json:"kinds,omitempty" jsonschema:"only these kinds: table, view, doc, example"`
 	Hints    string   `json:"hints,omitempty" jsonschema:"what you know beside the question: a definition, the columns meant (searched as a weaker second query)"`
+	Schemas  []string `json:"schemas,omitempty" jsonschema:"only tables and views of these schemas: name the one meant when a result says the question fits several"`
 }
 
 // searchSchema is SearchIn's schema with what the struct tags cannot say:
@@ -163,7 +164,7 @@ func (in SearchIn) request(explain bool) (*events.SearchRequest, error) {
 	if in.K < 0 || in.K > MaxK {
 		return nil, fmt.Errorf("bad_request: k must be between 1 and %d, got %d", MaxK, in.K)
 	}
-	return &events.SearchRequest{Database: in.Database, Question: in.Question, K: in.K, Kinds: in.Kinds, Explain: explain, Hints: in.Hints}, nil
+	return &events.SearchRequest{Database: in.Database, Question: in.Question, K: in.K, Kinds: in.Kinds, Explain: explain, Hints: in.Hints, Schemas: in.Schemas}, nil
 }
 
 // SearchResult is one search_schema result.
@@ -183,6 +184,11 @@ type SearchOut struct {
 	// category.category_id"); declared keys are in the tables' text.
 	Joins    []string `json:"joins,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Schemas are the schemas the question may be about, likeliest
+	// first, when it could be about several; Ambiguous: no one of them
+	// has even odds, so ask which is meant, and search again with it.
+	Schemas   []events.SchemaShare `json:"schemas,omitempty"`
+	Ambiguous bool                 `json:"ambiguous,omitempty"`
 }
 
 func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, SearchOut, error) {
@@ -194,7 +200,7 @@ func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in Sea
 	if err != nil {
 		return nil, SearchOut{}, toolError(err)
 	}
-	out := SearchOut{Results: []SearchResult{}, Warnings: r.Warnings}
+	out := SearchOut{Results: []SearchResult{}, Warnings: r.Warnings, Schemas: r.Schemas, Ambiguous: r.Ambiguous}
 	for _, it := range r.Results {
 		res := SearchResult{Kind: it.Kind, Name: it.Name, Score: it.Score, Text: it.Text}
 		if it.Kind == "example" && it.Title != "" {
@@ -211,10 +217,11 @@ func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in Sea
 
 // AskIn is a question to answer with SQL.
 type AskIn struct {
-	Database            string `json:"database" jsonschema:"the database name"`
-	Question            string `json:"question" jsonschema:"the natural-language question"`
-	AllowSystemCatalogs bool   `json:"allow_system_catalogs,omitempty" jsonschema:"let the SQL read pg_catalog and information_schema, refused otherwise"`
-	Hints               string `json:"hints,omitempty" jsonschema:"what you know beside the question: a definition, the columns meant (searched as a weaker second query and shown to the model)"`
+	Database            string   `json:"database" jsonschema:"the database name"`
+	Question            string   `json:"question" jsonschema:"the natural-language question"`
+	AllowSystemCatalogs bool     `json:"allow_system_catalogs,omitempty" jsonschema:"let the SQL read pg_catalog and information_schema, refused otherwise"`
+	Hints               string   `json:"hints,omitempty" jsonschema:"what you know beside the question: a definition, the columns meant (searched as a weaker second query and shown to the model)"`
+	Schemas             []string `json:"schemas,omitempty" jsonschema:"only tables and views of these schemas: name the one meant when a result says the question fits several"`
 }
 
 // AskOut is ask_sql's result.
@@ -228,17 +235,21 @@ type AskOut struct {
 	RetrievalOnly bool     `json:"retrieval_only,omitempty"`
 	Context       []string `json:"context,omitempty"`
 	Joins         []string `json:"joins,omitempty"` // with Context: as in SearchOut
+	// Schemas and Ambiguous: as in SearchOut.
+	Schemas   []events.SchemaShare `json:"schemas,omitempty"`
+	Ambiguous bool                 `json:"ambiguous,omitempty"`
 }
 
 func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*mcp.CallToolResult, AskOut, error) {
-	r, err := t.b.Ask(ctx, &events.AskRequest{Database: in.Database, Question: in.Question, AllowSystemCatalogs: in.AllowSystemCatalogs, Hints: in.Hints})
+	r, err := t.b.Ask(ctx, &events.AskRequest{Database: in.Database, Question: in.Question, AllowSystemCatalogs: in.AllowSystemCatalogs, Hints: in.Hints, Schemas: in.Schemas})
 	if err != nil {
 		if r != nil && r.RejectedSQL != "" {
 			return nil, AskOut{}, fmt.Errorf("%v (rejected SQL, not safe to run: %s)", toolError(err), r.RejectedSQL)
 		}
 		return nil, AskOut{}, toolError(err)
 	}
-	out := AskOut{SQL: r.SQL, Explanation: r.Explanation, Tables: r.Tables, Warnings: r.Warnings, RetrievalOnly: r.RetrievalOnly}
+	out := AskOut{SQL: r.SQL, Explanation: r.Explanation, Tables: r.Tables, Warnings: r.Warnings, RetrievalOnly: r.RetrievalOnly,
+		Schemas: r.Schemas, Ambiguous: r.Ambiguous}
 	if r.RetrievalOnly {
 		for _, c := range r.Context {
 			out.Context = append(out.Context, c.Kind+" "+c.Name)

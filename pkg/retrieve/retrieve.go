@@ -169,6 +169,17 @@ type Config struct {
 	// searches again.
 	DocWeight     float64
 	DocCandidates int
+	// AmbiguousShare is the routing judge's share below which a result
+	// says the question fits several schemas (Result.Ambiguous and a
+	// warning naming them); 0: never. The shares are about calibrated:
+	// on BIRD's sample the likeliest schema is the question's for 0.43
+	// of the questions where it has 0.4–0.5 of the odds and for 0.95 of
+	// those where it has more than 0.9. At 0.5 two schemas alike but
+	// for their names (0.53 and 0.47) passed as settled; at 0.6 a third
+	// of BIRD's questions and a sixth of SpiderUnion's are flagged, and
+	// for fewer than half of those was the likeliest right
+	// (docs/retrieval.md, "Which schema").
+	AmbiguousShare float64
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -190,6 +201,7 @@ var DefaultConfig = Config{
 	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
 	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, CommonHeads: 0.1, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50, RoutingFeatures: true, InferJoins: true,
 	HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 2, ExampleCandidates: 5, DocWeight: 1, DocCandidates: 3,
+	AmbiguousShare: 0.6,
 }
 
 // Request is one retrieval.
@@ -229,9 +241,28 @@ type Result struct {
 	// where no foreign key declares them (Config.InferJoins). Declared
 	// keys are in the tables' DDL; these are not, and a model writing
 	// SQL over a schema without keys would otherwise guess them.
-	Joins   []InferredJoin
-	Timings Timings
+	Joins []InferredJoin
+	// Schemas are the schemas the question may be about, with the
+	// routing judge's share of the odds for each, likeliest first: the
+	// first, and then those with a share of at least minShare, at most
+	// maxShares. Set when the question's candidates span more than one
+	// schema and the routing features are on.
+	Schemas []SchemaShare
+	// Ambiguous: the first schema's share is below AmbiguousShare, and a
+	// warning names the likeliest.
+	Ambiguous bool
+	Timings   Timings
 }
+
+// SchemaShare is one schema's share of the routing judge's odds.
+type SchemaShare = events.SchemaShare
+
+// A reply lists the schemas worth a caller's look: the odds are a
+// softmax over every schema with a candidate, most of them near zero.
+const (
+	minShare  = 0.05
+	maxShares = 5
+)
 
 // Timings per stage.
 type Timings struct {
@@ -520,7 +551,7 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 		if hintTerms != nil {
 			rw = append(slices.Clone(words), hintWords...)
 		}
-		r.route(cat, rw, res.Terms, func() []*object { return all }, get)
+		r.schemasOf(res, r.route(cat, rw, res.Terms, func() []*object { return all }, get))
 	}
 	for _, o := range all {
 		o.bestAt = 1 << 30

@@ -974,3 +974,80 @@ CREATE TABLE products (product_id bigint PRIMARY KEY, title text, price numeric)
 		})
 	}
 }
+
+// TestAmbiguousSchemas: a question that two near-duplicate schemas fit
+// alike says so and names both; one that a schema's names answer does
+// not; naming a schema, or a database of one schema, leaves nothing to
+// choose.
+func TestAmbiguousSchemas(t *testing.T) {
+	var ddl strings.Builder
+	for _, s := range []string{"store_east", "store_west"} {
+		fmt.Fprintf(&ddl, `CREATE SCHEMA %[1]s;
+CREATE TABLE %[1]s.customers (customer_id bigint PRIMARY KEY, full_name text, city text);
+CREATE TABLE %[1]s.orders (order_id bigint PRIMARY KEY, customer_id bigint REFERENCES %[1]s.customers, placed_at date, total numeric);
+`, s)
+	}
+	ddl.WriteString(`CREATE SCHEMA payroll;
+CREATE TABLE payroll.employees (employee_id bigint PRIMARY KEY, full_name text, hired_on date);
+CREATE TABLE payroll.salaries (employee_id bigint REFERENCES payroll.employees, amount numeric, paid_on date);
+`)
+	pooled, err := catalog.Snapshot("pool", "pool.sql", ddl.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := catalog.Snapshot("one", "one.sql", "CREATE TABLE customers (customer_id bigint PRIMARY KEY, full_name text);\nCREATE TABLE orders (order_id bigint PRIMARY KEY, customer_id bigint REFERENCES customers, total numeric);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := retrieve.DefaultConfig.AmbiguousShare
+	for _, tc := range []struct {
+		name      string
+		cat       *catalog.Catalog
+		question  string
+		schemas   []string
+		share     float64 // Config.AmbiguousShare
+		ambiguous bool
+		listed    []string // the schemas the result lists, likeliest first (order checked where one leads)
+	}{
+		{"two stores alike", pooled, "How many orders did each customer place?", nil, on, true, []string{"store_east", "store_west"}},
+		{"payroll's own words", pooled, "What is the salary of each employee?", nil, on, false, []string{"payroll"}},
+		{"the schema named", pooled, "How many orders did each customer place?", []string{"store_west"}, on, false, nil},
+		{"the warning off", pooled, "How many orders did each customer place?", nil, 0, false, []string{"store_east", "store_west"}},
+		{"one schema", single, "How many orders did each customer place?", nil, on, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, e := indexCatalogs(t, tc.cat)
+			cfg := retrieve.DefaultConfig
+			cfg.AmbiguousShare = tc.share
+			res := retrieveOnce(t, s, e, tc.cat, cfg, retrieve.Request{Database: tc.cat.Database, Question: tc.question, K: 5, Schemas: tc.schemas})
+			if res.Ambiguous != tc.ambiguous {
+				t.Errorf("ambiguous %v, want %v (schemas %v)", res.Ambiguous, tc.ambiguous, res.Schemas)
+			}
+			var listed []string
+			var sum float64
+			for i, sh := range res.Schemas {
+				listed = append(listed, sh.Schema)
+				sum += sh.Share
+				if i > 0 && sh.Share > res.Schemas[i-1].Share {
+					t.Errorf("schemas out of order: %v", res.Schemas)
+				}
+			}
+			if sum > 1.001 {
+				t.Errorf("shares sum to %v: %v", sum, res.Schemas)
+			}
+			if len(tc.listed) == 1 {
+				if len(listed) == 0 || listed[0] != tc.listed[0] || res.Schemas[0].Share < 0.5 {
+					t.Errorf("schemas %v, want %s first with more than half the odds", res.Schemas, tc.listed[0])
+				}
+			} else if slices.Sort(listed); !slices.Equal(listed, tc.listed) {
+				t.Errorf("schemas %v, want %v", res.Schemas, tc.listed)
+			}
+			warned := slices.ContainsFunc(res.Warnings, func(w string) bool {
+				return strings.HasPrefix(w, "the question fits several schemas: ") && strings.Contains(w, "store_east (") && strings.Contains(w, "store_west (")
+			})
+			if warned != tc.ambiguous {
+				t.Errorf("warned %v, want %v: %q", warned, tc.ambiguous, res.Warnings)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -14,7 +15,7 @@ import (
 // rankByEvidence orders schemas by their best table or view: its fused
 // score so far, then the second best adds a little (RoutingDepth > 1), so
 // one strong match outranks many weak ones.
-func (r *Retriever) rankByEvidence(all []*object) []string {
+func (r *Retriever) rankByEvidence(all []*object) ([]string, map[string]float64) {
 	scores := map[string][]float64{}
 	for _, o := range all {
 		if o.cand.Kind != chunk.KindTable && o.cand.Kind != chunk.KindView {
@@ -34,6 +35,21 @@ func (r *Retriever) rankByEvidence(all []*object) []string {
 		out = append(out, schema)
 	}
 	sortByScore(out, agg)
+	return out, agg
+}
+
+// ranks numbers schemas, in the order of their scores, from 1, schemas
+// of equal score alike (1, 2, 2, 4): two schemas the question fits
+// equally must look equal to the routing judge, whichever name sorts
+// first.
+func ranks(ordered []string, score map[string]float64) map[string]int {
+	out := make(map[string]int, len(ordered))
+	for i, s := range ordered {
+		out[s] = i + 1
+		if i > 0 && score[s] == score[ordered[i-1]] {
+			out[s] = out[ordered[i-1]]
+		}
+	}
 	return out
 }
 
@@ -136,7 +152,7 @@ func (v *vocab) rank(terms []string) []string {
 //
 // only the schemas that have a term need its postings; the first part
 // depends on the schema's length alone.
-func (v *vocab) likelihood(terms []string, mu float64, schemas []string) []string {
+func (v *vocab) likelihood(terms []string, mu float64, schemas []string) ([]string, map[string]float64) {
 	scores := make(map[string]float64, len(schemas))
 	n := 0
 	for _, t := range terms {
@@ -156,7 +172,7 @@ func (v *vocab) likelihood(terms []string, mu float64, schemas []string) []strin
 	}
 	out := slices.Clone(schemas)
 	sortByScore(out, scores)
-	return out
+	return out, scores
 }
 
 // route ranks the database's schemas against the question (see vocab) and
@@ -166,9 +182,9 @@ func (v *vocab) likelihood(terms []string, mu float64, schemas []string) []strin
 // words are the question's analysed words, repeats kept, and terms its
 // BM25 terms. objects returns the caller's current list, which get
 // extends.
-func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, objects func() []*object, get func(chunk.Chunk) *object) {
+func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, objects func() []*object, get func(chunk.Chunk) *object) []SchemaShare {
 	if cat == nil {
-		return
+		return nil
 	}
 	g := r.graphs.get(cat)
 	var schemas []string
@@ -176,10 +192,9 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 	if r.cfg.RoutingByVocab {
 		schemas = g.vocab.rank(words)
 	} else {
-		schemas = r.rankByEvidence(objects())
-		for i, s := range schemas {
-			evidence[s] = i + 1
-		}
+		var agg map[string]float64
+		schemas, agg = r.rankByEvidence(objects())
+		evidence = ranks(schemas, agg)
 		if w := r.cfg.RoutingLikelihood; w > 0 && len(schemas) > 1 {
 			// Query likelihood counts a word the question repeats each
 			// time; it also sees the expansions, and the compounds of
@@ -192,19 +207,20 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 				}
 			}
 			lt = append(lt, text.Compounds(words)...)
-			byLikelihood := g.vocab.likelihood(lt, r.cfg.RoutingMu, schemas)
-			for i, s := range byLikelihood {
-				likelihood[s] = i + 1
-			}
+			byLikelihood, scores := g.vocab.likelihood(lt, r.cfg.RoutingMu, schemas)
+			likelihood = ranks(byLikelihood, scores)
 			schemas = fuseRanks(schemas, byLikelihood, w)
 		}
 	}
 	fused := schemas
+	var judged []SchemaShare
 	if r.cfg.RoutingFeatures && len(schemas) > 1 && len(evidence) > 0 {
-		schemas = g.vocab.routeFeatures(words, objects(), schemas, evidence, likelihood)
+		var scores map[string]float64
+		schemas, scores = g.vocab.routeFeatures(words, objects(), schemas, evidence, likelihood)
+		judged = shares(scores)
 	}
 	if len(schemas) == 0 {
-		return
+		return nil
 	}
 	rank, tail := map[string]int{}, map[string]int{}
 	for i, s := range schemas {
@@ -236,6 +252,7 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 			o.ex.SchemaByFeatures = o.cand.Schema == schemas[0] && schemas[0] != fused[0]
 		}
 	}
+	return judged
 }
 
 // inferredLend scales what a join only the names imply lends, against a
@@ -424,7 +441,7 @@ const routeMargin = 0.5
 // question's words a schema's identifiers use says how much of the
 // question it can answer, and names count most, as a question names the
 // things it asks about; a big schema covers more words by its size alone.
-func (v *vocab) routeFeatures(words []string, all []*object, fused []string, evidence, likelihood map[string]int) []string {
+func (v *vocab) routeFeatures(words []string, all []*object, fused []string, evidence, likelihood map[string]int) ([]string, map[string]float64) {
 	var maxBM, maxKNN float64
 	bm, knn := map[string]float64{}, map[string]float64{}
 	for _, o := range all {
@@ -483,15 +500,19 @@ func (v *vocab) routeFeatures(words []string, all []*object, fused []string, evi
 		}
 		return f
 	}
+	scores := make(map[string]float64, len(fused))
 	first := score(fused[0])
+	scores[fused[0]] = first
 	best, bestScore := fused[0], first
 	for _, s := range fused[1:] {
-		if sc := score(s); sc > bestScore {
+		sc := score(s)
+		scores[s] = sc
+		if sc > bestScore {
 			best, bestScore = s, sc
 		}
 	}
 	if best == fused[0] || bestScore-first < routeMargin {
-		return fused
+		return fused, scores
 	}
 	out := make([]string, 0, len(fused))
 	out = append(out, best)
@@ -500,6 +521,33 @@ func (v *vocab) routeFeatures(words []string, all []*object, fused []string, evi
 			out = append(out, s)
 		}
 	}
+	return out, scores
+}
+
+// shares turns the routing judge's scores into each schema's share of
+// the odds, as the conditional logit was fitted: a softmax over the
+// schemas with candidates, best first (by name among equals).
+func shares(scores map[string]float64) []SchemaShare {
+	top := math.Inf(-1)
+	for _, sc := range scores {
+		top = max(top, sc)
+	}
+	var sum float64
+	out := make([]SchemaShare, 0, len(scores))
+	for s, sc := range scores {
+		e := math.Exp(sc - top)
+		sum += e
+		out = append(out, SchemaShare{Schema: s, Share: e})
+	}
+	for i := range out {
+		out[i].Share /= sum
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Share != out[j].Share {
+			return out[i].Share > out[j].Share
+		}
+		return out[i].Schema < out[j].Schema
+	})
 	return out
 }
 
@@ -512,4 +560,34 @@ func sortByScore(schemas []string, score map[string]float64) {
 		}
 		return schemas[i] < schemas[j]
 	})
+}
+
+// schemasOf records the schemas a question may be about in res: the
+// likeliest, the others worth a caller's look, and a warning when the
+// likeliest is less likely than not. Only a caller can settle that: the
+// schemas left are alike in what the question says.
+func (r *Retriever) schemasOf(res *Result, judged []SchemaShare) {
+	if len(judged) == 0 {
+		return
+	}
+	n := 1
+	for n < len(judged) && n < maxShares && judged[n].Share >= minShare {
+		n++
+	}
+	res.Schemas = make([]SchemaShare, n)
+	for i, s := range judged[:n] {
+		res.Schemas[i] = SchemaShare{Schema: s.Schema, Share: math.Round(s.Share*1000) / 1000}
+	}
+	if judged[0].Share >= r.cfg.AmbiguousShare {
+		return
+	}
+	res.Ambiguous = true
+	var b strings.Builder
+	for i, s := range res.Schemas {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%.2f)", s.Schema, s.Share)
+	}
+	res.Warnings = append(res.Warnings, "the question fits several schemas: "+b.String()+"; name the one meant (schemas in a request, --schemas on the command line) or add hints")
 }

@@ -3,6 +3,7 @@ package retrieve
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -110,7 +111,7 @@ func TestLikelihoodFavoursCoverage(t *testing.T) {
 		{"What albums were released in 2006?", "music"},
 		{"Which host has the largest salary?", "radio"},
 	} {
-		got := v.likelihood(text.QueryTerms(tc.question), 50, []string{"music", "radio"})
+		got, _ := v.likelihood(text.QueryTerms(tc.question), 50, []string{"music", "radio"})
 		if len(got) != 2 || got[0] != tc.first {
 			t.Errorf("%q: likelihood order %v, want %s first", tc.question, got, tc.first)
 		}
@@ -167,7 +168,7 @@ func TestRouteFeaturesOverruleByAMargin(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := v.routeFeatures(text.QueryTerms(tc.question), tc.objects, []string{"music", "radio"}, tc.evidence, tc.likelihood)
+			got, _ := v.routeFeatures(text.QueryTerms(tc.question), tc.objects, []string{"music", "radio"}, tc.evidence, tc.likelihood)
 			if g := strings.Join(got, " "); g != tc.want {
 				t.Errorf("routed %s, want %s", g, tc.want)
 			}
@@ -395,6 +396,23 @@ func TestCommonPhrases(t *testing.T) {
 		r := &Retriever{cfg: cfg, graphs: newGraphCache()}
 		if got := strings.Join(r.commonPhrases(tc.terms, tc.cat), " "); got != tc.want {
 			t.Errorf("commonPhrases(%v) at %v = %q, want %q", tc.terms, tc.share, got, tc.want)
+		}
+	}
+}
+
+func TestRanksTieAlike(t *testing.T) {
+	for _, tc := range []struct {
+		ordered []string
+		score   map[string]float64
+		want    map[string]int
+	}{
+		{[]string{"a", "b", "c"}, map[string]float64{"a": 3, "b": 2, "c": 1}, map[string]int{"a": 1, "b": 2, "c": 3}},
+		{[]string{"a", "b", "c", "d"}, map[string]float64{"a": 3, "b": 2, "c": 2, "d": 1}, map[string]int{"a": 1, "b": 2, "c": 2, "d": 4}},
+		{[]string{"east", "west"}, map[string]float64{"east": 1, "west": 1}, map[string]int{"east": 1, "west": 1}},
+		{nil, nil, map[string]int{}},
+	} {
+		if got := ranks(tc.ordered, tc.score); !maps.Equal(got, tc.want) {
+			t.Errorf("ranks(%v, %v) = %v, want %v", tc.ordered, tc.score, got, tc.want)
 		}
 	}
 }
