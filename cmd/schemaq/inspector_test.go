@@ -40,6 +40,7 @@ func TestMCPInspector(t *testing.T) {
 		t.Fatalf("publish: %s", errOut)
 	}
 	publishVideo(t, url)
+	publishSnapshot(t, url, "stores", storesDDL)
 
 	inspect := func(target []string, args ...string) map[string]any {
 		t.Helper()
@@ -76,6 +77,11 @@ func TestMCPInspector(t *testing.T) {
 		// structured output.
 		{"search_schema", []string{"database=video", "question=How many comedy films are there?"}, "public.film_category.category_id = public.category.category_id"},
 		{"describe_table", []string{"database=video", "table=film_category"}, "public.film_category.film_id = public.film.film_id"},
+		// A question two schemas fit says so, and an array argument
+		// names the one meant.
+		{"search_schema", []string{"database=stores", "question=How many orders did each customer place?"}, `"ambiguous":true`},
+		{"search_schema", []string{"database=stores", "question=How many orders did each customer place?", `schemas=["store_west"]`}, `"name":"store_west.orders"`},
+		{"search_schema", []string{"database=shop", "question=order totals", `kinds=["view"]`, "k=1"}, `"name":"public.order_totals"`},
 	}
 	check := func(transport string, target []string) {
 		tools := inspect(target, "--method", "tools/list")

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,7 +57,7 @@ func New(b Backend, version string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "list_tables", Annotations: readOnly, Description: "List a database's tables and views: schema-qualified name, comment and column count. At most 500."}, t.listTables)
 	mcp.AddTool(s, &mcp.Tool{Name: "describe_table", Annotations: readOnly, Description: "Describe one table or view: its canonical CREATE TABLE or CREATE VIEW (with column comments and constraints), the foreign keys out of it and into it, the joins its column names imply where no key declares them, and the labels of enum-typed columns."}, t.describeTable)
 	mcp.AddTool(s, &mcp.Tool{Name: "search_schema", Annotations: readOnly, InputSchema: searchSchema(), Description: "Find the tables, views, doc sections and question/SQL examples most relevant to a natural-language question, ranked, with scores and their text."}, t.searchSchema)
-	mcp.AddTool(s, &mcp.Tool{Name: "ask_sql", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open},
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_sql", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open}, InputSchema: inputSchema[AskIn](),
 		Description: "Answer a question with one read-only PostgreSQL query, checked against the database's catalog (single SELECT, no side effects, only known tables). Returns the SQL, an explanation, the tables used and warnings; the SQL is not run. Without a configured model, retrieval_only is true, sql is empty and context lists what a model would see."}, t.askSQL)
 	mcp.AddTool(s, &mcp.Tool{Name: "explain_retrieval", Annotations: readOnly, InputSchema: searchSchema(), Description: "Show how retrieval ranked candidates for a question: each candidate's rank and score at every stage (BM25, vectors, fusion, schema routing, foreign-key propagation, rescoring, final)."}, t.explainRetrieval)
 	s.AddReceivingMiddleware(t.listResources)
@@ -150,13 +151,29 @@ type SearchIn struct {
 // searchSchema is SearchIn's schema with what the struct tags cannot say:
 // k's bounds and the kinds there are.
 func searchSchema() *jsonschema.Schema {
-	sch, err := jsonschema.For[SearchIn](nil)
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: schema of SearchIn: %v", err)) // a programming error, found by every test
-	}
+	sch := inputSchema[SearchIn]()
 	lo, hi := 1.0, float64(MaxK)
 	sch.Properties["k"].Minimum, sch.Properties["k"].Maximum = &lo, &hi
 	sch.Properties["kinds"].Items.Enum = []any{"table", "view", "doc", "example"}
+	return sch
+}
+
+// inputSchema is T's schema with its list arguments typed "array", not
+// ["null", "array"] as a Go slice infers: clients that build arguments
+// from the schema (the MCP Inspector's --tool-arg kinds='["doc"]') parse
+// a value as JSON only for a plain array type and send it as a string
+// otherwise, which the schema then refuses. An absent list is still
+// fine.
+func inputSchema[T any]() *jsonschema.Schema {
+	sch, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: input schema: %v", err)) // a programming error, found by every test
+	}
+	for _, p := range sch.Properties {
+		if slices.Equal(p.Types, []string{"null", "array"}) {
+			p.Type, p.Types = "array", nil
+		}
+	}
 	return sch
 }
 

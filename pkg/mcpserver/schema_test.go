@@ -140,3 +140,27 @@ func listTools(t *testing.T) []*mcp.Tool {
 	}
 	return tools.Tools
 }
+
+// TestInputPropertiesHaveOneType: clients that build arguments from the
+// input schema, as the MCP Inspector's --tool-arg does, convert a value
+// by its property's type only when that is one name: a list typed
+// ["null", "array"] went out as a string and was refused.
+func TestInputPropertiesHaveOneType(t *testing.T) {
+	for _, tl := range listTools(t) {
+		b, err := json.Marshal(tl.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var top struct {
+			Properties map[string]map[string]any `json:"properties"`
+		}
+		if err := json.Unmarshal(b, &top); err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range top.Properties {
+			if _, ok := p["type"].(string); !ok {
+				t.Errorf("%s.%s: type %v, want one type name", tl.Name, name, p["type"])
+			}
+		}
+	}
+}
