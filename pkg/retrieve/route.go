@@ -181,7 +181,8 @@ func (v *vocab) likelihood(terms []string, mu float64, schemas []string) ([]stri
 // bonus, so they follow the tables with evidence of their own).
 // words are the question's analysed words, repeats kept, and terms its
 // BM25 terms. objects returns the caller's current list, which get
-// extends.
+// extends. It returns the routing judge's shares of the odds, likeliest
+// first (nil without the routing features or a choice to make).
 func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, objects func() []*object, get func(chunk.Chunk) *object) []SchemaShare {
 	if cat == nil {
 		return nil
@@ -531,6 +532,9 @@ func shares(scores map[string]float64) []SchemaShare {
 	top := math.Inf(-1)
 	for _, sc := range scores {
 		top = max(top, sc)
+	}
+	if math.IsInf(top, -1) {
+		return nil // no schema the judge could score
 	}
 	var sum float64
 	out := make([]SchemaShare, 0, len(scores))
