@@ -613,7 +613,7 @@ func (d *Daemon) tally(endpoint string, res *retrieve.Result) {
 		d.m.cuts.WithLabelValues(endpoint).Inc()
 	}
 	if res.Ambiguous {
-		d.m.unsure.WithLabelValues(endpoint).Inc()
+		d.m.ambiguous.WithLabelValues(endpoint).Inc()
 	}
 }
 

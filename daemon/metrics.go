@@ -6,14 +6,14 @@ import (
 
 // Metrics of a daemon; build with NewMetrics on the process's registerer.
 type Metrics struct {
-	requests *prometheus.CounterVec
-	seconds  *prometheus.HistogramVec
-	stage    *prometheus.HistogramVec
-	tokens   *prometheus.CounterVec
-	serving  prometheus.Gauge
-	forwards *prometheus.CounterVec
-	cuts     *prometheus.CounterVec
-	unsure   *prometheus.CounterVec
+	requests  *prometheus.CounterVec
+	seconds   *prometheus.HistogramVec
+	stage     *prometheus.HistogramVec
+	tokens    *prometheus.CounterVec
+	serving   prometheus.Gauge
+	forwards  *prometheus.CounterVec
+	cuts      *prometheus.CounterVec
+	ambiguous *prometheus.CounterVec
 }
 
 // NewMetrics registers the daemon's metrics on reg.
@@ -33,9 +33,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Requests this daemon took while its store failed and handed to a replica, by outcome: answered (a replica replied) or failed (none could)."}, []string{"outcome"}),
 		cuts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_budget_cuts_total",
 			Help: "Replies by endpoint whose context the token budget (--token-budget) cut: results or inferred joins left out."}, []string{"endpoint"}),
-		unsure: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_ambiguous_total",
-			Help: "Replies by endpoint whose question fits several schemas about equally (ambiguous: the likeliest has less than half the odds)."}, []string{"endpoint"}),
+		ambiguous: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_ambiguous_total",
+			Help: "Replies by endpoint whose question fits several schemas about equally (ambiguous: the likeliest has less than the retriever's AmbiguousShare of the odds, 0.6 by default)."}, []string{"endpoint"}),
 	}
-	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.cuts, m.unsure)
+	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.cuts, m.ambiguous)
 	return m
 }

@@ -311,8 +311,9 @@ type SearchReply struct {
 	Results  []ContextItem `json:"results"`
 	// Schemas are the schemas the question may be about, likeliest
 	// first, when its candidates span several of the database's schemas;
-	// Ambiguous says the first is less likely than not, and a warning
-	// names them: a caller that knows should name one in Schemas.
+	// Ambiguous says the first has less than the daemon's threshold of
+	// the odds (0.6 by default), and a warning names them: a caller that
+	// knows should name one in the request's Schemas.
 	Schemas   []SchemaShare `json:"schemas,omitempty"`
 	Ambiguous bool          `json:"ambiguous,omitempty"`
 	// Joins are the joins the names imply between two of the results.

@@ -202,8 +202,9 @@ type SearchOut struct {
 	Joins    []string `json:"joins,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 	// Schemas are the schemas the question may be about, likeliest
-	// first, when it could be about several; Ambiguous: no one of them
-	// has even odds, so ask which is meant, and search again with it.
+	// first, when it could be about several; Ambiguous: the likeliest
+	// has less than 0.6 of the odds, so ask which is meant, and search
+	// again with it.
 	Schemas   []events.SchemaShare `json:"schemas,omitempty"`
 	Ambiguous bool                 `json:"ambiguous,omitempty"`
 }
