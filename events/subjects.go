@@ -87,6 +87,10 @@ func DocsSubject(db string) string { return "schemaq.docs." + db }
 // ExamplesSubject is where examples.upsert events for db go.
 func ExamplesSubject(db string) string { return "schemaq.examples." + db }
 
+// EventObject is the name in ObjectBucket of the SQL of event id of db:
+// the id, so that re-publishing an event rewrites its one object.
+func EventObject(db, id string) string { return "events/" + db + "/" + id }
+
 // DeadLetterSubject is where a failed event for db is republished.
 func DeadLetterSubject(db string) string { return "schemaq.dlq." + db }
 

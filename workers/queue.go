@@ -17,6 +17,7 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/indexer"
+	"github.com/schemaq/schemaq/pkg/streams"
 )
 
 // Ordering. Each database has one queue and, while it holds events, one
@@ -549,17 +550,6 @@ func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
 	if err != nil {
 		return fmt.Errorf("dead-letter stream: %w", err)
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return fmt.Errorf("dead-letter stream: %w", err)
-	}
-	if info.State.Subjects[subject] == 0 {
-		return nil
-	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		return fmt.Errorf("read dead letters of %s: %w", db, err)
-	}
 	type letter struct {
 		streamSeq uint64
 		seq       int64
@@ -569,32 +559,23 @@ func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
 	}
 	var letters []letter
 	nextGap := int64(-1) // the lowest seq of a gap letter beyond version
-	for ctx.Err() == nil {
-		batch, err := cons.Fetch(100, jetstream.FetchMaxWait(time.Second))
+	if _, err := streams.ReadSubject(ctx, s, subject, func(m jetstream.Msg) error {
+		meta, err := m.Metadata()
 		if err != nil {
-			return fmt.Errorf("read dead letters of %s: %w", db, err)
+			return nil
 		}
-		got, last := 0, false
-		for m := range batch.Messages() {
-			got++
-			meta, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			last = meta.NumPending == 0
-			l := letter{streamSeq: meta.Sequence.Stream, kind: m.Headers().Get(events.HeaderDLQKind),
-				subject: m.Headers().Get(events.HeaderDLQSubject), data: m.Data()}
-			if l.seq, err = strconv.ParseInt(m.Headers().Get(events.HeaderDLQSeq), 10, 64); err != nil {
-				continue
-			}
-			if l.kind == events.DLQKindGap && l.seq > version && (nextGap < 0 || l.seq < nextGap) {
-				nextGap = l.seq
-			}
-			letters = append(letters, l)
+		l := letter{streamSeq: meta.Sequence.Stream, kind: m.Headers().Get(events.HeaderDLQKind),
+			subject: m.Headers().Get(events.HeaderDLQSubject), data: m.Data()}
+		if l.seq, err = strconv.ParseInt(m.Headers().Get(events.HeaderDLQSeq), 10, 64); err != nil {
+			return nil
 		}
-		if got == 0 || last {
-			break
+		if l.kind == events.DLQKindGap && l.seq > version && (nextGap < 0 || l.seq < nextGap) {
+			nextGap = l.seq
 		}
+		letters = append(letters, l)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read dead letters of %s: %w", db, err)
 	}
 	// Gap letters are re-sent together, once the first of them can apply:
 	// re-sending them earlier would only have them wait and time out again.
@@ -622,6 +603,12 @@ func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
 		}
 		if err := s.DeleteMsg(ctx, l.streamSeq); err != nil && !isNotFound(err) {
 			return fmt.Errorf("delete dead letter %d of %s: %w", l.streamSeq, db, err)
+		}
+		if l.seq <= version {
+			// Nothing will read its SQL again: the catalog is past it.
+			if ev, err := events.Decode(l.data, 0); err == nil {
+				w.dropObjects([]*events.Event{ev})
+			}
 		}
 	}
 	if resent+dropped > 0 {

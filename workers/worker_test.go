@@ -914,6 +914,21 @@ func TestSQLInObjectStore(t *testing.T) {
 	if v := e.version("shop"); v != 2 {
 		t.Errorf("catalog at version %d, want 2", v)
 	}
+	// A refused migration's letter goes once a fixed one takes its seq,
+	// and the SQL in its object with it: nothing will read that again.
+	refused, _ := events.New("m3c", "shop", time.Now(), &events.Migration{Seq: 3, Source: "0003.sql",
+		SQLObject: put("events/shop/m3c", "CREATE TABLE (;")})
+	e.publish(refused)
+	dl = e.waitDeadLetters(3)
+	if !strings.Contains(dl[2].reason, "does not apply") {
+		t.Fatalf("refused object: %+v", dl[2])
+	}
+	e.publish(migration(t, "shop", 3, "ALTER TABLE orders ADD COLUMN note text;"))
+	e.waitVersion("shop", 3)
+	natstest.Eventually(t, 10*time.Second, "the refused migration's object deleted with its letter", func() bool {
+		_, err := obj.GetInfo(ctx, "events/shop/m3c")
+		return errors.Is(err, jetstream.ErrObjectNotFound)
+	})
 }
 
 // tenantHistory is the catalog package's fixture: a helper function adds

@@ -63,6 +63,7 @@ func commands() map[string]command {
 		"tables":      {"list a database's tables, or print one's DDL", runTables},
 		"status":      {"stream, worker, catalog and dead-letter state", runStatus},
 		"dlq":         {"list, show, retry, delete or purge dead-lettered events", runDLQ},
+		"sweep":       {"delete from the object store what nothing will read again (workers also do it hourly)", runSweep},
 		"healthcheck": {"probe a running process's /readyz; exits non-zero unless ready (container health checks)", runHealthcheck},
 		"mcp":         {"serve schemaq's tools to AI agents (Model Context Protocol, stdio or HTTP)", runMCP},
 		"version": {"print the version", func(_ context.Context, e *env, _ []string) error {

@@ -30,6 +30,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/sweep"
 	"github.com/schemaq/schemaq/pkg/telemetry"
 	"github.com/schemaq/schemaq/workers"
 )
@@ -62,6 +63,8 @@ type roleFlags struct {
 	// and docs count for the tables they name: a wiki about neighbouring
 	// systems can mislead (docs/retrieval.md), and only its team knows.
 	exampleWeight, docWeight float64
+	// sweep tidies the object store where a worker runs.
+	sweep sweep.Config
 }
 
 // register declares the role flags; connect adds the NATS client flags,
@@ -110,6 +113,15 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 		return err
 	}
 	fs.Float64Var(&r.docWeight, "doc-weight", dw, "how much the doc sections most like a question count for the tables they name (1: a section as strong as BM25's first table counts as that table); lower it when the docs describe other systems too; 0: docs are context only [SCHEMAQ_DOC_WEIGHT]")
+	r.sweep = sweep.DefaultConfig
+	if r.sweep.Every, err = envDuration(e, "SCHEMAQ_SWEEP_EVERY", r.sweep.Every); err != nil {
+		return err
+	}
+	if r.sweep.Grace, err = envDuration(e, "SCHEMAQ_SWEEP_GRACE", r.sweep.Grace); err != nil {
+		return err
+	}
+	fs.DurationVar(&r.sweep.Every, "sweep-every", r.sweep.Every, "where a worker runs: how often to delete from the object store what nothing will read again (the SQL of big events the catalog is past, replaced catalogs); 0: never [SCHEMAQ_SWEEP_EVERY]")
+	fs.DurationVar(&r.sweep.Grace, "sweep-grace", r.sweep.Grace, "how old an object must be before a sweep may delete it; it must exceed the longest publish [SCHEMAQ_SWEEP_GRACE]")
 	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
 	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one search or tables request")
 	fs.DurationVar(&r.daemon.AskTimeout, "ask-timeout", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)")
@@ -132,6 +144,12 @@ func (r *roleFlags) check() error {
 	}
 	if r.docWeight < 0 {
 		return usagef("--doc-weight must be zero or more, got %v", r.docWeight)
+	}
+	if r.sweep.Every < 0 {
+		return usagef("--sweep-every must be zero (never) or more, got %v", r.sweep.Every)
+	}
+	if r.sweep.Grace <= 0 {
+		return usagef("--sweep-grace must be more than zero, got %v", r.sweep.Grace)
 	}
 	return nil
 }
@@ -257,6 +275,12 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			wg.Add(1)
 			go func() { defer wg.Done(); errs <- w.Run(runCtx) }()
 		}
+		sw, err := sweep.New(rt.js, written, rt.log.Named("sweep"), r.sweep, sweep.WithMetrics(sweep.NewMetrics(rt.reg)))
+		if err != nil {
+			return usagef("%v", err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = sw.Run(runCtx) }()
 	}
 	if serve && r.replica {
 		rt.log.Info("replica catching up with the stream before it answers")

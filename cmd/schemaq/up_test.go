@@ -576,6 +576,11 @@ func TestHugeSnapshot(t *testing.T) {
 	if catalogs != 1 || eventSQL != 0 {
 		t.Errorf("objects: %d catalogs (want 1) and %d event payloads (want 0, deleted once applied): %v", catalogs, eventSQL, names)
 	}
+	// A sweep, however short its grace, keeps the catalog in use.
+	out, errOut, code = runAt(t, url, "sweep", "--grace", "1ms")
+	if code != exitOK || !strings.Contains(out, "removed 0 object(s)") || !strings.Contains(out, "kept 1 needed") {
+		t.Errorf("sweep after a huge snapshot (exit %d): %s %s", code, out, errOut)
+	}
 }
 
 // TestTokenBudgetFlag: --token-budget (here its variable) reaches the

@@ -131,7 +131,7 @@ func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64
 		if s.objs == nil {
 			return 0, fmt.Errorf("write catalog %s: %d bytes encoded, more than an entry holds (%d), and no object store to keep it in", c.Database, len(b), MaxInline)
 		}
-		object = fmt.Sprintf("catalogs/%s/%d-%s", c.Database, c.Version, nuid.Next())
+		object = fmt.Sprintf("%s%d-%s", ObjectPrefix(c.Database), c.Version, nuid.Next())
 		info, err := s.objs.PutBytes(ctx, object, b[headerLen:])
 		if err != nil {
 			return 0, fmt.Errorf("write catalog %s to object %s: %w", c.Database, object, err)
@@ -574,6 +574,32 @@ func (s *Store) Version(ctx context.Context, db string) (int64, uint64, error) {
 	}
 	return v, e.Revision(), nil
 }
+
+// Object names the object that holds db's catalog: "" when the catalog
+// fits its entry, or there is none. Whatever else lies under catalogs/db/
+// in the object store is left over from catalogs replaced since.
+func (s *Store) Object(ctx context.Context, db string) (string, error) {
+	e, err := s.kv.Get(ctx, db)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read catalog %s: %w", db, err)
+	}
+	b := e.Value()
+	if len(b) < headerLen || string(b[:len(refMagic)]) != refMagic {
+		return "", nil
+	}
+	var ref objectRef
+	if err := json.Unmarshal(b[headerLen:], &ref); err != nil {
+		return "", fmt.Errorf("read catalog %s (revision %d): bad object reference: %w", db, e.Revision(), err)
+	}
+	return ref.Object, nil
+}
+
+// ObjectPrefix is where the catalogs of db too big for an entry are kept
+// in the object store.
+func ObjectPrefix(db string) string { return "catalogs/" + db + "/" }
 
 // ValueVersion is the version of a stored catalog: from its header, or,
 // for a value stored without one, by decoding it.

@@ -113,7 +113,7 @@ func (c *Client) offload(ctx context.Context, ev *events.Event, size int) ([]byt
 	if err != nil {
 		return nil, "", err
 	}
-	name := "events/" + ev.Database + "/" + ev.ID
+	name := events.EventObject(ev.Database, ev.ID)
 	info, err := obj.PutBytes(ctx, name, gz)
 	if err != nil {
 		return nil, "", fmt.Errorf("write the SQL to object %s: %w", name, err)

@@ -6,9 +6,11 @@ package streams
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
@@ -139,4 +141,60 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, c ConsumerConfi
 		return nil, fmt.Errorf("ensure consumer %s: %w", name, err)
 	}
 	return cons, nil
+}
+
+// ReadSubject calls fn with every message on subject in s, oldest first,
+// and returns how many it read. It knows how many to expect before it
+// reads, so a server slow to answer is an error, never taken for a
+// subject with nothing on it: callers decide what may be deleted from
+// what they did not find.
+func ReadSubject(ctx context.Context, s jetstream.Stream, subject string, fn func(jetstream.Msg) error) (int, error) {
+	count := func() (uint64, error) {
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", subject, err)
+		}
+		return info.State.Subjects[subject], nil
+	}
+	want, err := count()
+	if err != nil || want == 0 {
+		return 0, err
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", subject, err)
+	}
+	n := 0
+	for {
+		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return n, fmt.Errorf("read %s after %d messages: %w", subject, n, err)
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			n++
+			if err := fn(msg); err != nil {
+				return n, err
+			}
+			if meta, err := msg.Metadata(); err == nil && meta.NumPending == 0 {
+				return n, nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return n, fmt.Errorf("read %s after %d messages: %w", subject, n, err)
+		}
+		if got == 0 {
+			// Nothing came: messages may have been deleted meanwhile;
+			// only the server's count can say the subject is read out.
+			left, err := count()
+			if err != nil {
+				return n, err
+			}
+			if left > 0 && ctx.Err() == nil {
+				return n, fmt.Errorf("read %s: the stream holds %d messages there and sent none within a second", subject, left)
+			}
+			return n, ctx.Err()
+		}
+	}
 }
