@@ -297,6 +297,10 @@ func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config
 		return nil, fmt.Errorf("retriever: candidates must be positive, got %d", cfg.Candidates)
 	case cfg.RRFK <= 0:
 		return nil, fmt.Errorf("retriever: RRF k must be positive, got %v", cfg.RRFK)
+	case cfg.AmbiguousShare < 0 || cfg.AmbiguousShare > 1:
+		return nil, fmt.Errorf("retriever: the ambiguous share is a share of the odds, from 0 (never flag) to 1, got %v", cfg.AmbiguousShare)
+	case cfg.ExampleWeight < 0 || cfg.DocWeight < 0:
+		return nil, fmt.Errorf("retriever: example and doc weights must be zero or more, got %v and %v", cfg.ExampleWeight, cfg.DocWeight)
 	}
 	return &Retriever{search: search, embedder: embedder, catalogs: catalogs, cfg: cfg, graphs: newGraphCache()}, nil
 }

@@ -228,10 +228,25 @@ func TestConfigValidation(t *testing.T) {
 		{Candidates: 10, RRFK: 0, BM25: true},
 		{Candidates: 10, RRFK: 60, KNN: true},
 	}
+	with := func(f func(*retrieve.Config)) retrieve.Config {
+		c := retrieve.DefaultConfig
+		c.KNN = false
+		f(&c)
+		return c
+	}
+	bad = append(bad,
+		with(func(c *retrieve.Config) { c.AmbiguousShare = -0.1 }),
+		with(func(c *retrieve.Config) { c.AmbiguousShare = 1.5 }),
+		with(func(c *retrieve.Config) { c.ExampleWeight = -1 }),
+		with(func(c *retrieve.Config) { c.DocWeight = -1 }),
+	)
 	for i, cfg := range bad {
 		if _, err := retrieve.New(s, nil, nil, cfg); err == nil {
 			t.Errorf("config %d: want an error", i)
 		}
+	}
+	if _, err := retrieve.New(s, nil, nil, with(func(c *retrieve.Config) { c.AmbiguousShare = 0 })); err != nil {
+		t.Errorf("a share of 0 (never flag): %v", err)
 	}
 	if _, err := retrieve.New(nil, nil, nil, retrieve.DefaultConfig); err == nil {
 		t.Error("no searcher: want an error")
