@@ -44,6 +44,9 @@ type statusReport struct {
 	// history the catalog could not follow.
 	Drift       map[string]int `json:"drift,omitempty"`
 	DeadLetters uint64         `json:"dead_letters"`
+	// ObjectBytes is the size of the object store: big events' SQL
+	// until applied, big catalogs (`schemaq sweep` says what is left over).
+	ObjectBytes uint64 `json:"object_bytes"`
 }
 
 // jetStreamSession is session for commands that read the streams
@@ -128,6 +131,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			rep.DeadLetters = di.State.Msgs
 		}
 	}
+	if obj, err := streams.Objects(ctx, js); err == nil {
+		if st, err := obj.Status(ctx); err == nil {
+			rep.ObjectBytes = st.Size()
+		}
+	}
 	if *c.asJSON {
 		return json.NewEncoder(e.stdout).Encode(rep)
 	}
@@ -152,6 +160,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, line)
 	}
 	fmt.Fprintf(e.stdout, "dead letters: %d\n", rep.DeadLetters)
+	fmt.Fprintf(e.stdout, "object store %s: %d bytes\n", events.ObjectBucket, rep.ObjectBytes)
 	return nil
 }
 

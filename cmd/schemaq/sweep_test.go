@@ -60,6 +60,12 @@ func TestObjectSweep(t *testing.T) {
 	}
 	put("events/shop/never-published")
 	put("catalogs/shop/0-replaced")
+	var st struct {
+		ObjectBytes uint64 `json:"object_bytes"`
+	}
+	if out, errOut, code := runAt(t, url, "status", "--json"); code != exitOK || json.Unmarshal([]byte(out), &st) != nil || st.ObjectBytes == 0 {
+		t.Errorf("status with two objects stored (exit %d): %s %s", code, out, errOut)
+	}
 
 	// Younger than the workers' grace, so only the command can see them.
 	time.Sleep(10 * time.Millisecond)
