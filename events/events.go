@@ -154,9 +154,11 @@ func expandSQL(sql *string, gz []byte) error {
 	return nil
 }
 
-// checkObject refuses an object reference beside inline SQL, and one
-// without a name or checksum.
-func checkObject(sql string, gz []byte, ref *ObjectRef) error {
+// checkObject refuses an object reference beside inline SQL, one without
+// a name or checksum, and one named outside its database's events: the
+// object sweep keeps an object while an event of the database its name
+// says names it, so an event of shop naming events/hr/… could lose its SQL.
+func checkObject(db, sql string, gz []byte, ref *ObjectRef) error {
 	if ref == nil {
 		return nil
 	}
@@ -165,6 +167,8 @@ func checkObject(sql string, gz []byte, ref *ObjectRef) error {
 		return fieldErr("data.sql_object", "set one of sql, sql_gzip and sql_object")
 	case ref.Name == "":
 		return fieldErr("data.sql_object.name", "required")
+	case !strings.HasPrefix(ref.Name, EventObject(db, "")) || len(ref.Name) == len(EventObject(db, "")):
+		return fieldErr("data.sql_object.name", "must be under %s (the event id, as the Go client writes it), got %q", EventObject(db, ""), ref.Name)
 	case len(ref.Checksum) != 32:
 		return fieldErr("data.sql_object.checksum", "must be the SQL's checksum: 32 hex digits, got %q", ref.Checksum)
 	}
@@ -404,12 +408,12 @@ func (ev *Event) decodeData() error {
 	}
 	switch {
 	case ev.Migration != nil:
-		if err := checkObject(ev.Migration.SQL, ev.Migration.SQLGzip, ev.Migration.SQLObject); err != nil {
+		if err := checkObject(ev.Database, ev.Migration.SQL, ev.Migration.SQLGzip, ev.Migration.SQLObject); err != nil {
 			return err
 		}
 		return expandSQL(&ev.Migration.SQL, ev.Migration.SQLGzip)
 	case ev.Snapshot != nil:
-		if err := checkObject(ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject); err != nil {
+		if err := checkObject(ev.Database, ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject); err != nil {
 			return err
 		}
 		if err := expandSQL(&ev.Snapshot.SQL, ev.Snapshot.SQLGzip); err != nil {
@@ -453,12 +457,12 @@ func (ev *Event) Validate() error {
 		if len(m.MigrationID) > maxIDLen {
 			return fieldErr("data.migration_id", "longer than %d bytes", maxIDLen)
 		}
-		if err := checkObject(m.SQL, m.SQLGzip, m.SQLObject); err != nil {
+		if err := checkObject(ev.Database, m.SQL, m.SQLGzip, m.SQLObject); err != nil {
 			return err
 		}
 		return validateDDL(m.Seq, m.SQL, m.SQLGzip, m.SQLObject != nil, true)
 	case TypeSnapshot:
-		if err := checkObject(ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject); err != nil {
+		if err := checkObject(ev.Database, ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject); err != nil {
 			return err
 		}
 		return validateDDL(ev.Snapshot.Seq, ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject != nil, false)

@@ -289,6 +289,9 @@ func TestCompressedSQL(t *testing.T) {
 		{"object beside inline SQL", `{"seq":1,"sql":"SELECT 1","sql_object":{"name":"events/shop/x","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "set one of sql, sql_gzip and sql_object"},
 		{"object without a name", `{"seq":1,"sql_object":{"size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "data.sql_object.name"},
 		{"object without a checksum", `{"seq":1,"sql_object":{"name":"events/shop/x","size":3}}`, "data.sql_object.checksum"},
+		{"object of another database", `{"seq":1,"sql_object":{"name":"events/hr/x","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, `must be under events/shop/ (the event id, as the Go client writes it), got "events/hr/x"`},
+		{"object outside the events", `{"seq":1,"sql_object":{"name":"shop.sql","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "must be under events/shop/"},
+		{"object named for no event", `{"seq":1,"sql_object":{"name":"events/shop/","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "must be under events/shop/"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
