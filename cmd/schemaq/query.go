@@ -106,7 +106,11 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 		// What the explanation promises: the context a model would see.
 		fmt.Fprintln(e.stdout, "-- context:")
 		for i, c := range reply.Context {
-			fmt.Fprintf(e.stdout, "-- %2d  %-7s %s\n", i+1, c.Kind, c.Name)
+			line := fmt.Sprintf("-- %2d  %-7s %s", i+1, c.Kind, displayName(c))
+			if c.Bridge != "" {
+				line += "  (" + c.Bridge + ")"
+			}
+			fmt.Fprintln(e.stdout, line)
 		}
 		for _, j := range reply.Joins {
 			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j.String())
@@ -163,11 +167,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 			continue
 		}
 		rank++
-		name := r.Name
-		if r.Kind == "example" && r.Title != "" {
-			name = r.Title // an example is known by its question, not its id
-		}
-		fmt.Fprintf(e.stdout, "%2d  %-7s %-40s %.4f\n", rank, r.Kind, name, r.Score)
+		fmt.Fprintf(e.stdout, "%2d  %-7s %-40s %.4f\n", rank, r.Kind, displayName(r), r.Score)
 		printText(e, *text, r.Text)
 	}
 	if len(bridges) > 0 {
@@ -192,6 +192,15 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
 	return nil
+}
+
+// displayName is what a person reads a result by: an example by its
+// question, since its name is an id.
+func displayName(c events.ContextItem) string {
+	if c.Kind == "example" && c.Title != "" {
+		return c.Title
+	}
+	return c.Name
 }
 
 func runTables(ctx context.Context, e *env, args []string) error {

@@ -196,6 +196,9 @@ func TestQuickStart(t *testing.T) {
 	if out, _, code := runAt(t, url, "ask", "--db", "shop", "Which customers placed the most orders?"); code != exitOK ||
 		!strings.Contains(out, "-- context:") || !regexp.MustCompile(`--  1  (table|view) +public\.\w+`).MatchString(out) {
 		t.Errorf("retrieval-only ask (exit %d): %s", code, out)
+	} else if !regexp.MustCompile(`(?m)^-- +\d+  example +[A-Z][^\n]*\?$`).MatchString(out) {
+		// An example is read by its question, as in search, not its id.
+		t.Errorf("retrieval-only ask lists no example by its question:\n%s", out)
 	}
 	publishVideo(t, url)
 	if out, _, code := runAt(t, url, "ask", "--db", "video", "How many comedy films are there?"); code != exitOK ||

@@ -40,7 +40,7 @@ type attempt struct {
 func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRequest, res *retrieve.Result) (*events.AskReply, error) {
 	reply := &events.AskReply{Database: req.Database, Timings: map[string]float64{"retrieve": ms(res.Timings.Total)}}
 	for _, it := range res.Items {
-		reply.Context = append(reply.Context, events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score})
+		reply.Context = append(reply.Context, events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score, Bridge: it.Bridge, Title: it.Title})
 	}
 	reply.Joins = retrieve.WireJoins(res.Joins)
 	reply.Warnings = append(reply.Warnings, res.Warnings...)

@@ -131,7 +131,7 @@ func fixture(t *testing.T) (*catalog.Catalog, *retrieve.Result) {
 			Text: c.Text, Chunks: []chunk.Chunk{c}, Score: 1}})
 	}
 	doc := chunk.Doc("shop", "revenue.md", "Revenue", "Revenue is the sum of orders.total.", nil, chunk.Options{})[0]
-	items = append(items, retrieve.Item{Candidate: rerank.Candidate{Kind: doc.Kind, Name: doc.Name, Text: doc.Text, Chunks: []chunk.Chunk{doc}}})
+	items = append(items, retrieve.Item{Candidate: rerank.Candidate{Kind: doc.Kind, Name: doc.Name, Title: doc.Title, Text: doc.Text, Chunks: []chunk.Chunk{doc}}})
 	return cat, &retrieve.Result{Items: items}
 }
 
@@ -158,6 +158,10 @@ func TestAskWritesCheckedSQL(t *testing.T) {
 	}
 	if reply.Usage == nil || reply.Usage.PromptTokens != 1000 || reply.Usage.CachedTokens != 768 || reply.Timings["llm"] <= 0 {
 		t.Errorf("usage/timings %+v %v", reply.Usage, reply.Timings)
+	}
+	// The reply's context is what the prompt held, read by its titles.
+	if n := len(reply.Context); n != len(res.Items) || reply.Context[n-1].Kind != "doc" || reply.Context[n-1].Title != "Revenue" {
+		t.Errorf("context %+v", reply.Context)
 	}
 	calls := g.calls()
 	if len(calls) != 1 {
