@@ -47,7 +47,7 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRe
 	if req.Explain {
 		reply.Explain, reply.QueryTerms = res.Explain, res.Terms
 	}
-	msgs := Prompt(req.Database, res.Items, res.Joins, req.Question, req.Hints)
+	msgs := Prompt(req.Database, res, req.Question, req.Hints)
 	var usage Usage
 	var llm, guard time.Duration
 	try := func(msgs []Message) (*attempt, error) {

@@ -1,6 +1,7 @@
 package ask
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -24,11 +25,13 @@ Rules:
 // names imply where no key declares them, docs and examples, each group
 // in a fixed order (by name, not by retrieval rank), so two asks with the
 // same context send byte-identical prefixes; the question comes last,
-// with the caller's hints, if any, after it: they change per question, so
-// they stay out of the cacheable prefix.
-func Prompt(db string, items []retrieve.Item, joins []retrieve.InferredJoin, question, hints string) []Message {
+// with the caller's hints, if any, after it, and a note when retrieval
+// could not tell which of the database's schemas the question is about:
+// both change per question, so they stay out of the cacheable prefix.
+func Prompt(db string, res *retrieve.Result, question, hints string) []Message {
 	var schema, docs, examples []retrieve.Item
-	for _, it := range items {
+	joins := res.Joins
+	for _, it := range res.Items {
 		switch it.Kind {
 		case chunk.KindTable, chunk.KindView:
 			schema = append(schema, it)
@@ -69,6 +72,18 @@ func Prompt(db string, items []retrieve.Item, joins []retrieve.InferredJoin, que
 	user := question
 	if h := strings.TrimSpace(hints); h != "" {
 		user += "\n\nHints from the asker (definitions and column meanings to rely on):\n" + h
+	}
+	if res.Ambiguous && len(res.Schemas) > 1 {
+		// The context then holds like tables of several schemas (two
+		// stores, two years of one warehouse); a query that joins across
+		// them answers nothing, and the asker should learn which was
+		// taken.
+		shares := make([]string, len(res.Schemas))
+		for i, s := range res.Schemas {
+			shares[i] = fmt.Sprintf("%s (%.2f)", s.Schema, s.Share)
+		}
+		user += "\n\nNote: the question fits several schemas of this database, likeliest first with the share of the odds retrieval gives each: " +
+			strings.Join(shares, ", ") + ". Use the tables of one schema, the one the question's words fit best, and name that schema in the explanation."
 	}
 	return []Message{{Role: "system", Content: b.String()}, {Role: "user", Content: user}}
 }

@@ -33,7 +33,7 @@ func TestPromptShowsInferredJoins(t *testing.T) {
 			head + `hockey."Scoring"."playerID" = hockey."Master"."playerID"` + "\n" + `hockey."order"."team id" = hockey.teams.id` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msgs := ask.Prompt("video", items, tc.joins, "How many films?", "")
+			msgs := ask.Prompt("video", &retrieve.Result{Items: items, Joins: tc.joins}, "How many films?", "")
 			sys := msgs[0].Content
 			i := strings.Index(sys, "\n## Joins")
 			if tc.want == "" {
@@ -49,6 +49,40 @@ func TestPromptShowsInferredJoins(t *testing.T) {
 			// system message, not the question.
 			if s := strings.Index(sys, "## Schema"); s < 0 || s > i || strings.Contains(msgs[1].Content, "Joins") {
 				t.Errorf("joins out of place:\n%s\n---\n%s", sys, msgs[1].Content)
+			}
+		})
+	}
+}
+
+// TestPromptNamesAmbiguousSchemas: when retrieval cannot tell the schemas
+// apart, the model is told which they are and to keep to one; the note
+// follows the question, outside the cacheable system message.
+func TestPromptNamesAmbiguousSchemas(t *testing.T) {
+	items := []retrieve.Item{
+		{Candidate: rerank.Candidate{Kind: chunk.KindTable, Name: "east.orders", Text: "CREATE TABLE east.orders (id bigint);"}},
+		{Candidate: rerank.Candidate{Kind: chunk.KindTable, Name: "west.orders", Text: "CREATE TABLE west.orders (id bigint);"}},
+	}
+	shares := []retrieve.SchemaShare{{Schema: "east", Share: 0.53}, {Schema: "west", Share: 0.47}}
+	const note = "\n\nNote: the question fits several schemas of this database, likeliest first with the share of the odds retrieval gives each: east (0.53), west (0.47). Use the tables of one schema, the one the question's words fit best, and name that schema in the explanation."
+	for _, tc := range []struct {
+		name  string
+		res   retrieve.Result
+		hints string
+		want  string // the user message
+	}{
+		{"settled", retrieve.Result{Items: items, Schemas: shares}, "", "How many orders?"},
+		{"one schema listed", retrieve.Result{Items: items, Schemas: shares[:1], Ambiguous: true}, "", "How many orders?"},
+		{"ambiguous", retrieve.Result{Items: items, Schemas: shares, Ambiguous: true}, "", "How many orders?" + note},
+		{"ambiguous, after the hints", retrieve.Result{Items: items, Schemas: shares, Ambiguous: true}, "orders are sales",
+			"How many orders?\n\nHints from the asker (definitions and column meanings to rely on):\norders are sales" + note},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msgs := ask.Prompt("shop", &tc.res, "How many orders?", tc.hints)
+			if got := msgs[1].Content; got != tc.want {
+				t.Errorf("user message\n got %q\nwant %q", got, tc.want)
+			}
+			if strings.Contains(msgs[0].Content, "Note:") {
+				t.Errorf("the note is in the cacheable system message:\n%s", msgs[0].Content)
 			}
 		})
 	}
