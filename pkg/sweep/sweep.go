@@ -162,8 +162,10 @@ func (s *Sweeper) once(ctx context.Context) (*Report, error) {
 	for _, info := range list {
 		rep.Objects++
 		rep.Bytes += info.Size
-		kind, db, ok := strings.Cut(info.Name, "/")
-		if db, _, ok = strings.Cut(db, "/"); !ok || (kind != "events" && kind != "catalogs") {
+		// kind/db/…: a name without two slashes is not ours either.
+		kind, rest, _ := strings.Cut(info.Name, "/")
+		db, _, ok := strings.Cut(rest, "/")
+		if !ok || (kind != "events" && kind != "catalogs") {
 			rep.Kept++ // not ours to judge
 			continue
 		}
