@@ -3,12 +3,14 @@ package retrieve_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/benchmark"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/embed"
@@ -112,6 +114,40 @@ func BenchmarkRetrieve(b *testing.B) {
 				q := qs[i%len(qs)]
 				i++
 				if _, err := r.Retrieve(ctx, retrieve.Request{Database: "spider", Question: q.Question, K: 20}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// The longest questions a request may carry (events.MaxQuestionBytes),
+	// with hints as long: what a careless or hostile caller sends. Each
+	// must stay within the latency targets, not only the questions people
+	// ask.
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := func(n int) string {
+		var b strings.Builder
+		for b.Len() < events.MaxQuestionBytes-n {
+			for range 3 + rng.IntN(n) {
+				b.WriteByte(byte('a' + rng.IntN(26)))
+			}
+			b.WriteByte(' ')
+		}
+		return b.String()
+	}
+	r, err := retrieve.New(s, e, oneCatalog{cat}, retrieve.DefaultConfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ name, q string }{
+		{"one-word", strings.Repeat("a", events.MaxQuestionBytes)},
+		{"random-words", words(8)},
+		{"schema-words", strings.Repeat(qs[0].Question+" ", events.MaxQuestionBytes/(len(qs[0].Question)+1))},
+		{"punctuation", strings.Repeat(`"*(-:`, events.MaxQuestionBytes/5)},
+	} {
+		b.Run("question=4KB-"+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Retrieve(ctx, retrieve.Request{Database: "spider", Question: tc.q, Hints: tc.q, K: 20}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -328,6 +328,10 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 	}
 }
 
+// maxIdentifierBytes is PostgreSQL's limit on an identifier's length
+// (NAMEDATALEN − 1); an identifier's terms are no longer.
+const maxIdentifierBytes = 63
+
 // correction is the one identifier term a word not in the vocabulary is a
 // single edit (insertion, deletion, substitution) away from, or "" when
 // there is none or more than one: a misspelt question word ("carr",
@@ -335,6 +339,12 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 func (v *vocab) correction(w string) string {
 	if len(w) < 4 || v.df[w] > 0 || strings.ContainsAny(w, "0123456789") {
 		return "" // numbers are values, not misspelt names (5000 is not 500)
+	}
+	if len(w) > maxIdentifierBytes+1 {
+		// No identifier term is longer, so none is one edit away; and the
+		// deletes below cost the square of the word's length, which a
+		// 4 KB question of one word would otherwise spend.
+		return ""
 	}
 	// A doubled letter typed once too often (carr) is the likeliest
 	// slip: its undoubled form wins outright.
