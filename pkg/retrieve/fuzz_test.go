@@ -101,7 +101,9 @@ func FuzzRetrieve(f *testing.F) {
 			}
 			total += sh.Share
 		}
-		if total > 1+1e-9 {
+		// Shares are rounded to three places for the reply, so each may
+		// carry half a thousandth more than its exact value.
+		if total > 1+0.0005*float64(len(res.Schemas))+1e-9 {
 			t.Errorf("schema shares sum to %v: %+v", total, res.Schemas)
 		}
 		for _, term := range res.Terms {
