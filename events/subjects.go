@@ -26,6 +26,10 @@ const (
 	// and big catalogs (catalogs/<db>/…).
 	ObjectBucket = "schemaq_objects"
 
+	// SweepBucket is the JetStream key-value bucket in which the workers'
+	// object sweeps take turns: it holds who swept last, and when.
+	SweepBucket = "schemaq_sweeps"
+
 	// ServiceName is the NATS micro service of the query daemon; its
 	// endpoints answer on ServiceName + "." + endpoint.
 	ServiceName = "schemaq"

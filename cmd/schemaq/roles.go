@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
@@ -262,6 +263,10 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		m := workers.NewMetrics(rt.reg)
 		written = catalogkv.New(rt.kv, catalogkv.WithObjects(rt.objs))
 		prio := workers.NewPriority()
+		turns, err := streams.Sweeps(ctx, rt.js)
+		if err != nil {
+			return err
+		}
 		for i := range max(r.workers, 1) {
 			w, err := workers.New(rt.js, written, rt.store, rt.emb, rt.log.Named("worker"), cfg,
 				workers.WithMetrics(m), workers.WithPace(gate), workers.WithPriority(prio))
@@ -275,7 +280,9 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 			wg.Add(1)
 			go func() { defer wg.Done(); errs <- w.Run(runCtx) }()
 		}
-		sw, err := sweep.New(rt.js, written, rt.log.Named("sweep"), r.sweep, sweep.WithMetrics(sweep.NewMetrics(rt.reg)))
+		host, _ := os.Hostname()
+		sw, err := sweep.New(rt.js, written, rt.log.Named("sweep"), r.sweep, sweep.WithMetrics(sweep.NewMetrics(rt.reg)),
+			sweep.WithTurns(turns, host+"-"+nuid.Next()))
 		if err != nil {
 			return usagef("%v", err)
 		}

@@ -42,7 +42,8 @@ func (c Config) storage() jetstream.StorageType {
 	return jetstream.FileStorage
 }
 
-// Ensure creates or updates the streams and the catalog bucket.
+// Ensure creates or updates the streams, the buckets and the object
+// store.
 func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.KeyValue, error) {
 	if c.Replicas <= 0 {
 		c.Replicas = 1
@@ -90,6 +91,24 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 		Replicas:    c.Replicas,
 	}); err != nil {
 		return nil, fmt.Errorf("ensure object store %s: %w", events.ObjectBucket, err)
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      events.SweepBucket,
+		Description: "schemaq object sweeps: which worker swept last, and when",
+		History:     1,
+		Storage:     c.storage(),
+		Replicas:    c.Replicas,
+	}); err != nil {
+		return nil, fmt.Errorf("ensure bucket %s: %w", events.SweepBucket, err)
+	}
+	return kv, nil
+}
+
+// Sweeps binds the bucket of the sweeps' turns that Ensure creates.
+func Sweeps(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, events.SweepBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s (created by schemaq's workers and daemons when they start): %w", events.SweepBucket, err)
 	}
 	return kv, nil
 }

@@ -79,6 +79,17 @@ type Sweeper struct {
 	log  *zap.Logger
 	m    *Metrics
 	now  func() time.Time
+	// turns, when set, is where replicas take turns to sweep; owner
+	// names this one there.
+	turns turnStore
+	owner string
+}
+
+// turnStore is the part of a key-value bucket that turns need.
+type turnStore interface {
+	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
+	Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error)
+	Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error)
 }
 
 // Option configures a Sweeper.
@@ -90,6 +101,16 @@ func WithMetrics(m *Metrics) Option { return func(s *Sweeper) { s.m = m } }
 // WithClock has the sweep judge objects' age by now instead of the
 // wall clock.
 func WithClock(now func() time.Time) Option { return func(s *Sweeper) { s.now = now } }
+
+// WithTurns has Run's sweeps take turns with the other replicas that
+// share kv (streams.Sweeps), so that a deployment sweeps about once an
+// interval however many workers it runs: each sweep reads every object
+// and the events of every database that has one, which a hundred
+// replicas need not repeat a hundred times. owner must differ between
+// replicas.
+func WithTurns(kv jetstream.KeyValue, owner string) Option {
+	return func(s *Sweeper) { s.turns, s.owner = kv, owner }
+}
 
 // New returns a sweeper of the object store of js; cats reads the catalog
 // bucket.
@@ -123,16 +144,89 @@ func (s *Sweeper) Run(ctx context.Context) error {
 		}
 		wait = s.cfg.Every
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		rep, err := s.Once(sctx)
+		rep, err := s.Tick(sctx)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.log.Warn("object sweep failed; trying again at the next", zap.Error(err))
+		case err == nil && rep == nil:
+			s.log.Debug("another replica swept within the interval")
 		case err == nil && (len(rep.Removed) > 0 || len(rep.Skipped) > 0):
 			s.log.Info("object store swept", zap.Int("objects", rep.Objects), zap.Uint64("bytes", rep.Bytes),
 				zap.Int("removed", len(rep.Removed)), zap.Uint64("removed_bytes", rep.RemovedBytes), zap.Strings("skipped_databases", rep.Skipped))
 		}
 	}
+}
+
+// turnKey holds the last turn taken in the bucket of turns.
+const turnKey = "last"
+
+// turn is who swept last, and when by their clock. The owner is not
+// needed to take turns; it tells an operator reading the bucket which
+// worker swept.
+type turn struct {
+	Owner string    `json:"owner"`
+	At    time.Time `json:"at"`
+}
+
+// Tick is one of Run's sweeps. With turns (WithTurns) it sweeps only when
+// no replica has for nine tenths of an interval, and returns a nil Report
+// when the turn is another's. The tenth is slack for the replica that
+// swept last: its next tick comes an interval (and a sweep) later, so it
+// keeps the turn, and the sweeps keep its pace rather than whichever
+// replica's timer fires first. When it stops, another takes over within
+// about an interval.
+func (s *Sweeper) Tick(ctx context.Context) (*Report, error) {
+	if s.turns != nil {
+		mine, err := s.takeTurn(ctx)
+		if err != nil {
+			if s.m != nil {
+				s.m.sweeps.WithLabelValues("error").Inc()
+			}
+			return nil, fmt.Errorf("take a turn to sweep in bucket %s: %w", events.SweepBucket, err)
+		}
+		if !mine {
+			if s.m != nil {
+				s.m.sweeps.WithLabelValues("not_our_turn").Inc()
+			}
+			return nil, nil
+		}
+	}
+	return s.Once(ctx)
+}
+
+// takeTurn records this replica as the last to sweep, if it may sweep.
+// The write is conditional on what it read, so of two replicas that read
+// the same last turn only one takes the next.
+func (s *Sweeper) takeTurn(ctx context.Context) (bool, error) {
+	now := s.now()
+	val, err := json.Marshal(turn{Owner: s.owner, At: now})
+	if err != nil {
+		return false, err
+	}
+	e, err := s.turns.Get(ctx, turnKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		_, err = s.turns.Create(ctx, turnKey, val)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if err != nil {
+		return false, err
+	}
+	var last turn
+	// A value that does not decode is nobody's turn: it is taken over.
+	if json.Unmarshal(e.Value(), &last) == nil && now.Sub(last.At) < s.cfg.Every*9/10 {
+		return false, nil
+	}
+	if _, err := s.turns.Update(ctx, turnKey, val, e.Revision()); err != nil {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // Once sweeps the object store now.
@@ -323,7 +417,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_objects_swept_bytes_total",
 			Help: "Bytes the sweep deleted from the object store."}),
 		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_object_sweeps_total",
-			Help: "Sweeps of the object store, by result (ok, error)."}, []string{"result"}),
+			Help: "Sweeps of the object store, by result (ok, error, not_our_turn: another worker swept within the interval)."}, []string{"result"}),
 		stored: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_objects_stored_bytes",
 			Help: "Bytes in the object store at the last sweep, before it deleted anything."}),
 	}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,23 +252,135 @@ func TestSweep(t *testing.T) {
 // swept reads schemaq_objects_swept_total{kind} from reg.
 func swept(t *testing.T, reg *prometheus.Registry, kind string) float64 {
 	t.Helper()
+	return counter(t, reg, "schemaq_objects_swept_total", "kind", kind)
+}
+
+// counter reads the counter name{label="value"} from reg.
+func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, fam := range fams {
-		if fam.GetName() != "schemaq_objects_swept_total" {
+		if fam.GetName() != name {
 			continue
 		}
 		for _, m := range fam.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == kind {
+				if l.GetName() == label && l.GetValue() == value {
 					return m.GetCounter().GetValue()
 				}
 			}
 		}
 	}
 	return 0
+}
+
+// TestTurns runs replicas' sweeps on one clock and checks that they take
+// turns: none sweeps within nine tenths of an interval of the last
+// sweep, the one that swept last keeps the turn at its next tick, and of
+// replicas that try at once only one sweeps.
+func TestTurns(t *testing.T) {
+	f := setup(t)
+	turns, err := streams.Sweeps(f.ctx, f.js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	now := start
+	at := func(d time.Duration) { mu.Lock(); now = start.Add(d); mu.Unlock() }
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	cfg := sweep.Config{Every: time.Hour, Grace: time.Hour}
+	reg := prometheus.NewRegistry()
+	m := sweep.NewMetrics(reg)
+	replica := func(name string) *sweep.Sweeper {
+		s, err := sweep.New(f.js, f.cats, zaptest.NewLogger(t), cfg, sweep.WithClock(clock), sweep.WithMetrics(m), sweep.WithTurns(turns, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := replica("a"), replica("b")
+	steps := []struct {
+		at    time.Duration
+		who   string
+		sweep bool
+	}{
+		{0, "a", true},                               // nobody has swept
+		{10 * time.Minute, "b", false},               // a did, 10 minutes ago
+		{53 * time.Minute, "b", false},               // still under 54 minutes
+		{59 * time.Minute, "a", true},                // a keeps its turn
+		{60 * time.Minute, "b", false},               // a swept a minute ago
+		{59*time.Minute + 55*time.Minute, "b", true}, // a has stopped: b takes over
+		{119 * time.Minute, "a", false},              // a is back; b swept 5 minutes ago
+		{170 * time.Minute, "b", true},
+	}
+	for _, st := range steps {
+		at(st.at)
+		s := a
+		if st.who == "b" {
+			s = b
+		}
+		rep, err := s.Tick(f.ctx)
+		if err != nil {
+			t.Fatalf("%s at %v: %v", st.who, st.at, err)
+		}
+		if got := rep != nil; got != st.sweep {
+			t.Errorf("%s at %v swept: %v, want %v", st.who, st.at, got, st.sweep)
+		}
+	}
+	if got := counter(t, reg, "schemaq_object_sweeps_total", "result", "not_our_turn"); got != 4 {
+		t.Errorf("sweeps not taken counted %v times, want 4", got)
+	}
+	if got := counter(t, reg, "schemaq_object_sweeps_total", "result", "ok"); got != 4 {
+		t.Errorf("sweeps counted %v times, want 4", got)
+	}
+
+	// Replicas that try at once, long after the last turn: one sweeps.
+	at(10 * time.Hour)
+	var wg sync.WaitGroup
+	var swept, failed atomic.Int32
+	for i := range 8 {
+		s := replica(fmt.Sprintf("r%d", i))
+		wg.Go(func() {
+			rep, err := s.Tick(f.ctx)
+			if err != nil {
+				t.Error(err)
+				failed.Add(1)
+			}
+			if rep != nil {
+				swept.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if swept.Load() != 1 || failed.Load() != 0 {
+		t.Errorf("of 8 replicas at once, %d swept, want 1", swept.Load())
+	}
+
+	// A turn that does not decode is nobody's.
+	if _, err := turns.Put(f.ctx, "last", []byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := b.Tick(f.ctx); rep == nil || err != nil {
+		t.Errorf("after an unreadable turn: %v %v, want a sweep", rep, err)
+	}
+}
+
+// TestTickWithoutTurns checks that without turns every Tick sweeps.
+func TestTickWithoutTurns(t *testing.T) {
+	f := setup(t)
+	s, err := sweep.New(f.js, f.cats, zaptest.NewLogger(t), sweep.Config{Every: time.Hour, Grace: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if rep, err := s.Tick(f.ctx); rep == nil || err != nil {
+			t.Errorf("Tick without turns: %v %v, want a sweep", rep, err)
+		}
+	}
 }
 
 func TestNewRefuses(t *testing.T) {
