@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,6 +96,15 @@ func TestObjectSweep(t *testing.T) {
 	}
 	if there("events/shop/never-published") || there("catalogs/shop/0-replaced") {
 		t.Error("the workers' sweep counted objects it did not delete")
+	}
+	// The worker took its turns in the bucket other replicas would read.
+	turns, err := streams.Sweeps(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if e, err := turns.Get(ctx, "last"); err != nil || !strings.Contains(string(e.Value()), `"owner":"`+host+"-") {
+		t.Errorf("the last turn in %s: %v", events.SweepBucket, err)
 	}
 
 	put("events/shop/another")
