@@ -331,7 +331,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		if reranker != nil {
 			rcfg.Reranker = reranker
 		}
-		ret, err := retrieve.New(rt.store, rt.qemb, watcher, rcfg)
+		ret, err := retrieve.New(rt.store, rt.qemb, watcher, rcfg, retrieve.WithLogger(rt.log.Named("retrieve")))
 		if err != nil {
 			return err
 		}

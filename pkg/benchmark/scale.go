@@ -16,7 +16,7 @@ import (
 // sizes no real fixture has while the questions still find their words.
 // It returns one SQL script per copy: each fits in an event on its own.
 func Replicate(sql string, tables int) ([]string, error) {
-	tree, err := pg.Parse(sql)
+	tree, err := pgtree.Parse(sql)
 	if err != nil {
 		return nil, fmt.Errorf("replicate: %w", err)
 	}
@@ -36,7 +36,7 @@ func Replicate(sql string, tables int) ([]string, error) {
 	copies := max(1, (tables+per-1)/per)
 	out := []string{sql}
 	for k := 2; k <= copies; k++ {
-		c, err := pg.Parse(sql)
+		c, err := pgtree.Parse(sql)
 		if err != nil {
 			return nil, err
 		}

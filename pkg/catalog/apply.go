@@ -8,6 +8,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v5"
 	pgparser "github.com/pganalyze/pg_query_go/v5/parser"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 // Apply applies the DDL in sql to a copy of c and returns the copy. By
@@ -25,7 +27,7 @@ func (c *Catalog) Apply(source, sql string, opts ...ApplyOption) (*Catalog, erro
 		opt(&o)
 	}
 	clean := stripClientData(sql)
-	tree, err := pg.Parse(clean)
+	tree, err := pgtree.Parse(clean)
 	if err != nil {
 		return nil, parseError(source, clean, err)
 	}
@@ -219,9 +221,16 @@ func isCopyFromStdin(line string) bool {
 // the cursor as a 1-based character offset into the whole script.
 func parseError(source, sql string, err error) error {
 	e := &Error{Source: source, Err: syntaxError(err.Error())}
+	off := -1
 	var pe *pgparser.Error
-	if errors.As(err, &pe) && pe.Cursorpos > 0 {
-		off := charToByte(sql, pe.Cursorpos-1)
+	var de *pgtree.DepthError
+	switch {
+	case errors.As(err, &pe) && pe.Cursorpos > 0:
+		off = charToByte(sql, pe.Cursorpos-1)
+	case errors.As(err, &de):
+		off = de.Offset
+	}
+	if off >= 0 {
 		e.Line, e.Column = lineCol(sql, off)
 		e.Statement = statementAt(sql, off)
 		e.Excerpt = excerptAround(sql, off)

@@ -471,6 +471,12 @@ CREATE TABLE r (t_id int REFERENCES t);
 		{"INHERIT itself", "ALTER TABLE t INHERIT t;", ErrInvalid, 3, 3, 1, "circular inheritance"},
 		{"attach a partition to its own partition", "CREATE TABLE m (id int) PARTITION BY LIST (id);\nCREATE TABLE m1 PARTITION OF m FOR VALUES IN (1);\nALTER TABLE m1 ATTACH PARTITION m FOR VALUES IN (2);", ErrInvalid, 5, 5, 1, "circular inheritance"},
 		{"syntax error inside a DO block", "DO $$ BEGIN EXECUTE 'CREATE TABLE'; CREATE TABLE (; END $$;", ErrSyntax, 3, 3, 1, "DO block"},
+		// 25,000 terms overflowed libpg_query's C stack and killed the
+		// process; the bound refuses them first, at the 1000th level.
+		{"expression nested too deep", "CREATE TABLE x (id int);\nCREATE TABLE poison (c int DEFAULT 1" + strings.Repeat("+1", 25000) + ");",
+			ErrSyntax, 4, 4, 37 + 2*999, "nested more than 1000 levels deep"},
+		{"expression nested too deep inside a DO block", "DO $$ BEGIN CREATE TABLE z (c int DEFAULT 1" + strings.Repeat("+1", 25000) + "); END $$;",
+			ErrSyntax, 3, 3, 1, "nested more than 1000 levels deep"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

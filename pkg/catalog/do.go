@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 // do applies the DDL inside a DO block. libpg_query parses PL/pgSQL, so the
@@ -59,7 +61,7 @@ func (a *applier) do(s *pg.DoStmt) error {
 	a.inDo = true
 	defer func() { a.inDo = saved }()
 	for _, sql := range stmts {
-		parsed, err := pg.Parse(sql)
+		parsed, err := pgtree.Parse(sql)
 		if err != nil {
 			return fmt.Errorf("%w: in DO block statement %q: %s", ErrSyntax, excerpt(sql), err.Error())
 		}
@@ -119,7 +121,7 @@ func constantString(expr string) string {
 	if expr == "" {
 		return ""
 	}
-	tree, err := pg.Parse("SELECT " + expr)
+	tree, err := pgtree.Parse("SELECT " + expr)
 	if err != nil || len(tree.Stmts) != 1 {
 		return ""
 	}

@@ -3,6 +3,8 @@ package retrieve
 import (
 	"sync"
 
+	"go.uber.org/zap"
+
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
@@ -19,8 +21,9 @@ const readsCacheMax = 100_000
 // catalog versions, and placing it in the catalog is a few map lookups
 // per request.
 type readsCache struct {
-	mu sync.Mutex
-	m  map[string][]*sqlguard.Query
+	mu  sync.Mutex
+	m   map[string][]*sqlguard.Query
+	log *zap.Logger
 }
 
 // queries returns the chunk's SQL as parsed: an example's, or the
@@ -43,9 +46,19 @@ func (rc *readsCache) queries(c chunk.Chunk) []*sqlguard.Query {
 	}
 	got = []*sqlguard.Query{} // remembered empty too: a miss is not parsed again
 	for _, sql := range sqls {
-		if q, err := sqlguard.ParseQuery(sql); err == nil {
-			got = append(got, q)
+		q, err := sqlguard.ParseQuery(sql)
+		if err != nil {
+			// Workers check an example's SQL before indexing it, so one
+			// that fails here came from an older version or straight into
+			// the store. It votes for nothing; a doc's SQL block that
+			// does not parse is ordinary prose and passes unremarked.
+			if c.Kind == chunk.KindExample {
+				rc.log.Warn("indexed example's SQL does not parse; it is skipped",
+					zap.String("chunk", c.ID), zap.Error(err))
+			}
+			continue
 		}
+		got = append(got, q)
 	}
 	rc.mu.Lock()
 	if rc.m == nil || len(rc.m) >= readsCacheMax {

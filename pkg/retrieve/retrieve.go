@@ -22,6 +22,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/text"
+	"go.uber.org/zap"
 )
 
 // Searcher is the part of an index.Store retrieval needs: the search
@@ -283,9 +284,18 @@ type Retriever struct {
 	reads    readsCache
 }
 
+// Option sets what a retriever needs besides its Config.
+type Option func(*Retriever)
+
+// WithLogger logs what retrieval passes over instead of failing a
+// request for it (an indexed example whose SQL does not parse).
+func WithLogger(log *zap.Logger) Option {
+	return func(r *Retriever) { r.reads.log = log }
+}
+
 // New builds a retriever. catalogs may be nil (no FK expansion); embedder
 // may be nil only when cfg.KNN is off.
-func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config) (*Retriever, error) {
+func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config, opts ...Option) (*Retriever, error) {
 	switch {
 	case search == nil:
 		return nil, errors.New("retriever: a searcher is required")
@@ -302,7 +312,12 @@ func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config
 	case cfg.ExampleWeight < 0 || cfg.DocWeight < 0:
 		return nil, fmt.Errorf("retriever: example and doc weights must be zero or more, got %v and %v", cfg.ExampleWeight, cfg.DocWeight)
 	}
-	return &Retriever{search: search, embedder: embedder, catalogs: catalogs, cfg: cfg, graphs: newGraphCache()}, nil
+	r := &Retriever{search: search, embedder: embedder, catalogs: catalogs, cfg: cfg, graphs: newGraphCache()}
+	r.reads.log = zap.NewNop()
+	for _, opt := range opts {
+		opt(r)
+	}
+	return r, nil
 }
 
 // object gathers the chunks of one table/view/doc/example and its stage

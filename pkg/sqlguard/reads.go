@@ -26,11 +26,15 @@ type Query struct {
 // backticks (MySQL, SQLite) read as quoted, since examples come from
 // query logs written for other tools. The error is the parser's.
 func ParseQuery(sql string) (*Query, error) {
-	tree, err := pg.Parse(backticksAsQuotes(sql))
+	tree, err := pgtree.Parse(backticksAsQuotes(sql))
 	if err != nil {
 		var pe *pgparser.Error
 		if errors.As(err, &pe) && pe.Cursorpos > 0 {
 			return nil, fmt.Errorf("parse: %w at character %d", err, pe.Cursorpos)
+		}
+		var de *pgtree.DepthError
+		if errors.As(err, &de) {
+			return nil, fmt.Errorf("parse: %w at byte %d", err, de.Offset+1)
 		}
 		return nil, fmt.Errorf("parse: %w", err)
 	}

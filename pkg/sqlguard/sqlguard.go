@@ -15,9 +15,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v5"
 
-	"github.com/schemaq/schemaq/pkg/pgtree"
-
 	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 // Failure classes; match with errors.Is.
@@ -104,7 +103,7 @@ func Check(sql string, cat *catalog.Catalog) (*Result, error) {
 
 // CheckWith is Check with options.
 func CheckWith(sql string, cat *catalog.Catalog, opts Options) (*Result, error) {
-	tree, err := pg.Parse(sql)
+	tree, err := pgtree.Parse(sql)
 	if err != nil {
 		return nil, reject(ErrInvalid, "%v", err)
 	}

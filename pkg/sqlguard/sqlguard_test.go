@@ -67,6 +67,8 @@ var checkCases = []struct {
 	// Not SQL, or more than one statement.
 	{"SELEC 1", ErrInvalid, nil, "syntax error"},
 	{"", ErrInvalid, nil, "no statement"},
+	// A model's answer deep enough to overflow libpg_query's C stack.
+	{"SELECT 1" + strings.Repeat("+1", 25000), ErrInvalid, nil, "nested more than 1000 levels deep"},
 	{"SELECT 1; SELECT 2", ErrUnsafe, nil, "2 statements"},
 	{"SELECT 1; /* hidden */ DELETE FROM orders", ErrUnsafe, nil, "2 statements"},
 	{"SELECT * FROM orders; DROP TABLE orders --", ErrUnsafe, nil, "2 statements"},
