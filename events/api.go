@@ -3,6 +3,8 @@ package events
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Error codes carried by replies. Clients match them with errors.Is
@@ -51,6 +53,13 @@ func (e *Error) Is(target error) bool {
 const (
 	MaxQuestionBytes = 4096
 	MaxK             = 100
+	// MaxSchemas bounds a request's schemas list, and MaxTags its tags:
+	// more would only make one request cost what a hundred do.
+	MaxSchemas = 256
+	MaxTags    = 32
+	// MaxKinds is the number of chunk kinds; a list naming more repeats
+	// itself.
+	MaxKinds = 4
 )
 
 // SearchRequest asks for retrieval only: the ranked context for a question.
@@ -81,11 +90,17 @@ func (r *SearchRequest) Validate() error {
 	if err := validateSchemas(r.Schemas); err != nil {
 		return err
 	}
+	if err := validateTags(r.Tags); err != nil {
+		return err
+	}
+	if len(r.Kinds) > MaxKinds {
+		return fieldErr("kinds", "%d kinds; there are %d (table, view, doc, example)", len(r.Kinds), MaxKinds)
+	}
 	for i, k := range r.Kinds {
 		switch k {
 		case "table", "view", "doc", "example":
 		default:
-			return fieldErr(fmt.Sprintf("kinds[%d]", i), "%q is not one of table, view, doc, example", k)
+			return fieldErr(fmt.Sprintf("kinds[%d]", i), "%s is not one of table, view, doc, example", Quote(k))
 		}
 	}
 	if err := validateHints(r.Hints); err != nil {
@@ -102,18 +117,50 @@ func validateHints(h string) error {
 }
 
 func validateSchemas(schemas []string) error {
+	if len(schemas) > MaxSchemas {
+		return fieldErr("schemas", "%d schemas; at most %d", len(schemas), MaxSchemas)
+	}
 	for i, s := range schemas {
 		if s == "" || len(s) > 63 {
-			return fieldErr(fmt.Sprintf("schemas[%d]", i), "%q is not a schema name (1 to 63 bytes)", s)
+			return fieldErr(fmt.Sprintf("schemas[%d]", i), "%s is not a schema name (1 to 63 bytes)", Quote(s))
 		}
 	}
 	return nil
+}
+
+// validateTags checks a request's tag filter as docs' tags are checked.
+func validateTags(tags map[string]string) error {
+	if len(tags) > MaxTags {
+		return fieldErr("tags", "%d tags; at most %d", len(tags), MaxTags)
+	}
+	for k, v := range tags {
+		if !tagKeyRe.MatchString(k) {
+			return fieldErr("tags", "key %s: use 1 to 64 of a-z, 0-9, '_', '.' and '-'", Quote(k))
+		}
+		if len(v) > maxTagLen {
+			return fieldErr("tags."+k, "longer than %d bytes", maxTagLen)
+		}
+	}
+	return nil
+}
+
+// visible reports whether s has a character a reader can see: a question
+// of NULs, zero-width spaces or other format characters asks nothing.
+func visible(s string) bool {
+	for _, r := range s {
+		if !unicode.IsSpace(r) && !unicode.IsControl(r) && !unicode.Is(unicode.Cf, r) && r != utf8.RuneError {
+			return true
+		}
+	}
+	return false
 }
 
 func validateQuestion(q string, k int) error {
 	switch {
 	case strings.TrimSpace(q) == "":
 		return fieldErr("question", "required")
+	case !visible(q):
+		return fieldErr("question", "has no visible character (only white space, control or zero-width characters)")
 	case len(q) > MaxQuestionBytes:
 		return fieldErr("question", "longer than %d bytes", MaxQuestionBytes)
 	case k < 0 || k > MaxK:
@@ -145,6 +192,9 @@ func (r *AskRequest) Validate() error {
 	if err := validateSchemas(r.Schemas); err != nil {
 		return err
 	}
+	if err := validateTags(r.Tags); err != nil {
+		return err
+	}
 	if err := validateHints(r.Hints); err != nil {
 		return err
 	}
@@ -164,6 +214,10 @@ type TablesRequest struct {
 	After string `json:"after,omitempty"`
 }
 
+// maxTableName is the longest schema.table name PostgreSQL allows, with
+// room for quotes.
+const maxTableName = 2*63 + 5
+
 // Page sizes of a tables listing.
 const (
 	DefaultTablesLimit = 1000
@@ -172,6 +226,12 @@ const (
 
 // Validate checks a tables request.
 func (r *TablesRequest) Validate() error {
+	if len(r.Table) > maxTableName {
+		return fieldErr("table", "longer than %d bytes (schema.table, each at most 63)", maxTableName)
+	}
+	if len(r.After) > maxTableName {
+		return fieldErr("after", "longer than %d bytes (schema.table, each at most 63)", maxTableName)
+	}
 	if r.Limit < 0 || r.Limit > MaxTablesLimit {
 		return fieldErr("limit", "must be between 0 and %d, got %d", MaxTablesLimit, r.Limit)
 	}

@@ -16,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -168,9 +170,9 @@ func checkObject(db, sql string, gz []byte, ref *ObjectRef) error {
 	case ref.Name == "":
 		return fieldErr("data.sql_object.name", "required")
 	case !strings.HasPrefix(ref.Name, EventObject(db, "")) || len(ref.Name) == len(EventObject(db, "")):
-		return fieldErr("data.sql_object.name", "must be under %s (the event id, as the Go client writes it), got %q", EventObject(db, ""), ref.Name)
+		return fieldErr("data.sql_object.name", "must be under %s (the event id, as the Go client writes it), got %s", EventObject(db, ""), Quote(ref.Name))
 	case len(ref.Checksum) != 32:
-		return fieldErr("data.sql_object.checksum", "must be the SQL's checksum: 32 hex digits, got %q", ref.Checksum)
+		return fieldErr("data.sql_object.checksum", "must be the SQL's checksum: 32 hex digits, got %s", Quote(ref.Checksum))
 	}
 	return nil
 }
@@ -229,11 +231,13 @@ type Event struct {
 
 // Errors that Decode and Validate return; match with errors.Is.
 var (
-	ErrMalformed   = errors.New("malformed event")
-	ErrInvalid     = errors.New("invalid event")
-	ErrNewerSpec   = errors.New("event spec is newer than this schemaq understands")
-	ErrTooLarge    = errors.New("event too large")
-	ErrUnknownType = errors.New("unknown event type")
+	ErrMalformed = errors.New("malformed event")
+	// ErrMalformedRequest is ErrMalformed's twin for query requests.
+	ErrMalformedRequest = errors.New("malformed request")
+	ErrInvalid          = errors.New("invalid event")
+	ErrNewerSpec        = errors.New("event spec is newer than this schemaq understands")
+	ErrTooLarge         = errors.New("event too large")
+	ErrUnknownType      = errors.New("unknown event type")
 )
 
 // FieldError says which field of an event is wrong and why. It matches
@@ -243,7 +247,9 @@ type FieldError struct {
 	Problem string
 }
 
-func (e *FieldError) Error() string        { return fmt.Sprintf("field %s: %s", e.Field, e.Problem) }
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("field %s: %s", clipField(e.Field), e.Problem)
+}
 func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 
 func fieldErr(field, format string, args ...any) error {
@@ -259,7 +265,7 @@ var databaseRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit.
 func ValidateDatabase(name string) error {
 	if !databaseRe.MatchString(name) {
-		return fieldErr("database", "%q is not a valid database name: use 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit", name)
+		return fieldErr("database", "%s is not a valid database name: use 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit", Quote(name))
 	}
 	return nil
 }
@@ -315,27 +321,34 @@ func InvalidUTF8Offset(b []byte) int {
 // types and trailing data are errors naming the field) into v.
 func DecodeRequest(b []byte, v any) error {
 	if !utf8.Valid(b) {
-		return fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, InvalidUTF8Offset(b))
+		return fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformedRequest, InvalidUTF8Offset(b))
 	}
-	return strictUnmarshal(b, v, "")
+	return decodeStrict(b, v, "", ErrMalformedRequest)
 }
 
 // strictUnmarshal decodes one JSON value into v, rejecting unknown fields
 // and trailing data, and turns encoding/json's errors into ones that name
 // the field (prefixed with path).
 func strictUnmarshal(b []byte, v any, path string) error {
+	return decodeStrict(b, v, path, ErrMalformed)
+}
+
+// decodeStrict is strictUnmarshal with the error that malformed input
+// wraps (an event's or a request's). Keys are matched exactly and may
+// not repeat (checkKeys).
+func decodeStrict(b []byte, v any, path string, malformed error) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err, path)
+		return jsonError(err, path, malformed)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: data after the JSON object", ErrMalformed)
+		return fmt.Errorf("%w: data after the JSON object", malformed)
 	}
-	return nil
+	return checkKeys(b, reflect.TypeOf(v), path)
 }
 
-func jsonError(err error, path string) error {
+func jsonError(err error, path string, malformed error) error {
 	join := func(f string) string {
 		if path == "" {
 			return f
@@ -349,26 +362,29 @@ func jsonError(err error, path string) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return fmt.Errorf("%w: %v at byte %d", ErrMalformed, syn, syn.Offset)
+		return fmt.Errorf("%w: %v at byte %d", malformed, syn, syn.Offset)
 	case errors.As(err, &typ) && typ.Field == "" && path == "":
-		return fmt.Errorf("%w: expected a JSON object, got JSON %s", ErrMalformed, typ.Value)
+		return fmt.Errorf("%w: expected a JSON object, got JSON %s", malformed, typ.Value)
 	case errors.As(err, &typ):
 		return fieldErr(join(typ.Field), "expected %s, got JSON %s", typ.Type, typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		name, uerr := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		if uerr != nil {
+			name = strings.TrimPrefix(err.Error(), "json: unknown field ")
+		}
 		return fieldErr(join(name), "unknown field")
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%w: unexpected end of JSON", ErrMalformed)
+		return fmt.Errorf("%w: unexpected end of JSON", malformed)
 	}
 	var b64 base64.CorruptInputError
 	if errors.As(err, &b64) {
-		return fmt.Errorf("%w: a binary field (such as data.sql_gzip) is not valid base64: %v", ErrMalformed, err)
+		return fmt.Errorf("%w: a binary field (such as data.sql_gzip) is not valid base64: %v", malformed, err)
 	}
 	var te *time.ParseError
 	if errors.As(err, &te) {
 		return fieldErr(join("time"), "not an RFC 3339 time: %v", err)
 	}
-	return fmt.Errorf("%w: %v", ErrMalformed, err)
+	return fmt.Errorf("%w: %v", malformed, err)
 }
 
 func (ev *Event) decodeData() error {
@@ -401,7 +417,7 @@ func (ev *Event) decodeData() error {
 	case "":
 		return fieldErr("type", "required")
 	default:
-		return fmt.Errorf("%w: %q (known: %s)", ErrUnknownType, ev.Type, strings.Join(Types(), ", "))
+		return fmt.Errorf("%w: %s (known: %s)", ErrUnknownType, Quote(ev.Type), strings.Join(Types(), ", "))
 	}
 	if err := strictUnmarshal(ev.Data, target, "data"); err != nil {
 		return err
@@ -476,7 +492,7 @@ func (ev *Event) Validate() error {
 		}
 		for k, v := range d.Tags {
 			if !tagKeyRe.MatchString(k) {
-				return fieldErr("data.tags", "key %q: use 1 to 64 of a-z, 0-9, '_', '.' and '-'", k)
+				return fieldErr("data.tags", "key %s: use 1 to 64 of a-z, 0-9, '_', '.' and '-'", Quote(k))
 			}
 			if len(v) > maxTagLen {
 				return fieldErr("data.tags."+k, "longer than %d bytes", maxTagLen)
@@ -506,14 +522,14 @@ func (ev *Event) Validate() error {
 			}
 		}
 	default:
-		return fmt.Errorf("%w: %q", ErrUnknownType, ev.Type)
+		return fmt.Errorf("%w: %s", ErrUnknownType, Quote(ev.Type))
 	}
 	return nil
 }
 
 func validateDDL(seq int64, sql string, gz []byte, hasObject, emptyOK bool) error {
-	if seq < 1 {
-		return fieldErr("data.seq", "must be 1 or more, got %d", seq)
+	if seq < 1 || seq > MaxSeq {
+		return fieldErr("data.seq", "must be from 1 to %d, got %d", int64(MaxSeq), seq)
 	}
 	// A snapshot is the whole schema, so an empty one is a mistake; an
 	// empty migration is a no-op, as migration tools treat one.
@@ -522,6 +538,12 @@ func validateDDL(seq int64, sql string, gz []byte, hasObject, emptyOK bool) erro
 	}
 	return nil
 }
+
+// MaxSeq bounds a schema event's seq. A database's next event has seq
+// version+1, so a snapshot at the largest int64 would leave the database
+// unable to take another event; 2^53 is also the largest integer every
+// JSON reader (JavaScript's among them) holds exactly.
+const MaxSeq = 1 << 53
 
 // ID is the migration's identity: MigrationID, or Source without one.
 func (m *Migration) ID() string {
@@ -538,7 +560,7 @@ func validateID(field, id string) error {
 	case len(id) > maxIDLen:
 		return fieldErr(field, "longer than %d bytes", maxIDLen)
 	case strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f }):
-		return fieldErr(field, "%q contains white space or control characters", id)
+		return fieldErr(field, "%s contains white space or control characters", Quote(id))
 	}
 	return nil
 }

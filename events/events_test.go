@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"os"
@@ -75,7 +76,15 @@ func TestDecodeBadInput(t *testing.T) {
 		{"invalid database name", `{"spec":1,"type":"docs.delete","id":"e","database":"Shop.prod","data":{"doc_id":"a"}}`, ErrInvalid, "database", "not a valid database name"},
 		{"database name too long", `{"spec":1,"type":"docs.delete","id":"e","database":"` + strings.Repeat("a", 65) + `","data":{"doc_id":"a"}}`, ErrInvalid, "database", "not a valid"},
 		{"bad time", `{"spec":1,"type":"docs.delete","id":"e","database":"shop","time":"yesterday","data":{"doc_id":"a"}}`, ErrInvalid, "time", "RFC 3339"},
-		{"seq zero", valid("schema.migration", `{"seq":0,"sql":"CREATE TABLE t (id int)"}`), ErrInvalid, "data.seq", "1 or more"},
+		{"seq zero", valid("schema.migration", `{"seq":0,"sql":"CREATE TABLE t (id int)"}`), ErrInvalid, "data.seq", "from 1 to 9007199254740992"},
+		{"seq at the largest int64", valid("schema.snapshot", `{"seq":9223372036854775807,"sql":"CREATE TABLE t (id int)"}`), ErrInvalid, "data.seq", "got 9223372036854775807"},
+		{"seq one past 2^53", valid("schema.migration", `{"seq":9007199254740993}`), ErrInvalid, "data.seq", "from 1 to"},
+		{"key in another case", `{"spec":1,"type":"docs.delete","id":"e","Database":"shop","data":{"doc_id":"a"}}`, ErrInvalid, "Database", "case-sensitive"},
+		{"data key in another case", valid("docs.delete", `{"DOC_ID":"a"}`), ErrInvalid, "data.DOC_ID", "case-sensitive"},
+		{"key given twice", `{"spec":1,"type":"docs.delete","id":"e","database":"shop","database":"other","data":{"doc_id":"a"}}`, ErrInvalid, "database", "given twice"},
+		{"data key given twice", valid("docs.delete", `{"doc_id":"a","doc_id":"b"}`), ErrInvalid, "data.doc_id", "given twice"},
+		{"tag given twice", valid("docs.upsert", `{"doc_id":"a.md","body":"x","tags":{"v":"1","v":"2"}}`), ErrInvalid, "data.tags.v", "given twice"},
+		{"example key in another case", valid("examples.upsert", `{"examples":[{"question":"q","SQL":"x"}]}`), ErrInvalid, "data.examples[0].SQL", "case-sensitive"},
 		{"database name a flag would take", `{"spec":1,"type":"docs.delete","id":"e","database":"-","data":{"doc_id":"a"}}`, ErrInvalid, "database", "starting with a letter or digit"},
 		{"database name of schemaq's own", `{"spec":1,"type":"docs.delete","id":"e","database":"_dlq","data":{"doc_id":"a"}}`, ErrInvalid, "database", "starting with a letter or digit"},
 		{"migration id too long", valid("schema.migration", `{"seq":1,"migration_id":"`+strings.Repeat("v", 257)+`"}`), ErrInvalid, "data.migration_id", "longer than"},
@@ -192,6 +201,14 @@ func TestRequestValidation(t *testing.T) {
 		{"empty schema", &AskRequest{Database: "shop", Question: "q", Schemas: []string{""}}, "schemas[0]"},
 		{"long hints", &SearchRequest{Database: "shop", Question: "q", Hints: strings.Repeat("h", MaxQuestionBytes+1)}, "hints"},
 		{"long ask hints", &AskRequest{Database: "shop", Question: "q", Hints: strings.Repeat("h", MaxQuestionBytes+1)}, "hints"},
+		{"NUL question", &SearchRequest{Database: "shop", Question: "\x00\x00\x00"}, "question"},
+		{"zero-width question", &AskRequest{Database: "shop", Question: "\u200b\u200c\u200d\u2060\ufeff"}, "question"},
+		{"too many schemas", &SearchRequest{Database: "shop", Question: "q", Schemas: strings.Fields(strings.Repeat("s ", MaxSchemas+1))}, "schemas"},
+		{"too many kinds", &SearchRequest{Database: "shop", Question: "q", Kinds: strings.Fields(strings.Repeat("table ", MaxKinds+1))}, "kinds"},
+		{"too many tags", &SearchRequest{Database: "shop", Question: "q", Tags: manyTags(MaxTags + 1)}, "tags"},
+		{"bad tag key", &AskRequest{Database: "shop", Question: "q", Tags: map[string]string{"Has Space": "v"}}, "tags"},
+		{"long table", &TablesRequest{Database: "shop", Table: strings.Repeat("t", 600_000)}, "table"},
+		{"long after", &TablesRequest{Database: "shop", After: strings.Repeat("t", 200)}, "after"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,6 +220,122 @@ func TestRequestValidation(t *testing.T) {
 	}
 	if err := (&AskRequest{Database: "shop", Question: "how many orders?"}).Validate(); err != nil {
 		t.Errorf("valid request: %v", err)
+	}
+}
+
+func manyTags(n int) map[string]string {
+	m := map[string]string{}
+	for i := range n {
+		m[fmt.Sprintf("t%d", i)] = "v"
+	}
+	return m
+}
+
+// A request is decoded as docs/api.md says: keys exactly, once each, and
+// errors say "request", not "event".
+func TestDecodeRequestStrictly(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     error
+		field    string
+		message  string
+	}{
+		{"key in another case", `{"database":"shop","QUESTION":"q"}`, ErrInvalid, "QUESTION", "case-sensitive"},
+		{"key given twice", `{"database":"shop","question":"a","question":"b"}`, ErrInvalid, "question", "given twice"},
+		{"tag given twice", `{"database":"shop","question":"a","tags":{"v":"1","v":"2"}}`, ErrInvalid, "tags.v", "given twice"},
+		{"malformed", `{"database":`, ErrMalformedRequest, "", "malformed request"},
+		{"not an object", `"q"`, ErrMalformedRequest, "", "malformed request"},
+		{"trailing data", `{"database":"shop","question":"q"} {}`, ErrMalformedRequest, "", "malformed request"},
+		{"invalid UTF-8", "{\"database\":\"shop\",\"question\":\"caf\xe9\"}", ErrMalformedRequest, "", "malformed request: invalid UTF-8"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var req SearchRequest
+			err := DecodeRequest([]byte(tc.in), &req)
+			if !errors.Is(err, tc.want) || strings.Contains(err.Error(), "event") {
+				t.Fatalf("got %v, want %v and no word of events", err, tc.want)
+			}
+			var fe *FieldError
+			if tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field) {
+				t.Errorf("got %v, want a FieldError on %q", err, tc.field)
+			}
+			if !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("error %q should mention %q", err, tc.message)
+			}
+		})
+	}
+	var req SearchRequest
+	if err := DecodeRequest([]byte(`{"database":"shop","question":"q","tags":{"v":"1"},"kinds":["table"]}`), &req); err != nil || req.Tags["v"] != "1" {
+		t.Errorf("a well-formed request: %v, %+v", err, req)
+	}
+}
+
+// However long the input, an error that names it stays short: it has to
+// fit in a reply's header.
+func TestErrorsEchoAShortPrefix(t *testing.T) {
+	huge := strings.Repeat("x", 600_000)
+	tests := []struct {
+		name string
+		err  func() error
+	}{
+		{"database", func() error { return (&SearchRequest{Database: huge, Question: "q"}).Validate() }},
+		{"unknown field", func() error { return DecodeRequest([]byte(`{"`+huge+`":1}`), &SearchRequest{}) }},
+		{"tag given twice", func() error {
+			return DecodeRequest([]byte(`{"database":"shop","question":"q","tags":{"`+huge+`":"1","`+huge+`":"2"}}`), &SearchRequest{})
+		}},
+		{"kind", func() error {
+			return (&SearchRequest{Database: "shop", Question: "q", Kinds: []string{huge}}).Validate()
+		}},
+		{"schema", func() error {
+			return (&SearchRequest{Database: "shop", Question: "q", Schemas: []string{huge}}).Validate()
+		}},
+		{"event type", func() error {
+			_, err := Decode([]byte(`{"spec":1,"type":"`+huge+`","id":"e","database":"shop","data":{}}`), 2<<20)
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.err()
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if len(err.Error()) > 400 || !strings.Contains(err.Error(), "cut; 600") {
+				t.Errorf("error of %d bytes, want under 400 that says the input was cut: %.200s", len(err.Error()), err)
+			}
+		})
+	}
+}
+
+func TestResendSubject(t *testing.T) {
+	ev := func(db, typ, data string) []byte {
+		return []byte(`{"spec":1,"type":"` + typ + `","id":"e1","database":"` + db + `","data":` + data + `}`)
+	}
+	migration := ev("shop", TypeMigration, `{"seq":3,"sql":"CREATE TABLE t (id int)"}`)
+	tests := []struct {
+		name, subject string
+		data          []byte
+		want          string // "" for a refusal
+	}{
+		{"migration", "schemaq.dlq.shop", migration, "schemaq.schema.shop"},
+		{"doc", "schemaq.dlq.shop", ev("shop", TypeDocDelete, `{"doc_id":"a"}`), "schemaq.docs.shop"},
+		{"examples", "schemaq.dlq.shop", ev("shop", TypeExamplesUpsert, `{"examples":[{"question":"q","sql":"SELECT 1"}]}`), "schemaq.examples.shop"},
+		{"empty body", "schemaq.dlq.shop", nil, ""},
+		{"not an event", "schemaq.dlq.shop", []byte(`{"hello":1}`), ""},
+		{"another database's event", "schemaq.dlq.shop", ev("billing", TypeMigration, `{"seq":3,"sql":"SELECT 1"}`), ""},
+		{"not a letter subject", "$JS.API.STREAM.DELETE.SCHEMAQ", migration, ""},
+		{"invalid letter database", "schemaq.dlq.shop.x", migration, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ResendSubject(tc.subject, tc.data)
+			switch {
+			case tc.want == "" && !errors.Is(err, ErrBadLetter):
+				t.Fatalf("got %q, %v; want ErrBadLetter", got, err)
+			case tc.want != "" && (err != nil || got != tc.want):
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -554,7 +554,6 @@ func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
 		streamSeq uint64
 		seq       int64
 		kind      string
-		subject   string
 		data      []byte
 	}
 	var letters []letter
@@ -564,8 +563,7 @@ func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
 		if err != nil {
 			return nil
 		}
-		l := letter{streamSeq: meta.Sequence.Stream, kind: m.Headers().Get(events.HeaderDLQKind),
-			subject: m.Headers().Get(events.HeaderDLQSubject), data: m.Data()}
+		l := letter{streamSeq: meta.Sequence.Stream, kind: m.Headers().Get(events.HeaderDLQKind), data: m.Data()}
 		if l.seq, err = strconv.ParseInt(m.Headers().Get(events.HeaderDLQSeq), 10, 64); err != nil {
 			return nil
 		}
@@ -590,7 +588,15 @@ func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
 			// fixed migration at that seq.
 			dropped++
 		case l.kind == events.DLQKindGap && resend:
-			re := nats.NewMsg(l.subject)
+			target, err := events.ResendSubject(subject, l.data)
+			if err != nil {
+				// Not a letter this worker wrote: left for a person to
+				// read (dlq show) and delete.
+				w.log.Warn("dead letter refused for re-send", zap.String("db", db),
+					zap.Uint64("letter_seq", l.streamSeq), zap.Error(err))
+				continue
+			}
+			re := nats.NewMsg(target)
 			re.Data = l.data
 			// One re-send per letter, whichever worker sweeps.
 			re.Header.Set(events.HeaderMsgID, "resend-"+strconv.FormatUint(l.streamSeq, 10))

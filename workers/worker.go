@@ -37,6 +37,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/indexer"
 	"github.com/schemaq/schemaq/pkg/pace"
+	"github.com/schemaq/schemaq/pkg/pgtree"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
 	"github.com/schemaq/schemaq/pkg/streams"
 )
@@ -534,6 +535,9 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 	case events.TypeDocDelete:
 		out = transientErr(w.store.DeleteName(ctx, ev.Database, chunk.KindDoc, ev.DocDelete.DocID))
 	case events.TypeExamplesUpsert:
+		if out, bad := deepExample(ev); bad {
+			return out
+		}
 		var chunks []chunk.Chunk
 		for _, ex := range ev.Examples.Examples {
 			c := chunk.Example(ev.Database, ex.Schema, ex.ID, ex.Question, ex.SQL)
@@ -546,6 +550,19 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 	}
 	out.db, out.typ = ev.Database, ev.Type
 	return out
+}
+
+// deepExample refuses an examples event whose SQL nests too deeply to be
+// parsed safely. Such SQL is hostile rather than inexact: indexed, it
+// would be refused by every search that read it.
+func deepExample(ev *events.Event) (outcome, bool) {
+	for i, ex := range ev.Examples.Examples {
+		if err := pgtree.CheckDepth(ex.SQL, pgtree.MaxDepth); err != nil {
+			return outcome{act: actDeadLetter, kind: events.DLQKindRefused, db: ev.Database,
+				reason: fmt.Sprintf("field data.examples[%d].sql: %v, at byte %d", i, err, err.(*pgtree.DepthError).Offset+1)}, true
+		}
+	}
+	return outcome{}, false
 }
 
 // checkExamples warns of the examples whose SQL cannot count as evidence

@@ -300,6 +300,40 @@ func TestGapLetterIsResentWhenItsPredecessorApplies(t *testing.T) {
 	})
 }
 
+// TestForgedLetterIsNotResent: a dead letter is data. A letter that names
+// a JetStream API subject in its header, as a forger would, is not
+// re-sent there; one whose header lies about a valid event's subject is
+// re-sent to the event's own subject.
+func TestForgedLetterIsNotResent(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	ctx := context.Background()
+	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "VICTIM", Subjects: []string{"victim.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int);"))
+	e.waitVersion("shop", 1)
+	letter := func(target string, data []byte) {
+		m := nats.NewMsg(events.DeadLetterSubject("shop"))
+		m.Header.Set(events.HeaderDLQKind, events.DLQKindGap)
+		m.Header.Set(events.HeaderDLQSeq, "3")
+		m.Header.Set(events.HeaderDLQSubject, target)
+		m.Data = data
+		if _, err := e.js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	letter("$JS.API.STREAM.DELETE.VICTIM", nil)
+	letter("schemaq.schema.elsewhere", mustEncode(t, migration(t, "shop", 3, "CREATE TABLE c (id int);")))
+	// Migration 2 moves the catalog to just before the letters' seq, so
+	// the sweep re-sends them.
+	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
+	e.waitVersion("shop", 3)
+	if _, err := e.js.Stream(ctx, "VICTIM"); err != nil {
+		t.Fatalf("the forged letter reached the JetStream API: stream VICTIM: %v", err)
+	}
+}
+
 func TestBadInputIsDeadLettered(t *testing.T) {
 	e := newEnv(t)
 	e.startWorker(testConfig(), e.store)
@@ -322,6 +356,13 @@ func TestBadInputIsDeadLettered(t *testing.T) {
 		{"a table created twice", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"source":"0002_again.sql","sql":"CREATE TABLE customers (id int);"}`), "0002_again.sql: statement 1 (line 1, column 1): duplicate object"},
 		{"doc with invalid UTF-8", "schemaq.docs.shop", valid("docs.upsert", "shop", "{\"doc_id\":\"a.md\",\"body\":\"caf\xe9\"}"), "invalid UTF-8"},
 		{"event on the wrong subject", "schemaq.docs.shop", valid("schema.migration", "shop", `{"seq":2,"sql":"CREATE TABLE z (id int)"}`), "expected schemaq.schema.shop"},
+		// 25,000 terms overflowed libpg_query's C stack and killed the
+		// worker on every redelivery.
+		{"expression nested too deep", "schemaq.schema.shop", valid("schema.migration", "shop", `{"seq":2,"source":"0002_poison.sql","sql":"CREATE TABLE poison (c int DEFAULT 1`+strings.Repeat("+1", 25000)+`)"}`),
+			"0002_poison.sql: statement 1 (line 1, column 2035): expression nested more than 1000 levels deep"},
+		{"example nested too deep", "schemaq.examples.shop", valid("examples.upsert", "shop", `{"examples":[{"question":"q","sql":"SELECT 1"},{"question":"q2","sql":"SELECT 1`+strings.Repeat("+1", 25000)+`"}]}`),
+			"field data.examples[1].sql: expression nested more than 1000 levels deep"},
+		{"seq past 2^53", "schemaq.schema.shop", valid("schema.snapshot", "shop", `{"seq":9223372036854775807,"sql":"CREATE TABLE t (id int)"}`), "field data.seq"},
 	}
 	for i, tc := range cases {
 		if _, err := e.publishRaw(tc.subject, fmt.Sprintf("bad-%d", i), tc.data); err != nil {

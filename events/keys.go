@@ -1,0 +1,173 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// MaxEcho bounds how much of an input value an error message repeats: an
+// error that echoed a 600 KB field would not fit in a reply.
+const MaxEcho = 64
+
+// Quote is %q of s cut to MaxEcho bytes (at a character boundary), marked
+// as cut with its full size, so an error that names a bad value stays
+// small whatever the value.
+func Quote(s string) string {
+	if len(s) <= MaxEcho {
+		return strconv.Quote(s)
+	}
+	cut := MaxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (cut; %d bytes in all)", s[:cut], len(s))
+}
+
+// clipField cuts a field path for an error message: an unknown key is
+// the caller's text, of any size.
+func clipField(f string) string {
+	if len(f) <= MaxEcho {
+		return f
+	}
+	cut := MaxEcho
+	for cut > 0 && !utf8.RuneStart(f[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (cut; %d bytes in all)", f[:cut], len(f))
+}
+
+// checkKeys walks the JSON in b beside the Go type it decodes into and
+// refuses what encoding/json lets through: a key given twice (it keeps
+// the last, so two readers of one message could disagree about it) and a
+// key that matches a field only when case is ignored ("Database" for
+// "database"). Both are errors naming the key's path.
+func checkKeys(b []byte, t reflect.Type, path string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	w := keyWalk{dec: dec}
+	return w.value(t, path)
+}
+
+type keyWalk struct{ dec *json.Decoder }
+
+func (w *keyWalk) value(t reflect.Type, path string) error {
+	tok, err := w.dec.Token()
+	if err != nil {
+		// Syntax errors are the decoder's to report, with their offset.
+		return nil
+	}
+	t = deref(t)
+	switch tok {
+	case json.Delim('{'):
+		return w.object(t, path)
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; w.dec.More(); i++ {
+			if err := w.value(elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		_, _ = w.dec.Token() // ']'
+	}
+	return nil
+}
+
+func (w *keyWalk) object(t reflect.Type, path string) error {
+	var fields map[string]reflect.Type
+	var elem reflect.Type
+	switch {
+	case t == nil:
+	case t.Kind() == reflect.Struct:
+		fields = jsonFields(t)
+	case t.Kind() == reflect.Map:
+		elem = t.Elem()
+	}
+	seen := map[string]bool{}
+	for w.dec.More() {
+		tok, err := w.dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		at := joinPath(path, key)
+		if seen[key] {
+			return fieldErr(at, "given twice")
+		}
+		seen[key] = true
+		next := elem
+		if fields != nil {
+			ft, ok := fields[key]
+			if !ok {
+				// encoding/json would have matched it ignoring case, or
+				// refused it as unknown; either way it is not ours.
+				return fieldErr(at, "unknown field (field names are case-sensitive)")
+			}
+			next = ft
+		}
+		if err := w.value(next, at); err != nil {
+			return err
+		}
+	}
+	_, _ = w.dec.Token() // '}'
+	return nil
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	// A json.RawMessage is decoded on its own later, with its own check.
+	if t == reflect.TypeFor[json.RawMessage]() {
+		return nil
+	}
+	return t
+}
+
+var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
+
+// jsonFields maps each JSON key of struct type t, exactly as encoding/json
+// writes it, to the field's type; embedded structs without a tag lend
+// their fields, as in encoding/json.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		switch {
+		case name == "-" && tag == "-":
+			continue
+		case f.Anonymous && name == "" && deref(f.Type) != nil && deref(f.Type).Kind() == reflect.Struct:
+			for k, v := range jsonFields(deref(f.Type)) {
+				m[k] = v
+			}
+			continue
+		case !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		m[name] = f.Type
+	}
+	fieldCache.Store(t, m)
+	return m
+}
