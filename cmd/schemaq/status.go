@@ -328,7 +328,11 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 		}
 		// retry: publish the original event again under a new id (the old
 		// one may still be in the duplicate window), then remove the letter.
-		msg := nats.NewMsg(v.Subject)
+		target, err := events.ResendSubject(m.Subject, m.Data)
+		if err != nil {
+			return fmt.Errorf("retry dead letter %d: %w; nothing was published (dlq show %d prints it, dlq delete %d removes it)", seq, err, seq, seq)
+		}
+		msg := nats.NewMsg(target)
 		msg.Data = m.Data
 		msg.Header.Set(events.HeaderMsgID, fmt.Sprintf("%s-retry-%d-%d", m.Header.Get(events.HeaderDLQEventID), seq, time.Now().UnixNano()))
 		if _, err := js.PublishMsg(ctx, msg); err != nil {
@@ -337,7 +341,7 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 		if err := s.DeleteMsg(ctx, seq); err != nil {
 			return fmt.Errorf("retry dead letter %d: republished, but could not remove it: %w", seq, err)
 		}
-		fmt.Fprintf(e.stdout, "dead letter %d republished to %s\n", seq, v.Subject)
+		fmt.Fprintf(e.stdout, "dead letter %d republished to %s\n", seq, target)
 	}
 	return nil
 }
