@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -100,8 +101,11 @@ type Daemon struct {
 	log   *zap.Logger
 	cfg   Config
 	sem   chan struct{}
-	m     *Metrics
-	ready atomic.Bool
+	// replying counts handlers that gave their slot back and are still
+	// sending their reply; Run waits for them too.
+	replying sync.WaitGroup
+	m        *Metrics
+	ready    atomic.Bool
 
 	// health is the store's readiness check (nil: always ready); leave is
 	// signalled by a request the store failed, so the daemon stops taking
@@ -213,6 +217,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for i := 0; i < cap(d.sem); i++ {
 		d.sem <- struct{}{}
 	}
+	d.replying.Wait()
 	d.log.Info("daemon stopped")
 	return nil
 }
@@ -316,8 +321,14 @@ func adapt[Req any, PReq interface {
 		}
 		// micro calls handlers one at a time per subscription; the work
 		// runs in its own goroutine so replicas serve requests concurrently.
+		// The slot is given back as the reply goes out, not after: a
+		// caller that sends its next request on the reply must find it
+		// free, or a client at exactly MaxConcurrent would see busy.
+		r.release = sync.OnceFunc(func() { <-d.sem })
+		d.replying.Add(1)
 		go func() {
-			defer func() { <-d.sem }()
+			defer d.replying.Done()
+			defer r.release()
 			defer d.pace.Begin()()
 			defer func() {
 				if p := recover(); p != nil {
@@ -411,6 +422,7 @@ type tracked struct {
 	endpoint string
 	id       string
 	start    time.Time
+	release  func() // gives the concurrency slot back; nil without one
 }
 
 func (t *tracked) done(code string) {
@@ -433,10 +445,33 @@ func (t *tracked) respond(m *nats.Msg, opts []micro.RespondOpt) error {
 		opt(m)
 	}
 	m.Header.Set(HeaderRequestID, t.id)
-	if err := t.d.nc.PublishMsg(m); err != nil {
+	if t.release != nil {
+		t.release()
+	}
+	err := t.d.nc.PublishMsg(m)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// The caller would wait out its timeout for a reply that never
+		// left: it gets a short one that says why.
+		t.d.log.Warn("reply larger than the server's max_payload; sent an error instead", zap.String("endpoint", t.endpoint),
+			zap.String("request_id", t.id), zap.Int("bytes", len(m.Data)), zap.Int64("max_payload", t.d.nc.MaxPayload()))
+		err = t.d.nc.PublishMsg(t.tooLarge(len(m.Data)))
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %w", micro.ErrRespond, err)
 	}
 	return nil
+}
+
+// tooLarge is the reply that stands in for one the server would not
+// carry. Every reply type has its error at the top level, so this body
+// decodes as any of them.
+func (t *tracked) tooLarge(size int) *nats.Msg {
+	e := events.Errorf(events.CodeTooLarge, "the reply (%d bytes) is larger than the NATS server's max_payload (%d bytes); ask for less (a smaller k or limit)", size, t.d.nc.MaxPayload())
+	b, _ := json.Marshal(struct {
+		Error *events.Error `json:"error"`
+	}{e})
+	return &nats.Msg{Subject: t.Reply(), Data: b, Header: nats.Header{
+		micro.ErrorHeader: {e.Message}, micro.ErrorCodeHeader: {e.Code}, HeaderRequestID: {t.id}}}
 }
 
 func (t *tracked) RespondJSON(v any, opts ...micro.RespondOpt) error {
@@ -453,7 +488,25 @@ func (t *tracked) Error(code, description string, data []byte, opts ...micro.Res
 	if code == events.CodeInternal || code == events.CodeTimeout || code == events.CodeGatewayError {
 		t.d.log.Warn("request failed", zap.String("endpoint", t.endpoint), zap.String("request_id", t.id), zap.String("code", code))
 	}
-	return t.respond(&nats.Msg{Header: nats.Header{micro.ErrorHeader: {description}, micro.ErrorCodeHeader: {code}}, Data: data}, opts)
+	return t.respond(&nats.Msg{Header: nats.Header{micro.ErrorHeader: {headerValue(description)}, micro.ErrorCodeHeader: {code}}, Data: data}, opts)
+}
+
+// maxErrorHeader bounds the error description in a reply's header; the
+// body carries the whole message.
+const maxErrorHeader = 1024
+
+// headerValue makes a header value of an error message: one line (a
+// newline would end the header), at most maxErrorHeader bytes.
+func headerValue(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= maxErrorHeader {
+		return s
+	}
+	cut := maxErrorHeader
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (cut)"
 }
 
 // observeStages records the stage timings and token usage a reply carries.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap/zaptest"
@@ -34,6 +35,7 @@ import (
 
 type rig struct {
 	t     *testing.T
+	ns    *server.Server
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	kv    jetstream.KeyValue
@@ -46,7 +48,11 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	ns := natstest.Server(t)
+	return newRigOn(t, natstest.Server(t))
+}
+
+func newRigOn(t *testing.T, ns *server.Server) *rig {
+	t.Helper()
 	nc := natstest.Connect(t, ns)
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -66,7 +72,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	cli, _ := client.New(nc)
-	r := &rig{t: t, nc: nc, js: js, kv: kv, store: st, emb: e, cli: cli, cats: cats}
+	r := &rig{t: t, ns: ns, nc: nc, js: js, kv: kv, store: st, emb: e, cli: cli, cats: cats}
 	wcfg := workers.DefaultConfig
 	wcfg.RetryDelay, wcfg.MaxRetryDelay = 10*time.Millisecond, 50*time.Millisecond
 	w, err := workers.New(js, catalogkv.New(kv), st, e, zaptest.NewLogger(t), wcfg)

@@ -29,6 +29,9 @@ const (
 	CodeInvalidOutput = "invalid_output"
 	// CodeNoDaemon: no daemon answered the request (set by clients).
 	CodeNoDaemon = "no_daemon"
+	// CodeTooLarge: the reply would not fit in one NATS message
+	// (max_payload); ask for fewer results.
+	CodeTooLarge = "too_large"
 )
 
 // Error is the error object of every reply.

@@ -33,7 +33,7 @@ func startEmbedded(ctx context.Context, r *roleFlags, log *zap.Logger, host stri
 	if err != nil {
 		return nil, err
 	}
-	ns, err := natsembed.Start(natsembed.Options{Host: host, Port: port, NoListen: port == 0, StoreDir: filepath.Join(*r.dataDir, "nats")})
+	ns, err := natsembed.Start(natsembed.Options{Host: host, Port: port, NoListen: port == 0, StoreDir: filepath.Join(*r.dataDir, "nats"), Log: log.Named("nats")})
 	if err != nil {
 		unlock()
 		return nil, err

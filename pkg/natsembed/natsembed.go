@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"go.uber.org/zap"
 )
 
 // Options of the embedded server.
@@ -17,6 +18,13 @@ type Options struct {
 	StoreDir string // JetStream data; survives restarts
 	// NoListen serves in-process connections only.
 	NoListen bool
+	// MaxPayload is the largest message the server takes (NATS' default,
+	// 1 MiB, when 0).
+	MaxPayload int32
+	// Log receives the server's warnings and errors (its notices at
+	// debug level); nil discards them. A full disk shows up here first:
+	// JetStream says so long before a publish times out.
+	Log *zap.Logger
 }
 
 // Start starts the server and waits until it accepts connections.
@@ -40,14 +48,18 @@ func Start(o Options) (*server.Server, error) {
 		DontListen: o.NoListen,
 		JetStream:  true,
 		StoreDir:   o.StoreDir,
-		NoLog:      true,
+		NoLog:      o.Log == nil,
 		NoSigs:     true,
+		MaxPayload: o.MaxPayload,
 		// Schema dumps can be large; the default 1 MiB max_payload matches
 		// events.DefaultMaxEventBytes.
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	if o.Log != nil {
+		ns.SetLoggerV2(serverLog{o.Log.WithOptions(zap.AddCallerSkip(1))}, false, false, false)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(15 * time.Second) {
@@ -56,3 +68,13 @@ func Start(o Options) (*server.Server, error) {
 	}
 	return ns, nil
 }
+
+// serverLog is nats-server's Logger over zap.
+type serverLog struct{ log *zap.Logger }
+
+func (l serverLog) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l serverLog) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l serverLog) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLog) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLog) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l serverLog) Tracef(format string, v ...any)  {}

@@ -25,6 +25,19 @@ func Server(t testing.TB) *server.Server {
 	return ns
 }
 
+// ServerWith starts a server as Server does, with o's other settings
+// (a small MaxPayload, a logger).
+func ServerWith(t testing.TB, o natsembed.Options) *server.Server {
+	t.Helper()
+	o.Port, o.StoreDir = -1, t.TempDir()
+	ns, err := natsembed.Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	return ns
+}
+
 // Connect connects to ns; the connection closes with the test.
 func Connect(t testing.TB, ns *server.Server) *nats.Conn {
 	t.Helper()

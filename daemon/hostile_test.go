@@ -1,0 +1,139 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/schemaq/schemaq/daemon"
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/natsembed"
+	"github.com/schemaq/schemaq/pkg/natstest"
+)
+
+// TestRepliesAlwaysArrive sends every endpoint inputs of half, nine
+// tenths and all of max_payload, each in a field an error names. Before
+// errors were bounded, the reply echoed the input twice (body and
+// Nats-Service-Error header), was too big to send, and the caller waited
+// out its timeout.
+func TestRepliesAlwaysArrive(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil)
+	r.publishShop()
+	max := int(r.nc.MaxPayload())
+	shapes := []struct {
+		endpoint, name, prefix, suffix string
+	}{
+		{events.EndpointSearch, "database", `{"database":"`, `","question":"q"}`},
+		{events.EndpointSearch, "unknown field", `{"`, `":1}`},
+		{events.EndpointSearch, "kinds[0]", `{"database":"shop","question":"q","kinds":["`, `"]}`},
+		{events.EndpointSearch, "question", `{"database":"shop","question":"`, `"}`},
+		{events.EndpointSearch, "not JSON", ``, ``},
+		{events.EndpointAsk, "database", `{"database":"`, `","question":"q"}`},
+		{events.EndpointAsk, "unknown field", `{"`, `":1}`},
+		{events.EndpointAsk, "schemas[0]", `{"database":"shop","question":"q","schemas":["`, `"]}`},
+		{events.EndpointTables, "database", `{"database":"`, `"}`},
+		{events.EndpointTables, "unknown field", `{"`, `":1}`},
+		{events.EndpointTables, "table", `{"database":"shop","table":"`, `"}`},
+	}
+	for _, sh := range shapes {
+		for _, frac := range []float64{0.5, 0.9, 1} {
+			t.Run(fmt.Sprintf("%s %s %.1f", sh.endpoint, sh.name, frac), func(t *testing.T) {
+				size := int(frac * float64(max))
+				body := sh.prefix + strings.Repeat("a", size-len(sh.prefix)-len(sh.suffix)) + sh.suffix
+				msg, err := r.nc.Request(events.EndpointSubject(sh.endpoint), []byte(body), 5*time.Second)
+				if err != nil {
+					t.Fatalf("%d bytes: no reply: %v", len(body), err)
+				}
+				code := msg.Header.Get(micro.ErrorCodeHeader)
+				var reply struct{ Error *events.Error }
+				if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Error == nil || reply.Error.Code != code || code != events.CodeBadRequest {
+					t.Fatalf("reply %.300s (header code %q), want a bad_request error", msg.Data, code)
+				}
+				if len(msg.Data) > 2048 || len(msg.Header.Get(micro.ErrorHeader)) > 1100 {
+					t.Errorf("reply of %d bytes, header of %d: the input is echoed", len(msg.Data), len(msg.Header.Get(micro.ErrorHeader)))
+				}
+			})
+		}
+	}
+}
+
+// A reply the server would not carry is replaced by a short error that
+// says why, instead of leaving the caller to time out.
+func TestReplyTooLargeForTheServer(t *testing.T) {
+	r := newRigOn(t, natstest.ServerWith(t, natsembed.Options{MaxPayload: 64 << 10}))
+	r.daemon(daemon.DefaultConfig, nil)
+	const batches = 12 // 600 tables, in migrations that each fit in a message
+	for b := range batches {
+		var ddl strings.Builder
+		for i := b * 50; i < (b+1)*50; i++ {
+			fmt.Fprintf(&ddl, "CREATE TABLE t%04d (id int);\nCOMMENT ON TABLE t%04d IS '%s';\n", i, i, strings.Repeat("described at length ", 10))
+		}
+		ev, err := events.New(fmt.Sprintf("big-%d", b+1), "big", time.Now(), &events.Migration{Seq: int64(b + 1), SQL: ddl.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.cli.Publish(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	natstest.Eventually(t, 20*time.Second, "catalog of big", func() bool {
+		c := r.cats.Catalog("big")
+		return c != nil && c.Version == batches
+	})
+	_, err := r.cli.Tables(context.Background(), &events.TablesRequest{Database: "big", Limit: 5000})
+	if !errors.Is(err, &events.Error{Code: events.CodeTooLarge}) || !strings.Contains(err.Error(), "max_payload (65536 bytes)") {
+		t.Fatalf("got %v, want too_large naming max_payload", err)
+	}
+	if _, err := r.cli.Tables(context.Background(), &events.TablesRequest{Database: "big", Limit: 100}); err != nil {
+		t.Fatalf("a smaller page: %v", err)
+	}
+}
+
+// TestBusyOnlyAtTheLimit: callers that keep exactly MaxConcurrent
+// requests in flight, each sending the next on the reply, never see busy.
+// The slot used to be given back only after the reply was sent, so a
+// fast caller could find it still taken.
+func TestBusyOnlyAtTheLimit(t *testing.T) {
+	r := newRig(t)
+	cfg := daemon.DefaultConfig
+	cfg.MaxConcurrent = 64
+	r.daemon(cfg, nil)
+	r.publishShop()
+	var busy, other atomic.Int64
+	var wg sync.WaitGroup
+	for range cfg.MaxConcurrent {
+		// A connection of its own, as a caller has: replies reach it
+		// without waiting behind the daemon's own traffic.
+		cli, err := client.New(natstest.Connect(t, r.ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				_, err := cli.Tables(context.Background(), &events.TablesRequest{Database: "shop"})
+				switch {
+				case errors.Is(err, &events.Error{Code: events.CodeBusy}):
+					busy.Add(1)
+				case err != nil:
+					other.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if busy.Load() != 0 || other.Load() != 0 {
+		t.Errorf("%d busy and %d other errors of %d requests at exactly the limit", busy.Load(), other.Load(), 50*cfg.MaxConcurrent)
+	}
+}
