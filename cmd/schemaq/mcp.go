@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,7 +65,10 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	server := mcpserver.New(cli, version)
 	if *httpAddr == "" {
 		log.Info("mcp serving on stdio")
-		if err := server.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+		stdio := &mcpserver.LineTransport{In: os.Stdin, Out: os.Stdout, OnRefused: func(line, code int, reason string) {
+			log.Warn("mcp: refused a line; the session goes on", zap.Int("line", line), zap.Int("code", code), zap.String("reason", reason))
+		}}
+		if err := server.Run(ctx, stdio); err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("mcp: %w", err)
 		}
 		return nil
