@@ -17,6 +17,10 @@ type Metrics struct {
 	rested      prometheus.Counter
 	// heldForProjections is time applies waited for projections.
 	heldForProjections prometheus.Counter
+	// paused counts databases whose queue waits for a write to succeed
+	// (pause.go); pauses counts the pauses begun.
+	paused prometheus.Gauge
+	pauses prometheus.Counter
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -42,7 +46,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Time indexing rested to give way to requests answered in the same process (--index-yield)."}),
 		heldForProjections: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_apply_held_seconds_total",
 			Help: "Time applies waited for projections under way in the same process to finish (projections go first)."}),
+		paused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_paused_databases",
+			Help: "Databases whose events wait, pending, for a write to succeed: a store out of space, or a dead letter that cannot be published."}),
+		pauses: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_pauses_total",
+			Help: "Pauses begun: a database's queue stopped for a write that failed for lack of space, or a dead letter that could not be published."}),
 	}
-	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.unplaced, m.rested, m.heldForProjections)
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses)
 	return m
 }

@@ -54,6 +54,7 @@ type queue struct {
 	version  int64     // the catalog version last seen
 	progress time.Time // when version last moved
 	swept    int64     // the version at the last dead-letter sweep
+	pauses   int       // tries since the queue paused (pause.go); 0 when running
 	// pend holds the applied events whose catalog is written but not yet
 	// projected into the index (flush).
 	pend *projection
@@ -209,7 +210,14 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 			if !unrested.IsZero() {
 				t0, unrested = unrested, time.Time{}
 			}
-			w.flush(work, q, !continues && it != nil && it.schema)
+			if reason := w.flush(work, q, !continues && it != nil && it.schema); reason != "" {
+				if !w.pause(intake, q, reason) {
+					w.release(q)
+					return
+				}
+				continue
+			}
+			w.unpause(q)
 			w.rest(work, t0)
 			continue
 		}
@@ -230,6 +238,14 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 		}
 		t0 := time.Now()
 		out := w.process(work, q, it)
+		if out.act == actPause {
+			if !w.pause(intake, q, out.reason) {
+				w.release(q)
+				return
+			}
+			continue
+		}
+		w.unpause(q)
 		if q.pend != nil && out.act != actWait {
 			unrested = t0
 		} else {
@@ -259,7 +275,7 @@ const handOff = 100 * time.Millisecond
 // makes the projection unnecessary: that worker projects its own, which
 // includes this one, and acks only after; should it die first, its
 // events come back as duplicates, which project the newest catalog.
-func (w *Worker) flush(work context.Context, q *queue, others bool) {
+func (w *Worker) flush(work context.Context, q *queue, others bool) (pause string) {
 	p := q.pend
 	q.pend = nil
 	ctx, cancel := context.WithTimeout(work, w.cfg.MessageTimeout)
@@ -296,6 +312,11 @@ func (w *Worker) flush(work context.Context, q *queue, others bool) {
 		mu.Unlock()
 		<-w.sem
 		done()
+		if !panicked && outOfSpace(err) {
+			// The events stay held, unacked, until the projection fits.
+			q.pend = p
+			return err.Error()
+		}
 		for i := range p.outs {
 			switch {
 			case panicked:
@@ -322,6 +343,7 @@ func (w *Worker) flush(work context.Context, q *queue, others bool) {
 			w.m.apply.WithLabelValues(out.typ).Observe(time.Since(p.t0).Seconds() / float64(len(p.items)))
 		}
 	}
+	return ""
 }
 
 // release naks everything q holds (shutdown) and retires the queue.
@@ -381,6 +403,17 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 	}
 	for i, out := range outs {
 		it := items[i]
+		// What cannot be written now stays held, and so does what comes
+		// after it: the queue pauses (pause.go).
+		if pauseFor(out) {
+			return outcome{act: actPause, reason: out.reason}
+		}
+		if out = w.final(it.meta, out); out.act == actDeadLetter {
+			if err := w.deadLetter(it.msg, it.meta, out); err != nil {
+				return outcome{act: actPause, reason: "the dead letter of " + it.msg.Subject() + " could not be published: " + err.Error()}
+			}
+			out.lettered = true
+		}
 		w.remove(q, it)
 		if out.wrote != nil && out.act == actAck {
 			// Acked once the index reflects it: see flush.

@@ -213,20 +213,26 @@ const (
 	actRetry
 	// actDeadLetter: the event can never be applied.
 	actDeadLetter
+	// actPause: the event stays held, unsettled, and its database's
+	// queue pauses before trying it again (pause.go).
+	actPause
 )
 
 func (a action) String() string {
-	return [...]string{"ack", "wait", "retry", "dead_letter"}[a]
+	return [...]string{"ack", "wait", "retry", "dead_letter", "pause"}[a]
 }
 
 // outcome is the result of handling one event.
 type outcome struct {
-	typ    string // the event type, once decoded
-	act    action
-	kind   string // dead letters: one of the events.DLQKind constants
-	reason string // why, for waits, retries and dead letters
-	source string // the migration source, when there is one
-	db     string
+	typ  string // the event type, once decoded
+	act  action
+	kind string // dead letters: one of the events.DLQKind constants
+	// lettered: the dead letter is published already; settling only
+	// terminates the message.
+	lettered bool
+	reason   string // why, for waits, retries and dead letters
+	source   string // the migration source, when there is one
+	db       string
 	// Schema events: the event's seq, the catalog version it found (or,
 	// when it wrote one, that one).
 	seq, version int64
@@ -896,27 +902,37 @@ func (w *Worker) ensureProjected(ctx context.Context, cat *catalog.Catalog) erro
 
 // settle turns an outcome into the JetStream action and returns what it
 // did. It is the one place that acks.
-func (w *Worker) settle(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outcome, log *zap.Logger) action {
+// final is what settling out does with the message: a retry on the last
+// delivery becomes a failed dead letter.
+func (w *Worker) final(meta *jetstream.MsgMetadata, out outcome) outcome {
 	last := meta.NumDelivered >= uint64(w.cfg.Consumer.MaxDeliver)
-	switch {
-	case out.act == actAck:
+	if out.act != actAck && out.act != actDeadLetter && (out.act != actRetry || last) {
+		out.act, out.kind = actDeadLetter, events.DLQKindFailed
+		out.reason = fmt.Sprintf("gave up after %d deliveries: %s", meta.NumDelivered, out.reason)
+	}
+	return out
+}
+
+func (w *Worker) settle(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outcome, log *zap.Logger) action {
+	out = w.final(meta, out)
+	switch out.act {
+	case actAck:
 		if err := msg.Ack(); err != nil {
 			log.Warn("ack failed; the event will be redelivered and found a duplicate", zap.Error(err))
 		}
 		return actAck
-	case out.act == actRetry && !last:
+	case actRetry:
 		delay := w.delay(meta.NumDelivered)
 		log.Warn("event failed; retrying", zap.String("db", out.db), zap.String("reason", out.reason), zap.Duration("delay", delay))
 		_ = msg.NakWithDelay(delay)
 		return out.act
-	case out.act != actDeadLetter:
-		out.kind = events.DLQKindFailed
-		out.reason = fmt.Sprintf("gave up after %d deliveries: %s", meta.NumDelivered, out.reason)
 	}
-	if err := w.deadLetter(msg, meta, out); err != nil {
-		log.Error("dead-letter publish failed; naking instead", zap.Error(err))
-		_ = msg.NakWithDelay(w.cfg.MaxRetryDelay)
-		return actRetry
+	if !out.lettered {
+		if err := w.deadLetter(msg, meta, out); err != nil {
+			log.Error("dead-letter publish failed; naking instead", zap.Error(err))
+			_ = msg.NakWithDelay(w.cfg.MaxRetryDelay)
+			return actRetry
+		}
 	}
 	log.Warn("event dead-lettered", zap.String("db", out.db), zap.String("reason", out.reason))
 	_ = msg.TermWithReason(clip(out.reason, 200))
