@@ -470,6 +470,15 @@ func (w *Worker) run(q *queue, it *item) []*item {
 	return out
 }
 
+// streamSeqs are the items' places in the event stream.
+func streamSeqs(items []*item) []uint64 {
+	out := make([]uint64, len(items))
+	for i, it := range items {
+		out[i] = it.meta.Sequence.Stream
+	}
+	return out
+}
+
 func wellFormedMigration(it *item) bool {
 	return it.ev != nil && it.ev.Migration != nil && it.ev.Subject() == it.msg.Subject()
 }
@@ -488,7 +497,7 @@ func (w *Worker) handleRun(ctx context.Context, items []*item) (outs []outcome) 
 	for i, it := range items {
 		evs[i] = it.ev
 	}
-	outs = w.schema(ctx, evs)
+	outs = w.schema(ctx, evs, streamSeqs(items))
 	for i := range outs {
 		outs[i].db, outs[i].typ = evs[i].Database, evs[i].Type
 	}

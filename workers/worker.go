@@ -533,7 +533,7 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 	var out outcome
 	switch ev.Type {
 	case events.TypeMigration, events.TypeSnapshot:
-		out = w.schema(ctx, []*events.Event{ev})[0]
+		out = w.schema(ctx, []*events.Event{ev}, streamSeqs([]*item{it}))[0]
 	case events.TypeDocUpsert:
 		d := ev.DocUpsert
 		sections := chunk.Doc(ev.Database, d.DocID, d.Title, d.Body, d.Tags, w.cfg.Chunk)
@@ -622,7 +622,7 @@ func subjectDB(subject string) string {
 // (consecutive seqs, see handleRun): they are applied in memory and
 // written as one catalog. It returns an outcome for a prefix of evs: those
 // applied, then the one refused, if any; the rest are left for later.
-func (w *Worker) schema(ctx context.Context, evs []*events.Event) []outcome {
+func (w *Worker) schema(ctx context.Context, evs []*events.Event, streamSeqs []uint64) []outcome {
 	ev := evs[0]
 	one := func(o outcome) []outcome { return []outcome{o} }
 	if m := ev.Migration; m != nil {
@@ -669,7 +669,7 @@ func (w *Worker) schema(ctx context.Context, evs []*events.Event) []outcome {
 			sum = catalog.Checksum(sql)
 		}
 		if ev.Migration != nil {
-			if a := cat.AppliedSeq(seq); a != nil && a.Checksum != sum {
+			if a := cat.AppliedSeq(seq); a != nil && a.Checksum != sum && !superseded(a, streamSeqs[0]) {
 				return with(outcome{act: actDeadLetter, kind: events.DLQKindConflict, reason: fmt.Sprintf(
 					"migration %d (%s) conflicts with the applied history of %s: seq %d is %s (checksum %s), this event carries other SQL (checksum %s); "+
 						"publish with `schemaq publish migrations`, which numbers pending migrations after the applied ones",
@@ -706,7 +706,16 @@ func (w *Worker) schema(ctx context.Context, evs []*events.Event) []outcome {
 		return with(outcome{act: actWait, reason: fmt.Sprintf(
 			"catalog %s is at version %d, so migration %d waits for %d", ev.Database, cat.Version, seq, cat.Version+1)})
 	}
-	return w.applyMigrations(ctx, cat, rev, evs)
+	return w.applyMigrations(ctx, cat, rev, evs, streamSeqs)
+}
+
+// superseded reports whether an event at stream sequence at, carrying a
+// migration at a's seq with other SQL, was published before a: a version
+// that was refused and then fixed, which a worker replaying the stream
+// (a new replica) meets before the fix. Only one published after the
+// applied migration disagrees with the history.
+func superseded(a *catalog.Applied, at uint64) bool {
+	return a.StreamSeq > 0 && at < a.StreamSeq
 }
 
 // reportDrift logs and counts the statements one migration's apply
@@ -741,14 +750,14 @@ func migrationNames(ev *events.Event) (source, id string) {
 // applyMigrations applies evs, consecutive migrations of which the first
 // follows cat, in memory, and writes the result as one catalog
 // (compare-and-set on rev). It stops at the first one refused.
-func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev uint64, evs []*events.Event) []outcome {
+func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev uint64, evs []*events.Event, streamSeqs []uint64) []outcome {
 	applied := make(map[string]catalog.Applied, len(cat.History()))
 	for _, a := range cat.History() {
 		applied[a.ID] = a
 	}
 	var outs []outcome
 	next := cat
-	for _, ev := range evs {
+	for i, ev := range evs {
 		m := ev.Migration
 		source, id := migrationNames(ev)
 		out := outcome{source: source, seq: m.Seq, version: next.Version}
@@ -782,7 +791,7 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 			outs = append(outs, out)
 			break
 		}
-		a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: catalog.Checksum(m.SQL)}
+		a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: catalog.Checksum(m.SQL), StreamSeq: streamSeqs[i]}
 		next, applied[id] = n.Record(a), a
 		out.act, out.version = actAck, m.Seq
 		outs = append(outs, out)

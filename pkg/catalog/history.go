@@ -20,6 +20,11 @@ type Applied struct {
 	Source string `json:"source,omitempty"`
 	// Checksum is Checksum of the SQL that was applied.
 	Checksum string `json:"checksum"`
+	// StreamSeq is where the applied event sits in the event stream (0
+	// when not recorded). An event at the same seq that sits before it
+	// was superseded (a broken migration, fixed and published again), not
+	// a conflict: a replica replaying the stream meets it first.
+	StreamSeq uint64 `json:"stream_seq,omitempty"`
 }
 
 // Base is the snapshot a catalog's history starts from, when it does.
