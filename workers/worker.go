@@ -315,7 +315,7 @@ func (w *Worker) reproject(ctx context.Context) int {
 	for _, db := range keys {
 		mu := w.lock(db)
 		mu.Lock()
-		cat, _, err := w.cats.Get(ctx, db)
+		cat, _, err := w.getCatalog(ctx, db)
 		if err == nil {
 			var p int64
 			if p, err = w.store.Projected(ctx, db); err == nil && p < cat.Version {
@@ -629,15 +629,15 @@ func (w *Worker) schema(ctx context.Context, evs []*events.Event, streamSeqs []u
 		// A migration that waits is told so without decoding the catalog:
 		// it is looked at again on every change of it.
 		v, _, err := w.cats.Version(ctx, ev.Database)
-		if err != nil {
+		if err != nil && !errors.Is(err, catalogkv.ErrCorrupt) { // a corrupt one is rebuilt below
 			return one(outcome{act: actRetry, reason: err.Error()})
 		}
-		if m.Seq > v+1 {
+		if err == nil && m.Seq > v+1 {
 			return one(outcome{act: actWait, source: m.Source, seq: m.Seq, version: v, reason: fmt.Sprintf(
 				"catalog %s is at version %d, so migration %d waits for %d", ev.Database, v, m.Seq, v+1)})
 		}
 	}
-	cat, rev, err := w.cats.Get(ctx, ev.Database)
+	cat, rev, err := w.getCatalog(ctx, ev.Database)
 	if err != nil {
 		return one(outcome{act: actRetry, reason: err.Error()})
 	}

@@ -1,6 +1,7 @@
 package workers_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,7 +163,10 @@ func (e *env) version(db string) int64 {
 
 func (e *env) waitVersion(db string, v int64) {
 	e.t.Helper()
-	natstest.Eventually(e.t, 20*time.Second, fmt.Sprintf("%s at version %d", db, v), func() bool { return e.version(db) == v })
+	natstest.Eventually(e.t, 20*time.Second, fmt.Sprintf("%s at version %d", db, v), func() bool {
+		c, _, err := e.cats.Get(context.Background(), db)
+		return err == nil && c.Version == v // an entry being rebuilt does not decode yet
+	})
 }
 
 type deadLetter struct {
@@ -1191,4 +1196,87 @@ func TestNewReplicasLeaveSupersededMigrationsAlone(t *testing.T) {
 	if lates == 0 {
 		t.Error("the late migration's letter is gone")
 	}
+}
+
+// corrupt overwrites db's catalog entry with one whose header still
+// claims its version but whose body does not decode.
+func (e *env) corrupt(db string) {
+	e.t.Helper()
+	ctx := context.Background()
+	entry, err := e.kv.Get(ctx, db)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b := slices.Clone(entry.Value())
+	i := bytes.Index(b, []byte{0x1f, 0x8b}) // the gzip stream after the header
+	if i < 0 {
+		e.t.Fatal("no gzip stream in the entry")
+	}
+	b[i], b[i+1] = 'x', 'x'
+	if _, err := e.kv.Put(ctx, db, b); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, _, err := e.cats.Get(ctx, db); !errors.Is(err, catalogkv.ErrCorrupt) {
+		e.t.Fatalf("the entry still decodes: %v", err)
+	}
+}
+
+// TestCorruptCatalogIsRebuiltFromTheStream: a catalog entry that does
+// not decode is folded again from the database's events (a refused
+// migration and its fix, and events that came out of order, included)
+// and the history goes on; one whose events the stream no longer holds
+// is reported, and affects no other database.
+func TestCorruptCatalogIsRebuiltFromTheStream(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int PRIMARY KEY);"))
+	e.publish(migration(t, "shop", 3, "CREATE TABLE c (id int, a_id int REFERENCES a);"))
+	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int"))
+	e.waitDeadLetters(1)
+	fixed := migration(t, "shop", 2, "CREATE TABLE b (id int);")
+	fixed.ID = "shop-0002-fixed"
+	e.publish(fixed)
+	e.publish(migration(t, "shop", 4, "ALTER TABLE b ADD COLUMN note text;"))
+	e.waitVersion("shop", 4)
+	want, _, _ := e.cats.Get(context.Background(), "shop")
+	e.publish(migration(t, "other", 1, "CREATE TABLE z (id int);"))
+	e.waitVersion("other", 1)
+
+	e.corrupt("shop")
+	e.publish(migration(t, "shop", 5, "CREATE TABLE d (id int);"))
+	e.waitVersion("shop", 5)
+	got, _, err := e.cats.Get(context.Background(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Table(catalog.QualName{Schema: "public", Name: "d"}) == nil || got.Table(catalog.QualName{Schema: "public", Name: "b"}).Column("note") == nil {
+		t.Errorf("rebuilt catalog lacks table d or column b.note")
+	}
+	back, err := want.Apply("0005.sql", "CREATE TABLE d (id int);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back.Version = 5
+	sameCatalog(t, got, back.Record(catalog.Applied{Seq: 5, ID: "0005.sql", Source: "0005.sql", Checksum: catalog.Checksum("CREATE TABLE d (id int);")}))
+
+	// A claim the stream cannot back: version 9 of a two-event history.
+	ctx := context.Background()
+	c, rev, _ := e.cats.Get(ctx, "other")
+	c9 := c.Clone()
+	c9.Version = 9
+	if _, err := e.cats.Put(ctx, c9, rev); err != nil {
+		t.Fatal(err)
+	}
+	e.corrupt("other")
+	e.publish(migration(t, "other", 10, "CREATE TABLE y (id int);"))
+	natstest.Eventually(t, 20*time.Second, "a letter that says the catalog cannot be rebuilt", func() bool {
+		for _, d := range e.deadLetters() {
+			if strings.Contains(d.reason, "rebuilding it from the stream failed: the stream's events of other reach version 1, the entry claims 9") {
+				return true
+			}
+		}
+		return false
+	})
+	e.publish(migration(t, "shop", 6, "CREATE TABLE f (id int);"))
+	e.waitVersion("shop", 6)
 }

@@ -272,8 +272,8 @@ func TestLemmyWithDefaults(t *testing.T) {
 		}
 		want = next.Record(catalog.Applied{Seq: int64(i + 1), ID: st.ID(), Source: st.Name, Checksum: st.Checksum})
 	}
-	got, _ := json.Marshal(storedCatalog(t, url, "lemmy"))
-	if w, _ := json.Marshal(want); string(got) != string(w) {
+	got := unplaced(storedCatalog(t, url, "lemmy"))
+	if w := unplaced(want); string(got) != string(w) {
 		t.Errorf("the published catalog (history included) differs from the local replay")
 	}
 	// `schemaq catalog` replays to the same catalog.
@@ -282,7 +282,23 @@ func TestLemmyWithDefaults(t *testing.T) {
 	if code != exitOK || json.Unmarshal([]byte(out), &replay) != nil {
 		t.Fatalf("schemaq catalog (exit %d): %s", code, errOut)
 	}
-	if r, _ := json.Marshal(&replay); string(r) != string(got) {
+	if r := unplaced(&replay); string(r) != string(got) {
 		t.Errorf("schemaq catalog's replay differs from the published catalog")
 	}
+}
+
+// unplaced is c as JSON without the stream positions its history records:
+// a worker knows where each migration sat in the stream, a local replay
+// does not.
+func unplaced(c *catalog.Catalog) []byte {
+	var m map[string]any
+	b, _ := json.Marshal(c)
+	_ = json.Unmarshal(b, &m)
+	if h, ok := m["history"].([]any); ok {
+		for _, a := range h {
+			delete(a.(map[string]any), "stream_seq")
+		}
+	}
+	b, _ = json.Marshal(m)
+	return b
 }

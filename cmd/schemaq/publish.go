@@ -285,36 +285,56 @@ func snapshotEvent(ctx context.Context, c *clientFlags, paths []string, seq int6
 	return []*events.Event{ev}, nil
 }
 
+// catalogVersion is the database's catalog version, read from its
+// entry's header: a snapshot replaces the catalog, so one whose body is
+// damaged does not stop it.
 func catalogVersion(ctx context.Context, c *clientFlags) (int64, error) {
-	cat, err := currentCatalog(ctx, c)
-	if err != nil {
-		return 0, err
-	}
-	return cat.Version, nil
+	var v int64
+	err := withCatalogs(ctx, c, func(s *catalogkv.Store) error {
+		rev, hv, err := s.Entry(ctx, *c.db)
+		if err != nil || rev == 0 || hv >= 0 {
+			v = max(hv, 0)
+			return err
+		}
+		v, _, err = s.Version(ctx, *c.db) // an entry written without a header
+		return err
+	})
+	return v, err
 }
 
 // currentCatalog reads the database's catalog from the bucket; a database
 // without one (or a server without the bucket yet) has an empty catalog.
 func currentCatalog(ctx context.Context, c *clientFlags) (*catalog.Catalog, error) {
+	cat := catalog.New(*c.db)
+	err := withCatalogs(ctx, c, func(s *catalogkv.Store) error {
+		var err error
+		cat, _, err = s.Get(ctx, *c.db)
+		return err
+	})
+	return cat, err
+}
+
+// withCatalogs calls fn with the server's catalog store; not at all when
+// the server has no catalog bucket yet.
+func withCatalogs(ctx context.Context, c *clientFlags, fn func(*catalogkv.Store) error) error {
 	nc, err := c.nats.connect(zap.NewNop())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	kv, err := js.KeyValue(ctx, events.CatalogBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return catalog.New(*c.db), nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read catalog %s: %w", *c.db, err)
+		return fmt.Errorf("read catalog %s: %w", *c.db, err)
 	}
 	var opts []catalogkv.Option
 	if obj, err := streams.Objects(ctx, js); err == nil {
 		opts = append(opts, catalogkv.WithObjects(obj))
 	}
-	cat, _, err := catalogkv.New(kv, opts...).Get(ctx, *c.db)
-	return cat, err
+	return fn(catalogkv.New(kv, opts...))
 }
 
 // waitApplied waits until the catalog reaches version want and the index

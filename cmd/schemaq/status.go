@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -40,6 +41,10 @@ type statusReport struct {
 	Consumer  consumerReport   `json:"consumer"`
 	Consumers []consumerReport `json:"consumers"`
 	Catalogs  map[string]int64 `json:"catalogs"`
+	// Unreadable names, per database, why its catalog entry does not
+	// decode; its version is not in Catalogs. The others are reported
+	// all the same.
+	Unreadable map[string]string `json:"unreadable,omitempty"`
 	// Drift counts, per database with any, the statements of its
 	// history the catalog could not follow.
 	Drift       map[string]int `json:"drift,omitempty"`
@@ -107,7 +112,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	sort.Slice(rep.Consumers, func(i, j int) bool { return rep.Consumers[i].Name < rep.Consumers[j].Name })
 	rep.Catalogs = map[string]int64{}
 	if kv, err := js.KeyValue(ctx, events.CatalogBucket); err == nil {
-		store := catalogkv.New(kv)
+		var opts []catalogkv.Option
+		if objs, err := streams.Objects(ctx, js); err == nil {
+			opts = append(opts, catalogkv.WithObjects(objs)) // big catalogs live there
+		}
+		store := catalogkv.New(kv, opts...)
 		keys, err := store.Keys(ctx)
 		if err != nil {
 			return err
@@ -115,7 +124,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		for _, k := range keys {
 			cat, _, err := store.Get(ctx, k)
 			if err != nil {
-				return err
+				if rep.Unreadable == nil {
+					rep.Unreadable = map[string]string{}
+				}
+				rep.Unreadable[k] = err.Error()
+				continue
 			}
 			rep.Catalogs[k] = cat.Version
 			if n := len(cat.Drift()); n > 0 {
@@ -158,6 +171,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			line += fmt.Sprintf(", drift: %d statement(s) skipped or inferred (schemaq tables --db %s)", d, n)
 		}
 		fmt.Fprintln(e.stdout, line)
+	}
+	for _, n := range slices.Sorted(maps.Keys(rep.Unreadable)) {
+		fmt.Fprintf(e.stdout, "  %-30s UNREADABLE: %s\n", n, rep.Unreadable[n])
 	}
 	fmt.Fprintf(e.stdout, "dead letters: %d\n", rep.DeadLetters)
 	fmt.Fprintf(e.stdout, "object store %s: %d bytes\n", events.ObjectBucket, rep.ObjectBytes)

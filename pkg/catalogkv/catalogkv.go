@@ -111,6 +111,29 @@ func (s *Store) Get(ctx context.Context, db string) (*catalog.Catalog, uint64, e
 	return c, e.Revision(), nil
 }
 
+// ErrCorrupt marks a catalog entry that was read but does not decode (or
+// whose object is gone): reading it again will not help, rebuilding it
+// from the events will.
+var ErrCorrupt = errors.New("catalog entry does not decode")
+
+// Entry returns the revision of db's entry (0: none) and the version its
+// header claims (-1 when the header is unreadable too), without decoding
+// the catalog: what a rebuild of a corrupt entry starts from.
+func (s *Store) Entry(ctx context.Context, db string) (rev uint64, version int64, err error) {
+	e, err := s.kv.Get(ctx, db)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("read catalog %s: %w", db, err)
+	}
+	v, ok := headerVersion(e.Value())
+	if !ok {
+		v = -1
+	}
+	return e.Revision(), v, nil
+}
+
 func (s *Store) remember(db string, rev uint64, c *catalog.Catalog, object string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,21 +226,30 @@ type objectRef struct {
 func decodeValue(ctx context.Context, objs jetstream.ObjectStore, b []byte) (*catalog.Catalog, string, error) {
 	if len(b) < headerLen || string(b[:len(refMagic)]) != refMagic {
 		c, err := Decode(b)
-		return c, "", err
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return c, "", nil
 	}
 	var ref objectRef
 	if err := json.Unmarshal(b[headerLen:], &ref); err != nil {
-		return nil, "", fmt.Errorf("decode catalog: bad object reference: %w", err)
+		return nil, "", fmt.Errorf("%w: bad object reference: %w", ErrCorrupt, err)
 	}
 	if objs == nil {
 		return nil, "", fmt.Errorf("decode catalog: it is kept in object %s and this reader has no object store", ref.Object)
 	}
 	gz, err := objs.GetBytes(ctx, ref.Object)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, "", fmt.Errorf("%w: its object %s is gone", ErrCorrupt, ref.Object)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("decode catalog: read object %s: %w", ref.Object, err)
 	}
 	c, err := Decode(append(header(headerMagic, 0), gz...))
-	return c, ref.Object, err
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: object %s: %w", ErrCorrupt, ref.Object, err)
+	}
+	return c, ref.Object, nil
 }
 
 // Keys lists the databases that have a catalog.
@@ -609,7 +641,7 @@ func ValueVersion(b []byte) (int64, error) {
 	}
 	c, err := Decode(b)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return c.Version, nil
 }

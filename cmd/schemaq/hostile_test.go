@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/events"
+)
+
+// TestHostileInputAgainstUp is the hostile producer's part of issue #38,
+// from outside, against a real `schemaq up`: a migration and an example
+// deep enough to overflow libpg_query's C stack, a forged dead letter
+// retried, and a damaged catalog entry. The process must stay up, refuse
+// each with its reason, and go on.
+func TestHostileInputAgainstUp(t *testing.T) {
+	dir := t.TempDir()
+	addr := freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(dir, "data"), addr)
+	defer stop()
+	shop := filepath.Join("..", "..", "examples", "shop")
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations")); code != exitOK {
+		t.Fatalf("publish: %s", errOut)
+	}
+
+	// A migration of 25,000 terms: it killed the process on every
+	// redelivery; now a refused letter naming file, line and column.
+	mig := filepath.Join(dir, "poison")
+	if err := os.CopyFS(mig, os.DirFS(filepath.Join(shop, "migrations"))); err != nil {
+		t.Fatal(err)
+	}
+	poison := "CREATE TABLE poison (c int DEFAULT 1" + strings.Repeat("+1", 25000) + ");\n"
+	if err := os.WriteFile(filepath.Join(mig, "0007_poison.sql"), []byte(poison), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", mig)
+	if code == exitOK || !strings.Contains(errOut, "0007_poison.sql: statement 1 (line 1, column 2035): expression nested more than 1000 levels deep") {
+		t.Errorf("poison migration (exit %d): %s", code, errOut)
+	}
+
+	// An example as deep: refused, and searches go on.
+	ex := filepath.Join(dir, "examples.jsonl")
+	line := `{"question":"poison","sql":"SELECT 1` + strings.Repeat("+1", 25000) + `"}` + "\n"
+	if err := os.WriteFile(ex, []byte(`{"question":"How many orders?","sql":"SELECT count(*) FROM orders"}`+"\n"+line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runAt(t, url, "publish", "examples", "--db", "shop", ex); code != exitOK {
+		t.Fatalf("publish examples: %s", errOut)
+	}
+	if out, errOut, code := runAt(t, url, "search", "--db", "shop", "poison orders"); code != exitOK || !strings.Contains(out, "public.orders") {
+		t.Errorf("search after the poison (exit %d): %s %s", code, out, errOut)
+	}
+	waitLetter(t, url, "shop", "field data.examples[1].sql: expression nested more than 1000 levels deep")
+
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+
+	// A forged letter: dlq retry refuses it and publishes nothing.
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "VICTIM", Subjects: []string{"victim.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	forged := nats.NewMsg(events.DeadLetterSubject("shop"))
+	forged.Header.Set(events.HeaderDLQSubject, "$JS.API.STREAM.DELETE.VICTIM")
+	forged.Header.Set(events.HeaderDLQKind, events.DLQKindRefused)
+	ack, err := js.PublishMsg(ctx, forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runAt(t, url, "dlq", "retry", strconv.FormatUint(ack.Sequence, 10))
+	if code == exitOK || !strings.Contains(errOut, "malformed dead letter: its event does not decode") {
+		t.Errorf("dlq retry of a forged letter (exit %d): %s", code, errOut)
+	}
+	if _, err := js.Stream(ctx, "VICTIM"); err != nil {
+		t.Errorf("stream VICTIM after the retry: %v", err)
+	}
+
+	// A damaged catalog entry: status reports it and the others.
+	publishSnapshot(t, url, "stores", "CREATE TABLE store (id int);")
+	kv, err := js.KeyValue(ctx, events.CatalogBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := kv.Get(ctx, "stores")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := slices.Clone(entry.Value())
+	if i := bytes.Index(b, []byte{0x1f, 0x8b}); i >= 0 {
+		b[i] = 'x'
+	}
+	if _, err := kv.Put(ctx, "stores", b); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runAt(t, url, "status")
+	if code != exitOK || !strings.Contains(out, "stores") || !strings.Contains(out, "UNREADABLE") || !strings.Contains(out, "shop                           version 6") {
+		t.Errorf("status with a damaged entry (exit %d): %s %s", code, out, errOut)
+	}
+	// The worker rebuilds it from the stream at the next event.
+	publishSnapshot(t, url, "stores", "CREATE TABLE store (id int); CREATE TABLE till (id int);")
+	if out, _, code := runAt(t, url, "status"); code != exitOK || strings.Contains(out, "UNREADABLE") {
+		t.Errorf("status after the next snapshot: %s", out)
+	}
+}
+
+// waitLetter waits until db has a dead letter whose reason holds want.
+func waitLetter(t *testing.T, url, db, want string) {
+	t.Helper()
+	for range 200 {
+		for _, l := range letters(t, url, db) {
+			if strings.Contains(l.Reason, want) {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no dead letter of %s says %q: %+v", db, want, letters(t, url, db))
+}

@@ -1,0 +1,197 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/streams"
+)
+
+// Rebuilding. A catalog entry that does not decode (a damaged value, an
+// object that is gone) would fail every event of its database until a
+// person replaced it. The catalog is the fold of the database's schema
+// events, which the stream keeps, so the worker folds them again: in
+// stream order, each snapshot resets the catalog, each migration applies
+// at version+1, one that does not apply is left out (it was refused the
+// first time too), and one that is early waits for its predecessor. The
+// result replaces the damaged entry (compare-and-set on its revision),
+// once it reaches the version the entry's header claims. A stream that
+// cannot get there (events deleted, SQL kept in objects already swept)
+// is reported, and the entry is left for a snapshot to replace.
+
+// schemaEvent is one schema event read back from the stream.
+type schemaEvent struct {
+	ev        *events.Event
+	streamSeq uint64
+}
+
+// getCatalog is cats.Get, rebuilding a corrupt entry first.
+func (w *Worker) getCatalog(ctx context.Context, db string) (*catalog.Catalog, uint64, error) {
+	cat, rev, err := w.cats.Get(ctx, db)
+	if !errors.Is(err, catalogkv.ErrCorrupt) {
+		return cat, rev, err
+	}
+	w.log.Error("catalog entry does not decode; rebuilding it from the stream", zap.String("db", db), zap.Error(err))
+	if rerr := w.rebuildCatalog(ctx, db); rerr != nil {
+		w.log.Error("catalog cannot be rebuilt from the stream; publish a snapshot to replace it",
+			zap.String("db", db), zap.Error(rerr))
+		return nil, 0, fmt.Errorf("%w; rebuilding it from the stream failed: %w", err, rerr)
+	}
+	return w.cats.Get(ctx, db)
+}
+
+// rebuildCatalog folds db's schema events into a catalog and writes it
+// over the corrupt entry.
+func (w *Worker) rebuildCatalog(ctx context.Context, db string) error {
+	rev, want, err := w.cats.Entry(ctx, db)
+	if err != nil {
+		return err
+	}
+	evs, err := w.schemaEvents(ctx, db)
+	if err != nil {
+		return err
+	}
+	cat, err := w.fold(ctx, db, evs, want)
+	if err != nil {
+		return err
+	}
+	if want >= 0 && cat.Version != want {
+		return fmt.Errorf("the stream's events of %s reach version %d, the entry claims %d", db, cat.Version, want)
+	}
+	if _, err := w.cats.Put(ctx, cat, rev); err != nil {
+		return fmt.Errorf("write the rebuilt catalog: %w", err)
+	}
+	w.log.Warn("catalog rebuilt from the stream", zap.String("db", db), zap.Int64("version", cat.Version), zap.Int("events", len(evs)))
+	return nil
+}
+
+// schemaEvents reads db's schema events, in stream order; those that do
+// not decode were dead-lettered when they came and are left out.
+func (w *Worker) schemaEvents(ctx context.Context, db string) ([]schemaEvent, error) {
+	s, err := w.js.Stream(ctx, events.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
+	}
+	var out []schemaEvent
+	_, err = streams.ReadSubject(ctx, s, events.SchemaSubject(db), func(m jetstream.Msg) error {
+		meta, err := m.Metadata()
+		if err != nil {
+			return nil
+		}
+		if ev, err := events.Decode(m.Data(), w.cfg.MaxEventBytes); err == nil && ev.Database == db {
+			out = append(out, schemaEvent{ev: ev, streamSeq: meta.Sequence.Stream})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// fold replays evs from an empty catalog, stopping at version want (when
+// not negative).
+func (w *Worker) fold(ctx context.Context, db string, evs []schemaEvent, want int64) (*catalog.Catalog, error) {
+	cat := catalog.New(db)
+	waiting := map[int64][]schemaEvent{} // early migrations, by seq
+	var opts []catalog.ApplyOption
+	if !w.cfg.StrictCatalog {
+		opts = append(opts, catalog.Tolerant())
+	}
+	apply := func(e schemaEvent) error {
+		sql, err := w.eventSQL(ctx, e.ev)
+		if err != nil {
+			return err
+		}
+		if s := e.ev.Snapshot; s != nil {
+			next, err := catalog.Snapshot(db, s.Source, sql)
+			if err != nil {
+				return nil // refused when it came, too
+			}
+			next.Rebase(catalog.Base{Seq: s.Seq, Source: s.Source})
+			cat = next
+			return nil
+		}
+		m := e.ev.Migration
+		source, id := migrationNames(e.ev)
+		next, err := cat.Apply(source, sql, opts...)
+		if err != nil {
+			return nil
+		}
+		cat = next.Record(catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: catalog.Checksum(sql), StreamSeq: e.streamSeq})
+		return nil
+	}
+	for _, e := range evs {
+		if want >= 0 && cat.Version >= want {
+			break
+		}
+		var seq int64
+		if m := e.ev.Migration; m != nil {
+			seq = m.Seq
+		} else {
+			seq = e.ev.Snapshot.Seq
+		}
+		switch {
+		case seq <= cat.Version, want >= 0 && seq > want: // events past the entry's version come through the queue
+			continue
+		case e.ev.Migration != nil && seq > cat.Version+1:
+			waiting[seq] = append(waiting[seq], e)
+			continue
+		}
+		if err := apply(e); err != nil {
+			return nil, err
+		}
+		// Migrations that came early apply once their predecessor has.
+		for {
+			next := waiting[cat.Version+1]
+			if len(next) == 0 || (want >= 0 && cat.Version >= want) {
+				break
+			}
+			delete(waiting, cat.Version+1)
+			v := cat.Version
+			for _, n := range next {
+				if err := apply(n); err != nil {
+					return nil, err
+				}
+				if cat.Version != v {
+					break
+				}
+			}
+			if cat.Version == v {
+				break
+			}
+		}
+	}
+	for seq := range waiting {
+		if seq <= cat.Version {
+			delete(waiting, seq)
+		}
+	}
+	if len(waiting) > 0 && (want < 0 || cat.Version < want) {
+		seqs := slices.Sorted(maps.Keys(waiting))
+		return cat, fmt.Errorf("migrations from %d on wait for %d, which the stream does not hold", seqs[0], cat.Version+1)
+	}
+	return cat, nil
+}
+
+// eventSQL is the SQL of a schema event, read from the object store when
+// it is kept there.
+func (w *Worker) eventSQL(ctx context.Context, ev *events.Event) (string, error) {
+	if ev.SQLObject() == nil {
+		if ev.Migration != nil {
+			return ev.Migration.SQL, nil
+		}
+		return ev.Snapshot.SQL, nil
+	}
+	sql, out := w.objectSQL(ctx, ev)
+	if out != nil {
+		return "", fmt.Errorf("%s %s: %s", ev.Type, ev.ID, out.reason)
+	}
+	return sql, nil
+}
