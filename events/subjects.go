@@ -30,6 +30,12 @@ const (
 	// object sweeps take turns: it holds who swept last, and when.
 	SweepBucket = "schemaq_sweeps"
 
+	// AttemptBucket is the JetStream key-value bucket in which workers
+	// mark a redelivered event while they handle it (key: its stream
+	// sequence), so that one whose handling ended the process is
+	// dead-lettered before it is tried again.
+	AttemptBucket = "schemaq_attempts"
+
 	// ServiceName is the NATS micro service of the query daemon; its
 	// endpoints answer on ServiceName + "." + endpoint.
 	ServiceName = "schemaq"

@@ -391,8 +391,11 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 	var outs []outcome
 	if len(items) > 1 {
 		outs = w.handleRun(ctx, items)
+	} else if poisoned, done := w.attempt(ctx, it); poisoned != nil {
+		outs = []outcome{*poisoned}
 	} else {
 		outs = []outcome{w.handle(ctx, it)}
+		done()
 	}
 	last := outs[len(outs)-1]
 	if it.schema && last.version != q.version {
@@ -450,14 +453,16 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 // run returns it and, when it is a migration, the well-formed migrations
 // of the queue with the seqs that follow it, in order.
 func (w *Worker) run(q *queue, it *item) []*item {
-	if !wellFormedMigration(it) {
+	// A redelivered event is handled alone, so that one that ends the
+	// process is told apart from its neighbours (attempt.go).
+	if !wellFormedMigration(it) || it.meta.NumDelivered > 1 {
 		return []*item{it}
 	}
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
 	bySeq := map[int64]*item{}
 	for _, o := range q.items {
-		if o != it && wellFormedMigration(o) && o.seq > it.seq && o.seq <= it.seq+maxRun {
+		if o != it && wellFormedMigration(o) && o.meta.NumDelivered == 1 && o.seq > it.seq && o.seq <= it.seq+maxRun {
 			if _, dup := bySeq[o.seq]; !dup {
 				bySeq[o.seq] = o
 			}

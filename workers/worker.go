@@ -116,6 +116,9 @@ type Worker struct {
 	emb   embed.Embedder
 	// chunker renders catalogs, reusing the chunks of unchanged tables.
 	chunker *chunk.Chunker
+	// attempts marks redelivered events while they are handled (attempt.go);
+	// nil when the bucket is missing.
+	attempts jetstream.KeyValue
 	// pace makes indexing rest while a daemon in this process answers.
 	pace *pace.Gate
 	// prio has this process's projections go before its applies.
@@ -250,6 +253,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.bindAttempts(ctx)
 	// Processing gets its own context: SIGTERM stops intake, not the
 	// events already being applied; they are cut only after the grace
 	// period.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,7 @@ import (
 )
 
 type env struct {
+	ns    *server.Server
 	t     *testing.T
 	nc    *nats.Conn
 	js    jetstream.JetStream
@@ -77,7 +79,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &env{t: t, nc: nc, js: js, kv: kv, cats: catalogkv.New(kv), store: st, emb: e}
+	return &env{t: t, ns: ns, nc: nc, js: js, kv: kv, cats: catalogkv.New(kv), store: st, emb: e}
 }
 
 // startWorker runs a worker over store until the test ends.

@@ -101,6 +101,27 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 	}); err != nil {
 		return nil, fmt.Errorf("ensure bucket %s: %w", events.SweepBucket, err)
 	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      events.AttemptBucket,
+		Description: "schemaq workers: redelivered events being handled, to tell one that ends the process",
+		History:     1,
+		// A marker outlives a crash by one redelivery; a day is ample
+		// and keeps a bucket of abandoned markers from growing.
+		TTL:      24 * time.Hour,
+		Storage:  c.storage(),
+		Replicas: c.Replicas,
+	}); err != nil {
+		return nil, fmt.Errorf("ensure bucket %s: %w", events.AttemptBucket, err)
+	}
+	return kv, nil
+}
+
+// Attempts binds the bucket of attempt markers that Ensure creates.
+func Attempts(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, events.AttemptBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s (created by schemaq's workers and daemons when they start): %w", events.AttemptBucket, err)
+	}
 	return kv, nil
 }
 
