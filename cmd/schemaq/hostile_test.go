@@ -15,19 +15,34 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/natstest"
 )
 
-// TestHostileInputAgainstUp is the hostile producer's part of issue #38,
-// from outside, against a real `schemaq up`: a migration and an example
+// TestHostileInput is the hostile producer's part of issue #38, from
+// outside, against a real `schemaq up` and a `serve` replica: a migration and an example
 // deep enough to overflow libpg_query's C stack, a forged dead letter
 // retried, and a damaged catalog entry. The process must stay up, refuse
 // each with its reason, and go on.
-func TestHostileInputAgainstUp(t *testing.T) {
+func TestHostileInput(t *testing.T) {
+	t.Run("up", func(t *testing.T) {
+		addr := freePort(t)
+		stop := startUp(t, filepath.Join(t.TempDir(), "data"), addr)
+		defer stop()
+		hostileProducer(t, "nats://"+addr)
+	})
+	// A worker and a daemon in one replica, against a NATS server of
+	// their own. (Separate worker and daemon processes share a
+	// RediSearch index, which CI does not have.)
+	t.Run("serve on its own NATS", func(t *testing.T) {
+		url := natstest.Server(t).ClientURL()
+		stop := startServe(t, url, filepath.Join(t.TempDir(), "data"), "r1")
+		defer stop()
+		hostileProducer(t, url)
+	})
+}
+
+func hostileProducer(t *testing.T, url string) {
 	dir := t.TempDir()
-	addr := freePort(t)
-	url := "nats://" + addr
-	stop := startUp(t, filepath.Join(dir, "data"), addr)
-	defer stop()
 	shop := filepath.Join("..", "..", "examples", "shop")
 	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations")); code != exitOK {
 		t.Fatalf("publish: %s", errOut)
@@ -69,6 +84,16 @@ func TestHostileInputAgainstUp(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
+
+	// Requests as large as a message can be, in a field an error names:
+	// each one answered.
+	for _, endpoint := range []string{events.EndpointSearch, events.EndpointAsk, events.EndpointTables} {
+		body := `{"database":"` + strings.Repeat("d", int(nc.MaxPayload())-40) + `","question":"q"}`
+		msg, err := nc.Request(events.EndpointSubject(endpoint), []byte(body), 10*time.Second)
+		if err != nil || !strings.Contains(string(msg.Data), `"code":"bad_request"`) || len(msg.Data) > 2048 {
+			t.Errorf("%s with a %d-byte database name: %v", endpoint, len(body), err)
+		}
+	}
 
 	// A forged letter: dlq retry refuses it and publishes nothing.
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "VICTIM", Subjects: []string{"victim.>"}}); err != nil {
