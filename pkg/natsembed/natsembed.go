@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Options of the embedded server.
@@ -21,6 +22,9 @@ type Options struct {
 	// MaxPayload is the largest message the server takes (NATS' default,
 	// 1 MiB, when 0).
 	MaxPayload int32
+	// GrowStoreEvery is how often the server's JetStream storage limit is
+	// raised to match the disk's free space (store.go); 0 means a minute.
+	GrowStoreEvery time.Duration
 	// Log receives the server's warnings and errors (its notices at
 	// debug level); nil discards them. A full disk shows up here first:
 	// JetStream says so long before a publish times out.
@@ -54,17 +58,31 @@ func Start(o Options) (*server.Server, error) {
 		// Schema dumps can be large; the default 1 MiB max_payload matches
 		// events.DefaultMaxEventBytes.
 	}
+	opts.JetStreamMaxStore = storeLimit(o.StoreDir)
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	if o.Log != nil {
-		ns.SetLoggerV2(serverLog{o.Log.WithOptions(zap.AddCallerSkip(1))}, false, false, false)
+		// No stack traces: they would be the logger's own, not the
+		// server's.
+		ns.SetLoggerV2(serverLog{o.Log.WithOptions(zap.AddCallerSkip(1), zap.AddStacktrace(zapcore.FatalLevel))}, false, false, false)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(15 * time.Second) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("embedded nats: not ready after 15s (is %s:%d in use?)", o.Host, o.Port)
+	}
+	if opts.JetStreamMaxStore > 0 {
+		every := o.GrowStoreEvery
+		if every <= 0 {
+			every = time.Minute
+		}
+		log := o.Log
+		if log == nil {
+			log = zap.NewNop()
+		}
+		go growStore(ns, opts, every, log)
 	}
 	return ns, nil
 }

@@ -1,0 +1,75 @@
+package natsembed
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap/zaptest"
+)
+
+// TestStoreLimitGrowsWithTheDisk fills a small tmpfs with a stream, then
+// grows the tmpfs: JetStream takes writes again without a restart. With
+// nats-server's own limit (derived once, at start) every write went on
+// failing with "insufficient resources" until the process restarted.
+// Mounting needs root.
+func TestStoreLimitGrowsWithTheDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	ns, err := Start(Options{Port: -1, StoreDir: dir, GrowStoreEvery: 100 * time.Millisecond, Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}}); err != nil {
+		t.Fatal(err)
+	}
+	payload := make([]byte, 512<<10)
+	_, _ = rand.Read(payload)
+	full := false
+	for range 40 {
+		if _, err := js.Publish(ctx, "fill", payload); err != nil {
+			if !strings.Contains(err.Error(), "insufficient resources") {
+				t.Fatalf("publish on a full disk: %v", err)
+			}
+			full = true
+			break
+		}
+	}
+	if !full {
+		t.Fatal("the 8 MiB tmpfs never filled")
+	}
+	if err := exec.Command("mount", "-o", "remount,size=200m", dir).Run(); err != nil {
+		t.Fatalf("grow the tmpfs: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := js.Publish(ctx, "fill", payload)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still refused 10 s after the disk grew: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
