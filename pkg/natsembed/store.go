@@ -14,16 +14,19 @@ import (
 // JetStream write of the process went on failing with "insufficient
 // resources" until a restart. The embedded server sets the same limit
 // explicitly instead, which a reload may raise, and raises it as the disk
-// gains room: what JetStream holds plus three quarters of what is free.
+// gains room: three quarters of what JetStream holds and what is free.
 
 // storeLimit is the limit nats-server would derive for dir: three
 // quarters of its free space (0 when it cannot tell).
-func storeLimit(dir string) int64 {
+func storeLimit(dir string) int64 { return freeBytes(dir) / 4 * 3 }
+
+// freeBytes is the space free to dir's user on its filesystem.
+func freeBytes(dir string) int64 {
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(dir, &fs); err != nil {
 		return 0
 	}
-	return int64(uint64(fs.Bavail) * uint64(fs.Bsize) / 4 * 3)
+	return int64(uint64(fs.Bavail) * uint64(fs.Bsize))
 }
 
 // growStore raises ns's storage limit every so often while the disk has
@@ -50,7 +53,11 @@ func raiseStoreLimit(ns *server.Server, opts *server.Options) (int64, error) {
 	if err != nil || info.Disabled {
 		return 0, nil
 	}
-	want := int64(info.Store) + storeLimit(opts.StoreDir)
+	// Three quarters of what JetStream holds and what is free: constant
+	// while JetStream alone writes, higher once the disk grows or others
+	// free space. (What JetStream holds plus three quarters of the free
+	// space would creep up as JetStream wrote, past the disk.)
+	want := (int64(info.Store) + freeBytes(opts.StoreDir)) / 4 * 3
 	if want <= opts.JetStreamMaxStore+opts.JetStreamMaxStore/10 {
 		return 0, nil
 	}
