@@ -155,3 +155,68 @@ func waitLetter(t *testing.T, url, db, want string) {
 	}
 	t.Fatalf("no dead letter of %s says %q: %+v", db, want, letters(t, url, db))
 }
+
+// TestNewReplicasAfterAFix: a migration refused, fixed and published
+// again leaves no letter; three serve replicas started afterwards replay
+// the stream, meet the broken version first, and still leave none. Each
+// new replica (a StatefulSet pod) used to re-create a conflict letter
+// that stayed until a person acted.
+func TestNewReplicasAfterAFix(t *testing.T) {
+	ns := natstest.Server(t)
+	url := ns.ClientURL()
+	dir := t.TempDir()
+	startServe(t, url, filepath.Join(dir, "r0"), "r0")
+	mig := filepath.Join(dir, "migrations")
+	if err := os.CopyFS(mig, os.DirFS(filepath.Join("..", "..", "examples", "shop", "migrations"))); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(mig, "0007_notes.sql")
+	if err := os.WriteFile(broken, []byte("CREATE TABLE notes (id int, body text"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", mig); code == exitOK || !strings.Contains(errOut, "0007_notes.sql") {
+		t.Fatalf("the broken migration was not refused: %s", errOut)
+	}
+	if err := os.WriteFile(broken, []byte("CREATE TABLE notes (id int, body text);"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", mig); code != exitOK {
+		t.Fatalf("the fixed migration: %s", errOut)
+	}
+	natstest.Eventually(t, 10*time.Second, "the refused letter swept", func() bool { return len(letters(t, url, "shop")) == 0 })
+
+	// Replicas come long after the letters' duplicate window, which would
+	// otherwise drop theirs as copies.
+	nc := natstest.Connect(t, ns)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	s, err := js.Stream(ctx, events.DeadLetterStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.Duplicates = 100 * time.Millisecond
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		startServe(t, url, filepath.Join(dir, id), id)
+	}
+	natstest.Eventually(t, 30*time.Second, "three replicas caught up", func() bool {
+		caught := 0
+		for _, id := range []string{"r1", "r2", "r3"} {
+			c, err := js.Consumer(ctx, events.Stream, "schemaq-replica-"+id)
+			if err != nil {
+				return false
+			}
+			if ci, err := c.Info(ctx); err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 {
+				caught++
+			}
+		}
+		return caught == 3
+	})
+	if l := letters(t, url, "shop"); len(l) != 0 {
+		t.Errorf("replicas left %d letter(s), the first: %+v", len(l), l[0])
+	}
+}
