@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -218,5 +223,65 @@ func TestNewReplicasAfterAFix(t *testing.T) {
 	})
 	if l := letters(t, url, "shop"); len(l) != 0 {
 		t.Errorf("replicas left %d letter(s), the first: %+v", len(l), l[0])
+	}
+}
+
+// TestMCPStdioRawLines talks to the real binary, `schemaq mcp
+// --embedded`, on stdin as a careless host would: a stray line between
+// two requests gets -32700 and the next request is still answered. The
+// SDK's transport made the server exit 1 with nothing answered.
+func TestMCPStdioRawLines(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "schemaq")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build schemaq: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "mcp", "--embedded", "--data-dir", t.TempDir())
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`,
+		`hello`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	} {
+		if _, err := io.WriteString(stdin, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 4<<20)
+	got := map[string]string{}
+	for range 3 {
+		if !sc.Scan() {
+			t.Fatalf("the session ended: %v\n%s", sc.Err(), stderr.String())
+		}
+		var m struct {
+			ID     any                 `json:"id"`
+			Error  *struct{ Code int } `json:"error"`
+			Result json.RawMessage     `json:"result"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON: %s", sc.Bytes())
+		}
+		switch {
+		case m.Error != nil:
+			got[fmt.Sprint(m.ID)] = fmt.Sprint(m.Error.Code)
+		default:
+			got[fmt.Sprint(m.ID)] = string(m.Result)
+		}
+	}
+	if got["<nil>"] != "-32700" || !strings.Contains(got["1"], "protocolVersion") || !strings.Contains(got["2"], "search_schema") {
+		t.Errorf("answers by id: %v", got)
+	}
+	stdin.Close() // end of input ends the session cleanly
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("schemaq mcp exited with %v\n%s", err, stderr.String())
 	}
 }
