@@ -3,13 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/schemaq/schemaq/pkg/disktest"
 )
 
 // TestFullDiskOnTmpfs runs `up` on a real filesystem that fills up: a
@@ -19,14 +20,7 @@ import (
 // It needs root (to mount); elsewhere the workers' tests inject ENOSPC at
 // the store seam instead (TestFullDiskPausesAndLosesNothing).
 func TestFullDiskOnTmpfs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	dir := disktest.Tmpfs(t, "12m")
 	var ddl strings.Builder
 	for i := range 4000 {
 		fmt.Fprintf(&ddl, "CREATE TABLE t%05d (id bigint PRIMARY KEY, customer_id bigint, name text NOT NULL, amount numeric(12,2), status text, note text);\n"+
@@ -66,9 +60,7 @@ func TestFullDiskOnTmpfs(t *testing.T) {
 	if !strings.Contains(out, "1 in flight") || !strings.Contains(out, "dead letters: 0") {
 		t.Fatalf("with the disk full: %s", out)
 	}
-	if err := exec.Command("mount", "-o", "remount,size=400m", dir).Run(); err != nil {
-		t.Fatalf("grow the tmpfs: %v", err)
-	}
+	disktest.Grow(t, dir, "400m")
 	deadline = time.Now().Add(90 * time.Second)
 	for {
 		out, _, code := runAt(t, url, "search", "--db", "big", "refunds of region 7")

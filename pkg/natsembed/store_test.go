@@ -3,8 +3,6 @@ package natsembed
 import (
 	"context"
 	"crypto/rand"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/schemaq/schemaq/pkg/disktest"
 )
 
 // TestStoreLimitGrowsWithTheDisk fills a small tmpfs with a stream, then
@@ -20,14 +20,7 @@ import (
 // failing with "insufficient resources" until the process restarted.
 // Mounting needs root.
 func TestStoreLimitGrowsWithTheDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	dir := disktest.Tmpfs(t, "8m")
 	ns, err := Start(Options{Port: -1, StoreDir: dir, GrowStoreEvery: 100 * time.Millisecond, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -58,9 +51,7 @@ func TestStoreLimitGrowsWithTheDisk(t *testing.T) {
 	if !full {
 		t.Fatal("the 8 MiB tmpfs never filled")
 	}
-	if err := exec.Command("mount", "-o", "remount,size=200m", dir).Run(); err != nil {
-		t.Fatalf("grow the tmpfs: %v", err)
-	}
+	disktest.Grow(t, dir, "200m")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err := js.Publish(ctx, "fill", payload)
