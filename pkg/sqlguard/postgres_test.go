@@ -32,9 +32,16 @@ func TestCheckInPostgres(t *testing.T) {
 	if _, err := p.Query("guard", shopDDL); err != nil {
 		t.Fatal(err)
 	}
+	// As the reader role docs/ask.md recommends: no superuser, SELECT on
+	// the schema's tables only.
+	if _, err := p.Query("guard", `CREATE ROLE reader NOLOGIN;
+GRANT USAGE ON SCHEMA public, billing TO reader;
+GRANT SELECT ON ALL TABLES IN SCHEMA public, billing TO reader;`); err != nil {
+		t.Fatal(err)
+	}
 	// The guard finds a relation in any schema when only one has it
 	// (invoices): the session looks there too.
-	const prelude = "SET search_path = public, billing; SET statement_timeout = '2s'; SET lock_timeout = '1s';\n"
+	const prelude = "SET ROLE reader; SET search_path = public, billing; SET statement_timeout = '2s'; SET lock_timeout = '1s';\n"
 	run := func(sql string, readOnly bool) error {
 		begin := "BEGIN;\n"
 		if readOnly {
@@ -63,7 +70,12 @@ func TestCheckInPostgres(t *testing.T) {
 		}
 	}
 	t.Logf("refused by the guard, and a READ ONLY transaction would have run them:\n  %s", strings.Join(unstopped, "\n  "))
-	for _, want := range []string{"SELECT pg_try_advisory_xact_lock(42)", "SELECT database_to_xml(true, true, '')", "SELECT set_config('statement_timeout', '0', false)"} {
+	for _, want := range []string{"SELECT pg_try_advisory_xact_lock(42)", "SELECT database_to_xml(true, true, '')", "SELECT set_config('statement_timeout', '0', false)",
+		// A reader sees every role and every relation through reg* casts,
+		// and who it runs as.
+		"SELECT 10::regrole::text", "SELECT 'pg_catalog.pg_authid'::regclass::oid",
+		"SELECT g::regrole::text FROM generate_series(1, 20000) g WHERE g::regrole::text <> g::text",
+		"SELECT current_user", "SELECT session_user"} {
 		if !slices.Contains(unstopped, want) {
 			t.Errorf("%s: a READ ONLY transaction refused it, so the case shows nothing", want)
 		}

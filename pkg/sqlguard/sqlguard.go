@@ -123,9 +123,18 @@ func CheckWith(sql string, cat *catalog.Catalog, opts Options) (*Result, error) 
 	var rels []*pg.RangeVar
 	var colRefs [][]string
 	aliases := map[string]bool{}
+	warnings := recursionWarning(sel)
 	pgtree.Walk(root, func(n *pg.Node) {
 		if problem != nil {
 			return
+		}
+		rej, warn := exposure(n, opts)
+		if rej != nil {
+			problem = rej
+			return
+		}
+		for _, w := range warn {
+			warnings = appendOnce(warnings, w)
 		}
 		switch {
 		case n.GetSelectStmt() != nil:
@@ -168,7 +177,7 @@ func CheckWith(sql string, cat *catalog.Catalog, opts Options) (*Result, error) 
 	if problem != nil {
 		return nil, problem
 	}
-	res := &Result{}
+	res := &Result{Warnings: warnings}
 	if cat == nil {
 		return res, nil
 	}

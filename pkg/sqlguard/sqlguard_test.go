@@ -158,6 +158,23 @@ var checkCases = []struct {
 	{"SELECT * FROM orders o JOIN refunds r ON r.order_id = o.id JOIN ghosts g ON true", ErrUnknownTable, nil, "relations refunds, ghosts are"},
 	{"SELECT * FROM public.invoices", ErrUnknownTable, nil, "public.invoices"},
 	{"WITH orders AS (SELECT 1 AS id) SELECT * FROM orders, missing", ErrUnknownTable, nil, "relation missing"},
+
+	// What a reader role in a READ ONLY transaction still sees: names
+	// through reg* casts, the session's identity, XML with a DTD.
+	{"SELECT 10::regrole::text", ErrUnsafe, nil, "cast to regrole looks names up in the system catalogs"},
+	{"SELECT 'pg_catalog.pg_authid'::regclass::oid", ErrUnsafe, nil, "cast to regclass"},
+	{"SELECT CAST('orders' AS pg_catalog.regclass)", ErrUnsafe, nil, "cast to regclass"},
+	{"SELECT g::regrole::text FROM generate_series(1, 20000) g WHERE g::regrole::text <> g::text", ErrUnsafe, nil, "regrole"},
+	{"SELECT 'int4'::regtype, 'public'::regnamespace", ErrUnsafe, nil, "cast to regtype"},
+	{"SELECT current_user", ErrUnsafe, nil, "current_user says who or where the query runs"},
+	{"SELECT session_user", ErrUnsafe, nil, "session_user"},
+	{"SELECT name FROM customers WHERE name = current_role", ErrUnsafe, nil, "current_role"},
+	{"SELECT current_schema", ErrUnsafe, nil, "current_schema"},
+	{"SELECT xmlparse(document '<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><x>&e;</x>')", ErrUnsafe, nil, "xmlparse of a document with a DTD"},
+	{"SELECT '<!DOCTYPE x><x/>'::xml", ErrUnsafe, nil, "a cast to xml of a document with a DTD"},
+	{"SELECT xmlparse(content name) FROM customers", ErrUnsafe, nil, "text that is not a constant"},
+	{"SELECT current_date, current_timestamp, localtime", nil, nil, ""},
+	{"SELECT xmlparse(content '<a>1</a>')", nil, nil, ""},
 }
 
 func TestCheck(t *testing.T) {
@@ -189,6 +206,38 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestResourceBombWarnings: queries whose text shows they may run for
+// very long pass, with a warning naming the risk.
+func TestResourceBombWarnings(t *testing.T) {
+	cat := shop(t)
+	tests := []struct {
+		sql, want string // want: a substring of one warning; "" for none
+	}{
+		{"SELECT count(*) FROM generate_series(1, 1e12)", "generate_series makes about 999999999999 rows"},
+		{"SELECT g FROM generate_series(-5000000, 6000000) g", "about 11000000 rows"},
+		{"SELECT g FROM generate_series(1, 100) g", ""},
+		{"SELECT repeat('x', 1000000000)", "repeat() builds a string of 1000000000 characters"},
+		{"SELECT repeat(name, 3) FROM customers", ""},
+		{"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n", "a recursive query without LIMIT"},
+		{"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n LIMIT 10", ""},
+		{"SELECT * FROM customers WHERE email ~ '^(a+)+$'", "nests quantifiers"},
+		{"SELECT regexp_replace(name, '(.*)*x', '') FROM customers", "nests quantifiers"},
+		{"SELECT * FROM customers WHERE email ~* '^[a-z]+@x\\.com$'", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.sql, func(t *testing.T) {
+			res, err := Check(tc.sql, cat)
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			got := strings.Join(res.Warnings, " | ")
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("warnings %q, want one with %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestSystemCatalogsWhenAllowed: a request may allow system catalogs;
 // they are then read with a warning, and nothing else is relaxed.
 func TestSystemCatalogsWhenAllowed(t *testing.T) {
@@ -202,6 +251,10 @@ func TestSystemCatalogsWhenAllowed(t *testing.T) {
 	}
 	if _, err := Check("SELECT relname FROM pg_catalog.pg_class", cat); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("not allowed: %v", err)
+	}
+	res, err = CheckWith("SELECT 10::regrole::text, current_user", cat, Options{SystemCatalogs: true})
+	if err != nil || strings.Join(res.Warnings, " | ") != "casts to regrole, which reads the system catalogs | reads the session's current_user" {
+		t.Errorf("allowed reg* casts and session values: %+v %v", res, err)
 	}
 }
 
