@@ -82,6 +82,11 @@ type Config struct {
 	HealthInterval time.Duration
 	// NoGatewayHint is the explanation of retrieval-only ask replies.
 	NoGatewayHint string
+	// AllowSystemCatalogs lets an ask that asks for it read pg_catalog
+	// and information_schema (and the guard's other system lookups). It
+	// is the operator's: a request can only narrow it, so an agent cannot
+	// grant itself the server's catalogs.
+	AllowSystemCatalogs bool
 }
 
 // DefaultConfig suits a replica on two cores.
@@ -629,6 +634,11 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 		return nil, err
 	}
 	d.tally(events.EndpointAsk, res)
+	var refusedSystem string
+	if req.AllowSystemCatalogs && !d.cfg.AllowSystemCatalogs {
+		req.AllowSystemCatalogs = false
+		refusedSystem = "the request allows system catalogs, but this daemon does not (its operator starts it with --allow-system-catalogs): the SQL may read only the database's own tables"
+	}
 	var out *events.AskReply
 	if d.asker == nil {
 		out = &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint, RetrievalOnly: true,
@@ -646,6 +656,9 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 		out, err = d.asker.Ask(ctx, cat, req, res)
 	}
 	if out != nil {
+		if refusedSystem != "" {
+			out.Warnings = append(out.Warnings, refusedSystem)
+		}
 		out.Schemas, out.Ambiguous = res.Schemas, res.Ambiguous
 		if w := driftWarning(cat); w != "" {
 			out.Warnings = append(out.Warnings, w)

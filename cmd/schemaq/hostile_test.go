@@ -285,3 +285,40 @@ func TestMCPStdioRawLines(t *testing.T) {
 		t.Errorf("schemaq mcp exited with %v\n%s", err, stderr.String())
 	}
 }
+
+// TestSystemCatalogsBelongToTheOperator: through a real gateway round, a
+// model's reg* cast or current_user is refused, and a request cannot
+// allow them for itself; only a daemon started with
+// --allow-system-catalogs lets such a request through (with warnings).
+func TestSystemCatalogsBelongToTheOperator(t *testing.T) {
+	llm := fakeLLM(t)
+	shop := filepath.Join("..", "..", "examples", "shop", "migrations")
+	for _, operator := range []string{"", "1"} {
+		t.Run("operator allows: "+operator, func(t *testing.T) {
+			addr := freePort(t)
+			url := "nats://" + addr
+			stop := startUp(t, filepath.Join(t.TempDir(), "data"), addr, "SCHEMAQ_LLM_BASE_URL", llm.URL+"/v1", "SCHEMAQ_LLM_MODEL", "m",
+				"SCHEMAQ_LLM_RETRIES", "0", "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", operator)
+			defer stop()
+			if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", shop); code != exitOK {
+				t.Fatalf("publish: %s", errOut)
+			}
+			for _, sql := range []string{"SELECT 10::regrole::text", "SELECT current_user"} {
+				out, errOut, code := runAt(t, url, "ask", "--db", "shop", "--json", "--allow-system-catalogs", "who am I? answer["+sql+"]")
+				var reply events.AskReply
+				_ = json.Unmarshal([]byte(out), &reply)
+				switch operator {
+				case "":
+					if code == exitOK || reply.Error == nil || reply.Error.Code != events.CodeUnsafeSQL ||
+						!strings.Contains(strings.Join(reply.Warnings, " "), "this daemon does not (its operator starts it with --allow-system-catalogs)") {
+						t.Errorf("%s without the operator's leave (exit %d): %s %s", sql, code, out, errOut)
+					}
+				default:
+					if code != exitOK || reply.SQL != sql || len(reply.Warnings) == 0 {
+						t.Errorf("%s with the operator's leave (exit %d): %s %s", sql, code, out, errOut)
+					}
+				}
+			}
+		})
+	}
+}

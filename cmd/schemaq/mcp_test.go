@@ -21,19 +21,29 @@ import (
 )
 
 // fakeLLM answers with SQL, or fails for questions that say "gateway-down".
+// A question holding "answer[SQL]" is answered with that SQL, as a model
+// led astray would.
 func fakeLLM(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Messages []struct{ Role, Content string } `json:"messages"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
-		if strings.Contains(req.Messages[len(req.Messages)-1].Content, "gateway-down") {
+		last := req.Messages[len(req.Messages)-1].Content
+		if strings.Contains(last, "gateway-down") {
 			http.Error(w, `{"error":{"message":"upstream overloaded","type":"server_error"}}`, http.StatusServiceUnavailable)
 			return
 		}
+		sql := "SELECT count(*) FROM orders"
+		for _, m := range req.Messages {
+			if _, rest, ok := strings.Cut(m.Content, "answer["); ok {
+				sql, _, _ = strings.Cut(rest, "]")
+			}
+		}
+		content, _ := json.Marshal(map[string]string{"sql": sql, "explanation": "counts orders"})
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "model": "m",
 			"choices": []map[string]any{{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant",
-				"content": `{"sql": "SELECT count(*) FROM orders", "explanation": "counts orders"}`}}},
+				"content": string(content)}}},
 			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 	}))
 	t.Cleanup(srv.Close)

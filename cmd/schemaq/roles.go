@@ -123,6 +123,7 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 	}
 	fs.DurationVar(&r.sweep.Every, "sweep-every", r.sweep.Every, "where a worker runs: how often to delete from the object store what nothing will read again (the SQL of big events the catalog is past, replaced catalogs); 0: never [SCHEMAQ_SWEEP_EVERY]")
 	fs.DurationVar(&r.sweep.Grace, "sweep-grace", r.sweep.Grace, "how old an object must be before a sweep may delete it; it must exceed the longest publish [SCHEMAQ_SWEEP_GRACE]")
+	fs.BoolVar(&r.daemon.AllowSystemCatalogs, "allow-system-catalogs", envString(e, "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", "") == "1", "let an ask that asks for it (allow_system_catalogs) have SQL that reads pg_catalog, information_schema, reg* casts and the session's identity; off, such requests are narrowed to the database's own tables [SCHEMAQ_ALLOW_SYSTEM_CATALOGS=1]")
 	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
 	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one search or tables request")
 	fs.DurationVar(&r.daemon.AskTimeout, "ask-timeout", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)")
