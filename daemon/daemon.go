@@ -32,6 +32,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/pace"
+	"github.com/schemaq/schemaq/pkg/redact"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 )
 
@@ -560,10 +561,13 @@ func (d *Daemon) classify(ctx context.Context, endpoint string, err error) *even
 	case errors.Is(err, index.ErrUnavailable):
 		return events.Errorf(events.CodeStoreUnavailable, "the index store is unavailable; retry shortly")
 	case errors.Is(err, ask.ErrGateway):
-		d.log.Warn("gateway failed", zap.String("endpoint", endpoint), zap.Error(err))
-		return events.Errorf(events.CodeGatewayError, "the LLM gateway failed: %v", err)
+		// Go's HTTP errors quote the URL, and a gateway's may hold a key
+		// (?api-key=) or a password.
+		msg := redact.Text(err.Error())
+		d.log.Warn("gateway failed", zap.String("endpoint", endpoint), zap.String("error", msg))
+		return events.Errorf(events.CodeGatewayError, "the LLM gateway failed: %s", msg)
 	}
-	d.log.Error("request failed", zap.String("endpoint", endpoint), zap.Error(err))
+	d.log.Error("request failed", zap.String("endpoint", endpoint), zap.String("error", redact.Text(err.Error())))
 	return events.Errorf(events.CodeInternal, "internal error")
 }
 

@@ -322,3 +322,32 @@ func TestSystemCatalogsBelongToTheOperator(t *testing.T) {
 		})
 	}
 }
+
+// TestNoSecretInLogsOrReplies: a gateway URL with a password and a key in
+// its query string, and an API key, appear in no log line and no reply,
+// even when the gateway cannot be reached and the error quotes the URL.
+func TestNoSecretInLogsOrReplies(t *testing.T) {
+	addr := freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(t.TempDir(), "data"), addr,
+		"SCHEMAQ_LLM_BASE_URL", "http://admin:hunter2@127.0.0.1:1/v1?api-key=sk-in-the-url", "SCHEMAQ_LLM_MODEL", "m",
+		"SCHEMAQ_LLM_API_KEY", "sk-the-api-key", "SCHEMAQ_LLM_RETRIES", "0")
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")); code != exitOK {
+		t.Fatalf("publish: %s", errOut)
+	}
+	out, errOut, code := runAt(t, url, "ask", "--db", "shop", "--json", "How many orders?")
+	if code == exitOK || !strings.Contains(out, "gateway_error") {
+		t.Fatalf("ask through an unreachable gateway (exit %d): %s %s", code, out, errOut)
+	}
+	logs := stop()
+	for _, secret := range []string{"hunter2", "sk-in-the-url", "sk-the-api-key"} {
+		for what, text := range map[string]string{"the reply": out + errOut, "the logs": logs} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s holds %q", what, secret)
+			}
+		}
+	}
+	if !strings.Contains(logs, "127.0.0.1:1/v1") {
+		t.Errorf("the logs do not name the gateway at all: redaction went too far")
+	}
+}

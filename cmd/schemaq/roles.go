@@ -29,6 +29,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/index/redisearch"
 	"github.com/schemaq/schemaq/pkg/natsconn"
 	"github.com/schemaq/schemaq/pkg/pace"
+	"github.com/schemaq/schemaq/pkg/redact"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/sweep"
@@ -349,7 +350,7 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) er
 		var da daemon.Asker
 		if asker != nil {
 			da = asker
-			rt.log.Info("LLM gateway configured", zap.String("base_url", r.llm.baseURL), zap.String("model", r.llm.model))
+			rt.log.Info("LLM gateway configured", zap.String("base_url", redact.URL(r.llm.baseURL)), zap.String("model", r.llm.model))
 		} else {
 			rt.log.Info("no LLM gateway configured: ask is retrieval only (set SCHEMAQ_LLM_BASE_URL and SCHEMAQ_LLM_MODEL)")
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/redisearch"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
+	"github.com/schemaq/schemaq/pkg/redact"
 )
 
 // indexStore is what the roles need of a store: the index, and the
@@ -89,7 +90,7 @@ func (f *storeFlags) client() (*redis.Client, error) {
 	}
 	if f.ca != "" {
 		if opt.TLSConfig == nil {
-			return nil, usagef("--redis-ca is set but %s is not a rediss:// URL", redactURL(f.redisURL))
+			return nil, usagef("--redis-ca is set but %s is not a rediss:// URL", redact.URL(f.redisURL))
 		}
 		pem, err := os.ReadFile(f.ca)
 		if err != nil {
@@ -128,7 +129,7 @@ func (f *storeFlags) openStore(ctx context.Context, log *zap.Logger, dataDir str
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	log.Info("index store: redis", zap.String("url", redactURL(f.redisURL)), zap.Int("index_version", s.Version()),
+	log.Info("index store: redis", zap.String("url", redact.URL(f.redisURL)), zap.Int("index_version", s.Version()),
 		zap.Bool("building", s.Rebuilt()), zap.String("prefix", f.prefix), zap.String("search", f.search))
 	return s, s.Check, func() error { return errors.Join(s.Close(), rdb.Close()) }, nil
 }
@@ -172,7 +173,7 @@ func (f *storeFlags) openRedis(ctx context.Context, opt redisearch.Options) (*re
 	if err != nil {
 		rdb.Close()
 		if errors.Is(err, index.ErrUnavailable) {
-			return nil, nil, fmt.Errorf("index store %s: %w", redactURL(f.redisURL), err)
+			return nil, nil, fmt.Errorf("index store %s: %w", redact.URL(f.redisURL), err)
 		}
 		return nil, nil, err
 	}
@@ -187,20 +188,6 @@ type redisLogger struct{ log *zap.Logger }
 
 func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
 	l.log.Warn(fmt.Sprintf(format, v...))
-}
-
-// redactURL hides a password in a Redis URL, for logs and errors.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return u
-	}
-	user, _, _ := strings.Cut(rest[:at], ":")
-	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
 }
 
 // benchStore opens a Redis store under a prefix of its own for one

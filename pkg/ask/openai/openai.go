@@ -19,6 +19,7 @@ import (
 
 	"github.com/schemaq/schemaq/pkg/ask"
 	"github.com/schemaq/schemaq/pkg/httpretry"
+	"github.com/schemaq/schemaq/pkg/redact"
 )
 
 // Config of the gateway. APIKey is a secret: never logged, scrubbed from
@@ -130,7 +131,9 @@ func (g *Gateway) gatewayError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	msg := err.Error()
+	// The key as sent, and any secret in the URL Go's HTTP errors quote
+	// (a key in the query string, a password in the user info).
+	msg := redact.Text(err.Error())
 	if g.cfg.APIKey != "" {
 		msg = strings.ReplaceAll(msg, g.cfg.APIKey, "[redacted]")
 	}
@@ -139,7 +142,7 @@ func (g *Gateway) gatewayError(ctx context.Context, err error) error {
 	var later *httpretry.RetryAfterError
 	switch {
 	case errors.As(err, &later):
-		return &ask.GatewayError{Status: later.Status, Msg: later.Error(), RetryAfter: later.After}
+		return &ask.GatewayError{Status: later.Status, Msg: redact.Text(later.Error()), RetryAfter: later.After}
 	case errors.As(err, &apiErr):
 		return &ask.GatewayError{Status: apiErr.HTTPStatusCode, Msg: msg}
 	case errors.As(err, &reqErr):

@@ -15,6 +15,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/schemaq/schemaq/pkg/httpretry"
+	"github.com/schemaq/schemaq/pkg/redact"
 )
 
 // Config of the embedder. APIKey is a secret: it never appears in errors
@@ -102,10 +103,14 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 
 // redact keeps the API key out of error text whatever a gateway echoes.
 func (e *Embedder) redact(err error) error {
-	if e.cfg.APIKey == "" || !strings.Contains(err.Error(), e.cfg.APIKey) {
+	msg := redact.Text(err.Error()) // a key or password in the URL an HTTP error quotes
+	if e.cfg.APIKey != "" {
+		msg = strings.ReplaceAll(msg, e.cfg.APIKey, "[redacted]")
+	}
+	if msg == err.Error() {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), e.cfg.APIKey, "[redacted]"))
+	return errors.New(msg)
 }
 
 func normalized(v []float32) []float32 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/schemaq/schemaq/pkg/httpretry"
+	"github.com/schemaq/schemaq/pkg/redact"
 	"github.com/schemaq/schemaq/pkg/rerank"
 )
 
@@ -92,12 +93,16 @@ func (r *Reranker) Rerank(ctx context.Context, query string, cands []rerank.Cand
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("rerank: %w", err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("rerank: %w", ctx.Err())
+		}
+		// The error quotes the URL, secrets and all.
+		return nil, fmt.Errorf("rerank: %s", redact.Text(err.Error()))
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("rerank: %s answered %d: %.200s", r.cfg.BaseURL, resp.StatusCode, raw)
+		return nil, fmt.Errorf("rerank: %s answered %d: %.200s", redact.URL(r.cfg.BaseURL), resp.StatusCode, raw)
 	}
 	var out response
 	if err := json.Unmarshal(raw, &out); err != nil {
