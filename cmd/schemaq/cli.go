@@ -97,6 +97,10 @@ func runEnv(ctx context.Context, args []string, e *env) error {
 		printUsage(e.stderr, cmds)
 		return usagef("unknown command %q", args[0])
 	}
+	e, err := withSecretFiles(e)
+	if err != nil {
+		return err
+	}
 	return helped(c.run(ctx, e, args[1:]))
 }
 
