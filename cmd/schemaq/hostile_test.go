@@ -351,3 +351,75 @@ func TestNoSecretInLogsOrReplies(t *testing.T) {
 		t.Errorf("the logs do not name the gateway at all: redaction went too far")
 	}
 }
+
+// TestSecretFiles: every secret variable can be read from a file named by
+// its _FILE twin, as a Kubernetes Secret is mounted; both set, or a file
+// that cannot be read, is refused at start.
+func TestSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if err := os.WriteFile(key, []byte("sk-from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := &env{getenv: func(k string) string {
+		return map[string]string{"SCHEMAQ_LLM_API_KEY_FILE": key, "SCHEMAQ_MODEL": "m"}[k]
+	}}
+	e, err := withSecretFiles(base)
+	if err != nil || e.getenv("SCHEMAQ_LLM_API_KEY") != "sk-from-a-file" || e.getenv("SCHEMAQ_MODEL") != "m" {
+		t.Errorf("from a file: %q, %v", e.getenv("SCHEMAQ_LLM_API_KEY"), err)
+	}
+	for name, vars := range map[string]map[string]string{
+		"both set":         {"SCHEMAQ_NATS_TOKEN": "t", "SCHEMAQ_NATS_TOKEN_FILE": key},
+		"file not there":   {"SCHEMAQ_MCP_TOKEN_FILE": filepath.Join(dir, "missing")},
+		"redis URL absent": {"SCHEMAQ_REDIS_URL_FILE": filepath.Join(dir, "nope")},
+	} {
+		_, err := withSecretFiles(&env{getenv: func(k string) string { return vars[k] }})
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// Through the command line: a NATS URL read from a file is used.
+	ns := natstest.Server(t)
+	urlFile := filepath.Join(dir, "nats-url")
+	if err := os.WriteFile(urlFile, []byte(ns.ClientURL()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err = runEnv(context.Background(), []string{"dlq", "list"}, &env{stdout: &out, stderr: &errOut,
+		getenv: func(k string) string { return map[string]string{"SCHEMAQ_NATS_URL_FILE": urlFile}[k] }})
+	// No stream yet: the error says so, so the server named in the file
+	// was reached (the default URL has no server).
+	if err == nil || !strings.Contains(err.Error(), "stream not found") {
+		t.Errorf("dlq list with the URL from a file: %v %s", err, errOut.String())
+	}
+}
+
+// TestDataDirectoryIsPrivate: after `up` has indexed something, nothing
+// under its data directory can be read by other users.
+func TestDataDirectoryIsPrivate(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	addr := freePort(t)
+	stop := startUp(t, data, addr)
+	if _, errOut, code := runAt(t, "nats://"+addr, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")); code != exitOK {
+		t.Fatalf("publish: %s", errOut)
+	}
+	stop()
+	files := 0
+	err := filepath.WalkDir(data, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files++
+		if info.Mode().Perm()&0o007 != 0 || (d.IsDir() && path == data && info.Mode().Perm() != 0o700) {
+			t.Errorf("%s is %v", path, info.Mode().Perm())
+		}
+		return nil
+	})
+	if err != nil || files < 5 {
+		t.Fatalf("walked %d entries: %v", files, err)
+	}
+}

@@ -15,11 +15,16 @@ import (
 // operating system's (released when the process ends, however it ends);
 // the file only tells the second process who holds it.
 func lockDataDir(dir string) (release func(), err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Owner only: it holds the index and the NATS store, every schema,
+	// doc and example published.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil { // one made by an older schemaq
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, "LOCK")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}

@@ -36,7 +36,7 @@ func Start(o Options) (*server.Server, error) {
 	if o.StoreDir == "" {
 		return nil, fmt.Errorf("embedded nats: a store directory is required")
 	}
-	if err := os.MkdirAll(o.StoreDir, 0o755); err != nil {
+	if err := os.MkdirAll(o.StoreDir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	if o.Host == "" {

@@ -77,9 +77,12 @@ func Open(ctx context.Context, path string, dim int) (*Store, error) {
 		return nil, fmt.Errorf("open index %s: dimensions must be positive, got %d", path, dim)
 	}
 	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("open index %s: %w", path, err)
 		}
+	}
+	if err := private(path); err != nil {
+		return nil, fmt.Errorf("open index %s: %w", path, err)
 	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)"
 	db, err := sql.Open("sqlite", dsn)
@@ -884,4 +887,20 @@ func (s *Store) PutVectors(ctx context.Context, vecs map[string][]float32) error
 		return nil
 	})
 	return err
+}
+
+// private makes the index file readable by its owner alone, creating it
+// when it does not exist: the index holds every schema, doc and example
+// published. SQLite gives its WAL and shared-memory files the mode of the
+// database file, so they follow.
+func private(path string) error {
+	if path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Chmod(path, 0o600) // an index made by an older schemaq
 }
