@@ -101,6 +101,21 @@ func (n *natsFlags) config() natsconn.Config {
 		Password: n.password, Token: n.token, CAFile: n.ca, CertFile: n.cert, KeyFile: n.key, ConnectTimeout: n.timeout}
 }
 
+// credentials are the options that authenticate a connection as these
+// flags say, for connections made without natsconn (in-process ones).
+func (n *natsFlags) credentials() []nats.Option {
+	var opts []nats.Option
+	switch {
+	case n.creds != "":
+		opts = append(opts, nats.UserCredentials(n.creds))
+	case n.token != "":
+		opts = append(opts, nats.Token(n.token))
+	case n.user != "":
+		opts = append(opts, nats.UserInfo(n.user, n.password))
+	}
+	return opts
+}
+
 func (n *natsFlags) connect(log *zap.Logger, extra ...nats.Option) (*nats.Conn, error) {
 	cfg := n.config()
 	if err := cfg.Validate(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -20,6 +21,7 @@ type embedded struct {
 	ns   *server.Server
 	nc   *nats.Conn // the runtime's own connection
 	url  string
+	auth []nats.Option // the in-process clients' credentials
 	done chan error
 	stop context.CancelFunc
 	// unlock releases the data directory, once everything is shut down.
@@ -33,12 +35,21 @@ func startEmbedded(ctx context.Context, r *roleFlags, log *zap.Logger, host stri
 	if err != nil {
 		return nil, err
 	}
-	ns, err := natsembed.Start(natsembed.Options{Host: host, Port: port, NoListen: port == 0, StoreDir: filepath.Join(*r.dataDir, "nats"), Log: log.Named("nats")})
+	// The server takes the credentials clients are given
+	// (SCHEMAQ_NATS_TOKEN, or _USER and _PASSWORD), and the in-process
+	// clients present them too.
+	ns, err := natsembed.Start(natsembed.Options{Host: host, Port: port, NoListen: port == 0, StoreDir: filepath.Join(*r.dataDir, "nats"), Log: log.Named("nats"),
+		ConfigFile: r.natsConfig, Token: r.nats.token, User: r.nats.user, Password: r.nats.password})
+	if errors.Is(err, natsembed.ErrOpen) {
+		unlock()
+		return nil, usagef("%v", err)
+	}
 	if err != nil {
 		unlock()
 		return nil, err
 	}
-	nc, err := nats.Connect(ns.ClientURL(), nats.Name("schemaq-embedded"), nats.InProcessServer(ns), asyncErrorsTo(log))
+	auth := r.nats.credentials()
+	nc, err := nats.Connect(ns.ClientURL(), append(auth, nats.Name("schemaq-embedded"), nats.InProcessServer(ns), asyncErrorsTo(log))...)
 	if err != nil {
 		ns.Shutdown()
 		unlock()
@@ -52,7 +63,7 @@ func startEmbedded(ctx context.Context, r *roleFlags, log *zap.Logger, host stri
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	em := &embedded{ns: ns, nc: nc, url: ns.ClientURL(), done: make(chan error, 1), stop: cancel, unlock: unlock}
+	em := &embedded{ns: ns, nc: nc, url: ns.ClientURL(), auth: auth, done: make(chan error, 1), stop: cancel, unlock: unlock}
 	go func() { em.done <- rt.run(runCtx, r, true, true) }()
 	if err := em.waitReady(ctx); err != nil {
 		_ = em.shutdown()
@@ -95,7 +106,7 @@ func (em *embedded) waitReady(ctx context.Context) error {
 func (em *embedded) connect() (*nats.Conn, error) {
 	// Its async errors (a watch losing its consumer as the server stops)
 	// are not the caller's: without a handler nats.go prints them.
-	return nats.Connect(em.url, nats.Name("schemaq-client"), nats.InProcessServer(em.ns), asyncErrorsTo(zap.NewNop()))
+	return nats.Connect(em.url, append(em.auth, nats.Name("schemaq-client"), nats.InProcessServer(em.ns), asyncErrorsTo(zap.NewNop()))...)
 }
 
 // shutdown stops the roles, then the server.

@@ -423,3 +423,76 @@ func TestDataDirectoryIsPrivate(t *testing.T) {
 		t.Fatalf("walked %d entries: %v", files, err)
 	}
 }
+
+// TestUpAuthorization: `up` does not serve NATS beyond loopback without
+// authorization; with a token, or a configuration of users and
+// permissions, its own clients authenticate and others are held to it.
+func TestUpAuthorization(t *testing.T) {
+	t.Run("open beyond loopback is refused", func(t *testing.T) {
+		_, errOut, code := runAt(t, "", "up", "--data-dir", t.TempDir(), "--listen", "0.0.0.0:"+portOf(freePort(t)))
+		if code != exitUsage || !strings.Contains(errOut, "would listen beyond loopback with no authorization") || !strings.Contains(errOut, "SCHEMAQ_NATS_TOKEN") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("token", func(t *testing.T) {
+		addr := freePort(t)
+		stop := startUp(t, filepath.Join(t.TempDir(), "data"), addr, "SCHEMAQ_NATS_TOKEN", "s3cret")
+		defer stop()
+		if _, errOut, code := runAt(t, "nats://"+addr, "status"); code == exitOK || !strings.Contains(strings.ToLower(errOut), "authorization") {
+			t.Errorf("status without the token (exit %d): %s", code, errOut)
+		}
+		out, errOut, code := runVars2(t, []string{"publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")},
+			map[string]string{"SCHEMAQ_NATS_URL": "nats://" + addr, "SCHEMAQ_NATS_TOKEN": "s3cret"})
+		if code != exitOK {
+			t.Errorf("publish with the token (exit %d): %s %s", code, out, errOut)
+		}
+	})
+	t.Run("configuration with permissions", func(t *testing.T) {
+		conf := filepath.Join(t.TempDir(), "nats.conf")
+		if err := os.WriteFile(conf, []byte(`authorization {
+  users = [
+    { user: schemaq, password: inproc }
+    { user: app, password: apppw, permissions: {
+        publish: { allow: ["schemaq.search", "schemaq.ask", "schemaq.tables"] }
+        subscribe: { allow: ["_INBOX.>"] } } }
+  ]
+}
+`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		addr := freePort(t)
+		stop := startUp(t, filepath.Join(t.TempDir(), "data"), addr, "SCHEMAQ_NATS_CONFIG", conf, "SCHEMAQ_NATS_USER", "schemaq", "SCHEMAQ_NATS_PASSWORD", "inproc")
+		defer stop()
+		admin := map[string]string{"SCHEMAQ_NATS_URL": "nats://" + addr, "SCHEMAQ_NATS_USER": "schemaq", "SCHEMAQ_NATS_PASSWORD": "inproc"}
+		if _, errOut, code := runVars2(t, []string{"publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")}, admin); code != exitOK {
+			t.Fatalf("publish as the in-process user: %s", errOut)
+		}
+		app := map[string]string{"SCHEMAQ_NATS_URL": "nats://" + addr, "SCHEMAQ_NATS_USER": "app", "SCHEMAQ_NATS_PASSWORD": "apppw"}
+		if out, errOut, code := runVars2(t, []string{"search", "--db", "shop", "orders per customer"}, app); code != exitOK || !strings.Contains(out, "public.orders") {
+			t.Errorf("search as app (exit %d): %s %s", code, out, errOut)
+		}
+		if _, errOut, code := runVars2(t, []string{"publish", "migrations", "--db", "shop", "--timeout", "2s", filepath.Join("..", "..", "examples", "shop", "migrations")}, app); code == exitOK {
+			t.Errorf("app may publish events: %s", errOut)
+		}
+		if _, errOut, code := runVars2(t, []string{"dlq", "purge", "--timeout", "2s"}, app); code == exitOK {
+			t.Errorf("app may purge dead letters: %s", errOut)
+		}
+	})
+}
+
+func portOf(addr string) string {
+	_, port, _ := strings.Cut(addr, ":")
+	return port
+}
+
+// runVars2 runs one command with vars as its environment and reports its
+// output, error output and exit code.
+func runVars2(t *testing.T, args []string, vars map[string]string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := runEnv(context.Background(), args, &env{stdout: &out, stderr: &errOut, getenv: func(k string) string { return vars[k] }})
+	if err != nil && err != errSilent {
+		errOut.WriteString("schemaq: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), exitCode(err)
+}

@@ -39,16 +39,18 @@ import (
 
 // roleFlags are the settings of the long-running roles.
 type roleFlags struct {
-	nats     natsFlags
-	embed    embedFlags
-	store    storeFlags
-	llm      llmFlags
-	log      logFlags
-	dataDir  *string
-	worker   workers.Config
-	daemon   daemon.Config
-	shutdown time.Duration
-	metrics  string
+	nats    natsFlags
+	embed   embedFlags
+	store   storeFlags
+	llm     llmFlags
+	log     logFlags
+	dataDir *string
+	// natsConfig is up's embedded server configuration file.
+	natsConfig string
+	worker     workers.Config
+	daemon     daemon.Config
+	shutdown   time.Duration
+	metrics    string
 	// replica: the daemon opens only once the worker has caught up, as
 	// its index is its own.
 	replica bool
@@ -499,13 +501,18 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	if err := r.register(fs, e, "console", false); err != nil {
 		return err
 	}
-	listen := fs.String("listen", envString(e, "SCHEMAQ_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server [SCHEMAQ_LISTEN]")
+	listen := fs.String("listen", envString(e, "SCHEMAQ_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server; beyond loopback it needs authorization: SCHEMAQ_NATS_TOKEN, SCHEMAQ_NATS_USER and SCHEMAQ_NATS_PASSWORD, or --nats-config [SCHEMAQ_LISTEN]")
+	fs.StringVar(&r.natsConfig, "nats-config", envString(e, "SCHEMAQ_NATS_CONFIG", ""), "nats-server configuration file for the embedded server: accounts, users, permissions, TLS (its listen address and store come from --listen and --data-dir); in-process clients use SCHEMAQ_NATS_USER/_PASSWORD, _TOKEN or _CREDS [SCHEMAQ_NATS_CONFIG]")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := r.check(); err != nil {
 		return err
 	}
+	// The embedded server's credentials, the ones its clients are given;
+	// its own in-process clients present them too.
+	r.nats.user, r.nats.password, r.nats.token, r.nats.creds = e.getenv("SCHEMAQ_NATS_USER"), e.getenv("SCHEMAQ_NATS_PASSWORD"),
+		e.getenv("SCHEMAQ_NATS_TOKEN"), e.getenv("SCHEMAQ_NATS_CREDS")
 	host, portStr, err := net.SplitHostPort(*listen)
 	if err != nil {
 		return usagef("--listen: %v", err)

@@ -3,8 +3,11 @@
 package natsembed
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -29,7 +32,20 @@ type Options struct {
 	// debug level); nil discards them. A full disk shows up here first:
 	// JetStream says so long before a publish times out.
 	Log *zap.Logger
+	// Authorization. ConfigFile is a nats-server configuration file whose
+	// accounts, users, permissions and TLS the server takes (its listen
+	// address and JetStream store are the ones above); Token, or User and
+	// Password, is the simple case. The server refuses to listen beyond
+	// loopback with none of them (ErrOpen).
+	ConfigFile     string
+	Token          string
+	User, Password string
 }
+
+// ErrOpen is the refusal to serve NATS beyond this machine with no
+// authorization: whoever reached it could publish schemas and delete
+// dead letters.
+var ErrOpen = errors.New("the embedded NATS server would listen beyond loopback with no authorization")
 
 // Start starts the server and waits until it accepts connections.
 func Start(o Options) (*server.Server, error) {
@@ -45,20 +61,10 @@ func Start(o Options) (*server.Server, error) {
 	if o.Port == 0 {
 		o.Port = 4222
 	}
-	opts := &server.Options{
-		ServerName: "schemaq-embedded",
-		Host:       o.Host,
-		Port:       o.Port,
-		DontListen: o.NoListen,
-		JetStream:  true,
-		StoreDir:   o.StoreDir,
-		NoLog:      o.Log == nil,
-		NoSigs:     true,
-		MaxPayload: o.MaxPayload,
-		// Schema dumps can be large; the default 1 MiB max_payload matches
-		// events.DefaultMaxEventBytes.
+	opts, err := o.serverOptions()
+	if err != nil {
+		return nil, err
 	}
-	opts.JetStreamMaxStore = storeLimit(o.StoreDir)
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
@@ -96,3 +102,50 @@ func (l serverLog) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(fo
 func (l serverLog) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
 func (l serverLog) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
 func (l serverLog) Tracef(format string, v ...any)  {}
+
+// serverOptions are the server's options: the configuration file's,
+// when there is one, with the listen address, the JetStream store and
+// the logging set here.
+func (o Options) serverOptions() (*server.Options, error) {
+	opts := &server.Options{}
+	if o.ConfigFile != "" {
+		var err error
+		if opts, err = server.ProcessConfigFile(o.ConfigFile); err != nil {
+			return nil, fmt.Errorf("embedded nats: %w", err)
+		}
+	}
+	opts.ServerName = "schemaq-embedded"
+	opts.Host, opts.Port, opts.DontListen = o.Host, o.Port, o.NoListen
+	opts.JetStream, opts.StoreDir = true, o.StoreDir
+	opts.NoLog, opts.NoSigs = o.Log == nil, true
+	if o.MaxPayload > 0 {
+		opts.MaxPayload = o.MaxPayload
+	}
+	switch {
+	case o.Token != "":
+		opts.Authorization = o.Token
+	case o.User != "":
+		opts.Username, opts.Password = o.User, o.Password
+	}
+	if !o.NoListen && !loopback(o.Host) && !authorized(opts) {
+		return nil, fmt.Errorf("%w: listening on %s; set a token (SCHEMAQ_NATS_TOKEN), a user and password (SCHEMAQ_NATS_USER, SCHEMAQ_NATS_PASSWORD) or a configuration with authorization (--nats-config), or listen on 127.0.0.1", ErrOpen, net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+	}
+	opts.JetStreamMaxStore = storeLimit(o.StoreDir)
+	return opts, nil
+}
+
+// loopback reports whether host can be reached from this machine only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// authorized reports whether opts ask clients to authenticate.
+func authorized(opts *server.Options) bool {
+	return opts.Authorization != "" || opts.Username != "" || len(opts.Users) > 0 || len(opts.Nkeys) > 0 ||
+		len(opts.TrustedOperators) > 0 || len(opts.TrustedKeys) > 0 || opts.AuthCallout != nil ||
+		(opts.TLSConfig != nil && opts.TLSVerify)
+}

@@ -7,15 +7,15 @@ import (
 
 func TestURL(t *testing.T) {
 	for in, want := range map[string]string{
-		"redis://127.0.0.1:6379/0":                          "redis://127.0.0.1:6379/0",
-		"redis://:pw@host:6379":                             "redis://:xxxxx@host:6379",
-		"rediss://user:p@ss@host:6380/2":                    "rediss://user:xxxxx@host:6380/2",
-		"redis://user@host":                                 "redis://user:xxxxx@host",
+		"redis://127.0.0.1:6379/0":                           "redis://127.0.0.1:6379/0",
+		"redis://:pw@host:6379":                              "redis://:xxxxx@host:6379",
+		"rediss://user:p@ss@host:6380/2":                     "rediss://user:xxxxx@host:6380/2",
+		"redis://user@host":                                  "redis://user:xxxxx@host",
 		"https://gw.example/v1?api-key=sk-123&api-version=2": "https://gw.example/v1?api-key=xxxxx&api-version=xxxxx",
-		"https://u:p@gw/v1/chat?key=s#frag":                 "https://u:xxxxx@gw/v1/chat?key=xxxxx#frag",
-		"https://gw/a@b/path":                               "https://gw/a@b/path", // an @ in the path is no user info
-		"not a url":                                         "not a url",
-		"":                                                  "",
+		"https://u:p@gw/v1/chat?key=s#frag":                  "https://u:xxxxx@gw/v1/chat?key=xxxxx#frag",
+		"https://gw/a@b/path":                                "https://gw/a@b/path", // an @ in the path is no user info
+		"not a url":                                          "not a url",
+		"":                                                   "",
 	} {
 		if got := URL(in); got != want {
 			t.Errorf("URL(%q) = %q, want %q", in, got, want)
