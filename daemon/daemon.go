@@ -265,9 +265,16 @@ func (d *Daemon) join() error {
 		{events.EndpointTables, adapt(d, events.EndpointTables, d.tables, func(e *events.Error) any { return &events.TablesReply{Error: e} })},
 	}
 	for _, ep := range endpoints {
+		// The catch-all subject (schemaq.search, the database in the
+		// body) and the per-database one (schemaq.search.<db>), which
+		// NATS permissions can grant database by database.
 		if err := grp.AddEndpoint(ep.name, ep.h); err != nil {
 			_ = svc.Stop()
 			return fmt.Errorf("register endpoint %s: %w", ep.name, err)
+		}
+		if err := grp.AddEndpoint(ep.name+"-db", ep.h, micro.WithEndpointSubject(ep.name+".*")); err != nil {
+			_ = svc.Stop()
+			return fmt.Errorf("register endpoint %s.*: %w", ep.name, err)
 		}
 	}
 	d.svc = svc
@@ -304,6 +311,27 @@ func (d *Daemon) leave(why string) {
 }
 
 type validator interface{ Validate() error }
+
+// targeted is a request that names its database (events' Target).
+type targeted interface{ Target() *string }
+
+// subjectDatabase fills or checks req's database from a per-database
+// subject (schemaq.<endpoint>.<db>); the catch-all subject leaves it as
+// the body says.
+func subjectDatabase(subject, endpoint string, req targeted) error {
+	db, ok := strings.CutPrefix(subject, events.DatabaseSubject(endpoint, ""))
+	if !ok {
+		return nil
+	}
+	switch body := req.Target(); {
+	case *body == "":
+		*body = db
+	case *body != db:
+		return fmt.Errorf("field database: %s, but the request came on %s, the subject of database %s; leave it out or make them agree",
+			events.Quote(*body), subject, events.Quote(db))
+	}
+	return nil
+}
 
 // adapt turns fn into a micro handler: strict decode, validation, a slot
 // of the concurrency limit (or busy), a deadline, panic recovery, and one
@@ -348,6 +376,12 @@ func adapt[Req any, PReq interface {
 			if err := events.DecodeRequest(r.Data(), &req); err != nil {
 				d.reply(r, endpoint, nil, events.Errorf(events.CodeBadRequest, "%v", err), errReply)
 				return
+			}
+			if t, ok := any(&req).(targeted); ok {
+				if err := subjectDatabase(r.Subject(), endpoint, t); err != nil {
+					d.reply(r, endpoint, nil, events.Errorf(events.CodeBadRequest, "%v", err), errReply)
+					return
+				}
 			}
 			if err := PReq(&req).Validate(); err != nil {
 				d.reply(r, endpoint, nil, events.Errorf(events.CodeBadRequest, "%v", err), errReply)

@@ -137,3 +137,46 @@ func TestBusyOnlyAtTheLimit(t *testing.T) {
 		t.Errorf("%d busy and %d other errors of %d requests at exactly the limit", busy.Load(), other.Load(), 50*cfg.MaxConcurrent)
 	}
 }
+
+// TestPerDatabaseSubjects: every endpoint also answers on
+// schemaq.<endpoint>.<db>, which NATS permissions can grant database by
+// database. The body may leave the database out; one that names another
+// is refused.
+func TestPerDatabaseSubjects(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil)
+	r.publishShop()
+	tests := []struct {
+		subject, body, want string // want: a substring of the reply
+	}{
+		{"schemaq.search.shop", `{"question":"orders per customer"}`, `"name":"public.orders"`},
+		{"schemaq.search.shop", `{"database":"shop","question":"orders"}`, `"name":"public.orders"`},
+		{"schemaq.tables.shop", `{}`, `"database":"shop"`},
+		{"schemaq.ask.shop", `{"question":"How many orders?"}`, `"database":"shop"`},
+		{"schemaq.search.shop", `{"database":"other","question":"orders"}`, `the request came on schemaq.search.shop, the subject of database \"shop\"`},
+		{"schemaq.tables.Shop", `{}`, `not a valid database name`},
+		{"schemaq.tables.other", `{}`, `"code":"unknown_database"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.subject+" "+tc.body, func(t *testing.T) {
+			msg, err := r.nc.Request(tc.subject, []byte(tc.body), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(msg.Data), tc.want) {
+				t.Errorf("reply %.400s, want %s", msg.Data, tc.want)
+			}
+		})
+	}
+	// The Go client uses them: a search arrives on the database's subject.
+	sub, err := r.nc.SubscribeSync("schemaq.search.shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.cli.Search(context.Background(), &events.SearchRequest{Database: "shop", Question: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.NextMsg(time.Second); err != nil {
+		t.Errorf("the client's search did not go to schemaq.search.shop: %v", err)
+	}
+}

@@ -476,3 +476,13 @@ type TablesReply struct {
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
+
+// Target is the database a request is about, for a server that takes it
+// from the request's subject when the body leaves it out.
+func (r *SearchRequest) Target() *string { return &r.Database }
+
+// Target is as for SearchRequest.
+func (r *AskRequest) Target() *string { return &r.Database }
+
+// Target is as for SearchRequest.
+func (r *TablesRequest) Target() *string { return &r.Database }

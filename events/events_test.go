@@ -169,10 +169,11 @@ func TestNewBuildsValidEvents(t *testing.T) {
 func TestSubjectsStayOutOfStreams(t *testing.T) {
 	streamPrefixes := []string{"schemaq.schema.", "schemaq.docs.", "schemaq.examples.", "schemaq.dlq."}
 	for _, ep := range []string{EndpointAsk, EndpointSearch, EndpointTables} {
-		s := EndpointSubject(ep)
-		for _, p := range streamPrefixes {
-			if strings.HasPrefix(s, p) {
-				t.Errorf("request subject %s would be captured by a stream (%s*)", s, p)
+		for _, s := range []string{EndpointSubject(ep), DatabaseSubject(ep, "shop")} {
+			for _, p := range streamPrefixes {
+				if strings.HasPrefix(s, p) {
+					t.Errorf("request subject %s would be captured by a stream (%s*)", s, p)
+				}
 			}
 		}
 	}

@@ -104,5 +104,14 @@ func EventObject(db, id string) string { return "events/" + db + "/" + id }
 // DeadLetterSubject is where a failed event for db is republished.
 func DeadLetterSubject(db string) string { return "schemaq.dlq." + db }
 
-// EndpointSubject is the request subject of a query service endpoint.
+// EndpointSubject is the catch-all request subject of a query service
+// endpoint: the database is in the body. Kept for compatibility; NATS
+// permissions cannot grant one database on it, so a deployment that
+// grants per database denies it (docs/deploy.md).
 func EndpointSubject(endpoint string) string { return ServiceName + "." + endpoint }
+
+// DatabaseSubject is the request subject of endpoint for database db,
+// schemaq.<endpoint>.<db>: NATS permissions can grant it per database. A
+// request on it may leave the body's database out; one that names
+// another database is refused.
+func DatabaseSubject(endpoint, db string) string { return ServiceName + "." + endpoint + "." + db }

@@ -478,6 +478,44 @@ func TestUpAuthorization(t *testing.T) {
 			t.Errorf("app may purge dead letters: %s", errOut)
 		}
 	})
+	// The per-database subjects let a user be granted one database: the
+	// CLI (through the Go client) asks on schemaq.<endpoint>.<db>.
+	t.Run("one database", func(t *testing.T) {
+		conf := filepath.Join(t.TempDir(), "nats.conf")
+		if err := os.WriteFile(conf, []byte(`authorization {
+  users = [
+    { user: schemaq, password: inproc }
+    { user: shopper, password: shoppw, permissions: {
+        publish: { allow: ["schemaq.search.shop", "schemaq.ask.shop", "schemaq.tables.shop"] }
+        subscribe: { allow: ["_INBOX.>"] } } }
+  ]
+}
+`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		addr := freePort(t)
+		stop := startUp(t, filepath.Join(t.TempDir(), "data"), addr, "SCHEMAQ_NATS_CONFIG", conf, "SCHEMAQ_NATS_USER", "schemaq", "SCHEMAQ_NATS_PASSWORD", "inproc")
+		defer stop()
+		admin := map[string]string{"SCHEMAQ_NATS_URL": "nats://" + addr, "SCHEMAQ_NATS_USER": "schemaq", "SCHEMAQ_NATS_PASSWORD": "inproc"}
+		for _, db := range []string{"shop", "other"} {
+			if _, errOut, code := runVars2(t, []string{"publish", "migrations", "--db", db, "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")}, admin); code != exitOK {
+				t.Fatalf("publish %s: %s", db, errOut)
+			}
+		}
+		shopper := map[string]string{"SCHEMAQ_NATS_URL": "nats://" + addr, "SCHEMAQ_NATS_USER": "shopper", "SCHEMAQ_NATS_PASSWORD": "shoppw"}
+		if out, errOut, code := runVars2(t, []string{"search", "--db", "shop", "orders per customer"}, shopper); code != exitOK || !strings.Contains(out, "public.orders") {
+			t.Errorf("search shop as shopper (exit %d): %s %s", code, out, errOut)
+		}
+		if out, _, code := runVars2(t, []string{"tables", "--db", "shop"}, shopper); code != exitOK || !strings.Contains(out, "public.orders") {
+			t.Errorf("tables shop as shopper (exit %d): %s", code, out)
+		}
+		for _, args := range [][]string{{"search", "--db", "other", "--timeout", "2s", "orders"}, {"tables", "--db", "other", "--timeout", "2s"},
+			{"publish", "migrations", "--db", "shop", "--timeout", "2s", filepath.Join("..", "..", "examples", "shop", "migrations")}, {"dlq", "list", "--timeout", "2s"}} {
+			if out, errOut, code := runVars2(t, args, shopper); code == exitOK {
+				t.Errorf("%v as shopper succeeded: %s %s", args, out, errOut)
+			}
+		}
+	})
 }
 
 func portOf(addr string) string {

@@ -220,12 +220,24 @@ func wireError(e *events.Error) error {
 
 // request sends one request; ctx should carry the deadline.
 func (c *Client) request(ctx context.Context, endpoint string, req any, reply any) error {
+	// The per-database subject, which permissions can grant database by
+	// database; a name that is no subject token goes on the catch-all
+	// subject, whose reply says what is wrong with it.
 	subject := events.EndpointSubject(endpoint)
+	if t, ok := req.(interface{ Target() *string }); ok && events.ValidateDatabase(*t.Target()) == nil {
+		subject = events.DatabaseSubject(endpoint, *t.Target())
+	}
 	data, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", endpoint, err)
 	}
 	msg, err := c.nc.RequestWithContext(ctx, subject, data)
+	if errors.Is(err, nats.ErrNoResponders) && subject != events.EndpointSubject(endpoint) {
+		// A daemon from before per-database subjects, in a rolling
+		// upgrade: it answers on the catch-all subject only.
+		subject = events.EndpointSubject(endpoint)
+		msg, err = c.nc.RequestWithContext(ctx, subject, data)
+	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return events.Errorf(events.CodeNoDaemon, "no schemaq daemon answers on %s: none is running, or none can reach its index store (a daemon leaves the queue group while its /readyz fails); is `schemaq up` or `schemaq daemon` running?", subject)
