@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/schemaq/schemaq/pkg/index/redisearch"
+	"github.com/schemaq/schemaq/pkg/natsembed"
 	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/redistest"
 )
@@ -30,10 +31,13 @@ func runVars(ctx context.Context, args []string, vars map[string]string) (string
 // sharedRedis is the Redis a test runs shared-index services against:
 // the one SCHEMAQ_TEST_REDISEARCH_URL names (live: true), or else a
 // plain redis-server, which they must refuse (expectRefusal).
-func sharedRedis(t *testing.T) (url string, live bool) {
+func sharedRedis(t *testing.T, password ...string) (url string, live bool) {
 	t.Helper()
 	if u := os.Getenv("SCHEMAQ_TEST_REDISEARCH_URL"); u != "" {
 		return u, true
+	}
+	if len(password) > 0 {
+		return redistest.StartWithPassword(t, password[0]).URL(), false
 	}
 	return redistest.Start(t).URL(), false
 }
@@ -123,6 +127,26 @@ type composeService struct {
 // variable unset.
 var interpolation = regexp.MustCompile(`\$\{[A-Z0-9_]+:-([^}]*)\}`)
 
+// required is Compose's ${VAR:?message} (and plain ${VAR}): a variable the
+// stack refuses to start without. The test gives each a value of its own.
+var required = regexp.MustCompile(`\$\{([A-Z0-9_]+)(:\?[^}]*)?\}`)
+
+// composeSecrets are the values the test gives the required variables.
+var composeSecrets = map[string]string{"SCHEMAQ_NATS_TOKEN": "composetest-token", "SCHEMAQ_REDIS_PASSWORD": "composetest-redis"}
+
+// expand interpolates a compose value as the test runs the stack.
+func expand(t *testing.T, v string) string {
+	v = interpolation.ReplaceAllString(v, "$1")
+	return required.ReplaceAllStringFunc(v, func(m string) string {
+		name := required.FindStringSubmatch(m)[1]
+		secret, ok := composeSecrets[name]
+		if !ok {
+			t.Errorf("compose.yaml requires %s, which the test does not know", name)
+		}
+		return secret
+	})
+}
+
 // replicas is how many containers of s compose starts.
 func (s composeService) replicas() int {
 	if s.Deploy != nil && s.Deploy.Replicas > 0 {
@@ -165,6 +189,24 @@ func TestComposeStack(t *testing.T) {
 	redisSvc, ok := cf.Services["redis"]
 	if !ok || !strings.HasPrefix(redisSvc.Image, "redis:8") || redisSvc.Healthcheck == nil {
 		t.Fatalf("compose.yaml: a redis:8 service (query engine built in) with a health check is required: %+v", redisSvc)
+	}
+	// Secure by default: loopback ports only, NATS and Redis behind a
+	// secret the stack refuses to start without.
+	if !slices.Contains(natsSvc.Command, "--auth") || !strings.Contains(strings.Join(natsSvc.Command, " "), "${SCHEMAQ_NATS_TOKEN:?") {
+		t.Errorf("compose.yaml: nats must require the token SCHEMAQ_NATS_TOKEN (--auth ${SCHEMAQ_NATS_TOKEN:?…}): %v", natsSvc.Command)
+	}
+	if !slices.Contains(redisSvc.Command, "--requirepass") || !strings.Contains(strings.Join(redisSvc.Command, " "), "${SCHEMAQ_REDIS_PASSWORD:?") {
+		t.Errorf("compose.yaml: redis must require SCHEMAQ_REDIS_PASSWORD (--requirepass): %v", redisSvc.Command)
+	}
+	for name, s := range cf.Services {
+		for _, p := range s.Ports {
+			if !strings.HasPrefix(p, "127.0.0.1:") {
+				t.Errorf("service %s publishes %q beyond loopback", name, p)
+			}
+		}
+		if name != "nats" && name != "redis" && s.Env["SCHEMAQ_NATS_TOKEN"] == "" {
+			t.Errorf("service %s does not present the NATS token", name)
+		}
 	}
 	cmds := commands()
 	var long, jobs []string
@@ -227,20 +269,23 @@ func TestComposeStack(t *testing.T) {
 	}
 	slices.Sort(long)
 
-	ns := natstest.Server(t)
-	redisURL, live := sharedRedis(t)
+	ns := natstest.ServerWith(t, natsembed.Options{Token: composeSecrets["SCHEMAQ_NATS_TOKEN"]})
+	redisURL, live := sharedRedis(t, composeSecrets["SCHEMAQ_REDIS_PASSWORD"])
 	dir := t.TempDir()
 	// envFor maps a service's environment onto this machine: its NATS and
 	// Redis are the test's, its data and metrics addresses private to it.
 	envFor := func(name string, s composeService) map[string]string {
 		vars := map[string]string{}
 		for k, v := range s.Env {
-			vars[k] = interpolation.ReplaceAllString(v, "$1")
+			vars[k] = expand(t, v)
 		}
 		vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
 		if _, ok := vars["SCHEMAQ_REDIS_URL"]; ok {
 			vars["SCHEMAQ_REDIS_URL"] = redisURL
 			vars["SCHEMAQ_REDIS_PREFIX"] = "composetest:"
+			if live {
+				delete(vars, "SCHEMAQ_REDIS_PASSWORD") // the live server's URL carries its own
+			}
 		}
 		if _, ok := vars["SCHEMAQ_DATA_DIR"]; ok {
 			vars["SCHEMAQ_DATA_DIR"] = filepath.Join(dir, name)
@@ -299,9 +344,14 @@ func TestComposeStack(t *testing.T) {
 		}
 	}
 	natstest.Eventually(t, 20*time.Second, "the stack answers from the published schema", func() bool {
-		out, _, code := runAt(t, ns.ClientURL(), "search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3")
+		out, _, code := runVars2(t, []string{"search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3"},
+			map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_NATS_TOKEN": composeSecrets["SCHEMAQ_NATS_TOKEN"]})
 		return code == exitOK && strings.Contains(out, "public.orders")
 	})
+	// Without the token the stack's NATS takes no one.
+	if _, errOut, code := runAt(t, ns.ClientURL(), "status"); code == exitOK {
+		t.Errorf("status without the token: %s", errOut)
+	}
 
 	// The health check fails once its process is gone.
 	services[0].stop()

@@ -26,10 +26,24 @@ type Server struct {
 	dir  string
 	port int
 	cmd  *exec.Cmd
+	// password is required of clients when set.
+	password string
+}
+
+// StartWithPassword starts a redis-server that requires password
+// (requirepass), as a deployment's should.
+func StartWithPassword(tb testing.TB, password string) *Server {
+	tb.Helper()
+	return start(tb, password)
 }
 
 // Start starts a redis-server and stops it when tb ends.
 func Start(tb testing.TB) *Server {
+	tb.Helper()
+	return start(tb, "")
+}
+
+func start(tb testing.TB, password string) *Server {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -44,7 +58,7 @@ func Start(tb testing.TB) *Server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), port: port}
+	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), port: port, password: password}
 	s.Start()
 	tb.Cleanup(s.Stop)
 	return s
@@ -58,7 +72,7 @@ func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 
 // Client returns a client of the server, closed when the test ends.
 func (s *Server) Client() *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true, MaxRetries: -1, DialerRetries: 1,
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	s.tb.Cleanup(func() { c.Close() })
 	return c
@@ -68,12 +82,16 @@ func (s *Server) Client() *redis.Client {
 // answers PING.
 func (s *Server) Start() {
 	s.tb.Helper()
-	s.cmd = exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"))
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}
+	if s.password != "" {
+		args = append(args, "--requirepass", s.password)
+	}
+	s.cmd = exec.Command(s.bin, args...)
 	if err := s.cmd.Start(); err != nil {
 		s.tb.Fatalf("start redis-server: %v", err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, DisableIdentity: true, MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
