@@ -15,6 +15,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +36,7 @@ func decodeManifests(t *testing.T, what string, raw []byte) []kruntime.Object {
 	t.Helper()
 	scheme := kruntime.NewScheme()
 	for _, add := range []func(*kruntime.Scheme) error{appsv1.AddToScheme, corev1.AddToScheme, policyv1.AddToScheme,
-		autoscalingv2.AddToScheme, batchv1.AddToScheme} {
+		autoscalingv2.AddToScheme, batchv1.AddToScheme, networkingv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
@@ -391,5 +392,77 @@ func TestKubernetesTemplates(t *testing.T) {
 	}
 	if !strings.Contains(built, "app.kubernetes.io/component: metrics") {
 		t.Error("no Service carries the label the ServiceMonitor selects")
+	}
+}
+
+// TestKubernetesNetworkPolicies: in every overlay, each schemaq workload
+// is selected by a NetworkPolicy that lets in only the metrics port, and
+// the development NATS and Redis take clients from schemaq's pods alone
+// (which carry the label those policies name).
+func TestKubernetesNetworkPolicies(t *testing.T) {
+	overlays, err := filepath.Glob(filepath.Join(k8sDir, "overlays", "*"))
+	if err != nil || len(overlays) < 4 {
+		t.Fatalf("overlays: %v %v", overlays, err)
+	}
+	for _, dir := range overlays {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			objs := decodeManifests(t, filepath.Base(dir), kustomizeBuild(t, dir))
+			var policies []*networkingv1.NetworkPolicy
+			type workload struct {
+				name   string
+				labels map[string]string
+				image  string
+			}
+			var workloads []workload
+			for _, o := range objs {
+				switch v := o.(type) {
+				case *networkingv1.NetworkPolicy:
+					policies = append(policies, v)
+				case *appsv1.Deployment:
+					workloads = append(workloads, workload{"Deployment " + v.Name, v.Spec.Template.Labels, v.Spec.Template.Spec.Containers[0].Image})
+				case *appsv1.StatefulSet:
+					workloads = append(workloads, workload{"StatefulSet " + v.Name, v.Spec.Template.Labels, v.Spec.Template.Spec.Containers[0].Image})
+				}
+			}
+			selecting := func(podLabels map[string]string) *networkingv1.NetworkPolicy {
+				for _, p := range policies {
+					sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+					if err == nil && !sel.Empty() && sel.Matches(labels.Set(podLabels)) {
+						return p
+					}
+				}
+				return nil
+			}
+			for _, w := range workloads {
+				p := selecting(w.labels)
+				if p == nil {
+					t.Errorf("%s: no NetworkPolicy selects its pods", w.name)
+					continue
+				}
+				switch {
+				case strings.Contains(w.image, "schemaq"):
+					if w.labels["app.kubernetes.io/part-of"] != "schemaq" {
+						t.Errorf("%s: pods lack app.kubernetes.io/part-of=schemaq, which NATS and Redis admit", w.name)
+					}
+					for _, r := range p.Spec.Ingress {
+						if len(r.Ports) != 1 || r.Ports[0].Port == nil || r.Ports[0].Port.String() != "metrics" {
+							t.Errorf("%s: NetworkPolicy %s lets in more than the metrics port: %+v", w.name, p.Name, r.Ports)
+						}
+					}
+				default: // the development NATS and Redis
+					clients := false
+					for _, r := range p.Spec.Ingress {
+						for _, f := range r.From {
+							if f.PodSelector != nil && f.PodSelector.MatchLabels["app.kubernetes.io/part-of"] == "schemaq" {
+								clients = true
+							}
+						}
+					}
+					if !clients {
+						t.Errorf("%s: NetworkPolicy %s does not limit its clients to schemaq's pods", w.name, p.Name)
+					}
+				}
+			}
+		})
 	}
 }
