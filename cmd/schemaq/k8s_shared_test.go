@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/natsembed"
 	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
 )
@@ -218,7 +219,7 @@ func TestKubernetesSharedIndex(t *testing.T) {
 				return
 			}
 
-			ns := natstest.Server(t)
+			ns := natstest.ServerWith(t, natsembed.Options{Token: k8sTestToken})
 			redisURL, live := sharedRedis(t)
 			for _, role := range []string{"worker", "daemon"} {
 				vars := running[role]

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/schemaq/schemaq/pkg/natsembed"
 	"github.com/schemaq/schemaq/pkg/natstest"
 )
 
@@ -147,6 +149,9 @@ func checkPodSpec(t *testing.T, where string, spec *corev1.PodSpec, longRunning 
 	}
 }
 
+// k8sTestToken stands for the Secret schemaq-nats's token in the tests.
+const k8sTestToken = "k8stest-token"
+
 // podEnv resolves a container's environment the way the kubelet would,
 // from the built ConfigMaps and the downward API.
 func podEnv(t *testing.T, c corev1.Container, podName string, cms map[string]*corev1.ConfigMap) map[string]string {
@@ -173,6 +178,9 @@ func podEnv(t *testing.T, c corev1.Container, podName string, cms map[string]*co
 			vars[e.Name] = e.Value
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
 			vars[e.Name] = podName
+		case e.ValueFrom.SecretKeyRef != nil && strings.HasPrefix(e.ValueFrom.SecretKeyRef.Name, "schemaq-nats") && e.ValueFrom.SecretKeyRef.Key == "token":
+			// The test's own value; its NATS server requires the same.
+			vars[e.Name] = k8sTestToken
 		default:
 			t.Errorf("container %s: env %s: source not resolved by the test", c.Name, e.Name)
 		}
@@ -304,8 +312,12 @@ func TestKubernetesManifests(t *testing.T) {
 				return
 			}
 
-			// Run the pod's container against a real NATS.
-			ns := natstest.Server(t)
+			// Run the pod's container against a real NATS that requires
+			// the token.
+			if vars["SCHEMAQ_NATS_TOKEN"] != k8sTestToken {
+				t.Fatalf("the pod does not present the NATS token of the Secret schemaq-nats")
+			}
+			ns := natstest.ServerWith(t, natsembed.Options{Token: k8sTestToken})
 			vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
 			vars["SCHEMAQ_DATA_DIR"] = t.TempDir()
 			vars["SCHEMAQ_METRICS_ADDR"] = freePort(t)
@@ -353,7 +365,8 @@ func runExampleJob(t *testing.T, natsURL string) {
 		t.Fatalf("Job %s %v: %v\n%s", job.Name, args, err, out)
 	}
 	natstest.Eventually(t, 20*time.Second, "the replica answers from the published schema", func() bool {
-		out, _, code := runAt(t, natsURL, "search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3")
+		out, _, code := runVars2(t, []string{"search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3"},
+			map[string]string{"SCHEMAQ_NATS_URL": natsURL, "SCHEMAQ_NATS_TOKEN": k8sTestToken})
 		return code == exitOK && strings.Contains(out, "public.orders")
 	})
 }
@@ -396,9 +409,10 @@ func TestKubernetesTemplates(t *testing.T) {
 }
 
 // TestKubernetesNetworkPolicies: in every overlay, each schemaq workload
-// is selected by a NetworkPolicy that lets in only the metrics port, and
-// the development NATS and Redis take clients from schemaq's pods alone
-// (which carry the label those policies name).
+// is selected by a NetworkPolicy that lets in only the metrics port, the
+// development NATS and Redis take clients from schemaq's pods alone
+// (which carry the label those policies name), and the development NATS
+// requires the token of the Secret schemaq-nats.
 func TestKubernetesNetworkPolicies(t *testing.T) {
 	overlays, err := filepath.Glob(filepath.Join(k8sDir, "overlays", "*"))
 	if err != nil || len(overlays) < 4 {
@@ -432,6 +446,15 @@ func TestKubernetesNetworkPolicies(t *testing.T) {
 					}
 				}
 				return nil
+			}
+			for _, o := range objs {
+				if d, ok := o.(*appsv1.Deployment); ok && d.Name == "nats" {
+					c := d.Spec.Template.Spec.Containers[0]
+					if !slices.Contains(c.Args, "--auth") || len(c.Env) == 0 || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.SecretKeyRef == nil ||
+						!strings.HasPrefix(c.Env[0].ValueFrom.SecretKeyRef.Name, "schemaq-nats") {
+						t.Errorf("the development NATS does not require the token of the Secret schemaq-nats: %v %+v", c.Args, c.Env)
+					}
+				}
 			}
 			for _, w := range workloads {
 				p := selecting(w.labels)
