@@ -20,6 +20,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/natsconn"
 	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/rerank/httprerank"
+	"github.com/schemaq/schemaq/pkg/verify"
 )
 
 // Flags read their default from the environment, so the precedence is
@@ -162,6 +163,7 @@ type llmFlags struct {
 	temperature                  float64
 	timeout                      time.Duration
 	rerankURL, rerankModel, rkey string
+	verify                       verify.Config
 }
 
 func (l *llmFlags) register(fs *flag.FlagSet, e *env) error {
@@ -193,6 +195,24 @@ func (l *llmFlags) register(fs *flag.FlagSet, e *env) error {
 	fs.StringVar(&l.rerankURL, "rerank-base-url", envString(e, "SCHEMAQ_RERANK_BASE_URL", ""), "optional /rerank endpoint (Cohere, Jina, TEI shape) [SCHEMAQ_RERANK_BASE_URL]")
 	fs.StringVar(&l.rerankModel, "rerank-model", envString(e, "SCHEMAQ_RERANK_MODEL", ""), "reranker model [SCHEMAQ_RERANK_MODEL]")
 	l.rkey = envString(e, "SCHEMAQ_RERANK_API_KEY", l.apiKey)
+	vmaxCost, err := envFloat(e, "SCHEMAQ_VERIFY_MAX_COST", 0)
+	if err != nil {
+		return err
+	}
+	vmaxRows, err := envFloat(e, "SCHEMAQ_VERIFY_MAX_ROWS", 0)
+	if err != nil {
+		return err
+	}
+	vtimeout, err := envDuration(e, "SCHEMAQ_VERIFY_TIMEOUT", 2*time.Second)
+	if err != nil {
+		return err
+	}
+	// The DSN may hold a password: from the environment (or its _FILE
+	// twin) only, never on a command line.
+	l.verify.DSN = e.getenv("SCHEMAQ_VERIFY_DSN")
+	fs.Float64Var(&l.verify.MaxCost, "verify-max-cost", vmaxCost, "with SCHEMAQ_VERIFY_DSN: refuse SQL whose estimated cost passes this (0: no limit) [SCHEMAQ_VERIFY_MAX_COST]")
+	fs.Float64Var(&l.verify.MaxRows, "verify-max-rows", vmaxRows, "with SCHEMAQ_VERIFY_DSN: refuse SQL whose estimated rows pass this (0: no limit) [SCHEMAQ_VERIFY_MAX_ROWS]")
+	fs.DurationVar(&l.verify.Timeout, "verify-timeout", vtimeout, "with SCHEMAQ_VERIFY_DSN: the statement_timeout of one EXPLAIN [SCHEMAQ_VERIFY_TIMEOUT]")
 	return nil
 }
 
@@ -212,7 +232,15 @@ func (l *llmFlags) asker() (*ask.Asker, error) {
 	if err != nil {
 		return nil, usagef("LLM gateway (--llm-*, SCHEMAQ_LLM_*): %v", err)
 	}
-	return ask.New(gw)
+	var opts []ask.Option
+	if l.verify.DSN != "" {
+		v, err := verify.New(l.verify)
+		if err != nil {
+			return nil, usagef("SCHEMAQ_VERIFY_DSN: %v", err)
+		}
+		opts = append(opts, ask.WithVerifier(v))
+	}
+	return ask.New(gw, opts...)
 }
 
 func (l *llmFlags) reranker() (rerank.Reranker, error) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/pgtest"
 )
 
 // TestHostileInput is the hostile producer's part of issue #38, from
@@ -533,4 +534,48 @@ func runVars2(t *testing.T, args []string, vars map[string]string) (string, stri
 		errOut.WriteString("schemaq: " + err.Error() + "\n")
 	}
 	return out.String(), errOut.String(), exitCode(err)
+}
+
+// TestVerifyAgainstADatabase: with SCHEMAQ_VERIFY_DSN, every answer the
+// guard passes is EXPLAINed as a reader role on a real PostgreSQL; one
+// it cannot plan gets the repair round with PostgreSQL's message and,
+// still wrong, comes back refused; one that plans is returned.
+func TestVerifyAgainstADatabase(t *testing.T) {
+	p := pgtest.Start(t)
+	p.CreateDB(t, "cmdverify_shop")
+	migrations := filepath.Join("..", "..", "examples", "shop", "migrations")
+	files, err := filepath.Glob(filepath.Join(migrations, "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migrations: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Query("cmdverify_shop", string(b)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	if _, err := p.Query("cmdverify_shop", `DO $$ BEGIN CREATE ROLE cmd_reader LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+GRANT USAGE ON SCHEMA public TO cmd_reader; GRANT SELECT ON ALL TABLES IN SCHEMA public TO cmd_reader;`); err != nil {
+		t.Fatal(err)
+	}
+	llm := fakeLLM(t)
+	addr := freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(t.TempDir(), "data"), addr, "SCHEMAQ_LLM_BASE_URL", llm.URL+"/v1", "SCHEMAQ_LLM_MODEL", "m",
+		"SCHEMAQ_LLM_RETRIES", "0", "SCHEMAQ_VERIFY_DSN", p.DSN("cmdverify_{database}", "cmd_reader"))
+	defer stop()
+	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", migrations); code != exitOK {
+		t.Fatalf("publish: %s", errOut)
+	}
+	out, errOut, code := runAt(t, url, "ask", "--db", "shop", "--json", "How many orders? answer[SELECT count(*) + 'x'::text FROM orders]")
+	if code == exitOK || !strings.Contains(out, "invalid_sql") || !strings.Contains(out, "PostgreSQL cannot plan it: operator does not exist") {
+		t.Errorf("SQL PostgreSQL cannot plan (exit %d): %s %s", code, out, errOut)
+	}
+	out, errOut, code = runAt(t, url, "ask", "--db", "shop", "--json", "How many orders?")
+	if code != exitOK || !strings.Contains(out, `"sql":"SELECT count(*) FROM orders"`) {
+		t.Errorf("SQL that plans (exit %d): %s %s", code, out, errOut)
+	}
 }

@@ -10,21 +10,41 @@ import (
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/redact"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
 )
 
 // Asker writes and checks SQL. Safe for concurrent use.
 type Asker struct {
-	gw Gateway
+	gw     Gateway
+	verify Verifier
 }
 
+// Verifier checks SQL the guard passed against a real database
+// (pkg/verify): a *sqlguard.Rejection is a verdict, which gets the
+// model's repair round like the guard's; any other error means it could
+// not check, and the SQL is returned with a warning saying so.
+type Verifier interface {
+	Verify(ctx context.Context, database, sql string) error
+}
+
+// Option configures an Asker.
+type Option func(*Asker)
+
+// WithVerifier has every answer the guard passes verified too.
+func WithVerifier(v Verifier) Option { return func(a *Asker) { a.verify = v } }
+
 // New builds an Asker on a gateway.
-func New(gw Gateway) (*Asker, error) {
+func New(gw Gateway, opts ...Option) (*Asker, error) {
 	if gw == nil {
 		return nil, errors.New("ask: a gateway is required")
 	}
-	return &Asker{gw: gw}, nil
+	a := &Asker{gw: gw}
+	for _, opt := range opts {
+		opt(a)
+	}
+	return a, nil
 }
 
 // attempt is one answer and what became of it.
@@ -65,6 +85,15 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRe
 		}
 		t0 = time.Now()
 		at.guard, at.failure = sqlguard.CheckWith(at.sql, cat, sqlguard.Options{SystemCatalogs: req.AllowSystemCatalogs})
+		if at.failure == nil && a.verify != nil {
+			var r *sqlguard.Rejection
+			switch err := a.verify.Verify(ctx, req.Database, at.sql); {
+			case errors.As(err, &r):
+				at.failure = r
+			case err != nil:
+				at.guard.Warnings = append(at.guard.Warnings, "not verified against the database: "+redact.Text(err.Error()))
+			}
+		}
 		guard += time.Since(t0)
 		return at, nil
 	}

@@ -196,6 +196,12 @@ func (p *Cluster) Query(db, sql string) ([][]string, error) {
 	return rows, nil
 }
 
+// DSN is a connection string for db as user, over the cluster's socket
+// (authentication is trust: no password).
+func (p *Cluster) DSN(db, user string) string {
+	return fmt.Sprintf("host=%s port=5432 user=%s dbname=%s sslmode=disable", p.sock, user, db)
+}
+
 func (p *Cluster) CreateDB(t testing.TB, name string) {
 	t.Helper()
 	if _, err := p.Query("postgres", "CREATE DATABASE "+`"`+strings.ReplaceAll(name, `"`, `""`)+`"`); err != nil {
