@@ -454,7 +454,7 @@ func TestUpAuthorization(t *testing.T) {
   users = [
     { user: schemaq, password: inproc }
     { user: app, password: apppw, permissions: {
-        publish: { allow: ["schemaq.search", "schemaq.ask", "schemaq.tables"] }
+        publish: { allow: ["schemaq.search.*", "schemaq.ask.*", "schemaq.tables.*"] }
         subscribe: { allow: ["_INBOX.>"] } } }
   ]
 }
