@@ -449,22 +449,7 @@ func TestUpAuthorization(t *testing.T) {
 		}
 	})
 	t.Run("configuration with permissions", func(t *testing.T) {
-		conf := filepath.Join(t.TempDir(), "nats.conf")
-		if err := os.WriteFile(conf, []byte(`authorization {
-  users = [
-    { user: schemaq, password: inproc }
-    { user: app, password: apppw, permissions: {
-        publish: { allow: ["schemaq.search.*", "schemaq.ask.*", "schemaq.tables.*"] }
-        subscribe: { allow: ["_INBOX.>"] } } }
-  ]
-}
-`), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		addr := freePort(t)
-		stop := startUp(t, filepath.Join(t.TempDir(), "data"), addr, "SCHEMAQ_NATS_CONFIG", conf, "SCHEMAQ_NATS_USER", "schemaq", "SCHEMAQ_NATS_PASSWORD", "inproc")
-		defer stop()
-		admin := map[string]string{"SCHEMAQ_NATS_URL": "nats://" + addr, "SCHEMAQ_NATS_USER": "schemaq", "SCHEMAQ_NATS_PASSWORD": "inproc"}
+		addr, admin := upWithUser(t, "app", "apppw", "schemaq.search.*", "schemaq.ask.*", "schemaq.tables.*")
 		if _, errOut, code := runVars2(t, []string{"publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")}, admin); code != exitOK {
 			t.Fatalf("publish as the in-process user: %s", errOut)
 		}
@@ -482,22 +467,7 @@ func TestUpAuthorization(t *testing.T) {
 	// The per-database subjects let a user be granted one database: the
 	// CLI (through the Go client) asks on schemaq.<endpoint>.<db>.
 	t.Run("one database", func(t *testing.T) {
-		conf := filepath.Join(t.TempDir(), "nats.conf")
-		if err := os.WriteFile(conf, []byte(`authorization {
-  users = [
-    { user: schemaq, password: inproc }
-    { user: shopper, password: shoppw, permissions: {
-        publish: { allow: ["schemaq.search.shop", "schemaq.ask.shop", "schemaq.tables.shop"] }
-        subscribe: { allow: ["_INBOX.>"] } } }
-  ]
-}
-`), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		addr := freePort(t)
-		stop := startUp(t, filepath.Join(t.TempDir(), "data"), addr, "SCHEMAQ_NATS_CONFIG", conf, "SCHEMAQ_NATS_USER", "schemaq", "SCHEMAQ_NATS_PASSWORD", "inproc")
-		defer stop()
-		admin := map[string]string{"SCHEMAQ_NATS_URL": "nats://" + addr, "SCHEMAQ_NATS_USER": "schemaq", "SCHEMAQ_NATS_PASSWORD": "inproc"}
+		addr, admin := upWithUser(t, "shopper", "shoppw", "schemaq.search.shop", "schemaq.ask.shop", "schemaq.tables.shop")
 		for _, db := range []string{"shop", "other"} {
 			if _, errOut, code := runVars2(t, []string{"publish", "migrations", "--db", db, "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")}, admin); code != exitOK {
 				t.Fatalf("publish %s: %s", db, errOut)
@@ -517,6 +487,35 @@ func TestUpAuthorization(t *testing.T) {
 			}
 		}
 	})
+}
+
+// upWithUser runs up with a nats-server configuration of two users: the
+// in-process one, allowed everything (whose environment it returns), and
+// user, allowed to publish on allow and to read its replies. up stops
+// with the test.
+func upWithUser(t *testing.T, user, password string, allow ...string) (addr string, admin map[string]string) {
+	t.Helper()
+	quoted := make([]string, len(allow))
+	for i, a := range allow {
+		quoted[i] = strconv.Quote(a)
+	}
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	body := fmt.Sprintf(`authorization {
+  users = [
+    { user: schemaq, password: inproc }
+    { user: %s, password: %s, permissions: {
+        publish: { allow: [%s] }
+        subscribe: { allow: ["_INBOX.>"] } } }
+  ]
+}
+`, user, password, strings.Join(quoted, ", "))
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr = freePort(t)
+	stop := startUp(t, filepath.Join(t.TempDir(), "data"), addr, "SCHEMAQ_NATS_CONFIG", conf, "SCHEMAQ_NATS_USER", "schemaq", "SCHEMAQ_NATS_PASSWORD", "inproc")
+	t.Cleanup(func() { stop() })
+	return addr, map[string]string{"SCHEMAQ_NATS_URL": "nats://" + addr, "SCHEMAQ_NATS_USER": "schemaq", "SCHEMAQ_NATS_PASSWORD": "inproc"}
 }
 
 func portOf(addr string) string {
