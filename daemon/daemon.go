@@ -20,7 +20,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -535,18 +534,14 @@ func (t *tracked) Error(code, description string, data []byte, opts ...micro.Res
 // body carries the whole message.
 const maxErrorHeader = 1024
 
-// headerValue makes a header value of an error message: one line (a
-// newline would end the header), at most maxErrorHeader bytes.
+// headerValue makes a header value of an error message: one line, at
+// most maxErrorHeader bytes, marked when cut.
 func headerValue(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= maxErrorHeader {
-		return s
+	line := events.OneLine(s, len(s))
+	if len(line) <= maxErrorHeader {
+		return line
 	}
-	cut := maxErrorHeader
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "… (cut)"
+	return events.OneLine(line, maxErrorHeader) + "… (cut)"
 }
 
 // observeStages records the stage timings and token usage a reply carries.

@@ -450,3 +450,20 @@ func TestCompressedSQL(t *testing.T) {
 		t.Errorf("bad base64: %v", err)
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\r\n  c", 10, "a b c"},
+		{"abcdef", 3, "abc"},
+		{"aé", 2, "a"}, // é is two bytes: never cut in half
+		{"", 5, ""},
+	} {
+		if got := OneLine(tc.in, tc.n); got != tc.want {
+			t.Errorf("OneLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

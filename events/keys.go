@@ -22,11 +22,7 @@ func Quote(s string) string {
 	if len(s) <= MaxEcho {
 		return strconv.Quote(s)
 	}
-	cut := MaxEcho
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%q… (cut; %d bytes in all)", s[:cut], len(s))
+	return fmt.Sprintf("%q… (cut; %d bytes in all)", prefix(s, MaxEcho), len(s))
 }
 
 // clipField cuts a field path for an error message: an unknown key is
@@ -35,11 +31,25 @@ func clipField(f string) string {
 	if len(f) <= MaxEcho {
 		return f
 	}
-	cut := MaxEcho
-	for cut > 0 && !utf8.RuneStart(f[cut]) {
-		cut--
+	return fmt.Sprintf("%s… (cut; %d bytes in all)", prefix(f, MaxEcho), len(f))
+}
+
+// OneLine makes a header value of s: its white space folded to single
+// spaces (a newline would end the header), and at most n bytes, cut at a
+// character boundary.
+func OneLine(s string, n int) string {
+	return prefix(strings.Join(strings.Fields(s), " "), n)
+}
+
+// prefix is s cut to at most n bytes at a character boundary.
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return fmt.Sprintf("%s… (cut; %d bytes in all)", f[:cut], len(f))
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // checkKeys walks the JSON in b beside the Go type it decodes into and

@@ -948,7 +948,7 @@ func (w *Worker) settle(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outc
 		}
 	}
 	log.Warn("event dead-lettered", zap.String("db", out.db), zap.String("reason", out.reason))
-	_ = msg.TermWithReason(clip(out.reason, 200))
+	_ = msg.TermWithReason(events.OneLine(out.reason, 200))
 	return actDeadLetter
 }
 
@@ -964,12 +964,12 @@ func (w *Worker) deadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadata, out 
 	}
 	m := nats.NewMsg(events.DeadLetterSubject(db))
 	m.Data = msg.Data()
-	m.Header.Set(events.HeaderDLQReason, clip(out.reason, 2000))
+	m.Header.Set(events.HeaderDLQReason, events.OneLine(out.reason, 2000))
 	m.Header.Set(events.HeaderDLQSubject, msg.Subject())
 	m.Header.Set(events.HeaderDLQStreamSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
 	m.Header.Set(events.HeaderDLQDeliveries, strconv.FormatUint(meta.NumDelivered, 10))
 	if out.source != "" {
-		m.Header.Set(events.HeaderDLQSource, clip(out.source, 500))
+		m.Header.Set(events.HeaderDLQSource, events.OneLine(out.source, 500))
 	}
 	if out.kind != "" {
 		m.Header.Set(events.HeaderDLQKind, out.kind)
@@ -986,13 +986,4 @@ func (w *Worker) deadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadata, out 
 	defer cancel()
 	_, err := w.js.PublishMsg(ctx, m)
 	return err
-}
-
-// clip makes a header value: one line, at most n bytes.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n]
-	}
-	return s
 }

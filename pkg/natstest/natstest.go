@@ -17,12 +17,7 @@ import (
 // both are cleaned up when the test ends.
 func Server(t testing.TB) *server.Server {
 	t.Helper()
-	ns, err := natsembed.Start(natsembed.Options{Port: -1, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	return ns
+	return ServerWith(t, natsembed.Options{})
 }
 
 // ServerWith starts a server as Server does, with o's other settings
