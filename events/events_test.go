@@ -467,3 +467,22 @@ func TestOneLine(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeMigration is the decode of a migration event near the
+// 1 MiB limit: the strict key check must not walk the SQL twice.
+func BenchmarkDecodeMigration(b *testing.B) {
+	ev, err := New("e1", "shop", time.Now(), &Migration{Seq: 1, SQL: strings.Repeat("CREATE TABLE t (id int, name text);\n", 25000)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := ev.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := Decode(raw, 2<<20); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
