@@ -248,6 +248,8 @@ func TestDecodeRequestStrictly(t *testing.T) {
 		{"not an object", `"q"`, ErrMalformedRequest, "", "malformed request"},
 		{"trailing data", `{"database":"shop","question":"q"} {}`, ErrMalformedRequest, "", "malformed request"},
 		{"invalid UTF-8", "{\"database\":\"shop\",\"question\":\"caf\xe9\"}", ErrMalformedRequest, "", "malformed request: invalid UTF-8"},
+		{"duplicate behind quotes and escapes", `{"database":"shop","question":"a \\\"}, \"question\": [\\\\","tags":{"k":"}"},"question":"b"}`, ErrInvalid, "question", "given twice"},
+		{"escaped key given twice", `{"database":"shop","question":"a","qu\u0065stion":"b"}`, ErrInvalid, "question", "given twice"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -268,6 +270,12 @@ func TestDecodeRequestStrictly(t *testing.T) {
 	var req SearchRequest
 	if err := DecodeRequest([]byte(`{"database":"shop","question":"q","tags":{"v":"1"},"kinds":["table"]}`), &req); err != nil || req.Tags["v"] != "1" {
 		t.Errorf("a well-formed request: %v, %+v", err, req)
+	}
+	// Strings that look like JSON, escaped keys and numbers are values.
+	req = SearchRequest{}
+	body := " {\n \"d\\u0061tabase\" : \"shop\" ,\"question\":\"x \\\"}, \\\"question\\\": [\\\\\",\"k\":5,\"kinds\":[ \"table\" , \"view\" ] } "
+	if err := DecodeRequest([]byte(body), &req); err != nil || req.Database != "shop" || req.K != 5 || len(req.Kinds) != 2 {
+		t.Errorf("%s: %v, %+v", body, err, req)
 	}
 }
 
@@ -485,4 +493,18 @@ func BenchmarkDecodeMigration(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzDecodeRequest: whatever the bytes, decoding never panics (the key
+// check skims JSON encoding/json accepted, without its own error paths).
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{`{"database":"shop","question":"q"}`, `{"question":"a \"}\\","tags":{"k":"}"}}`, `{"kinds":["table",1,null,{"x":[]}]}`, ` {"d\u0061tabase" : "x"} `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req SearchRequest
+		_ = DecodeRequest(b, &req)
+		var ev AskRequest
+		_ = DecodeRequest(b, &ev)
+	})
 }

@@ -58,40 +58,88 @@ func prefix(s string, n int) string {
 // key that matches a field only when case is ignored ("Database" for
 // "database"). Both are errors naming the key's path.
 func checkKeys(b []byte, t reflect.Type, path string) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	w := keyWalk{dec: dec}
-	return w.value(t, path)
+	k := keySkim{b: b}
+	return k.value(t, path)
 }
 
-type keyWalk struct{ dec *json.Decoder }
+// keySkim reads JSON that encoding/json has already decoded, so it is
+// valid: it needs no error handling, and it skims values (an event's
+// SQL is most of its bytes) without copying or unquoting them. Only keys
+// are read.
+type keySkim struct {
+	b []byte
+	i int
+}
 
-func (w *keyWalk) value(t reflect.Type, path string) error {
-	tok, err := w.dec.Token()
-	if err != nil {
-		// Syntax errors are the decoder's to report, with their offset.
+func (k *keySkim) space() {
+	for k.i < len(k.b) && (k.b[k.i] == ' ' || k.b[k.i] == '\t' || k.b[k.i] == '\n' || k.b[k.i] == '\r') {
+		k.i++
+	}
+}
+
+func (k *keySkim) value(t reflect.Type, path string) error {
+	k.space()
+	if k.i >= len(k.b) {
 		return nil
 	}
 	t = deref(t)
-	switch tok {
-	case json.Delim('{'):
-		return w.object(t, path)
-	case json.Delim('['):
+	switch k.b[k.i] {
+	case '{':
+		return k.object(t, path)
+	case '[':
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
-		for i := 0; w.dec.More(); i++ {
-			if err := w.value(elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+		k.i++
+		for n := 0; ; n++ {
+			k.space()
+			if k.i >= len(k.b) || k.b[k.i] == ']' {
+				k.i++
+				return nil
+			}
+			if err := k.value(elem, fmt.Sprintf("%s[%d]", path, n)); err != nil {
 				return err
 			}
+			k.space()
+			if k.i < len(k.b) && k.b[k.i] == ',' {
+				k.i++
+			}
 		}
-		_, _ = w.dec.Token() // ']'
+	case '"':
+		k.str()
+	default: // a number, true, false or null
+		for k.i < len(k.b) && !strings.ContainsRune(",]} \t\n\r", rune(k.b[k.i])) {
+			k.i++
+		}
 	}
 	return nil
 }
 
-func (w *keyWalk) object(t reflect.Type, path string) error {
+// str skips a string and returns its raw contents, between the quotes.
+func (k *keySkim) str() []byte {
+	start := k.i + 1
+	for j := start; j < len(k.b); {
+		q := bytes.IndexByte(k.b[j:], '"')
+		if q < 0 {
+			break
+		}
+		j += q
+		backslashes := 0
+		for b := j - 1; b >= start && k.b[b] == '\\'; b-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			k.i = j + 1
+			return k.b[start:j]
+		}
+		j++
+	}
+	k.i = len(k.b)
+	return k.b[start:]
+}
+
+func (k *keySkim) object(t reflect.Type, path string) error {
 	var fields map[string]reflect.Type
 	var elem reflect.Type
 	switch {
@@ -102,12 +150,17 @@ func (w *keyWalk) object(t reflect.Type, path string) error {
 		elem = t.Elem()
 	}
 	seen := map[string]bool{}
-	for w.dec.More() {
-		tok, err := w.dec.Token()
-		if err != nil {
+	k.i++ // '{'
+	for {
+		k.space()
+		if k.i >= len(k.b) || k.b[k.i] == '}' {
+			k.i++
 			return nil
 		}
-		key, _ := tok.(string)
+		key := string(k.str())
+		if strings.IndexByte(key, '\\') >= 0 {
+			_ = json.Unmarshal([]byte(`"`+key+`"`), &key) // escapes, as encoding/json read them
+		}
 		at := joinPath(path, key)
 		if seen[key] {
 			return fieldErr(at, "given twice")
@@ -123,12 +176,16 @@ func (w *keyWalk) object(t reflect.Type, path string) error {
 			}
 			next = ft
 		}
-		if err := w.value(next, at); err != nil {
+		k.space()
+		k.i++ // ':'
+		if err := k.value(next, at); err != nil {
 			return err
 		}
+		k.space()
+		if k.i < len(k.b) && k.b[k.i] == ',' {
+			k.i++
+		}
 	}
-	_, _ = w.dec.Token() // '}'
-	return nil
 }
 
 func joinPath(path, key string) string {
