@@ -124,7 +124,7 @@ func (w *Worker) fold(ctx context.Context, db string, evs []schemaEvent, want in
 		if err != nil {
 			return nil
 		}
-		cat = next.Record(catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: catalog.Checksum(sql), StreamSeq: e.streamSeq})
+		cat = next.Record(catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: events.Checksum(sql), StreamSeq: e.streamSeq})
 		return nil
 	}
 	for _, e := range evs {

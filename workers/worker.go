@@ -670,7 +670,7 @@ func (w *Worker) schema(ctx context.Context, evs []*events.Event, streamSeqs []u
 		if ref := ev.SQLObject(); ref != nil {
 			sum = ref.Checksum
 		} else {
-			sum = catalog.Checksum(sql)
+			sum = events.Checksum(sql)
 		}
 		if ev.Migration != nil {
 			if a := cat.AppliedSeq(seq); a != nil && a.Checksum != sum && !superseded(a, streamSeqs[0]) {
@@ -795,7 +795,7 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 			outs = append(outs, out)
 			break
 		}
-		a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: catalog.Checksum(m.SQL), StreamSeq: streamSeqs[i]}
+		a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: events.Checksum(m.SQL), StreamSeq: streamSeqs[i]}
 		next, applied[id] = n.Record(a), a
 		out.act, out.version = actAck, m.Seq
 		outs = append(outs, out)
@@ -868,7 +868,7 @@ func (w *Worker) objectSQL(ctx context.Context, ev *events.Event) (string, *outc
 	} else if off := events.InvalidUTF8Offset(b); off >= 0 {
 		return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf("object %s of %s %s: the SQL is not valid UTF-8 (at byte %d)", ref.Name, ev.Type, ev.ID, off)}
 	}
-	if sum := catalog.Checksum(sql); sum != ref.Checksum {
+	if sum := events.Checksum(sql); sum != ref.Checksum {
 		return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf(
 			"object %s holds other SQL than %s %s names: checksum %s, the event says %s", ref.Name, ev.Type, ev.ID, sum, ref.Checksum)}
 	}

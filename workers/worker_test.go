@@ -567,7 +567,7 @@ func history(t *testing.T, db string, n int64) ([]*events.Event, *catalog.Catalo
 			t.Fatalf("%s %d: %v", db, seq, err)
 		}
 		src := fmt.Sprintf("%04d.sql", seq)
-		c = next.Record(catalog.Applied{Seq: seq, ID: src, Source: src, Checksum: catalog.Checksum(sql)})
+		c = next.Record(catalog.Applied{Seq: seq, ID: src, Source: src, Checksum: events.Checksum(sql)})
 		out = append(out, migration(t, db, seq, sql))
 	}
 	return out, c
@@ -931,7 +931,7 @@ func TestSQLInObjectStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &events.ObjectRef{Name: name, Size: info.Size, Gzip: true, Checksum: catalog.Checksum(sql)}
+		return &events.ObjectRef{Name: name, Size: info.Size, Gzip: true, Checksum: events.Checksum(sql)}
 	}
 	snap, _ := events.New("s1", "shop", time.Now(), &events.Snapshot{Seq: 1, Source: "dump.sql",
 		SQLObject: put("events/shop/s1", "CREATE TABLE customers (id int PRIMARY KEY); CREATE TABLE orders (id int, customer_id int REFERENCES customers);")})
@@ -945,7 +945,7 @@ func TestSQLInObjectStore(t *testing.T) {
 	if o := c.Table(catalog.QualName{Schema: "public", Name: "orders"}); o == nil || len(o.Columns) != 3 {
 		t.Fatalf("orders after the migration from an object: %+v", o)
 	}
-	if a := c.AppliedSeq(2); a == nil || a.Checksum != catalog.Checksum("ALTER TABLE orders ADD COLUMN total numeric;") {
+	if a := c.AppliedSeq(2); a == nil || a.Checksum != events.Checksum("ALTER TABLE orders ADD COLUMN total numeric;") {
 		t.Errorf("history records %+v", a)
 	}
 	natstest.Eventually(t, 5*time.Second, "applied objects deleted", func() bool {
@@ -954,18 +954,18 @@ func TestSQLInObjectStore(t *testing.T) {
 	})
 	// Redelivered after its object is gone, it is still a duplicate.
 	dupe, _ := events.New("m2-again", "shop", time.Now(), &events.Migration{Seq: 2, Source: "0002.sql",
-		SQLObject: &events.ObjectRef{Name: "events/shop/m2", Gzip: true, Checksum: catalog.Checksum("ALTER TABLE orders ADD COLUMN total numeric;")}})
+		SQLObject: &events.ObjectRef{Name: "events/shop/m2", Gzip: true, Checksum: events.Checksum("ALTER TABLE orders ADD COLUMN total numeric;")}})
 	e.publish(dupe)
 	// Missing and altered objects are dead letters that say so.
 	gone, _ := events.New("m3", "shop", time.Now(), &events.Migration{Seq: 3, Source: "0003.sql",
-		SQLObject: &events.ObjectRef{Name: "events/shop/m3", Gzip: true, Checksum: catalog.Checksum("x")}})
+		SQLObject: &events.ObjectRef{Name: "events/shop/m3", Gzip: true, Checksum: events.Checksum("x")}})
 	e.publish(gone)
 	dl := e.waitDeadLetters(1)
 	if !strings.Contains(dl[0].reason, "names object events/shop/m3") || !strings.Contains(dl[0].reason, "not there") {
 		t.Errorf("missing object: %+v", dl[0])
 	}
 	ref := put("events/shop/m3b", "ALTER TABLE orders ADD COLUMN note text;")
-	ref.Checksum = catalog.Checksum("something else")
+	ref.Checksum = events.Checksum("something else")
 	altered, _ := events.New("m3b", "shop", time.Now(), &events.Migration{Seq: 3, Source: "0003.sql", SQLObject: ref})
 	e.publish(altered)
 	dl = e.waitDeadLetters(2)
@@ -1185,7 +1185,7 @@ func TestNewReplicasLeaveSupersededMigrationsAlone(t *testing.T) {
 	})
 	// The late one's letter (rewritten by replicas, some within the
 	// duplicate window), and nothing for the broken one.
-	brokenSum, lateSum := catalog.Checksum(broken.Migration.SQL), catalog.Checksum(late.Migration.SQL)
+	brokenSum, lateSum := events.Checksum(broken.Migration.SQL), events.Checksum(late.Migration.SQL)
 	lates := 0
 	for _, d := range e.deadLetters() {
 		switch {
@@ -1259,7 +1259,7 @@ func TestCorruptCatalogIsRebuiltFromTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	back.Version = 5
-	sameCatalog(t, got, back.Record(catalog.Applied{Seq: 5, ID: "0005.sql", Source: "0005.sql", Checksum: catalog.Checksum("CREATE TABLE d (id int);")}))
+	sameCatalog(t, got, back.Record(catalog.Applied{Seq: 5, ID: "0005.sql", Source: "0005.sql", Checksum: events.Checksum("CREATE TABLE d (id int);")}))
 
 	// A claim the stream cannot back: version 9 of a two-event history.
 	ctx := context.Background()

@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
@@ -162,7 +161,7 @@ func TestSweepKeepsHeldMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev, err := events.New(fmt.Sprintf("m%03d", seq), "hist", time.Now(), &events.Migration{Seq: int64(seq), Source: fmt.Sprintf("%03d.sql", seq),
-			SQLObject: &events.ObjectRef{Name: name, Size: info.Size, Gzip: true, Checksum: catalog.Checksum(sql)}})
+			SQLObject: &events.ObjectRef{Name: name, Size: info.Size, Gzip: true, Checksum: events.Checksum(sql)}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,10 +2,7 @@ package catalog
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
-	"strings"
 )
 
 // Applied is one migration in a catalog's history: what migration tools
@@ -31,13 +28,6 @@ type Applied struct {
 type Base struct {
 	Seq    int64  `json:"seq"`
 	Source string `json:"source,omitempty"`
-}
-
-// Checksum identifies a migration's content: the SHA-256 of its SQL with
-// line endings normalised, so a checkout on Windows is not a change.
-func Checksum(sql string) string {
-	sum := sha256.Sum256([]byte(strings.ReplaceAll(sql, "\r\n", "\n")))
-	return hex.EncodeToString(sum[:16])
 }
 
 // History returns the applied migrations in seq order. The slice is the

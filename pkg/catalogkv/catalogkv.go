@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 )
 
@@ -127,7 +128,7 @@ func (s *Store) Entry(ctx context.Context, db string) (rev uint64, version int64
 	if err != nil {
 		return 0, 0, fmt.Errorf("read catalog %s: %w", db, err)
 	}
-	v, ok := headerVersion(e.Value())
+	v, ok := events.CatalogEntryVersion(e.Value())
 	if !ok {
 		v = -1
 	}
@@ -269,9 +270,9 @@ func (s *Store) Keys(ctx context.Context) ([]string, error) {
 // waiting for its predecessor looks on every change). Values written
 // before it are plain gzip and still read.
 const (
-	headerMagic = "sqcat1" // then the version and the gzip JSON
-	refMagic    = "sqcatO" // then the version and an objectRef in JSON
-	headerLen   = len(headerMagic) + 8
+	headerMagic = events.CatalogEntryInline // then the version and the gzip JSON
+	refMagic    = events.CatalogEntryObject // then the version and an objectRef in JSON
+	headerLen   = events.CatalogEntryHeaderLen
 )
 
 func header(magic string, version int64) []byte {
@@ -329,7 +330,7 @@ func Decode(b []byte) (*catalog.Catalog, error) {
 	if len(b) >= headerLen && string(b[:len(refMagic)]) == refMagic {
 		return nil, errors.New("decode catalog: the entry references an object; read it through a Store or Watcher with the object store")
 	}
-	if _, ok := headerVersion(b); ok {
+	if _, ok := events.CatalogEntryVersion(b); ok {
 		b = b[headerLen:]
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(b))
@@ -636,7 +637,7 @@ func ObjectPrefix(db string) string { return "catalogs/" + db + "/" }
 // ValueVersion is the version of a stored catalog: from its header, or,
 // for a value stored without one, by decoding it.
 func ValueVersion(b []byte) (int64, error) {
-	if v, ok := headerVersion(b); ok {
+	if v, ok := events.CatalogEntryVersion(b); ok {
 		return v, nil
 	}
 	c, err := Decode(b)
@@ -644,13 +645,6 @@ func ValueVersion(b []byte) (int64, error) {
 		return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return c.Version, nil
-}
-
-func headerVersion(b []byte) (int64, bool) {
-	if len(b) < headerLen || (string(b[:len(headerMagic)]) != headerMagic && string(b[:len(refMagic)]) != refMagic) {
-		return 0, false
-	}
-	return int64(binary.BigEndian.Uint64(b[len(headerMagic):headerLen])), true
 }
 
 // follow hands a watcher's entries to fn until ctx ends or the watcher

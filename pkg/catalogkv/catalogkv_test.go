@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/natstest"
@@ -41,7 +42,7 @@ func sample(t *testing.T, version int64) *catalog.Catalog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.Record(catalog.Applied{Seq: version, ID: "1", Source: "1.sql", Checksum: catalog.Checksum("x")})
+	return c.Record(catalog.Applied{Seq: version, ID: "1", Source: "1.sql", Checksum: events.Checksum("x")})
 }
 
 // legacy is a catalog as stored before values had a header: plain gzip.
@@ -265,7 +266,7 @@ func TestWatcherSharesWhatDidNotChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v2 = v2.Record(catalog.Applied{Seq: 2, ID: "2", Source: "2.sql", Checksum: catalog.Checksum("y")})
+	v2 = v2.Record(catalog.Applied{Seq: 2, ID: "2", Source: "2.sql", Checksum: events.Checksum("y")})
 	if _, err := s.Put(ctx, v2, rev); err != nil {
 		t.Fatal(err)
 	}

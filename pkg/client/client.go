@@ -8,6 +8,8 @@
 package client
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,8 +21,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/catalog"
-	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/streams"
 )
 
@@ -118,7 +118,7 @@ func (c *Client) offload(ctx context.Context, ev *events.Event, size int) ([]byt
 	if err != nil {
 		return nil, "", fmt.Errorf("write the SQL to object %s: %w", name, err)
 	}
-	ref := &events.ObjectRef{Name: name, Size: info.Size, Gzip: true, Checksum: catalog.Checksum(sql)}
+	ref := &events.ObjectRef{Name: name, Size: info.Size, Gzip: true, Checksum: events.Checksum(sql)}
 	var payload any
 	if ev.Migration != nil {
 		m := *ev.Migration
@@ -186,6 +186,8 @@ type Database struct {
 }
 
 // Databases lists the databases with a catalog, from the catalog bucket.
+// It reads each entry's version from its header and decodes nothing
+// else, so the client needs neither the catalog nor the DDL parser.
 func (c *Client) Databases(ctx context.Context) ([]Database, error) {
 	kv, err := c.js.KeyValue(ctx, events.CatalogBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -194,21 +196,49 @@ func (c *Client) Databases(ctx context.Context) ([]Database, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list databases: %w", err)
 	}
-	store := catalogkv.New(kv)
-	keys, err := store.Keys(ctx)
+	keys, err := kv.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list databases: %w", err)
 	}
 	sort.Strings(keys)
 	out := make([]Database, 0, len(keys))
 	for _, k := range keys {
-		cat, _, err := store.Get(ctx, k)
-		if err != nil {
-			return nil, err
+		e, err := kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted since the listing
 		}
-		out = append(out, Database{Name: k, Version: cat.Version})
+		if err != nil {
+			return nil, fmt.Errorf("read catalog %s: %w", k, err)
+		}
+		v, err := entryVersion(e.Value())
+		if err != nil {
+			return nil, fmt.Errorf("read catalog %s (revision %d): %w", k, e.Revision(), err)
+		}
+		out = append(out, Database{Name: k, Version: v})
 	}
 	return out, nil
+}
+
+// entryVersion is a catalog entry's version: from its header, or, for an
+// entry written before headers, from the compressed JSON's version field.
+func entryVersion(b []byte) (int64, error) {
+	if v, ok := events.CatalogEntryVersion(b); ok {
+		return v, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return 0, fmt.Errorf("not a catalog entry: %w", err)
+	}
+	var head struct {
+		Version int64 `json:"version"`
+	}
+	if err := json.NewDecoder(zr).Decode(&head); err != nil {
+		return 0, fmt.Errorf("not a catalog entry: %w", err)
+	}
+	return head.Version, nil
 }
 
 func wireError(e *events.Error) error {

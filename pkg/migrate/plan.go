@@ -15,7 +15,7 @@ import (
 type Step struct {
 	File
 	SQL      string
-	Checksum string // catalog.Checksum of SQL
+	Checksum string // events.Checksum of SQL
 }
 
 // Read reads each file. A file that is not UTF-8 text (a binary committed
@@ -31,7 +31,7 @@ func Read(files []File) ([]Step, error) {
 		if !utf8.Valid(b) {
 			return nil, fmt.Errorf("migration %s: not UTF-8 text (invalid byte at offset %d)", f.Name, events.InvalidUTF8Offset(b))
 		}
-		out = append(out, Step{File: f, SQL: string(b), Checksum: catalog.Checksum(string(b))})
+		out = append(out, Step{File: f, SQL: string(b), Checksum: events.Checksum(string(b))})
 	}
 	return out, nil
 }

@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 )
 
 func step(version int, name, sql string) Step {
-	return Step{File: File{Name: name, Version: []int{version}}, SQL: sql, Checksum: catalog.Checksum(sql)}
+	return Step{File: File{Name: name, Version: []int{version}}, SQL: sql, Checksum: events.Checksum(sql)}
 }
 
 // applied builds a catalog whose history holds steps at seqs 1…n.
