@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/natsconn"
 	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/redact"
+	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/sweep"
@@ -218,167 +218,194 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 	return &runtime{log: log, nc: nc, js: js, kv: kv, objs: objs, store: store, check: check, close: closeStore, emb: cached, qemb: questions, reg: reg, tel: tel}, nil
 }
 
-// run runs the chosen roles until ctx ends, then shuts them down in order:
-// intake stops (worker drains, service stops), in-flight work finishes,
-// the connection drains, the store closes.
-func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, 2+max(r.workers, 1))
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if r.metrics != "" {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := rt.tel.Serve(runCtx, r.metrics); err != nil {
-				errs <- err
-			}
-		}()
+// run runs the chosen roles until ctx ends or one of them returns, then
+// shuts them down in order: intake stops (worker drains, service stops),
+// in-flight work finishes, the connection drains, the store closes. Every
+// way out, a failure while starting included, takes that same path.
+func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) (err error) {
+	g := newGroup(ctx)
+	defer func() { err = rt.finish(ctx, g.Stop(err)) }()
+	if err := r.check(); err != nil {
+		return err
 	}
-	var caughtUp <-chan struct{}
-	// The service check exists from the start, so a replica still catching
-	// up reads as not ready rather than as ready without it.
+	// What the configuration alone decides fails before anything starts.
+	var query queryParts
+	if serve {
+		if query, err = r.queryParts(); err != nil {
+			return err
+		}
+	}
+	if r.metrics != "" {
+		g.Go(func(ctx context.Context) error { return rt.tel.Serve(ctx, r.metrics) })
+	}
 	var dmn atomic.Pointer[daemon.Daemon]
 	if serve {
-		rt.tel.AddCheck("service", func(context.Context) error {
-			d := dmn.Load()
-			switch {
-			case d == nil:
-				return errors.New("not registered")
-			case !d.Ready():
-				return errors.New("not in the queue group: " + d.State())
-			}
-			return nil
-		})
+		rt.addServiceCheck(&dmn)
+	}
+	var gate *pace.Gate // only where a daemon and a worker share the process
+	if worker && serve {
+		gate = pace.New(r.indexYield)
 	}
 	// The workers of this process write catalogs through one store; a
 	// daemon here takes what they wrote from it instead of decoding it.
 	var written *catalogkv.Store
-	var gate *pace.Gate // only where a daemon and a worker share the process
-	if err := r.check(); err != nil {
-		return err
-	}
-	if worker && serve {
-		gate = pace.New(r.indexYield)
-	}
+	var caughtUp <-chan struct{}
 	if worker {
-		cfg := r.worker
-		cfg.ShutdownTimeout = r.shutdown
-		m := workers.NewMetrics(rt.reg)
-		written = catalogkv.New(rt.kv, catalogkv.WithObjects(rt.objs))
-		prio := workers.NewPriority()
-		turns, err := streams.Sweeps(ctx, rt.js)
-		if err != nil {
+		if written, caughtUp, err = rt.startWorkers(g, r, gate); err != nil {
 			return err
-		}
-		for i := range max(r.workers, 1) {
-			w, err := workers.New(rt.js, written, rt.store, rt.emb, rt.log.Named("worker"), cfg,
-				workers.WithMetrics(m), workers.WithPace(gate), workers.WithPriority(prio))
-			if err != nil {
-				return usagef("%v", err)
-			}
-			if i == 0 {
-				rt.tel.AddCheck("consumer", telemetry.FlagCheck("not bound", w.Ready))
-				caughtUp = w.CaughtUp()
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); errs <- w.Run(runCtx) }()
-		}
-		host, _ := os.Hostname()
-		sw, err := sweep.New(rt.js, written, rt.log.Named("sweep"), r.sweep, sweep.WithMetrics(sweep.NewMetrics(rt.reg)),
-			sweep.WithTurns(turns, host+"-"+nuid.Next()))
-		if err != nil {
-			return usagef("%v", err)
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = sw.Run(runCtx) }()
-	}
-	if serve && r.replica {
-		rt.log.Info("replica catching up with the stream before it answers")
-		select {
-		case <-caughtUp:
-		case <-runCtx.Done():
-		case err := <-errs:
-			cancel()
-			wg.Wait()
-			return rt.finish(ctx, err)
 		}
 	}
 	if serve {
-		watcher, err := catalogkv.Watch(runCtx, rt.kv, func(key string, err error) {
-			rt.log.Warn("catalog does not decode; keeping the last good one", zap.String("db", key), zap.Error(err))
-		}, catalogkv.WithObjects(rt.objs), catalogkv.WithLocal(written))
-		if err != nil {
-			cancel()
-			wg.Wait()
-			return rt.finish(ctx, err)
+		if r.replica && !rt.catchUp(g, caughtUp) {
+			return nil
 		}
-		select {
-		case <-watcher.Ready():
-		case <-runCtx.Done():
-		case <-time.After(30 * time.Second):
-			cancel()
-			wg.Wait()
-			return rt.finish(ctx, errors.New("catalogs did not load within 30s"))
-		}
-		rcfg := retrieve.DefaultConfig
-		rcfg.TokenBudget = r.tokenBudget
-		rcfg.ExampleWeight = r.exampleWeight
-		rcfg.DocWeight = r.docWeight
-		if r.embed.baseURL != "" {
-			rcfg.KNNWeight = retrieve.NeuralKNNWeight
-		}
-		reranker, err := r.llm.reranker()
-		if err != nil {
+		d, err := rt.startDaemon(g, r, query, written, gate)
+		if err != nil || d == nil {
 			return err
-		}
-		if reranker != nil {
-			rcfg.Reranker = reranker
-		}
-		ret, err := retrieve.New(rt.store, rt.qemb, watcher, rcfg, retrieve.WithLogger(rt.log.Named("retrieve")))
-		if err != nil {
-			return err
-		}
-		watcher.OnCatalog(ret.Warm)
-		asker, err := r.llm.asker()
-		if err != nil {
-			return err
-		}
-		if r.daemon.AskTimeout == 0 && asker != nil {
-			// An ask waits for the model, once and for one repair round;
-			// the search deadline would cut a slow model short.
-			r.daemon.AskTimeout = 2*r.llm.timeout + r.daemon.RequestTimeout
-		}
-		var da daemon.Asker
-		if asker != nil {
-			da = asker
-			rt.log.Info("LLM gateway configured", zap.String("base_url", redact.URL(r.llm.baseURL)), zap.String("model", r.llm.model))
-		} else {
-			rt.log.Info("no LLM gateway configured: ask is retrieval only (set SCHEMAQ_LLM_BASE_URL and SCHEMAQ_LLM_MODEL)")
-		}
-		d, err := daemon.New(rt.nc, watcher, rt.store, ret, da, rt.log.Named("daemon"), r.daemon,
-			daemon.WithMetrics(daemon.NewMetrics(rt.reg)), daemon.WithHealth(rt.check), daemon.WithPace(gate))
-		if err != nil {
-			return usagef("%v", err)
 		}
 		dmn.Store(d)
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- d.Run(runCtx) }()
 	}
-	var first error
-	select {
-	case <-ctx.Done():
-	case first = <-errs: // a role failed: stop the others
+	g.Wait()
+	return nil
+}
+
+// queryParts are the daemon's parts built from configuration alone.
+type queryParts struct {
+	reranker rerank.Reranker
+	asker    daemon.Asker
+}
+
+func (r *roleFlags) queryParts() (queryParts, error) {
+	var q queryParts
+	var err error
+	if q.reranker, err = r.llm.reranker(); err != nil {
+		return q, err
 	}
-	cancel()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if first == nil {
-			first = err
+	asker, err := r.llm.asker()
+	if err != nil {
+		return q, err
+	}
+	if asker != nil { // not a typed nil in the interface
+		q.asker = asker
+	}
+	return q, nil
+}
+
+// addServiceCheck adds the service's readiness check. It exists from the
+// start, so a replica still catching up reads as not ready rather than as
+// ready without it.
+func (rt *runtime) addServiceCheck(dmn *atomic.Pointer[daemon.Daemon]) {
+	rt.tel.AddCheck("service", func(context.Context) error {
+		d := dmn.Load()
+		switch {
+		case d == nil:
+			return errors.New("not registered")
+		case !d.Ready():
+			return errors.New("not in the queue group: " + d.State())
 		}
+		return nil
+	})
+}
+
+// startWorkers starts r.workers workers on one catalog store, and the
+// object-store sweeper. It returns the store they write through and a
+// channel closed once the first has caught up with the stream.
+func (rt *runtime) startWorkers(g *group, r *roleFlags, gate *pace.Gate) (*catalogkv.Store, <-chan struct{}, error) {
+	cfg := r.worker
+	cfg.ShutdownTimeout = r.shutdown
+	m := workers.NewMetrics(rt.reg)
+	written := catalogkv.New(rt.kv, catalogkv.WithObjects(rt.objs))
+	prio := workers.NewPriority()
+	turns, err := streams.Sweeps(g.Context(), rt.js)
+	if err != nil {
+		return nil, nil, err
 	}
-	return rt.finish(ctx, first)
+	var caughtUp <-chan struct{}
+	for i := range max(r.workers, 1) {
+		w, err := workers.New(rt.js, written, rt.store, rt.emb, rt.log.Named("worker"), cfg,
+			workers.WithMetrics(m), workers.WithPace(gate), workers.WithPriority(prio))
+		if err != nil {
+			return nil, nil, usagef("%v", err)
+		}
+		if i == 0 {
+			rt.tel.AddCheck("consumer", telemetry.FlagCheck("not bound", w.Ready))
+			caughtUp = w.CaughtUp()
+		}
+		g.Go(w.Run)
+	}
+	host, _ := os.Hostname()
+	sw, err := sweep.New(rt.js, written, rt.log.Named("sweep"), r.sweep, sweep.WithMetrics(sweep.NewMetrics(rt.reg)),
+		sweep.WithTurns(turns, host+"-"+nuid.Next()))
+	if err != nil {
+		return nil, nil, usagef("%v", err)
+	}
+	// A sweep that fails is logged and tried again; none at all
+	// (--sweep-every 0) is a choice. Neither stops the workers.
+	g.Background(func(ctx context.Context) { _ = sw.Run(ctx) })
+	return written, caughtUp, nil
+}
+
+// catchUp waits until a replica's worker has caught up with the stream,
+// so that it does not answer from a partial index; false if the group
+// stopped first.
+func (rt *runtime) catchUp(g *group, caughtUp <-chan struct{}) bool {
+	rt.log.Info("replica catching up with the stream before it answers")
+	select {
+	case <-caughtUp:
+		return true
+	case <-g.Context().Done():
+		return false
+	}
+}
+
+// startDaemon loads the catalogs and starts the query service over them;
+// nil if the group stopped while the catalogs loaded.
+func (rt *runtime) startDaemon(g *group, r *roleFlags, q queryParts, written *catalogkv.Store, gate *pace.Gate) (*daemon.Daemon, error) {
+	watcher, err := catalogkv.Watch(g.Context(), rt.kv, func(key string, err error) {
+		rt.log.Warn("catalog does not decode; keeping the last good one", zap.String("db", key), zap.Error(err))
+	}, catalogkv.WithObjects(rt.objs), catalogkv.WithLocal(written))
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-watcher.Ready():
+	case <-g.Context().Done():
+		return nil, nil
+	case <-time.After(30 * time.Second):
+		return nil, errors.New("catalogs did not load within 30s")
+	}
+	rcfg := retrieve.DefaultConfig
+	rcfg.TokenBudget = r.tokenBudget
+	rcfg.ExampleWeight = r.exampleWeight
+	rcfg.DocWeight = r.docWeight
+	if r.embed.baseURL != "" {
+		rcfg.KNNWeight = retrieve.NeuralKNNWeight
+	}
+	if q.reranker != nil {
+		rcfg.Reranker = q.reranker
+	}
+	ret, err := retrieve.New(rt.store, rt.qemb, watcher, rcfg, retrieve.WithLogger(rt.log.Named("retrieve")))
+	if err != nil {
+		return nil, err
+	}
+	watcher.OnCatalog(ret.Warm)
+	if r.daemon.AskTimeout == 0 && q.asker != nil {
+		// An ask waits for the model, once and for one repair round;
+		// the search deadline would cut a slow model short.
+		r.daemon.AskTimeout = 2*r.llm.timeout + r.daemon.RequestTimeout
+	}
+	if q.asker != nil {
+		rt.log.Info("LLM gateway configured", zap.String("base_url", redact.URL(r.llm.baseURL)), zap.String("model", r.llm.model))
+	} else {
+		rt.log.Info("no LLM gateway configured: ask is retrieval only (set SCHEMAQ_LLM_BASE_URL and SCHEMAQ_LLM_MODEL)")
+	}
+	d, err := daemon.New(rt.nc, watcher, rt.store, ret, q.asker, rt.log.Named("daemon"), r.daemon,
+		daemon.WithMetrics(daemon.NewMetrics(rt.reg)), daemon.WithHealth(rt.check), daemon.WithPace(gate))
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	g.Go(d.Run)
+	return d, nil
 }
 
 // finish drains the connection and closes the store, the last steps of
