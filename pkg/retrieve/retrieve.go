@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/schemaq/schemaq/events"
@@ -320,24 +319,6 @@ func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config
 	return r, nil
 }
 
-// object gathers the chunks of one table/view/doc/example and its stage
-// records while the pipeline runs.
-type object struct {
-	key        string
-	cand       rerank.Candidate
-	ex         Explain
-	seen       map[string]bool
-	rrf        float64
-	bestAt     int
-	schemaRank int // rank of the object's schema by routing; 0 when not routed
-	// tailRank is its schema's rank in the fused ranking, which the
-	// hedged tail follows; it differs from schemaRank only when the
-	// features put another schema first.
-	tailRank int
-	base     float64 // fused score without the routing bonus
-	docVote  float64 // what the doc sections that name it lend it (docs.go)
-}
-
 // Warm builds what retrieval derives from cat (the foreign-key graph, the
 // schema vocabulary) ahead of the first request that needs it; the daemon
 // calls it as each new catalog arrives.
@@ -358,366 +339,36 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 // when the view was not, the pipeline runs again on a confirmed one.
 func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (*Result, error) {
 	start := time.Now()
-	k := req.K
-	if k <= 0 {
-		k = 10
+	p := r.newRun(ctx, req, speculate)
+	p.analyse()
+	if err := p.gather(); err != nil {
+		return nil, err
 	}
-	res := &Result{}
-	// One view of the index for the whole request where the store can
-	// pin one: BM25 and KNN read the same state, and the store checks for
-	// writes once. The first search pins it, while the question is being
-	// embedded; pinning before analysing the question, in a goroutine of
-	// its own, cost the embedded store more than it saved a shared one.
-	var view struct {
-		search Searcher
-		err    error
-	}
-	var once sync.Once
-	searcher := func() (Searcher, error) {
-		once.Do(func() {
-			switch p := r.search.(type) {
-			case index.SpeculativePinner:
-				if speculate {
-					view.search, view.err = p.PinSpeculative(ctx, req.Database)
-				} else {
-					view.search, view.err = p.Pin(ctx, req.Database)
-				}
-			case index.Pinner:
-				view.search, view.err = p.Pin(ctx, req.Database)
-			default:
-				view.search = r.search
-			}
-		})
-		return view.search, view.err
-	}
-	filter := index.Filter{Database: req.Database, Kinds: req.Kinds, Schemas: req.Schemas, Tags: req.Tags}
-	// One catalog for the whole request: query expansion, routing,
-	// propagation and bridges all read the same version.
-	var cat *catalog.Catalog
-	if r.catalogs != nil {
-		cat = r.catalogs.Catalog(req.Database)
-	}
-	objs := map[string]*object{}
-	var all []*object
-	get := func(c chunk.Chunk) *object {
-		key := c.Kind + "\x00" + c.Name
-		o := objs[key]
-		if o == nil {
-			o = &object{key: key, seen: map[string]bool{}, cand: rerank.Candidate{Kind: c.Kind, Name: c.Name,
-				Title: c.Title, Schema: c.Schema}, ex: Explain{Kind: c.Kind, Name: c.Name}}
-			objs[key] = o
-			all = append(all, o)
-		}
-		if !o.seen[c.ID] {
-			o.seen[c.ID] = true
-			o.cand.Chunks = append(o.cand.Chunks, c)
-		}
-		return o
-	}
-
-	// BM25 runs in its own goroutine while the question is embedded and
-	// KNN runs here: on two cores that hides the shorter of the two.
-	type textResult struct {
-		hits []index.Hit
-		err  error
-		took time.Duration
-	}
-	searchIn := func(f index.Filter, limit int, terms []Term) <-chan textResult {
-		done := make(chan textResult, 1)
-		go func() {
-			t0 := time.Now()
-			search, err := searcher()
-			if err != nil {
-				done <- textResult{nil, err, time.Since(t0)}
-				return
-			}
-			ts := termStrings(terms)
-			hits, err := search.SearchText(ctx, index.TextQuery{Filter: f, Terms: ts, NoCompounds: r.commonPhrases(ts, cat),
-				Weights: r.cfg.Weights, Limit: limit})
-			done <- textResult{hits, err, time.Since(t0)}
-		}()
-		return done
-	}
-	searchText := func(terms []Term) <-chan textResult { return searchIn(filter, r.cfg.Candidates, terms) }
-	question, hints := req.Question, req.Hints
-	if r.cfg.DropDates {
-		question, hints = text.StripDates(question), text.StripDates(hints)
-	}
-	words := text.QueryTerms(question)
-	res.Terms = r.valueTerms(question, r.queryTerms(words, cat), cat)
-	var textDone, hintDone, exampleDone, docDone <-chan textResult
-	var voters []chunk.Chunk // the examples whose tables were voted for, best first
-	if r.cfg.BM25 {
-		textDone = searchText(res.Terms)
-	}
-	// The examples' own list: tables the SQL of similar examples reads.
-	// The schema an example carries is where its SQL ran, not a filter
-	// on it: a request's schemas filter the tables it votes for instead.
-	// The tables come from the catalog, with no tags to check, so the
-	// list stays out of requests filtered by tag.
-	if r.cfg.BM25 && r.cfg.ExampleWeight > 0 && r.cfg.ExampleCandidates > 0 && cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds) {
-		exampleDone = searchIn(index.Filter{Database: req.Database, Kinds: []string{chunk.KindExample}}, r.cfg.ExampleCandidates, res.Terms)
-	}
-	// The docs' votes: tables the sections most like the question name
-	// (docs.go), under the same conditions as the examples' list. A
-	// section's standing is its rank among the tables, so the sections
-	// come from the question's own BM25 list when that holds docs, and
-	// from a search of tables, views and docs together when the request
-	// asks for some kinds or schemas only.
-	docsVote := r.cfg.BM25 && r.cfg.DocWeight > 0 && r.cfg.DocCandidates > 0 && cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds)
-	var docHits []index.Hit
-	if docsVote && (len(req.Kinds) > 0 || len(req.Schemas) > 0) {
-		docDone = searchIn(index.Filter{Database: req.Database, Kinds: []string{chunk.KindTable, chunk.KindView, chunk.KindDoc}}, r.cfg.Candidates, res.Terms)
-	}
-	var hintWords []string
-	var hintTerms []Term
-	if strings.TrimSpace(req.Hints) != "" && r.cfg.BM25 && r.cfg.HintWeight > 0 {
-		hintWords = text.QueryTerms(hints)
-		hintTerms = r.valueTerms(hints, r.queryTerms(hintWords, cat), cat)
-		hintDone = searchText(hintTerms)
-	}
-	var knnHits []index.Hit
-	var knnErr error
-	if r.cfg.KNN {
-		t0 := time.Now()
-		vecs, err := r.embedder.Embed(ctx, []string{req.Question})
-		res.Timings.Embed = time.Since(t0)
-		if err != nil {
-			knnErr = fmt.Errorf("embed question: %w", err)
-		} else {
-			t0 = time.Now()
-			var search Searcher
-			if search, err = searcher(); err == nil {
-				knnHits, err = search.SearchVector(ctx, index.VectorQuery{Filter: filter, Vector: vecs[0], Limit: r.cfg.Candidates})
-			}
-			res.Timings.KNN = time.Since(t0)
-			if err != nil {
-				knnErr = fmt.Errorf("knn: %w", err)
-			}
-		}
-	}
-	// rankObjects gives each object its rank in a list of chunk hits: the
-	// rank of its best chunk.
-	rankObjects := func(hits []index.Hit, rank func(*object) (*int, *float64)) {
-		n := 0
-		for _, h := range hits {
-			at, score := rank(get(h.Chunk))
-			if *at == 0 {
-				n++
-				*at, *score = n, h.Score
-			}
-		}
-	}
-	// BM25 first, so that with equal fused scores its order wins.
-	if r.cfg.BM25 {
-		tr := <-textDone
-		if tr.err != nil {
-			return nil, fmt.Errorf("bm25: %w", tr.err)
-		}
-		res.Timings.BM25 = tr.took
-		rankObjects(tr.hits, func(o *object) (*int, *float64) { return &o.ex.BM25Rank, &o.ex.BM25Score })
-		docHits = tr.hits
-	}
-	if hintTerms != nil {
-		tr := <-hintDone
-		if tr.err != nil {
-			return nil, fmt.Errorf("bm25 of the hints: %w", tr.err)
-		}
-		res.Timings.BM25 = max(res.Timings.BM25, tr.took)
-		rankObjects(tr.hits, func(o *object) (*int, *float64) { return &o.ex.HintRank, &o.ex.HintScore })
-		for _, t := range hintTerms {
-			t.Why = "hint:" + t.Why
-			res.Terms = append(res.Terms, t)
-		}
-	}
-	if exampleDone != nil {
-		tr := <-exampleDone
-		if tr.err != nil {
-			return nil, fmt.Errorf("bm25 of the examples: %w", tr.err)
-		}
-		res.Timings.BM25 = max(res.Timings.BM25, tr.took)
-		voters = r.exampleVotes(cat, tr.hits, req.Schemas, get)
-	}
-	if docDone != nil {
-		tr := <-docDone
-		if tr.err != nil {
-			return nil, fmt.Errorf("bm25 of the docs: %w", tr.err)
-		}
-		res.Timings.BM25 = max(res.Timings.BM25, tr.took)
-		docHits = tr.hits
-	}
-	if docsVote {
-		r.docVotes(cat, docHits, req.Schemas, get)
-	}
-	if knnErr != nil {
-		return nil, knnErr
-	}
-	rankObjects(knnHits, func(o *object) (*int, *float64) { return &o.ex.KNNRank, &o.ex.KNNScore })
-
-	// Reciprocal Rank Fusion over objects; ties go to the better single
-	// rank, then to the name, so the order is deterministic.
 	t0 := time.Now()
-	// The index checks a tag filter on what it stores; tables named from
-	// the catalog carry no tags to check, so with a filter this list
-	// stays out.
-	if r.cfg.IdentifierWeight > 0 && cat != nil && len(req.Tags) == 0 && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, chunk.KindTable)) {
-		r.identify(cat, req.Question+"\n"+req.Hints, req.Schemas, get)
-	}
-	if r.cfg.SchemaRouting || r.cfg.SchemaExpansion > 0 {
-		// Hints route too: a definition naming a column says which
-		// database the question is about.
-		rw := words
-		if hintTerms != nil {
-			rw = append(slices.Clone(words), hintWords...)
-		}
-		r.schemasOf(res, r.route(cat, rw, res.Terms, func() []*object { return all }, get))
-	}
-	for _, o := range all {
-		o.bestAt = 1 << 30
-		for _, rank := range []int{o.ex.BM25Rank, o.ex.KNNRank, o.ex.IdentifierRank, o.ex.ExampleRank, o.ex.DocRank} {
-			if rank > 0 {
-				o.bestAt = min(o.bestAt, rank)
-			}
-		}
-		o.rrf += r.evidence(o)
-		if rank := o.ex.HintRank; rank > 0 {
-			o.rrf += r.cfg.HintWeight / (r.cfg.RRFK + float64(rank))
-		}
-		o.base = o.rrf
-		if r.cfg.SchemaRouting {
-			o.rrf += r.routingBonus(o.schemaRank)
-		}
-		o.finish()
-	}
-	byFused := func() {
-		sort.SliceStable(all, func(i, j int) bool {
-			a, b := all[i], all[j]
-			if a.rrf != b.rrf {
-				return a.rrf > b.rrf
-			}
-			if a.bestAt != b.bestAt {
-				return a.bestAt < b.bestAt
-			}
-			return a.key < b.key
-		})
-	}
-	byFused()
-	if r.cfg.Propagation && cat != nil {
-		r.propagate(cat, req.Schemas, func() []*object { return all }, get)
-		byFused()
-	}
-	if h := r.cfg.RoutingHead; h > 0 && r.cfg.SchemaRouting && len(all) > h {
-		// The tail follows the routed order, or the fused ranking's
-		// when the routing features put another schema first: their
-		// bet is on the head.
-		tail := all
-		if slices.ContainsFunc(all, func(o *object) bool { return o.tailRank != o.schemaRank }) {
-			score := func(o *object) float64 { return o.rrf - r.routingBonus(o.schemaRank) + r.routingBonus(o.tailRank) }
-			tail = slices.Clone(all)
-			sort.SliceStable(tail, func(i, j int) bool { return score(tail[i]) > score(tail[j]) })
-		}
-		all = hedge(all, h, tail)
-	}
-	cands := make([]rerank.Candidate, len(all))
-	byName := make(map[string]*object, len(all))
-	for i, o := range all {
-		o.ex.FusedRank, o.ex.FusedScore = i+1, o.rrf
-		o.cand.Score = o.rrf
-		cands[i] = o.cand
-		byName[o.key] = o
-	}
-	res.Timings.Fuse = time.Since(t0)
-
+	p.identify()
+	p.route()
+	p.fuse()
+	p.propagate()
+	p.hedge()
+	p.candidates()
+	p.res.Timings.Fuse = time.Since(t0)
 	t0 = time.Now()
-	if r.cfg.SchemaRerank {
-		window := min(max(r.cfg.SchemaWindow, 1), len(cands))
-		// The rescoring counts hits of the question's words in the
-		// candidates; the hints' words are evidence of the same kind.
-		rq := question
-		if hintTerms != nil {
-			rq += "\n" + hints
-		}
-		// So is the SQL of the example most like the question that fits
-		// the catalog: the names it reads are the team's own answer to
-		// a question like this one.
-		if len(voters) > 0 {
-			rq += "\n" + chunk.ExampleSQL(voters[0])
-		}
-		rerank.Schema(r.cfg.SchemaWeights, rq, cands[:window])
-		for i, c := range cands[:window] {
-			o := byName[c.Kind+"\x00"+c.Name]
-			o.ex.SchemaRank, o.ex.SchemaScore = i+1, c.Score
-		}
-	}
-	if r.cfg.Reranker != nil {
-		reranked, err := r.cfg.Reranker.Rerank(ctx, req.Question, slices.Clone(cands))
-		if err != nil {
-			// An optional stage: the order so far stands.
-			res.Warnings = append(res.Warnings, "reranker failed, results keep the fused order: "+err.Error())
-		} else {
-			cands = reranked
-			for i, c := range cands {
-				o := byName[c.Kind+"\x00"+c.Name]
-				o.ex.RerankRank, o.ex.RerankScore = i+1, c.Score
-			}
-		}
-	}
-	res.Timings.Rerank = time.Since(t0)
-
-	items := make([]Item, 0, min(k, len(cands)))
-	for _, c := range cands[:min(k, len(cands))] {
-		items = append(items, Item{Candidate: c})
-	}
+	p.rescore()
+	p.rerank()
+	p.res.Timings.Rerank = time.Since(t0)
 	t0 = time.Now()
-	if r.cfg.FKExpansion && cat != nil && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, chunk.KindTable)) {
-		items = r.expand(cat, items, r.cfg.MaxBridges, req.Schemas)
+	p.expand()
+	p.res.Timings.Expand = time.Since(t0)
+	p.budget()
+	p.explain()
+	switch current, err := p.confirmed(); {
+	case err != nil:
+		return nil, err
+	case !current:
+		return r.retrieve(ctx, req, false)
 	}
-	res.Timings.Expand = time.Since(t0)
-	found := len(items)
-	items, used := budget(items, r.cfg.TokenBudget)
-	res.Items = items
-	if r.cfg.InferJoins && cat != nil {
-		res.Joins = r.graphs.get(cat).joinsAmong(items)
-	}
-	if r.cfg.TokenBudget > 0 {
-		// The prompt shows the joins after the schema, so they spend the
-		// same budget; the tables they join come first.
-		joins := len(res.Joins)
-		res.Joins = budgetJoins(res.Joins, r.cfg.TokenBudget-used)
-		if len(items) < found || len(res.Joins) < joins {
-			res.Truncated = true
-			w := fmt.Sprintf("the token budget of %d kept %d of %d results", r.cfg.TokenBudget, len(items), found)
-			if len(res.Joins) < joins {
-				w += fmt.Sprintf(" and %d of %d inferred joins", len(res.Joins), joins)
-			}
-			res.Warnings = append(res.Warnings, w)
-		}
-	}
-
-	final := map[string]int{}
-	for i, it := range items {
-		final[it.Kind+"\x00"+it.Name] = i + 1
-	}
-	for _, o := range all {
-		o.ex.FinalRank = final[o.key]
-		res.Explain = append(res.Explain, o.ex)
-	}
-	for i, it := range items {
-		if it.Bridge != "" {
-			res.Explain = append(res.Explain, Explain{Kind: it.Kind, Name: it.Name, FinalRank: i + 1, Bridge: it.Bridge})
-		}
-	}
-	if c, ok := view.search.(index.Confirmer); ok {
-		current, err := c.Confirm(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if !current {
-			return r.retrieve(ctx, req, false)
-		}
-	}
-	res.Timings.Total = time.Since(start)
-	return res, nil
+	p.res.Timings.Total = time.Since(start)
+	return p.res, nil
 }
 
 // evidence is an object's share of the fusion from the lists that judge
