@@ -1,0 +1,140 @@
+package retrieve
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// Term is one BM25 query term and where it came from: Why is question
+// (an analysed word of the question), compound (a run-together
+// identifier the word ends), correction (the identifier term one edit
+// from a word no identifier uses) or prefix (an identifier term that
+// abbreviates the word); From is the question word. It is the wire type,
+// so an explained reply carries the terms as they are.
+type Term = events.QueryTerm
+
+// Term origins.
+const (
+	FromQuestion   = "question"
+	FromCompound   = "compound"
+	FromCorrection = "correction"
+	FromPrefix     = "prefix"
+	FromValue      = "value"
+)
+
+// queryTerms are the BM25 terms of a question's analysed words: the
+// words, the run-together identifiers they end (Compounds), the
+// corrections of words the database's identifiers do not use
+// (Corrections), and the identifier terms that abbreviate one of them
+// (PrefixMin). cat may be nil: then only the words.
+func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
+	out := make([]Term, 0, len(words))
+	seen := make(map[string]bool, len(words))
+	add := func(t, why, from string) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, Term{Term: t, Why: why, From: from})
+		}
+	}
+	for _, w := range words {
+		add(w, FromQuestion, "")
+	}
+	if cat == nil || (r.cfg.PrefixMin <= 0 && !r.cfg.Corrections && !r.cfg.Compounds) {
+		return out
+	}
+	v := r.graphs.get(cat).vocab
+	if r.cfg.Compounds {
+		for _, w := range words {
+			for _, c := range v.heads[w] {
+				add(c, FromCompound, w)
+			}
+		}
+	}
+	if r.cfg.Corrections {
+		for _, w := range words {
+			if c := v.correction(w); c != "" {
+				add(c, FromCorrection, w)
+			}
+		}
+	}
+	if r.cfg.PrefixMin > 0 {
+		for _, w := range words {
+			for n := r.cfg.PrefixMin; n <= len(w)-2; n++ {
+				if v.df[w[:n]] > 0 {
+					add(w[:n], FromPrefix, w)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// valueTerms adds to terms the attributes that hold the values s names
+// (text.ValueClasses), those the database's identifiers use.
+func (r *Retriever) valueTerms(s string, terms []Term, cat *catalog.Catalog) []Term {
+	if !r.cfg.ValueClasses || cat == nil {
+		return terms
+	}
+	classes, from := text.ValueClasses(s)
+	if len(classes) == 0 {
+		return terms
+	}
+	v := r.graphs.get(cat).vocab
+	for i, c := range classes {
+		if v.df[c] > 0 && !slices.ContainsFunc(terms, func(t Term) bool { return t.Term == c }) {
+			terms = append(terms, Term{Term: c, Why: FromValue, From: from[i]})
+		}
+	}
+	return terms
+}
+
+// minCommonHead is the fewest tables a head word must be in for
+// CommonHeads to leave its phrases out: in a database of a few tables,
+// a word two of them use is not generic.
+const minCommonHead = 3
+
+// commonPhrases are the compounds of adjacent query words that
+// CommonHeads leaves out.
+func (r *Retriever) commonPhrases(terms []string, cat *catalog.Catalog) []string {
+	if r.cfg.CommonHeads <= 0 || cat == nil {
+		return nil
+	}
+	v := r.graphs.get(cat).vocab
+	floor := max(float64(minCommonHead), r.cfg.CommonHeads*float64(v.objects))
+	words := index.QueryWords(terms)
+	var out []string
+	for i := 1; i < len(words); i++ {
+		if float64(v.objDF[words[i]]) >= floor {
+			out = append(out, words[i-1]+words[i])
+		}
+	}
+	return out
+}
+
+// termStrings are the terms alone.
+func termStrings(terms []Term) []string {
+	out := make([]string, len(terms))
+	for i, t := range terms {
+		out[i] = t.Term
+	}
+	return out
+}
+
+// analyse turns the question and hints into BM25 terms.
+func (p *run) analyse() {
+	p.question, p.hints = p.req.Question, p.req.Hints
+	if p.cfg.DropDates {
+		p.question, p.hints = text.StripDates(p.question), text.StripDates(p.hints)
+	}
+	p.words = text.QueryTerms(p.question)
+	p.res.Terms = p.r.valueTerms(p.question, p.r.queryTerms(p.words, p.cat), p.cat)
+	if strings.TrimSpace(p.req.Hints) != "" && p.cfg.BM25 && p.cfg.HintWeight > 0 {
+		p.hintWords = text.QueryTerms(p.hints)
+		p.hintTerms = p.r.valueTerms(p.hints, p.r.queryTerms(p.hintWords, p.cat), p.cat)
+	}
+}
