@@ -69,49 +69,49 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	noSchema := fs.Bool("no-schema-rerank", false, "ablation: no schema-aware rescoring")
 	noFK := fs.Bool("no-fk", false, "ablation: no foreign-key bridge tables")
 	reranker := fs.String("reranker", "none", "reranker after schema rescoring: none or lexical")
-	fs.IntVar(&cfg.Candidates, "candidates", cfg.Candidates, "candidates taken from each of BM25 and KNN")
-	fs.Float64Var(&cfg.RRFK, "rrf-k", cfg.RRFK, "k of Reciprocal Rank Fusion")
-	fs.Float64Var(&cfg.BM25Weight, "bm25-weight", cfg.BM25Weight, "weight of the BM25 list in fusion")
-	fs.Float64Var(&cfg.KNNWeight, "knn-weight", cfg.KNNWeight, "weight of the vector list in fusion")
-	fs.Float64Var(&cfg.CommonHeads, "common-heads", cfg.CommonHeads, "leave out the compound of a phrase whose head is in at least this share of the tables (full name → fullname; 0: off)")
-	fs.Float64Var(&cfg.IdentifierWeight, "identifier-weight", cfg.IdentifierWeight, "weight of the list of tables that own an identifier the question or hints spell out (0: off)")
-	fs.Float64Var(&cfg.ExampleWeight, "example-weight", cfg.ExampleWeight, "weight of the list of tables the SQL of the most similar examples reads (with --examples; 0: off)")
-	fs.IntVar(&cfg.ExampleCandidates, "example-candidates", cfg.ExampleCandidates, "how many of the most similar examples vote for their tables")
-	fs.Float64Var(&cfg.DocWeight, "doc-weight", cfg.DocWeight, "weight of the list of tables the most similar doc sections name (0: off)")
-	fs.IntVar(&cfg.DocCandidates, "doc-candidates", cfg.DocCandidates, "how many of the most similar doc sections vote for the tables they name")
-	fs.Float64Var(&cfg.AmbiguousShare, "ambiguous-share", cfg.AmbiguousShare, "a result says the question fits several schemas when the likeliest has less than this share of the routing's odds (0: never)")
+	fs.IntVar(&cfg.Gather.Candidates, "candidates", cfg.Gather.Candidates, "candidates taken from each of BM25 and KNN")
+	fs.Float64Var(&cfg.Fuse.RRFK, "rrf-k", cfg.Fuse.RRFK, "k of Reciprocal Rank Fusion")
+	fs.Float64Var(&cfg.Fuse.BM25Weight, "bm25-weight", cfg.Fuse.BM25Weight, "weight of the BM25 list in fusion")
+	fs.Float64Var(&cfg.Fuse.KNNWeight, "knn-weight", cfg.Fuse.KNNWeight, "weight of the vector list in fusion")
+	fs.Float64Var(&cfg.Analyse.CommonHeads, "common-heads", cfg.Analyse.CommonHeads, "leave out the compound of a phrase whose head is in at least this share of the tables (full name → fullname; 0: off)")
+	fs.Float64Var(&cfg.Fuse.IdentifierWeight, "identifier-weight", cfg.Fuse.IdentifierWeight, "weight of the list of tables that own an identifier the question or hints spell out (0: off)")
+	fs.Float64Var(&cfg.Fuse.ExampleWeight, "example-weight", cfg.Fuse.ExampleWeight, "weight of the list of tables the SQL of the most similar examples reads (with --examples; 0: off)")
+	fs.IntVar(&cfg.Gather.ExampleCandidates, "example-candidates", cfg.Gather.ExampleCandidates, "how many of the most similar examples vote for their tables")
+	fs.Float64Var(&cfg.Fuse.DocWeight, "doc-weight", cfg.Fuse.DocWeight, "weight of the list of tables the most similar doc sections name (0: off)")
+	fs.IntVar(&cfg.Gather.DocCandidates, "doc-candidates", cfg.Gather.DocCandidates, "how many of the most similar doc sections vote for the tables they name")
+	fs.Float64Var(&cfg.Route.AmbiguousShare, "ambiguous-share", cfg.Route.AmbiguousShare, "a result says the question fits several schemas when the likeliest has less than this share of the routing's odds (0: never)")
 	clarify := fs.Int("clarify", 0, "play a caller who answers an ambiguous result: a question whose schema is among the first N the result lists is asked again with it named (0: off)")
-	fs.Float64Var(&cfg.HintWeight, "hint-weight", cfg.HintWeight, "weight of the hints' BM25 list in fusion (with --hints-field)")
-	fs.IntVar(&cfg.SchemaWindow, "schema-window", cfg.SchemaWindow, "how many fused candidates the schema rescoring reorders")
+	fs.Float64Var(&cfg.Fuse.HintWeight, "hint-weight", cfg.Fuse.HintWeight, "weight of the hints' BM25 list in fusion (with --hints-field)")
+	fs.IntVar(&cfg.Rescore.Window, "schema-window", cfg.Rescore.Window, "how many fused candidates the schema rescoring reorders")
 	noRouting := fs.Bool("no-routing", false, "ablation: no schema routing")
 	noPropagation := fs.Bool("no-propagation", false, "ablation: no foreign-key score propagation")
-	fs.Float64Var(&cfg.RoutingWeight, "routing-weight", cfg.RoutingWeight, "schema routing: weight of the schema list")
-	fs.Float64Var(&cfg.RoutingK, "routing-k", cfg.RoutingK, "schema routing: k of the schema list")
-	fs.IntVar(&cfg.RoutingDepth, "routing-depth", cfg.RoutingDepth, "schema routing: how many of a schema's best candidates count")
-	fs.BoolVar(&cfg.RoutingByVocab, "routing-vocab", cfg.RoutingByVocab, "schema routing: rank schemas by their vocabulary, not their tables' evidence")
-	fs.Float64Var(&cfg.PropagationWeight, "propagation-weight", cfg.PropagationWeight, "propagation: share of a seed's score lent")
-	fs.IntVar(&cfg.PropagationSeeds, "propagation-seeds", cfg.PropagationSeeds, "propagation: how many of the best tables lend")
-	fs.Float64Var(&cfg.PropagationOwn, "propagation-own", cfg.PropagationOwn, "propagation: share of a lifted table's own score added to its floor (0: floor alone)")
+	fs.Float64Var(&cfg.Route.Weight, "routing-weight", cfg.Route.Weight, "schema routing: weight of the schema list")
+	fs.Float64Var(&cfg.Route.K, "routing-k", cfg.Route.K, "schema routing: k of the schema list")
+	fs.IntVar(&cfg.Route.Depth, "routing-depth", cfg.Route.Depth, "schema routing: how many of a schema's best candidates count")
+	fs.BoolVar(&cfg.Route.ByVocab, "routing-vocab", cfg.Route.ByVocab, "schema routing: rank schemas by their vocabulary, not their tables' evidence")
+	fs.Float64Var(&cfg.Propagate.Weight, "propagation-weight", cfg.Propagate.Weight, "propagation: share of a seed's score lent")
+	fs.IntVar(&cfg.Propagate.Seeds, "propagation-seeds", cfg.Propagate.Seeds, "propagation: how many of the best tables lend")
+	fs.Float64Var(&cfg.Propagate.Own, "propagation-own", cfg.Propagate.Own, "propagation: share of a lifted table's own score added to its floor (0: floor alone)")
 	noInferredJoins := fs.Bool("no-inferred-joins", false, "ablation: propagation follows declared foreign keys only, not the joins column names imply")
 	noRoutingFeatures := fs.Bool("no-routing-features", false, "ablation: schema routing by the fused ranking alone, without the features that may put another schema first")
 	noCorrections := fs.Bool("no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
 	noCompounds := fs.Bool("no-compounds", false, "ablation: no run-together identifiers for the question words they are made of")
 	noValues := fs.Bool("no-value-classes", false, "ablation: no attributes (day, month, gender, country…) for the well-known values a question names")
 	keepDates := fs.Bool("keep-dates", false, "ablation: search the numbers of the dates and times a question writes (2017/3/27, 3:43:54)")
-	fs.Float64Var(&cfg.RoutingLikelihood, "routing-likelihood", cfg.RoutingLikelihood, "schema routing: weight of the schemas' query likelihood (0: off)")
-	fs.Float64Var(&cfg.RoutingMu, "routing-mu", cfg.RoutingMu, "schema routing: Dirichlet mu of the query likelihood")
-	fs.IntVar(&cfg.RoutingHead, "routing-head", cfg.RoutingHead, "schema routing: keep the routed order for this many candidates, then interleave it with the unrouted order (0: routed throughout)")
-	fs.IntVar(&cfg.PrefixMin, "prefix-min", cfg.PrefixMin, "BM25: add identifier terms of at least N letters that abbreviate a question word (0: off)")
-	fs.IntVar(&cfg.SchemaExpansion, "schema-expansion", cfg.SchemaExpansion, "add up to N unfound tables of the best schema")
-	fs.Float64Var(&cfg.SchemaWeights.Table, "w-table", cfg.SchemaWeights.Table, "schema rescoring: weight of a table-name hit")
-	fs.Float64Var(&cfg.SchemaWeights.Column, "w-column", cfg.SchemaWeights.Column, "schema rescoring: weight of a column hit")
-	fs.Float64Var(&cfg.SchemaWeights.Other, "w-other", cfg.SchemaWeights.Other, "schema rescoring: weight of any other hit")
-	fs.Float64Var(&cfg.SchemaWeights.Identifier, "w-identifier", cfg.SchemaWeights.Identifier, "schema rescoring: weight of an identifier written out that names the candidate or one of its columns")
-	fs.Float64Var(&cfg.SchemaWeights.Fusion, "w-fusion", cfg.SchemaWeights.Fusion, "schema rescoring: weight of the fused position")
-	fs.Float64Var(&cfg.Weights.Name, "f-name", cfg.Weights.Name, "BM25 weight of the name field")
-	fs.Float64Var(&cfg.Weights.Schema, "f-schema", cfg.Weights.Schema, "BM25 weight of the schema field")
-	fs.Float64Var(&cfg.Weights.Columns, "f-columns", cfg.Weights.Columns, "BM25 weight of the columns field")
-	fs.Float64Var(&cfg.Weights.Body, "f-body", cfg.Weights.Body, "BM25 weight of the body field")
+	fs.Float64Var(&cfg.Route.Likelihood, "routing-likelihood", cfg.Route.Likelihood, "schema routing: weight of the schemas' query likelihood (0: off)")
+	fs.Float64Var(&cfg.Route.Mu, "routing-mu", cfg.Route.Mu, "schema routing: Dirichlet mu of the query likelihood")
+	fs.IntVar(&cfg.Route.Head, "routing-head", cfg.Route.Head, "schema routing: keep the routed order for this many candidates, then interleave it with the unrouted order (0: routed throughout)")
+	fs.IntVar(&cfg.Analyse.PrefixMin, "prefix-min", cfg.Analyse.PrefixMin, "BM25: add identifier terms of at least N letters that abbreviate a question word (0: off)")
+	fs.IntVar(&cfg.Route.Expansion, "schema-expansion", cfg.Route.Expansion, "add up to N unfound tables of the best schema")
+	fs.Float64Var(&cfg.Rescore.Weights.Table, "w-table", cfg.Rescore.Weights.Table, "schema rescoring: weight of a table-name hit")
+	fs.Float64Var(&cfg.Rescore.Weights.Column, "w-column", cfg.Rescore.Weights.Column, "schema rescoring: weight of a column hit")
+	fs.Float64Var(&cfg.Rescore.Weights.Other, "w-other", cfg.Rescore.Weights.Other, "schema rescoring: weight of any other hit")
+	fs.Float64Var(&cfg.Rescore.Weights.Identifier, "w-identifier", cfg.Rescore.Weights.Identifier, "schema rescoring: weight of an identifier written out that names the candidate or one of its columns")
+	fs.Float64Var(&cfg.Rescore.Weights.Fusion, "w-fusion", cfg.Rescore.Weights.Fusion, "schema rescoring: weight of the fused position")
+	fs.Float64Var(&cfg.Gather.Weights.Name, "f-name", cfg.Gather.Weights.Name, "BM25 weight of the name field")
+	fs.Float64Var(&cfg.Gather.Weights.Schema, "f-schema", cfg.Gather.Weights.Schema, "BM25 weight of the schema field")
+	fs.Float64Var(&cfg.Gather.Weights.Columns, "f-columns", cfg.Gather.Weights.Columns, "BM25 weight of the columns field")
+	fs.Float64Var(&cfg.Gather.Weights.Body, "f-body", cfg.Gather.Weights.Body, "BM25 weight of the body field")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -119,8 +119,8 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usagef("bench retrieval: --schema and --questions are required")
 	}
-	if *clarify < 0 || cfg.AmbiguousShare < 0 {
-		return usagef("bench retrieval: --clarify %d --ambiguous-share %v: both are 0 (off) or more", *clarify, cfg.AmbiguousShare)
+	if *clarify < 0 || cfg.Route.AmbiguousShare < 0 {
+		return usagef("bench retrieval: --clarify %d --ambiguous-share %v: both are 0 (off) or more", *clarify, cfg.Route.AmbiguousShare)
 	}
 	if pools.Size < 0 || pools.Count < 1 {
 		return usagef("bench retrieval: --pool %d --pools %d: the pool size is 0 (off) or more, and at least one pool is drawn", pools.Size, pools.Count)
@@ -151,14 +151,14 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 		}
 		cuts = append(cuts, k)
 	}
-	cfg.BM25, cfg.KNN, cfg.SchemaRerank, cfg.FKExpansion = !*noBM25, !*noKNN, !*noSchema, !*noFK
-	cfg.SchemaRouting, cfg.Propagation = !*noRouting, !*noPropagation
-	cfg.Corrections = cfg.Corrections && !*noCorrections
-	cfg.RoutingFeatures = cfg.RoutingFeatures && !*noRoutingFeatures
-	cfg.InferJoins = cfg.InferJoins && !*noInferredJoins
-	cfg.Compounds = cfg.Compounds && !*noCompounds
-	cfg.ValueClasses = cfg.ValueClasses && !*noValues
-	cfg.DropDates = cfg.DropDates && !*keepDates
+	cfg.Gather.BM25, cfg.Gather.KNN, cfg.Rescore.Enabled, cfg.Expand.Enabled = !*noBM25, !*noKNN, !*noSchema, !*noFK
+	cfg.Route.Enabled, cfg.Propagate.Enabled = !*noRouting, !*noPropagation
+	cfg.Analyse.Corrections = cfg.Analyse.Corrections && !*noCorrections
+	cfg.Route.Features = cfg.Route.Features && !*noRoutingFeatures
+	cfg.Propagate.InferJoins = cfg.Propagate.InferJoins && !*noInferredJoins
+	cfg.Analyse.Compounds = cfg.Analyse.Compounds && !*noCompounds
+	cfg.Analyse.ValueClasses = cfg.Analyse.ValueClasses && !*noValues
+	cfg.Analyse.DropDates = cfg.Analyse.DropDates && !*keepDates
 	if *reranker == "lexical" {
 		cfg.Reranker = rerank.Lexical{}
 	}

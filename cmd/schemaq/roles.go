@@ -107,12 +107,12 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 		return err
 	}
 	fs.IntVar(&r.tokenBudget, "token-budget", budget, "bound on the context of a search or ask, in estimated tokens (4 bytes each): results are kept in rank order, then the inferred joins, while they fit, and a warning says what was cut; 0: no bound. Set it to what the model's context leaves after the instructions, question and answer [SCHEMAQ_TOKEN_BUDGET]")
-	exw, err := envFloat(e, "SCHEMAQ_EXAMPLE_WEIGHT", retrieve.DefaultConfig.ExampleWeight)
+	exw, err := envFloat(e, "SCHEMAQ_EXAMPLE_WEIGHT", retrieve.DefaultConfig.Fuse.ExampleWeight)
 	if err != nil {
 		return err
 	}
 	fs.Float64Var(&r.exampleWeight, "example-weight", exw, "how much the worked examples most like a question count for the tables their SQL reads, as a fused list's weight (BM25's is 1); 0: examples are context only [SCHEMAQ_EXAMPLE_WEIGHT]")
-	dw, err := envFloat(e, "SCHEMAQ_DOC_WEIGHT", retrieve.DefaultConfig.DocWeight)
+	dw, err := envFloat(e, "SCHEMAQ_DOC_WEIGHT", retrieve.DefaultConfig.Fuse.DocWeight)
 	if err != nil {
 		return err
 	}
@@ -376,10 +376,10 @@ func (rt *runtime) startDaemon(g *group, r *roleFlags, q queryParts, written *ca
 	}
 	rcfg := retrieve.DefaultConfig
 	rcfg.TokenBudget = r.tokenBudget
-	rcfg.ExampleWeight = r.exampleWeight
-	rcfg.DocWeight = r.docWeight
+	rcfg.Fuse.ExampleWeight = r.exampleWeight
+	rcfg.Fuse.DocWeight = r.docWeight
 	if r.embed.baseURL != "" {
-		rcfg.KNNWeight = retrieve.NeuralKNNWeight
+		rcfg.Fuse.KNNWeight = retrieve.NeuralKNNWeight
 	}
 	if q.reranker != nil {
 		rcfg.Reranker = q.reranker

@@ -133,7 +133,7 @@ func TestRetrievalClarifies(t *testing.T) {
 // BIRD asks for "full names" in over 300 questions; two of its databases
 // have full_name columns, and the phrase's compound pulled the
 // questions there. Leaving out the compounds of generic heads
-// (retrieve.Config.CommonHeads) must keep helping them.
+// (retrieve.Config.Analyse.CommonHeads) must keep helping them.
 func TestCommonHeadsOnBIRDFullNames(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a retrieval benchmark")
@@ -151,7 +151,7 @@ func TestCommonHeadsOnBIRDFullNames(t *testing.T) {
 	}
 	run := func(share float64) *benchmark.RetrievalReport {
 		cfg := retrieve.DefaultConfig
-		cfg.CommonHeads = share
+		cfg.Analyse.CommonHeads = share
 		rep, err := benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{
 			Database: "bench", Schema: sql, Source: "schema.sql", Questions: qs, Ks: []int{5},
 			Retrieve: cfg, Dir: t.TempDir(),
@@ -161,7 +161,7 @@ func TestCommonHeadsOnBIRDFullNames(t *testing.T) {
 		}
 		return rep
 	}
-	on, off := run(retrieve.DefaultConfig.CommonHeads), run(0)
+	on, off := run(retrieve.DefaultConfig.Analyse.CommonHeads), run(0)
 	t.Logf("%d questions: CR@5 %.3f against %.3f, schema first %.3f against %.3f", len(qs), on.CompleteRecall["5"], off.CompleteRecall["5"], on.SchemaFirst, off.SchemaFirst)
 	if on.CompleteRecall["5"] <= off.CompleteRecall["5"] || on.SchemaFirst <= off.SchemaFirst {
 		t.Errorf("with common heads left out CR@5 %.3f and schema first %.3f, without %.3f and %.3f: no better",

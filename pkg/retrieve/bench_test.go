@@ -90,7 +90,7 @@ func BenchmarkRetrieve(b *testing.B) {
 		for b.Loop() {
 			q := qs[i%len(qs)]
 			i++
-			rerank.Schema(rerank.DefaultWeights, q.Question, append([]rerank.Candidate(nil), cands[:retrieve.DefaultConfig.SchemaWindow]...))
+			rerank.Schema(rerank.DefaultWeights, q.Question, append([]rerank.Candidate(nil), cands[:retrieve.DefaultConfig.Rescore.Window]...))
 		}
 	})
 	for _, tc := range []struct {
@@ -99,7 +99,7 @@ func BenchmarkRetrieve(b *testing.B) {
 	}{
 		{"pipeline=default", func(c retrieve.Config) retrieve.Config { return c }},
 		{"pipeline=bm25-only", func(c retrieve.Config) retrieve.Config {
-			c.KNN, c.SchemaRerank, c.FKExpansion = false, false, false
+			c.Gather.KNN, c.Rescore.Enabled, c.Expand.Enabled = false, false, false
 			return c
 		}},
 	} {

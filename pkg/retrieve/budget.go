@@ -45,7 +45,7 @@ func (p *run) budget() {
 	found := len(p.items)
 	items, used := budget(p.items, p.cfg.TokenBudget)
 	res.Items = items
-	if p.cfg.InferJoins && p.cat != nil {
+	if p.cfg.Propagate.InferJoins && p.cat != nil {
 		res.Joins = p.r.graphs.get(p.cat).joinsAmong(items)
 	}
 	if p.cfg.TokenBudget <= 0 {

@@ -5,101 +5,38 @@ import (
 	"github.com/schemaq/schemaq/pkg/rerank"
 )
 
-// Config switches and tunes the stages. The zero value is not useful; start
-// from DefaultConfig.
+// Config switches and tunes the stages, a group per stage. The zero value
+// is not useful; start from DefaultConfig.
 type Config struct {
-	Candidates int     // how many hits each of BM25 and KNN contributes
-	RRFK       float64 // the k of Reciprocal Rank Fusion
-	// BM25Weight and KNNWeight scale each list's share of the fused score
-	// (weighted RRF): w / (k + rank).
-	BM25Weight, KNNWeight float64
-	Weights               index.Weights // BM25 field weights
-	BM25                  bool
-	KNN                   bool
-	// SchemaRerank rescores the best SchemaWindow fused candidates by
-	// table-name, column and text hits; the rest keep their fused order
-	// behind them.
-	SchemaRerank  bool
-	SchemaWeights rerank.Weights
-	SchemaWindow  int
-	// Reranker runs after schema rescoring; nil means none.
+	Analyse   AnalyseConfig
+	Gather    GatherConfig
+	Fuse      FuseConfig
+	Route     RouteConfig
+	Propagate PropagateConfig
+	Rescore   RescoreConfig
+	// Reranker runs after rescoring; nil means none.
 	Reranker rerank.Reranker
-	// SchemaRouting treats schemas as a third ranked list: schemas are
-	// ranked by the summed fused scores of their best RoutingDepth
-	// candidates, and every table or view gets RoutingWeight/(RoutingK +
-	// its schema's rank) added to its fused score. A question is about one
-	// database; in a pooled index that is one schema, so its tables rise
-	// together. With a single schema it changes nothing.
-	SchemaRouting bool
-	RoutingWeight float64
-	RoutingK      float64
-	RoutingDepth  int
-	// RoutingByVocab ranks schemas by their own vocabulary (names and
-	// columns, IDF over schemas) instead of by their tables' evidence.
-	RoutingByVocab bool
-	// SchemaExpansion adds the tables of the best-ranked schema that no
-	// retriever found, after the candidates that have evidence of their
-	// own, up to this many (0: off).
-	SchemaExpansion int
-	// Propagation raises the foreign-key neighbours of the best
-	// PropagationSeeds fused tables to at least PropagationWeight times
-	// the seed's score; neighbours no retriever found join the candidates.
-	// A question's tables are joined, so the partners of a strong match
-	// are likely needed too.
-	Propagation       bool
-	PropagationWeight float64
-	PropagationSeeds  int
-	// PropagationOwn adds this share of a lifted neighbour's own fused
-	// score to its floor, so that among the neighbours of one seed those
-	// with evidence of their own come first (without it they tied, and
-	// their names decided).
-	PropagationOwn float64
-	// FKExpansion adds tables that join two chosen tables.
-	FKExpansion bool
-	MaxBridges  int
+	Expand   ExpandConfig
 	// TokenBudget bounds the context's size in estimated tokens; 0 means
 	// no bound.
 	TokenBudget int
+}
+
+// AnalyseConfig turns a question's words into BM25 terms.
+type AnalyseConfig struct {
 	// PrefixMin adds to the BM25 query every identifier term of the
 	// database that abbreviates a question word by truncation (incorp for
-	// incorporated, regist for registration): at least PrefixMin letters and at
-	// least two shorter than the word. 0: off.
+	// incorporated, regist for registration): at least PrefixMin letters
+	// and at least two shorter than the word. 0: off.
 	PrefixMin int
 	// Corrections adds, for a question word of 4+ letters that no
 	// identifier of the database uses, the one identifier term a single
 	// edit away, if exactly one is (carr → car, weigh → weight).
 	Corrections bool
-	// RoutingHead keeps the routed order for the first RoutingHead
-	// candidates only; after them it interleaves the routed order with
-	// the order without the routing bonus. Routing bets on one schema;
-	// the head is where that bet pays, and the tail hedges it with the
-	// other schemas' best matches. 0: the routed order throughout.
-	RoutingHead int
 	// Compounds adds, for a question word, the run-together identifier
 	// terms it is the head of (category → productcategory) where the
 	// schema also uses both parts as words (product, category).
 	Compounds bool
-	// RoutingLikelihood > 0 fuses the evidence ranking of schemas (their
-	// best table) with their ranking as documents by query likelihood, at
-	// this weight: the evidence follows one strong table, the likelihood
-	// rewards a schema that covers more of the question. RoutingMu is the
-	// Dirichlet smoothing of the likelihood, in term counts.
-	RoutingLikelihood float64
-	RoutingMu         float64
-	// RoutingFeatures lets a second judge of the first schema overrule
-	// the fused ranking: a linear score of what says which database a
-	// question is about (routeFeatures). Its best schema goes first when
-	// it outscores the fused first by routeMargin; the others keep their
-	// fused ranks, and the hedged tail follows the fused ranking.
-	RoutingFeatures bool
-	// InferJoins lets propagation follow the joins a schema's names
-	// imply where no foreign key declares them (a column named as
-	// another table's one-column key: inferJoins), at inferredLend of a
-	// declared key's lend, so that a lookup table joins the question
-	// when the table that references it does. Bridges still need
-	// declared keys: they add a table without evidence of its own, and
-	// a guessed join is too weak for that (it cost CR@5).
-	InferJoins bool
 	// CommonHeads leaves out of the BM25 query the compound of two
 	// adjacent words ("full name": fullname) when the second, the
 	// phrase's head, is in at least this share of the database's tables
@@ -118,39 +55,126 @@ type Config struct {
 	// where the database's identifiers use it: "female cast" is about a
 	// gender column though no identifier says female.
 	ValueClasses bool
-	// HintWeight is the fused weight of the BM25 list of a request's
-	// hints, against BM25Weight for the question's (0: hints unused).
-	HintWeight float64
-	// IdentifierWeight is the fused weight of the list of tables that
-	// own an identifier the question or hints spell out (ident.go); it
-	// counts in schema routing too (0: off).
-	IdentifierWeight float64
-	// ExampleWeight is the fused weight of the list of tables that the
-	// SQL of the database's worked examples most like the question reads
-	// (examples.go; the best ExampleCandidates examples by BM25 vote); it
-	// counts in schema routing too (0: off). A database without examples
-	// costs one BM25 search that finds none (nothing, in memory).
-	ExampleWeight     float64
+}
+
+// GatherConfig chooses the ranked lists and their lengths.
+type GatherConfig struct {
+	BM25, KNN  bool
+	Candidates int           // how many hits each of BM25 and KNN contributes
+	Weights    index.Weights // BM25 field weights
+	// ExampleCandidates is how many of the worked examples most like the
+	// question (by BM25) vote for the tables their SQL reads (examples.go).
 	ExampleCandidates int
-	// DocWeight scales what the doc sections most like the question lend
-	// the tables they name (docs.go; the first DocCandidates sections of
-	// a BM25 list of tables and docs, each by its rank there); it counts
-	// in schema routing too (0: off). A request for every kind reads the
-	// sections from its own BM25 list; one for some kinds or schemas
-	// searches again.
-	DocWeight     float64
+	// DocCandidates is how many doc sections vote for the tables they
+	// name (docs.go): the first of a BM25 list of tables and docs, each by
+	// its rank there. A request for every kind reads the sections from
+	// its own BM25 list; one for some kinds or schemas searches again.
 	DocCandidates int
-	// AmbiguousShare is the routing judge's share below which a result
-	// says the question fits several schemas (Result.Ambiguous and a
-	// warning naming them); 0: never. The shares are about calibrated:
-	// on BIRD's sample the likeliest schema is the question's for 0.43
-	// of the questions where it has 0.4–0.5 of the odds and for 0.95 of
-	// those where it has more than 0.9. At 0.5 two schemas alike but
-	// for their names (0.53 and 0.47) passed as settled; at 0.6 a third
-	// of BIRD's questions and a sixth of SpiderUnion's are flagged, and
-	// for fewer than half of those was the likeliest right
-	// (docs/retrieval.md, "Which schema").
+}
+
+// FuseConfig weighs the lists in Reciprocal Rank Fusion: a list of
+// weight w adds w / (RRFK + rank) to each object it ranks.
+type FuseConfig struct {
+	RRFK                  float64
+	BM25Weight, KNNWeight float64
+	// HintWeight is the BM25 list of a request's hints' (0: hints unused).
+	HintWeight float64
+	// IdentifierWeight is the list of tables that own an identifier the
+	// question or hints spell out (ident.go); it counts in schema routing
+	// too (0: off).
+	IdentifierWeight float64
+	// ExampleWeight is the list of tables that the SQL of the examples
+	// most like the question reads; it counts in schema routing too (0:
+	// off). A database without examples costs one BM25 search that finds
+	// none (nothing, in memory).
+	ExampleWeight float64
+	// DocWeight scales what the doc sections most like the question lend
+	// the tables they name; it counts in schema routing too (0: off).
+	DocWeight float64
+}
+
+// RouteConfig ranks the schemas a question may be about. A question is
+// about one database; in a pooled index that is one schema, so its
+// tables rise together. With a single schema it changes nothing.
+type RouteConfig struct {
+	// Enabled treats schemas as a third ranked list: schemas are ranked
+	// by the summed fused scores of their best Depth candidates, and
+	// every table or view gets Weight/(K + its schema's rank) added to
+	// its fused score.
+	Enabled bool
+	Weight  float64
+	K       float64
+	Depth   int
+	// ByVocab ranks schemas by their own vocabulary (names and columns,
+	// IDF over schemas) instead of by their tables' evidence.
+	ByVocab bool
+	// Expansion adds the tables of the best-ranked schema that no
+	// retriever found, after the candidates that have evidence of their
+	// own, up to this many (0: off).
+	Expansion int
+	// Head keeps the routed order for the first Head candidates only;
+	// after them it interleaves the routed order with the order without
+	// the routing bonus. Routing bets on one schema; the head is where
+	// that bet pays, and the tail hedges it with the other schemas' best
+	// matches. 0: the routed order throughout.
+	Head int
+	// Likelihood > 0 fuses the evidence ranking of schemas (their best
+	// table) with their ranking as documents by query likelihood, at this
+	// weight: the evidence follows one strong table, the likelihood
+	// rewards a schema that covers more of the question. Mu is the
+	// Dirichlet smoothing of the likelihood, in term counts.
+	Likelihood float64
+	Mu         float64
+	// Features lets a second judge of the first schema overrule the fused
+	// ranking: a linear score of what says which database a question is
+	// about (routeFeatures). Its best schema goes first when it outscores
+	// the fused first by routeMargin; the others keep their fused ranks,
+	// and the hedged tail follows the fused ranking.
+	Features bool
+	// AmbiguousShare is the judge's share below which a result says the
+	// question fits several schemas (Result.Ambiguous and a warning
+	// naming them); 0: never. The shares are about calibrated; how the
+	// default was chosen is in docs/retrieval.md, "Which schema".
 	AmbiguousShare float64
+}
+
+// PropagateConfig lifts the join partners of strong matches: a
+// question's tables are joined, so the partners of a strong match are
+// likely needed too.
+type PropagateConfig struct {
+	// Enabled raises the foreign-key neighbours of the best Seeds fused
+	// tables to at least Weight times the seed's score; neighbours no
+	// retriever found join the candidates.
+	Enabled bool
+	Weight  float64
+	Seeds   int
+	// Own adds this share of a lifted neighbour's own fused score to its
+	// floor, so that among the neighbours of one seed those with evidence
+	// of their own come first (without it they tied, and their names
+	// decided).
+	Own float64
+	// InferJoins follows the joins a schema's names imply where no
+	// foreign key declares them too (a column named as another table's
+	// one-column key: inferJoins), at inferredLend of a declared key's
+	// lend, so that a lookup table joins the question when the table
+	// that references it does; results list those joins. Bridges still
+	// need declared keys: they add a table without evidence of its own,
+	// and a guessed join is too weak for that.
+	InferJoins bool
+}
+
+// RescoreConfig rescores the best Window fused candidates by table-name,
+// column and text hits; the rest keep their fused order behind them.
+type RescoreConfig struct {
+	Enabled bool
+	Weights rerank.Weights
+	Window  int
+}
+
+// ExpandConfig adds up to MaxBridges tables that join two chosen tables.
+type ExpandConfig struct {
+	Enabled    bool
+	MaxBridges int
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -166,11 +190,12 @@ const (
 // top few, where its term counting sharpens the order instead of
 // overriding BM25's finer scores.
 var DefaultConfig = Config{
-	Candidates: 50, RRFK: 60, BM25Weight: 1, KNNWeight: LocalKNNWeight, Weights: index.DefaultWeights, BM25: true, KNN: true,
-	SchemaRouting: true, RoutingWeight: 0.02, RoutingK: 1, RoutingDepth: 1,
-	Propagation: true, PropagationWeight: 0.9, PropagationSeeds: 5, PropagationOwn: 0.1,
-	SchemaRerank: true, SchemaWeights: rerank.DefaultWeights, SchemaWindow: 5, FKExpansion: true, MaxBridges: 3,
-	PrefixMin: 4, Corrections: true, Compounds: true, ValueClasses: true, DropDates: true, CommonHeads: 0.1, RoutingHead: 5, RoutingLikelihood: 1.75, RoutingMu: 50, RoutingFeatures: true, InferJoins: true,
-	HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 2, ExampleCandidates: 5, DocWeight: 1, DocCandidates: 3,
-	AmbiguousShare: 0.6,
+	Analyse: AnalyseConfig{PrefixMin: 4, Corrections: true, Compounds: true, CommonHeads: 0.1, DropDates: true, ValueClasses: true},
+	Gather:  GatherConfig{BM25: true, KNN: true, Candidates: 50, Weights: index.DefaultWeights, ExampleCandidates: 5, DocCandidates: 3},
+	Fuse:    FuseConfig{RRFK: 60, BM25Weight: 1, KNNWeight: LocalKNNWeight, HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 2, DocWeight: 1},
+	Route: RouteConfig{Enabled: true, Weight: 0.02, K: 1, Depth: 1, Head: 5, Likelihood: 1.75, Mu: 50, Features: true,
+		AmbiguousShare: 0.6},
+	Propagate: PropagateConfig{Enabled: true, Weight: 0.9, Seeds: 5, Own: 0.1, InferJoins: true},
+	Rescore:   RescoreConfig{Enabled: true, Weights: rerank.DefaultWeights, Window: 5},
+	Expand:    ExpandConfig{Enabled: true, MaxBridges: 3},
 }

@@ -39,7 +39,7 @@ func (r *Retriever) docVotes(cat *catalog.Catalog, hits []index.Hit, schemas []s
 		if h.Chunk.Kind != chunk.KindDoc {
 			continue
 		}
-		if sections++; sections > r.cfg.DocCandidates {
+		if sections++; sections > r.cfg.Gather.DocCandidates {
 			break
 		}
 		refs := g.identifierRefs(h.Chunk.Text)
@@ -59,7 +59,7 @@ func (r *Retriever) docVotes(cat *catalog.Catalog, hits []index.Hit, schemas []s
 		if len(refs) == 0 {
 			continue
 		}
-		share := 1 / (r.cfg.RRFK + float64(m+1)) / float64(len(refs))
+		share := 1 / (r.cfg.Fuse.RRFK + float64(m+1)) / float64(len(refs))
 		for _, ref := range refs {
 			for _, key := range ref.tables {
 				votes[key] += share / float64(len(ref.tables))

@@ -95,7 +95,7 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, schemas
 		}
 		voters = append(voters, h.Chunk)
 		for _, key := range keys {
-			votes[key] += 1 / (r.cfg.RRFK + float64(i+1))
+			votes[key] += 1 / (r.cfg.Fuse.RRFK + float64(i+1))
 			if by[key] == "" {
 				by[key] = h.Chunk.Name
 			}

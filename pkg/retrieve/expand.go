@@ -97,7 +97,7 @@ func (p *run) expand() {
 	for _, c := range p.cands[:min(p.k, len(p.cands))] {
 		p.items = append(p.items, Item{Candidate: c})
 	}
-	if p.cfg.FKExpansion && p.cat != nil && (len(p.req.Kinds) == 0 || slices.Contains(p.req.Kinds, chunk.KindTable)) {
-		p.items = p.r.expand(p.cat, p.items, p.cfg.MaxBridges, p.req.Schemas)
+	if p.cfg.Expand.Enabled && p.cat != nil && (len(p.req.Kinds) == 0 || slices.Contains(p.req.Kinds, chunk.KindTable)) {
+		p.items = p.r.expand(p.cat, p.items, p.cfg.Expand.MaxBridges, p.req.Schemas)
 	}
 }

@@ -17,18 +17,18 @@ import (
 func (r *Retriever) evidence(o *object) float64 {
 	var s float64
 	if rank := o.ex.BM25Rank; rank > 0 {
-		s += r.cfg.BM25Weight / (r.cfg.RRFK + float64(rank))
+		s += r.cfg.Fuse.BM25Weight / (r.cfg.Fuse.RRFK + float64(rank))
 	}
 	if rank := o.ex.KNNRank; rank > 0 {
-		s += r.cfg.KNNWeight / (r.cfg.RRFK + float64(rank))
+		s += r.cfg.Fuse.KNNWeight / (r.cfg.Fuse.RRFK + float64(rank))
 	}
 	if rank := o.ex.IdentifierRank; rank > 0 {
-		s += r.cfg.IdentifierWeight / (r.cfg.RRFK + float64(rank))
+		s += r.cfg.Fuse.IdentifierWeight / (r.cfg.Fuse.RRFK + float64(rank))
 	}
 	if rank := o.ex.ExampleRank; rank > 0 {
-		s += r.cfg.ExampleWeight / (r.cfg.RRFK + float64(rank))
+		s += r.cfg.Fuse.ExampleWeight / (r.cfg.Fuse.RRFK + float64(rank))
 	}
-	s += r.cfg.DocWeight * o.docVote
+	s += r.cfg.Fuse.DocWeight * o.docVote
 	return s
 }
 
@@ -57,10 +57,10 @@ func (p *run) fuse() {
 		}
 		o.rrf += p.r.evidence(o)
 		if rank := o.ex.HintRank; rank > 0 {
-			o.rrf += p.cfg.HintWeight / (p.cfg.RRFK + float64(rank))
+			o.rrf += p.cfg.Fuse.HintWeight / (p.cfg.Fuse.RRFK + float64(rank))
 		}
 		o.base = o.rrf
-		if p.cfg.SchemaRouting {
+		if p.cfg.Route.Enabled {
 			o.rrf += p.r.routingBonus(o.schemaRank)
 		}
 		o.finish()

@@ -34,7 +34,7 @@ func (p *run) searchText(f index.Filter, limit int, terms []Term) <-chan textRes
 		}
 		ts := termStrings(terms)
 		hits, err := search.SearchText(p.ctx, index.TextQuery{Filter: f, Terms: ts, NoCompounds: p.r.commonPhrases(ts, p.cat),
-			Weights: p.cfg.Weights, Limit: limit})
+			Weights: p.cfg.Gather.Weights, Limit: limit})
 		done <- textResult{hits, err, time.Since(t0)}
 	}()
 	return done
@@ -53,16 +53,16 @@ func (p *run) gather() error {
 
 func (p *run) startSearches() {
 	cfg, req := p.cfg, p.req
-	if cfg.BM25 {
-		p.text = p.searchText(p.filter, cfg.Candidates, p.res.Terms)
+	if cfg.Gather.BM25 {
+		p.text = p.searchText(p.filter, cfg.Gather.Candidates, p.res.Terms)
 	}
 	// The examples' own list: tables the SQL of similar examples reads.
 	// The schema an example carries is where its SQL ran, not a filter
 	// on it: a request's schemas filter the tables it votes for instead.
 	// The tables come from the catalog, with no tags to check, so the
 	// list stays out of requests filtered by tag.
-	if cfg.BM25 && cfg.ExampleWeight > 0 && cfg.ExampleCandidates > 0 && p.cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds) {
-		p.example = p.searchText(index.Filter{Database: req.Database, Kinds: []string{chunk.KindExample}}, cfg.ExampleCandidates, p.res.Terms)
+	if cfg.Gather.BM25 && cfg.Fuse.ExampleWeight > 0 && cfg.Gather.ExampleCandidates > 0 && p.cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds) {
+		p.example = p.searchText(index.Filter{Database: req.Database, Kinds: []string{chunk.KindExample}}, cfg.Gather.ExampleCandidates, p.res.Terms)
 	}
 	// The docs' votes: tables the sections most like the question name
 	// (docs.go), under the same conditions as the examples' list. A
@@ -70,19 +70,19 @@ func (p *run) startSearches() {
 	// come from the question's own BM25 list when that holds docs, and
 	// from a search of tables, views and docs together when the request
 	// asks for some kinds or schemas only.
-	p.docsVote = cfg.BM25 && cfg.DocWeight > 0 && cfg.DocCandidates > 0 && p.cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds)
+	p.docsVote = cfg.Gather.BM25 && cfg.Fuse.DocWeight > 0 && cfg.Gather.DocCandidates > 0 && p.cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds)
 	if p.docsVote && (len(req.Kinds) > 0 || len(req.Schemas) > 0) {
-		p.doc = p.searchText(index.Filter{Database: req.Database, Kinds: []string{chunk.KindTable, chunk.KindView, chunk.KindDoc}}, cfg.Candidates, p.res.Terms)
+		p.doc = p.searchText(index.Filter{Database: req.Database, Kinds: []string{chunk.KindTable, chunk.KindView, chunk.KindDoc}}, cfg.Gather.Candidates, p.res.Terms)
 	}
 	if p.hintTerms != nil {
-		p.hint = p.searchText(p.filter, cfg.Candidates, p.hintTerms)
+		p.hint = p.searchText(p.filter, cfg.Gather.Candidates, p.hintTerms)
 	}
 }
 
 // searchVector embeds the question and runs KNN; a failure is reported
 // once the BM25 searches are in (collect).
 func (p *run) searchVector() {
-	if !p.cfg.KNN {
+	if !p.cfg.Gather.KNN {
 		return
 	}
 	t0 := time.Now()
@@ -95,7 +95,7 @@ func (p *run) searchVector() {
 	t0 = time.Now()
 	var search Searcher
 	if search, err = p.searcher(); err == nil {
-		p.knnHits, err = search.SearchVector(p.ctx, index.VectorQuery{Filter: p.filter, Vector: vecs[0], Limit: p.cfg.Candidates})
+		p.knnHits, err = search.SearchVector(p.ctx, index.VectorQuery{Filter: p.filter, Vector: vecs[0], Limit: p.cfg.Gather.Candidates})
 	}
 	p.res.Timings.KNN = time.Since(t0)
 	if err != nil {

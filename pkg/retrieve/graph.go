@@ -19,7 +19,7 @@ type graph struct {
 	adj    map[string]map[string]bool
 	// inferred lists each join the names imply where no key declares
 	// it (inferJoins) under both of its tables' keys: propagation
-	// follows them with Config.InferJoins (bridges do not), and a
+	// follows them with Config.Propagate.InferJoins (bridges do not), and a
 	// result lists those among its tables.
 	inferred map[string][]keyedJoin
 	chunks   *chunk.Tabler // renders bridge tables as the index would

@@ -38,8 +38,8 @@ func hedge(routed []*object, h int, tail []*object) []*object {
 // routed order, or the fused ranking's when the routing features put
 // another schema first: their bet is on the head.
 func (p *run) hedge() {
-	h := p.cfg.RoutingHead
-	if h <= 0 || !p.cfg.SchemaRouting || len(p.all) <= h {
+	h := p.cfg.Route.Head
+	if h <= 0 || !p.cfg.Route.Enabled || len(p.all) <= h {
 		return
 	}
 	tail := p.all

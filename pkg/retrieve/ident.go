@@ -62,7 +62,7 @@ func (r *Retriever) identify(cat *catalog.Catalog, text string, schemas []string
 // a filter this list stays out.
 func (p *run) identify() {
 	req := p.req
-	if p.cfg.IdentifierWeight > 0 && p.cat != nil && len(req.Tags) == 0 && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, chunk.KindTable)) {
+	if p.cfg.Fuse.IdentifierWeight > 0 && p.cat != nil && len(req.Tags) == 0 && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, chunk.KindTable)) {
 		p.r.identify(p.cat, req.Question+"\n"+req.Hints, req.Schemas, p.get)
 	}
 }

@@ -200,10 +200,10 @@ func (g *graph) joinsAmong(items []Item) []InferredJoin {
 
 // InferredJoins returns the joins the names imply between table and the
 // other tables of its schema (inferJoins), ordered, or nil when
-// Config.InferJoins is off: what describing a table adds to the keys it
+// Config.Propagate.InferJoins is off: what describing a table adds to the keys it
 // declares.
 func (r *Retriever) InferredJoins(cat *catalog.Catalog, table catalog.QualName) []InferredJoin {
-	if !r.cfg.InferJoins || cat == nil {
+	if !r.cfg.Propagate.InferJoins || cat == nil {
 		return nil
 	}
 	out := slices.Clone(r.graphs.get(cat).inferred[table.Key()])

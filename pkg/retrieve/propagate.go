@@ -27,18 +27,18 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 	var lends []lend
 	seeds := 0
 	for _, o := range objects() {
-		if seeds >= r.cfg.PropagationSeeds {
+		if seeds >= r.cfg.Propagate.Seeds {
 			break
 		}
 		if o.cand.Kind != chunk.KindTable {
 			continue
 		}
 		seeds++
-		floor := r.cfg.PropagationWeight * o.rrf
+		floor := r.cfg.Propagate.Weight * o.rrf
 		for n := range g.adj[o.cand.Name] {
 			lends = append(lends, lend{n, floor})
 		}
-		if r.cfg.InferJoins {
+		if r.cfg.Propagate.InferJoins {
 			// Two joins between one pair of tables lend the same floor
 			// twice; a floor taken twice is taken once.
 			for _, j := range g.inferred[o.cand.Name] {
@@ -72,7 +72,7 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 		// on top orders the neighbours of one seed by their evidence
 		// (the films, not the film_keywords, for a question about an
 		// actor's films).
-		if f := l.score + r.cfg.PropagationOwn*o.base; f > o.rrf {
+		if f := l.score + r.cfg.Propagate.Own*o.base; f > o.rrf {
 			o.rrf = f
 			o.ex.LiftedTo = f
 		}
@@ -81,7 +81,7 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 
 // propagate lifts the join partners of the best tables (route.go).
 func (p *run) propagate() {
-	if p.cfg.Propagation && p.cat != nil {
+	if p.cfg.Propagate.Enabled && p.cat != nil {
 		p.r.propagate(p.cat, p.req.Schemas, p.objects, p.get)
 		p.sortFused()
 	}

@@ -10,10 +10,10 @@ import (
 // rescore reorders the best fused candidates by the names and columns
 // the question hits (rerank.Schema).
 func (p *run) rescore() {
-	if !p.cfg.SchemaRerank {
+	if !p.cfg.Rescore.Enabled {
 		return
 	}
-	window := min(max(p.cfg.SchemaWindow, 1), len(p.cands))
+	window := min(max(p.cfg.Rescore.Window, 1), len(p.cands))
 	// The rescoring counts hits of the question's words in the
 	// candidates; the hints' words are evidence of the same kind.
 	rq := p.question
@@ -26,7 +26,7 @@ func (p *run) rescore() {
 	if len(p.voters) > 0 {
 		rq += "\n" + chunk.ExampleSQL(p.voters[0])
 	}
-	rerank.Schema(p.cfg.SchemaWeights, rq, p.cands[:window])
+	rerank.Schema(p.cfg.Rescore.Weights, rq, p.cands[:window])
 	for i, c := range p.cands[:window] {
 		o := p.byName[c.Kind+"\x00"+c.Name]
 		o.ex.SchemaRank, o.ex.SchemaScore = i+1, c.Score

@@ -63,7 +63,7 @@ type Result struct {
 	// Terms are the BM25 query's terms, each with where it came from.
 	Terms []Term
 	// Joins are the joins the names imply between two tables of Items
-	// where no foreign key declares them (Config.InferJoins). Declared
+	// where no foreign key declares them (Config.Propagate.InferJoins). Declared
 	// keys are in the tables' DDL; these are not, and a model writing
 	// SQL over a schema without keys would otherwise guess them.
 	Joins []InferredJoin
@@ -114,23 +114,23 @@ func WithLogger(log *zap.Logger) Option {
 }
 
 // New builds a retriever. catalogs may be nil (no FK expansion); embedder
-// may be nil only when cfg.KNN is off.
+// may be nil only when cfg.Gather.KNN is off.
 func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config, opts ...Option) (*Retriever, error) {
 	switch {
 	case search == nil:
 		return nil, errors.New("retriever: a searcher is required")
-	case cfg.KNN && embedder == nil:
+	case cfg.Gather.KNN && embedder == nil:
 		return nil, errors.New("retriever: KNN needs an embedder")
-	case !cfg.BM25 && !cfg.KNN:
+	case !cfg.Gather.BM25 && !cfg.Gather.KNN:
 		return nil, errors.New("retriever: enable BM25, KNN or both")
-	case cfg.Candidates <= 0:
-		return nil, fmt.Errorf("retriever: candidates must be positive, got %d", cfg.Candidates)
-	case cfg.RRFK <= 0:
-		return nil, fmt.Errorf("retriever: RRF k must be positive, got %v", cfg.RRFK)
-	case cfg.AmbiguousShare < 0 || cfg.AmbiguousShare > 1:
-		return nil, fmt.Errorf("retriever: the ambiguous share is a share of the odds, from 0 (never flag) to 1, got %v", cfg.AmbiguousShare)
-	case cfg.ExampleWeight < 0 || cfg.DocWeight < 0:
-		return nil, fmt.Errorf("retriever: example and doc weights must be zero or more, got %v and %v", cfg.ExampleWeight, cfg.DocWeight)
+	case cfg.Gather.Candidates <= 0:
+		return nil, fmt.Errorf("retriever: candidates must be positive, got %d", cfg.Gather.Candidates)
+	case cfg.Fuse.RRFK <= 0:
+		return nil, fmt.Errorf("retriever: RRF k must be positive, got %v", cfg.Fuse.RRFK)
+	case cfg.Route.AmbiguousShare < 0 || cfg.Route.AmbiguousShare > 1:
+		return nil, fmt.Errorf("retriever: the ambiguous share is a share of the odds, from 0 (never flag) to 1, got %v", cfg.Route.AmbiguousShare)
+	case cfg.Fuse.ExampleWeight < 0 || cfg.Fuse.DocWeight < 0:
+		return nil, fmt.Errorf("retriever: example and doc weights must be zero or more, got %v and %v", cfg.Fuse.ExampleWeight, cfg.Fuse.DocWeight)
 	}
 	r := &Retriever{search: search, embedder: embedder, catalogs: catalogs, cfg: cfg, graphs: newGraphCache()}
 	r.reads.log = zap.NewNop()

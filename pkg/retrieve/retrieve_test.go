@@ -137,7 +137,7 @@ func TestForeignKeyBridge(t *testing.T) {
 		t.Errorf("explain does not show the bridge: %+v", res.Explain)
 	}
 
-	cfg.FKExpansion = false
+	cfg.Expand.Enabled = false
 	f2 := newFixture(t, cfg)
 	res, _ = f2.ret.Retrieve(ctx, retrieve.Request{Database: "school", Question: q, K: 2, Kinds: []string{chunk.KindTable}})
 	if len(res.Items) != 2 {
@@ -160,7 +160,7 @@ func TestExplainRecordsEveryStage(t *testing.T) {
 		if ex.BM25Rank == 0 && ex.KNNRank == 0 && ex.Bridge == "" {
 			t.Errorf("%s came from no retriever", ex.Name)
 		}
-		if ex.FusedRank > 0 && ex.FusedRank <= cfg.SchemaWindow && ex.SchemaRank == 0 {
+		if ex.FusedRank > 0 && ex.FusedRank <= cfg.Rescore.Window && ex.SchemaRank == 0 {
 			t.Errorf("%s was in the rescoring window but has no schema rank", ex.Name)
 		}
 		if ex.FinalRank > 0 {
@@ -223,29 +223,29 @@ func TestKindsAndDocs(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	s := &sqlite.Store{}
 	bad := []retrieve.Config{
-		{Candidates: 10, RRFK: 60},
-		{Candidates: 0, RRFK: 60, BM25: true},
-		{Candidates: 10, RRFK: 0, BM25: true},
-		{Candidates: 10, RRFK: 60, KNN: true},
+		{Gather: retrieve.GatherConfig{Candidates: 10}, Fuse: retrieve.FuseConfig{RRFK: 60}},
+		{Gather: retrieve.GatherConfig{Candidates: 0, BM25: true}, Fuse: retrieve.FuseConfig{RRFK: 60}},
+		{Gather: retrieve.GatherConfig{Candidates: 10, BM25: true}, Fuse: retrieve.FuseConfig{RRFK: 0}},
+		{Gather: retrieve.GatherConfig{Candidates: 10, KNN: true}, Fuse: retrieve.FuseConfig{RRFK: 60}},
 	}
 	with := func(f func(*retrieve.Config)) retrieve.Config {
 		c := retrieve.DefaultConfig
-		c.KNN = false
+		c.Gather.KNN = false
 		f(&c)
 		return c
 	}
 	bad = append(bad,
-		with(func(c *retrieve.Config) { c.AmbiguousShare = -0.1 }),
-		with(func(c *retrieve.Config) { c.AmbiguousShare = 1.5 }),
-		with(func(c *retrieve.Config) { c.ExampleWeight = -1 }),
-		with(func(c *retrieve.Config) { c.DocWeight = -1 }),
+		with(func(c *retrieve.Config) { c.Route.AmbiguousShare = -0.1 }),
+		with(func(c *retrieve.Config) { c.Route.AmbiguousShare = 1.5 }),
+		with(func(c *retrieve.Config) { c.Fuse.ExampleWeight = -1 }),
+		with(func(c *retrieve.Config) { c.Fuse.DocWeight = -1 }),
 	)
 	for i, cfg := range bad {
 		if _, err := retrieve.New(s, nil, nil, cfg); err == nil {
 			t.Errorf("config %d: want an error", i)
 		}
 	}
-	if _, err := retrieve.New(s, nil, nil, with(func(c *retrieve.Config) { c.AmbiguousShare = 0 })); err != nil {
+	if _, err := retrieve.New(s, nil, nil, with(func(c *retrieve.Config) { c.Route.AmbiguousShare = 0 })); err != nil {
 		t.Errorf("a share of 0 (never flag): %v", err)
 	}
 	if _, err := retrieve.New(nil, nil, nil, retrieve.DefaultConfig); err == nil {
@@ -296,7 +296,7 @@ CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 		wantBM25  int // companies' BM25 rank: 0, not found by BM25
 	}{{0, 0}, {4, 1}} {
 		cfg := retrieve.DefaultConfig
-		cfg.PrefixMin = tc.prefixMin
+		cfg.Analyse.PrefixMin = tc.prefixMin
 		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "geo", Question: "Which ones were incorporated first?", K: 3})
 		rank := -1
 		for _, ex := range res.Explain {
@@ -335,7 +335,7 @@ CREATE TABLE store.productcategory (product_code text REFERENCES store.product, 
 		{true, "Which products are there?", "store.product"},
 	} {
 		cfg := retrieve.DefaultConfig
-		cfg.Compounds = tc.compounds
+		cfg.Analyse.Compounds = tc.compounds
 		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "pool", Question: tc.question, K: 3})
 		for _, ex := range res.Explain {
 			if ex.BM25Rank == 1 && ex.Name != tc.first {
@@ -494,7 +494,7 @@ CREATE TABLE critics.ratings (film_id int REFERENCES critics.films, rating_score
 	retrieveWith := func(weight float64, question, hints string) *retrieve.Result {
 		t.Helper()
 		cfg := retrieve.DefaultConfig
-		cfg.IdentifierWeight = weight
+		cfg.Fuse.IdentifierWeight = weight
 		return retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "pool", Question: question, Hints: hints, K: 3})
 	}
 	for _, tc := range []struct {
@@ -506,7 +506,7 @@ CREATE TABLE critics.ratings (film_id int REFERENCES critics.films, rating_score
 		{"Which movies were released in 1945?", "best refers to MAX(ratings.rating_score)", "critics.ratings", ""},
 		{"Which movies were released in 1945?", "", "cinema.movie_releases", "cinema.movie_releases"},
 	} {
-		res := retrieveWith(retrieve.DefaultConfig.IdentifierWeight, tc.question, tc.hints)
+		res := retrieveWith(retrieve.DefaultConfig.Fuse.IdentifierWeight, tc.question, tc.hints)
 		if got := names(res.Items); len(got) == 0 || got[0] != tc.first {
 			t.Errorf("hints %q: first %v, want %s", tc.hints, got, tc.first)
 		}
@@ -545,7 +545,7 @@ CREATE TABLE movie_genres (movie_id int REFERENCES movie, genre text);
 	rank := map[bool]int{} // gender's place, with the stage on and off
 	for _, on := range []bool{true, false} {
 		cfg := retrieve.DefaultConfig
-		cfg.ValueClasses = on
+		cfg.Analyse.ValueClasses = on
 		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "films", Question: q, K: 6})
 		rank[on] = slices.Index(names(res.Items), "public.gender") + 1
 		has := slices.ContainsFunc(res.Terms, func(term retrieve.Term) bool {
@@ -580,7 +580,7 @@ CREATE TABLE clients (client_id int PRIMARY KEY, address_1 text, address_2 text,
 	s, e := indexCatalogs(t, cat)
 	for _, drop := range []bool{true, false} {
 		cfg := retrieve.DefaultConfig
-		cfg.DropDates = drop
+		cfg.Analyse.DropDates = drop
 		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "crm", Question: "Which issues were received on 2017/3/27 at 10:30?", K: 2})
 		searched := slices.ContainsFunc(res.Terms, func(term retrieve.Term) bool { return term.Term == "27" || term.Term == "30" })
 		if searched == drop {
@@ -673,7 +673,7 @@ CREATE TABLE reviews.critics (critic_id int PRIMARY KEY, name text);
 				t.Fatal(err)
 			}
 			cfg := retrieve.DefaultConfig
-			cfg.ExampleWeight = tc.weight
+			cfg.Fuse.ExampleWeight = tc.weight
 			res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "pool", Question: question, K: 5, Kinds: tc.kinds})
 			var tables []string
 			for _, it := range res.Items {
@@ -740,7 +740,7 @@ CREATE TABLE language (language_id int PRIMARY KEY, name text);
 		want  bool
 	}{{false, false}, {true, true}} {
 		cfg := retrieve.DefaultConfig
-		cfg.InferJoins = tc.infer
+		cfg.Propagate.InferJoins = tc.infer
 		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -796,7 +796,7 @@ CREATE TABLE rental (rental_id int PRIMARY KEY, customer_id int REFERENCES custo
 		{"Which actors played in comedy films?", 6, false},
 	} {
 		cfg := retrieve.DefaultConfig
-		cfg.InferJoins = tc.infer
+		cfg.Propagate.InferJoins = tc.infer
 		r, err := retrieve.New(s, e, oneCatalog{cat}, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -933,7 +933,7 @@ CREATE TABLE products (product_id bigint PRIMARY KEY, title text, price numeric)
 		t.Fatal(err)
 	}
 	const question = "How much money was refunded to customers in March?"
-	on := retrieve.DefaultConfig.DocWeight
+	on := retrieve.DefaultConfig.Fuse.DocWeight
 	const named = "# Refunds\n\nA refund is recorded as a payment with a negative `payments.amount`, linked to the order it refunds."
 	for _, tc := range []struct {
 		name   string
@@ -957,7 +957,7 @@ CREATE TABLE products (product_id bigint PRIMARY KEY, title text, price numeric)
 				t.Fatal(err)
 			}
 			cfg := retrieve.DefaultConfig
-			cfg.DocWeight = tc.weight
+			cfg.Fuse.DocWeight = tc.weight
 			req := tc.req
 			req.Database, req.Question, req.K = "shop", question, 5
 			res := retrieveOnce(t, s, e, cat, cfg, req)
@@ -1014,13 +1014,13 @@ CREATE TABLE payroll.salaries (employee_id bigint REFERENCES payroll.employees, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	on := retrieve.DefaultConfig.AmbiguousShare
+	on := retrieve.DefaultConfig.Route.AmbiguousShare
 	for _, tc := range []struct {
 		name      string
 		cat       *catalog.Catalog
 		question  string
 		schemas   []string
-		share     float64 // Config.AmbiguousShare
+		share     float64 // Config.Route.AmbiguousShare
 		ambiguous bool
 		listed    []string // the schemas the result lists, likeliest first (order checked where one leads)
 	}{
@@ -1033,7 +1033,7 @@ CREATE TABLE payroll.salaries (employee_id bigint REFERENCES payroll.employees, 
 		t.Run(tc.name, func(t *testing.T) {
 			s, e := indexCatalogs(t, tc.cat)
 			cfg := retrieve.DefaultConfig
-			cfg.AmbiguousShare = tc.share
+			cfg.Route.AmbiguousShare = tc.share
 			res := retrieveOnce(t, s, e, tc.cat, cfg, retrieve.Request{Database: tc.cat.Database, Question: tc.question, K: 5, Schemas: tc.schemas})
 			if res.Ambiguous != tc.ambiguous {
 				t.Errorf("ambiguous %v, want %v (schemas %v)", res.Ambiguous, tc.ambiguous, res.Schemas)

@@ -28,7 +28,7 @@ func (r *Retriever) rankByEvidence(all []*object) ([]string, map[string]float64)
 	for schema, ss := range scores {
 		sort.Sort(sort.Reverse(sort.Float64Slice(ss)))
 		w := 1.0
-		for i := 0; i < len(ss) && i < max(r.cfg.RoutingDepth, 1); i++ {
+		for i := 0; i < len(ss) && i < max(r.cfg.Route.Depth, 1); i++ {
 			agg[schema] += w * ss[i]
 			w /= 4 // later tables add less and less
 		}
@@ -130,13 +130,13 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 	g := r.graphs.get(cat)
 	var schemas []string
 	evidence, likelihood := map[string]int{}, map[string]int{}
-	if r.cfg.RoutingByVocab {
+	if r.cfg.Route.ByVocab {
 		schemas = g.vocab.rank(words)
 	} else {
 		var agg map[string]float64
 		schemas, agg = r.rankByEvidence(objects())
 		evidence = ranks(schemas, agg)
-		if w := r.cfg.RoutingLikelihood; w > 0 && len(schemas) > 1 {
+		if w := r.cfg.Route.Likelihood; w > 0 && len(schemas) > 1 {
 			// Query likelihood counts a word the question repeats each
 			// time; it also sees the expansions, and the compounds of
 			// adjacent words, as the identifier fields hold them (order
@@ -148,14 +148,14 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 				}
 			}
 			lt = append(lt, text.Compounds(words)...)
-			byLikelihood, scores := g.vocab.likelihood(lt, r.cfg.RoutingMu, schemas)
+			byLikelihood, scores := g.vocab.likelihood(lt, r.cfg.Route.Mu, schemas)
 			likelihood = ranks(byLikelihood, scores)
 			schemas = fuseRanks(schemas, byLikelihood, w)
 		}
 	}
 	fused := schemas
 	var judged []SchemaShare
-	if r.cfg.RoutingFeatures && len(schemas) > 1 && len(evidence) > 0 {
+	if r.cfg.Route.Features && len(schemas) > 1 && len(evidence) > 0 {
 		var scores map[string]float64
 		schemas, scores = g.vocab.routeFeatures(words, objects(), schemas, evidence, likelihood)
 		judged = shares(scores)
@@ -170,7 +170,7 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 	for i, s := range fused {
 		tail[s] = i + 1
 	}
-	if n := r.cfg.SchemaExpansion; n > 0 {
+	if n := r.cfg.Route.Expansion; n > 0 {
 		added := 0
 		for _, t := range cat.Tables() {
 			if added >= n || t.Schema != schemas[0] || t.PartitionOf != nil {
@@ -381,7 +381,7 @@ func (r *Retriever) schemasOf(res *Result, judged []SchemaShare) {
 	for i, s := range judged[:n] {
 		res.Schemas[i] = SchemaShare{Schema: s.Schema, Share: math.Round(s.Share*1000) / 1000}
 	}
-	if judged[0].Share >= r.cfg.AmbiguousShare {
+	if judged[0].Share >= r.cfg.Route.AmbiguousShare {
 		return
 	}
 	res.Ambiguous = true
@@ -401,12 +401,12 @@ func (r *Retriever) routingBonus(rank int) float64 {
 	if rank == 0 {
 		return 0
 	}
-	return r.cfg.RoutingWeight / (r.cfg.RoutingK + float64(rank))
+	return r.cfg.Route.Weight / (r.cfg.Route.K + float64(rank))
 }
 
 // route ranks the schemas the question may be about (route.go).
 func (p *run) route() {
-	if !p.cfg.SchemaRouting && p.cfg.SchemaExpansion <= 0 {
+	if !p.cfg.Route.Enabled && p.cfg.Route.Expansion <= 0 {
 		return
 	}
 	// Hints route too: a definition naming a column says which database

@@ -204,12 +204,12 @@ func TestRouteFusesLikelihood(t *testing.T) {
 	for _, tc := range []struct {
 		likelihood float64
 		want       string // schema routed first
-	}{{0, "music"}, {DefaultConfig.RoutingLikelihood, "radio"}} {
+	}{{0, "music"}, {DefaultConfig.Route.Likelihood, "radio"}} {
 		cfg := DefaultConfig
-		cfg.RoutingLikelihood = tc.likelihood
+		cfg.Route.Likelihood = tc.likelihood
 		// The two rankings alone: the features would side with radio's
 		// coverage either way (TestRouteFeaturesOverruleByAMargin).
-		cfg.RoutingFeatures = false
+		cfg.Route.Features = false
 		r := &Retriever{cfg: cfg, graphs: newGraphCache()}
 		table := func(name, schema string) rerank.Candidate {
 			return rerank.Candidate{Kind: chunk.KindTable, Name: name, Schema: schema}
@@ -241,7 +241,7 @@ func TestRouteMarksSchemaByFeatures(t *testing.T) {
 	// Evidence alone in the fused ranking, so that it follows BM25's
 	// first table.
 	cfg := DefaultConfig
-	cfg.RoutingLikelihood = 0
+	cfg.Route.Likelihood = 0
 	r := &Retriever{cfg: cfg, graphs: newGraphCache()}
 	table := func(name string, bm25Rank int, bm25 float64) *object {
 		schema, _, _ := strings.Cut(name, ".")
@@ -310,10 +310,10 @@ CREATE TABLE movie_roles (movie_id int REFERENCES movie, character_name text);
 		want string // the fused order after propagation
 	}{
 		{0, "public.movie public.movie_genres public.movie_keywords public.movie_roles"},
-		{DefaultConfig.PropagationOwn, "public.movie public.movie_roles public.movie_genres public.movie_keywords"},
+		{DefaultConfig.Propagate.Own, "public.movie public.movie_roles public.movie_genres public.movie_keywords"},
 	} {
 		cfg := DefaultConfig
-		cfg.PropagationOwn = tc.own
+		cfg.Propagate.Own = tc.own
 		r := &Retriever{cfg: cfg, graphs: newGraphCache()}
 		table := func(name string, rrf float64) *object {
 			return &object{key: name, cand: rerank.Candidate{Kind: chunk.KindTable, Name: name, Schema: "public"}, rrf: rrf, base: rrf}
@@ -392,7 +392,7 @@ func TestCommonPhrases(t *testing.T) {
 		{parted, 0.1, []string{"total", "amount", "full", "name"}, "fullname"},
 	} {
 		cfg := DefaultConfig
-		cfg.CommonHeads = tc.share
+		cfg.Analyse.CommonHeads = tc.share
 		r := &Retriever{cfg: cfg, graphs: newGraphCache()}
 		if got := strings.Join(r.commonPhrases(tc.terms, tc.cat), " "); got != tc.want {
 			t.Errorf("commonPhrases(%v) at %v = %q, want %q", tc.terms, tc.share, got, tc.want)

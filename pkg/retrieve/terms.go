@@ -44,27 +44,27 @@ func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
 	for _, w := range words {
 		add(w, FromQuestion, "")
 	}
-	if cat == nil || (r.cfg.PrefixMin <= 0 && !r.cfg.Corrections && !r.cfg.Compounds) {
+	if cat == nil || (r.cfg.Analyse.PrefixMin <= 0 && !r.cfg.Analyse.Corrections && !r.cfg.Analyse.Compounds) {
 		return out
 	}
 	v := r.graphs.get(cat).vocab
-	if r.cfg.Compounds {
+	if r.cfg.Analyse.Compounds {
 		for _, w := range words {
 			for _, c := range v.heads[w] {
 				add(c, FromCompound, w)
 			}
 		}
 	}
-	if r.cfg.Corrections {
+	if r.cfg.Analyse.Corrections {
 		for _, w := range words {
 			if c := v.correction(w); c != "" {
 				add(c, FromCorrection, w)
 			}
 		}
 	}
-	if r.cfg.PrefixMin > 0 {
+	if r.cfg.Analyse.PrefixMin > 0 {
 		for _, w := range words {
-			for n := r.cfg.PrefixMin; n <= len(w)-2; n++ {
+			for n := r.cfg.Analyse.PrefixMin; n <= len(w)-2; n++ {
 				if v.df[w[:n]] > 0 {
 					add(w[:n], FromPrefix, w)
 				}
@@ -77,7 +77,7 @@ func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
 // valueTerms adds to terms the attributes that hold the values s names
 // (text.ValueClasses), those the database's identifiers use.
 func (r *Retriever) valueTerms(s string, terms []Term, cat *catalog.Catalog) []Term {
-	if !r.cfg.ValueClasses || cat == nil {
+	if !r.cfg.Analyse.ValueClasses || cat == nil {
 		return terms
 	}
 	classes, from := text.ValueClasses(s)
@@ -101,11 +101,11 @@ const minCommonHead = 3
 // commonPhrases are the compounds of adjacent query words that
 // CommonHeads leaves out.
 func (r *Retriever) commonPhrases(terms []string, cat *catalog.Catalog) []string {
-	if r.cfg.CommonHeads <= 0 || cat == nil {
+	if r.cfg.Analyse.CommonHeads <= 0 || cat == nil {
 		return nil
 	}
 	v := r.graphs.get(cat).vocab
-	floor := max(float64(minCommonHead), r.cfg.CommonHeads*float64(v.objects))
+	floor := max(float64(minCommonHead), r.cfg.Analyse.CommonHeads*float64(v.objects))
 	words := index.QueryWords(terms)
 	var out []string
 	for i := 1; i < len(words); i++ {
@@ -128,12 +128,12 @@ func termStrings(terms []Term) []string {
 // analyse turns the question and hints into BM25 terms.
 func (p *run) analyse() {
 	p.question, p.hints = p.req.Question, p.req.Hints
-	if p.cfg.DropDates {
+	if p.cfg.Analyse.DropDates {
 		p.question, p.hints = text.StripDates(p.question), text.StripDates(p.hints)
 	}
 	p.words = text.QueryTerms(p.question)
 	p.res.Terms = p.r.valueTerms(p.question, p.r.queryTerms(p.words, p.cat), p.cat)
-	if strings.TrimSpace(p.req.Hints) != "" && p.cfg.BM25 && p.cfg.HintWeight > 0 {
+	if strings.TrimSpace(p.req.Hints) != "" && p.cfg.Gather.BM25 && p.cfg.Fuse.HintWeight > 0 {
 		p.hintWords = text.QueryTerms(p.hints)
 		p.hintTerms = p.r.valueTerms(p.hints, p.r.queryTerms(p.hintWords, p.cat), p.cat)
 	}
