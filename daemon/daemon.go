@@ -63,7 +63,7 @@ type Retriever interface {
 // Asker turns a question and its retrieved context into checked SQL. A nil
 // Asker makes ask retrieval-only.
 type Asker interface {
-	Ask(ctx context.Context, db *catalog.Catalog, req *events.AskRequest, res *retrieve.Result) (*events.AskReply, error)
+	Ask(ctx context.Context, db *catalog.Catalog, req ask.Request, res *retrieve.Result) (*ask.Answer, error)
 }
 
 // Config of the daemon. Start from DefaultConfig.
@@ -646,7 +646,7 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 		return nil, err
 	}
 	d.tally(events.EndpointSearch, res)
-	out := &events.SearchReply{Database: req.Database, Results: contextItems(res), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings),
+	out := &events.SearchReply{Database: req.Database, Results: contextItems(res, true), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings),
 		Warnings: res.Warnings, Schemas: res.Schemas, Ambiguous: res.Ambiguous}
 	if w := driftWarning(cat); w != "" {
 		out.Warnings = append(out.Warnings, w)
@@ -672,32 +672,15 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 		req.AllowSystemCatalogs = false
 		refusedSystem = "the request allows system catalogs, but this daemon does not (its operator starts it with --allow-system-catalogs): the SQL may read only the database's own tables"
 	}
-	var out *events.AskReply
 	if d.asker == nil {
-		out = &events.AskReply{Database: req.Database, Explanation: d.cfg.NoGatewayHint, RetrievalOnly: true,
-			Context: contextItems(res), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings),
-			Warnings: append([]string{"no LLM gateway configured: retrieval only"}, res.Warnings...)}
-		for _, it := range res.Items {
-			if it.Kind == "table" || it.Kind == "view" {
-				out.Tables = append(out.Tables, it.Name)
-			}
-		}
-		if req.Explain {
-			out.Explain, out.QueryTerms = res.Explain, res.Terms
-		}
-	} else {
-		out, err = d.asker.Ask(ctx, cat, req, res)
+		return d.askReply(req, cat, res, nil, refusedSystem), nil
 	}
-	if out != nil {
-		if refusedSystem != "" {
-			out.Warnings = append(out.Warnings, refusedSystem)
-		}
-		out.Schemas, out.Ambiguous = res.Schemas, res.Ambiguous
-		if w := driftWarning(cat); w != "" {
-			out.Warnings = append(out.Warnings, w)
-		}
+	ans, err := d.asker.Ask(ctx, cat, ask.Request{Database: req.Database, Question: req.Question, Hints: req.Hints,
+		SystemCatalogs: req.AllowSystemCatalogs}, res)
+	if err != nil {
+		return nil, err
 	}
-	return out, err
+	return d.askReply(req, cat, res, ans, refusedSystem), nil
 }
 
 // tally counts a reply whose context the token budget cut, and one whose
@@ -829,17 +812,4 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 		out.Next = all[end-1].Name
 	}
 	return out, nil
-}
-
-func contextItems(res *retrieve.Result) []events.ContextItem {
-	out := make([]events.ContextItem, 0, len(res.Items))
-	for _, it := range res.Items {
-		out = append(out, events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score, Text: it.Text, Bridge: it.Bridge, Title: it.Title})
-	}
-	return out
-}
-
-func timings(t retrieve.Timings) map[string]float64 {
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return map[string]float64{"retrieve": ms(t.Total), "bm25": ms(t.BM25), "knn": ms(t.KNN), "embed": ms(t.Embed)}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/ask"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/client"
@@ -501,10 +502,10 @@ func TestUnreadyDaemonLeavesQueueGroup(t *testing.T) {
 // slowAsker answers after a delay, as a model does.
 type slowAsker struct{ delay time.Duration }
 
-func (s slowAsker) Ask(ctx context.Context, _ *catalog.Catalog, req *events.AskRequest, _ *retrieve.Result) (*events.AskReply, error) {
+func (s slowAsker) Ask(ctx context.Context, _ *catalog.Catalog, _ ask.Request, _ *retrieve.Result) (*ask.Answer, error) {
 	select {
 	case <-time.After(s.delay):
-		return &events.AskReply{Database: req.Database, SQL: "SELECT 1"}, nil
+		return &ask.Answer{SQL: "SELECT 1"}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

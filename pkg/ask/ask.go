@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"net/http"
 	"time"
 
-	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/redact"
 	"github.com/schemaq/schemaq/pkg/retrieve"
@@ -54,37 +51,77 @@ type attempt struct {
 	failure               error // *OutputError or *sqlguard.Rejection
 }
 
-// Ask asks the model and checks its SQL. Gateway failures are returned as
-// errors; everything the model got wrong comes back as a reply with its
-// error set (and the SQL it wrote), after one repair round.
-func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRequest, res *retrieve.Result) (*events.AskReply, error) {
-	reply := &events.AskReply{Database: req.Database, Timings: map[string]float64{"retrieve": ms(res.Timings.Total)}}
-	for _, it := range res.Items {
-		reply.Context = append(reply.Context, events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score, Bridge: it.Bridge, Title: it.Title})
+// Request is what an ask needs besides the retrieval.
+type Request struct {
+	Database, Question, Hints string
+	// SystemCatalogs lets the SQL read pg_catalog, information_schema
+	// and the session's identity (sqlguard.Options).
+	SystemCatalogs bool
+}
+
+// Answer is what asking the model came to.
+type Answer struct {
+	SQL         string // checked SQL; empty when there is none
+	Explanation string
+	// RejectedSQL is the SQL the guard, the verifier or a failed repair
+	// round refused. Refused SQL is never in SQL.
+	RejectedSQL string
+	Tables      []string // the tables and views SQL reads
+	Warnings    []string // the guard's and the verifier's, with SQL
+	Usage       Usage    // of every completion, the repair round's too
+	LLM, Guard  time.Duration
+	// Err says why there is no SQL: an *OutputError or a
+	// *sqlguard.Rejection after the repair round, *Unanswerable, or a
+	// *GatewayFailure. Nil with SQL.
+	Err error
+}
+
+// Unanswerable is a model's word that the schema cannot answer the
+// question.
+type Unanswerable struct{ Explanation string }
+
+func (e *Unanswerable) Error() string {
+	return "the model found no way to answer from this schema: " + e.Explanation
+}
+
+// GatewayFailure is a gateway that failed an ask; First is why the first
+// answer was refused when it failed in the repair round.
+type GatewayFailure struct {
+	Err   error // matches ErrGateway; a *GatewayError when it answered
+	First error
+}
+
+func (e *GatewayFailure) Error() string {
+	if e.First != nil {
+		return fmt.Sprintf("the LLM gateway failed in the repair round: %v; the first answer was refused: %v", e.Err, e.First)
 	}
-	reply.Joins = retrieve.WireJoins(res.Joins)
-	reply.Warnings = append(reply.Warnings, res.Warnings...)
-	if req.Explain {
-		reply.Explain, reply.QueryTerms = res.Explain, res.Terms
-	}
+	return fmt.Sprintf("the LLM gateway failed: %v", e.Err)
+}
+
+func (e *GatewayFailure) Unwrap() error { return e.Err }
+
+// Ask asks the model and checks its SQL. Everything the model or the
+// gateway got wrong comes back as an Answer with Err set, after one
+// repair round for what the model got wrong; an error means the ask
+// itself failed (its context ended).
+func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req Request, res *retrieve.Result) (*Answer, error) {
+	ans := &Answer{}
 	msgs := Prompt(req.Database, res, req.Question, req.Hints)
-	var usage Usage
-	var llm, guard time.Duration
 	try := func(msgs []Message) (*attempt, error) {
 		t0 := time.Now()
 		out, err := a.gw.Complete(ctx, Completion{Messages: msgs, JSON: true})
-		llm += time.Since(t0)
+		ans.LLM += time.Since(t0)
 		if err != nil {
 			return nil, err
 		}
-		usage.add(out.Usage)
+		ans.Usage.add(out.Usage)
 		at := &attempt{raw: out.Content}
 		at.sql, at.explanation, at.failure = ParseOutput(out.Content)
 		if at.failure != nil || at.sql == "" {
 			return at, nil
 		}
 		t0 = time.Now()
-		at.guard, at.failure = sqlguard.CheckWith(at.sql, cat, sqlguard.Options{SystemCatalogs: req.AllowSystemCatalogs})
+		at.guard, at.failure = sqlguard.CheckWith(at.sql, cat, sqlguard.Options{SystemCatalogs: req.SystemCatalogs})
 		if at.failure == nil && a.verify != nil {
 			var r *sqlguard.Rejection
 			switch err := a.verify.Verify(ctx, req.Database, at.sql); {
@@ -94,7 +131,7 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRe
 				at.guard.Warnings = append(at.guard.Warnings, "not verified against the database: "+redact.Text(err.Error()))
 			}
 		}
-		guard += time.Since(t0)
+		ans.Guard += time.Since(t0)
 		return at, nil
 	}
 	at, err := try(msgs)
@@ -104,65 +141,30 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req *events.AskRe
 		first = at
 		at, err = try(repairMessages(msgs, at.raw, at.failure.Error()))
 	}
-	reply.Timings["llm"], reply.Timings["guard"] = ms(llm), ms(guard)
-	reply.Usage = &events.Usage{PromptTokens: usage.Prompt, CompletionTokens: usage.Completion, CachedTokens: usage.Cached}
 	if err != nil {
 		if !errors.Is(err, ErrGateway) || ctx.Err() != nil {
 			return nil, fmt.Errorf("ask %s: %w", req.Database, err)
 		}
-		// A gateway failure still answers with the context retrieved,
+		// A gateway failure still answers (with the context retrieved),
 		// and, when it failed in the repair round, with the first answer
 		// and why it was refused.
-		code := events.CodeGatewayError
-		var ge *GatewayError
-		if errors.As(err, &ge) && (ge.Status == http.StatusUnauthorized || ge.Status == http.StatusForbidden) {
-			code = events.CodeGatewayAuth
-		}
+		f := &GatewayFailure{Err: err}
 		if first != nil {
-			reply.RejectedSQL = first.sql
-			reply.Error = events.Errorf(code, "the LLM gateway failed in the repair round: %v; the first answer was refused: %v", err, first.failure)
-		} else {
-			reply.Error = events.Errorf(code, "the LLM gateway failed: %v", err)
+			ans.RejectedSQL, f.First = first.sql, first.failure
 		}
-		if ge != nil && ge.RetryAfter > 0 {
-			reply.Error.RetryAfter = int(math.Ceil(ge.RetryAfter.Seconds()))
-		}
-		return reply, nil
+		ans.Err = f
+		return ans, nil
 	}
-	reply.SQL, reply.Explanation = at.sql, at.explanation
+	ans.SQL, ans.Explanation = at.sql, at.explanation
 	switch {
 	case at.failure != nil:
-		// Refused SQL never travels as sql: see events.AskReply.
-		reply.SQL, reply.RejectedSQL = "", at.sql
-		reply.Error = wireError(at.failure)
+		ans.SQL, ans.RejectedSQL = "", at.sql
+		ans.Err = at.failure
 	case at.sql == "":
-		reply.Error = events.Errorf(events.CodeUnanswerable, "the model found no way to answer from this schema: %s", at.explanation)
+		ans.Err = &Unanswerable{Explanation: at.explanation}
 	default:
-		reply.Tables = at.guard.Tables
-		reply.Warnings = append(reply.Warnings, at.guard.Warnings...)
+		ans.Tables = at.guard.Tables
+		ans.Warnings = at.guard.Warnings
 	}
-	return reply, nil
+	return ans, nil
 }
-
-func wireError(err error) *events.Error {
-	var oe *OutputError
-	if errors.As(err, &oe) {
-		return events.Errorf(events.CodeInvalidOutput, "%v; the model answered: %.500s", oe.Err, oe.Raw)
-	}
-	code := events.CodeInvalidSQL
-	switch {
-	case errors.Is(err, sqlguard.ErrUnsafe):
-		code = events.CodeUnsafeSQL
-	case errors.Is(err, sqlguard.ErrUnknownTable):
-		code = events.CodeUnknownTable
-	case errors.Is(err, sqlguard.ErrUnknownColumn):
-		code = events.CodeUnknownColumn
-	}
-	var r *sqlguard.Rejection
-	if errors.As(err, &r) {
-		return events.Errorf(code, "%s", r.Reason)
-	}
-	return events.Errorf(code, "%v", err)
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

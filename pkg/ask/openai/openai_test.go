@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/ask"
 	"github.com/schemaq/schemaq/pkg/ask/openai"
@@ -135,13 +136,21 @@ func fixture(t *testing.T) (*catalog.Catalog, *retrieve.Result) {
 	return cat, &retrieve.Result{Items: items}
 }
 
-func askOnce(t *testing.T, gw ask.Gateway, q string, res *retrieve.Result, cat *catalog.Catalog) (*events.AskReply, error) {
+func askOnce(t *testing.T, gw ask.Gateway, q string, res *retrieve.Result, cat *catalog.Catalog) (*ask.Answer, error) {
 	t.Helper()
 	a, err := ask.New(gw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a.Ask(context.Background(), cat, &events.AskRequest{Database: "shop", Question: q}, res)
+	return a.Ask(context.Background(), cat, ask.Request{Database: "shop", Question: q}, res)
+}
+
+// replyError is the error a daemon's reply carries for the answer.
+func replyError(ans *ask.Answer) *events.Error {
+	if ans == nil || ans.Err == nil {
+		return nil
+	}
+	return daemon.AskError(ans.Err)
 }
 
 func TestAskWritesCheckedSQL(t *testing.T) {
@@ -149,19 +158,15 @@ func TestAskWritesCheckedSQL(t *testing.T) {
 	g, gw := newGateway(t, 5*time.Second, step{content: "```json\n{\"sql\": \"SELECT c.name, sum(o.total) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.name;\", \"explanation\": \"revenue per customer\"}\n```"})
 	q := "What is the revenue per customer?  (with odd  spacing)"
 	reply, err := askOnce(t, gw, q, res, cat)
-	if err != nil || reply.Error != nil {
+	if err != nil || replyError(reply) != nil {
 		t.Fatalf("%v %+v", err, reply)
 	}
 	if reply.SQL != "SELECT c.name, sum(o.total) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.name" ||
 		reply.Explanation != "revenue per customer" || strings.Join(reply.Tables, ",") != "public.customers,public.orders" {
 		t.Errorf("reply %+v", reply)
 	}
-	if reply.Usage == nil || reply.Usage.PromptTokens != 1000 || reply.Usage.CachedTokens != 768 || reply.Timings["llm"] <= 0 {
-		t.Errorf("usage/timings %+v %v", reply.Usage, reply.Timings)
-	}
-	// The reply's context is what the prompt held, read by its titles.
-	if n := len(reply.Context); n != len(res.Items) || reply.Context[n-1].Kind != "doc" || reply.Context[n-1].Title != "Revenue" {
-		t.Errorf("context %+v", reply.Context)
+	if reply.Usage.Prompt != 1000 || reply.Usage.Cached != 768 || reply.LLM <= 0 {
+		t.Errorf("usage/timings %+v %v", reply.Usage, reply.LLM)
 	}
 	calls := g.calls()
 	if len(calls) != 1 {
@@ -264,12 +269,12 @@ func TestGuardFailureRepairsOnce(t *testing.T) {
 				t.Errorf("sql %q, want %q", gotSQL, tc.wantSQL)
 			}
 			switch {
-			case tc.wantCode == "" && reply.Error != nil:
-				t.Errorf("unexpected error %v", reply.Error)
-			case tc.wantCode != "" && (reply.Error == nil || reply.Error.Code != tc.wantCode):
-				t.Errorf("error %v, want %s", reply.Error, tc.wantCode)
+			case tc.wantCode == "" && replyError(reply) != nil:
+				t.Errorf("unexpected error %v", replyError(reply))
+			case tc.wantCode != "" && (replyError(reply) == nil || replyError(reply).Code != tc.wantCode):
+				t.Errorf("error %v, want %s", replyError(reply), tc.wantCode)
 			}
-			if reply.Usage.PromptTokens != 2000 {
+			if reply.Usage.Prompt != 2000 {
 				t.Errorf("usage should add both calls: %+v", reply.Usage)
 			}
 		})
@@ -290,7 +295,7 @@ func TestUnknownColumnIsRepairedWithTheRealNames(t *testing.T) {
 	cat, res := fixture(t)
 	g, gw := newGateway(t, time.Second, step{content: `{"sql": "SELECT c.nme FROM customers c"}`}, step{content: `{"sql": "SELECT c.name FROM customers c"}`})
 	reply, err := askOnce(t, gw, "customer names", res, cat)
-	if err != nil || reply.Error != nil || reply.SQL != "SELECT c.name FROM customers c" {
+	if err != nil || replyError(reply) != nil || reply.SQL != "SELECT c.name FROM customers c" {
 		t.Fatalf("%v %+v", err, reply)
 	}
 	calls := g.calls()
@@ -313,11 +318,11 @@ func TestSystemCatalogsOnRequest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reply, err := a.Ask(context.Background(), cat, &events.AskRequest{Database: "shop", Question: "tables?", AllowSystemCatalogs: allow}, res)
+		reply, err := a.Ask(context.Background(), cat, ask.Request{Database: "shop", Question: "tables?", SystemCatalogs: allow}, res)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok := reply.Error == nil && reply.SQL != ""; ok != allow {
+		if ok := replyError(reply) == nil && reply.SQL != ""; ok != allow {
 			t.Errorf("allow=%v: %+v", allow, reply)
 		}
 	}
@@ -330,7 +335,7 @@ func TestRetryAfterAndAuth(t *testing.T) {
 	g, gw := newGateway(t, time.Second, step{status: 429, retryAfter: "20"}, step{content: `{"sql": "SELECT 1"}`})
 	t0 := time.Now()
 	reply, err := askOnce(t, gw, "q", res, cat)
-	if err != nil || reply.Error == nil || reply.Error.Code != events.CodeGatewayError || reply.Error.RetryAfter != 20 || time.Since(t0) > 900*time.Millisecond {
+	if err != nil || replyError(reply) == nil || replyError(reply).Code != events.CodeGatewayError || replyError(reply).RetryAfter != 20 || time.Since(t0) > 900*time.Millisecond {
 		t.Errorf("429 with Retry-After 20 and 1 s to go: %v %+v after %v", err, reply, time.Since(t0))
 	}
 	if n := len(g.calls()); n != 1 {
@@ -339,7 +344,7 @@ func TestRetryAfterAndAuth(t *testing.T) {
 	for _, status := range []int{401, 403} {
 		g, gw := newGateway(t, time.Second, step{status: status}, step{content: `{"sql": "SELECT 1"}`})
 		reply, err := askOnce(t, gw, "q", res, cat)
-		if err != nil || reply.Error == nil || reply.Error.Code != events.CodeGatewayAuth || len(g.calls()) != 1 {
+		if err != nil || replyError(reply) == nil || replyError(reply).Code != events.CodeGatewayAuth || len(g.calls()) != 1 {
 			t.Errorf("%d: %v %+v after %d calls", status, err, reply, len(g.calls()))
 		}
 	}
@@ -350,11 +355,11 @@ func TestGatewayFailsInTheRepairRound(t *testing.T) {
 	cat, res := fixture(t)
 	_, gw := newGateway(t, time.Second, step{content: `{"sql": "DELETE FROM orders"}`}, step{status: 400})
 	reply, err := askOnce(t, gw, "remove old orders", res, cat)
-	if err != nil || reply.Error == nil || reply.Error.Code != events.CodeGatewayError {
+	if err != nil || replyError(reply) == nil || replyError(reply).Code != events.CodeGatewayError {
 		t.Fatalf("%v %+v", err, reply)
 	}
-	if reply.SQL != "" || reply.RejectedSQL != "DELETE FROM orders" || !strings.Contains(reply.Error.Message, "in the repair round") ||
-		!strings.Contains(reply.Error.Message, "the first answer was refused") || len(reply.Context) == 0 {
+	if reply.SQL != "" || reply.RejectedSQL != "DELETE FROM orders" || !strings.Contains(replyError(reply).Message, "in the repair round") ||
+		!strings.Contains(replyError(reply).Message, "the first answer was refused") {
 		t.Errorf("reply %+v", reply)
 	}
 }
@@ -363,7 +368,7 @@ func TestUnanswerableIsNotRepaired(t *testing.T) {
 	cat, res := fixture(t)
 	g, gw := newGateway(t, 5*time.Second, step{content: `{"sql": "", "explanation": "there is no weather data"}`})
 	reply, err := askOnce(t, gw, "what is the weather?", res, cat)
-	if err != nil || reply.Error == nil || reply.Error.Code != events.CodeUnanswerable || !strings.Contains(reply.Error.Message, "weather") || len(g.calls()) != 1 {
+	if err != nil || replyError(reply) == nil || replyError(reply).Code != events.CodeUnanswerable || !strings.Contains(replyError(reply).Message, "weather") || len(g.calls()) != 1 {
 		t.Errorf("%v %+v (%d calls)", err, reply, len(g.calls()))
 	}
 }
@@ -394,16 +399,16 @@ func TestGatewayFailures(t *testing.T) {
 			g, gw := newGateway(t, tc.timeout, tc.steps...)
 			reply, err := askOnce(t, gw, "q", res, cat)
 			if tc.wantErr == "" {
-				if err != nil || reply.Error != nil || reply.SQL != "SELECT 1" {
+				if err != nil || replyError(reply) != nil || reply.SQL != "SELECT 1" {
 					t.Fatalf("%v %+v", err, reply)
 				}
-			} else if err != nil || reply.Error == nil || reply.Error.Code != events.CodeGatewayError || !strings.Contains(reply.Error.Message, tc.wantErr) {
+			} else if err != nil || replyError(reply) == nil || replyError(reply).Code != events.CodeGatewayError || !strings.Contains(replyError(reply).Message, tc.wantErr) {
 				t.Fatalf("got %v %+v, want a gateway_error reply mentioning %q", err, reply, tc.wantErr)
-			} else if len(reply.Context) == 0 || reply.SQL != "" {
-				t.Errorf("a gateway_error reply must keep the context and carry no sql: %+v", reply)
+			} else if reply.SQL != "" {
+				t.Errorf("a gateway_error answer carries no sql: %+v", reply)
 			}
-			if reply != nil && reply.Error != nil && strings.Contains(reply.Error.Message, "sk-test-secret") {
-				t.Errorf("the API key leaked: %v", reply.Error)
+			if reply != nil && replyError(reply) != nil && strings.Contains(replyError(reply).Message, "sk-test-secret") {
+				t.Errorf("the API key leaked: %v", replyError(reply))
 			}
 			if tc.calls > 0 && len(g.calls()) != tc.calls {
 				t.Errorf("%d calls, want %d", len(g.calls()), tc.calls)
@@ -431,7 +436,7 @@ func TestHintsFollowTheQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, hints := range []string{"", "revenue refers to sum(orders.total)"} {
-		if _, err := a.Ask(context.Background(), cat, &events.AskRequest{Database: "shop", Question: "revenue per customer?", Hints: hints}, res); err != nil {
+		if _, err := a.Ask(context.Background(), cat, ask.Request{Database: "shop", Question: "revenue per customer?", Hints: hints}, res); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,113 @@
+package daemon
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/ask"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/sqlguard"
+)
+
+// askReply is the one place an ask's reply is assembled: from the
+// retrieval, and from the model's answer when a gateway is configured
+// (ans nil: retrieval only). refused is the warning for a request that
+// asked for system catalogs this daemon does not allow.
+func (d *Daemon) askReply(req *events.AskRequest, cat *catalog.Catalog, res *retrieve.Result, ans *ask.Answer, refused string) *events.AskReply {
+	out := &events.AskReply{Database: req.Database, Joins: retrieve.WireJoins(res.Joins)}
+	if ans == nil {
+		out.Explanation, out.RetrievalOnly = d.cfg.NoGatewayHint, true
+		out.Context, out.Timings = contextItems(res, true), timings(res.Timings)
+		out.Warnings = append([]string{"no LLM gateway configured: retrieval only"}, res.Warnings...)
+		for _, it := range res.Items {
+			if it.Kind == "table" || it.Kind == "view" {
+				out.Tables = append(out.Tables, it.Name)
+			}
+		}
+	} else {
+		// The prompt held the context's text; the reply names it only.
+		out.Context = contextItems(res, false)
+		out.Timings = map[string]float64{"retrieve": ms(res.Timings.Total), "llm": ms(ans.LLM), "guard": ms(ans.Guard)}
+		out.Warnings = append(append(out.Warnings, res.Warnings...), ans.Warnings...)
+		out.Usage = &events.Usage{PromptTokens: ans.Usage.Prompt, CompletionTokens: ans.Usage.Completion, CachedTokens: ans.Usage.Cached}
+		out.SQL, out.Explanation, out.RejectedSQL, out.Tables = ans.SQL, ans.Explanation, ans.RejectedSQL, ans.Tables
+		if ans.Err != nil {
+			out.Error = AskError(ans.Err)
+		}
+	}
+	if req.Explain {
+		out.Explain, out.QueryTerms = res.Explain, res.Terms
+	}
+	if refused != "" {
+		out.Warnings = append(out.Warnings, refused)
+	}
+	out.Schemas, out.Ambiguous = res.Schemas, res.Ambiguous
+	if w := driftWarning(cat); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
+	return out
+}
+
+// AskError is the error a reply carries for why an answer has no SQL
+// (Answer.Err): its code, and a message that says what to do.
+func AskError(err error) *events.Error {
+	var gf *ask.GatewayFailure
+	if errors.As(err, &gf) {
+		code := events.CodeGatewayError
+		var ge *ask.GatewayError
+		if errors.As(gf.Err, &ge) && (ge.Status == http.StatusUnauthorized || ge.Status == http.StatusForbidden) {
+			code = events.CodeGatewayAuth
+		}
+		e := events.Errorf(code, "%s", gf.Error())
+		if ge != nil && ge.RetryAfter > 0 {
+			e.RetryAfter = int(math.Ceil(ge.RetryAfter.Seconds()))
+		}
+		return e
+	}
+	var un *ask.Unanswerable
+	if errors.As(err, &un) {
+		return events.Errorf(events.CodeUnanswerable, "%s", un.Error())
+	}
+	var oe *ask.OutputError
+	if errors.As(err, &oe) {
+		return events.Errorf(events.CodeInvalidOutput, "%v; the model answered: %.500s", oe.Err, oe.Raw)
+	}
+	code := events.CodeInvalidSQL
+	switch {
+	case errors.Is(err, sqlguard.ErrUnsafe):
+		code = events.CodeUnsafeSQL
+	case errors.Is(err, sqlguard.ErrUnknownTable):
+		code = events.CodeUnknownTable
+	case errors.Is(err, sqlguard.ErrUnknownColumn):
+		code = events.CodeUnknownColumn
+	}
+	var r *sqlguard.Rejection
+	if errors.As(err, &r) {
+		return events.Errorf(code, "%s", r.Reason)
+	}
+	return events.Errorf(code, "%v", err)
+}
+
+// contextItems are a result's items as a reply lists them, with their
+// text or without.
+func contextItems(res *retrieve.Result, text bool) []events.ContextItem {
+	out := make([]events.ContextItem, 0, len(res.Items))
+	for _, it := range res.Items {
+		c := events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score, Bridge: it.Bridge, Title: it.Title}
+		if text {
+			c.Text = it.Text
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func timings(t retrieve.Timings) map[string]float64 {
+	return map[string]float64{"retrieve": ms(t.Total), "bm25": ms(t.BM25), "knn": ms(t.KNN), "embed": ms(t.Embed)}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
