@@ -221,11 +221,21 @@ func TestKubernetesSharedIndex(t *testing.T) {
 
 			ns := natstest.ServerWith(t, natsembed.Options{Token: k8sTestToken})
 			redisURL, live := sharedRedis(t)
+			prefix := "k8stest-" + name + ":"
+			var aclUser string
+			if rules := aclRules(t, objs); live && rules != "" {
+				// The overlay's own Redis user, on keys under this test's
+				// prefix: every command the roles run must be granted.
+				redisURL, aclUser = createRedisUser(t, redisURL, rules, prefix)
+			}
 			for _, role := range []string{"worker", "daemon"} {
 				vars := running[role]
 				vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
 				vars["SCHEMAQ_REDIS_URL"] = redisURL
-				vars["SCHEMAQ_REDIS_PREFIX"] = "k8stest-" + name + ":"
+				vars["SCHEMAQ_REDIS_PREFIX"] = prefix
+				if aclUser == "" {
+					delete(vars, "SCHEMAQ_REDIS_PASSWORD") // the test's server has its own, or none
+				}
 				vars["SCHEMAQ_METRICS_ADDR"] = freePort(t)
 				vars["SCHEMAQ_DATA_DIR"] = t.TempDir()
 				if !live {
@@ -240,7 +250,38 @@ func TestKubernetesSharedIndex(t *testing.T) {
 			}
 			if live {
 				runExampleJob(t, ns.ClientURL())
+				searchPublished(t, ns.ClientURL())
 			}
+			if aclUser != "" {
+				noDenials(t, aclUser)
+			}
+		})
+	}
+}
+
+// searchPublished publishes the example's docs and worked examples after
+// its migrations and waits until a daemon's search finds each kind: the
+// workers' every write path and the daemons' search ran.
+func searchPublished(t *testing.T, natsURL string) {
+	t.Helper()
+	vars := map[string]string{"SCHEMAQ_NATS_URL": natsURL, "SCHEMAQ_NATS_TOKEN": k8sTestToken}
+	shop := filepath.Join("..", "..", "examples", "shop")
+	for _, args := range [][]string{
+		{"publish", "docs", "--db", "shop", filepath.Join(shop, "docs")},
+		{"publish", "examples", "--db", "shop", filepath.Join(shop, "examples.jsonl")},
+	} {
+		if out, errOut, code := runVars2(t, args, vars); code != exitOK {
+			t.Fatalf("%v (exit %d): %s %s", args, code, out, errOut)
+		}
+	}
+	for _, q := range []struct{ kind, question, want string }{
+		{"table", "orders per customer", "public.orders"},
+		{"doc", "partial refunds", "refunds.md"},
+		{"example", "customers with the most orders", "example"},
+	} {
+		natstest.Eventually(t, 30*time.Second, "a search finds the "+q.kind, func() bool {
+			out, _, code := runVars2(t, []string{"search", "--db", "shop", q.question, "--kind", q.kind, "--k", "3"}, vars)
+			return code == exitOK && strings.Contains(out, q.want)
 		})
 	}
 }

@@ -152,6 +152,9 @@ func checkPodSpec(t *testing.T, where string, spec *corev1.PodSpec, longRunning 
 // k8sTestToken stands for the Secret schemaq-nats's token in the tests.
 const k8sTestToken = "k8stest-token"
 
+// k8sTestRedisPassword stands for the Secret schemaq-redis's password.
+const k8sTestRedisPassword = "k8stest-redis-password"
+
 // podEnv resolves a container's environment the way the kubelet would,
 // from the built ConfigMaps and the downward API.
 func podEnv(t *testing.T, c corev1.Container, podName string, cms map[string]*corev1.ConfigMap) map[string]string {
@@ -181,6 +184,9 @@ func podEnv(t *testing.T, c corev1.Container, podName string, cms map[string]*co
 		case e.ValueFrom.SecretKeyRef != nil && strings.HasPrefix(e.ValueFrom.SecretKeyRef.Name, "schemaq-nats") && e.ValueFrom.SecretKeyRef.Key == "token":
 			// The test's own value; its NATS server requires the same.
 			vars[e.Name] = k8sTestToken
+		case e.ValueFrom.SecretKeyRef != nil && strings.HasPrefix(e.ValueFrom.SecretKeyRef.Name, "schemaq-redis") && e.ValueFrom.SecretKeyRef.Key == "password":
+			// The test's own value too, for a Redis user it creates.
+			vars[e.Name] = k8sTestRedisPassword
 		default:
 			t.Errorf("container %s: env %s: source not resolved by the test", c.Name, e.Name)
 		}
