@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nuid"
+
+	"github.com/schemaq/schemaq/pkg/natsembed"
+	"github.com/schemaq/schemaq/pkg/natstest"
+)
+
+// docsAuthorization is the example NATS configuration of docs/deploy.md,
+// with its passwords defined: the test runs what the docs tell users to
+// write.
+func docsAuthorization(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(raw), "For example, in the NATS server's configuration")
+	if !ok {
+		t.Fatal("docs/deploy.md: no example NATS configuration")
+	}
+	m := regexp.MustCompile("(?s)```\n(authorization \\{.*?\n\\})\n```").FindStringSubmatch(after)
+	if m == nil {
+		t.Fatal("docs/deploy.md: the example is not an authorization block")
+	}
+	var vars strings.Builder
+	for _, v := range regexp.MustCompile(`\$([A-Z_]+_PASS)`).FindAllStringSubmatch(m[1], -1) {
+		fmt.Fprintf(&vars, "%s: %q\n", v[1], strings.ToLower(v[1]))
+	}
+	return vars.String() + m[1]
+}
+
+// withReplica adds to conf a user replica with the worker's and the
+// daemon's permissions together, as `schemaq serve` (both roles in one
+// process) needs.
+func withReplica(t *testing.T, conf string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "docs.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("the docs' NATS configuration: %v", err)
+	}
+	var pub, sub []string
+	for _, u := range opts.Users {
+		if u.Username == "worker" || u.Username == "daemon" {
+			pub = append(pub, u.Permissions.Publish.Allow...)
+			sub = append(sub, u.Permissions.Subscribe.Allow...)
+		}
+	}
+	quote := func(ss []string) string {
+		slices.Sort(ss)
+		ss = slices.Compact(ss)
+		q := make([]string, len(ss))
+		for i, s := range ss {
+			q[i] = strconv.Quote(s)
+		}
+		return strings.Join(q, ", ")
+	}
+	replica := fmt.Sprintf("users = [\n    { user: replica, password: replica_pass, permissions: { publish: { allow: [%s] }, subscribe: { allow: [%s] } } }\n",
+		quote(pub), quote(sub))
+	return strings.Replace(conf, "users = [\n", replica, 1)
+}
+
+// TestRolePermissions runs a real NATS server with the permissions
+// docs/deploy.md gives each role, and each role as its user: every one
+// does its job, and is refused what its row leaves out.
+func TestRolePermissions(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte(withReplica(t, docsAuthorization(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns := natstest.ServerWith(t, natsembed.Options{ConfigFile: conf})
+	as := func(user string) map[string]string {
+		pass := strings.ToLower(strings.NewReplacer("-", "_").Replace(user)) + "_pass"
+		if user == "shop-app" {
+			pass = "app_pass"
+		}
+		return map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_NATS_USER": user, "SCHEMAQ_NATS_PASSWORD": pass}
+	}
+	prefix := "permtest:" + nuid.Next() + ":" // one shared index for the worker and the daemon
+	role := func(user string, args ...string) {
+		t.Helper()
+		vars := as(user)
+		vars["SCHEMAQ_DATA_DIR"] = t.TempDir()
+		vars["SCHEMAQ_METRICS_ADDR"] = freePort(t)
+		if url, live := os.LookupEnv("SCHEMAQ_TEST_REDISEARCH_URL"); live && args[0] != "serve" {
+			vars["SCHEMAQ_REDIS_URL"] = url
+			vars["SCHEMAQ_REDIS_PREFIX"] = prefix
+		}
+		startService(t, user+" "+args[0], args, vars)
+		var probe string
+		t.Cleanup(func() {
+			if t.Failed() && probe != "" {
+				t.Logf("%s as %s, last readiness probe: %s", args[0], user, probe)
+			}
+		})
+		natstest.Eventually(t, 30*time.Second, args[0]+" as "+user+" is ready", func() bool {
+			out, err := runVars(t.Context(), []string{"healthcheck", "--path", "/readyz"}, vars)
+			probe = fmt.Sprint(out, err)
+			return err == nil
+		})
+	}
+	run := func(user string, args ...string) (string, bool) {
+		t.Helper()
+		out, errOut, code := runVars2(t, args, as(user))
+		return out + errOut, code == exitOK
+	}
+	mustRun := func(user string, args ...string) string {
+		t.Helper()
+		out, ok := run(user, args...)
+		if !ok {
+			t.Fatalf("%s: %v: %s", user, args, out)
+		}
+		return out
+	}
+	refused := func(user string, args ...string) {
+		t.Helper()
+		if out, ok := run(user, append(args, "--timeout", "2s")...); ok {
+			t.Errorf("%s may %v: %s", user, args, out)
+		}
+	}
+
+	if os.Getenv("SCHEMAQ_TEST_REDISEARCH_URL") != "" {
+		// The shared topology: worker and daemon, each as its own user.
+		role("worker", "worker")
+		role("daemon", "daemon")
+	} else {
+		role("replica", "serve", "--replica-id", "perm")
+	}
+	shop := filepath.Join("..", "..", "examples", "shop")
+	if out := mustRun("ci", "publish", "migrations", "--db", "shop", "--wait", "30s", filepath.Join(shop, "migrations")); !strings.Contains(out, "catalog shop is at version 6") {
+		t.Fatalf("ci's publish did not wait for the catalog: %s", out)
+	}
+	mustRun("ci", "publish", "docs", "--db", "shop", filepath.Join(shop, "docs"))
+	natstest.Eventually(t, 30*time.Second, "shop-app finds the docs", func() bool {
+		out, ok := run("shop-app", "search", "--db", "shop", "partial refunds", "--kind", "doc")
+		return ok && strings.Contains(out, "refunds.md")
+	})
+	if out := mustRun("shop-app", "tables", "--db", "shop"); !strings.Contains(out, "public.orders") {
+		t.Errorf("shop-app's tables: %s", out)
+	}
+
+	// A migration the catalog refuses is a dead letter the worker wrote,
+	// which the operator reads and re-sends.
+	bad := filepath.Join(t.TempDir(), "0007_bad.sql")
+	if err := os.WriteFile(bad, []byte("CREATE TABEL t (id int);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("ci", "publish", "migrations", "--db", "shop", "--wait", "30s", bad)
+	var seq string
+	natstest.Eventually(t, 30*time.Second, "the operator lists the dead letter", func() bool {
+		out, ok := run("operator", "dlq", "list", "--db", "shop")
+		if f := regexp.MustCompile(`(?m)^(\d+)\tshop\t`).FindStringSubmatch(out); ok && f != nil {
+			seq = f[1]
+		}
+		return seq != ""
+	})
+	mustRun("operator", "dlq", "show", seq)
+	mustRun("operator", "dlq", "retry", seq)
+	mustRun("operator", "status")
+
+	refused("ci", "publish", "migrations", "--db", "other", filepath.Join(shop, "migrations"))
+	refused("ci", "dlq", "purge")
+	refused("shop-app", "search", "--db", "other", "orders")
+	refused("shop-app", "publish", "docs", "--db", "shop", filepath.Join(shop, "docs"))
+	refused("shop-app", "dlq", "list")
+	refused("operator", "search", "--db", "shop", "orders")
+	refused("daemon", "publish", "docs", "--db", "shop", filepath.Join(shop, "docs"))
+	refused("daemon", "search", "--db", "shop", "orders")
+	refused("worker", "search", "--db", "shop", "orders")
+}
