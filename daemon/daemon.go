@@ -646,13 +646,13 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 		return nil, err
 	}
 	d.tally(events.EndpointSearch, res)
-	out := &events.SearchReply{Database: req.Database, Results: contextItems(res, true), Joins: retrieve.WireJoins(res.Joins), Timings: timings(res.Timings),
-		Warnings: res.Warnings, Schemas: res.Schemas, Ambiguous: res.Ambiguous}
+	out := &events.SearchReply{Database: req.Database, Results: contextItems(res, true), Joins: wireJoins(res.Joins), Timings: timings(res.Timings),
+		Warnings: res.Warnings, Schemas: wireShares(res.Schemas), Ambiguous: res.Ambiguous}
 	if w := driftWarning(cat); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
 	if req.Explain {
-		out.Explain, out.QueryTerms = res.Explain, res.Terms
+		out.Explain, out.QueryTerms = wireExplain(res.Explain), wireTerms(res.Terms)
 	}
 	return out, nil
 }

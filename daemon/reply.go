@@ -18,7 +18,7 @@ import (
 // (ans nil: retrieval only). refused is the warning for a request that
 // asked for system catalogs this daemon does not allow.
 func (d *Daemon) askReply(req *events.AskRequest, cat *catalog.Catalog, res *retrieve.Result, ans *ask.Answer, refused string) *events.AskReply {
-	out := &events.AskReply{Database: req.Database, Joins: retrieve.WireJoins(res.Joins)}
+	out := &events.AskReply{Database: req.Database, Joins: wireJoins(res.Joins)}
 	if ans == nil {
 		out.Explanation, out.RetrievalOnly = d.cfg.NoGatewayHint, true
 		out.Context, out.Timings = contextItems(res, true), timings(res.Timings)
@@ -40,12 +40,12 @@ func (d *Daemon) askReply(req *events.AskRequest, cat *catalog.Catalog, res *ret
 		}
 	}
 	if req.Explain {
-		out.Explain, out.QueryTerms = res.Explain, res.Terms
+		out.Explain, out.QueryTerms = wireExplain(res.Explain), wireTerms(res.Terms)
 	}
 	if refused != "" {
 		out.Warnings = append(out.Warnings, refused)
 	}
-	out.Schemas, out.Ambiguous = res.Schemas, res.Ambiguous
+	out.Schemas, out.Ambiguous = wireShares(res.Schemas), res.Ambiguous
 	if w := driftWarning(cat); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
@@ -111,3 +111,44 @@ func timings(t retrieve.Timings) map[string]float64 {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// The wire forms of what retrieval records: retrieval's own types stay
+// free to change, and replies change only here.
+
+func wireJoins(joins []retrieve.InferredJoin) []events.Join {
+	var out []events.Join
+	for _, j := range joins {
+		out = append(out, events.Join{From: j.From.Key(), FromColumn: j.FromColumn, To: j.To.Key(), ToColumn: j.ToColumn})
+	}
+	return out
+}
+
+func wireShares(shares []retrieve.SchemaShare) []events.SchemaShare {
+	var out []events.SchemaShare
+	for _, s := range shares {
+		out = append(out, events.SchemaShare{Schema: s.Schema, Share: s.Share})
+	}
+	return out
+}
+
+func wireTerms(terms []retrieve.Term) []events.QueryTerm {
+	var out []events.QueryTerm
+	for _, t := range terms {
+		out = append(out, events.QueryTerm{Term: t.Term, Why: t.Why, From: t.From})
+	}
+	return out
+}
+
+func wireExplain(ex []retrieve.Explain) []events.ExplainItem {
+	var out []events.ExplainItem
+	for _, e := range ex {
+		out = append(out, events.ExplainItem{Kind: e.Kind, Name: e.Name, BM25Rank: e.BM25Rank, BM25Score: e.BM25Score,
+			KNNRank: e.KNNRank, KNNScore: e.KNNScore, HintRank: e.HintRank, HintScore: e.HintScore,
+			IdentifierRank: e.IdentifierRank, Identifier: e.Identifier, ExampleRank: e.ExampleRank, Example: e.Example,
+			DocRank: e.DocRank, Doc: e.Doc, SchemaRoute: e.SchemaRoute, SchemaEvidence: e.SchemaEvidence,
+			SchemaLikelihood: e.SchemaLikelihood, SchemaByFeatures: e.SchemaByFeatures, LiftedTo: e.LiftedTo,
+			FusedRank: e.FusedRank, FusedScore: e.FusedScore, SchemaRank: e.SchemaRank, SchemaScore: e.SchemaScore,
+			RerankRank: e.RerankRank, RerankScore: e.RerankScore, FinalRank: e.FinalRank, Bridge: e.Bridge})
+	}
+	return out
+}

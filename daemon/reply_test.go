@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -79,5 +80,37 @@ func TestAskError(t *testing.T) {
 				t.Errorf("AskError = %+v, want %s %q (retry after %d)", e, tt.code, tt.message, tt.retryAfter)
 			}
 		})
+	}
+}
+
+// Every field an explained reply carries is filled from retrieval's own
+// record: a field added to one and not wired here would read as zero.
+func TestWireExplainCarriesEveryField(t *testing.T) {
+	var in retrieve.Explain
+	v := reflect.ValueOf(&in).Elem()
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Int:
+			f.SetInt(int64(i + 1))
+		case reflect.Float64:
+			f.SetFloat(float64(i) + 0.5)
+		case reflect.Bool:
+			f.SetBool(true)
+		default:
+			t.Fatalf("Explain.%s: a %s the test does not fill", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	out := reflect.ValueOf(wireExplain([]retrieve.Explain{in})[0])
+	for i := range out.NumField() {
+		name := out.Type().Field(i).Name
+		if out.Field(i).IsZero() {
+			t.Errorf("events.ExplainItem.%s is not carried", name)
+			continue
+		}
+		if src := v.FieldByName(name); !src.IsValid() || !reflect.DeepEqual(src.Interface(), out.Field(i).Interface()) {
+			t.Errorf("events.ExplainItem.%s = %v, not retrieval's", name, out.Field(i).Interface())
+		}
 	}
 }

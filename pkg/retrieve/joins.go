@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/text"
@@ -19,20 +18,6 @@ type InferredJoin struct {
 	FromColumn string
 	To         catalog.QualName
 	ToColumn   string
-}
-
-// Wire is the join as replies carry it.
-func (j InferredJoin) Wire() events.Join {
-	return events.Join{From: j.From.Key(), FromColumn: j.FromColumn, To: j.To.Key(), ToColumn: j.ToColumn}
-}
-
-// WireJoins converts a result's joins for a reply; nil when there are none.
-func WireJoins(joins []InferredJoin) []events.Join {
-	var out []events.Join
-	for _, j := range joins {
-		out = append(out, j.Wire())
-	}
-	return out
 }
 
 // keyedJoin is an inferred join with its tables' keys, computed once:
@@ -214,6 +199,5 @@ func (r *Retriever) InferredJoins(cat *catalog.Catalog, table catalog.QualName) 
 // String writes the join as a query would, with the names as declared
 // (describing a table writes its keys so): from.column = to.column.
 func (j InferredJoin) String() string {
-	return events.Join{From: j.From.Schema + "." + j.From.Name, FromColumn: j.FromColumn,
-		To: j.To.Schema + "." + j.To.Name, ToColumn: j.ToColumn}.String()
+	return j.From.Schema + "." + j.From.Name + "." + j.FromColumn + " = " + j.To.Schema + "." + j.To.Name + "." + j.ToColumn
 }

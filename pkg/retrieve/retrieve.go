@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
@@ -80,7 +79,10 @@ type Result struct {
 }
 
 // SchemaShare is one schema's share of the routing judge's odds.
-type SchemaShare = events.SchemaShare
+type SchemaShare struct {
+	Schema string
+	Share  float64
+}
 
 // A reply lists the schemas worth a caller's look: the odds are a
 // softmax over every schema with a candidate, most of them near zero.

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/text"
@@ -14,9 +13,8 @@ import (
 // (an analysed word of the question), compound (a run-together
 // identifier the word ends), correction (the identifier term one edit
 // from a word no identifier uses) or prefix (an identifier term that
-// abbreviates the word); From is the question word. It is the wire type,
-// so an explained reply carries the terms as they are.
-type Term = events.QueryTerm
+// abbreviates the word); From is the question word.
+type Term struct{ Term, Why, From string }
 
 // Term origins.
 const (
