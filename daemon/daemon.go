@@ -57,7 +57,7 @@ type Retriever interface {
 	Retrieve(ctx context.Context, req retrieve.Request) (*retrieve.Result, error)
 	// InferredJoins are the joins the catalog's names imply for one
 	// table, which describing it shows beside its declared keys.
-	InferredJoins(cat *catalog.Catalog, table catalog.QualName) []retrieve.InferredJoin
+	Graph(cat *catalog.Catalog) *catalog.Graph
 }
 
 // Asker turns a question and its retrieved context into checked SQL. A nil
@@ -738,54 +738,11 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 		out.Indexed = v
 	}
 	if req.Table != "" {
-		t := cat.Lookup(req.Table)
-		if t == nil {
-			// Views are listed with the tables, so they are described too.
-			if v := cat.LookupView(req.Table); v != nil {
-				info := events.TableInfo{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns), DDL: v.DDL()}
-				for _, r := range v.Reads {
-					info.References = append(info.References, "reads "+r.Schema+"."+r.Name)
-				}
-				out.Tables = []events.TableInfo{info}
-				return out, nil
-			}
+		desc := d.ret.Graph(cat).Describe(req.Table)
+		if desc == nil {
 			return nil, events.Errorf(events.CodeNotFound, "table %q is not in database %s (version %d), nor a view of that name", req.Table, req.Database, cat.Version)
 		}
-		info := events.TableInfo{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns), DDL: t.DDL()}
-		for _, fk := range t.ForeignKeys {
-			for i := range fk.Columns {
-				info.References = append(info.References, fk.Columns[i]+" → "+fk.RefTable.Schema+"."+fk.RefTable.Name+"."+fk.RefColumns[i])
-			}
-		}
-		for _, other := range cat.Tables() {
-			for _, fk := range other.ForeignKeys {
-				if fk.RefTable != t.QualName() {
-					continue
-				}
-				for i := range fk.Columns {
-					info.ReferencedBy = append(info.ReferencedBy, other.Schema+"."+other.Name+"."+fk.Columns[i]+" → "+fk.RefColumns[i])
-				}
-			}
-		}
-		for _, j := range d.ret.InferredJoins(cat, t.QualName()) {
-			info.Joins = append(info.Joins, j.String())
-		}
-		// A hub table of a large schema is joined by thousands: more than
-		// a reply should carry (NATS's limit is 1 MB).
-		if n := len(info.ReferencedBy); n > events.MaxKeysListed {
-			info.ReferencedBy, info.ReferencedByTotal = info.ReferencedBy[:events.MaxKeysListed], n
-		}
-		if n := len(info.Joins); n > events.MaxKeysListed {
-			info.Joins, info.JoinsTotal = info.Joins[:events.MaxKeysListed], n
-		}
-		for _, c := range t.Columns {
-			if c.Enum != nil {
-				if e := cat.Enum(*c.Enum); e != nil {
-					info.Enums = append(info.Enums, c.Name+": "+strings.Join(e.Labels, ", "))
-				}
-			}
-		}
-		out.Tables = []events.TableInfo{info}
+		out.Tables = []events.TableInfo{tableInfo(desc)}
 		return out, nil
 	}
 	// A listing is paged: fifty thousand names do not fit in a reply.

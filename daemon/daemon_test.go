@@ -119,9 +119,7 @@ func (c *countingRetriever) Retrieve(ctx context.Context, req retrieve.Request) 
 	return c.inner.Retrieve(ctx, req)
 }
 
-func (c *countingRetriever) InferredJoins(cat *catalog.Catalog, table catalog.QualName) []retrieve.InferredJoin {
-	return c.inner.InferredJoins(cat, table)
-}
+func (c *countingRetriever) Graph(cat *catalog.Catalog) *catalog.Graph { return c.inner.Graph(cat) }
 
 func (r *rig) daemon(cfg daemon.Config, wrap func(*countingRetriever), opts ...daemon.Option) *countingRetriever {
 	r.t.Helper()

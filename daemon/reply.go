@@ -152,3 +152,18 @@ func wireExplain(ex []retrieve.Explain) []events.ExplainItem {
 	}
 	return out
 }
+
+// tableInfo is a description as a tables reply carries it. A hub table
+// of a large schema is joined by thousands: more than a reply should
+// carry (NATS's limit is 1 MB), so the lists are cut, with their totals.
+func tableInfo(d *catalog.Description) events.TableInfo {
+	info := events.TableInfo{Name: d.Name, Comment: d.Comment, Columns: d.Columns, DDL: d.DDL,
+		References: d.References, ReferencedBy: d.ReferencedBy, Joins: d.Joins, Enums: d.Enums}
+	if n := len(info.ReferencedBy); n > events.MaxKeysListed {
+		info.ReferencedBy, info.ReferencedByTotal = info.ReferencedBy[:events.MaxKeysListed], n
+	}
+	if n := len(info.Joins); n > events.MaxKeysListed {
+		info.Joins, info.JoinsTotal = info.Joins[:events.MaxKeysListed], n
+	}
+	return info
+}

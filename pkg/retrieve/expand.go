@@ -31,7 +31,7 @@ func (r *Retriever) expand(cat *catalog.Catalog, items []Item, limit int, schema
 	// through the whole graph.
 	cands := map[string]bool{}
 	for key := range pos {
-		for n := range g.adj[key] {
+		for n := range g.Neighbours(key) {
 			if _, chosen := pos[n]; !chosen {
 				cands[n] = true
 			}
@@ -39,7 +39,7 @@ func (r *Retriever) expand(cat *catalog.Catalog, items []Item, limit int, schema
 	}
 	var found []bridge
 	for key := range cands {
-		nbrs := g.adj[key]
+		nbrs := g.Neighbours(key)
 		if t := g.tables[key]; t == nil || (len(schemas) > 0 && !slices.Contains(schemas, t.Schema)) {
 			continue
 		}
@@ -51,7 +51,7 @@ func (r *Retriever) expand(cat *catalog.Catalog, items []Item, limit int, schema
 			}
 			for b := range nbrs {
 				ib, ok := pos[b]
-				if !ok || a >= b || g.adj[a][b] {
+				if !ok || a >= b || g.Neighbours(a)[b] {
 					continue
 				}
 				if after := max(ia, ib); after < best.after {

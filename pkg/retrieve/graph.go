@@ -9,21 +9,19 @@ import (
 	"github.com/schemaq/schemaq/pkg/sqlguard"
 )
 
-// graph is a catalog's foreign-key adjacency by table key (schema.table,
-// lower case), built once per catalog version.
+// graph is what retrieval derives from a catalog, built once per catalog
+// version: its joins (catalog.Graph: propagation follows the declared
+// ones and, with Config.Propagate.InferJoins, the inferred ones; bridges
+// the declared ones only; a result lists the inferred ones among its
+// tables), its tables and views by key, and its vocabulary.
 type graph struct {
+	*catalog.Graph
 	cat    *catalog.Catalog
 	tables map[string]*catalog.Table
 	views  map[string]*catalog.View
 	names  *sqlguard.Names // places worked examples' SQL
-	adj    map[string]map[string]bool
-	// inferred lists each join the names imply where no key declares
-	// it (inferJoins) under both of its tables' keys: propagation
-	// follows them with Config.Propagate.InferJoins (bridges do not), and a
-	// result lists those among its tables.
-	inferred map[string][]keyedJoin
-	chunks   *chunk.Tabler // renders bridge tables as the index would
-	vocab    *vocab        // scores schemas for routing
+	chunks *chunk.Tabler   // renders bridge tables as the index would
+	vocab  *vocab          // scores schemas for routing
 }
 
 // graphCache keeps the graph of the latest catalog seen per database.
@@ -84,39 +82,13 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	if prev != nil {
 		pv = prev.vocab
 	}
-	g := &graph{cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat), adj: map[string]map[string]bool{}, chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
-	link := func(a, b string) {
-		if a == b {
-			return
-		}
-		if g.adj[a] == nil {
-			g.adj[a] = map[string]bool{}
-		}
-		g.adj[a][b] = true
-	}
+	g := &graph{Graph: catalog.NewGraph(cat), cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat),
+		chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
 	}
 	for _, t := range cat.Tables() {
 		g.tables[t.QualName().Key()] = t
-		// A partition is its root table's rows, and only the root is
-		// chunked and named by queries: the keys a partition declares
-		// (pagila's payment declares none, its partitions do) are the
-		// root's joins.
-		key := cat.PartitionRoot(t).QualName().Key()
-		for _, fk := range t.ForeignKeys {
-			ref := fk.RefTable.Key()
-			if rt := cat.Table(fk.RefTable); rt != nil {
-				ref = cat.PartitionRoot(rt).QualName().Key()
-			}
-			link(key, ref)
-			link(ref, key)
-		}
-	}
-	g.inferred = map[string][]keyedJoin{}
-	for _, j := range inferJoins(cat) {
-		g.inferred[j.from] = append(g.inferred[j.from], j)
-		g.inferred[j.to] = append(g.inferred[j.to], j)
 	}
 	return g
 }

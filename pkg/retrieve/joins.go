@@ -1,163 +1,11 @@
 package retrieve
 
 import (
-	"cmp"
 	"slices"
-	"strings"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
-	"github.com/schemaq/schemaq/pkg/text"
 )
-
-// InferredJoin is a join a schema's names imply where no foreign key
-// declares it: From.FromColumn = To.ToColumn, To's one-column primary
-// key. Both tables are in one schema.
-type InferredJoin struct {
-	From       catalog.QualName
-	FromColumn string
-	To         catalog.QualName
-	ToColumn   string
-}
-
-// keyedJoin is an inferred join with its tables' keys, computed once:
-// every request looks joins up and orders them by these.
-type keyedJoin struct {
-	InferredJoin
-	from, to string
-}
-
-func compareJoins(a, b keyedJoin) int {
-	return cmp.Or(strings.Compare(a.from, b.from), strings.Compare(a.FromColumn, b.FromColumn), strings.Compare(a.to, b.to))
-}
-
-func unkeyed(js []keyedJoin) []InferredJoin {
-	if len(js) == 0 {
-		return nil
-	}
-	out := make([]InferredJoin, len(js))
-	for i, j := range js {
-		out[i] = j.InferredJoin
-	}
-	return out
-}
-
-// inferJoins finds the joins a schema's names imply where no foreign key
-// declares them: many schemas declare few or none (a warehouse loaded
-// from files, a dump without constraints), and a question that needs a
-// lookup table (film_category's category) then has no edge to reach it.
-// Within one schema, a table that declares no foreign key of its own
-// (one that does has declared its joins) joins table b when
-//
-//   - it has a column named as b's one-column primary key
-//     (film_category.category_id and category.category_id), unless that
-//     name is a bare "id", which every table may have; or
-//   - b's key is a bare "id" and it has a column named for b and "id"
-//     (orders.customer_id, customers.id), or for b without the
-//     namespace both names start with (ci_build_needs.build_id,
-//     ci_builds.id).
-//
-// Names compare with case and underscores ignored (CategoryID). Each
-// pair of columns comes once: two tables keyed by the same name join
-// each other from one side only.
-func inferJoins(cat *catalog.Catalog) []keyedJoin {
-	// A table with its key, which each join it is in carries.
-	type keyed struct {
-		t   *catalog.Table
-		key string
-	}
-	bySchema := map[string][]keyed{}
-	for _, t := range cat.Tables() {
-		if t.PartitionOf == nil {
-			bySchema[t.Schema] = append(bySchema[t.Schema], keyed{t, t.QualName().Key()})
-		}
-	}
-	var out []keyedJoin
-	// A join's two columns, either way round: two tables keyed by the
-	// same name each find the other.
-	type end struct {
-		t   *catalog.Table
-		col string
-	}
-	seen := map[[2]end]bool{}
-	add := func(a keyed, col string, b keyed) {
-		if a.t == b.t {
-			return
-		}
-		e := [2]end{{a.t, col}, {b.t, b.t.PrimaryKey.Columns[0]}}
-		if seen[e] || seen[[2]end{e[1], e[0]}] {
-			return
-		}
-		seen[e] = true
-		out = append(out, keyedJoin{InferredJoin{From: a.t.QualName(), FromColumn: col, To: b.t.QualName(), ToColumn: e[1].col}, a.key, b.key})
-	}
-	for _, tables := range bySchema {
-		byKey := map[string][]keyed{}  // key column → tables keyed by it
-		byName := map[string][]keyed{} // name+"id" → tables keyed by a bare id
-		for _, kt := range tables {
-			t := kt.t
-			if t.PrimaryKey == nil || len(t.PrimaryKey.Columns) != 1 {
-				continue
-			}
-			k := joinName(t.PrimaryKey.Columns[0])
-			if k != "id" {
-				byKey[k] = append(byKey[k], kt)
-				continue
-			}
-			n := joinName(t.Name)
-			byName[n+"id"] = append(byName[n+"id"], kt)
-			if s := text.Singular(n); s != n {
-				byName[s+"id"] = append(byName[s+"id"], kt)
-			}
-			// A namespaced name (ci_builds) is named without its
-			// namespace by the tables that share it (ci_build_needs'
-			// build_id).
-			if ns, rest, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok && rest != "" {
-				r := joinName(rest)
-				byName[ns+"\x00"+r+"id"] = append(byName[ns+"\x00"+r+"id"], kt)
-				if s := text.Singular(r); s != r {
-					byName[ns+"\x00"+s+"id"] = append(byName[ns+"\x00"+s+"id"], kt)
-				}
-			}
-		}
-		if len(byKey) == 0 && len(byName) == 0 {
-			continue
-		}
-		for _, kt := range tables {
-			t := kt.t
-			if len(t.ForeignKeys) > 0 {
-				continue // it declares its joins
-			}
-			ns, _, namespaced := strings.Cut(strings.ToLower(t.Name), "_")
-			for _, c := range t.Columns {
-				n := joinName(c.Name)
-				for _, b := range byKey[n] {
-					add(kt, c.Name, b)
-				}
-				for _, b := range byName[n] {
-					add(kt, c.Name, b)
-				}
-				if namespaced {
-					for _, b := range byName[ns+"\x00"+n] {
-						add(kt, c.Name, b)
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
-// joinName is a name as joins compare it: lower case, letters and digits.
-func joinName(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
 
 // joinsAmong returns the inferred joins between two tables of items,
 // ordered by their tables and columns so that the same items always
@@ -169,35 +17,24 @@ func (g *graph) joinsAmong(items []Item) []InferredJoin {
 			in[it.Name] = true
 		}
 	}
-	var out []keyedJoin
+	var out []InferredJoin
 	for _, it := range items {
-		for _, j := range g.inferred[it.Name] {
+		for _, j := range g.Inferred(it.Name) {
 			// Each join is listed under both its tables: take it once,
 			// under its From.
-			if j.from == it.Name && in[j.to] {
+			if j.FromKey() == it.Name && in[j.ToKey()] {
 				out = append(out, j)
 			}
 		}
 	}
-	slices.SortFunc(out, compareJoins)
-	return unkeyed(out)
+	slices.SortFunc(out, catalog.CompareJoins)
+	return out
 }
 
-// InferredJoins returns the joins the names imply between table and the
-// other tables of its schema (inferJoins), ordered, or nil when
-// Config.Propagate.InferJoins is off: what describing a table adds to the keys it
-// declares.
-func (r *Retriever) InferredJoins(cat *catalog.Catalog, table catalog.QualName) []InferredJoin {
-	if !r.cfg.Propagate.InferJoins || cat == nil {
-		return nil
-	}
-	out := slices.Clone(r.graphs.get(cat).inferred[table.Key()])
-	slices.SortFunc(out, compareJoins)
-	return unkeyed(out)
-}
+// InferredJoin is a join a schema's names imply where no foreign key
+// declares it (catalog.Graph).
+type InferredJoin = catalog.InferredJoin
 
-// String writes the join as a query would, with the names as declared
-// (describing a table writes its keys so): from.column = to.column.
-func (j InferredJoin) String() string {
-	return j.From.Schema + "." + j.From.Name + "." + j.FromColumn + " = " + j.To.Schema + "." + j.To.Name + "." + j.ToColumn
-}
+// Graph is cat's join graph (catalog.Graph), from the retriever's cache:
+// built once per catalog version, while the previous version's serves.
+func (r *Retriever) Graph(cat *catalog.Catalog) *catalog.Graph { return r.graphs.get(cat).Graph }

@@ -35,16 +35,16 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 		}
 		seeds++
 		floor := r.cfg.Propagate.Weight * o.rrf
-		for n := range g.adj[o.cand.Name] {
+		for n := range g.Neighbours(o.cand.Name) {
 			lends = append(lends, lend{n, floor})
 		}
 		if r.cfg.Propagate.InferJoins {
 			// Two joins between one pair of tables lend the same floor
 			// twice; a floor taken twice is taken once.
-			for _, j := range g.inferred[o.cand.Name] {
-				n := j.to
+			for _, j := range g.Inferred(o.cand.Name) {
+				n := j.ToKey()
 				if n == o.cand.Name {
-					n = j.from
+					n = j.FromKey()
 				}
 				lends = append(lends, lend{n, floor * inferredLend})
 			}

@@ -1,11 +1,10 @@
-package retrieve
+package catalog
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
-
-	"github.com/schemaq/schemaq/pkg/catalog"
 )
 
 func TestInferJoins(t *testing.T) {
@@ -63,12 +62,12 @@ func TestInferJoins(t *testing.T) {
 			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cat, err := catalog.Snapshot("db", "s.sql", tc.ddl)
+			cat, err := Snapshot("db", "s.sql", tc.ddl)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, j := range inferJoins(cat) {
+			for _, j := range inferJoins(cat, func(t *Table) bool { return len(t.ForeignKeys) > 0 }) {
 				got = append(got, j.From.Key()+"."+j.FromColumn+" → "+j.To.Key()+"."+j.ToColumn)
 			}
 			slices.Sort(got)
@@ -86,20 +85,20 @@ func BenchmarkInferJoins(b *testing.B) {
 	for i := range 10000 {
 		ddl = fmt.Appendf(ddl, "CREATE TABLE t%d (t%d_id int PRIMARY KEY, t%d_id int, label text);\n", i, i, (i+1)%10000)
 	}
-	cat, err := catalog.Snapshot("db", "s.sql", string(ddl))
+	cat, err := Snapshot("db", "s.sql", string(ddl))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if n := len(inferJoins(cat)); n != 10000 {
+		if n := len(inferJoins(cat, func(t *Table) bool { return len(t.ForeignKeys) > 0 })); n != 10000 {
 			b.Fatalf("%d joins, want 10000", n)
 		}
 	}
 }
 
 // The keys a partition declares are its root's joins: only the root is
-// chunked and named by queries.
+// chunked and named by queries. Incoming keys are the tables' own.
 func TestPartitionKeysJoinTheirRoot(t *testing.T) {
 	const ddl = `
 CREATE TABLE customer (customer_id int PRIMARY KEY, name text);
@@ -110,11 +109,11 @@ CREATE TABLE payment_2022_a PARTITION OF payment_2022 FOR VALUES IN (1);
 ALTER TABLE payment_2022_a ADD CONSTRAINT fk_c FOREIGN KEY (customer_id) REFERENCES customer (customer_id);
 CREATE TABLE audit (entry int, region int REFERENCES region);
 `
-	cat, err := catalog.Snapshot("db", "s.sql", ddl)
+	cat, err := Snapshot("db", "s.sql", ddl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := buildGraph(cat, nil)
+	g := NewGraph(cat)
 	for _, tc := range []struct {
 		a, b string
 		want bool
@@ -124,21 +123,25 @@ CREATE TABLE audit (entry int, region int REFERENCES region);
 		{"public.payment_2022_a", "public.customer", false},
 		{"public.audit", "public.region", true},
 	} {
-		if got := g.adj[tc.a][tc.b]; got != tc.want {
+		if got := g.Neighbours(tc.a)[tc.b]; got != tc.want {
 			t.Errorf("%s joins %s: %v, want %v", tc.a, tc.b, got, tc.want)
 		}
+	}
+	in := g.Incoming(QualName{Schema: "public", Name: "customer"})
+	if len(in) != 1 || in[0].From.Name != "payment_2022_a" || in[0].Key.Columns[0] != "customer_id" {
+		t.Errorf("incoming keys of customer: %+v", in)
 	}
 }
 
 // A join is written with its names as declared, as describing a table
 // writes its keys; replies name tables by key, as their results do.
 func TestInferredJoinNames(t *testing.T) {
-	cat, err := catalog.Snapshot("db", "s.sql", `CREATE TABLE "Team" ("TeamID" int PRIMARY KEY);
+	cat, err := Snapshot("db", "s.sql", `CREATE TABLE "Team" ("TeamID" int PRIMARY KEY);
 		CREATE TABLE player (player_id int PRIMARY KEY, team_id int);`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := inferJoins(cat)
+	j := inferJoins(cat, func(t *Table) bool { return len(t.ForeignKeys) > 0 })
 	if len(j) != 1 {
 		t.Fatalf("joins %v", j)
 	}
@@ -148,5 +151,53 @@ func TestInferredJoinNames(t *testing.T) {
 	// Replies name tables by their keys (the daemon's wire form).
 	if got := j[0].From.Key() + " " + j[0].To.Key(); got != "public.player public.team" {
 		t.Errorf("keys %q", got)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	cat, err := Snapshot("db", "s.sql", `
+CREATE TYPE mood AS ENUM ('ok', 'sad');
+CREATE TABLE customer (customer_id int PRIMARY KEY, name text, mood mood, referrer int REFERENCES customer);
+CREATE TABLE payment (payment_id int, customer_id int, paid_on date) PARTITION BY RANGE (paid_on);
+CREATE TABLE payment_2022 PARTITION OF payment FOR VALUES FROM ('2022-01-01') TO ('2023-01-01');
+CREATE TABLE payment_2023 PARTITION OF payment FOR VALUES FROM ('2023-01-01') TO ('2024-01-01');
+ALTER TABLE payment_2022 ADD CONSTRAINT c1 FOREIGN KEY (customer_id) REFERENCES customer (customer_id);
+ALTER TABLE payment_2023 ADD CONSTRAINT c2 FOREIGN KEY (customer_id) REFERENCES customer (customer_id);
+CREATE TABLE note (note_id int PRIMARY KEY, customer_id int);
+CREATE VIEW sad AS SELECT name FROM customer WHERE mood = 'sad';
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGraph(cat)
+	tests := []struct {
+		name string
+		want Description // DDL and Columns not compared
+	}{
+		{"customer", Description{Name: "public.customer", References: []string{"referrer → public.customer.customer_id"},
+			ReferencedBy: []string{"public.customer.referrer → customer_id", "public.payment_2022.customer_id → customer_id", "public.payment_2023.customer_id → customer_id"},
+			Joins:        []string{"public.note.customer_id = public.customer.customer_id"}, Enums: []string{"mood: ok, sad"}}},
+		// A partitioned table's joins are the keys its partitions
+		// declare, each once.
+		{"payment", Description{Name: "public.payment", References: []string{"customer_id → public.customer.customer_id"}}},
+		{"public.sad", Description{Name: "public.sad", View: true, References: []string{"reads public.customer"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := g.Describe(tt.name)
+			if d == nil {
+				t.Fatal("not described")
+			}
+			if d.DDL == "" || d.Columns == 0 {
+				t.Errorf("no DDL or columns: %+v", d)
+			}
+			d.DDL, d.Columns = "", 0
+			if !reflect.DeepEqual(*d, tt.want) {
+				t.Errorf("Describe = %+v\nwant       %+v", *d, tt.want)
+			}
+		})
+	}
+	if d := g.Describe("missing"); d != nil {
+		t.Errorf("a missing table described: %+v", d)
 	}
 }

@@ -1,0 +1,156 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+)
+
+// Graph is how a catalog's tables join: the foreign keys, both ways, with
+// partitions folded into their root table (a partition's rows are its
+// root's, and only the root is named by queries: the keys a partition
+// declares, as pagila's payment partitions do, are the root's joins), and
+// the joins the names imply where no key declares them. Build it once
+// per catalog version: NewGraph is linear in the catalog.
+type Graph struct {
+	cat *Catalog
+	// adj is each table's neighbours by declared keys, by table key
+	// (QualName.Key), roots for partitions.
+	adj map[string]map[string]bool
+	// incoming lists, per table, the keys that reference it (its own
+	// included), in catalog order.
+	incoming map[QualName][]Incoming
+	// partitionKeys lists, per partitioned root, the keys its partitions
+	// declare of their own (each once): the root's joins.
+	partitionKeys map[QualName][]ForeignKey
+	// inferred lists each inferred join under both of its tables' keys.
+	inferred map[string][]InferredJoin
+}
+
+// Incoming is a foreign key of From that references a table.
+type Incoming struct {
+	From *Table
+	Key  ForeignKey
+}
+
+// NewGraph builds cat's graph.
+func NewGraph(cat *Catalog) *Graph {
+	g := &Graph{cat: cat, adj: map[string]map[string]bool{}, incoming: map[QualName][]Incoming{}, partitionKeys: map[QualName][]ForeignKey{},
+		inferred: map[string][]InferredJoin{}}
+	link := func(a, b string) {
+		if a == b {
+			return
+		}
+		if g.adj[a] == nil {
+			g.adj[a] = map[string]bool{}
+		}
+		g.adj[a][b] = true
+	}
+	seen := map[string]bool{}
+	for _, t := range cat.Tables() {
+		root := cat.PartitionRoot(t)
+		key := root.QualName().Key()
+		for _, fk := range t.ForeignKeys {
+			ref := fk.RefTable.Key()
+			if rt := cat.Table(fk.RefTable); rt != nil {
+				ref = cat.PartitionRoot(rt).QualName().Key()
+			}
+			link(key, ref)
+			link(ref, key)
+			g.incoming[fk.RefTable] = append(g.incoming[fk.RefTable], Incoming{From: t, Key: fk})
+			if root != t && !fk.Inherited && fk.RefTable != t.QualName() && fk.RefTable != root.QualName() {
+				if id := key + "\x00" + strings.Join(fk.Columns, ",") + "\x00" + fk.RefTable.Key() + "\x00" + strings.Join(fk.RefColumns, ","); !seen[id] {
+					seen[id] = true
+					g.partitionKeys[root.QualName()] = append(g.partitionKeys[root.QualName()], fk)
+				}
+			}
+		}
+	}
+	declares := func(t *Table) bool { return len(t.ForeignKeys) > 0 || len(g.partitionKeys[t.QualName()]) > 0 }
+	for _, j := range inferJoins(cat, declares) {
+		g.inferred[j.from] = append(g.inferred[j.from], j)
+		g.inferred[j.to] = append(g.inferred[j.to], j)
+	}
+	return g
+}
+
+// Catalog is the catalog the graph is of.
+func (g *Graph) Catalog() *Catalog { return g.cat }
+
+// Neighbours are the tables a table (by key) joins by declared keys, by
+// their keys. The map is the graph's own: do not modify it.
+func (g *Graph) Neighbours(key string) map[string]bool { return g.adj[key] }
+
+// Inferred are the inferred joins a table (by key) is in, either side,
+// in the order they were found. The slice is the graph's own.
+func (g *Graph) Inferred(key string) []InferredJoin { return g.inferred[key] }
+
+// Incoming are the foreign keys of other tables that reference q, in
+// catalog order. The slice is the graph's own.
+func (g *Graph) Incoming(q QualName) []Incoming { return g.incoming[q] }
+
+// Description is what describing a table or view says of it.
+type Description struct {
+	Name    string // schema.name as declared
+	Comment string
+	Columns int
+	DDL     string
+	View    bool
+	// References are a table's foreign keys, one line a column
+	// ("customer_id → public.customers.id"), its partitions' own after
+	// its own; a view's the relations it reads ("reads public.orders").
+	References []string
+	// ReferencedBy are the keys that reference a table, one line a
+	// column ("public.orders.customer_id → id").
+	ReferencedBy []string
+	// Joins are the joins its names imply where no key declares them
+	// (InferredJoin.String), ordered.
+	Joins []string
+	// Enums are the labels of its enum-typed columns ("status: a, b").
+	Enums []string
+}
+
+// Describe describes the table or view name (as Lookup resolves it), or
+// returns nil when the catalog has neither.
+func (g *Graph) Describe(name string) *Description {
+	cat := g.cat
+	t := cat.Lookup(name)
+	if t == nil {
+		v := cat.LookupView(name)
+		if v == nil {
+			return nil
+		}
+		d := &Description{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns), DDL: v.DDL(), View: true}
+		for _, r := range v.Reads {
+			d.References = append(d.References, "reads "+r.Schema+"."+r.Name)
+		}
+		return d
+	}
+	d := &Description{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns), DDL: t.DDL()}
+	references := func(fks []ForeignKey) {
+		for _, fk := range fks {
+			for i := range fk.Columns {
+				d.References = append(d.References, fk.Columns[i]+" → "+fk.RefTable.Schema+"."+fk.RefTable.Name+"."+fk.RefColumns[i])
+			}
+		}
+	}
+	references(t.ForeignKeys)
+	references(g.partitionKeys[t.QualName()])
+	for _, in := range g.incoming[t.QualName()] {
+		for i := range in.Key.Columns {
+			d.ReferencedBy = append(d.ReferencedBy, in.From.Schema+"."+in.From.Name+"."+in.Key.Columns[i]+" → "+in.Key.RefColumns[i])
+		}
+	}
+	joins := slices.Clone(g.inferred[t.QualName().Key()])
+	slices.SortFunc(joins, CompareJoins)
+	for _, j := range joins {
+		d.Joins = append(d.Joins, j.String())
+	}
+	for _, c := range t.Columns {
+		if c.Enum != nil {
+			if e := cat.Enum(*c.Enum); e != nil {
+				d.Enums = append(d.Enums, c.Name+": "+strings.Join(e.Labels, ", "))
+			}
+		}
+	}
+	return d
+}
