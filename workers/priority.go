@@ -10,9 +10,9 @@ import (
 // applied migrations searchable; an apply only adds to what waits to be
 // projected. When many databases ingest at once the two compete for the
 // CPU and for the index store's one writer, and a database whose history
-// was complete waited behind the applies of the others: 100-230 ms on two
-// cores with twenty databases, against 2 ms alone. With a Priority an
-// apply does not start while a projection is under way.
+// was complete waited behind the applies of the others, many times longer
+// than alone (docs/events.md has the figures). With a Priority an apply
+// does not start while a projection is under way.
 //
 // Workers of one process share one (WithPriority), as they share the
 // CPU; a worker without one has its own.

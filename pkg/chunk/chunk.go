@@ -437,9 +437,9 @@ func ExampleSQL(c Chunk) string {
 // views it is the words a person would use — name, schema, columns, and
 // the comments, enum labels and join hints of the text — without SQL
 // keywords and type names, which every table shares and which would
-// otherwise dominate a bag-of-words vector (on SpiderUnion this lifts
-// vector-only CR@15 from 0.69 to 0.79). Docs and examples embed their text
-// as it is.
+// otherwise dominate a bag-of-words vector (docs/retrieval.md measures
+// what leaving them out gains). Docs and examples embed their text as it
+// is.
 func (c *Chunk) EmbedText() string {
 	if c.Kind != KindTable && c.Kind != KindView {
 		return c.Text

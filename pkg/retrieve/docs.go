@@ -24,8 +24,9 @@ import (
 // BM25's first table; a glossary naming thirty, or a section that
 // matched a word or two below the tables, says little. (Ranked as a list
 // of their own, the first voted table took 1/(k+1) however weak the
-// section: a pool with thousands of unrelated doc sections lost 0.09 of
-// CR@5.) Tables no retriever found join the candidates through get.
+// section, and a pool with thousands of unrelated doc sections lost
+// complete recall: docs/retrieval.md.) Tables no retriever found
+// join the candidates through get.
 //
 // Unlike an example's SQL, a section's names do not join the rescoring's
 // query: a section matched on a word or two ("orders", "placed") would

@@ -8,10 +8,11 @@ import (
 )
 
 // inferredLend scales what a join only the names imply lends, against a
-// declared one: a guess lends a little less. At 1 the lookup tables it
-// reached crowded the head where worked examples already voted for the
-// right ones (BIRD with examples, CR@5 −0.008); at 0.9 they did not,
-// and below it the gain from the question alone faded (docs/retrieval.md).
+// declared one: a guess lends a little less. At a declared key's full
+// lend the lookup tables it reached crowded the head where worked
+// examples already voted for the right ones; a little less did not, and
+// much less lost the gain on questions alone (docs/retrieval.md has the
+// figures).
 const inferredLend = 0.9
 
 // propagate lifts the foreign-key neighbours of the best fused tables

@@ -632,9 +632,10 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (_ ind
 
 // atomicChanges is the most chunks a projection writes and deletes in
 // one MULTI, during which Redis serves no other client. The query engine
-// indexes each hash as it is written, vector included: at 512 dimensions
-// on HNSW, 128 chunks hold the server some 15 ms (BenchmarkReplaceSchemaLive),
-// where a first load of thousands of tables would hold it for seconds.
+// indexes each hash as it is written, vector included, so the batch bounds
+// how long other clients wait (BenchmarkReplaceSchemaLive measures it;
+// docs/redis.md has the figures), where a first load of thousands of
+// tables in one MULTI would hold the server for seconds.
 const atomicChanges = 128
 
 // replaceAtomically writes a projection's upserts, deletions and
