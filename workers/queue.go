@@ -3,21 +3,18 @@ package workers
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/deadletter"
 	"github.com/schemaq/schemaq/pkg/indexer"
-	"github.com/schemaq/schemaq/pkg/streams"
 )
 
 // Ordering. Each database has one queue and, while it holds events, one
@@ -592,88 +589,21 @@ func (w *Worker) sweepIfMoved(ctx context.Context, q *queue) {
 func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	subject := events.DeadLetterSubject(db)
-	s, err := w.js.Stream(ctx, events.DeadLetterStream)
+	box, err := deadletter.Open(ctx, w.js)
 	if err != nil {
-		return fmt.Errorf("dead-letter stream: %w", err)
+		return err
 	}
-	type letter struct {
-		streamSeq uint64
-		seq       int64
-		kind      string
-		data      []byte
+	sw, err := box.Sweep(ctx, db, version)
+	for _, r := range sw.Refused {
+		// Not a letter a worker wrote: left for a person to read (dlq
+		// show) and delete.
+		w.log.Warn("dead letter refused for re-send", zap.String("db", db), zap.Error(r))
 	}
-	var letters []letter
-	nextGap := int64(-1) // the lowest seq of a gap letter beyond version
-	if _, err := streams.ReadSubject(ctx, s, subject, func(m jetstream.Msg) error {
-		meta, err := m.Metadata()
-		if err != nil {
-			return nil
-		}
-		l := letter{streamSeq: meta.Sequence.Stream, kind: m.Headers().Get(events.HeaderDLQKind), data: m.Data()}
-		if l.seq, err = strconv.ParseInt(m.Headers().Get(events.HeaderDLQSeq), 10, 64); err != nil {
-			return nil
-		}
-		if l.kind == events.DLQKindGap && l.seq > version && (nextGap < 0 || l.seq < nextGap) {
-			nextGap = l.seq
-		}
-		letters = append(letters, l)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("read dead letters of %s: %w", db, err)
-	}
-	// Gap letters are re-sent together, once the first of them can apply:
-	// re-sending them earlier would only have them wait and time out again.
-	resend := nextGap == version+1
-	resent, dropped := 0, 0
-	for _, l := range letters {
-		switch {
-		case l.kind != events.DLQKindGap && l.kind != events.DLQKindRefused:
-			continue
-		case l.seq <= version:
-			// The history moved past it: applied since, or replaced by a
-			// fixed migration at that seq.
-			dropped++
-		case l.kind == events.DLQKindGap && resend:
-			target, err := events.ResendSubject(subject, l.data)
-			if err != nil {
-				// Not a letter this worker wrote: left for a person to
-				// read (dlq show) and delete.
-				w.log.Warn("dead letter refused for re-send", zap.String("db", db),
-					zap.Uint64("letter_seq", l.streamSeq), zap.Error(err))
-				continue
-			}
-			re := nats.NewMsg(target)
-			re.Data = l.data
-			// One re-send per letter, whichever worker sweeps.
-			re.Header.Set(events.HeaderMsgID, "resend-"+strconv.FormatUint(l.streamSeq, 10))
-			if _, err := w.js.PublishMsg(ctx, re); err != nil {
-				return fmt.Errorf("re-send dead letter %d of %s: %w", l.streamSeq, db, err)
-			}
-			resent++
-		default:
-			continue
-		}
-		if err := s.DeleteMsg(ctx, l.streamSeq); err != nil && !isNotFound(err) {
-			return fmt.Errorf("delete dead letter %d of %s: %w", l.streamSeq, db, err)
-		}
-		if l.seq <= version {
-			// Nothing will read its SQL again: the catalog is past it.
-			if ev, err := events.Decode(l.data, 0); err == nil {
-				w.dropObjects([]*events.Event{ev})
-			}
-		}
-	}
-	if resent+dropped > 0 {
+	if sw.Resent+sw.Dropped > 0 {
 		w.log.Info("dead letters swept", zap.String("db", db), zap.Int64("catalog_version", version),
-			zap.Int("resent", resent), zap.Int("obsolete_dropped", dropped))
+			zap.Int("resent", sw.Resent), zap.Int("obsolete_dropped", sw.Dropped))
 	}
-	return nil
-}
-
-func isNotFound(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound
+	return err
 }
 
 func later(a, b time.Time) time.Time {

@@ -25,7 +25,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/deadletter"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/indexer"
@@ -958,32 +958,9 @@ func (w *Worker) delay(delivered uint64) time.Duration {
 }
 
 func (w *Worker) deadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outcome) error {
-	db := out.db
-	if events.ValidateDatabase(db) != nil {
-		db = "_invalid"
-	}
-	m := nats.NewMsg(events.DeadLetterSubject(db))
-	m.Data = msg.Data()
-	m.Header.Set(events.HeaderDLQReason, events.OneLine(out.reason, 2000))
-	m.Header.Set(events.HeaderDLQSubject, msg.Subject())
-	m.Header.Set(events.HeaderDLQStreamSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
-	m.Header.Set(events.HeaderDLQDeliveries, strconv.FormatUint(meta.NumDelivered, 10))
-	if out.source != "" {
-		m.Header.Set(events.HeaderDLQSource, events.OneLine(out.source, 500))
-	}
-	if out.kind != "" {
-		m.Header.Set(events.HeaderDLQKind, out.kind)
-	}
-	if out.seq > 0 {
-		m.Header.Set(events.HeaderDLQSeq, strconv.FormatInt(out.seq, 10))
-	}
-	if id := msg.Headers().Get(events.HeaderMsgID); id != "" {
-		m.Header.Set(events.HeaderDLQEventID, id)
-	}
-	// One dead letter per stream message, however often this runs.
-	m.Header.Set(events.HeaderMsgID, "dlq-"+strconv.FormatUint(meta.Sequence.Stream, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := w.js.PublishMsg(ctx, m)
-	return err
+	return deadletter.Publish(ctx, w.js, deadletter.Letter{Database: out.db, Subject: msg.Subject(), Source: out.source, Kind: out.kind,
+		Reason: out.reason, Deliveries: strconv.FormatUint(meta.NumDelivered, 10), EventSeq: out.seq,
+		EventID: msg.Headers().Get(events.HeaderMsgID), StreamSeq: meta.Sequence.Stream, Data: msg.Data()})
 }

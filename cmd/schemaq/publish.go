@@ -23,6 +23,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/deadletter"
 	"github.com/schemaq/schemaq/pkg/migrate"
 	"github.com/schemaq/schemaq/pkg/streams"
 )
@@ -362,12 +363,12 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 	// connection; each poll is then one read of each (the catalog's
 	// version comes from the entry's header, without decoding it).
 	var cats *catalogkv.Store
-	var letters jetstream.Stream
+	var letters *deadletter.Box
 	for {
 		if letters == nil {
-			letters, _ = js.Stream(ctx, events.DeadLetterStream)
+			letters, _ = deadletter.Open(ctx, js)
 		}
-		if letter := newDeadLetter(ctx, letters, db, since); letter != nil {
+		if letter := lastLetter(ctx, letters, db, since); letter != nil {
 			what := "an event"
 			if letter.Source != "" {
 				what = letter.Source
@@ -421,18 +422,13 @@ func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Tim
 	}
 }
 
-// newDeadLetter returns db's last dead letter in s (nil: no stream yet)
-// when it is newer than since.
-func newDeadLetter(ctx context.Context, s jetstream.Stream, db string, since time.Time) *deadLetterView {
-	if s == nil {
+// lastLetter is db's newest dead letter if it is newer than since; nil
+// without one, or without a dead-letter stream yet.
+func lastLetter(ctx context.Context, b *deadletter.Box, db string, since time.Time) *deadletter.Letter {
+	if b == nil {
 		return nil
 	}
-	m, err := s.GetLastMsgForSubject(ctx, events.DeadLetterSubject(db))
-	if err != nil || m.Time.Before(since) {
-		return nil
-	}
-	v := viewOf(m, false)
-	return &v
+	return b.Last(ctx, db, since)
 }
 
 type tagFlags map[string]string

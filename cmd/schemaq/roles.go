@@ -27,12 +27,12 @@ import (
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index/redisearch"
 	"github.com/schemaq/schemaq/pkg/natsconn"
+	"github.com/schemaq/schemaq/pkg/objectgc"
 	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/redact"
 	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/streams"
-	"github.com/schemaq/schemaq/pkg/sweep"
 	"github.com/schemaq/schemaq/pkg/telemetry"
 	"github.com/schemaq/schemaq/workers"
 )
@@ -68,7 +68,7 @@ type roleFlags struct {
 	// systems can mislead (docs/retrieval.md), and only its team knows.
 	exampleWeight, docWeight float64
 	// sweep tidies the object store where a worker runs.
-	sweep sweep.Config
+	sweep objectgc.Config
 }
 
 // register declares the role flags; connect adds the NATS client flags,
@@ -117,7 +117,7 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 		return err
 	}
 	fs.Float64Var(&r.docWeight, "doc-weight", dw, "how much the doc sections most like a question count for the tables they name (1: a section as strong as BM25's first table counts as that table); lower it when the docs describe other systems too; 0: docs are context only [SCHEMAQ_DOC_WEIGHT]")
-	r.sweep = sweep.DefaultConfig
+	r.sweep = objectgc.DefaultConfig
 	if r.sweep.Every, err = envDuration(e, "SCHEMAQ_SWEEP_EVERY", r.sweep.Every); err != nil {
 		return err
 	}
@@ -334,8 +334,8 @@ func (rt *runtime) startWorkers(g *group, r *roleFlags, gate *pace.Gate) (*catal
 		g.Go(w.Run)
 	}
 	host, _ := os.Hostname()
-	sw, err := sweep.New(rt.js, written, rt.log.Named("sweep"), r.sweep, sweep.WithMetrics(sweep.NewMetrics(rt.reg)),
-		sweep.WithTurns(turns, host+"-"+nuid.Next()))
+	sw, err := objectgc.New(rt.js, written, rt.log.Named("sweep"), r.sweep, objectgc.WithMetrics(objectgc.NewMetrics(rt.reg)),
+		objectgc.WithTurns(turns, host+"-"+nuid.Next()))
 	if err != nil {
 		return nil, nil, usagef("%v", err)
 	}

@@ -12,14 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/deadletter"
+	"github.com/schemaq/schemaq/pkg/objectgc"
 	"github.com/schemaq/schemaq/pkg/streams"
-	"github.com/schemaq/schemaq/pkg/sweep"
 )
 
 type consumerReport struct {
@@ -180,38 +180,18 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// deadLetterView is a letter as dlq prints it: show adds the event.
 type deadLetterView struct {
-	Seq        uint64    `json:"seq"`
-	Database   string    `json:"database"`
-	Subject    string    `json:"subject"`
-	Source     string    `json:"source,omitempty"`
-	Kind       string    `json:"kind,omitempty"` // gap, refused, conflict, invalid, failed
-	Reason     string    `json:"reason"`
-	Deliveries string    `json:"deliveries,omitempty"`
-	Time       time.Time `json:"time"`
-	Data       string    `json:"data,omitempty"`
+	deadletter.Letter
+	Data string `json:"data,omitempty"`
 }
 
-func viewOf(m *jetstream.RawStreamMsg, withData bool) deadLetterView {
-	v := deadLetterView{Seq: m.Sequence, Subject: m.Header.Get(events.HeaderDLQSubject), Source: m.Header.Get(events.HeaderDLQSource),
-		Kind: m.Header.Get(events.HeaderDLQKind), Reason: m.Header.Get(events.HeaderDLQReason), Deliveries: m.Header.Get(events.HeaderDLQDeliveries), Time: m.Time,
-		Database: m.Subject[len("schemaq.dlq."):]}
+func viewOf(l *deadletter.Letter, withData bool) deadLetterView {
+	v := deadLetterView{Letter: *l}
 	if withData {
-		v.Data = string(m.Data)
+		v.Data = string(l.Data)
 	}
 	return v
-}
-
-// dropLetterObject deletes the object holding the SQL of a dead letter's
-// event, if it has one: with the letter gone, nothing will apply it.
-func dropLetterObject(ctx context.Context, js jetstream.JetStream, data []byte) {
-	ev, err := events.Decode(data, 0)
-	if err != nil || ev.SQLObject() == nil {
-		return
-	}
-	if obj, err := streams.Objects(ctx, js); err == nil {
-		_ = obj.Delete(ctx, ev.SQLObject().Name)
-	}
 }
 
 func runDLQ(ctx context.Context, e *env, args []string) error {
@@ -229,137 +209,112 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	js, ctx, done, err := c.jetStreamSession(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	s, err := js.Stream(ctx, events.DeadLetterStream)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", events.DeadLetterStream, err)
-	}
-	switch verb {
-	case "list":
-		info, err := s.Info(ctx)
-		if err != nil {
+	switch {
+	case verb == "purge" && fs.NArg() > 0:
+		return usagef("dlq purge takes no sequence numbers: use dlq delete SEQ... for single letters")
+	case verb == "purge" && *c.db != "":
+		if err := c.requireDB(); err != nil {
 			return err
 		}
-		var out []deadLetterView
-		for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-			m, err := s.GetMsg(ctx, seq)
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			v := viewOf(m, false)
-			if *c.db == "" || v.Database == *c.db {
-				out = append(out, v)
-			}
-		}
-		if *c.asJSON {
-			return json.NewEncoder(e.stdout).Encode(out)
-		}
-		for _, v := range out {
-			fmt.Fprintf(e.stdout, "%d\t%s\t%s\t%s\t%s\n", v.Seq, v.Database, v.Kind, v.Source, v.Reason)
-		}
-		fmt.Fprintf(e.stdout, "%d dead letter(s)\n", len(out))
-		return nil
-	case "purge":
-		if fs.NArg() > 0 {
-			return usagef("dlq purge takes no sequence numbers: use dlq delete SEQ... for single letters")
-		}
-		var opts []jetstream.StreamPurgeOpt
-		what := "every database"
-		if *c.db != "" {
-			if err := c.requireDB(); err != nil {
-				return err
-			}
-			opts = append(opts, jetstream.WithPurgeSubject(events.DeadLetterSubject(*c.db)))
-			what = *c.db
-		}
-		before, err := s.Info(ctx)
-		if err != nil {
-			return err
-		}
-		// The SQL objects of the purged events go with them.
-		var letters [][]byte
-		for seq := before.State.FirstSeq; seq <= before.State.LastSeq && before.State.Msgs > 0; seq++ {
-			m, err := s.GetMsg(ctx, seq)
-			if err != nil {
-				continue
-			}
-			if *c.db == "" || m.Subject == events.DeadLetterSubject(*c.db) {
-				letters = append(letters, m.Data)
-			}
-		}
-		if err := s.Purge(ctx, opts...); err != nil {
-			return fmt.Errorf("purge dead letters: %w", err)
-		}
-		for _, data := range letters {
-			dropLetterObject(ctx, js, data)
-		}
-		after, err := s.Info(ctx)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "purged %d dead letter(s) of %s\n", before.State.Msgs-after.State.Msgs, what)
-		return nil
-	}
-	if fs.NArg() == 0 {
+	case verb != "list" && verb != "purge" && fs.NArg() == 0:
 		return usagef("dlq %s: give the dead letter's sequence number (see dlq list)", verb)
 	}
+	var seqs []uint64
 	for _, a := range fs.Args() {
 		seq, err := strconv.ParseUint(a, 10, 64)
 		if err != nil {
 			return usagef("dlq %s: %q is not a sequence number", verb, a)
 		}
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return fmt.Errorf("dead letter %d: there is no such dead letter (retried, deleted or swept already?); `schemaq dlq list` shows those there are", seq)
-		}
+		seqs = append(seqs, seq)
+	}
+	js, ctx, done, err := c.jetStreamSession(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	box, err := deadletter.Open(ctx, js)
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "list":
+		return dlqList(ctx, e, box, &c)
+	case "purge":
+		n, err := box.Purge(ctx, *c.db)
 		if err != nil {
-			return fmt.Errorf("dead letter %d: %w", seq, err)
+			return err
 		}
-		v := viewOf(m, true)
-		if verb == "delete" {
-			if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-				return fmt.Errorf("delete dead letter %d: %w", seq, err)
-			}
-			dropLetterObject(ctx, js, m.Data)
-			fmt.Fprintf(e.stdout, "dead letter %d deleted\n", seq)
-			continue
+		what := *c.db
+		if what == "" {
+			what = "every database"
 		}
-		if verb == "show" {
-			if *c.asJSON {
-				if err := json.NewEncoder(e.stdout).Encode(v); err != nil {
-					return err
-				}
-				continue
-			}
-			fmt.Fprintf(e.stdout, "seq: %d\ndatabase: %s\nsubject: %s\nsource: %s\nkind: %s\ndeliveries: %s\nreason: %s\nevent: %s\n",
-				v.Seq, v.Database, v.Subject, v.Source, v.Kind, v.Deliveries, v.Reason, v.Data)
-			continue
+		fmt.Fprintf(e.stdout, "purged %d dead letter(s) of %s\n", n, what)
+		return nil
+	}
+	for _, seq := range seqs {
+		if err := dlqOne(ctx, e, box, &c, verb, seq); err != nil {
+			return err
 		}
-		// retry: publish the original event again under a new id (the old
-		// one may still be in the duplicate window), then remove the letter.
-		target, err := events.ResendSubject(m.Subject, m.Data)
+	}
+	return nil
+}
+
+func dlqList(ctx context.Context, e *env, box *deadletter.Box, c *clientFlags) error {
+	letters, err := box.List(ctx, *c.db)
+	if err != nil {
+		return err
+	}
+	out := make([]deadLetterView, len(letters))
+	for i := range letters {
+		out[i] = viewOf(&letters[i], false)
+	}
+	if *c.asJSON {
+		if len(out) == 0 {
+			out = nil // null, as before
+		}
+		return json.NewEncoder(e.stdout).Encode(out)
+	}
+	for _, v := range out {
+		fmt.Fprintf(e.stdout, "%d\t%s\t%s\t%s\t%s\n", v.Seq, v.Database, v.Kind, v.Source, v.Reason)
+	}
+	fmt.Fprintf(e.stdout, "%d dead letter(s)\n", len(out))
+	return nil
+}
+
+// dlqOne shows, deletes or retries one letter.
+func dlqOne(ctx context.Context, e *env, box *deadletter.Box, c *clientFlags, verb string, seq uint64) error {
+	switch verb {
+	case "delete":
+		if err := box.Delete(ctx, seq); err != nil {
+			return notFoundHint(err, seq)
+		}
+		fmt.Fprintf(e.stdout, "dead letter %d deleted\n", seq)
+	case "show":
+		l, err := box.Get(ctx, seq)
 		if err != nil {
-			return fmt.Errorf("retry dead letter %d: %w; nothing was published (dlq show %d prints it, dlq delete %d removes it)", seq, err, seq, seq)
+			return notFoundHint(err, seq)
 		}
-		msg := nats.NewMsg(target)
-		msg.Data = m.Data
-		msg.Header.Set(events.HeaderMsgID, fmt.Sprintf("%s-retry-%d-%d", m.Header.Get(events.HeaderDLQEventID), seq, time.Now().UnixNano()))
-		if _, err := js.PublishMsg(ctx, msg); err != nil {
-			return fmt.Errorf("retry dead letter %d: %w", seq, err)
+		v := viewOf(l, true)
+		if *c.asJSON {
+			return json.NewEncoder(e.stdout).Encode(v)
 		}
-		if err := s.DeleteMsg(ctx, seq); err != nil {
-			return fmt.Errorf("retry dead letter %d: republished, but could not remove it: %w", seq, err)
+		fmt.Fprintf(e.stdout, "seq: %d\ndatabase: %s\nsubject: %s\nsource: %s\nkind: %s\ndeliveries: %s\nreason: %s\nevent: %s\n",
+			v.Seq, v.Database, v.Subject, v.Source, v.Kind, v.Deliveries, v.Reason, v.Data)
+	case "retry":
+		target, err := box.Retry(ctx, seq)
+		if err != nil {
+			return notFoundHint(err, seq)
 		}
 		fmt.Fprintf(e.stdout, "dead letter %d republished to %s\n", seq, target)
 	}
 	return nil
+}
+
+func notFoundHint(err error, seq uint64) error {
+	if errors.Is(err, deadletter.ErrNotFound) {
+		return fmt.Errorf("dead letter %d: there is no such dead letter (retried, deleted or swept already?); `schemaq dlq list` shows those there are", seq)
+	}
+	return err
 }
 
 func runSweep(ctx context.Context, e *env, args []string) error {
@@ -368,7 +323,7 @@ func runSweep(ctx context.Context, e *env, args []string) error {
 	c.nats.register(fs, e)
 	c.asJSON = fs.Bool("json", false, "print JSON")
 	c.timeout = fs.Duration("timeout", 5*time.Minute, "how long the sweep may take")
-	cfg := sweep.DefaultConfig
+	cfg := objectgc.DefaultConfig
 	fs.DurationVar(&cfg.Grace, "grace", cfg.Grace, "leave objects younger than this: their events may still be being published")
 	fs.BoolVar(&cfg.DryRun, "dry-run", false, "say what would be deleted, delete nothing")
 	if err := parseFlags(fs, args); err != nil {
@@ -393,7 +348,7 @@ func runSweep(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := sweep.New(js, catalogkv.New(kv, catalogkv.WithObjects(objs)), zap.NewNop(), cfg)
+	s, err := objectgc.New(js, catalogkv.New(kv, catalogkv.WithObjects(objs)), zap.NewNop(), cfg)
 	if err != nil {
 		return usagef("%v", err)
 	}

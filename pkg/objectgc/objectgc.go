@@ -1,7 +1,7 @@
-// Package sweep deletes what nothing will read again from the object
+// Package objectgc deletes what nothing will read again from the object
 // store: the SQL of big events once their database's catalog has moved
 // past them, and catalogs replaced since. Workers delete both as they go;
-// the sweep catches what they could not (a publish that failed after its
+// the collector catches what they could not (a publish that failed after its
 // object was written, a delete that failed, an event that aged out of the
 // stream before it applied), which would otherwise stay for good.
 //
@@ -12,7 +12,7 @@
 // conflict by the checksum the event carries, without the object.
 // Objects younger than Config.Grace are left alone: their writer may not
 // have published what references them yet.
-package sweep
+package objectgc
 
 import (
 	"context"
@@ -71,8 +71,8 @@ type Report struct {
 	DryRun  bool     `json:"dry_run,omitempty"`
 }
 
-// Sweeper sweeps one object store.
-type Sweeper struct {
+// Collector sweeps one object store.
+type Collector struct {
 	js   jetstream.JetStream
 	cats *catalogkv.Store
 	cfg  Config
@@ -92,15 +92,15 @@ type turnStore interface {
 	Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error)
 }
 
-// Option configures a Sweeper.
-type Option func(*Sweeper)
+// Option configures a Collector.
+type Option func(*Collector)
 
 // WithMetrics counts sweeps on m.
-func WithMetrics(m *Metrics) Option { return func(s *Sweeper) { s.m = m } }
+func WithMetrics(m *Metrics) Option { return func(s *Collector) { s.m = m } }
 
 // WithClock has the sweep judge objects' age by now instead of the
 // wall clock.
-func WithClock(now func() time.Time) Option { return func(s *Sweeper) { s.now = now } }
+func WithClock(now func() time.Time) Option { return func(s *Collector) { s.now = now } }
 
 // WithTurns has Run's sweeps take turns with the other replicas that
 // share kv (streams.Sweeps), so that a deployment sweeps about once an
@@ -109,19 +109,19 @@ func WithClock(now func() time.Time) Option { return func(s *Sweeper) { s.now = 
 // replicas need not repeat a hundred times. owner must differ between
 // replicas.
 func WithTurns(kv jetstream.KeyValue, owner string) Option {
-	return func(s *Sweeper) { s.turns, s.owner = kv, owner }
+	return func(s *Collector) { s.turns, s.owner = kv, owner }
 }
 
 // New returns a sweeper of the object store of js; cats reads the catalog
 // bucket.
-func New(js jetstream.JetStream, cats *catalogkv.Store, log *zap.Logger, cfg Config, opts ...Option) (*Sweeper, error) {
+func New(js jetstream.JetStream, cats *catalogkv.Store, log *zap.Logger, cfg Config, opts ...Option) (*Collector, error) {
 	if cfg.Grace <= 0 {
 		return nil, fmt.Errorf("sweep: a grace of %v would delete objects whose events are being published; give at least a minute", cfg.Grace)
 	}
 	if cfg.Every < 0 {
 		return nil, fmt.Errorf("sweep: the interval %v is negative (0 turns sweeping off)", cfg.Every)
 	}
-	s := &Sweeper{js: js, cats: cats, cfg: cfg, log: log, now: time.Now}
+	s := &Collector{js: js, cats: cats, cfg: cfg, log: log, now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
@@ -131,7 +131,7 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, log *zap.Logger, cfg Con
 // Run sweeps every Config.Every until ctx ends, the first time after a
 // random part of the interval, so that replicas started together do not
 // sweep together. A sweep that fails is logged and tried at the next.
-func (s *Sweeper) Run(ctx context.Context) error {
+func (s *Collector) Run(ctx context.Context) error {
 	if s.cfg.Every == 0 {
 		return nil
 	}
@@ -176,7 +176,7 @@ type turn struct {
 // keeps the turn, and the sweeps keep its pace rather than whichever
 // replica's timer fires first. When it stops, another takes over within
 // about an interval.
-func (s *Sweeper) Tick(ctx context.Context) (*Report, error) {
+func (s *Collector) Tick(ctx context.Context) (*Report, error) {
 	if s.turns != nil {
 		mine, err := s.takeTurn(ctx)
 		if err != nil {
@@ -198,7 +198,7 @@ func (s *Sweeper) Tick(ctx context.Context) (*Report, error) {
 // takeTurn records this replica as the last to sweep, if it may sweep.
 // The write is conditional on what it read, so of two replicas that read
 // the same last turn only one takes the next.
-func (s *Sweeper) takeTurn(ctx context.Context) (bool, error) {
+func (s *Collector) takeTurn(ctx context.Context) (bool, error) {
 	now := s.now()
 	val, err := json.Marshal(turn{Owner: s.owner, At: now})
 	if err != nil {
@@ -230,7 +230,7 @@ func (s *Sweeper) takeTurn(ctx context.Context) (bool, error) {
 }
 
 // Once sweeps the object store now.
-func (s *Sweeper) Once(ctx context.Context) (*Report, error) {
+func (s *Collector) Once(ctx context.Context) (*Report, error) {
 	rep, err := s.once(ctx)
 	if s.m != nil {
 		s.m.count(rep, err)
@@ -241,7 +241,7 @@ func (s *Sweeper) Once(ctx context.Context) (*Report, error) {
 // candidates are the objects old enough to sweep, by database.
 type candidates map[string][]*jetstream.ObjectInfo
 
-func (s *Sweeper) once(ctx context.Context) (*Report, error) {
+func (s *Collector) once(ctx context.Context) (*Report, error) {
 	rep := &Report{DryRun: s.cfg.DryRun}
 	obj, err := streams.Objects(ctx, s.js)
 	if err != nil {
@@ -325,7 +325,7 @@ func (s *Sweeper) once(ctx context.Context) (*Report, error) {
 // judge of one: whether it is needed and, when not, why. Dead letters are
 // read before and after the stream, so that an event moving between the
 // two (a retry, a dead-lettering) is seen in one or the other.
-func (s *Sweeper) eventsNeeded(ctx context.Context, stream, dlq jetstream.Stream, db string) (func(name string) (string, bool), error) {
+func (s *Collector) eventsNeeded(ctx context.Context, stream, dlq jetstream.Stream, db string) (func(name string) (string, bool), error) {
 	lettered := map[string]bool{}
 	readLetters := func() error {
 		_, err := streams.ReadSubject(ctx, dlq, events.DeadLetterSubject(db), func(m jetstream.Msg) error {
@@ -371,7 +371,7 @@ func (s *Sweeper) eventsNeeded(ctx context.Context, stream, dlq jetstream.Stream
 	}, nil
 }
 
-func (s *Sweeper) remove(ctx context.Context, obj jetstream.ObjectStore, rep *Report, info *jetstream.ObjectInfo, why string) error {
+func (s *Collector) remove(ctx context.Context, obj jetstream.ObjectStore, rep *Report, info *jetstream.ObjectInfo, why string) error {
 	if !s.cfg.DryRun {
 		if err := obj.Delete(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			return fmt.Errorf("delete object %s: %w", info.Name, err)

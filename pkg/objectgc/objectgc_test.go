@@ -1,4 +1,4 @@
-package sweep_test
+package objectgc_test
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/objectgc"
 	"github.com/schemaq/schemaq/pkg/streams"
-	"github.com/schemaq/schemaq/pkg/sweep"
 )
 
 type fixture struct {
@@ -172,8 +172,8 @@ func TestSweep(t *testing.T) {
 	log := zaptest.NewLogger(t)
 	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
 	reg := prometheus.NewRegistry()
-	m := sweep.NewMetrics(reg)
-	dry, err := sweep.New(f.js, f.cats, log, sweep.Config{Grace: time.Hour, DryRun: true}, sweep.WithMetrics(m), sweep.WithClock(later))
+	m := objectgc.NewMetrics(reg)
+	dry, err := objectgc.New(f.js, f.cats, log, objectgc.Config{Grace: time.Hour, DryRun: true}, objectgc.WithMetrics(m), objectgc.WithClock(later))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestSweep(t *testing.T) {
 	}
 
 	// Objects younger than the grace are not looked at.
-	young, err := sweep.New(f.js, f.cats, log, sweep.Config{Grace: time.Hour})
+	young, err := objectgc.New(f.js, f.cats, log, objectgc.Config{Grace: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestSweep(t *testing.T) {
 		t.Fatalf("sweep within the grace: %+v %v", rep, err)
 	}
 
-	s, err := sweep.New(f.js, f.cats, log, sweep.Config{Grace: time.Hour}, sweep.WithMetrics(m), sweep.WithClock(later))
+	s, err := objectgc.New(f.js, f.cats, log, objectgc.Config{Grace: time.Hour}, objectgc.WithMetrics(m), objectgc.WithClock(later))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,11 +292,11 @@ func TestTurns(t *testing.T) {
 	now := start
 	at := func(d time.Duration) { mu.Lock(); now = start.Add(d); mu.Unlock() }
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	cfg := sweep.Config{Every: time.Hour, Grace: time.Hour}
+	cfg := objectgc.Config{Every: time.Hour, Grace: time.Hour}
 	reg := prometheus.NewRegistry()
-	m := sweep.NewMetrics(reg)
-	replica := func(name string) *sweep.Sweeper {
-		s, err := sweep.New(f.js, f.cats, zaptest.NewLogger(t), cfg, sweep.WithClock(clock), sweep.WithMetrics(m), sweep.WithTurns(turns, name))
+	m := objectgc.NewMetrics(reg)
+	replica := func(name string) *objectgc.Collector {
+		s, err := objectgc.New(f.js, f.cats, zaptest.NewLogger(t), cfg, objectgc.WithClock(clock), objectgc.WithMetrics(m), objectgc.WithTurns(turns, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +372,7 @@ func TestTurns(t *testing.T) {
 // TestTickWithoutTurns checks that without turns every Tick sweeps.
 func TestTickWithoutTurns(t *testing.T) {
 	f := setup(t)
-	s, err := sweep.New(f.js, f.cats, zaptest.NewLogger(t), sweep.Config{Every: time.Hour, Grace: time.Hour})
+	s, err := objectgc.New(f.js, f.cats, zaptest.NewLogger(t), objectgc.Config{Every: time.Hour, Grace: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,14 +386,14 @@ func TestTickWithoutTurns(t *testing.T) {
 func TestNewRefuses(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		cfg  sweep.Config
+		cfg  objectgc.Config
 		want string
 	}{
-		{"no grace", sweep.Config{Every: time.Hour}, "grace"},
-		{"negative interval", sweep.Config{Every: -time.Second, Grace: time.Hour}, "negative"},
+		{"no grace", objectgc.Config{Every: time.Hour}, "grace"},
+		{"negative interval", objectgc.Config{Every: -time.Second, Grace: time.Hour}, "negative"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := sweep.New(nil, nil, nil, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			if _, err := objectgc.New(nil, nil, nil, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("New(%+v): %v, want an error naming %q", c.cfg, err, c.want)
 			}
 		})

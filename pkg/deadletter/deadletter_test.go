@@ -1,0 +1,126 @@
+package deadletter_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/deadletter"
+	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/streams"
+)
+
+func migration(t *testing.T, db string, seq int64) []byte {
+	t.Helper()
+	ev, err := events.New(db+"-"+string(rune('a'+seq)), db, time.Now(), &events.Migration{Seq: seq, Source: "m.sql", SQL: "CREATE TABLE t (id int)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ev.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The box's whole life: letters published as a worker does, read back,
+// swept by catalog version, re-sent to their own subject only, deleted
+// and purged.
+func TestBox(t *testing.T) {
+	ctx := context.Background()
+	ns := natstest.Server(t)
+	js, err := jetstream.New(natstest.Connect(t, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(db string, seq int64, kind string, streamSeq uint64, data []byte) {
+		t.Helper()
+		err := deadletter.Publish(ctx, js, deadletter.Letter{Database: db, Subject: events.SchemaSubject(db), Source: "m.sql", Kind: kind,
+			Reason: "line one\nline two", Deliveries: "3", EventSeq: seq, EventID: "id", StreamSeq: streamSeq, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("shop", 2, events.DLQKindRefused, 10, migration(t, "shop", 2))
+	publish("shop", 2, events.DLQKindRefused, 10, migration(t, "shop", 2)) // the same message again: one letter
+	publish("shop", 5, events.DLQKindGap, 11, migration(t, "shop", 5))
+	publish("shop", 6, events.DLQKindGap, 12, migration(t, "shop", 6))
+	publish("bad name!", 1, events.DLQKindInvalid, 13, []byte("{"))
+	forged := migration(t, "other", 7) // an event of another database, under shop
+	publish("shop", 7, events.DLQKindGap, 14, forged)
+
+	box, err := deadletter.Open(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := box.List(ctx, "")
+	if err != nil || len(all) != 5 {
+		t.Fatalf("List = %d letters, %v; want 5", len(all), err)
+	}
+	first := all[0]
+	if first.Database != "shop" || first.Kind != events.DLQKindRefused || first.EventSeq != 2 || first.StreamSeq != 10 ||
+		first.Reason != "line one line two" || first.Deliveries != "3" || first.Subject != events.SchemaSubject("shop") {
+		t.Errorf("letter read back as %+v", first)
+	}
+	if all[3].Database != "_invalid" {
+		t.Errorf("a bad database name is filed as %q", all[3].Database)
+	}
+	if shop, _ := box.List(ctx, "shop"); len(shop) != 4 {
+		t.Errorf("shop has %d letters, want 4", len(shop))
+	}
+
+	// At version 4 the refused seq 2 is obsolete; the gap at 5 can apply
+	// now, so the gaps are re-sent, but not the forged one.
+	sw, err := box.Sweep(ctx, "shop", 4)
+	if err != nil || sw.Dropped != 1 || sw.Resent != 2 || len(sw.Refused) != 1 {
+		t.Fatalf("Sweep = %+v, %v; want 1 dropped, 2 re-sent, 1 refused", sw, err)
+	}
+	left, _ := box.List(ctx, "shop")
+	if len(left) != 1 || left[0].EventSeq != 7 {
+		t.Fatalf("after the sweep: %+v", left)
+	}
+	if _, err := box.Retry(ctx, left[0].Seq); err == nil || !strings.Contains(err.Error(), "nothing was published") {
+		t.Errorf("retry of a forged letter: %v", err)
+	}
+	s, _ := js.Stream(ctx, events.Stream)
+	info, _ := s.Info(ctx)
+	if info.State.Msgs != 2 {
+		t.Errorf("the event stream holds %d re-sent events, want 2", info.State.Msgs)
+	}
+
+	if err := box.Delete(ctx, left[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := box.Get(ctx, left[0].Seq); !errors.Is(err, deadletter.ErrNotFound) {
+		t.Errorf("a deleted letter: %v", err)
+	}
+	publish("shop", 9, events.DLQKindRefused, 20, migration(t, "shop", 9))
+	if l := box.Last(ctx, "shop", time.Now().Add(-time.Minute)); l == nil || l.EventSeq != 9 {
+		t.Errorf("Last = %+v", l)
+	}
+	if l := box.Last(ctx, "shop", time.Now().Add(time.Minute)); l != nil {
+		t.Errorf("Last after a time to come = %+v", l)
+	}
+	seq := box.Last(ctx, "shop", time.Time{}).Seq
+	target, err := box.Retry(ctx, seq)
+	if err != nil || target != events.SchemaSubject("shop") {
+		t.Fatalf("Retry = %q, %v", target, err)
+	}
+	if n, err := box.Purge(ctx, ""); err != nil || n != 1 {
+		t.Errorf("Purge = %d, %v; want the one _invalid letter", n, err)
+	}
+	// A letter's JSON is what dlq list --json prints.
+	b, _ := json.Marshal(first)
+	if !strings.HasPrefix(string(b), `{"seq":`) || strings.Contains(string(b), "Data") {
+		t.Errorf("JSON %s", b)
+	}
+}
