@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,16 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/catalog"
-	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/client"
-	"github.com/schemaq/schemaq/pkg/deadletter"
 	"github.com/schemaq/schemaq/pkg/migrate"
-	"github.com/schemaq/schemaq/pkg/streams"
 )
 
 // clientFlags are shared by the commands that talk to a running schemaq.
@@ -75,6 +69,7 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 		return usagef("publish: say what to publish: migrations, snapshot, docs or examples")
 	}
 	kind, args := args[0], args[1:]
+	var closeAfter []func()
 	fs := newFlags(e, "publish "+kind, "--db NAME [flags] PATH...")
 	var c clientFlags
 	c.register(fs, e)
@@ -96,18 +91,44 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usagef("publish %s: give the files or directories to publish", kind)
 	}
+	// One connection, made when first needed: planning migrations and
+	// numbering a snapshot read the catalog; docs and examples are read
+	// from their files first.
+	var cli *client.Client
+	connect := func() error {
+		if cli != nil {
+			return nil
+		}
+		var closeConn func()
+		var err error
+		if cli, closeConn, err = c.client(); err == nil {
+			closeAfter = append(closeAfter, closeConn)
+		}
+		return err
+	}
+	defer func() {
+		for _, f := range closeAfter {
+			f()
+		}
+	}()
 	var evs []*events.Event
 	var err error
 	now := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, *c.timeout)
+	defer cancel()
 	switch kind {
 	case "migrations":
 		var warnings []string
-		evs, warnings, err = migrationEvents(ctx, &c, fs.Args(), plan, now)
+		if err = connect(); err == nil {
+			evs, warnings, err = cli.MigrationEvents(pctx, *c.db, fs.Args(), plan, now)
+		}
 		for _, w := range warnings {
 			fmt.Fprintln(e.stderr, "warning:", w)
 		}
 	case "snapshot":
-		evs, err = snapshotEvent(ctx, &c, fs.Args(), *seq, now)
+		if err = connect(); err == nil {
+			evs, err = snapshotEvent(pctx, cli, *c.db, fs.Args(), *seq, now)
+		}
 	case "docs":
 		evs, err = docEvents(*c.db, fs.Args(), tags, now)
 	case "examples":
@@ -118,13 +139,9 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cli, closeConn, err := c.client()
-	if err != nil {
+	if err := connect(); err != nil {
 		return err
 	}
-	defer closeConn()
-	pctx, cancel := context.WithTimeout(ctx, *c.timeout)
-	defer cancel()
 	type result struct {
 		ID        string `json:"id"`
 		Type      string `json:"type"`
@@ -158,7 +175,7 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 	var waitErr error
 	drift := 0
 	if *wait > 0 && last > 0 {
-		drift, waitErr = waitApplied(ctx, &c, last, now, *wait)
+		drift, waitErr = waitApplied(ctx, cli, *c.db, last, now, *wait)
 	}
 	if *c.asJSON {
 		out := map[string]any{"database": *c.db, "published": results, "duplicates": dups}
@@ -208,61 +225,7 @@ func eventID(db, kind, key, content string) string {
 	return fmt.Sprintf("%s-%s-%s-%s", db, kind, key, hex.EncodeToString(sum[:6]))
 }
 
-// migrationEvents publishes what the catalog has not applied, numbered
-// after what it has (migrate.MakePlan). A migration event's id carries a
-// token of this run: the duplicate window still drops a retried publish
-// of the same event, while running publish again re-sends what is still
-// pending (say, after a refused migration was fixed) instead of having it
-// dropped as a duplicate. Workers apply a seq once whatever the copies.
-func migrationEvents(ctx context.Context, c *clientFlags, paths []string, opts migrate.PlanOptions, now time.Time) ([]*events.Event, []string, error) {
-	files, err := migrate.Discover(paths...)
-	if err != nil {
-		return nil, nil, err
-	}
-	steps, err := migrate.Read(files)
-	if err != nil {
-		return nil, nil, err
-	}
-	cat := catalog.New(*c.db)
-	if opts.Positional == 0 {
-		if cat, err = currentCatalog(ctx, c); err != nil {
-			return nil, nil, err
-		}
-	}
-	plan, err := migrate.MakePlan(steps, cat, opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("publish migrations to %s: %w", *c.db, err)
-	}
-	var tok [4]byte
-	_, _ = rand.Read(tok[:])
-	run := hex.EncodeToString(tok[:])
-	var out []*events.Event
-	for i, s := range plan.Pending {
-		seq := plan.From + int64(i)
-		m := &events.Migration{Seq: seq, Source: filepath.ToSlash(s.Name), MigrationID: s.ID()}
-		m.SQL, m.SQLGzip = sqlPayload(s.SQL)
-		ev, err := events.New(fmt.Sprintf("%s-m-%d-%s-%s", *c.db, seq, s.Checksum[:12], run), *c.db, now, m)
-		if err != nil {
-			return nil, nil, fmt.Errorf("migration %s: %w", s.Name, err)
-		}
-		out = append(out, ev)
-	}
-	return out, plan.Warnings, nil
-}
-
-// compressAbove is the script size from which events carry the SQL
-// gzip-compressed: schema dumps of large applications exceed the 1 MiB
-// event limit as text, but compress tenfold.
-const compressAbove = 256 << 10
-
-func sqlPayload(sql string) (string, []byte) {
-	if len(sql) > compressAbove {
-		return "", events.GzipSQL(sql)
-	}
-	return sql, nil
-}
-
-func snapshotEvent(ctx context.Context, c *clientFlags, paths []string, seq int64, now time.Time) ([]*events.Event, error) {
+func snapshotEvent(ctx context.Context, cli *client.Client, db string, paths []string, seq int64, now time.Time) ([]*events.Event, error) {
 	if len(paths) != 1 {
 		return nil, usagef("publish snapshot: give exactly one schema file")
 	}
@@ -271,164 +234,37 @@ func snapshotEvent(ctx context.Context, c *clientFlags, paths []string, seq int6
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
 	if seq == 0 {
-		cur, err := catalogVersion(ctx, c)
+		// From the entry's header: a snapshot replaces the catalog, so
+		// one whose body is damaged does not stop it.
+		cur, err := cli.CatalogVersion(ctx, db)
 		if err != nil {
 			return nil, err
 		}
 		seq = cur + 1
 	}
 	snap := &events.Snapshot{Seq: seq, Source: filepath.Base(paths[0])}
-	snap.SQL, snap.SQLGzip = sqlPayload(string(sql))
-	ev, err := events.New(eventID(*c.db, "s", fmt.Sprint(seq), string(sql)), *c.db, now, snap)
+	snap.SQL, snap.SQLGzip = client.SQLPayload(string(sql))
+	ev, err := events.New(eventID(db, "s", fmt.Sprint(seq), string(sql)), db, now, snap)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", paths[0], err)
 	}
 	return []*events.Event{ev}, nil
 }
 
-// catalogVersion is the database's catalog version, read from its
-// entry's header: a snapshot replaces the catalog, so one whose body is
-// damaged does not stop it.
-func catalogVersion(ctx context.Context, c *clientFlags) (int64, error) {
-	var v int64
-	err := withCatalogs(ctx, c, func(s *catalogkv.Store) error {
-		rev, hv, err := s.Entry(ctx, *c.db)
-		if err != nil || rev == 0 || hv >= 0 {
-			v = max(hv, 0)
-			return err
-		}
-		v, _, err = s.Version(ctx, *c.db) // an entry written without a header
-		return err
-	})
-	return v, err
-}
-
-// currentCatalog reads the database's catalog from the bucket; a database
-// without one (or a server without the bucket yet) has an empty catalog.
-func currentCatalog(ctx context.Context, c *clientFlags) (*catalog.Catalog, error) {
-	cat := catalog.New(*c.db)
-	err := withCatalogs(ctx, c, func(s *catalogkv.Store) error {
-		var err error
-		cat, _, err = s.Get(ctx, *c.db)
-		return err
-	})
-	return cat, err
-}
-
-// withCatalogs calls fn with the server's catalog store; not at all when
-// the server has no catalog bucket yet.
-func withCatalogs(ctx context.Context, c *clientFlags, fn func(*catalogkv.Store) error) error {
-	nc, err := c.nats.connect(zap.NewNop())
-	if err != nil {
-		return err
+// waitApplied is client.WaitApplied for up to limit, with the way out of
+// a dead letter.
+func waitApplied(ctx context.Context, cli *client.Client, db string, want int64, since time.Time, limit time.Duration) (int, error) {
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	drift, err := cli.WaitApplied(wctx, db, want, since)
+	var dl *client.DeadLetteredError
+	switch {
+	case errors.As(err, &dl):
+		return 0, fmt.Errorf("%w\nsee `schemaq dlq list --db %s`; docs/events.md#recovery says what to do", err, db)
+	case err != nil && ctx.Err() == nil:
+		return 0, fmt.Errorf("after %v: %w", limit, err)
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	kv, err := js.KeyValue(ctx, events.CatalogBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read catalog %s: %w", *c.db, err)
-	}
-	var opts []catalogkv.Option
-	if obj, err := streams.Objects(ctx, js); err == nil {
-		opts = append(opts, catalogkv.WithObjects(obj))
-	}
-	return fn(catalogkv.New(kv, opts...))
-}
-
-// waitApplied waits until the catalog reaches version want and the index
-// answers for it, and fails as soon as an event of the database is
-// dead-lettered after since, with the letter's reason.
-//
-// It returns how many statements of the history the catalog skipped or
-// inferred (drift), as the answering daemon reports them.
-func waitApplied(ctx context.Context, c *clientFlags, want int64, since time.Time, limit time.Duration) (int, error) {
-	nc, err := c.nats.connect(zap.NewNop())
-	if err != nil {
-		return 0, err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	cli, err := client.New(nc)
-	if err != nil {
-		return 0, err
-	}
-	db := *c.db
-	deadline := time.Now().Add(limit)
-	var version, indexed, served int64
-	var indexErr error
-	// The bucket and the dead-letter stream are opened once, on this one
-	// connection; each poll is then one read of each (the catalog's
-	// version comes from the entry's header, without decoding it).
-	var cats *catalogkv.Store
-	var letters *deadletter.Box
-	for {
-		if letters == nil {
-			letters, _ = deadletter.Open(ctx, js)
-		}
-		if letter := lastLetter(ctx, letters, db, since); letter != nil {
-			what := "an event"
-			if letter.Source != "" {
-				what = letter.Source
-			}
-			return 0, fmt.Errorf("%s was dead-lettered (dead letter %d): %s\nsee `schemaq dlq list --db %s`; docs/events.md#recovery says what to do",
-				what, letter.Seq, letter.Reason, db)
-		}
-		if cats == nil {
-			if kv, err := js.KeyValue(ctx, events.CatalogBucket); err == nil {
-				cats = catalogkv.New(kv)
-			}
-		}
-		if version < want && cats != nil {
-			if v, _, err := cats.Version(ctx, db); err == nil {
-				version = v
-			}
-		}
-		if version >= want {
-			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			rep, err := cli.Tables(rctx, &events.TablesRequest{Database: db, Limit: 1})
-			cancel()
-			indexErr = err
-			// The daemon's copy of the catalog follows the bucket by a
-			// watch, so it can lag the index it reads: the drift it
-			// reports (and the catalog an ask reads) is only this
-			// version's once its copy has caught up too.
-			if err == nil && rep.Indexed >= want && rep.Version >= want {
-				return rep.DriftTotal, nil
-			}
-			if err == nil {
-				indexed, served = rep.Indexed, rep.Version
-			}
-		}
-		if time.Now().After(deadline) {
-			switch {
-			case version < want:
-				return 0, fmt.Errorf("catalog %s reached version %d, not %d, within %v: see `schemaq status` and the worker logs", db, version, want, limit)
-			case indexErr != nil:
-				return 0, fmt.Errorf("catalog %s is at version %d, but no daemon confirmed the index within %v: %w", db, version, limit, indexErr)
-			}
-			if indexed >= want {
-				return 0, fmt.Errorf("catalog %s is at version %d and indexed, but the daemon still serves version %d after %v: see the daemon logs", db, version, served, limit)
-			}
-			return 0, fmt.Errorf("catalog %s is at version %d, but its index reflects version %d after %v: see the worker logs", db, version, indexed, limit)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// lastLetter is db's newest dead letter if it is newer than since; nil
-// without one, or without a dead-letter stream yet.
-func lastLetter(ctx context.Context, b *deadletter.Box, db string, since time.Time) *deadletter.Letter {
-	if b == nil {
-		return nil
-	}
-	return b.Last(ctx, db, since)
+	return drift, err
 }
 
 type tagFlags map[string]string

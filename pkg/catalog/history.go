@@ -3,32 +3,16 @@ package catalog
 import (
 	"cmp"
 	"slices"
+
+	"github.com/schemaq/schemaq/events"
 )
 
-// Applied is one migration in a catalog's history: what migration tools
-// keep in their schema_migrations table, so a publisher can tell which of
-// its files are applied whatever order they sort in, and notice an applied
-// file whose content changed.
-type Applied struct {
-	Seq int64 `json:"seq"`
-	// ID is the migration's identity in its tool (its version, or its
-	// file name without one).
-	ID     string `json:"id"`
-	Source string `json:"source,omitempty"`
-	// Checksum is Checksum of the SQL that was applied.
-	Checksum string `json:"checksum"`
-	// StreamSeq is where the applied event sits in the event stream (0
-	// when not recorded). An event at the same seq that sits before it
-	// was superseded (a broken migration, fixed and published again), not
-	// a conflict: a replica replaying the stream meets it first.
-	StreamSeq uint64 `json:"stream_seq,omitempty"`
-}
+// Applied is a migration the catalog records as applied: the history's
+// form is part of the catalog entry clients read (events.CatalogHistory).
+type Applied = events.AppliedMigration
 
 // Base is the snapshot a catalog's history starts from, when it does.
-type Base struct {
-	Seq    int64  `json:"seq"`
-	Source string `json:"source,omitempty"`
-}
+type Base = events.SnapshotBase
 
 // History returns the applied migrations in seq order. The slice is the
 // catalog's own: do not modify it.
@@ -62,4 +46,10 @@ func (c *Catalog) Record(a Applied) *Catalog {
 func (c *Catalog) Rebase(b Base) *Catalog {
 	c.history, c.base, c.Version, c.drift = nil, &b, b.Seq, nil
 	return c
+}
+
+// Lineage is the catalog's version and history, as its entry records them
+// for publishers (events.CatalogHistory).
+func (c *Catalog) Lineage() *events.CatalogHistory {
+	return &events.CatalogHistory{Database: c.Database, Version: c.Version, History: c.history, Base: c.base}
 }

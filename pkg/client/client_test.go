@@ -5,12 +5,16 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -18,6 +22,8 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/deadletter"
+	"github.com/schemaq/schemaq/pkg/migrate"
 	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
 )
@@ -76,6 +82,17 @@ func TestDatabasesReadsEveryEntryForm(t *testing.T) {
 	want := []client.Database{{Name: "legacy", Version: 41}, {Name: "shop", Version: 7}, {Name: "warehouse", Version: 12}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Databases = %v, want %v", got, want)
+	}
+
+	// The history reads from each form too, the object's included.
+	for _, want := range want {
+		h, err := cli.History(ctx, want.Name)
+		if err != nil || h.Version != want.Version || h.Database != want.Name {
+			t.Errorf("History(%s) = %+v, %v", want.Name, h, err)
+		}
+	}
+	if h, err := cli.History(ctx, "none"); err != nil || h.Version != 0 || len(h.History) != 0 {
+		t.Errorf("History of a database without a catalog = %+v, %v", h, err)
 	}
 
 	if _, err := kv.Put(ctx, "junk", []byte("not a catalog")); err != nil {
@@ -139,4 +156,84 @@ func legacy(t *testing.T, c *catalog.Catalog) []byte {
 		t.Fatal("the legacy entry has a header")
 	}
 	return buf.Bytes()
+}
+
+// Planning reads the history the catalog records: what it applied is not
+// published again, and the rest is numbered after it; a changed applied
+// file is refused. A wait fails at once on a dead letter of the database.
+func TestMigrationsPlanAndWait(t *testing.T) {
+	ctx := context.Background()
+	ns := natstest.Server(t)
+	nc := natstest.Connect(t, ns)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := client.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := streams.Ensure(ctx, js, streams.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := []string{"CREATE TABLE a (id int);", "CREATE TABLE b (id int);", "CREATE TABLE c (id int);"}
+	for i, sql := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%04d_t.sql", i+1)), []byte(sql), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing applied yet: all three, from seq 1.
+	evs, _, err := cli.MigrationEvents(ctx, "shop", []string{dir}, migrate.PlanOptions{}, time.Now())
+	if err != nil || len(evs) != 3 || evs[0].Migration.Seq != 1 {
+		t.Fatalf("first plan: %d events, %v", len(evs), err)
+	}
+	// The catalog records the first two as applied.
+	found, err := migrate.Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := migrate.Read(found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := catalog.New("shop")
+	for i, st := range steps[:2] {
+		cat = cat.Clone().Record(catalog.Applied{Seq: int64(i + 1), ID: st.ID(), Source: st.Name, Checksum: st.Checksum})
+	}
+	if _, err := catalogkv.New(kv).Put(ctx, cat, 0); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err = cli.MigrationEvents(ctx, "shop", []string{dir}, migrate.PlanOptions{}, time.Now())
+	if err != nil || len(evs) != 1 || evs[0].Migration.Seq != 3 || evs[0].Migration.Source != "0003_t.sql" {
+		t.Fatalf("second plan: %+v, %v", evs, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "0002_t.sql"), []byte("CREATE TABLE b (id bigint);"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cli.MigrationEvents(ctx, "shop", []string{dir}, migrate.PlanOptions{}, time.Now()); !errors.Is(err, migrate.ErrChanged) {
+		t.Errorf("a changed applied file: %v", err)
+	}
+
+	since := time.Now()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = deadletter.Publish(ctx, js, deadletter.Letter{Database: "shop", Subject: events.SchemaSubject("shop"), Source: "0003_t.sql",
+			Kind: events.DLQKindRefused, Reason: "relation c already exists", StreamSeq: 1, EventSeq: 3, Data: []byte("{}")})
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = cli.WaitApplied(wctx, "shop", 3, since)
+	var dl *client.DeadLetteredError
+	if !errors.As(err, &dl) || !strings.Contains(err.Error(), "0003_t.sql was dead-lettered") || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("WaitApplied: %v", err)
+	}
+	// Without a letter and without a daemon, it waits for the deadline
+	// and says what it saw.
+	short, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel2()
+	if _, err := cli.WaitApplied(short, "shop", 3, time.Now()); err == nil || !strings.Contains(err.Error(), "reached version 2, not 3") {
+		t.Errorf("WaitApplied at the deadline: %v", err)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/catalog"
 )
 
 // Step is a migration file read for publishing.
@@ -70,7 +69,7 @@ var ErrChanged = errors.New("applied migration changed")
 // of their versions. A pending step that sorts before an applied one is
 // back-dated (a branch merged with an older timestamp): it is applied
 // after them, with a warning.
-func MakePlan(steps []Step, cat *catalog.Catalog, opts PlanOptions) (*Plan, error) {
+func MakePlan(steps []Step, cat *events.CatalogHistory, opts PlanOptions) (*Plan, error) {
 	if opts.Positional > 0 {
 		p := &Plan{From: opts.Positional}
 		for i, s := range steps {
@@ -82,8 +81,8 @@ func MakePlan(steps []Step, cat *catalog.Catalog, opts PlanOptions) (*Plan, erro
 		}
 		return p, nil
 	}
-	applied := map[string]catalog.Applied{}
-	for _, a := range cat.History() {
+	applied := map[string]events.AppliedMigration{}
+	for _, a := range cat.History {
 		applied[a.ID] = a
 	}
 	// The base: steps a catalog without (or before) its recorded history
@@ -98,14 +97,14 @@ func MakePlan(steps []Step, cat *catalog.Catalog, opts PlanOptions) (*Plan, erro
 		baseEnd = i + 1
 	case cat.Version > 0 && len(applied) == 0:
 		from := "migrations applied before schemaq recorded histories"
-		if b := cat.Base(); b != nil {
+		if b := cat.Base; b != nil {
 			from = "the snapshot " + b.Source
 		}
 		return nil, fmt.Errorf("catalog %s is at version %d, built from %s, and records no applied migrations, so which of these files it includes is unknown: "+
 			"give --baseline MIGRATION (the last one it includes) or --from N (number files by position)", cat.Database, cat.Version, from)
-	case cat.Base() != nil || len(cat.History()) > 0 && cat.History()[0].Seq > 1:
+	case cat.Base != nil || len(cat.History) > 0 && cat.History[0].Seq > 1:
 		// Steps before the first recorded one belong to the base.
-		first := cat.History()[0].ID
+		first := cat.History[0].ID
 		if i := indexOf(steps, first); i >= 0 {
 			baseEnd = i
 		}

@@ -61,7 +61,7 @@ func TestMakePlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := MakePlan(tc.steps, tc.cat, tc.opts)
+			p, err := MakePlan(tc.steps, tc.cat.Lineage(), tc.opts)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want an error mentioning %q", err, tc.err)
@@ -88,7 +88,7 @@ func TestMakePlan(t *testing.T) {
 			}
 		})
 	}
-	if _, err := MakePlan([]Step{a, bChanged}, applied(a, b), PlanOptions{}); !errors.Is(err, ErrChanged) {
+	if _, err := MakePlan([]Step{a, bChanged}, applied(a, b).Lineage(), PlanOptions{}); !errors.Is(err, ErrChanged) {
 		t.Errorf("a changed migration should match ErrChanged: %v", err)
 	}
 }

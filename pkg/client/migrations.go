@@ -1,0 +1,173 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/migrate"
+	"github.com/schemaq/schemaq/pkg/streams"
+)
+
+// History reads db's catalog history from the catalog bucket: its
+// version, the migrations applied and the snapshot it starts from. A
+// database without a catalog (or a server without the bucket yet) has an
+// empty one.
+func (c *Client) History(ctx context.Context, db string) (*events.CatalogHistory, error) {
+	empty := &events.CatalogHistory{Database: db}
+	kv, err := c.js.KeyValue(ctx, events.CatalogBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return empty, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read catalog %s: %w", db, err)
+	}
+	e, err := kv.Get(ctx, db)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return empty, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read catalog %s: %w", db, err)
+	}
+	b := e.Value()
+	h, err := events.DecodeCatalogHistory(b)
+	if errors.Is(err, events.ErrCatalogInObject) {
+		// A catalog too big for its entry: the entry names the object.
+		name, nerr := events.CatalogEntryObjectName(b)
+		if nerr != nil {
+			return nil, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), nerr)
+		}
+		obj, oerr := streams.Objects(ctx, c.js)
+		if oerr != nil {
+			return nil, oerr
+		}
+		if b, err = obj.GetBytes(ctx, name); err != nil {
+			return nil, fmt.Errorf("read catalog %s from object %s: %w", db, name, err)
+		}
+		h, err = events.DecodeCatalogHistory(b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), err)
+	}
+	if v, ok := events.CatalogEntryVersion(e.Value()); ok {
+		h.Version = v // the header's, which an object's body does not hold
+	}
+	h.Database = db
+	return h, nil
+}
+
+// CatalogVersion is db's catalog version, read from its entry's header
+// alone (0: no catalog): what a snapshot numbers itself after, even when
+// the catalog's body is damaged.
+func (c *Client) CatalogVersion(ctx context.Context, db string) (int64, error) {
+	kv, err := c.js.KeyValue(ctx, events.CatalogBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read catalog %s: %w", db, err)
+	}
+	e, err := kv.Get(ctx, db)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read catalog %s: %w", db, err)
+	}
+	v, err := entryVersion(e.Value())
+	if err != nil {
+		return 0, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), err)
+	}
+	return v, nil
+}
+
+// MigrationEvents plans the migration files at paths against db's
+// catalog, as migration tools plan against their schema_migrations table
+// (migrate.MakePlan), and returns the pending ones as events numbered
+// after what the catalog has applied, with the plan's warnings. A
+// migration event's id carries a token of this run: the duplicate window
+// still drops a retried publish of the same event, while planning again
+// re-sends what is still pending (a refused migration, fixed) instead of
+// having it dropped as a duplicate. Workers apply a seq once.
+func (c *Client) MigrationEvents(ctx context.Context, db string, paths []string, opts migrate.PlanOptions, now time.Time) ([]*events.Event, []string, error) {
+	files, err := migrate.Discover(paths...)
+	if err != nil {
+		return nil, nil, err
+	}
+	steps, err := migrate.Read(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := &events.CatalogHistory{Database: db}
+	if opts.Positional == 0 {
+		if h, err = c.History(ctx, db); err != nil {
+			return nil, nil, err
+		}
+	}
+	plan, err := migrate.MakePlan(steps, h, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("publish migrations to %s: %w", db, err)
+	}
+	var tok [4]byte
+	_, _ = rand.Read(tok[:])
+	run := hex.EncodeToString(tok[:])
+	var out []*events.Event
+	for i, s := range plan.Pending {
+		seq := plan.From + int64(i)
+		m := &events.Migration{Seq: seq, Source: filepath.ToSlash(s.Name), MigrationID: s.ID()}
+		m.SQL, m.SQLGzip = SQLPayload(s.SQL)
+		ev, err := events.New(fmt.Sprintf("%s-m-%d-%s-%s", db, seq, s.Checksum[:12], run), db, now, m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("migration %s: %w", s.Name, err)
+		}
+		out = append(out, ev)
+	}
+	return out, plan.Warnings, nil
+}
+
+// PublishedMigrations is what PublishMigrations did.
+type PublishedMigrations struct {
+	Events    []*events.Event
+	Published []Published // one per event
+	Warnings  []string    // the plan's: back-dated migrations, accepted changes
+}
+
+// PublishMigrations plans the migration files at paths against db's
+// catalog (MigrationEvents) and publishes the pending ones in order.
+// WaitApplied then waits for the last.
+func (c *Client) PublishMigrations(ctx context.Context, db string, paths []string, opts migrate.PlanOptions) (*PublishedMigrations, error) {
+	evs, warnings, err := c.MigrationEvents(ctx, db, paths, opts, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	out := &PublishedMigrations{Events: evs, Warnings: warnings}
+	for _, ev := range evs {
+		p, err := c.Publish(ctx, ev)
+		if err != nil {
+			return out, err
+		}
+		out.Published = append(out.Published, p)
+	}
+	return out, nil
+}
+
+// compressAbove is the script size from which events carry the SQL
+// gzip-compressed: schema dumps of large applications exceed the event
+// limit as text, but compress tenfold.
+const compressAbove = 256 << 10
+
+// SQLPayload is a script as an event carries it: as text, or
+// gzip-compressed when large.
+func SQLPayload(sql string) (string, []byte) {
+	if len(sql) > compressAbove {
+		return "", events.GzipSQL(sql)
+	}
+	return sql, nil
+}

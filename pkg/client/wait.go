@@ -1,0 +1,78 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/deadletter"
+)
+
+// DeadLetteredError is an event of the database a wait was for, which a
+// worker gave up on.
+type DeadLetteredError struct{ Letter *deadletter.Letter }
+
+func (e *DeadLetteredError) Error() string {
+	what := "an event"
+	if e.Letter.Source != "" {
+		what = e.Letter.Source
+	}
+	return fmt.Sprintf("%s was dead-lettered (dead letter %d): %s", what, e.Letter.Seq, e.Letter.Reason)
+}
+
+// WaitApplied waits until db's catalog reaches version want and a daemon
+// answers from an index and a catalog at that version, until ctx ends. It
+// fails as soon as an event of the database is dead-lettered after since,
+// with a *DeadLetteredError. It returns how many statements of the
+// history the catalog skipped or inferred (drift), as the daemon reports
+// them.
+func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since time.Time) (int, error) {
+	var version, indexed, served int64
+	var indexErr error
+	var letters *deadletter.Box // opened once, when the stream exists
+	for {
+		if letters == nil {
+			letters, _ = deadletter.Open(ctx, c.js)
+		}
+		if letters != nil {
+			if l := letters.Last(ctx, db, since); l != nil {
+				return 0, &DeadLetteredError{Letter: l}
+			}
+		}
+		if version < want {
+			if v, err := c.CatalogVersion(ctx, db); err == nil {
+				version = v
+			}
+		}
+		if version >= want {
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			rep, err := c.Tables(rctx, &events.TablesRequest{Database: db, Limit: 1})
+			cancel()
+			indexErr = err
+			// The daemon's copy of the catalog follows the bucket by a
+			// watch, so it can lag the index it reads: the drift it
+			// reports (and the catalog an ask reads) is only this
+			// version's once its copy has caught up too.
+			if err == nil && rep.Indexed >= want && rep.Version >= want {
+				return rep.DriftTotal, nil
+			}
+			if err == nil {
+				indexed, served = rep.Indexed, rep.Version
+			}
+		}
+		select {
+		case <-ctx.Done():
+			switch {
+			case version < want:
+				return 0, fmt.Errorf("catalog %s reached version %d, not %d: see `schemaq status` and the worker logs: %w", db, version, want, ctx.Err())
+			case indexErr != nil:
+				return 0, fmt.Errorf("catalog %s is at version %d, but no daemon confirmed the index: %w", db, version, indexErr)
+			case indexed >= want:
+				return 0, fmt.Errorf("catalog %s is at version %d and indexed, but the daemon still serves version %d: see the daemon logs: %w", db, version, served, ctx.Err())
+			}
+			return 0, fmt.Errorf("catalog %s is at version %d, but its index reflects version %d: see the worker logs: %w", db, version, indexed, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
