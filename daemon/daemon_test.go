@@ -28,9 +28,9 @@ import (
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/migrate"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/workers"
 )
 
@@ -49,12 +49,12 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	return newRigOn(t, natstest.Server(t))
+	return newRigOn(t, testenv.NATS(t))
 }
 
 func newRigOn(t *testing.T, ns *server.Server) *rig {
 	t.Helper()
-	nc := natstest.Connect(t, ns)
+	nc := testenv.Connect(t, ns)
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -139,7 +139,7 @@ func (r *rig) daemon(cfg daemon.Config, wrap func(*countingRetriever), opts ...d
 	r.run(d.Run)
 	// Ready, not $SRV.PING: the service answers pings before every
 	// endpoint is subscribed.
-	natstest.Eventually(r.t, 5*time.Second, "service registered", d.Ready)
+	testenv.Eventually(r.t, 5*time.Second, "service registered", d.Ready)
 	return cr
 }
 
@@ -166,11 +166,11 @@ func (r *rig) publishShop() {
 	if _, err := r.cli.Publish(ctx, doc); err != nil {
 		r.t.Fatal(err)
 	}
-	natstest.Eventually(r.t, 10*time.Second, "shop at version 6", func() bool {
+	testenv.Eventually(r.t, 10*time.Second, "shop at version 6", func() bool {
 		c := r.cats.Catalog("shop")
 		return c != nil && c.Version == int64(len(files))
 	})
-	natstest.Eventually(r.t, 10*time.Second, "shop indexed", func() bool {
+	testenv.Eventually(r.t, 10*time.Second, "shop indexed", func() bool {
 		p, _ := r.store.Projected(ctx, "shop")
 		return p == int64(len(files))
 	})
@@ -293,7 +293,7 @@ func TestBusyAndTimeout(t *testing.T) {
 		_, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders"})
 		first <- err
 	}()
-	natstest.Eventually(t, 5*time.Second, "first request in flight", func() bool { return cr.calls.Load() == 1 })
+	testenv.Eventually(t, 5*time.Second, "first request in flight", func() bool { return cr.calls.Load() == 1 })
 	_, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders"})
 	if !errors.Is(err, &events.Error{Code: events.CodeBusy}) {
 		t.Errorf("second request: %v, want busy", err)
@@ -336,8 +336,8 @@ func TestReplicasShareLoad(t *testing.T) {
 }
 
 func TestNoDaemon(t *testing.T) {
-	ns := natstest.Server(t)
-	nc := natstest.Connect(t, ns)
+	ns := testenv.NATS(t)
+	nc := testenv.Connect(t, ns)
 	cli, _ := client.New(nc)
 	_, err := cli.Ask(context.Background(), &events.AskRequest{Database: "shop", Question: "q"})
 	if !errors.Is(err, &events.Error{Code: events.CodeNoDaemon}) || !strings.Contains(err.Error(), "schemaq up") {
@@ -353,7 +353,7 @@ func TestMigrationVisibleWithoutRestart(t *testing.T) {
 	if _, err := r.cli.Publish(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
-	natstest.Eventually(t, 10*time.Second, "new table listed and searchable", func() bool {
+	testenv.Eventually(t, 10*time.Second, "new table listed and searchable", func() bool {
 		tb, err := r.cli.Tables(context.Background(), &events.TablesRequest{Database: "shop", Table: "loyalty_points"})
 		if err != nil || len(tb.Tables) != 1 {
 			return false
@@ -427,7 +427,7 @@ func TestStoreUnavailable(t *testing.T) {
 		},
 	} {
 		var we *events.Error
-		natstest.Eventually(t, 5*time.Second, "in the queue group", r.d.Ready)
+		testenv.Eventually(t, 5*time.Second, "in the queue group", r.d.Ready)
 		if err := call(); !errors.As(err, &we) || we.Code != events.CodeStoreUnavailable {
 			t.Errorf("with the store down: %v, want %s", err, events.CodeStoreUnavailable)
 		}
@@ -435,12 +435,12 @@ func TestStoreUnavailable(t *testing.T) {
 	// While its check fails the daemon takes nothing: the caller learns
 	// that no daemon can answer instead of waiting on one that cannot.
 	probe.Store(true)
-	natstest.Eventually(t, 5*time.Second, "out of the queue group", func() bool {
+	testenv.Eventually(t, 5*time.Second, "out of the queue group", func() bool {
 		_, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders"})
 		return errors.Is(err, &events.Error{Code: events.CodeNoDaemon})
 	})
 	ds.down.Store(false)
-	natstest.Eventually(t, 5*time.Second, "serving again after the store came back", func() bool {
+	testenv.Eventually(t, 5*time.Second, "serving again after the store came back", func() bool {
 		res, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders per customer"})
 		return err == nil && len(res.Results) > 0
 	})
@@ -490,7 +490,7 @@ func TestUnreadyDaemonLeavesQueueGroup(t *testing.T) {
 		t.Errorf("the healthy daemon served %d requests, want at least the 40 of the second burst", served)
 	}
 	ds.down.Store(false)
-	natstest.Eventually(t, 5*time.Second, "the daemon rejoins and takes its share", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the daemon rejoins and takes its share", func() bool {
 		n := cut.calls.Load()
 		burst(10)
 		return cut.calls.Load() > n
@@ -527,7 +527,7 @@ func TestAskHasItsOwnDeadline(t *testing.T) {
 	r.run(d.Run)
 	// Ready, not a PING: the service answers PING before every endpoint
 	// is subscribed, and an ask sent then found no responder.
-	natstest.Eventually(t, 5*time.Second, "serving", func() bool { return d.Ready() && r.cats.Catalog("shop") != nil })
+	testenv.Eventually(t, 5*time.Second, "serving", func() bool { return d.Ready() && r.cats.Catalog("shop") != nil })
 	reply, err := r.cli.Ask(context.Background(), &events.AskRequest{Database: "shop", Question: "how many orders?"})
 	if err != nil || reply.SQL != "SELECT 1" {
 		t.Fatalf("an ask slower than the search deadline: %v %+v", err, reply)
@@ -541,7 +541,7 @@ func TestAskHasItsOwnDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2.run(d3.Run)
-	natstest.Eventually(t, 5*time.Second, "serving", func() bool { return d3.Ready() && r2.cats.Catalog("shop") != nil })
+	testenv.Eventually(t, 5*time.Second, "serving", func() bool { return d3.Ready() && r2.cats.Catalog("shop") != nil })
 	if _, err := r2.cli.Ask(context.Background(), &events.AskRequest{Database: "shop", Question: "how many orders?"}); !errors.Is(err, &events.Error{Code: events.CodeTimeout}) {
 		t.Errorf("without an ask deadline: %v, want timeout", err)
 	}
@@ -554,7 +554,7 @@ func TestTablesArePaged(t *testing.T) {
 	r.publishShop()
 	ctx := context.Background()
 	var whole *events.TablesReply
-	natstest.Eventually(t, 10*time.Second, "catalog", func() bool {
+	testenv.Eventually(t, 10*time.Second, "catalog", func() bool {
 		var err error
 		whole, err = r.cli.Tables(ctx, &events.TablesRequest{Database: "shop"})
 		return err == nil && whole.Version == 6
@@ -615,7 +615,7 @@ func TestDriftReachesReplies(t *testing.T) {
 		}
 	}
 	var tables *events.TablesReply
-	natstest.Eventually(t, 10*time.Second, "tenant at version 4", func() bool {
+	testenv.Eventually(t, 10*time.Second, "tenant at version 4", func() bool {
 		tables, err = r.cli.Tables(ctx, &events.TablesRequest{Database: "tenant"})
 		return err == nil && tables.Version == int64(len(files))
 	})
@@ -623,7 +623,7 @@ func TestDriftReachesReplies(t *testing.T) {
 		tables.Drift[0].Seq != 3 || tables.Drift[0].Source != "0003_tenant_defaults.sql" {
 		t.Fatalf("tables drift: %d %+v", tables.DriftTotal, tables.Drift)
 	}
-	natstest.Eventually(t, 10*time.Second, "tenant indexed", func() bool {
+	testenv.Eventually(t, 10*time.Second, "tenant indexed", func() bool {
 		p, _ := r.store.Projected(ctx, "tenant")
 		return p == int64(len(files))
 	})
@@ -673,7 +673,7 @@ func TestDescribeHubTable(t *testing.T) {
 	if _, err := r.cli.Publish(ctx, ev); err != nil {
 		t.Fatal(err)
 	}
-	natstest.Eventually(t, 60*time.Second, "hub catalog", func() bool { return r.cats.Catalog("hub") != nil })
+	testenv.Eventually(t, 60*time.Second, "hub catalog", func() bool { return r.cats.Catalog("hub") != nil })
 	reply, err := r.cli.Tables(ctx, &events.TablesRequest{Database: "hub", Table: "users"})
 	if err != nil {
 		t.Fatal(err)

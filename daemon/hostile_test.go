@@ -17,7 +17,7 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/natsembed"
-	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // TestRepliesAlwaysArrive sends every endpoint inputs of half, nine
@@ -70,7 +70,7 @@ func TestRepliesAlwaysArrive(t *testing.T) {
 // A reply the server would not carry is replaced by a short error that
 // says why, instead of leaving the caller to time out.
 func TestReplyTooLargeForTheServer(t *testing.T) {
-	r := newRigOn(t, natstest.ServerWith(t, natsembed.Options{MaxPayload: 64 << 10}))
+	r := newRigOn(t, testenv.NATSWith(t, natsembed.Options{MaxPayload: 64 << 10}))
 	r.daemon(daemon.DefaultConfig, nil)
 	const batches = 12 // 600 tables, in migrations that each fit in a message
 	for b := range batches {
@@ -86,7 +86,7 @@ func TestReplyTooLargeForTheServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	natstest.Eventually(t, 20*time.Second, "catalog of big", func() bool {
+	testenv.Eventually(t, 20*time.Second, "catalog of big", func() bool {
 		c := r.cats.Catalog("big")
 		return c != nil && c.Version == batches
 	})
@@ -114,7 +114,7 @@ func TestBusyOnlyAtTheLimit(t *testing.T) {
 	for range cfg.MaxConcurrent {
 		// A connection of its own, as a caller has: replies reach it
 		// without waiting behind the daemon's own traffic.
-		cli, err := client.New(natstest.Connect(t, r.ns))
+		cli, err := client.New(testenv.Connect(t, r.ns))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,8 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/index"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/workers"
 )
 
@@ -46,7 +46,7 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 	defer once.Do(func() { close(release) })
 
 	crashing := func() {
-		nc := natstest.Connect(t, e.ns)
+		nc := testenv.Connect(t, e.ns)
 		js, _ := jetstream.New(nc)
 		kv, err := js.KeyValue(context.Background(), "schemaq_catalogs")
 		if err != nil {
@@ -57,7 +57,7 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 			t.Fatal(err)
 		}
 		go func() { _ = w.Run(context.Background()) }()
-		natstest.Eventually(t, 10*time.Second, "the write under way", func() bool {
+		testenv.Eventually(t, 10*time.Second, "the write under way", func() bool {
 			c, err := e.js.Consumer(context.Background(), events.Stream, streams.Durable)
 			if err != nil {
 				return false
@@ -83,5 +83,5 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 	// write that hung, and the next migration is projected with it.
 	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
 	e.waitVersion("shop", 2)
-	natstest.Eventually(t, 10*time.Second, "both tables searchable", func() bool { return e.count("shop") >= 2 })
+	testenv.Eventually(t, 10*time.Second, "both tables searchable", func() bool { return e.count("shop") >= 2 })
 }

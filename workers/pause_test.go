@@ -15,8 +15,8 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/workers"
 )
 
@@ -109,7 +109,7 @@ func TestFullDiskPausesAndLosesNothing(t *testing.T) {
 	doc, _ := events.New("doc-1", "shop", time.Now(), &events.DocUpsert{DocID: "a.md", Body: "# Refunds\nHow refunds work."})
 	e.publish(doc)
 
-	natstest.Eventually(t, 10*time.Second, "writes failing for lack of space", func() bool { return store.failed.Load() >= 10 })
+	testenv.Eventually(t, 10*time.Second, "writes failing for lack of space", func() bool { return store.failed.Load() >= 10 })
 	if dl := e.deadLetters(); len(dl) != 0 {
 		t.Fatalf("dead letters while the disk is full: %+v", dl)
 	}
@@ -122,7 +122,7 @@ func TestFullDiskPausesAndLosesNothing(t *testing.T) {
 	}
 
 	store.full.Store(false)
-	natstest.Eventually(t, 30*time.Second, "indexed once space returns", func() bool {
+	testenv.Eventually(t, 30*time.Second, "indexed once space returns", func() bool {
 		return e.count("shop") >= 2 && e.consumer().NumAckPending == 0
 	})
 	if dl := e.deadLetters(); len(dl) != 0 {
@@ -154,5 +154,5 @@ func TestDeadLetterThatCannotBePublishedStaysPending(t *testing.T) {
 	if len(dl) != 1 || dl[0].source != "0001.sql" {
 		t.Errorf("dead letters %+v", dl)
 	}
-	natstest.Eventually(t, 10*time.Second, "the event settled", func() bool { return e.consumer().NumAckPending == 0 })
+	testenv.Eventually(t, 10*time.Second, "the event settled", func() bool { return e.consumer().NumAckPending == 0 })
 }

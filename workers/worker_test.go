@@ -31,8 +31,8 @@ import (
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/pkg/text"
 	"github.com/schemaq/schemaq/workers"
 )
@@ -62,8 +62,8 @@ func testConfig() workers.Config {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ns := natstest.Server(t)
-	nc := natstest.Connect(t, ns)
+	ns := testenv.NATS(t)
+	nc := testenv.Connect(t, ns)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func (e *env) version(db string) int64 {
 
 func (e *env) waitVersion(db string, v int64) {
 	e.t.Helper()
-	natstest.Eventually(e.t, 20*time.Second, fmt.Sprintf("%s at version %d", db, v), func() bool {
+	testenv.Eventually(e.t, 20*time.Second, fmt.Sprintf("%s at version %d", db, v), func() bool {
 		c, _, err := e.cats.Get(context.Background(), db)
 		return err == nil && c.Version == v // an entry being rebuilt does not decode yet
 	})
@@ -201,7 +201,7 @@ func (e *env) deadLetters() []deadLetter {
 func (e *env) waitDeadLetters(n int) []deadLetter {
 	e.t.Helper()
 	var dl []deadLetter
-	natstest.Eventually(e.t, 20*time.Second, fmt.Sprintf("%d dead letters", n), func() bool { dl = e.deadLetters(); return len(dl) >= n })
+	testenv.Eventually(e.t, 20*time.Second, fmt.Sprintf("%d dead letters", n), func() bool { dl = e.deadLetters(); return len(dl) >= n })
 	return dl
 }
 
@@ -225,7 +225,7 @@ func TestMigrationsApplyInAnyOrder(t *testing.T) {
 	if c.Table(catalog.QualName{Schema: "public", Name: "orders"}).Column("total") == nil {
 		t.Error("migration 3 not applied")
 	}
-	natstest.Eventually(t, 5*time.Second, "projected to version 3", func() bool {
+	testenv.Eventually(t, 5*time.Second, "projected to version 3", func() bool {
 		p, _ := e.store.Projected(context.Background(), "shop")
 		return p == 3
 	})
@@ -300,7 +300,7 @@ func TestGapLetterIsResentWhenItsPredecessorApplies(t *testing.T) {
 	}
 	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
 	e.waitVersion("shop", 4)
-	natstest.Eventually(t, 10*time.Second, "the re-sent letters removed", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the re-sent letters removed", func() bool {
 		s, _ := e.js.Stream(context.Background(), events.DeadLetterStream)
 		info, _ := s.Info(context.Background())
 		return info.State.Msgs == 0
@@ -440,7 +440,7 @@ func TestCrashBetweenWriteAndAck(t *testing.T) {
 	// The event is settled once the redelivery acked it: a store that
 	// projects in one step shows the version before the first delivery's
 	// "crash" is reported.
-	natstest.Eventually(t, 10*time.Second, "the event acked after its redelivery", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the event acked after its redelivery", func() bool {
 		p, _ := e.store.Projected(context.Background(), "shop")
 		c, err := e.js.Consumer(context.Background(), events.Stream, streams.Durable)
 		if err != nil || p != 1 {
@@ -472,11 +472,11 @@ func TestDocsAndExamples(t *testing.T) {
 		e.publish(ev)
 	}
 	pub(&events.DocUpsert{DocID: "a.md", Body: "# A\n\none\n\n## B\n\ntwo\n\n## C\n\nthree"}, "d1")
-	natstest.Eventually(t, 10*time.Second, "3 sections", func() bool { return e.count("shop") == 3 })
+	testenv.Eventually(t, 10*time.Second, "3 sections", func() bool { return e.count("shop") == 3 })
 	pub(&events.DocUpsert{DocID: "a.md", Body: "# A\n\nshorter now"}, "d2")
-	natstest.Eventually(t, 10*time.Second, "1 section after the edit", func() bool { return e.count("shop") == 1 })
+	testenv.Eventually(t, 10*time.Second, "1 section after the edit", func() bool { return e.count("shop") == 1 })
 	pub(&events.ExamplesUpsert{Examples: []events.Example{{Question: "How many?", SQL: "SELECT 1"}, {Question: "Which orders?", SQL: "SELECT 2", Schema: "sales"}}}, "x1")
-	natstest.Eventually(t, 10*time.Second, "examples", func() bool { return e.count("shop") == 3 })
+	testenv.Eventually(t, 10*time.Second, "examples", func() bool { return e.count("shop") == 3 })
 	// An example's schema (its search_path) is kept with it.
 	hits, err := e.store.SearchText(context.Background(), index.TextQuery{Filter: index.Filter{Database: "shop", Kinds: []string{chunk.KindExample}, Schemas: []string{"sales"}},
 		Terms: text.Terms("which orders"), Weights: index.DefaultWeights, Limit: 5})
@@ -484,7 +484,7 @@ func TestDocsAndExamples(t *testing.T) {
 		t.Fatalf("the example written in sales: %v, %v", hits, err)
 	}
 	pub(&events.DocDelete{DocID: "a.md"}, "d3")
-	natstest.Eventually(t, 10*time.Second, "doc deleted", func() bool { return e.count("shop") == 2 })
+	testenv.Eventually(t, 10*time.Second, "doc deleted", func() bool { return e.count("shop") == 2 })
 }
 
 // TestManyWorkersManyDatabases publishes 10 databases × 100 migrations,
@@ -525,10 +525,10 @@ func TestManyWorkersManyDatabases(t *testing.T) {
 	}
 	wg.Wait()
 	for db, c := range want {
-		natstest.Eventually(t, 90*time.Second, db+" fully applied", func() bool { return e.version(db) == n })
+		testenv.Eventually(t, 90*time.Second, db+" fully applied", func() bool { return e.version(db) == n })
 		got, _, _ := e.cats.Get(context.Background(), db)
 		sameCatalog(t, got, c)
-		natstest.Eventually(t, 10*time.Second, db+" projected", func() bool {
+		testenv.Eventually(t, 10*time.Second, db+" projected", func() bool {
 			p, _ := e.store.Projected(context.Background(), db)
 			return p == n
 		})
@@ -626,13 +626,13 @@ func TestLongHistoryAppliesInOrder(t *testing.T) {
 			for _, ev := range evs {
 				e.publish(ev)
 			}
-			natstest.Eventually(t, 120*time.Second, "all 1,000 applied", func() bool { return e.version("big") == 1000 || len(e.deadLetters()) > 0 })
+			testenv.Eventually(t, 120*time.Second, "all 1,000 applied", func() bool { return e.version("big") == 1000 || len(e.deadLetters()) > 0 })
 			if dl := e.deadLetters(); len(dl) != 0 {
 				t.Fatalf("%d dead letters, the first: %+v", len(dl), dl[0])
 			}
 			got, _, _ := e.cats.Get(context.Background(), "big")
 			sameCatalog(t, got, want)
-			natstest.Eventually(t, 10*time.Second, "projected", func() bool {
+			testenv.Eventually(t, 10*time.Second, "projected", func() bool {
 				p, _ := e.store.Projected(context.Background(), "big")
 				return p == 1000
 			})
@@ -658,18 +658,18 @@ func TestWorkerStoppedMidHistory(t *testing.T) {
 	for _, ev := range evs {
 		e.publish(ev)
 	}
-	natstest.Eventually(t, 60*time.Second, "some applied", func() bool { return e.version("big") >= 20 })
+	testenv.Eventually(t, 60*time.Second, "some applied", func() bool { return e.version("big") >= 20 })
 	stops[0]()
 	if v := e.version("big"); v == 600 {
 		t.Log("the history was applied before the worker stopped: the test proved less than it should")
 	}
-	natstest.Eventually(t, 120*time.Second, "all applied", func() bool { return e.version("big") == 600 || len(e.deadLetters()) > 0 })
+	testenv.Eventually(t, 120*time.Second, "all applied", func() bool { return e.version("big") == 600 || len(e.deadLetters()) > 0 })
 	if dl := e.deadLetters(); len(dl) != 0 {
 		t.Fatalf("%d dead letters, the first: %+v", len(dl), dl[0])
 	}
 	got, _, _ := e.cats.Get(context.Background(), "big")
 	sameCatalog(t, got, want)
-	natstest.Eventually(t, 10*time.Second, "projected", func() bool {
+	testenv.Eventually(t, 10*time.Second, "projected", func() bool {
 		p, _ := e.store.Projected(context.Background(), "big")
 		return p == 600
 	})
@@ -700,7 +700,7 @@ func TestManyDatabasesInterleaved(t *testing.T) {
 	}
 	for d := range dbs {
 		db := want[d].Database
-		natstest.Eventually(t, 120*time.Second, db+" fully applied", func() bool { return e.version(db) == n || len(e.deadLetters()) > 0 })
+		testenv.Eventually(t, 120*time.Second, db+" fully applied", func() bool { return e.version(db) == n || len(e.deadLetters()) > 0 })
 		got, _, _ := e.cats.Get(context.Background(), db)
 		sameCatalog(t, got, want[d])
 	}
@@ -741,7 +741,7 @@ func TestPanicDeadLettersAndWorkerSurvives(t *testing.T) {
 	// the next migration applies and repairs the index.
 	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
 	e.waitVersion("shop", 2)
-	natstest.Eventually(t, 10*time.Second, "both tables indexed", func() bool { return e.count("shop") == 2 })
+	testenv.Eventually(t, 10*time.Second, "both tables indexed", func() bool { return e.count("shop") == 2 })
 }
 
 // TestRebuildReprojectsStoredState: after the index is rebuilt (another
@@ -787,7 +787,7 @@ func TestRebuildReprojectsStoredState(t *testing.T) {
 		n, _ := s.Count(ctx, index.Filter{Database: "shop"})
 		return n
 	}
-	natstest.Eventually(t, 10*time.Second, "indexed", func() bool { return count(first) == 5 })
+	testenv.Eventually(t, 10*time.Second, "indexed", func() bool { return count(first) == 5 })
 	stop()
 	first.Close()
 
@@ -805,8 +805,8 @@ func TestRebuildReprojectsStoredState(t *testing.T) {
 	ps := &promotingStore{Store: second, count: count}
 	stop = e.runWorker(ps, embed.NewLocal(128))
 	defer stop()
-	natstest.Eventually(t, 10*time.Second, "re-projected", func() bool { return count(second) == 5 })
-	natstest.Eventually(t, 10*time.Second, "promoted", func() bool { return ps.calls.Load() > 0 })
+	testenv.Eventually(t, 10*time.Second, "re-projected", func() bool { return count(second) == 5 })
+	testenv.Eventually(t, 10*time.Second, "promoted", func() bool { return ps.calls.Load() > 0 })
 	if n := ps.atPromotion.Load(); n != 5 {
 		t.Errorf("promoted with %d chunks in the new index, want all 5", n)
 	}
@@ -842,7 +842,7 @@ func TestRebuildWithoutDocsIsNotPromoted(t *testing.T) {
 	doc, _ := events.New("d1", "shop", time.Now(), &events.DocUpsert{DocID: "a.md", Body: "# A\n\none"})
 	e.publish(doc)
 	stop := e.runWorker(e.store, e.emb)
-	natstest.Eventually(t, 10*time.Second, "indexed", func() bool {
+	testenv.Eventually(t, 10*time.Second, "indexed", func() bool {
 		n, _ := e.store.Count(ctx, index.Filter{Database: "shop"})
 		return n == 2
 	})
@@ -863,7 +863,7 @@ func TestRebuildWithoutDocsIsNotPromoted(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	defer func() { cancel(); <-done }()
-	natstest.Eventually(t, 10*time.Second, "the rebuild is refused", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the rebuild is refused", func() bool {
 		return logs.FilterMessageSnippet("the rebuilt index is not switched on").Len() > 0
 	})
 	if ps.calls.Load() != 0 {
@@ -893,7 +893,7 @@ func TestSnapshotReplacesTheCatalog(t *testing.T) {
 	if len(c.Tables()) != 1 || c.Table(catalog.QualName{Schema: "public", Name: "fresh"}) == nil {
 		t.Fatalf("snapshot did not replace the catalog: %v", c.Tables())
 	}
-	natstest.Eventually(t, 10*time.Second, "old tables gone from the index", func() bool {
+	testenv.Eventually(t, 10*time.Second, "old tables gone from the index", func() bool {
 		metas, _ := e.store.Metas(context.Background(), index.Filter{Database: "shop"})
 		_, fresh := metas["shop:table:public.fresh"]
 		return len(metas) == 1 && fresh
@@ -948,7 +948,7 @@ func TestSQLInObjectStore(t *testing.T) {
 	if a := c.AppliedSeq(2); a == nil || a.Checksum != events.Checksum("ALTER TABLE orders ADD COLUMN total numeric;") {
 		t.Errorf("history records %+v", a)
 	}
-	natstest.Eventually(t, 5*time.Second, "applied objects deleted", func() bool {
+	testenv.Eventually(t, 5*time.Second, "applied objects deleted", func() bool {
 		list, _ := obj.List(ctx)
 		return len(list) == 0
 	})
@@ -986,7 +986,7 @@ func TestSQLInObjectStore(t *testing.T) {
 	}
 	e.publish(migration(t, "shop", 3, "ALTER TABLE orders ADD COLUMN note text;"))
 	e.waitVersion("shop", 3)
-	natstest.Eventually(t, 10*time.Second, "the refused migration's object deleted with its letter", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the refused migration's object deleted with its letter", func() bool {
 		_, err := obj.GetInfo(ctx, "events/shop/m3c")
 		return errors.Is(err, jetstream.ErrObjectNotFound)
 	})
@@ -1033,7 +1033,7 @@ func TestDriftIsRecordedNotRefused(t *testing.T) {
 	if d := c.Drift(); len(d) != 4 || d[0].Seq != 3 || d[0].Source != "0003_tenant_defaults.sql" || d[0].Inferred != "column public.projects.tenant_id" {
 		t.Fatalf("drift: %+v", d)
 	}
-	natstest.Eventually(t, 10*time.Second, "the table after the drift indexed", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the table after the drift indexed", func() bool {
 		metas, _ := e.store.Metas(context.Background(), index.Filter{Database: "tenant"})
 		_, ok := metas["tenant:table:public.reports"]
 		return ok
@@ -1095,11 +1095,11 @@ func TestExamplesThatFitNoTableAreReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.publish(ex)
-	natstest.Eventually(t, 10*time.Second, "the examples are indexed", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the examples are indexed", func() bool {
 		n, _ := e.store.Count(context.Background(), index.Filter{Database: "shop", Kinds: []string{chunk.KindExample}})
 		return n == 4
 	})
-	natstest.Eventually(t, 5*time.Second, "two warnings", func() bool { return logs.FilterMessage("example counts for no table").Len() == 2 })
+	testenv.Eventually(t, 5*time.Second, "two warnings", func() bool { return logs.FilterMessage("example counts for no table").Len() == 2 })
 	got := map[string]string{}
 	for _, l := range logs.FilterMessage("example counts for no table").All() {
 		f := l.ContextMap()
@@ -1141,7 +1141,7 @@ func TestNewReplicasLeaveSupersededMigrationsAlone(t *testing.T) {
 	e.publish(fixed)
 	e.publish(migration(t, "shop", 3, "CREATE TABLE c (id int);"))
 	e.waitVersion("shop", 3)
-	natstest.Eventually(t, 10*time.Second, "the refused letter swept", func() bool { return len(e.deadLetters()) == 0 })
+	testenv.Eventually(t, 10*time.Second, "the refused letter swept", func() bool { return len(e.deadLetters()) == 0 })
 
 	// A migration at an applied seq published after it still conflicts.
 	late := migration(t, "shop", 2, "CREATE TABLE other (id int);")
@@ -1170,7 +1170,7 @@ func TestNewReplicasLeaveSupersededMigrationsAlone(t *testing.T) {
 		cfg.Consumer.Name = fmt.Sprintf("replica-%d", i)
 		e.startWorker(cfg, e.store)
 	}
-	natstest.Eventually(t, 20*time.Second, "three replicas caught up", func() bool {
+	testenv.Eventually(t, 20*time.Second, "three replicas caught up", func() bool {
 		for i := range 3 {
 			c, err := e.js.Consumer(context.Background(), events.Stream, fmt.Sprintf("replica-%d", i))
 			if err != nil {
@@ -1271,7 +1271,7 @@ func TestCorruptCatalogIsRebuiltFromTheStream(t *testing.T) {
 	}
 	e.corrupt("other")
 	e.publish(migration(t, "other", 10, "CREATE TABLE y (id int);"))
-	natstest.Eventually(t, 20*time.Second, "a letter that says the catalog cannot be rebuilt", func() bool {
+	testenv.Eventually(t, 20*time.Second, "a letter that says the catalog cannot be rebuilt", func() bool {
 		for _, d := range e.deadLetters() {
 			if strings.Contains(d.reason, "rebuilding it from the stream failed: the stream's events of other reach version 1, the entry claims 9") {
 				return true

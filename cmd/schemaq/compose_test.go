@@ -17,8 +17,7 @@ import (
 
 	"github.com/schemaq/schemaq/pkg/index/redisearch"
 	"github.com/schemaq/schemaq/pkg/natsembed"
-	"github.com/schemaq/schemaq/pkg/natstest"
-	"github.com/schemaq/schemaq/pkg/redistest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // runVars runs one command with vars as its whole environment.
@@ -37,9 +36,9 @@ func sharedRedis(t *testing.T, password ...string) (url string, live bool) {
 		return u, true
 	}
 	if len(password) > 0 {
-		return redistest.StartWithPassword(t, password[0]).URL(), false
+		return testenv.StartRedisWithPassword(t, password[0]).URL(), false
 	}
-	return redistest.Start(t).URL(), false
+	return testenv.StartRedis(t).URL(), false
 }
 
 // expectRefusal runs a shared-index command against a plain Redis: it
@@ -269,7 +268,7 @@ func TestComposeStack(t *testing.T) {
 	}
 	slices.Sort(long)
 
-	ns := natstest.ServerWith(t, natsembed.Options{Token: composeSecrets["SCHEMAQ_NATS_TOKEN"]})
+	ns := testenv.NATSWith(t, natsembed.Options{Token: composeSecrets["SCHEMAQ_NATS_TOKEN"]})
 	redisURL, live := sharedRedis(t, composeSecrets["SCHEMAQ_REDIS_PASSWORD"])
 	dir := t.TempDir()
 	// envFor maps a service's environment onto this machine: its NATS and
@@ -317,7 +316,7 @@ func TestComposeStack(t *testing.T) {
 	for _, r := range services {
 		var out string
 		var err error
-		natstest.Eventually(t, 30*time.Second, r.name+" passes its health check", func() bool {
+		testenv.Eventually(t, 30*time.Second, r.name+" passes its health check", func() bool {
 			out, err = runVars(context.Background(), r.health, r.vars)
 			return err == nil && strings.Contains(out, "/readyz")
 		})
@@ -343,7 +342,7 @@ func TestComposeStack(t *testing.T) {
 			t.Fatalf("job %s %v: %v\n%s", name, args, err, out)
 		}
 	}
-	natstest.Eventually(t, 20*time.Second, "the stack answers from the published schema", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the stack answers from the published schema", func() bool {
 		out, _, code := runVars2(t, []string{"search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3"},
 			map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_NATS_TOKEN": composeSecrets["SCHEMAQ_NATS_TOKEN"]})
 		return code == exitOK && strings.Contains(out, "public.orders")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schemaq/schemaq/pkg/disktest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // TestFullDiskOnTmpfs runs `up` on a real filesystem that fills up: a
@@ -20,7 +20,7 @@ import (
 // It needs root (to mount); elsewhere the workers' tests inject ENOSPC at
 // the store seam instead (TestFullDiskPausesAndLosesNothing).
 func TestFullDiskOnTmpfs(t *testing.T) {
-	dir := disktest.Tmpfs(t, "12m")
+	dir := testenv.Tmpfs(t, "12m")
 	var ddl strings.Builder
 	for i := range 4000 {
 		fmt.Fprintf(&ddl, "CREATE TABLE t%05d (id bigint PRIMARY KEY, customer_id bigint, name text NOT NULL, amount numeric(12,2), status text, note text);\n"+
@@ -60,7 +60,7 @@ func TestFullDiskOnTmpfs(t *testing.T) {
 	if !strings.Contains(out, "1 in flight") || !strings.Contains(out, "dead letters: 0") {
 		t.Fatalf("with the disk full: %s", out)
 	}
-	disktest.Grow(t, dir, "400m")
+	testenv.GrowTmpfs(t, dir, "400m")
 	deadline = time.Now().Add(90 * time.Second)
 	for {
 		out, _, code := runAt(t, url, "search", "--db", "big", "refunds of region 7")

@@ -20,8 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/natstest"
-	"github.com/schemaq/schemaq/pkg/pgtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // TestHostileInput is the hostile producer's part of issue #38, from
@@ -40,7 +39,7 @@ func TestHostileInput(t *testing.T) {
 	// their own. (Separate worker and daemon processes share a
 	// RediSearch index, which CI does not have.)
 	t.Run("serve on its own NATS", func(t *testing.T) {
-		url := natstest.Server(t).ClientURL()
+		url := testenv.NATS(t).ClientURL()
 		stop := startServe(t, url, filepath.Join(t.TempDir(), "data"), "r1")
 		defer stop()
 		hostileProducer(t, url)
@@ -168,7 +167,7 @@ func waitLetter(t *testing.T, url, db, want string) {
 // new replica (a StatefulSet pod) used to re-create a conflict letter
 // that stayed until a person acted.
 func TestNewReplicasAfterAFix(t *testing.T) {
-	ns := natstest.Server(t)
+	ns := testenv.NATS(t)
 	url := ns.ClientURL()
 	dir := t.TempDir()
 	startServe(t, url, filepath.Join(dir, "r0"), "r0")
@@ -189,11 +188,11 @@ func TestNewReplicasAfterAFix(t *testing.T) {
 	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "shop", "--wait", "20s", mig); code != exitOK {
 		t.Fatalf("the fixed migration: %s", errOut)
 	}
-	natstest.Eventually(t, 10*time.Second, "the refused letter swept", func() bool { return len(letters(t, url, "shop")) == 0 })
+	testenv.Eventually(t, 10*time.Second, "the refused letter swept", func() bool { return len(letters(t, url, "shop")) == 0 })
 
 	// Replicas come long after the letters' duplicate window, which would
 	// otherwise drop theirs as copies.
-	nc := natstest.Connect(t, ns)
+	nc := testenv.Connect(t, ns)
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
 	s, err := js.Stream(ctx, events.DeadLetterStream)
@@ -209,7 +208,7 @@ func TestNewReplicasAfterAFix(t *testing.T) {
 	for _, id := range []string{"r1", "r2", "r3"} {
 		startServe(t, url, filepath.Join(dir, id), id)
 	}
-	natstest.Eventually(t, 30*time.Second, "three replicas caught up", func() bool {
+	testenv.Eventually(t, 30*time.Second, "three replicas caught up", func() bool {
 		caught := 0
 		for _, id := range []string{"r1", "r2", "r3"} {
 			c, err := js.Consumer(ctx, events.Stream, "schemaq-replica-"+id)
@@ -380,7 +379,7 @@ func TestSecretFiles(t *testing.T) {
 		}
 	}
 	// Through the command line: a NATS URL read from a file is used.
-	ns := natstest.Server(t)
+	ns := testenv.NATS(t)
 	urlFile := filepath.Join(dir, "nats-url")
 	if err := os.WriteFile(urlFile, []byte(ns.ClientURL()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -540,7 +539,7 @@ func runVars2(t *testing.T, args []string, vars map[string]string) (string, stri
 // it cannot plan gets the repair round with PostgreSQL's message and,
 // still wrong, comes back refused; one that plans is returned.
 func TestVerifyAgainstADatabase(t *testing.T) {
-	p := pgtest.Start(t)
+	p := testenv.StartPostgres(t)
 	p.CreateDB(t, "cmdverify_shop")
 	migrations := filepath.Join("..", "..", "examples", "shop", "migrations")
 	files, err := filepath.Glob(filepath.Join(migrations, "*.sql"))

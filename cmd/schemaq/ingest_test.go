@@ -17,8 +17,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/migrate"
-	"github.com/schemaq/schemaq/pkg/natstest"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // writeFiles writes name → content under dir, creating it.
@@ -136,7 +135,7 @@ func TestPublishFollowsTheAppliedHistory(t *testing.T) {
 	if code != exitFailure || !strings.Contains(errOut, "relation public.a already exists") {
 		t.Fatalf("publish of a refused migration (exit %d): %s", code, errOut)
 	}
-	natstest.Eventually(t, 10*time.Second, "the refused migration and two gap letters", func() bool { return len(letters(t, url, "app")) == 3 })
+	testenv.Eventually(t, 10*time.Second, "the refused migration and two gap letters", func() bool { return len(letters(t, url, "app")) == 3 })
 	kinds := map[string]int{}
 	for _, l := range letters(t, url, "app") {
 		kinds[l.Kind]++
@@ -154,7 +153,7 @@ func TestPublishFollowsTheAppliedHistory(t *testing.T) {
 	if got := strings.Join(tableNames(), " "); got != "a b c f g" {
 		t.Errorf("tables after the fix: %s", got)
 	}
-	natstest.Eventually(t, 10*time.Second, "obsolete letters swept", func() bool { return len(letters(t, url, "app")) == 0 })
+	testenv.Eventually(t, 10*time.Second, "obsolete letters swept", func() bool { return len(letters(t, url, "app")) == 0 })
 
 	// An applied migration that changed is refused, naming it, unless the
 	// user accepts it.
@@ -183,7 +182,7 @@ func TestDeadLetterCommands(t *testing.T) {
 		writeFiles(t, mig, map[string]string{"1_bad.sql": "CREATE TABLE t (x int GENERATED ALWAYS AS (1) VIRTUAL);", "2_next.sql": "CREATE TABLE u ();"})
 		runAt(t, url, "publish", "migrations", "--db", db, mig)
 	}
-	natstest.Eventually(t, 10*time.Second, "letters", func() bool { return len(letters(t, url, "one")) == 2 && len(letters(t, url, "two")) == 2 })
+	testenv.Eventually(t, 10*time.Second, "letters", func() bool { return len(letters(t, url, "one")) == 2 && len(letters(t, url, "two")) == 2 })
 	first := letters(t, url, "one")[0]
 	if out, _, code := runAt(t, url, "dlq", "delete", strconv.FormatUint(first.Seq, 10)); code != exitOK || !strings.Contains(out, "deleted") {
 		t.Errorf("dlq delete: %s", out)
@@ -244,7 +243,7 @@ func TestOneProcessPerDataDir(t *testing.T) {
 // settings: all apply, none is dead-lettered, and the catalog is the one
 // a local replay gives.
 func TestLemmyWithDefaults(t *testing.T) {
-	lemmy := sharedtest.Path(t, "corpus", "lemmy", "migrations")
+	lemmy := testenv.SharedPath(t, "corpus", "lemmy", "migrations")
 	dir := t.TempDir()
 	addr := freePort(t)
 	url := "nats://" + addr

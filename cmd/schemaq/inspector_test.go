@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // TestMCPInspector drives `schemaq mcp` with the MCP Inspector CLI, the
@@ -106,7 +106,7 @@ func TestMCPInspector(t *testing.T) {
 	// Streamable HTTP on loopback (no token needed there).
 	httpAddr := freePort(t)
 	startService(t, "mcp http", []string{"mcp", "--http", httpAddr}, map[string]string{"SCHEMAQ_NATS_URL": url})
-	natstest.Eventually(t, 10*time.Second, "mcp listening", func() bool {
+	testenv.Eventually(t, 10*time.Second, "mcp listening", func() bool {
 		c, err := net.Dial("tcp", httpAddr)
 		if err == nil {
 			c.Close()

@@ -23,8 +23,8 @@ import (
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/natsembed"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // scaledObject is the part of KEDA's ScaledObject (keda.sh/v1alpha1) the
@@ -219,7 +219,7 @@ func TestKubernetesSharedIndex(t *testing.T) {
 				return
 			}
 
-			ns := natstest.ServerWith(t, natsembed.Options{Token: k8sTestToken})
+			ns := testenv.NATSWith(t, natsembed.Options{Token: k8sTestToken})
 			redisURL, live := sharedRedis(t)
 			prefix := "k8stest-" + name + ":"
 			var aclUser string
@@ -243,7 +243,7 @@ func TestKubernetesSharedIndex(t *testing.T) {
 					continue
 				}
 				startService(t, role, []string{role}, vars)
-				natstest.Eventually(t, 30*time.Second, role+" passes its readiness probe", func() bool {
+				testenv.Eventually(t, 30*time.Second, role+" passes its readiness probe", func() bool {
 					_, err := runVars(context.Background(), []string{"healthcheck", "--path", "/readyz"}, vars)
 					return err == nil
 				})
@@ -279,7 +279,7 @@ func searchPublished(t *testing.T, natsURL string) {
 		{"doc", "partial refunds", "refunds.md"},
 		{"example", "customers with the most orders", "example"},
 	} {
-		natstest.Eventually(t, 30*time.Second, "a search finds the "+q.kind, func() bool {
+		testenv.Eventually(t, 30*time.Second, "a search finds the "+q.kind, func() bool {
 			out, _, code := runVars2(t, []string{"search", "--db", "shop", q.question, "--kind", q.kind, "--k", "3"}, vars)
 			return code == exitOK && strings.Contains(out, q.want)
 		})

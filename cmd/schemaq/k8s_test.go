@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/schemaq/schemaq/pkg/natsembed"
-	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 var k8sDir = filepath.Join("..", "..", "k8s")
@@ -323,13 +323,13 @@ func TestKubernetesManifests(t *testing.T) {
 			if vars["SCHEMAQ_NATS_TOKEN"] != k8sTestToken {
 				t.Fatalf("the pod does not present the NATS token of the Secret schemaq-nats")
 			}
-			ns := natstest.ServerWith(t, natsembed.Options{Token: k8sTestToken})
+			ns := testenv.NATSWith(t, natsembed.Options{Token: k8sTestToken})
 			vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
 			vars["SCHEMAQ_DATA_DIR"] = t.TempDir()
 			vars["SCHEMAQ_METRICS_ADDR"] = freePort(t)
 			startService(t, ss.Name+"-0", c.Args, vars)
 			probe := []string{"healthcheck", "--path", c.ReadinessProbe.HTTPGet.Path}
-			natstest.Eventually(t, 30*time.Second, "the readiness probe passes", func() bool {
+			testenv.Eventually(t, 30*time.Second, "the readiness probe passes", func() bool {
 				_, err := runVars(context.Background(), probe, vars)
 				return err == nil
 			})
@@ -370,7 +370,7 @@ func runExampleJob(t *testing.T, natsURL string) {
 	if err != nil || !strings.Contains(out, "catalog shop is at version 6") {
 		t.Fatalf("Job %s %v: %v\n%s", job.Name, args, err, out)
 	}
-	natstest.Eventually(t, 20*time.Second, "the replica answers from the published schema", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the replica answers from the published schema", func() bool {
 		out, _, code := runVars2(t, []string{"search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3"},
 			map[string]string{"SCHEMAQ_NATS_URL": natsURL, "SCHEMAQ_NATS_TOKEN": k8sTestToken})
 		return code == exitOK && strings.Contains(out, "public.orders")

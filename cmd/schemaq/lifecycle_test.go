@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 func TestGroup(t *testing.T) {
@@ -85,14 +85,14 @@ func TestGroup(t *testing.T) {
 // connection and releases its data directory before it returns, as it
 // does on a clean shutdown.
 func TestRoleFailingToStartStopsWhatItStarted(t *testing.T) {
-	ns := natstest.Server(t)
+	ns := testenv.NATS(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	// The daemon refuses this setting; the workers are running by then.
 	_, errOut, code := runAt(t, ns.ClientURL(), "serve", "--data-dir", dir, "--replica-id", "a", "--max-concurrent", "0", "--log-format", "json")
 	if code == exitOK || !strings.Contains(errOut, "max concurrent") {
 		t.Fatalf("serve --max-concurrent 0 (exit %d): %s", code, errOut)
 	}
-	natstest.Eventually(t, 5*time.Second, "the failed role's connection is closed", func() bool { return ns.NumClients() == 0 })
+	testenv.Eventually(t, 5*time.Second, "the failed role's connection is closed", func() bool { return ns.NumClients() == 0 })
 	// The data directory is free: a second start gets as far as the same
 	// refusal instead of finding it locked.
 	if _, errOut, _ := runAt(t, ns.ClientURL(), "serve", "--data-dir", dir, "--replica-id", "a", "--max-concurrent", "0"); !strings.Contains(errOut, "max concurrent") {

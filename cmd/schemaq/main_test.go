@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/schemaq/schemaq/pkg/pgtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // TestMain stops the PostgreSQL cluster the tests that need one share.
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }

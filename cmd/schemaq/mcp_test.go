@@ -17,7 +17,7 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/mcpserver"
-	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // fakeLLM answers with SQL, or fails for questions that say "gateway-down".
@@ -241,7 +241,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // users do: with SCHEMAQ_MCP_TOKEN every request must carry it, and a
 // non-loopback address without a token is refused at start.
 func TestMCPHTTPNeedsATokenBeyondLoopback(t *testing.T) {
-	ns := natstest.Server(t)
+	ns := testenv.NATS(t)
 	if _, errOut, code := runAt(t, ns.ClientURL(), "mcp", "--http", "0.0.0.0:0"); code != exitUsage || !strings.Contains(errOut, "needs a bearer token: set SCHEMAQ_MCP_TOKEN") {
 		t.Errorf("non-loopback without a token (exit %d): %s", code, errOut)
 	}
@@ -249,7 +249,7 @@ func TestMCPHTTPNeedsATokenBeyondLoopback(t *testing.T) {
 	startService(t, "mcp", []string{"mcp", "--http", addr}, map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_MCP_TOKEN": "s3cret"})
 	url := "http://" + addr
 	var resp *http.Response
-	natstest.Eventually(t, 10*time.Second, "mcp listening", func() bool {
+	testenv.Eventually(t, 10*time.Second, "mcp listening", func() bool {
 		r, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		if err != nil {
 			return false

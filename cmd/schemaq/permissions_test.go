@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/schemaq/schemaq/pkg/natsembed"
-	"github.com/schemaq/schemaq/pkg/natstest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // docsAuthorization is the example NATS configuration of docs/deploy.md,
@@ -84,7 +84,7 @@ func TestRolePermissions(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(withReplica(t, docsAuthorization(t))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ns := natstest.ServerWith(t, natsembed.Options{ConfigFile: conf})
+	ns := testenv.NATSWith(t, natsembed.Options{ConfigFile: conf})
 	as := func(user string) map[string]string {
 		pass := strings.ToLower(strings.NewReplacer("-", "_").Replace(user)) + "_pass"
 		if user == "shop-app" {
@@ -109,7 +109,7 @@ func TestRolePermissions(t *testing.T) {
 				t.Logf("%s as %s, last readiness probe: %s", args[0], user, probe)
 			}
 		})
-		natstest.Eventually(t, 30*time.Second, args[0]+" as "+user+" is ready", func() bool {
+		testenv.Eventually(t, 30*time.Second, args[0]+" as "+user+" is ready", func() bool {
 			out, err := runVars(t.Context(), []string{"healthcheck", "--path", "/readyz"}, vars)
 			probe = fmt.Sprint(out, err)
 			return err == nil
@@ -147,7 +147,7 @@ func TestRolePermissions(t *testing.T) {
 		t.Fatalf("ci's publish did not wait for the catalog: %s", out)
 	}
 	mustRun("ci", "publish", "docs", "--db", "shop", filepath.Join(shop, "docs"))
-	natstest.Eventually(t, 30*time.Second, "shop-app finds the docs", func() bool {
+	testenv.Eventually(t, 30*time.Second, "shop-app finds the docs", func() bool {
 		out, ok := run("shop-app", "search", "--db", "shop", "partial refunds", "--kind", "doc")
 		return ok && strings.Contains(out, "refunds.md")
 	})
@@ -163,7 +163,7 @@ func TestRolePermissions(t *testing.T) {
 	}
 	run("ci", "publish", "migrations", "--db", "shop", "--wait", "30s", bad)
 	var seq string
-	natstest.Eventually(t, 30*time.Second, "the operator lists the dead letter", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the operator lists the dead letter", func() bool {
 		out, ok := run("operator", "dlq", "list", "--db", "shop")
 		if f := regexp.MustCompile(`(?m)^(\d+)\tshop\t`).FindStringSubmatch(out); ok && f != nil {
 			seq = f[1]

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // startServe runs `schemaq serve` as the replica id; see startService.
@@ -27,7 +27,7 @@ func startServe(t *testing.T, url, dataDir, id string) (stop func() string) {
 // NATS: both index everything, and a replica that starts late answers
 // only once it has caught up with the stream.
 func TestServeReplicas(t *testing.T) {
-	ns := natstest.Server(t)
+	ns := testenv.NATS(t)
 	url := ns.ClientURL()
 	dir := t.TempDir()
 	shop := filepath.Join("..", "..", "examples", "shop")
@@ -44,7 +44,7 @@ func TestServeReplicas(t *testing.T) {
 		out, _, code := runAt(t, url, "search", "--db", "shop", "partial refunds", "--kind", "doc", "--k", "1")
 		return out, code
 	}
-	natstest.Eventually(t, 20*time.Second, "replica a indexes the docs", func() bool {
+	testenv.Eventually(t, 20*time.Second, "replica a indexes the docs", func() bool {
 		out, _ := searchDoc()
 		return strings.Contains(out, "refunds.md")
 	})
@@ -77,7 +77,7 @@ func TestServeReplicas(t *testing.T) {
 		}
 	}
 
-	nc := natstest.Connect(t, ns)
+	nc := testenv.Connect(t, ns)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestServeReplicas(t *testing.T) {
 	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "bad", "--wait", "1s", bad); code != exitFailure {
 		t.Errorf("a bad migration was not refused (exit %d): %s", code, errOut)
 	}
-	natstest.Eventually(t, 20*time.Second, "both replicas settle the bad migration", func() bool {
+	testenv.Eventually(t, 20*time.Second, "both replicas settle the bad migration", func() bool {
 		out, _, _ := runAt(t, url, "status", "--json")
 		var st struct {
 			Stream struct {

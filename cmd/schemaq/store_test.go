@@ -7,16 +7,15 @@ import (
 	"time"
 
 	"github.com/schemaq/schemaq/pkg/index/redisearch"
-	"github.com/schemaq/schemaq/pkg/natstest"
-	"github.com/schemaq/schemaq/pkg/redistest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // The binary's Redis wiring against a real redis-server without the
 // query engine: every role refuses to start and says what it needs,
 // instead of starting without an index.
 func TestRedisStoreWiring(t *testing.T) {
-	srv := redistest.Start(t)
-	ns := natstest.Server(t)
+	srv := testenv.StartRedis(t)
+	ns := testenv.NATS(t)
 	envWith := func(vars map[string]string) *env {
 		// The NATS connection's closed handler logs asynchronously, after
 		// the command returns.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/client"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // TestObjectSweep: leftovers in the object store (the SQL of an event
@@ -177,14 +177,14 @@ func TestSweepKeepsHeldMigrations(t *testing.T) {
 		t.Fatalf("%d objects after the held migrations aged, want %d", len(list), n-1)
 	}
 	publish(1)
-	natstest.Eventually(t, 60*time.Second, fmt.Sprintf("hist at version %d", n), func() bool {
+	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("hist at version %d", n), func() bool {
 		out, _, _ := runAt(t, url, "status", "--json")
 		return strings.Contains(out, fmt.Sprintf(`"hist":%d`, n))
 	})
 	if l := letters(t, url, "hist"); len(l) != 0 {
 		t.Fatalf("dead letters: %+v", l)
 	}
-	natstest.Eventually(t, 10*time.Second, "no objects left", func() bool {
+	testenv.Eventually(t, 10*time.Second, "no objects left", func() bool {
 		list, _ := obj.List(ctx)
 		return len(list) == 0
 	})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/schemaq/schemaq/pkg/benchmark"
 	"github.com/schemaq/schemaq/pkg/retrieve"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // The retrieval-quality targets on SpiderUnion with the local embedder
@@ -21,8 +21,8 @@ func TestSpiderUnionQuality(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole retrieval benchmark")
 	}
-	sql := sharedtest.Read(t, "bench", "spiderunion", "schema.sql")
-	qs, err := benchmark.ReadQuestions(strings.NewReader(sharedtest.Read(t, "bench", "spiderunion", "questions.jsonl")))
+	sql := testenv.ReadShared(t, "bench", "spiderunion", "schema.sql")
+	qs, err := benchmark.ReadQuestions(strings.NewReader(testenv.ReadShared(t, "bench", "spiderunion", "questions.jsonl")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,8 +138,8 @@ func TestCommonHeadsOnBIRDFullNames(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a retrieval benchmark")
 	}
-	sql := sharedtest.Read(t, "bench", "birdtrain", "schema.sql")
-	all, err := benchmark.ReadQuestions(strings.NewReader(sharedtest.Read(t, "bench", "birdtrain", "questions.jsonl")))
+	sql := testenv.ReadShared(t, "bench", "birdtrain", "schema.sql")
+	all, err := benchmark.ReadQuestions(strings.NewReader(testenv.ReadShared(t, "bench", "birdtrain", "questions.jsonl")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,15 +176,15 @@ func TestBIRDQuality(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the retrieval benchmark")
 	}
-	sql := sharedtest.Read(t, "bench", "birdtrain", "schema.sql")
+	sql := testenv.ReadShared(t, "bench", "birdtrain", "schema.sql")
 	// The other 7,858 train questions, as a team's worked examples.
-	examples, err := benchmark.ReadExamples(strings.NewReader(sharedtest.Read(t, "bench", "birdtrain", "questions.jsonl")))
+	examples, err := benchmark.ReadExamples(strings.NewReader(testenv.ReadShared(t, "bench", "birdtrain", "questions.jsonl")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The other questions' hints, as a team's docs: definitions that
 	// name the columns they mean.
-	docs, err := benchmark.ReadDocs(strings.NewReader(sharedtest.Read(t, "bench", "birdtrain", "questions.jsonl")), "evidence")
+	docs, err := benchmark.ReadDocs(strings.NewReader(testenv.ReadShared(t, "bench", "birdtrain", "questions.jsonl")), "evidence")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestBIRDQuality(t *testing.T) {
 		{"pools of 11 databases", "", nil, nil, benchmark.Pools{Size: 11, Count: 10, Seed: 1}, map[string]float64{"5": 0.78, "15": 0.93}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			qs, err := benchmark.ReadQuestions(strings.NewReader(sharedtest.Read(t, "bench", "birdtrain", "questions-1500.jsonl")), tc.hints)
+			qs, err := benchmark.ReadQuestions(strings.NewReader(testenv.ReadShared(t, "bench", "birdtrain", "questions-1500.jsonl")), tc.hints)
 			if err != nil {
 				t.Fatal(err)
 			}

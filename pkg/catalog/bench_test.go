@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // Apply benchmarks over real input. Run:
@@ -21,7 +21,7 @@ func BenchmarkApply(b *testing.B) {
 		{"input=pagila", "corpus/pagila/pagila-schema.sql"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			sql := sharedtest.Read(b, strings.Split(tc.path, "/")...)
+			sql := testenv.ReadShared(b, strings.Split(tc.path, "/")...)
 			split, err := pg.SplitWithScanner(stripClientData(sql), true)
 			if err != nil {
 				b.Fatal(err)
@@ -42,7 +42,7 @@ func BenchmarkApply(b *testing.B) {
 // BenchmarkApplyHistory replays Lemmy's 342 migrations, one Apply each, as
 // a worker would: every Apply clones the catalog it starts from.
 func BenchmarkApplyHistory(b *testing.B) {
-	dir := sharedtest.Path(b, "corpus", "lemmy")
+	dir := testenv.SharedPath(b, "corpus", "lemmy")
 	order, err := os.ReadFile(filepath.Join(dir, "ORDER.txt"))
 	if err != nil {
 		b.Fatal(err)

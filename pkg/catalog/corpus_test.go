@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // TestCorpusDumps applies every real-world dump in ../shared/corpus.
@@ -26,7 +26,7 @@ func TestCorpusDumps(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(filepath.Base(filepath.Dir(tc.file)), func(t *testing.T) {
-			c, err := Snapshot("db", tc.file, sharedtest.Read(t, strings.Split(tc.file, "/")...))
+			c, err := Snapshot("db", tc.file, testenv.ReadShared(t, strings.Split(tc.file, "/")...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,7 +40,7 @@ func TestCorpusDumps(t *testing.T) {
 }
 
 func TestCorpusPagilaDetails(t *testing.T) {
-	c, err := Snapshot("pagila", "pagila-schema.sql", sharedtest.Read(t, "corpus", "pagila", "pagila-schema.sql"))
+	c, err := Snapshot("pagila", "pagila-schema.sql", testenv.ReadShared(t, "corpus", "pagila", "pagila-schema.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestCorpusPagilaDetails(t *testing.T) {
 }
 
 func TestCorpusTblsComments(t *testing.T) {
-	c, err := Snapshot("tbls", "postgres.sql", sharedtest.Read(t, "corpus", "tbls-sample", "testdata", "ddl", "postgres.sql"))
+	c, err := Snapshot("tbls", "postgres.sql", testenv.ReadShared(t, "corpus", "tbls-sample", "testdata", "ddl", "postgres.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestCorpusTblsComments(t *testing.T) {
 // TestCorpusPG18 checks that a script the PostgreSQL 16 grammar cannot
 // parse fails with the line and the token.
 func TestCorpusPG18(t *testing.T) {
-	sql := sharedtest.Read(t, "corpus", "pagila-pg18", "pagila-schema.sql")
+	sql := testenv.ReadShared(t, "corpus", "pagila-pg18", "pagila-schema.sql")
 	_, err := Snapshot("pagila", "pagila-pg18/pagila-schema.sql", sql)
 	var ce *Error
 	if !errors.As(err, &ce) || !errors.Is(err, ErrSyntax) {
@@ -101,7 +101,7 @@ func TestCorpusPG18(t *testing.T) {
 // event per migration, as a producer would publish them.
 func replayLemmy(tb testing.TB) *Catalog {
 	tb.Helper()
-	dir := sharedtest.Path(tb, "corpus", "lemmy")
+	dir := testenv.SharedPath(tb, "corpus", "lemmy")
 	order, err := os.ReadFile(filepath.Join(dir, "ORDER.txt"))
 	if err != nil {
 		tb.Fatal(err)
@@ -134,7 +134,7 @@ func replayLemmy(tb testing.TB) *Catalog {
 // result with Diesel's schema.rs from the same commit: the same tables,
 // the same columns in the same order, nullability, types and primary keys.
 func TestCorpusLemmyReplay(t *testing.T) {
-	want := parseDieselSchema(t, sharedtest.Read(t, "corpus", "lemmy", "crates", "db_schema_file", "src", "schema.rs"))
+	want := parseDieselSchema(t, testenv.ReadShared(t, "corpus", "lemmy", "crates", "db_schema_file", "src", "schema.rs"))
 	c := replayLemmy(t)
 	got := map[string]*Table{}
 	for _, tb := range c.Tables() {

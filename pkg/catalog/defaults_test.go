@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schemaq/schemaq/pkg/pgtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // typeCases are column definitions with the type and default PostgreSQL
@@ -108,7 +108,7 @@ func TestTypesAndDefaultsAsPostgresPrintsThem(t *testing.T) {
 // TestPostgresTypeCases holds typeCases against a live PostgreSQL, so the
 // expectations above are PostgreSQL's and not ours.
 func TestPostgresTypeCases(t *testing.T) {
-	p := pgtest.Start(t)
+	p := testenv.StartPostgres(t)
 	p.CreateDB(t, "types")
 	if _, err := p.Query("types", typeCasesSQL()); err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestViewColumnTypes(t *testing.T) {
 }
 
 func TestPostgresViewCases(t *testing.T) {
-	p := pgtest.Start(t)
+	p := testenv.StartPostgres(t)
 	p.CreateDB(t, "views")
 	if _, err := p.Query("views", viewCasesSQL()); err != nil {
 		t.Fatal(err)

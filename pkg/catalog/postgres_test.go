@@ -8,11 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schemaq/schemaq/pkg/pgtest"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 // pgColumn is what PostgreSQL reports for one column of a table or view.
 type pgColumn struct {
@@ -24,7 +23,7 @@ type pgColumn struct {
 // describe reads every user column of every table and view in db, keyed
 // "schema.relation.column", and every key as "schema.relation key name:
 // columns".
-func describe(p *pgtest.Cluster, t *testing.T, db string) (map[string]pgColumn, []string) {
+func describe(p *testenv.Postgres, t *testing.T, db string) (map[string]pgColumn, []string) {
 	t.Helper()
 	// A database may set its own search_path (tbls' does); the catalog
 	// prints names as the default one sees them.
@@ -135,8 +134,8 @@ func diffCatalog(pgCols map[string]pgColumn, pgKeys []string, c *Catalog) []stri
 // every table and view column (type, nullability, default) and every
 // primary, unique and foreign key.
 func TestPostgresCorpus(t *testing.T) {
-	corpus := sharedtest.Path(t, "corpus")
-	p := pgtest.Start(t)
+	corpus := testenv.SharedPath(t, "corpus")
+	p := testenv.StartPostgres(t)
 	type input struct {
 		name  string
 		files []string // applied in order, each as one migration
@@ -201,7 +200,7 @@ func TestPostgresCorpus(t *testing.T) {
 // every column PostgreSQL has is in the catalog, and the only differences
 // are the types of the columns the catalog had to infer.
 func TestPostgresDrift(t *testing.T) {
-	p := pgtest.Start(t)
+	p := testenv.StartPostgres(t)
 	p.CreateDB(t, "tenant")
 	c := replayFixture(t, Tolerant())
 	files, _ := filepath.Glob(filepath.Join("testdata", "tenant-helper", "*.sql"))

@@ -18,14 +18,14 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 func bucket(t *testing.T) jetstream.KeyValue {
 	t.Helper()
-	ns := natstest.Server(t)
-	js, err := jetstream.New(natstest.Connect(t, ns))
+	ns := testenv.NATS(t)
+	js, err := jetstream.New(testenv.Connect(t, ns))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +116,12 @@ func TestWatcherDecodesOnDemand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	natstest.Eventually(t, 5*time.Second, "version 20", func() bool { c := w.Catalog("shop"); return c != nil && c.Version == 20 })
+	testenv.Eventually(t, 5*time.Second, "version 20", func() bool { c := w.Catalog("shop"); return c != nil && c.Version == 20 })
 	// A corrupt entry is reported and the last good catalog stays.
 	if _, err := kv.Put(ctx, "shop", []byte("sqcat1\x00\x00\x00\x00\x00\x00\x00\x15not gzip")); err != nil {
 		t.Fatal(err)
 	}
-	natstest.Eventually(t, 5*time.Second, "the corrupt entry reported", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the corrupt entry reported", func() bool {
 		c := w.Catalog("shop")
 		mu.Lock()
 		defer mu.Unlock()
@@ -130,7 +130,7 @@ func TestWatcherDecodesOnDemand(t *testing.T) {
 	if err := kv.Delete(ctx, "shop"); err != nil {
 		t.Fatal(err)
 	}
-	natstest.Eventually(t, 5*time.Second, "deleted", func() bool { return w.Catalog("shop") == nil })
+	testenv.Eventually(t, 5*time.Second, "deleted", func() bool { return w.Catalog("shop") == nil })
 }
 
 // big makes a catalog whose encoding is larger than an entry holds: many
@@ -160,8 +160,8 @@ func big(t *testing.T, version int64, tables int) *catalog.Catalog {
 func TestBigCatalogInObjectStore(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ns := natstest.Server(t)
-	js, err := jetstream.New(natstest.Connect(t, ns))
+	ns := testenv.NATS(t)
+	js, err := jetstream.New(testenv.Connect(t, ns))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestBigCatalogInObjectStore(t *testing.T) {
 	if names := objects(); len(names) != 1 || !strings.HasPrefix(names[0], "catalogs/big/2-") {
 		t.Errorf("objects after the second write: %v, want only version 2's", names)
 	}
-	natstest.Eventually(t, 10*time.Second, "the watcher at version 2", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the watcher at version 2", func() bool {
 		c := w.Catalog("big")
 		return c != nil && c.Version == 2 && len(c.Tables()) == 9_001
 	})
@@ -270,7 +270,7 @@ func TestWatcherSharesWhatDidNotChange(t *testing.T) {
 	if _, err := s.Put(ctx, v2, rev); err != nil {
 		t.Fatal(err)
 	}
-	natstest.Eventually(t, 5*time.Second, "version 2 everywhere", func() bool {
+	testenv.Eventually(t, 5*time.Second, "version 2 everywhere", func() bool {
 		l, r := local.Catalog("shop"), remote.Catalog("shop")
 		return l != nil && l.Version == 2 && r != nil && r.Version == 2
 	})
@@ -292,7 +292,7 @@ func TestWatcherSharesWhatDidNotChange(t *testing.T) {
 	if _, err := other.Put(ctx, v3, r); err != nil {
 		t.Fatal(err)
 	}
-	natstest.Eventually(t, 5*time.Second, "version 3", func() bool { c := local.Catalog("shop"); return c != nil && c.Version == 3 })
+	testenv.Eventually(t, 5*time.Second, "version 3", func() bool { c := local.Catalog("shop"); return c != nil && c.Version == 3 })
 	if local.Catalog("shop") == v3 {
 		t.Error("the local watcher took another store's catalog as its own")
 	}

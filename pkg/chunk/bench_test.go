@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // Chunking benchmarks, alone and together with the Apply they follow in a
@@ -17,7 +17,7 @@ func BenchmarkChunk(b *testing.B) {
 		{"input=spiderunion", "bench/spiderunion/schema.sql"},
 		{"input=gisia", "corpus/gisia/db/structure.sql"},
 	} {
-		sql := sharedtest.Read(b, strings.Split(tc.path, "/")...)
+		sql := testenv.ReadShared(b, strings.Split(tc.path, "/")...)
 		c, err := catalog.Snapshot("db", tc.path, sql)
 		if err != nil {
 			b.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 const shopDDL = `
@@ -283,7 +283,7 @@ func TestCorpusChunks(t *testing.T) {
 	for _, path := range []string{"bench/spiderunion/schema.sql", "corpus/gisia/db/structure.sql",
 		"corpus/pagila/pagila-schema.sql", "corpus/tbls-sample/testdata/ddl/postgres.sql"} {
 		t.Run(path, func(t *testing.T) {
-			c, err := catalog.Snapshot("db", path, sharedtest.Read(t, strings.Split(path, "/")...))
+			c, err := catalog.Snapshot("db", path, testenv.ReadShared(t, strings.Split(path, "/")...))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // TestChunkerReusesOnlyWhatStillHolds: through a history, the Chunker's
@@ -57,7 +57,7 @@ func TestChunkerReusesOnlyWhatStillHolds(t *testing.T) {
 // TestChunkerLemmy holds the Chunker to a fresh chunking at every one of
 // Lemmy's 342 migrations.
 func TestChunkerLemmy(t *testing.T) {
-	dir := sharedtest.Path(t, "corpus", "lemmy")
+	dir := testenv.SharedPath(t, "corpus", "lemmy")
 	order, err := os.ReadFile(filepath.Join(dir, "ORDER.txt"))
 	if err != nil {
 		t.Fatal(err)

@@ -24,8 +24,8 @@ import (
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/deadletter"
 	"github.com/schemaq/schemaq/pkg/migrate"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // Databases reads every form of catalog entry a bucket can hold (inline
@@ -33,8 +33,8 @@ import (
 // decoding a catalog, and refuses an entry that is none of them by name.
 func TestDatabasesReadsEveryEntryForm(t *testing.T) {
 	ctx := context.Background()
-	ns := natstest.Server(t)
-	nc := natstest.Connect(t, ns)
+	ns := testenv.NATS(t)
+	nc := testenv.Connect(t, ns)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -163,8 +163,8 @@ func legacy(t *testing.T, c *catalog.Catalog) []byte {
 // file is refused. A wait fails at once on a dead letter of the database.
 func TestMigrationsPlanAndWait(t *testing.T) {
 	ctx := context.Background()
-	ns := natstest.Server(t)
-	nc := natstest.Connect(t, ns)
+	ns := testenv.NATS(t)
+	nc := testenv.Connect(t, ns)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)

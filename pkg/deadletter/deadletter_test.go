@@ -12,8 +12,8 @@ import (
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/deadletter"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 func migration(t *testing.T, db string, seq int64) []byte {
@@ -34,8 +34,8 @@ func migration(t *testing.T, db string, seq int64) []byte {
 // and purged.
 func TestBox(t *testing.T) {
 	ctx := context.Background()
-	ns := natstest.Server(t)
-	js, err := jetstream.New(natstest.Connect(t, ns))
+	ns := testenv.NATS(t)
+	js, err := jetstream.New(testenv.Connect(t, ns))
 	if err != nil {
 		t.Fatal(err)
 	}

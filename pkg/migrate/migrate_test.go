@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 func write(t *testing.T, root string, files ...string) {
@@ -105,8 +105,8 @@ func TestDiscoverErrors(t *testing.T) {
 
 // TestDiscoverLemmy checks the order against Lemmy's own ORDER.txt.
 func TestDiscoverLemmy(t *testing.T) {
-	dir := sharedtest.Path(t, "corpus", "lemmy", "migrations")
-	order := strings.Fields(sharedtest.Read(t, "corpus", "lemmy", "ORDER.txt"))
+	dir := testenv.SharedPath(t, "corpus", "lemmy", "migrations")
+	order := strings.Fields(testenv.ReadShared(t, "corpus", "lemmy", "ORDER.txt"))
 	got, err := Discover(dir)
 	if err != nil {
 		t.Fatal(err)

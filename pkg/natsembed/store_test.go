@@ -1,4 +1,4 @@
-package natsembed
+package natsembed_test
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/schemaq/schemaq/pkg/disktest"
+	"github.com/schemaq/schemaq/pkg/natsembed"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // TestStoreLimitGrowsWithTheDisk fills a small tmpfs with a stream, then
@@ -20,8 +21,8 @@ import (
 // failing with "insufficient resources" until the process restarted.
 // Mounting needs root.
 func TestStoreLimitGrowsWithTheDisk(t *testing.T) {
-	dir := disktest.Tmpfs(t, "8m")
-	ns, err := Start(Options{Port: -1, StoreDir: dir, GrowStoreEvery: 100 * time.Millisecond, Log: zaptest.NewLogger(t)})
+	dir := testenv.Tmpfs(t, "8m")
+	ns, err := natsembed.Start(natsembed.Options{Port: -1, StoreDir: dir, GrowStoreEvery: 100 * time.Millisecond, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestStoreLimitGrowsWithTheDisk(t *testing.T) {
 	if !full {
 		t.Fatal("the 8 MiB tmpfs never filled")
 	}
-	disktest.Grow(t, dir, "200m")
+	testenv.GrowTmpfs(t, dir, "200m")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err := js.Publish(ctx, "fill", payload)

@@ -19,9 +19,9 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/objectgc"
 	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 type fixture struct {
@@ -36,7 +36,7 @@ func setup(t *testing.T) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	js, err := jetstream.New(natstest.Connect(t, natstest.Server(t)))
+	js, err := jetstream.New(testenv.Connect(t, testenv.NATS(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // The shapes that overflow libpg_query's C stack at 25,000 terms (each
@@ -120,7 +120,7 @@ func TestCheckDepthEdges(t *testing.T) {
 // Real schemas and histories stay far below the bound: every SQL file of
 // the shared corpus passes at a tenth of it.
 func TestCheckDepthOnCorpus(t *testing.T) {
-	root := filepath.Join(sharedtest.Dir(t), "corpus")
+	root := filepath.Join(testenv.SharedDir(t), "corpus")
 	files := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".sql") {

@@ -18,7 +18,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/retrieve"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/pkg/text"
 )
 
@@ -29,8 +29,8 @@ func (o oneCatalog) Catalog(string) *catalog.Catalog { return o.c }
 // spiderFixture indexes SpiderUnion once per benchmark.
 func spiderFixture(b testing.TB) (*sqlite.Store, *catalog.Catalog, []benchmark.Question) {
 	b.Helper()
-	sql := sharedtest.Read(b, "bench", "spiderunion", "schema.sql")
-	qf := sharedtest.Read(b, "bench", "spiderunion", "questions.jsonl")
+	sql := testenv.ReadShared(b, "bench", "spiderunion", "schema.sql")
+	qf := testenv.ReadShared(b, "bench", "spiderunion", "questions.jsonl")
 	qs, err := benchmark.ReadQuestions(strings.NewReader(qf))
 	if err != nil {
 		b.Fatal(err)
@@ -163,8 +163,8 @@ func BenchmarkRetrieve(b *testing.B) {
 //
 //	SCHEMAQ_SCALE=876,10000,35000 go test ./pkg/retrieve -run '^$' -bench Scale -benchtime 400x -count 3
 func BenchmarkRetrieveScale(b *testing.B) {
-	sql := sharedtest.Read(b, "bench", "spiderunion", "schema.sql")
-	qf := sharedtest.Read(b, "bench", "spiderunion", "questions.jsonl")
+	sql := testenv.ReadShared(b, "bench", "spiderunion", "schema.sql")
+	qf := testenv.ReadShared(b, "bench", "spiderunion", "questions.jsonl")
 	qs, err := benchmark.ReadQuestions(strings.NewReader(qf))
 	if err != nil {
 		b.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/pkg/text"
 )
 
@@ -269,7 +269,7 @@ func TestVocabUpdatesLikeARebuild(t *testing.T) {
 // TestVocabUpdatesSpiderUnion does the same on SpiderUnion's 166 schemas,
 // where a migration touches one or two of them.
 func TestVocabUpdatesSpiderUnion(t *testing.T) {
-	c, err := catalog.Snapshot("su", "schema.sql", sharedtest.Read(t, "bench", "spiderunion", "schema.sql"))
+	c, err := catalog.Snapshot("su", "schema.sql", testenv.ReadShared(t, "bench", "spiderunion", "schema.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}

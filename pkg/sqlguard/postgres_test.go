@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schemaq/schemaq/pkg/pgtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 // TestCheckInPostgres runs every statement of checkCases through a real
 // PostgreSQL holding the same schema, to show what each would have done:
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // Each statement runs in a transaction that is rolled back, with a
 // statement timeout.
 func TestCheckInPostgres(t *testing.T) {
-	p := pgtest.Start(t)
+	p := testenv.StartPostgres(t)
 	p.CreateDB(t, "guard")
 	if _, err := p.Query("guard", shopDDL); err != nil {
 		t.Fatal(err)

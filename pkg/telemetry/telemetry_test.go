@@ -16,8 +16,8 @@ import (
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
-	"github.com/schemaq/schemaq/pkg/natstest"
 	"github.com/schemaq/schemaq/pkg/telemetry"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -32,7 +32,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestReadyzFollowsDependencies(t *testing.T) {
-	ns := natstest.Server(t)
+	ns := testenv.NATS(t)
 	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestReadyzFollowsDependencies(t *testing.T) {
 		t.Errorf("all ready: %d %s", code, body)
 	}
 	ns.Shutdown()
-	natstest.Eventually(t, 5*time.Second, "unready without NATS", func() bool {
+	testenv.Eventually(t, 5*time.Second, "unready without NATS", func() bool {
 		code, body := get(t, srv.URL+"/readyz")
 		return code == 503 && strings.Contains(body, "nats: not connected")
 	})

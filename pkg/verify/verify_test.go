@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schemaq/schemaq/pkg/pgtest"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 const shopDDL = `
 CREATE TABLE customers (id bigint PRIMARY KEY, email text, name text);
@@ -30,7 +30,7 @@ GRANT SELECT ON customers, orders TO reader;
 // plans passes, what PostgreSQL cannot plan is refused with its message,
 // plans past the limits are refused as too expensive, and nothing runs.
 func TestVerifyAgainstPostgres(t *testing.T) {
-	p := pgtest.Start(t)
+	p := testenv.StartPostgres(t)
 	p.CreateDB(t, "verify_shop")
 	if _, err := p.Query("verify_shop", shopDDL); err != nil {
 		t.Fatal(err)

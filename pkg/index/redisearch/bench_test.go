@@ -15,8 +15,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
-	"github.com/schemaq/schemaq/pkg/redistest"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // BenchmarkUpsertSpiderUnion writes the 876 SpiderUnion table chunks
@@ -24,7 +23,7 @@ import (
 // indexing, pipelined Lua calls included. The query engine's own
 // indexing, which a plain redis-server does not do, comes on top.
 func BenchmarkUpsertSpiderUnion(b *testing.B) {
-	sql, err := os.ReadFile(filepath.Join(sharedtest.Dir(b), "bench", "spiderunion", "schema.sql"))
+	sql, err := os.ReadFile(filepath.Join(testenv.SharedDir(b), "bench", "spiderunion", "schema.sql"))
 	if err != nil {
 		b.Skip(err)
 	}
@@ -37,7 +36,7 @@ func BenchmarkUpsertSpiderUnion(b *testing.B) {
 	for _, c := range chunk.Catalog(cat, chunk.Options{}) {
 		recs = append(recs, index.Record{Chunk: c, Vector: emb.Vector(c.Text)})
 	}
-	srv := redistest.Start(b)
+	srv := testenv.StartRedis(b)
 	rdb := srv.Client()
 	opt := Options{Prefix: "b:", Dimensions: emb.Dimensions(), Model: emb.Model(), Algorithm: "HNSW", Weights: index.DefaultWeights, Writer: true}
 	s := withVersion(&Store{rdb: rdb, opt: opt, spec: specOf(opt), scorer: "BM25STD"}, 1)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
-	"github.com/schemaq/schemaq/pkg/redistest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // holdsLease waits until s holds its lease, as a daemon does a moment
@@ -98,7 +98,7 @@ func TestLeaseServesWithoutChecksAndReadsYourWrites(t *testing.T) {
 	}{{"lease", 0}, {"no lease", -1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			srv := redistest.Start(t)
+			srv := testenv.StartRedis(t)
 			writer := inMemory(t, srv.Client(), "t:", dim)
 			rdb := srv.Client()
 			reader := inMemory(t, rdb, "t:", dim)
@@ -164,7 +164,7 @@ func TestLeaseServesWithoutChecksAndReadsYourWrites(t *testing.T) {
 // failover) costs a lapse of its lease, never a stale answer.
 func TestLeaseHoldsUnderConcurrentWritesAndLostSubscriptions(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
+	srv := testenv.StartRedis(t)
 	admin := srv.Client()
 	var readers []*Store
 	for range 3 {
@@ -252,7 +252,7 @@ func TestLeaseHoldsUnderConcurrentWritesAndLostSubscriptions(t *testing.T) {
 // One that closes deregisters, and holds nothing.
 func TestWritesWaitForADeadReaderOnlyUntilItsLeaseLapses(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
+	srv := testenv.StartRedis(t)
 	rdb := srv.Client()
 	writer := inMemory(t, rdb, "t:", dim)
 	reader := inMemory(t, srv.Client(), "t:", dim)
@@ -293,7 +293,7 @@ func TestWritesWaitForADeadReaderOnlyUntilItsLeaseLapses(t *testing.T) {
 // a snapshot nothing vouches for.
 func TestLeaseLapsesWithRedisDown(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
+	srv := testenv.StartRedis(t)
 	s := inMemory(t, srv.Client(), "t:", dim)
 	if _, err := s.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
 		t.Fatal(err)
@@ -328,7 +328,7 @@ func TestUnannouncedWrites(t *testing.T) {
 	}{{"writer died: found by the renewal", false}, {"projection under way: seen whole", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			srv := redistest.Start(t)
+			srv := testenv.StartRedis(t)
 			writer := inMemory(t, srv.Client(), "t:", dim)
 			reader := inMemory(t, srv.Client(), "t:", dim)
 			reader.opt.Lease = 200 * time.Millisecond
@@ -377,7 +377,7 @@ func TestUnannouncedWrites(t *testing.T) {
 // acknowledgement for a new one or hang on one that never comes.
 func TestLeaseAfterRedisRestartsEmpty(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
+	srv := testenv.StartRedis(t)
 	writer := inMemory(t, srv.Client(), "t:", dim)
 	reader := inMemory(t, srv.Client(), "t:", dim)
 	write := func(name string) {
@@ -504,7 +504,7 @@ func (p *silencer) silence() {
 // it. It then subscribes anew and holds its lease again.
 func TestLeaseLapsesWhenTheSubscriptionFallsSilent(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
+	srv := testenv.StartRedis(t)
 	proxy := newSilencer(t, srv.Addr())
 	writer := inMemory(t, srv.Client(), "t:", dim)
 	rdb := redis.NewClient(&redis.Options{Addr: proxy.addr(), DisableIdentity: true, MaxRetries: -1})

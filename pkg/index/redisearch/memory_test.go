@@ -16,8 +16,8 @@ import (
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/indextest"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
-	"github.com/schemaq/schemaq/pkg/redistest"
 	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // inMemory is a SearchMemory store over plain Redis (bare: no index
@@ -37,7 +37,7 @@ func inMemory(t *testing.T, rdb redis.UniversalClient, prefix string, dim int) *
 // The whole Store contract, searches included, on a real redis-server:
 // searching in memory needs no query engine, so CI runs it.
 func TestConformanceInMemoryOnPlainRedis(t *testing.T) {
-	rdb := redistest.Start(t).Client()
+	rdb := testenv.StartRedis(t).Client()
 	indextest.Run(t, func(t *testing.T) index.Store {
 		return inMemory(t, rdb, "conf:"+nuid.Next()+":", indextest.Dimensions)
 	})
@@ -49,7 +49,7 @@ func TestConformanceInMemoryOnPlainRedis(t *testing.T) {
 // the database whole and is right again.
 func TestMemorySnapshotFollowsOtherWriters(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := testenv.StartRedis(t).Client()
 	writer := inMemory(t, rdb, "t:", dim)
 	reader := inMemory(t, rdb, "t:", dim) // another daemon on the same index
 	names := func(s *Store, db string) []string {
@@ -120,7 +120,7 @@ func TestMemorySnapshotFollowsOtherWriters(t *testing.T) {
 // analysed fields, the same BM25 and KNN code, ties by id.
 func TestMemorySearchRanksAsTheEmbeddedStore(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := testenv.StartRedis(t).Client()
 	red := inMemory(t, rdb, "t:", dim)
 	mem, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "index.db"), dim)
 	if err != nil {
@@ -276,7 +276,7 @@ func TestRetrievalAfterAWriteSeesIt(t *testing.T) {
 // in memory, with the shop's orders table written.
 func writerAndReader(t *testing.T) (writer, reader *Store) {
 	t.Helper()
-	rdb := redistest.Start(t).Client()
+	rdb := testenv.StartRedis(t).Client()
 	writer, reader = inMemory(t, rdb, "t:", dim), inMemory(t, rdb, "t:", dim)
 	if _, err := writer.Upsert(context.Background(), []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
 		t.Fatal(err)
@@ -424,7 +424,7 @@ func TestMemorySearchesWhileWritesArrive(t *testing.T) {
 // cannot check. (With one: TestLeaseLapsesWithRedisDown.)
 func TestMemorySearchWithRedisDown(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
+	srv := testenv.StartRedis(t)
 	s := inMemory(t, srv.Client(), "t:", dim)
 	s.opt.Lease = -1
 	if _, err := s.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {

@@ -20,9 +20,8 @@ import (
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/indexer"
 	"github.com/schemaq/schemaq/pkg/migrate"
-	"github.com/schemaq/schemaq/pkg/redistest"
 	"github.com/schemaq/schemaq/pkg/retrieve"
-	"github.com/schemaq/schemaq/pkg/sharedtest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // shopCatalog is the example shop's migration history as a catalog.
@@ -127,7 +126,7 @@ func TestStoresRankAlikeLive(t *testing.T) {
 // question by question; on plain Redis, so CI holds it.
 func TestStoresRankAlikeInMemory(t *testing.T) {
 	emb := embed.NewLocal(0)
-	red := inMemory(t, redistest.Start(t).Client(), "t:", emb.Dimensions())
+	red := inMemory(t, testenv.StartRedis(t).Client(), "t:", emb.Dimensions())
 	if _, _, differ := rankAlike(t, red); len(differ) > 0 {
 		t.Errorf("%d questions ranked apart, first: %s", len(differ), differ[0])
 	}
@@ -202,8 +201,8 @@ func rankAlike(t *testing.T, red index.Store) (first, overlap float64, differ []
 // the example shop with questions about it.
 func parityFixture(t *testing.T) (string, []string) {
 	if dir := os.Getenv("SCHEMAQ_SHARED"); dir != "" || sharedHere() {
-		s := sharedtest.Read(t, "bench", "spiderunion", "schema.sql")
-		f, err := os.Open(sharedtest.Path(t, "bench", "spiderunion", "questions.jsonl"))
+		s := testenv.ReadShared(t, "bench", "spiderunion", "schema.sql")
+		f, err := os.Open(testenv.SharedPath(t, "bench", "spiderunion", "questions.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
-	"github.com/schemaq/schemaq/pkg/redistest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 const dim = 8
@@ -45,7 +45,7 @@ func rec(db, kind, name string, version int64, tags map[string]string) index.Rec
 
 func TestWritesOnPlainRedis(t *testing.T) {
 	ctx := context.Background()
-	s := bare(t, redistest.Start(t).Client())
+	s := bare(t, testenv.StartRedis(t).Client())
 	recs := []index.Record{
 		rec("shop", chunk.KindTable, "public.orders", 2, nil),
 		rec("shop", chunk.KindTable, "public.customers", 2, nil),
@@ -147,7 +147,7 @@ func TestWritesOnPlainRedis(t *testing.T) {
 
 func TestRejectsBadWrites(t *testing.T) {
 	ctx := context.Background()
-	s := bare(t, redistest.Start(t).Client())
+	s := bare(t, testenv.StartRedis(t).Client())
 	r := rec("shop", chunk.KindTable, "public.orders", 1, nil)
 	r.Vector = make([]float32, dim+1)
 	if _, err := s.Upsert(ctx, []index.Record{r}); !errors.Is(err, index.ErrDimension) {
@@ -170,7 +170,7 @@ func TestRejectsBadWrites(t *testing.T) {
 
 func TestEmbeddingCacheInRedis(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
+	srv := testenv.StartRedis(t)
 	s := bare(t, srv.Client())
 	s.opt.CacheTTL = time.Hour
 	cached := embed.NewCached(local, s)
@@ -207,7 +207,7 @@ func TestEmbeddingCacheInRedis(t *testing.T) {
 // Redis is back, with no reconnect by the caller.
 func TestUnavailableThenRecovers(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
+	srv := testenv.StartRedis(t)
 	rdb := srv.Client()
 	s := bare(t, rdb)
 	if err := s.Check(ctx); err != nil {
@@ -246,7 +246,7 @@ func TestUnavailableThenRecovers(t *testing.T) {
 
 func TestOpenNamesWhatIsMissing(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
+	srv := testenv.StartRedis(t)
 	_, err := Open(ctx, srv.Client(), Options{Dimensions: dim})
 	if err == nil || !strings.Contains(err.Error(), "no search module") || !strings.Contains(err.Error(), Requirement) {
 		t.Errorf("plain Redis: %v; want the requirement named", err)
@@ -309,7 +309,7 @@ func TestParseModuleList(t *testing.T) {
 // serves a configuration; they run on plain Redis.
 func TestVersionClaims(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := testenv.StartRedis(t).Client()
 	meta := "t:meta"
 	claim := func(spec string, writer bool) string {
 		w := "0"
@@ -374,7 +374,7 @@ func TestVersionClaims(t *testing.T) {
 // readiness probe needed), and one whose version was replaced stops.
 func TestReaderFollowsPromotion(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := testenv.StartRedis(t).Client()
 	s := bare(t, rdb)
 	s.opt.Writer = false
 	s.version.Store(2)
@@ -409,7 +409,7 @@ func TestReaderFollowsPromotion(t *testing.T) {
 // than one batch.
 func TestUnlinkMatching(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := testenv.StartRedis(t).Client()
 	s := bare(t, rdb)
 	pipe := rdb.Pipeline()
 	for i := range 2500 {
@@ -441,7 +441,7 @@ func withVersion(s *Store, v int) *Store {
 // first in a compose stack or a rollout need not crash and restart.
 func TestReaderWaitsForAnIndex(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := testenv.StartRedis(t).Client()
 	s := bare(t, rdb)
 	s.opt.Writer = false
 	s.version.Store(0)
@@ -478,7 +478,7 @@ func TestReaderWaitsForAnIndex(t *testing.T) {
 // re-index every hash written), and is serialised per database.
 func TestReplaceSchemaOnPlainRedis(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := testenv.StartRedis(t).Client()
 	s := bare(t, rdb)
 	orders, customers, doc := rec("shop", chunk.KindTable, "public.orders", 1, nil), rec("shop", chunk.KindTable, "public.customers", 1, nil),
 		rec("shop", chunk.KindDoc, "refunds.md", 1, nil)
@@ -542,7 +542,7 @@ func TestReplaceSchemaOnPlainRedis(t *testing.T) {
 // server (a restart or SCRIPT FLUSH empties the cache).
 func TestReplaceSchemaAtEverySizeOnPlainRedis(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := testenv.StartRedis(t).Client()
 	for _, tc := range []struct {
 		name  string
 		n     int

@@ -1,6 +1,4 @@
-// Package natstest starts an in-process NATS server with JetStream for a
-// test, with the same embedded-server code as `schemaq up`.
-package natstest
+package testenv
 
 import (
 	"context"
@@ -13,16 +11,16 @@ import (
 	"github.com/schemaq/schemaq/pkg/natsembed"
 )
 
-// Server starts a server on a free port with its store in t.TempDir();
+// NATS starts a server on a free port with its store in t.TempDir();
 // both are cleaned up when the test ends.
-func Server(t testing.TB) *server.Server {
+func NATS(t testing.TB) *server.Server {
 	t.Helper()
-	return ServerWith(t, natsembed.Options{})
+	return NATSWith(t, natsembed.Options{})
 }
 
-// ServerWith starts a server as Server does, with o's other settings
+// NATSWith starts a server as Server does, with o's other settings
 // (a small MaxPayload, a logger).
-func ServerWith(t testing.TB, o natsembed.Options) *server.Server {
+func NATSWith(t testing.TB, o natsembed.Options) *server.Server {
 	t.Helper()
 	o.Port, o.StoreDir = -1, t.TempDir()
 	ns, err := natsembed.Start(o)

@@ -1,9 +1,4 @@
-// Package redistest runs a real redis-server for tests: one process per
-// test on a free loopback port, without persistence, stopped at cleanup.
-// Tests that need it skip when redis-server is not installed, unless
-// SCHEMAQ_REQUIRE_REDIS=1 (as .ci/run sets), which makes that a failure
-// so that CI cannot pass by skipping.
-package redistest
+package testenv
 
 import (
 	"context"
@@ -19,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Server is one redis-server process.
-type Server struct {
+// Redis is one redis-server process.
+type Redis struct {
 	tb   testing.TB
 	bin  string
 	dir  string
@@ -30,20 +25,20 @@ type Server struct {
 	password string
 }
 
-// StartWithPassword starts a redis-server that requires password
+// StartRedisWithPassword starts a redis-server that requires password
 // (requirepass), as a deployment's should.
-func StartWithPassword(tb testing.TB, password string) *Server {
+func StartRedisWithPassword(tb testing.TB, password string) *Redis {
 	tb.Helper()
-	return start(tb, password)
+	return startRedis(tb, password)
 }
 
-// Start starts a redis-server and stops it when tb ends.
-func Start(tb testing.TB) *Server {
+// StartRedis starts a redis-server and stops it when tb ends.
+func StartRedis(tb testing.TB) *Redis {
 	tb.Helper()
-	return start(tb, "")
+	return startRedis(tb, "")
 }
 
-func start(tb testing.TB, password string) *Server {
+func startRedis(tb testing.TB, password string) *Redis {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -58,20 +53,20 @@ func start(tb testing.TB, password string) *Server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), port: port, password: password}
+	s := &Redis{tb: tb, bin: bin, dir: tb.TempDir(), port: port, password: password}
 	s.Start()
 	tb.Cleanup(s.Stop)
 	return s
 }
 
 // Addr is host:port.
-func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+func (s *Redis) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
 // URL is the redis:// URL of the server.
-func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+func (s *Redis) URL() string { return "redis://" + s.Addr() + "/0" }
 
 // Client returns a client of the server, closed when the test ends.
-func (s *Server) Client() *redis.Client {
+func (s *Redis) Client() *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	s.tb.Cleanup(func() { c.Close() })
@@ -80,7 +75,7 @@ func (s *Server) Client() *redis.Client {
 
 // Start (re)starts the process on the same port and waits until it
 // answers PING.
-func (s *Server) Start() {
+func (s *Redis) Start() {
 	s.tb.Helper()
 	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}
@@ -110,7 +105,7 @@ func (s *Server) Start() {
 }
 
 // Stop kills the process and waits for it; the data is gone with it.
-func (s *Server) Stop() {
+func (s *Redis) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
@@ -120,4 +115,4 @@ func (s *Server) Stop() {
 }
 
 // String names the server in test output.
-func (s *Server) String() string { return fmt.Sprintf("redis-server %s", s.Addr()) }
+func (s *Redis) String() string { return fmt.Sprintf("redis-server %s", s.Addr()) }

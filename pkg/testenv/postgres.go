@@ -1,8 +1,4 @@
-// Package pgtest starts a throwaway PostgreSQL cluster for tests that hold
-// schemaq against the real thing: the catalog's types and defaults, what
-// the SQL guard refuses. The cluster listens on a Unix socket only, is
-// shared by one test binary's tests and stopped by Main.
-package pgtest
+package testenv
 
 import (
 	"bytes"
@@ -22,9 +18,9 @@ import (
 	"time"
 )
 
-// postgres is a throwaway PostgreSQL cluster for tests that hold the
+// Postgres is a throwaway PostgreSQL cluster for tests that hold the
 // catalog against the real thing. It listens on a Unix socket only.
-type Cluster struct {
+type Postgres struct {
 	bin    string
 	sock   string
 	dir    string
@@ -37,11 +33,11 @@ type Cluster struct {
 // that needs it, stopped by TestMain.
 var (
 	pgOnce   sync.Once
-	pgShared *Cluster
+	pgShared *Postgres
 )
 
 // Main runs a package's tests and stops the cluster they shared. Use it
-// from TestMain: os.Exit(pgtest.Main(m)).
+// from TestMain: os.Exit(testenv.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
 	if pgShared != nil {
@@ -50,13 +46,13 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// Start returns the package's cluster, started from the
+// StartPostgres returns the package's cluster, started from the
 // PostgreSQL binaries in SCHEMAQ_TEST_POSTGRES_BIN, on PATH or under
 // /usr/lib/postgresql, or skips the test when there are none.
 // PostgreSQL refuses to run as root, so as root it runs as the postgres
 // user the Debian package creates. SCHEMAQ_REQUIRE_POSTGRES=1 (CI) makes
 // a missing server a failure.
-func Start(t testing.TB) *Cluster {
+func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a PostgreSQL cluster")
@@ -71,12 +67,12 @@ func Start(t testing.TB) *Cluster {
 	return pgShared
 }
 
-func newPostgres() *Cluster {
+func newPostgres() *Postgres {
 	bin := findPostgres()
 	if bin == "" {
-		return &Cluster{err: errors.New("PostgreSQL is not installed (apt-get install postgresql); set SCHEMAQ_TEST_POSTGRES_BIN to its bin directory")}
+		return &Postgres{err: errors.New("PostgreSQL is not installed (apt-get install postgresql); set SCHEMAQ_TEST_POSTGRES_BIN to its bin directory")}
 	}
-	p := &Cluster{bin: bin}
+	p := &Postgres{bin: bin}
 	dir, err := os.MkdirTemp("", "schemaq-pg-")
 	if err != nil {
 		p.err = err
@@ -86,7 +82,7 @@ func newPostgres() *Cluster {
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			return &Cluster{dir: dir, err: errors.New("running as root and there is no postgres user to run PostgreSQL as")}
+			return &Postgres{dir: dir, err: errors.New("running as root and there is no postgres user to run PostgreSQL as")}
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
@@ -122,7 +118,7 @@ func newPostgres() *Cluster {
 	}
 }
 
-func (p *Cluster) stop() {
+func (p *Postgres) stop() {
 	if p.server != nil && p.server.Process != nil {
 		_ = p.server.Process.Signal(syscall.SIGINT) // fast shutdown
 		done := make(chan struct{})
@@ -157,7 +153,7 @@ func findPostgres() string {
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-func (p *Cluster) command(name string, args ...string) *exec.Cmd {
+func (p *Postgres) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
 	if p.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
@@ -167,7 +163,7 @@ func (p *Cluster) command(name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func (p *Cluster) psqlPath() string {
+func (p *Postgres) psqlPath() string {
 	if exists(filepath.Join(p.bin, "psql")) {
 		return filepath.Join(p.bin, "psql")
 	}
@@ -176,7 +172,7 @@ func (p *Cluster) psqlPath() string {
 
 // Query runs SQL in db and returns its rows, fields separated by \x1f and
 // rows by \x1e, so that values may hold newlines and tabs.
-func (p *Cluster) Query(db, sql string) ([][]string, error) {
+func (p *Postgres) Query(db, sql string) ([][]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.psqlPath(), "-h", p.sock, "-U", "postgres", "-d", db, "-X", "-q", "-A", "-t",
@@ -198,11 +194,11 @@ func (p *Cluster) Query(db, sql string) ([][]string, error) {
 
 // DSN is a connection string for db as user, over the cluster's socket
 // (authentication is trust: no password).
-func (p *Cluster) DSN(db, user string) string {
+func (p *Postgres) DSN(db, user string) string {
 	return fmt.Sprintf("host=%s port=5432 user=%s dbname=%s sslmode=disable", p.sock, user, db)
 }
 
-func (p *Cluster) CreateDB(t testing.TB, name string) {
+func (p *Postgres) CreateDB(t testing.TB, name string) {
 	t.Helper()
 	if _, err := p.Query("postgres", "CREATE DATABASE "+`"`+strings.ReplaceAll(name, `"`, `""`)+`"`); err != nil {
 		t.Fatal(err)
@@ -210,7 +206,7 @@ func (p *Cluster) CreateDB(t testing.TB, name string) {
 }
 
 // Major is the server's major version.
-func (p *Cluster) Major(t testing.TB) int {
+func (p *Postgres) Major(t testing.TB) int {
 	rows, err := p.Query("postgres", "SHOW server_version_num")
 	if err != nil || len(rows) == 0 {
 		t.Fatalf("server version: %v", err)

@@ -1,8 +1,4 @@
-// Package sharedtest finds the team's shared data (../shared beside the
-// repository: the DDL corpus and the retrieval benchmark) for tests and
-// benchmarks, which skip when it is absent so that the project builds and
-// tests on its own.
-package sharedtest
+package testenv
 
 import (
 	"os"
@@ -10,9 +6,9 @@ import (
 	"testing"
 )
 
-// Dir returns the shared directory: $SCHEMAQ_SHARED when set, else the
+// SharedDir returns the shared directory: $SCHEMAQ_SHARED when set, else the
 // "shared" directory beside the module root. It skips tb when there is none.
-func Dir(tb testing.TB) string {
+func SharedDir(tb testing.TB) string {
 	tb.Helper()
 	if d := os.Getenv("SCHEMAQ_SHARED"); d != "" {
 		return mustDir(tb, d)
@@ -39,20 +35,20 @@ func mustDir(tb testing.TB, d string) string {
 	return d
 }
 
-// Path joins elems under Dir and skips tb when the file is missing.
-func Path(tb testing.TB, elems ...string) string {
+// SharedPath joins elems under Dir and skips tb when the file is missing.
+func SharedPath(tb testing.TB, elems ...string) string {
 	tb.Helper()
-	p := filepath.Join(append([]string{Dir(tb)}, elems...)...)
+	p := filepath.Join(append([]string{SharedDir(tb)}, elems...)...)
 	if _, err := os.Stat(p); err != nil {
 		tb.Skipf("shared file %s not found; skipping", p)
 	}
 	return p
 }
 
-// Read returns the contents of a shared file, skipping when it is missing.
-func Read(tb testing.TB, elems ...string) string {
+// ReadShared returns the contents of a shared file, skipping when it is missing.
+func ReadShared(tb testing.TB, elems ...string) string {
 	tb.Helper()
-	b, err := os.ReadFile(Path(tb, elems...))
+	b, err := os.ReadFile(SharedPath(tb, elems...))
 	if err != nil {
 		tb.Fatalf("read shared file: %v", err)
 	}

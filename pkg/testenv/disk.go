@@ -1,7 +1,4 @@
-// Package disktest gives tests a real filesystem that fills up: a tmpfs
-// of a chosen size, which they can grow to play space being freed.
-// Mounting needs root; elsewhere the tests skip.
-package disktest
+package testenv
 
 import (
 	"os"
@@ -24,8 +21,8 @@ func Tmpfs(tb testing.TB, size string) string {
 	return dir
 }
 
-// Grow resizes the tmpfs at dir, as freeing space would.
-func Grow(tb testing.TB, dir, size string) {
+// GrowTmpfs resizes the tmpfs at dir, as freeing space would.
+func GrowTmpfs(tb testing.TB, dir, size string) {
 	tb.Helper()
 	if out, err := exec.Command("mount", "-o", "remount,size="+size, dir).CombinedOutput(); err != nil {
 		tb.Fatalf("grow the tmpfs at %s: %v %s", dir, err, out)
