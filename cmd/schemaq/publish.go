@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,50 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/migrate"
 )
-
-// clientFlags are shared by the commands that talk to a running schemaq.
-type clientFlags struct {
-	nats    natsFlags
-	db      *string
-	asJSON  *bool
-	timeout *time.Duration
-}
-
-func (c *clientFlags) register(fs *flag.FlagSet, e *env) {
-	c.nats.register(fs, e)
-	c.db = fs.String("db", envString(e, "SCHEMAQ_DB", ""), "database name [SCHEMAQ_DB]")
-	c.asJSON = fs.Bool("json", false, "print JSON")
-	c.timeout = fs.Duration("timeout", 30*time.Second, "how long to wait for replies")
-}
-
-func (c *clientFlags) requireDB() error {
-	if *c.db == "" {
-		return usagef("--db is required")
-	}
-	if err := events.ValidateDatabase(*c.db); err != nil {
-		return usagef("--db: %v", err)
-	}
-	return nil
-}
-
-func (c *clientFlags) client() (*client.Client, func(), error) {
-	nc, err := c.nats.connect(zap.NewNop())
-	if err != nil {
-		return nil, nil, err
-	}
-	cli, err := client.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return cli, nc.Close, nil
-}
 
 func runPublish(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {

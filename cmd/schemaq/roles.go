@@ -5,12 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"flag"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -36,128 +32,6 @@ import (
 	"github.com/schemaq/schemaq/pkg/telemetry"
 	"github.com/schemaq/schemaq/workers"
 )
-
-// roleFlags are the settings of the long-running roles.
-type roleFlags struct {
-	nats    natsFlags
-	embed   embedFlags
-	store   storeFlags
-	llm     llmFlags
-	log     logFlags
-	dataDir *string
-	// natsConfig is up's embedded server configuration file.
-	natsConfig string
-	worker     workers.Config
-	daemon     daemon.Config
-	shutdown   time.Duration
-	metrics    string
-	// replica: the daemon opens only once the worker has caught up, as
-	// its index is its own.
-	replica bool
-	// workers is how many workers the process runs on its consumer (0
-	// means 1): `bench ingest --workers` stands them in for worker
-	// processes sharing one index.
-	workers int
-	// indexYield is how long indexing rests, as a multiple of each step,
-	// while a daemon in the same process answers requests.
-	indexYield float64
-	// tokenBudget bounds the context a reply carries and a prompt shows.
-	tokenBudget int
-	// exampleWeight and docWeight say how much a team's worked examples
-	// and docs count for the tables they name: a wiki about neighbouring
-	// systems can mislead (docs/retrieval.md), and only its team knows.
-	exampleWeight, docWeight float64
-	// sweep tidies the object store where a worker runs.
-	sweep objectgc.Config
-}
-
-// register declares the role flags; connect adds the NATS client flags,
-// which `up` does not need (it runs its own server).
-func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bool) error {
-	r.dataDir = dataDirFlag(fs, e)
-	if connect {
-		r.nats.register(fs, e)
-	}
-	if err := r.embed.register(fs, e); err != nil {
-		return err
-	}
-	if err := r.store.register(fs, e); err != nil {
-		return err
-	}
-	if err := r.llm.register(fs, e); err != nil {
-		return err
-	}
-	r.log.register(fs, e, defLog)
-	r.worker = workers.DefaultConfig
-	r.daemon = daemon.DefaultConfig
-	r.daemon.Version = version
-	fs.IntVar(&r.worker.Concurrency, "worker-concurrency", r.worker.Concurrency, "databases one worker applies events of at once (each database's events apply one at a time, in order)")
-	fs.DurationVar(&r.worker.GapTimeout, "gap-timeout", r.worker.GapTimeout, "how long a migration waits for a missing predecessor before it is dead-lettered (re-sent by itself once the predecessor applies); must exceed --ack-wait")
-	fs.DurationVar(&r.worker.Consumer.AckWait, "ack-wait", r.worker.Consumer.AckWait, "JetStream ack wait")
-	fs.IntVar(&r.worker.Consumer.MaxDeliver, "max-deliver", r.worker.Consumer.MaxDeliver, "deliveries before an event is dead-lettered")
-	fs.BoolVar(&r.worker.StrictCatalog, "strict-catalog", envString(e, "SCHEMAQ_STRICT_CATALOG", "") == "1", "dead-letter a migration with a statement naming an object the catalog does not know, instead of skipping the statement as drift [SCHEMAQ_STRICT_CATALOG=1]")
-	fs.DurationVar(&r.worker.MessageTimeout, "message-timeout", r.worker.MessageTimeout, "time limit of one event (must be below --ack-wait)")
-	yield, err := envFloat(e, "SCHEMAQ_INDEX_YIELD", 2)
-	if err != nil {
-		return err
-	}
-	fs.Float64Var(&r.indexYield, "index-yield", yield, "in a process that both indexes and answers (up, serve): while requests are in flight, indexing rests this many times as long as each step took (at most 100 ms), so searches keep most of the CPU while migrations land; 0 turns it off [SCHEMAQ_INDEX_YIELD]")
-	budget, err := envInt(e, "SCHEMAQ_TOKEN_BUDGET", 0)
-	if err != nil {
-		return err
-	}
-	fs.IntVar(&r.tokenBudget, "token-budget", budget, "bound on the context of a search or ask, in estimated tokens (4 bytes each): results are kept in rank order, then the inferred joins, while they fit, and a warning says what was cut; 0: no bound. Set it to what the model's context leaves after the instructions, question and answer [SCHEMAQ_TOKEN_BUDGET]")
-	exw, err := envFloat(e, "SCHEMAQ_EXAMPLE_WEIGHT", retrieve.DefaultConfig.Fuse.ExampleWeight)
-	if err != nil {
-		return err
-	}
-	fs.Float64Var(&r.exampleWeight, "example-weight", exw, "how much the worked examples most like a question count for the tables their SQL reads, as a fused list's weight (BM25's is 1); 0: examples are context only [SCHEMAQ_EXAMPLE_WEIGHT]")
-	dw, err := envFloat(e, "SCHEMAQ_DOC_WEIGHT", retrieve.DefaultConfig.Fuse.DocWeight)
-	if err != nil {
-		return err
-	}
-	fs.Float64Var(&r.docWeight, "doc-weight", dw, "how much the doc sections most like a question count for the tables they name (1: a section as strong as BM25's first table counts as that table); lower it when the docs describe other systems too; 0: docs are context only [SCHEMAQ_DOC_WEIGHT]")
-	r.sweep = objectgc.DefaultConfig
-	if r.sweep.Every, err = envDuration(e, "SCHEMAQ_SWEEP_EVERY", r.sweep.Every); err != nil {
-		return err
-	}
-	if r.sweep.Grace, err = envDuration(e, "SCHEMAQ_SWEEP_GRACE", r.sweep.Grace); err != nil {
-		return err
-	}
-	fs.DurationVar(&r.sweep.Every, "sweep-every", r.sweep.Every, "where a worker runs: how often to delete from the object store what nothing will read again (the SQL of big events the catalog is past, replaced catalogs); 0: never [SCHEMAQ_SWEEP_EVERY]")
-	fs.DurationVar(&r.sweep.Grace, "sweep-grace", r.sweep.Grace, "how old an object must be before a sweep may delete it; it must exceed the longest publish [SCHEMAQ_SWEEP_GRACE]")
-	fs.BoolVar(&r.daemon.AllowSystemCatalogs, "allow-system-catalogs", envString(e, "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", "") == "1", "let an ask that asks for it (allow_system_catalogs) have SQL that reads pg_catalog, information_schema, reg* casts and the session's identity; off, such requests are narrowed to the database's own tables [SCHEMAQ_ALLOW_SYSTEM_CATALOGS=1]")
-	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
-	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one search or tables request")
-	fs.DurationVar(&r.daemon.AskTimeout, "ask-timeout", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)")
-	fs.DurationVar(&r.shutdown, "shutdown-timeout", 25*time.Second, "grace period after SIGTERM")
-	fs.StringVar(&r.metrics, "metrics-addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 [SCHEMAQ_METRICS_ADDR]")
-	return nil
-}
-
-// check refuses role settings no flag parser catches, before anything
-// connects.
-func (r *roleFlags) check() error {
-	if r.indexYield < 0 {
-		return usagef("--index-yield must be zero or more, got %v", r.indexYield)
-	}
-	if r.tokenBudget < 0 {
-		return usagef("--token-budget must be zero or more, got %d", r.tokenBudget)
-	}
-	if r.exampleWeight < 0 {
-		return usagef("--example-weight must be zero or more, got %v", r.exampleWeight)
-	}
-	if r.docWeight < 0 {
-		return usagef("--doc-weight must be zero or more, got %v", r.docWeight)
-	}
-	if r.sweep.Every < 0 {
-		return usagef("--sweep-every must be zero (never) or more, got %v", r.sweep.Every)
-	}
-	if r.sweep.Grace <= 0 {
-		return usagef("--sweep-grace must be more than zero, got %v", r.sweep.Grace)
-	}
-	return nil
-}
 
 // runtime is what the roles share once connected.
 type runtime struct {
@@ -518,48 +392,4 @@ func defaultReplicaID(dataDir string) string {
 	}
 	sum := sha256.Sum256([]byte(abs))
 	return host + "-" + hex.EncodeToString(sum[:4])
-}
-
-// runUp is the embedded default: NATS, worker, daemon and the SQLite
-// store in one process.
-func runUp(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "up", "[flags]")
-	var r roleFlags
-	if err := r.register(fs, e, "console", false); err != nil {
-		return err
-	}
-	listen := fs.String("listen", envString(e, "SCHEMAQ_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server; beyond loopback it needs authorization: SCHEMAQ_NATS_TOKEN, SCHEMAQ_NATS_USER and SCHEMAQ_NATS_PASSWORD, or --nats-config [SCHEMAQ_LISTEN]")
-	fs.StringVar(&r.natsConfig, "nats-config", envString(e, "SCHEMAQ_NATS_CONFIG", ""), "nats-server configuration file for the embedded server: accounts, users, permissions, TLS (its listen address and store come from --listen and --data-dir); in-process clients use SCHEMAQ_NATS_USER/_PASSWORD, _TOKEN or _CREDS [SCHEMAQ_NATS_CONFIG]")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
-	// The embedded server's credentials, the ones its clients are given;
-	// its own in-process clients present them too.
-	r.nats.user, r.nats.password, r.nats.token, r.nats.creds = e.getenv("SCHEMAQ_NATS_USER"), e.getenv("SCHEMAQ_NATS_PASSWORD"),
-		e.getenv("SCHEMAQ_NATS_TOKEN"), e.getenv("SCHEMAQ_NATS_CREDS")
-	host, portStr, err := net.SplitHostPort(*listen)
-	if err != nil {
-		return usagef("--listen: %v", err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return usagef("--listen: port %q is not a number", portStr)
-	}
-	log, err := r.log.build(e)
-	if err != nil {
-		return err
-	}
-	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
-	em, err := startEmbedded(ctx, &r, log, host, port)
-	if err != nil {
-		return err
-	}
-	log.Info("schemaq up", zap.String("version", version), zap.String("nats", em.url),
-		zap.String("data_dir", *r.dataDir))
-	fmt.Fprintf(e.stderr, "schemaq is up: NATS on %s, data in %s. Publish with `schemaq publish`, ask with `schemaq ask`. Ctrl-C stops.\n", em.url, *r.dataDir)
-	<-ctx.Done()
-	return em.shutdown()
 }

@@ -9,18 +9,25 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/schemaq/schemaq/daemon"
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/ask"
 	askopenai "github.com/schemaq/schemaq/pkg/ask/openai"
+	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/embed"
 	embedopenai "github.com/schemaq/schemaq/pkg/embed/openai"
 	"github.com/schemaq/schemaq/pkg/httpretry"
 	"github.com/schemaq/schemaq/pkg/natsconn"
+	"github.com/schemaq/schemaq/pkg/objectgc"
 	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/rerank/httprerank"
+	"github.com/schemaq/schemaq/pkg/retrieve"
 	"github.com/schemaq/schemaq/pkg/verify"
+	"github.com/schemaq/schemaq/workers"
 )
 
 // Flags read their default from the environment, so the precedence is
@@ -296,4 +303,207 @@ func requestCtx(ctx context.Context, d time.Duration) (context.Context, context.
 
 func dataDirFlag(fs *flag.FlagSet, e *env) *string {
 	return fs.String("data-dir", envString(e, "SCHEMAQ_DATA_DIR", ".schemaq"), "where the index (and, for up, NATS) keeps its data [SCHEMAQ_DATA_DIR]")
+}
+
+// clientFlags are shared by the commands that talk to a running schemaq.
+type clientFlags struct {
+	nats    natsFlags
+	db      *string
+	asJSON  *bool
+	timeout *time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet, e *env) {
+	c.nats.register(fs, e)
+	c.db = fs.String("db", envString(e, "SCHEMAQ_DB", ""), "database name [SCHEMAQ_DB]")
+	c.asJSON = fs.Bool("json", false, "print JSON")
+	c.timeout = fs.Duration("timeout", 30*time.Second, "how long to wait for replies")
+}
+
+func (c *clientFlags) requireDB() error {
+	if *c.db == "" {
+		return usagef("--db is required")
+	}
+	if err := events.ValidateDatabase(*c.db); err != nil {
+		return usagef("--db: %v", err)
+	}
+	return nil
+}
+
+func (c *clientFlags) client() (*client.Client, func(), error) {
+	nc, err := c.nats.connect(zap.NewNop())
+	if err != nil {
+		return nil, nil, err
+	}
+	cli, err := client.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return cli, nc.Close, nil
+}
+
+// roleFlags are the settings of the long-running roles.
+type roleFlags struct {
+	nats    natsFlags
+	embed   embedFlags
+	store   storeFlags
+	llm     llmFlags
+	log     logFlags
+	dataDir *string
+	// natsConfig is up's embedded server configuration file.
+	natsConfig string
+	worker     workers.Config
+	daemon     daemon.Config
+	shutdown   time.Duration
+	metrics    string
+	// replica: the daemon opens only once the worker has caught up, as
+	// its index is its own.
+	replica bool
+	// workers is how many workers the process runs on its consumer (0
+	// means 1): `bench ingest --workers` stands them in for worker
+	// processes sharing one index.
+	workers int
+	// indexYield is how long indexing rests, as a multiple of each step,
+	// while a daemon in the same process answers requests.
+	indexYield float64
+	// tokenBudget bounds the context a reply carries and a prompt shows.
+	tokenBudget int
+	// exampleWeight and docWeight say how much a team's worked examples
+	// and docs count for the tables they name: a wiki about neighbouring
+	// systems can mislead (docs/retrieval.md), and only its team knows.
+	exampleWeight, docWeight float64
+	// sweep tidies the object store where a worker runs.
+	sweep objectgc.Config
+}
+
+// register declares the role flags; connect adds the NATS client flags,
+// which `up` does not need (it runs its own server).
+func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bool) error {
+	r.dataDir = dataDirFlag(fs, e)
+	if connect {
+		r.nats.register(fs, e)
+	}
+	if err := r.embed.register(fs, e); err != nil {
+		return err
+	}
+	if err := r.store.register(fs, e); err != nil {
+		return err
+	}
+	if err := r.llm.register(fs, e); err != nil {
+		return err
+	}
+	r.log.register(fs, e, defLog)
+	r.worker = workers.DefaultConfig
+	r.daemon = daemon.DefaultConfig
+	r.daemon.Version = version
+	fs.IntVar(&r.worker.Concurrency, "worker-concurrency", r.worker.Concurrency, "databases one worker applies events of at once (each database's events apply one at a time, in order)")
+	fs.DurationVar(&r.worker.GapTimeout, "gap-timeout", r.worker.GapTimeout, "how long a migration waits for a missing predecessor before it is dead-lettered (re-sent by itself once the predecessor applies); must exceed --ack-wait")
+	fs.DurationVar(&r.worker.Consumer.AckWait, "ack-wait", r.worker.Consumer.AckWait, "JetStream ack wait")
+	fs.IntVar(&r.worker.Consumer.MaxDeliver, "max-deliver", r.worker.Consumer.MaxDeliver, "deliveries before an event is dead-lettered")
+	fs.BoolVar(&r.worker.StrictCatalog, "strict-catalog", envString(e, "SCHEMAQ_STRICT_CATALOG", "") == "1", "dead-letter a migration with a statement naming an object the catalog does not know, instead of skipping the statement as drift [SCHEMAQ_STRICT_CATALOG=1]")
+	fs.DurationVar(&r.worker.MessageTimeout, "message-timeout", r.worker.MessageTimeout, "time limit of one event (must be below --ack-wait)")
+	yield, err := envFloat(e, "SCHEMAQ_INDEX_YIELD", 2)
+	if err != nil {
+		return err
+	}
+	fs.Float64Var(&r.indexYield, "index-yield", yield, "in a process that both indexes and answers (up, serve): while requests are in flight, indexing rests this many times as long as each step took (at most 100 ms), so searches keep most of the CPU while migrations land; 0 turns it off [SCHEMAQ_INDEX_YIELD]")
+	budget, err := envInt(e, "SCHEMAQ_TOKEN_BUDGET", 0)
+	if err != nil {
+		return err
+	}
+	fs.IntVar(&r.tokenBudget, "token-budget", budget, "bound on the context of a search or ask, in estimated tokens (4 bytes each): results are kept in rank order, then the inferred joins, while they fit, and a warning says what was cut; 0: no bound. Set it to what the model's context leaves after the instructions, question and answer [SCHEMAQ_TOKEN_BUDGET]")
+	exw, err := envFloat(e, "SCHEMAQ_EXAMPLE_WEIGHT", retrieve.DefaultConfig.Fuse.ExampleWeight)
+	if err != nil {
+		return err
+	}
+	fs.Float64Var(&r.exampleWeight, "example-weight", exw, "how much the worked examples most like a question count for the tables their SQL reads, as a fused list's weight (BM25's is 1); 0: examples are context only [SCHEMAQ_EXAMPLE_WEIGHT]")
+	dw, err := envFloat(e, "SCHEMAQ_DOC_WEIGHT", retrieve.DefaultConfig.Fuse.DocWeight)
+	if err != nil {
+		return err
+	}
+	fs.Float64Var(&r.docWeight, "doc-weight", dw, "how much the doc sections most like a question count for the tables they name (1: a section as strong as BM25's first table counts as that table); lower it when the docs describe other systems too; 0: docs are context only [SCHEMAQ_DOC_WEIGHT]")
+	r.sweep = objectgc.DefaultConfig
+	if r.sweep.Every, err = envDuration(e, "SCHEMAQ_SWEEP_EVERY", r.sweep.Every); err != nil {
+		return err
+	}
+	if r.sweep.Grace, err = envDuration(e, "SCHEMAQ_SWEEP_GRACE", r.sweep.Grace); err != nil {
+		return err
+	}
+	fs.DurationVar(&r.sweep.Every, "sweep-every", r.sweep.Every, "where a worker runs: how often to delete from the object store what nothing will read again (the SQL of big events the catalog is past, replaced catalogs); 0: never [SCHEMAQ_SWEEP_EVERY]")
+	fs.DurationVar(&r.sweep.Grace, "sweep-grace", r.sweep.Grace, "how old an object must be before a sweep may delete it; it must exceed the longest publish [SCHEMAQ_SWEEP_GRACE]")
+	fs.BoolVar(&r.daemon.AllowSystemCatalogs, "allow-system-catalogs", envString(e, "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", "") == "1", "let an ask that asks for it (allow_system_catalogs) have SQL that reads pg_catalog, information_schema, reg* casts and the session's identity; off, such requests are narrowed to the database's own tables [SCHEMAQ_ALLOW_SYSTEM_CATALOGS=1]")
+	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
+	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one search or tables request")
+	fs.DurationVar(&r.daemon.AskTimeout, "ask-timeout", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)")
+	fs.DurationVar(&r.shutdown, "shutdown-timeout", 25*time.Second, "grace period after SIGTERM")
+	fs.StringVar(&r.metrics, "metrics-addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 [SCHEMAQ_METRICS_ADDR]")
+	return nil
+}
+
+// check refuses role settings no flag parser catches, before anything
+// connects.
+func (r *roleFlags) check() error {
+	if r.indexYield < 0 {
+		return usagef("--index-yield must be zero or more, got %v", r.indexYield)
+	}
+	if r.tokenBudget < 0 {
+		return usagef("--token-budget must be zero or more, got %d", r.tokenBudget)
+	}
+	if r.exampleWeight < 0 {
+		return usagef("--example-weight must be zero or more, got %v", r.exampleWeight)
+	}
+	if r.docWeight < 0 {
+		return usagef("--doc-weight must be zero or more, got %v", r.docWeight)
+	}
+	if r.sweep.Every < 0 {
+		return usagef("--sweep-every must be zero (never) or more, got %v", r.sweep.Every)
+	}
+	if r.sweep.Grace <= 0 {
+		return usagef("--sweep-grace must be more than zero, got %v", r.sweep.Grace)
+	}
+	return nil
+}
+
+// jetStreamSession is session for commands that read the streams
+// directly: a JetStream handle, the request context and one cleanup.
+func (c *clientFlags) jetStreamSession(ctx context.Context) (jetstream.JetStream, context.Context, func(), error) {
+	nc, err := c.nats.connect(zap.NewNop())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, err
+	}
+	rctx, cancel := requestCtx(ctx, *c.timeout)
+	return js, rctx, func() { cancel(); nc.Close() }, nil
+}
+
+// question parses a query command's flags and returns the question its
+// positional arguments spell.
+func (c *clientFlags) question(fs *flag.FlagSet, args []string) (string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
+	}
+	if err := c.requireDB(); err != nil {
+		return "", err
+	}
+	q := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if q == "" {
+		return "", usagef("%s: give a question", fs.Name())
+	}
+	return q, nil
+}
+
+// session connects a one-shot command and bounds it by --timeout; done
+// releases both.
+func (c *clientFlags) session(ctx context.Context) (*client.Client, context.Context, func(), error) {
+	cli, closeConn, err := c.client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rctx, cancel := requestCtx(ctx, *c.timeout)
+	return cli, rctx, func() { cancel(); closeConn() }, nil
 }

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/schemaq/schemaq/events"
+)
+
+func runAsk(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "ask", "--db NAME [flags] QUESTION")
+	var c clientFlags
+	c.register(fs, e)
+	k := fs.Int("k", 0, "how many context items (default 10)")
+	explain := fs.Bool("explain", false, "include the retrieval explain record")
+	system := fs.Bool("allow-system-catalogs", false, "let the SQL read pg_catalog and information_schema (refused otherwise)")
+	hints := fs.String("hints", "", "what you know beside the question (a definition, the columns meant): searched as a weaker second query and shown to the model")
+	q, err := c.question(fs, args)
+	if err != nil {
+		return err
+	}
+	timeoutSet := false
+	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
+	if !timeoutSet {
+		// The daemon bounds an ask by its own deadline (a model call and a
+		// repair round); waiting less would give up on a good answer.
+		*c.timeout = 3 * time.Minute
+	}
+	cli, rctx, done, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	reply, err := cli.Ask(rctx, &events.AskRequest{Database: *c.db, Question: q, K: *k, Explain: *explain, AllowSystemCatalogs: *system, Hints: *hints})
+	if *c.asJSON && reply != nil {
+		if jerr := json.NewEncoder(e.stdout).Encode(reply); jerr != nil {
+			return jerr
+		}
+		if err != nil {
+			return errSilent
+		}
+		return nil
+	}
+	if err != nil {
+		// Refused SQL goes to stderr, every line commented, and stdout
+		// stays empty: `schemaq ask … | psql` must never run it.
+		if reply != nil && reply.RejectedSQL != "" {
+			fmt.Fprintf(e.stderr, "-- rejected SQL (not safe to run):\n-- %s\n", strings.ReplaceAll(reply.RejectedSQL, "\n", "\n-- "))
+		}
+		return replyError(e, err)
+	}
+	if reply.SQL != "" {
+		fmt.Fprintln(e.stdout, reply.SQL)
+	}
+	if reply.Explanation != "" {
+		fmt.Fprintf(e.stdout, "-- %s\n", reply.Explanation)
+	}
+	if len(reply.Tables) > 0 {
+		fmt.Fprintf(e.stdout, "-- tables: %s\n", strings.Join(reply.Tables, ", "))
+	}
+	if reply.RetrievalOnly {
+		// What the explanation promises: the context a model would see.
+		fmt.Fprintln(e.stdout, "-- context:")
+		for i, c := range reply.Context {
+			line := fmt.Sprintf("-- %2d  %-7s %s", i+1, c.Kind, displayName(c))
+			if c.Bridge != "" {
+				line += "  (" + c.Bridge + ")"
+			}
+			fmt.Fprintln(e.stdout, line)
+		}
+		for _, j := range reply.Joins {
+			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j.String())
+		}
+	}
+	for _, w := range reply.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/schemaq/schemaq/pkg/deadletter"
+)
+
+// deadLetterView is a letter as dlq prints it: show adds the event.
+type deadLetterView struct {
+	deadletter.Letter
+	Data string `json:"data,omitempty"`
+}
+
+func viewOf(l *deadletter.Letter, withData bool) deadLetterView {
+	v := deadLetterView{Letter: *l}
+	if withData {
+		v.Data = string(l.Data)
+	}
+	return v
+}
+
+func runDLQ(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 || !slices.Contains([]string{"list", "show", "retry", "delete", "purge"}, args[0]) {
+		fmt.Fprintln(e.stderr, "Usage: schemaq dlq list [--db NAME] | show SEQ... | retry SEQ... | delete SEQ... | purge [--db NAME]")
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+			return nil
+		}
+		return usagef("dlq: say list, show, retry, delete or purge")
+	}
+	verb := args[0]
+	fs := newFlags(e, "dlq "+verb, "[flags] [SEQ...]")
+	var c clientFlags
+	c.register(fs, e)
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	switch {
+	case verb == "purge" && fs.NArg() > 0:
+		return usagef("dlq purge takes no sequence numbers: use dlq delete SEQ... for single letters")
+	case verb == "purge" && *c.db != "":
+		if err := c.requireDB(); err != nil {
+			return err
+		}
+	case verb != "list" && verb != "purge" && fs.NArg() == 0:
+		return usagef("dlq %s: give the dead letter's sequence number (see dlq list)", verb)
+	}
+	var seqs []uint64
+	for _, a := range fs.Args() {
+		seq, err := strconv.ParseUint(a, 10, 64)
+		if err != nil {
+			return usagef("dlq %s: %q is not a sequence number", verb, a)
+		}
+		seqs = append(seqs, seq)
+	}
+	js, ctx, done, err := c.jetStreamSession(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	box, err := deadletter.Open(ctx, js)
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "list":
+		return dlqList(ctx, e, box, &c)
+	case "purge":
+		n, err := box.Purge(ctx, *c.db)
+		if err != nil {
+			return err
+		}
+		what := *c.db
+		if what == "" {
+			what = "every database"
+		}
+		fmt.Fprintf(e.stdout, "purged %d dead letter(s) of %s\n", n, what)
+		return nil
+	}
+	for _, seq := range seqs {
+		if err := dlqOne(ctx, e, box, &c, verb, seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func dlqList(ctx context.Context, e *env, box *deadletter.Box, c *clientFlags) error {
+	letters, err := box.List(ctx, *c.db)
+	if err != nil {
+		return err
+	}
+	out := make([]deadLetterView, len(letters))
+	for i := range letters {
+		out[i] = viewOf(&letters[i], false)
+	}
+	if *c.asJSON {
+		if len(out) == 0 {
+			out = nil // null, as before
+		}
+		return json.NewEncoder(e.stdout).Encode(out)
+	}
+	for _, v := range out {
+		fmt.Fprintf(e.stdout, "%d\t%s\t%s\t%s\t%s\n", v.Seq, v.Database, v.Kind, v.Source, v.Reason)
+	}
+	fmt.Fprintf(e.stdout, "%d dead letter(s)\n", len(out))
+	return nil
+}
+
+// dlqOne shows, deletes or retries one letter.
+func dlqOne(ctx context.Context, e *env, box *deadletter.Box, c *clientFlags, verb string, seq uint64) error {
+	switch verb {
+	case "delete":
+		if err := box.Delete(ctx, seq); err != nil {
+			return notFoundHint(err, seq)
+		}
+		fmt.Fprintf(e.stdout, "dead letter %d deleted\n", seq)
+	case "show":
+		l, err := box.Get(ctx, seq)
+		if err != nil {
+			return notFoundHint(err, seq)
+		}
+		v := viewOf(l, true)
+		if *c.asJSON {
+			return json.NewEncoder(e.stdout).Encode(v)
+		}
+		fmt.Fprintf(e.stdout, "seq: %d\ndatabase: %s\nsubject: %s\nsource: %s\nkind: %s\ndeliveries: %s\nreason: %s\nevent: %s\n",
+			v.Seq, v.Database, v.Subject, v.Source, v.Kind, v.Deliveries, v.Reason, v.Data)
+	case "retry":
+		target, err := box.Retry(ctx, seq)
+		if err != nil {
+			return notFoundHint(err, seq)
+		}
+		fmt.Fprintf(e.stdout, "dead letter %d republished to %s\n", seq, target)
+	}
+	return nil
+}
+
+func notFoundHint(err error, seq uint64) error {
+	if errors.Is(err, deadletter.ErrNotFound) {
+		return fmt.Errorf("dead letter %d: there is no such dead letter (retried, deleted or swept already?); `schemaq dlq list` shows those there are", seq)
+	}
+	return err
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/schemaq/schemaq/events"
+)
+
+func runTables(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "tables", "--db NAME [flags] [TABLE]")
+	var c clientFlags
+	c.register(fs, e)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := c.requireDB(); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usagef("tables: give at most one table")
+	}
+	cli, rctx, done, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	reply, err := cli.Tables(rctx, &events.TablesRequest{Database: *c.db, Table: fs.Arg(0), Limit: events.MaxTablesLimit})
+	if err != nil {
+		return replyError(e, err)
+	}
+	// A listing comes in pages; the command shows the whole catalog.
+	for reply.Next != "" {
+		page, err := cli.Tables(rctx, &events.TablesRequest{Database: *c.db, Limit: events.MaxTablesLimit, After: reply.Next})
+		if err != nil {
+			return replyError(e, err)
+		}
+		reply.Tables, reply.Next = append(reply.Tables, page.Tables...), page.Next
+	}
+	if *c.asJSON {
+		return json.NewEncoder(e.stdout).Encode(reply)
+	}
+	if fs.NArg() == 1 {
+		fmt.Fprint(e.stdout, reply.Tables[0].DDL)
+		t := reply.Tables[0]
+		for _, j := range t.Joins {
+			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j)
+		}
+		if t.JoinsTotal > len(t.Joins) {
+			fmt.Fprintf(e.stdout, "-- … and %d more joins by name (%d in all)\n", t.JoinsTotal-len(t.Joins), t.JoinsTotal)
+		}
+		printDrift(e, reply)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "database %s, catalog version %d\n", reply.Database, reply.Version)
+	for _, t := range reply.Tables {
+		fmt.Fprintf(e.stdout, "  %-40s %3d columns  %s\n", t.Name, t.Columns, t.Comment)
+	}
+	printDrift(e, reply)
+	return nil
+}
+
+// printDrift lists, on stderr, the statements of the history the catalog
+// could not follow: where it may differ from the real database.
+func printDrift(e *env, reply *events.TablesReply) {
+	if reply.DriftTotal == 0 {
+		return
+	}
+	fmt.Fprintf(e.stderr, "drift: %d statement(s) of the history name objects the catalog does not know (created by functions, or outside the history); a snapshot clears them\n", reply.DriftTotal)
+	for _, d := range reply.Drift {
+		what := "skipped"
+		if d.Inferred != "" {
+			what = "inferred " + d.Inferred
+		}
+		fmt.Fprintf(e.stderr, "  seq %d %s: statement %d (line %d, column %d): %s: %s\n", d.Seq, d.Source, d.Statement, d.Line, d.Column, what, d.Error)
+	}
+	if n := reply.DriftTotal - len(reply.Drift); n > 0 {
+		fmt.Fprintf(e.stderr, "  … and %d more\n", n)
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"go.uber.org/zap"
+)
+
+// runUp is the embedded default: NATS, worker, daemon and the SQLite
+// store in one process.
+func runUp(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "up", "[flags]")
+	var r roleFlags
+	if err := r.register(fs, e, "console", false); err != nil {
+		return err
+	}
+	listen := fs.String("listen", envString(e, "SCHEMAQ_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server; beyond loopback it needs authorization: SCHEMAQ_NATS_TOKEN, SCHEMAQ_NATS_USER and SCHEMAQ_NATS_PASSWORD, or --nats-config [SCHEMAQ_LISTEN]")
+	fs.StringVar(&r.natsConfig, "nats-config", envString(e, "SCHEMAQ_NATS_CONFIG", ""), "nats-server configuration file for the embedded server: accounts, users, permissions, TLS (its listen address and store come from --listen and --data-dir); in-process clients use SCHEMAQ_NATS_USER/_PASSWORD, _TOKEN or _CREDS [SCHEMAQ_NATS_CONFIG]")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	// The embedded server's credentials, the ones its clients are given;
+	// its own in-process clients present them too.
+	r.nats.user, r.nats.password, r.nats.token, r.nats.creds = e.getenv("SCHEMAQ_NATS_USER"), e.getenv("SCHEMAQ_NATS_PASSWORD"),
+		e.getenv("SCHEMAQ_NATS_TOKEN"), e.getenv("SCHEMAQ_NATS_CREDS")
+	host, portStr, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return usagef("--listen: %v", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return usagef("--listen: port %q is not a number", portStr)
+	}
+	log, err := r.log.build(e)
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
+	em, err := startEmbedded(ctx, &r, log, host, port)
+	if err != nil {
+		return err
+	}
+	log.Info("schemaq up", zap.String("version", version), zap.String("nats", em.url),
+		zap.String("data_dir", *r.dataDir))
+	fmt.Fprintf(e.stderr, "schemaq is up: NATS on %s, data in %s. Publish with `schemaq publish`, ask with `schemaq ask`. Ctrl-C stops.\n", em.url, *r.dataDir)
+	<-ctx.Done()
+	return em.shutdown()
+}
