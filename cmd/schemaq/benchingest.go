@@ -73,7 +73,7 @@ func runBenchIngest(ctx context.Context, e *env, args []string) error {
 		defer os.RemoveAll(dir)
 		var r roleFlags
 		rfs := flag.NewFlagSet("bench", flag.ContinueOnError)
-		if err := r.register(rfs, &env{getenv: func(string) string { return "" }}, "json", false); err != nil {
+		if err := r.register(rfs, &env{getenv: func(string) string { return "" }}, "json", false, roleSet{worker: true, serve: true}); err != nil {
 			return err
 		}
 		*r.dataDir = dir

@@ -98,7 +98,7 @@ func (b *benchSystemFlags) startSystem(ctx context.Context, e *env) (*benchSyste
 	}
 	var r roleFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	if err := r.register(fs, &env{getenv: func(string) string { return "" }}, "json", false); err != nil {
+	if err := r.register(fs, &env{getenv: func(string) string { return "" }}, "json", false, roleSet{worker: true, serve: true}); err != nil {
 		return nil, err
 	}
 	*r.dataDir = dir

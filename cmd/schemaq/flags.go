@@ -377,67 +377,95 @@ type roleFlags struct {
 	sweep objectgc.Config
 }
 
-// register declares the role flags; connect adds the NATS client flags,
-// which `up` does not need (it runs its own server).
-func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bool) error {
+// roleSet says which roles a process runs: its flags are theirs only.
+type roleSet struct{ worker, serve bool }
+
+// register declares the flags of the roles in set; connect adds the NATS
+// client flags, which `up` does not need (it runs its own server). What
+// a role does not run keeps its default: a worker has no gateway flags,
+// a daemon no consumer flags.
+func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bool, set roleSet) error {
 	r.dataDir = dataDirFlag(fs, e)
 	if connect {
 		r.nats.register(fs, e)
 	}
+	// Both embed: the worker its chunks, the daemon its questions.
 	if err := r.embed.register(fs, e); err != nil {
 		return err
 	}
 	if err := r.store.register(fs, e); err != nil {
 		return err
 	}
-	if err := r.llm.register(fs, e); err != nil {
-		return err
-	}
 	r.log.register(fs, e, defLog)
-	r.worker = workers.DefaultConfig
-	r.daemon = daemon.DefaultConfig
+	r.worker, r.daemon, r.sweep = workers.DefaultConfig, daemon.DefaultConfig, objectgc.DefaultConfig
 	r.daemon.Version = version
+	r.indexYield = 2
+	r.exampleWeight, r.docWeight = retrieve.DefaultConfig.Fuse.ExampleWeight, retrieve.DefaultConfig.Fuse.DocWeight
+	if set.worker {
+		if err := r.registerWorker(fs, e); err != nil {
+			return err
+		}
+	}
+	if set.serve {
+		if err := r.registerDaemon(fs, e); err != nil {
+			return err
+		}
+	}
+	if set.worker && set.serve {
+		yield, err := envFloat(e, "SCHEMAQ_INDEX_YIELD", r.indexYield)
+		if err != nil {
+			return err
+		}
+		fs.Float64Var(&r.indexYield, "index-yield", yield, "while requests are in flight, indexing rests this many times as long as each step took (at most 100 ms), so searches keep most of the CPU while migrations land; 0 turns it off [SCHEMAQ_INDEX_YIELD]")
+	}
+	fs.DurationVar(&r.shutdown, "shutdown-timeout", 25*time.Second, "grace period after SIGTERM")
+	fs.StringVar(&r.metrics, "metrics-addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 [SCHEMAQ_METRICS_ADDR]")
+	return nil
+}
+
+// registerWorker declares the indexing worker's flags.
+func (r *roleFlags) registerWorker(fs *flag.FlagSet, e *env) error {
 	fs.IntVar(&r.worker.Concurrency, "worker-concurrency", r.worker.Concurrency, "databases one worker applies events of at once (each database's events apply one at a time, in order)")
 	fs.DurationVar(&r.worker.GapTimeout, "gap-timeout", r.worker.GapTimeout, "how long a migration waits for a missing predecessor before it is dead-lettered (re-sent by itself once the predecessor applies); must exceed --ack-wait")
 	fs.DurationVar(&r.worker.Consumer.AckWait, "ack-wait", r.worker.Consumer.AckWait, "JetStream ack wait")
 	fs.IntVar(&r.worker.Consumer.MaxDeliver, "max-deliver", r.worker.Consumer.MaxDeliver, "deliveries before an event is dead-lettered")
 	fs.BoolVar(&r.worker.StrictCatalog, "strict-catalog", envString(e, "SCHEMAQ_STRICT_CATALOG", "") == "1", "dead-letter a migration with a statement naming an object the catalog does not know, instead of skipping the statement as drift [SCHEMAQ_STRICT_CATALOG=1]")
 	fs.DurationVar(&r.worker.MessageTimeout, "message-timeout", r.worker.MessageTimeout, "time limit of one event (must be below --ack-wait)")
-	yield, err := envFloat(e, "SCHEMAQ_INDEX_YIELD", 2)
-	if err != nil {
-		return err
-	}
-	fs.Float64Var(&r.indexYield, "index-yield", yield, "in a process that both indexes and answers (up, serve): while requests are in flight, indexing rests this many times as long as each step took (at most 100 ms), so searches keep most of the CPU while migrations land; 0 turns it off [SCHEMAQ_INDEX_YIELD]")
-	budget, err := envInt(e, "SCHEMAQ_TOKEN_BUDGET", 0)
-	if err != nil {
-		return err
-	}
-	fs.IntVar(&r.tokenBudget, "token-budget", budget, "bound on the context of a search or ask, in estimated tokens (4 bytes each): results are kept in rank order, then the inferred joins, while they fit, and a warning says what was cut; 0: no bound. Set it to what the model's context leaves after the instructions, question and answer [SCHEMAQ_TOKEN_BUDGET]")
-	exw, err := envFloat(e, "SCHEMAQ_EXAMPLE_WEIGHT", retrieve.DefaultConfig.Fuse.ExampleWeight)
-	if err != nil {
-		return err
-	}
-	fs.Float64Var(&r.exampleWeight, "example-weight", exw, "how much the worked examples most like a question count for the tables their SQL reads, as a fused list's weight (BM25's is 1); 0: examples are context only [SCHEMAQ_EXAMPLE_WEIGHT]")
-	dw, err := envFloat(e, "SCHEMAQ_DOC_WEIGHT", retrieve.DefaultConfig.Fuse.DocWeight)
-	if err != nil {
-		return err
-	}
-	fs.Float64Var(&r.docWeight, "doc-weight", dw, "how much the doc sections most like a question count for the tables they name (1: a section as strong as BM25's first table counts as that table); lower it when the docs describe other systems too; 0: docs are context only [SCHEMAQ_DOC_WEIGHT]")
-	r.sweep = objectgc.DefaultConfig
+	var err error
 	if r.sweep.Every, err = envDuration(e, "SCHEMAQ_SWEEP_EVERY", r.sweep.Every); err != nil {
 		return err
 	}
 	if r.sweep.Grace, err = envDuration(e, "SCHEMAQ_SWEEP_GRACE", r.sweep.Grace); err != nil {
 		return err
 	}
-	fs.DurationVar(&r.sweep.Every, "sweep-every", r.sweep.Every, "where a worker runs: how often to delete from the object store what nothing will read again (the SQL of big events the catalog is past, replaced catalogs); 0: never [SCHEMAQ_SWEEP_EVERY]")
+	fs.DurationVar(&r.sweep.Every, "sweep-every", r.sweep.Every, "how often to delete from the object store what nothing will read again (the SQL of big events the catalog is past, replaced catalogs); 0: never [SCHEMAQ_SWEEP_EVERY]")
 	fs.DurationVar(&r.sweep.Grace, "sweep-grace", r.sweep.Grace, "how old an object must be before a sweep may delete it; it must exceed the longest publish [SCHEMAQ_SWEEP_GRACE]")
+	return nil
+}
+
+// registerDaemon declares the query daemon's flags: retrieval, the
+// gateway and its guard.
+func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
+	if err := r.llm.register(fs, e); err != nil {
+		return err
+	}
+	budget, err := envInt(e, "SCHEMAQ_TOKEN_BUDGET", 0)
+	if err != nil {
+		return err
+	}
+	fs.IntVar(&r.tokenBudget, "token-budget", budget, "bound on the context of a search or ask, in estimated tokens (4 bytes each): results are kept in rank order, then the inferred joins, while they fit, and a warning says what was cut; 0: no bound. Set it to what the model's context leaves after the instructions, question and answer [SCHEMAQ_TOKEN_BUDGET]")
+	if r.exampleWeight, err = envFloat(e, "SCHEMAQ_EXAMPLE_WEIGHT", r.exampleWeight); err != nil {
+		return err
+	}
+	fs.Float64Var(&r.exampleWeight, "example-weight", r.exampleWeight, "how much the worked examples most like a question count for the tables their SQL reads, as a fused list's weight (BM25's is 1); 0: examples are context only [SCHEMAQ_EXAMPLE_WEIGHT]")
+	if r.docWeight, err = envFloat(e, "SCHEMAQ_DOC_WEIGHT", r.docWeight); err != nil {
+		return err
+	}
+	fs.Float64Var(&r.docWeight, "doc-weight", r.docWeight, "how much the doc sections most like a question count for the tables they name (1: a section as strong as BM25's first table counts as that table); lower it when the docs describe other systems too; 0: docs are context only [SCHEMAQ_DOC_WEIGHT]")
 	fs.BoolVar(&r.daemon.AllowSystemCatalogs, "allow-system-catalogs", envString(e, "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", "") == "1", "let an ask that asks for it (allow_system_catalogs) have SQL that reads pg_catalog, information_schema, reg* casts and the session's identity; off, such requests are narrowed to the database's own tables [SCHEMAQ_ALLOW_SYSTEM_CATALOGS=1]")
 	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
 	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one search or tables request")
 	fs.DurationVar(&r.daemon.AskTimeout, "ask-timeout", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)")
-	fs.DurationVar(&r.shutdown, "shutdown-timeout", 25*time.Second, "grace period after SIGTERM")
-	fs.StringVar(&r.metrics, "metrics-addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 [SCHEMAQ_METRICS_ADDR]")
 	return nil
 }
 

@@ -23,7 +23,7 @@ import (
 func runMCP(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "mcp", "[--http ADDR] [--embedded] [flags]")
 	var r roleFlags
-	if err := r.register(fs, e, "json", true); err != nil {
+	if err := r.register(fs, e, "json", true, roleSet{worker: true, serve: true}); err != nil {
 		return err
 	}
 	httpAddr := fs.String("http", envString(e, "SCHEMAQ_MCP_HTTP", ""), "serve streamable HTTP on this address instead of stdio [SCHEMAQ_MCP_HTTP]")

@@ -318,7 +318,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 func runRole(ctx context.Context, e *env, args []string, name string, worker, serve bool) error {
 	fs := newFlags(e, name, "[flags]")
 	var r roleFlags
-	if err := r.register(fs, e, "json", true); err != nil {
+	if err := r.register(fs, e, "json", true, roleSet{worker: worker, serve: serve}); err != nil {
 		return err
 	}
 	var replica *string

@@ -14,7 +14,7 @@ import (
 func runUp(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "up", "[flags]")
 	var r roleFlags
-	if err := r.register(fs, e, "console", false); err != nil {
+	if err := r.register(fs, e, "console", false, roleSet{worker: true, serve: true}); err != nil {
 		return err
 	}
 	listen := fs.String("listen", envString(e, "SCHEMAQ_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server; beyond loopback it needs authorization: SCHEMAQ_NATS_TOKEN, SCHEMAQ_NATS_USER and SCHEMAQ_NATS_PASSWORD, or --nats-config [SCHEMAQ_LISTEN]")
