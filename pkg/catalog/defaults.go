@@ -32,7 +32,19 @@ func (a *applier) cookDefault(n *pg.Node, colType string) string {
 		return "" // PostgreSQL stores no default for a NULL constant
 	}
 	if tc := n.GetTypeCast(); tc != nil && isNullConst(tc.Arg) {
-		return ""
+		// NULL cast to the column's own type folds to a NULL constant,
+		// which is no default. Cast to another type, or with a length
+		// or precision, it needs a conversion when a row is inserted,
+		// and PostgreSQL keeps it as written.
+		spec, err := a.typeOf(tc.TypeName)
+		if err != nil || spec.rendered == "" {
+			return ""
+		}
+		cast := a.displayType(spec)
+		if len(tc.TypeName.Typmods) == 0 && cast == colType {
+			return ""
+		}
+		return "NULL::" + cast
 	}
 	if c := n.GetAConst(); c != nil {
 		return constFor(c, colType)

@@ -39,6 +39,16 @@ var typeCases = []struct {
 	{"bool DEFAULT 1::boolean", "boolean", "(1)::boolean"},
 	{"text DEFAULT NULL", "text", ""},
 	{"integer DEFAULT NULL::integer", "integer", ""},
+	// A NULL cast to another type than the column's needs a conversion
+	// at insert, so PostgreSQL keeps it (a dump's
+	// payment_dispute_lost_at timestamptz DEFAULT NULL::timestamp).
+	{"timestamptz DEFAULT NULL::timestamp", "timestamp with time zone", "NULL::timestamp without time zone"},
+	{"text DEFAULT NULL::varchar", "text", "NULL::character varying"},
+	{"bigint DEFAULT NULL::integer", "bigint", "NULL::integer"},
+	{"varchar(5) DEFAULT NULL::varchar(5)", "character varying(5)", "NULL::character varying(5)"},
+	{"numeric(12,2) DEFAULT NULL::numeric", "numeric(12,2)", "NULL::numeric"},
+	{"text DEFAULT NULL::text", "text", ""},
+	{"timestamp DEFAULT NULL::timestamp", "timestamp without time zone", ""},
 	{"jsonb DEFAULT '{}'", "jsonb", "'{}'::jsonb"},
 	{"json DEFAULT '[]'::json", "json", "'[]'::json"},
 	{"text[] DEFAULT '{}'", "text[]", "'{}'::text[]"},
