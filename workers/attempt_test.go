@@ -2,6 +2,8 @@ package workers_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,17 +20,33 @@ import (
 	"github.com/schemaq/schemaq/workers"
 )
 
-// hangingStore never returns from a schema write, as a process that
-// crashed inside it (a SIGSEGV in cgo) never does; release lets the
-// goroutines go at the end of the test.
+// hangingStore never returns from an event's schema write, as a process
+// that crashed inside it (a SIGSEGV in cgo) never does; release lets the
+// goroutines go at the end of the test. An event's write runs under the
+// event's deadline; the re-projection a worker runs at start, which has
+// none, goes through, so that the crash is always the event's: with the
+// catalog written before the first crash, the second worker re-projects
+// at start, and had that hung, it would have died outside the event.
 type hangingStore struct {
 	workers.Store
 	release chan struct{}
 }
 
 func (h hangingStore) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index.Replaced, error) {
+	if _, event := ctx.Deadline(); !event {
+		return h.Store.(index.Replacer).ReplaceSchema(ctx, r)
+	}
 	<-h.release
 	return index.Replaced{}, context.Canceled
+}
+
+// Projected says nothing is projected to an event, so that each delivery
+// writes, whatever the start's re-projection did.
+func (h hangingStore) Projected(ctx context.Context, db string) (int64, error) {
+	if _, event := ctx.Deadline(); event {
+		return 0, nil
+	}
+	return h.Store.Projected(ctx, db)
 }
 
 // TestEventThatEndsTheProcessIsDeadLettered: an event whose handling
@@ -45,7 +63,11 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 	var once sync.Once
 	defer once.Do(func() { close(release) })
 
-	crashing := func() {
+	attempts, err := streams.Attempts(context.Background(), e.js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashing := func(delivery int) {
 		nc := testenv.Connect(t, e.ns)
 		js, _ := jetstream.New(nc)
 		kv, err := js.KeyValue(context.Background(), "schemaq_catalogs")
@@ -57,7 +79,13 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 			t.Fatal(err)
 		}
 		go func() { _ = w.Run(context.Background()) }()
-		testenv.Eventually(t, 10*time.Second, "the write under way", func() bool {
+		// A redelivery is marked as under way as its handling starts; a
+		// first delivery is not, and is under way once it is taken.
+		testenv.Eventually(t, 10*time.Second, fmt.Sprintf("delivery %d under way", delivery), func() bool {
+			if delivery > 1 {
+				m, err := attempts.Get(context.Background(), "1")
+				return err == nil && string(m.Value()) == strconv.Itoa(delivery)
+			}
 			c, err := e.js.Consumer(context.Background(), events.Stream, streams.Durable)
 			if err != nil {
 				return false
@@ -69,9 +97,9 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 		nc.Close()                         // the process is gone
 	}
 	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int);"))
-	crashing()                       // delivery 1: forgiven
+	crashing(1)                      // delivery 1: forgiven
 	time.Sleep(cfg.Consumer.AckWait) // until JetStream gives the event to the next
-	crashing()                       // delivery 2: marked, and never finished
+	crashing(2)                      // delivery 2: marked, and never finished
 
 	time.Sleep(cfg.Consumer.AckWait)
 	e.startWorker(cfg, e.store)

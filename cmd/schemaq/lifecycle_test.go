@@ -87,15 +87,17 @@ func TestGroup(t *testing.T) {
 func TestRoleFailingToStartStopsWhatItStarted(t *testing.T) {
 	ns := testenv.NATS(t)
 	dir := filepath.Join(t.TempDir(), "data")
+	vars := map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL()}
 	// The daemon refuses this setting; the workers are running by then.
-	_, errOut, code := runAt(t, ns.ClientURL(), "serve", "--data-dir", dir, "--replica-id", "a", "--max-concurrent", "0", "--log-format", "json")
-	if code == exitOK || !strings.Contains(errOut, "max concurrent") {
-		t.Fatalf("serve --max-concurrent 0 (exit %d): %s", code, errOut)
+	args := []string{"serve", "--data-dir", dir, "--replica-id", "a", "--max-concurrent", "0", "--log-format", "json"}
+	out, err := runVars(context.Background(), args, vars)
+	if err == nil || !strings.Contains(err.Error(), "max concurrent") {
+		t.Fatalf("serve --max-concurrent 0: %v\n%s", err, out)
 	}
 	testenv.Eventually(t, 5*time.Second, "the failed role's connection is closed", func() bool { return ns.NumClients() == 0 })
 	// The data directory is free: a second start gets as far as the same
 	// refusal instead of finding it locked.
-	if _, errOut, _ := runAt(t, ns.ClientURL(), "serve", "--data-dir", dir, "--replica-id", "a", "--max-concurrent", "0"); !strings.Contains(errOut, "max concurrent") {
-		t.Fatalf("second start: %s", errOut)
+	if _, err := runVars(context.Background(), args, vars); err == nil || !strings.Contains(err.Error(), "max concurrent") {
+		t.Fatalf("second start: %v", err)
 	}
 }
