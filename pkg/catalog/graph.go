@@ -3,6 +3,7 @@ package catalog
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Graph is how a catalog's tables join: the foreign keys, both ways, with
@@ -13,64 +14,103 @@ import (
 // per catalog version: NewGraph is linear in the catalog.
 type Graph struct {
 	cat *Catalog
-	// adj is each table's neighbours by declared keys, by table key
-	// (QualName.Key), roots for partitions.
-	adj map[string]map[string]bool
 	// incoming lists, per table, the keys that reference it (its own
 	// included), in catalog order.
 	incoming map[QualName][]Incoming
+	// partitions lists each partitioned table's partitions, in catalog
+	// order.
+	partitions map[QualName][]*Table
 	// partitionKeys lists, per partitioned root, the keys its partitions
 	// declare of their own (each once): the root's joins.
 	partitionKeys map[QualName][]ForeignKey
+
+	// The adjacency and the inferred joins are built on first use: a
+	// worker chunking a catalog needs neither.
+	adjOnce sync.Once
+	adj     map[string]map[string]bool // by table key (QualName.Key), roots for partitions
+	infOnce sync.Once
 	// inferred lists each inferred join under both of its tables' keys.
 	inferred map[string][]InferredJoin
 }
 
-// Incoming is a foreign key of From that references a table.
+// Incoming is From's foreign key From.ForeignKeys[Index], which
+// references a table.
 type Incoming struct {
-	From *Table
-	Key  ForeignKey
+	From  *Table
+	Index int
+	Key   ForeignKey
 }
 
 // NewGraph builds cat's graph.
 func NewGraph(cat *Catalog) *Graph {
-	g := &Graph{cat: cat, adj: map[string]map[string]bool{}, incoming: map[QualName][]Incoming{}, partitionKeys: map[QualName][]ForeignKey{},
-		inferred: map[string][]InferredJoin{}}
-	link := func(a, b string) {
-		if a == b {
-			return
-		}
-		if g.adj[a] == nil {
-			g.adj[a] = map[string]bool{}
-		}
-		g.adj[a][b] = true
+	g := &Graph{cat: cat, incoming: map[QualName][]Incoming{}, partitions: map[QualName][]*Table{}, partitionKeys: map[QualName][]ForeignKey{}}
+	type partitionKey struct {
+		root, ref        QualName
+		cols, refColumns string
 	}
-	seen := map[string]bool{}
+	seen := map[partitionKey]bool{}
 	for _, t := range cat.Tables() {
-		root := cat.PartitionRoot(t)
-		key := root.QualName().Key()
-		for _, fk := range t.ForeignKeys {
-			ref := fk.RefTable.Key()
-			if rt := cat.Table(fk.RefTable); rt != nil {
-				ref = cat.PartitionRoot(rt).QualName().Key()
-			}
-			link(key, ref)
-			link(ref, key)
-			g.incoming[fk.RefTable] = append(g.incoming[fk.RefTable], Incoming{From: t, Key: fk})
+		if t.PartitionOf != nil {
+			g.partitions[*t.PartitionOf] = append(g.partitions[*t.PartitionOf], t)
+		}
+		root := t
+		if t.PartitionOf != nil {
+			root = cat.PartitionRoot(t)
+		}
+		for i, fk := range t.ForeignKeys {
+			g.incoming[fk.RefTable] = append(g.incoming[fk.RefTable], Incoming{From: t, Index: i, Key: fk})
 			if root != t && !fk.Inherited && fk.RefTable != t.QualName() && fk.RefTable != root.QualName() {
-				if id := key + "\x00" + strings.Join(fk.Columns, ",") + "\x00" + fk.RefTable.Key() + "\x00" + strings.Join(fk.RefColumns, ","); !seen[id] {
-					seen[id] = true
+				k := partitionKey{root.QualName(), fk.RefTable, strings.Join(fk.Columns, "\x00"), strings.Join(fk.RefColumns, "\x00")}
+				if !seen[k] {
+					seen[k] = true
 					g.partitionKeys[root.QualName()] = append(g.partitionKeys[root.QualName()], fk)
 				}
 			}
 		}
 	}
-	declares := func(t *Table) bool { return len(t.ForeignKeys) > 0 || len(g.partitionKeys[t.QualName()]) > 0 }
-	for _, j := range inferJoins(cat, declares) {
-		g.inferred[j.from] = append(g.inferred[j.from], j)
-		g.inferred[j.to] = append(g.inferred[j.to], j)
-	}
 	return g
+}
+
+// adjacency builds the neighbours by declared keys.
+func (g *Graph) adjacency() map[string]map[string]bool {
+	g.adjOnce.Do(func() {
+		cat := g.cat
+		g.adj = map[string]map[string]bool{}
+		link := func(a, b string) {
+			if a == b {
+				return
+			}
+			if g.adj[a] == nil {
+				g.adj[a] = map[string]bool{}
+			}
+			g.adj[a][b] = true
+		}
+		for _, t := range cat.Tables() {
+			key := cat.PartitionRoot(t).QualName().Key()
+			for _, fk := range t.ForeignKeys {
+				ref := fk.RefTable.Key()
+				if rt := cat.Table(fk.RefTable); rt != nil {
+					ref = cat.PartitionRoot(rt).QualName().Key()
+				}
+				link(key, ref)
+				link(ref, key)
+			}
+		}
+	})
+	return g.adj
+}
+
+// inferredJoins finds the joins the names imply.
+func (g *Graph) inferredJoins() map[string][]InferredJoin {
+	g.infOnce.Do(func() {
+		g.inferred = map[string][]InferredJoin{}
+		declares := func(t *Table) bool { return len(t.ForeignKeys) > 0 || len(g.partitionKeys[t.QualName()]) > 0 }
+		for _, j := range inferJoins(g.cat, declares) {
+			g.inferred[j.from] = append(g.inferred[j.from], j)
+			g.inferred[j.to] = append(g.inferred[j.to], j)
+		}
+	})
+	return g.inferred
 }
 
 // Catalog is the catalog the graph is of.
@@ -78,15 +118,24 @@ func (g *Graph) Catalog() *Catalog { return g.cat }
 
 // Neighbours are the tables a table (by key) joins by declared keys, by
 // their keys. The map is the graph's own: do not modify it.
-func (g *Graph) Neighbours(key string) map[string]bool { return g.adj[key] }
+func (g *Graph) Neighbours(key string) map[string]bool { return g.adjacency()[key] }
 
 // Inferred are the inferred joins a table (by key) is in, either side,
 // in the order they were found. The slice is the graph's own.
-func (g *Graph) Inferred(key string) []InferredJoin { return g.inferred[key] }
+func (g *Graph) Inferred(key string) []InferredJoin { return g.inferredJoins()[key] }
 
-// Incoming are the foreign keys of other tables that reference q, in
+// Incoming are the foreign keys that reference q (its own included), in
 // catalog order. The slice is the graph's own.
 func (g *Graph) Incoming(q QualName) []Incoming { return g.incoming[q] }
+
+// Partitions are q's partitions, in catalog order. The slice is the
+// graph's own.
+func (g *Graph) Partitions(q QualName) []*Table { return g.partitions[q] }
+
+// PartitionKeys are the keys q's partitions declare of their own (not
+// copies of q's, not within q), each once: q's joins. The slice is the
+// graph's own.
+func (g *Graph) PartitionKeys(q QualName) []ForeignKey { return g.partitionKeys[q] }
 
 // Description is what describing a table or view says of it.
 type Description struct {
@@ -140,7 +189,7 @@ func (g *Graph) Describe(name string) *Description {
 			d.ReferencedBy = append(d.ReferencedBy, in.From.Schema+"."+in.From.Name+"."+in.Key.Columns[i]+" → "+in.Key.RefColumns[i])
 		}
 	}
-	joins := slices.Clone(g.inferred[t.QualName().Key()])
+	joins := slices.Clone(g.Inferred(t.QualName().Key()))
 	slices.SortFunc(joins, CompareJoins)
 	for _, j := range joins {
 		d.Joins = append(d.Joins, j.String())

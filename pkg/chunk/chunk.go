@@ -128,14 +128,15 @@ type Tabler struct {
 
 // NewTabler indexes c's foreign keys and partitions for Table.
 func NewTabler(c *catalog.Catalog, opts Options) *Tabler {
-	return &Tabler{cat: c, idx: newFKIndex(c), opts: opts.withDefaults()}
+	return &Tabler{cat: c, idx: newFKIndex(c, catalog.NewGraph(c), func(t *catalog.Table) []string { return hintsOf(t) }), opts: opts.withDefaults()}
 }
 
 // Table chunks one table of the Tabler's catalog.
 func (tb *Tabler) Table(t *catalog.Table) []Chunk { return table(tb.cat, t, tb.idx, tb.opts) }
 
 // fkIndex lists, per table, the foreign keys pointing at it and its
-// partitions, so that chunking all tables stays linear.
+// partitions as the chunk shows them, so that chunking all tables stays
+// linear.
 type fkIndex struct {
 	incoming   map[catalog.QualName][]string
 	partitions map[catalog.QualName][]string
@@ -145,66 +146,56 @@ type fkIndex struct {
 	partJoins map[catalog.QualName][]string
 }
 
-func newFKIndex(c *catalog.Catalog) *fkIndex {
-	tables := c.Tables()
-	return indexFKs(tables, func(i int) []outgoing { return outgoingOf(tables[i]) }, c.PartitionRoot)
-}
-
-// outgoing is one of a table's foreign keys as the hint the table it
-// references shows.
-type outgoing struct {
-	ref  catalog.QualName
-	hint string
-}
-
-// outgoingOf lists t's foreign keys to other tables as hints.
-func outgoingOf(t *catalog.Table) []outgoing {
-	var out []outgoing
-	for _, fk := range t.ForeignKeys {
+// hintsOf renders t's foreign keys as the hints the tables they reference
+// show, one per key ("" for a key to t itself): what a Chunker remembers
+// with the table, as joinHint is not free.
+func hintsOf(t *catalog.Table) []string {
+	out := make([]string, len(t.ForeignKeys))
+	for i, fk := range t.ForeignKeys {
 		if fk.RefTable != t.QualName() {
-			out = append(out, outgoing{fk.RefTable, joinHint(t.QualName(), fk)})
+			out[i] = joinHint(t.QualName(), fk)
 		}
 	}
 	return out
 }
 
-// indexFKs files each table's outgoing hints (outs(i) for tables[i])
-// under the tables they reference, and each partition under its parent
-// and its keys under its root (root(t), the catalog's PartitionRoot).
-func indexFKs(tables []*catalog.Table, outs func(i int) []outgoing, root func(*catalog.Table) *catalog.Table) *fkIndex {
+// newFKIndex renders the catalog's join graph (catalog.Graph) as hints:
+// under each table the keys that reference it, the keys a partition
+// declares filed under its root (once, by the root's name: pagila's seven
+// payment partitions each reference customer), and its partitions.
+// hints gives a table's own keys as hints (hintsOf, or remembered).
+func newFKIndex(c *catalog.Catalog, g *catalog.Graph, hints func(*catalog.Table) []string) *fkIndex {
 	idx := &fkIndex{incoming: map[catalog.QualName][]string{}, partitions: map[catalog.QualName][]string{}, partJoins: map[catalog.QualName][]string{}}
-	seen := map[catalog.QualName]map[string]bool{}
-	once := func(m map[catalog.QualName][]string, q catalog.QualName, h string) {
-		if seen[q] == nil {
-			seen[q] = map[string]bool{}
+	for _, t := range c.Tables() {
+		if t.PartitionOf != nil {
+			continue // partitions are not chunked: their roots show them
 		}
-		if !seen[q][h] {
-			seen[q][h] = true
-			m[q] = append(m[q], h)
-		}
-	}
-	for i, t := range tables {
-		if t.PartitionOf == nil {
-			for _, o := range outs(i) {
-				idx.incoming[o.ref] = append(idx.incoming[o.ref], o.hint)
+		q := t.QualName()
+		seen := map[string]bool{}
+		once := func(m map[catalog.QualName][]string, h string) {
+			if !seen[h] {
+				seen[h] = true
+				m[q] = append(m[q], h)
 			}
-			continue
 		}
-		idx.partitions[*t.PartitionOf] = append(idx.partitions[*t.PartitionOf], displayName(t.QualName()))
-		if len(t.ForeignKeys) == 0 {
-			continue
-		}
-		// Every partition repeats its root's keys (pagila's seven
-		// payment partitions each reference customer): filed once,
-		// under the root's name.
-		rq := root(t).QualName()
-		for _, fk := range t.ForeignKeys {
-			if fk.Inherited || fk.RefTable == t.QualName() || fk.RefTable == rq {
+		for _, in := range g.Incoming(q) {
+			if in.From.PartitionOf == nil {
+				if h := hints(in.From)[in.Index]; h != "" {
+					idx.incoming[q] = append(idx.incoming[q], h)
+				}
+				continue
+			}
+			root := c.PartitionRoot(in.From)
+			if in.Key.Inherited || in.Key.RefTable == in.From.QualName() || in.Key.RefTable == root.QualName() {
 				continue // a copy of a parent's key, or a join within the root
 			}
-			h := joinHint(rq, fk)
-			once(idx.partJoins, rq, h)
-			once(idx.incoming, fk.RefTable, h)
+			once(idx.incoming, joinHint(root.QualName(), in.Key))
+		}
+		for _, p := range g.Partitions(q) {
+			idx.partitions[q] = append(idx.partitions[q], displayName(p.QualName()))
+		}
+		for _, fk := range g.PartitionKeys(q) {
+			once(idx.partJoins, joinHint(q, fk))
 		}
 	}
 	return idx

@@ -34,7 +34,7 @@ type memo struct {
 type tableMemo struct {
 	deps   string
 	chunks []Chunk
-	out    []outgoing // the table's own foreign keys as hints, for its neighbours' deps
+	hints  []string // the table's own foreign keys as hints (hintsOf), for its neighbours' deps
 }
 
 // NewChunker returns a Chunker rendering with opts.
@@ -55,19 +55,19 @@ func (k *Chunker) Catalog(c *catalog.Catalog) []Chunk {
 	next := &memo{tables: make(map[*catalog.Table]tableMemo, len(tables)), views: make(map[*catalog.View]Chunk, len(views))}
 	// The incoming hints and partitions of every table, from each table's
 	// own foreign keys (remembered with it: joinHint is not free).
-	outs := make([][]outgoing, len(tables))
-	for i, t := range tables {
+	hints := make(map[*catalog.Table][]string, len(tables))
+	for _, t := range tables {
 		if m, ok := prev.tables[t]; ok {
-			outs[i] = m.out
+			hints[t] = m.hints
 		} else {
-			outs[i] = outgoingOf(t)
+			hints[t] = hintsOf(t)
 		}
 	}
-	idx := indexFKs(tables, func(i int) []outgoing { return outs[i] }, c.PartitionRoot)
+	idx := newFKIndex(c, catalog.NewGraph(c), func(t *catalog.Table) []string { return hints[t] })
 	var out []Chunk
-	for i, t := range tables {
+	for _, t := range tables {
 		if t.PartitionOf != nil {
-			next.tables[t] = tableMemo{out: outs[i]}
+			next.tables[t] = tableMemo{hints: hints[t]}
 			continue
 		}
 		deps := tableDeps(c, t, idx)
@@ -76,7 +76,7 @@ func (k *Chunker) Catalog(c *catalog.Catalog) []Chunk {
 			m = tableMemo{deps: deps, chunks: table(c, t, idx, k.opts)}
 			k.renders.Add(1)
 		}
-		m.out = outs[i]
+		m.hints = hints[t]
 		next.tables[t] = m
 		out = appendVersioned(out, m.chunks, c.Version)
 	}
