@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	// The same gzip format, written in 60% of the time: a catalog is
-	// encoded on every migration. It is in the module graph already
+	// The same gzip format, written faster (BenchmarkEncode): a catalog
+	// is encoded on every migration. It is in the module graph already
 	// (nats-server depends on it).
 	"github.com/klauspost/compress/gzip"
 	"github.com/nats-io/nats.go/jetstream"
