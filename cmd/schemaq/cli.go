@@ -66,10 +66,7 @@ func commands() map[string]command {
 		"sweep":       {"delete from the object store what nothing will read again (workers also do it hourly)", runSweep},
 		"healthcheck": {"probe a running process's /readyz; exits non-zero unless ready (container health checks)", runHealthcheck},
 		"mcp":         {"serve schemaq's tools to AI agents (Model Context Protocol, stdio or HTTP)", runMCP},
-		"version": {"print the version", func(_ context.Context, e *env, _ []string) error {
-			fmt.Fprintln(e.stdout, "schemaq", version)
-			return nil
-		}},
+		"version":     {"print the version, the revision it was built from and the Go release (also --version)", runVersion},
 	}
 }
 
@@ -80,6 +77,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func runEnv(ctx context.Context, args []string, e *env) error {
 	cmds := commands()
+	if len(args) > 0 && args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			if c, ok := cmds[args[1]]; ok {

@@ -53,6 +53,27 @@ func envInt(e *env, key string, def int) (int, error) {
 	return n, nil
 }
 
+// durationVar and intVar declare a flag whose default comes from the
+// environment variable key, named in its usage, so that a ConfigMap can
+// set every flag.
+func durationVar(fs *flag.FlagSet, e *env, p *time.Duration, name, key string, def time.Duration, usage string) error {
+	v, err := envDuration(e, key, def)
+	if err != nil {
+		return err
+	}
+	fs.DurationVar(p, name, v, usage+" ["+key+"]")
+	return nil
+}
+
+func intVar(fs *flag.FlagSet, e *env, p *int, name, key string, def int, usage string) error {
+	v, err := envInt(e, key, def)
+	if err != nil {
+		return err
+	}
+	fs.IntVar(p, name, v, usage+" ["+key+"]")
+	return nil
+}
+
 func envDuration(e *env, key string, def time.Duration) (time.Duration, error) {
 	v := e.getenv(key)
 	if v == "" {
@@ -82,6 +103,7 @@ func envFloat(e *env, key string, def float64) (float64, error) {
 type natsFlags struct {
 	url, creds, nkey, user, password, token, ca, cert, key, name string
 	timeout                                                      time.Duration
+	envErr                                                       error // an unreadable SCHEMAQ_NATS_TIMEOUT, reported on connect
 }
 
 func (n *natsFlags) register(fs *flag.FlagSet, e *env) {
@@ -95,7 +117,9 @@ func (n *natsFlags) register(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&n.cert, "nats-cert", envString(e, "SCHEMAQ_NATS_CERT", ""), "client certificate for NATS TLS [SCHEMAQ_NATS_CERT]")
 	fs.StringVar(&n.key, "nats-key", envString(e, "SCHEMAQ_NATS_KEY", ""), "client key for NATS TLS [SCHEMAQ_NATS_KEY]")
 	fs.StringVar(&n.name, "nats-name", envString(e, "SCHEMAQ_NATS_NAME", "schemaq"), "connection name shown by the server [SCHEMAQ_NATS_NAME]")
-	fs.DurationVar(&n.timeout, "nats-timeout", 5*time.Second, "timeout of the first connection")
+	timeout, err := envDuration(e, "SCHEMAQ_NATS_TIMEOUT", 5*time.Second)
+	n.envErr = err
+	fs.DurationVar(&n.timeout, "nats-timeout", timeout, "timeout of the first connection [SCHEMAQ_NATS_TIMEOUT]")
 }
 
 func (n *natsFlags) config() natsconn.Config {
@@ -125,6 +149,9 @@ func (n *natsFlags) credentials() []nats.Option {
 }
 
 func (n *natsFlags) connect(log *zap.Logger, extra ...nats.Option) (*nats.Conn, error) {
+	if n.envErr != nil {
+		return nil, n.envErr
+	}
 	cfg := n.config()
 	if err := cfg.Validate(); err != nil {
 		return nil, usagef("%v", err)
@@ -398,7 +425,7 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 	}
 	r.log.register(fs, e, defLog)
 	r.worker, r.daemon, r.sweep = workers.DefaultConfig, daemon.DefaultConfig, objectgc.DefaultConfig
-	r.daemon.Version = version
+	r.daemon.Version = buildInfo().Version
 	r.indexYield = 2
 	r.exampleWeight, r.docWeight = retrieve.DefaultConfig.Fuse.ExampleWeight, retrieve.DefaultConfig.Fuse.DocWeight
 	if set.worker {
@@ -418,19 +445,28 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 		}
 		fs.Float64Var(&r.indexYield, "index-yield", yield, "while requests are in flight, indexing rests this many times as long as each step took (at most 100 ms), so searches keep most of the CPU while migrations land; 0 turns it off [SCHEMAQ_INDEX_YIELD]")
 	}
-	fs.DurationVar(&r.shutdown, "shutdown-timeout", 25*time.Second, "grace period after SIGTERM")
+	if err := durationVar(fs, e, &r.shutdown, "shutdown-timeout", "SCHEMAQ_SHUTDOWN_TIMEOUT", 25*time.Second, "grace period after SIGTERM"); err != nil {
+		return err
+	}
 	fs.StringVar(&r.metrics, "metrics-addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 [SCHEMAQ_METRICS_ADDR]")
 	return nil
 }
 
 // registerWorker declares the indexing worker's flags.
 func (r *roleFlags) registerWorker(fs *flag.FlagSet, e *env) error {
-	fs.IntVar(&r.worker.Concurrency, "worker-concurrency", r.worker.Concurrency, "databases one worker applies events of at once (each database's events apply one at a time, in order)")
-	fs.DurationVar(&r.worker.GapTimeout, "gap-timeout", r.worker.GapTimeout, "how long a migration waits for a missing predecessor before it is dead-lettered (re-sent by itself once the predecessor applies); must exceed --ack-wait")
-	fs.DurationVar(&r.worker.Consumer.AckWait, "ack-wait", r.worker.Consumer.AckWait, "JetStream ack wait")
-	fs.IntVar(&r.worker.Consumer.MaxDeliver, "max-deliver", r.worker.Consumer.MaxDeliver, "deliveries before an event is dead-lettered")
-	fs.BoolVar(&r.worker.StrictCatalog, "strict-catalog", envString(e, "SCHEMAQ_STRICT_CATALOG", "") == "1", "dead-letter a migration with a statement naming an object the catalog does not know, instead of skipping the statement as drift [SCHEMAQ_STRICT_CATALOG=1]")
-	fs.DurationVar(&r.worker.MessageTimeout, "message-timeout", r.worker.MessageTimeout, "time limit of one event (must be below --ack-wait)")
+	w := &r.worker
+	for _, err := range []error{
+		intVar(fs, e, &w.Concurrency, "worker-concurrency", "SCHEMAQ_WORKER_CONCURRENCY", w.Concurrency, "databases one worker applies events of at once (each database's events apply one at a time, in order)"),
+		durationVar(fs, e, &w.GapTimeout, "gap-timeout", "SCHEMAQ_GAP_TIMEOUT", w.GapTimeout, "how long a migration waits for a missing predecessor before it is dead-lettered (re-sent by itself once the predecessor applies); must exceed --ack-wait"),
+		durationVar(fs, e, &w.Consumer.AckWait, "ack-wait", "SCHEMAQ_ACK_WAIT", w.Consumer.AckWait, "JetStream ack wait"),
+		intVar(fs, e, &w.Consumer.MaxDeliver, "max-deliver", "SCHEMAQ_MAX_DELIVER", w.Consumer.MaxDeliver, "deliveries before an event is dead-lettered"),
+		durationVar(fs, e, &w.MessageTimeout, "message-timeout", "SCHEMAQ_MESSAGE_TIMEOUT", w.MessageTimeout, "time limit of one event (must be below --ack-wait)"),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	fs.BoolVar(&w.StrictCatalog, "strict-catalog", envString(e, "SCHEMAQ_STRICT_CATALOG", "") == "1", "dead-letter a migration with a statement naming an object the catalog does not know, instead of skipping the statement as drift [SCHEMAQ_STRICT_CATALOG=1]")
 	var err error
 	if r.sweep.Every, err = envDuration(e, "SCHEMAQ_SWEEP_EVERY", r.sweep.Every); err != nil {
 		return err
@@ -463,9 +499,16 @@ func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
 	}
 	fs.Float64Var(&r.docWeight, "doc-weight", r.docWeight, "how much the doc sections most like a question count for the tables they name (1: a section as strong as BM25's first table counts as that table); lower it when the docs describe other systems too; 0: docs are context only [SCHEMAQ_DOC_WEIGHT]")
 	fs.BoolVar(&r.daemon.AllowSystemCatalogs, "allow-system-catalogs", envString(e, "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", "") == "1", "let an ask that asks for it (allow_system_catalogs) have SQL that reads pg_catalog, information_schema, reg* casts and the session's identity; off, such requests are narrowed to the database's own tables [SCHEMAQ_ALLOW_SYSTEM_CATALOGS=1]")
-	fs.IntVar(&r.daemon.MaxConcurrent, "max-concurrent", r.daemon.MaxConcurrent, "requests one daemon serves at once before replying busy")
-	fs.DurationVar(&r.daemon.RequestTimeout, "request-timeout", r.daemon.RequestTimeout, "deadline of one search or tables request")
-	fs.DurationVar(&r.daemon.AskTimeout, "ask-timeout", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)")
+	d := &r.daemon
+	for _, err := range []error{
+		intVar(fs, e, &d.MaxConcurrent, "max-concurrent", "SCHEMAQ_MAX_CONCURRENT", d.MaxConcurrent, "requests one daemon serves at once before replying busy"),
+		durationVar(fs, e, &d.RequestTimeout, "request-timeout", "SCHEMAQ_REQUEST_TIMEOUT", d.RequestTimeout, "deadline of one search or tables request"),
+		durationVar(fs, e, &d.AskTimeout, "ask-timeout", "SCHEMAQ_ASK_TIMEOUT", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)"),
+	} {
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -12,10 +12,6 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=…"; it must
-// be SemVer because the NATS micro service rejects anything else.
-var version = "0.0.0-dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

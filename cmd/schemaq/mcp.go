@@ -27,7 +27,7 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	httpAddr := fs.String("http", envString(e, "SCHEMAQ_MCP_HTTP", ""), "serve streamable HTTP on this address instead of stdio [SCHEMAQ_MCP_HTTP]")
-	embedded := fs.Bool("embedded", false, "run NATS, worker, daemon and the index in this process (data in --data-dir) instead of connecting to --nats-url")
+	embedded := fs.Bool("embedded", envString(e, "SCHEMAQ_MCP_EMBEDDED", "") == "1", "run NATS, worker, daemon and the index in this process (data in --data-dir) instead of connecting to --nats-url [SCHEMAQ_MCP_EMBEDDED=1]")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -77,6 +77,7 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildInfoMetric(reg)
 	if ls, ok := store.(interface{ LeaseStats() redisearch.LeaseStats }); ok {
 		leaseMetrics(reg, ls)
 	}

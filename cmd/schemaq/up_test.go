@@ -455,7 +455,7 @@ func TestMetricsAfterEventsAndAsks(t *testing.T) {
 		`schemaq_daemon_requests_total{code="unknown_database",endpoint="ask"} 1`,
 		`schemaq_daemon_stage_seconds_count{stage="retrieve"}`,
 		"schemaq_embed_calls_total", "schemaq_embed_cache_misses_total", "schemaq_worker_consumer_pending",
-		"go_goroutines",
+		"go_goroutines", `schemaq_build_info{goversion="`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
