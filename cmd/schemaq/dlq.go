@@ -100,10 +100,7 @@ func dlqList(ctx context.Context, e *env, box *deadletter.Box, c *clientFlags) e
 		out[i] = viewOf(&letters[i], false)
 	}
 	if *c.asJSON {
-		if len(out) == 0 {
-			out = nil // null, as before
-		}
-		return json.NewEncoder(e.stdout).Encode(out)
+		return json.NewEncoder(e.stdout).Encode(out) // [] when there are none, never null
 	}
 	for _, v := range out {
 		fmt.Fprintf(e.stdout, "%d\t%s\t%s\t%s\t%s\n", v.Seq, v.Database, v.Kind, v.Source, v.Reason)

@@ -109,7 +109,7 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 		Stream    uint64 `json:"stream_seq"`
 		Duplicate bool   `json:"duplicate"`
 	}
-	var results []result
+	results := []result{} // [] in JSON when nothing was published, never null
 	dups := 0
 	var last int64
 	for _, ev := range evs {

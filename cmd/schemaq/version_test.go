@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"regexp"
 	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 func TestVersion(t *testing.T) {
@@ -82,5 +86,20 @@ func TestEveryRoleFlagHasItsVariable(t *testing.T) {
 	if err := (&roleFlags{}).register(newFlags(&env{getenv: func(k string) string { return vars[k] }}, "worker", ""),
 		&env{getenv: func(k string) string { return vars[k] }}, "json", true, roleSet{worker: true}); err == nil || !strings.Contains(err.Error(), "SCHEMAQ_ACK_WAIT") {
 		t.Errorf("an unreadable SCHEMAQ_ACK_WAIT: %v", err)
+	}
+}
+
+// A list under --json is [] when empty, never null.
+func TestJSONListsAreNeverNull(t *testing.T) {
+	ns := testenv.NATS(t)
+	js, err := jetstream.New(testenv.Connect(t, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.Ensure(context.Background(), js, streams.DefaultConfig); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runAt(t, ns.ClientURL(), "dlq", "list", "--json"); code != exitOK || strings.TrimSpace(out) != "[]" {
+		t.Errorf("dlq list --json with no letters (exit %d): %q %s", code, out, errOut)
 	}
 }
