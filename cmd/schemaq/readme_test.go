@@ -41,3 +41,22 @@ func TestReadmeListsEveryPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The files a platform team looks for beside the code.
+func TestPackagingFiles(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for _, tc := range []struct{ file, want string }{
+		{"LICENSE", "Apache License"},
+		{"CHANGELOG.md", "## [Unreleased]"},
+		// The image's build context is the repository root: its history,
+		// local data and binaries stay out of it.
+		{"deploy/Dockerfile.dockerignore", "\n.git\n"},
+		{"deploy/Dockerfile.dockerignore", "\n.schemaq\n"},
+		{"deploy/Dockerfile.dockerignore", "\nschemaq\n"},
+	} {
+		b, err := os.ReadFile(filepath.Join(root, tc.file))
+		if err != nil || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s should hold %q (%v)", tc.file, tc.want, err)
+		}
+	}
+}
