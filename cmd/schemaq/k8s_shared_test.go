@@ -142,6 +142,13 @@ func TestKubernetesSharedIndex(t *testing.T) {
 			if daemon.Spec.Replicas == nil || *daemon.Spec.Replicas < 2 {
 				t.Error("at least two daemons")
 			}
+			// The workers' autoscaler (KEDA or an HPA) owns their count: a
+			// count here would reset it on every kubectl apply.
+			if len(scaled)+len(hpas) == 0 {
+				t.Error("the workers have no autoscaler")
+			} else if worker.Spec.Replicas != nil {
+				t.Errorf("Deployment schemaq-worker sets replicas: %d, which its autoscaler owns", *worker.Spec.Replicas)
+			}
 			covered := false
 			for _, p := range pdbs {
 				ps, _ := metav1.LabelSelectorAsSelector(p.Spec.Selector)
