@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -16,19 +15,16 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 	var c clientFlags
 	c.register(fs, e)
 	k := fs.Int("k", 0, "how many context items (default 10)")
-	explain := fs.Bool("explain", false, "include the retrieval explain record")
+	explain := fs.Bool("explain", false, "print the query terms and each candidate's ranks and scores at every stage, as SQL comments")
 	system := fs.Bool("allow-system-catalogs", false, "let the SQL read pg_catalog and information_schema (refused otherwise)")
 	hints := fs.String("hints", "", "what you know beside the question (a definition, the columns meant): searched as a weaker second query and shown to the model")
+	// The daemon bounds an ask by its own deadline (a model call and a
+	// repair round); waiting less would give up on a good answer.
+	*c.timeout = 3 * time.Minute
+	fs.Lookup("timeout").DefValue = c.timeout.String()
 	q, err := c.question(fs, args)
 	if err != nil {
 		return err
-	}
-	timeoutSet := false
-	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
-	if !timeoutSet {
-		// The daemon bounds an ask by its own deadline (a model call and a
-		// repair round); waiting less would give up on a good answer.
-		*c.timeout = 3 * time.Minute
 	}
 	cli, rctx, done, err := c.session(ctx)
 	if err != nil {
@@ -74,6 +70,16 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 		}
 		for _, j := range reply.Joins {
 			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j.String())
+		}
+	}
+	if *explain {
+		// As comments, so that stdout stays SQL a shell can pipe on.
+		var b strings.Builder
+		printQueryTerms(&env{stdout: &b}, "", reply.QueryTerms)
+		ex, _ := json.MarshalIndent(reply.Explain, "", "  ")
+		fmt.Fprintf(&b, "explain:\n%s\n", ex)
+		for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+			fmt.Fprintln(e.stdout, "-- "+line)
 		}
 	}
 	for _, w := range reply.Warnings {

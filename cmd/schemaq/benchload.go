@@ -158,7 +158,7 @@ type loadFlags struct {
 }
 
 func (l *loadFlags) register(fs *flag.FlagSet, timeout time.Duration) {
-	l.questions = fs.String("questions", "", "questions JSONL (field question) (required)")
+	l.questions = fs.String("questions", "", "questions JSONL in the benchmark format: question and gold_tables (required)")
 	l.concurrency = fs.Int("concurrency", 8, "requests in flight")
 	l.duration = fs.Duration("duration", 10*time.Second, "how long to issue requests; those in flight at the end are waited for and counted")
 	l.timeout = fs.Duration("timeout", timeout, "deadline of one request: one without a reply by then counts as timed out")

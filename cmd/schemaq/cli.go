@@ -52,7 +52,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"catalog":     {"apply migrations or a schema dump locally and print the catalog", runCatalog},
-		"bench":       {"measure retrieval quality, load and freshness (bench retrieval|ask|freshness)", runBench},
+		"bench":       {"measure retrieval quality, load, freshness and ingest (bench retrieval|search|ask|freshness|ingest)", runBench},
 		"up":          {"run everything in one process: embedded NATS, worker, daemon, SQLite index", runUp},
 		"worker":      {"run the indexing worker against SCHEMAQ_NATS_URL", runWorker},
 		"daemon":      {"run the query daemon against SCHEMAQ_NATS_URL", runDaemon},

@@ -166,6 +166,16 @@ func TestQuickStart(t *testing.T) {
 	if !voted {
 		t.Errorf("no example voted for public.payments: %s", out)
 	}
+	// Explained in text, as SQL comments: stdout stays pipeable.
+	out, _, code = runAt(t, url, "ask", "--db", "shop", "Which customers placed the most orders?", "--explain")
+	if code != exitOK || !strings.Contains(out, "-- explain:") || !strings.Contains(out, "--   {") || !strings.Contains(out, "-- query terms: ") {
+		t.Errorf("ask --explain: %s", out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(line, "--") {
+			t.Errorf("ask --explain without a gateway wrote a line that is not a comment: %q", line)
+		}
+	}
 	out, errOut, code = runAt(t, url, "ask", "--db", "shop", "Which customers placed the most orders?", "--json")
 	var reply struct {
 		Tables      []string `json:"tables"`
