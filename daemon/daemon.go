@@ -751,7 +751,7 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 		all = append(all, events.TableInfo{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns)})
 	}
 	for _, v := range cat.Views() {
-		all = append(all, events.TableInfo{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns)})
+		all = append(all, events.TableInfo{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns), View: true})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 	out.Total = len(all)

@@ -433,6 +433,9 @@ type TableInfo struct {
 	Name    string `json:"name"` // schema.table
 	Comment string `json:"comment,omitempty"`
 	Columns int    `json:"columns"`
+	// View is set on views, which tables lists and describes with the
+	// tables.
+	View bool `json:"view,omitempty"`
 	// Only when one table was asked for:
 	DDL          string   `json:"ddl,omitempty"`
 	References   []string `json:"references,omitempty"`    // "customer_id → public.customers.id"

@@ -44,6 +44,17 @@ func runTables(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() == 1 {
 		fmt.Fprint(e.stdout, reply.Tables[0].DDL)
 		t := reply.Tables[0]
+		for _, r := range t.ReferencedBy {
+			fmt.Fprintf(e.stdout, "-- referenced by: %s\n", r)
+		}
+		if t.ReferencedByTotal > len(t.ReferencedBy) {
+			fmt.Fprintf(e.stdout, "-- … and %d more keys reference it (%d in all)\n", t.ReferencedByTotal-len(t.ReferencedBy), t.ReferencedByTotal)
+		}
+		if t.View {
+			for _, r := range t.References {
+				fmt.Fprintf(e.stdout, "-- %s\n", r) // "reads schema.table"
+			}
+		}
 		for _, j := range t.Joins {
 			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j)
 		}
@@ -55,7 +66,11 @@ func runTables(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "database %s, catalog version %d\n", reply.Database, reply.Version)
 	for _, t := range reply.Tables {
-		fmt.Fprintf(e.stdout, "  %-40s %3d columns  %s\n", t.Name, t.Columns, t.Comment)
+		kind := ""
+		if t.View {
+			kind = "(view)"
+		}
+		fmt.Fprintf(e.stdout, "  %-40s %-6s %3d columns  %s\n", t.Name, kind, t.Columns, t.Comment)
 	}
 	printDrift(e, reply)
 	return nil

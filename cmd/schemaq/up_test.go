@@ -138,8 +138,12 @@ func TestQuickStart(t *testing.T) {
 	}
 
 	out, _, code = runAt(t, url, "tables", "--db", "shop")
-	if code != exitOK || !strings.Contains(out, "catalog version 6") || !strings.Contains(out, "public.shipping_addresses") {
+	if code != exitOK || !strings.Contains(out, "catalog version 6") || !strings.Contains(out, "public.shipping_addresses") ||
+		!regexp.MustCompile(`public\.order_totals\s+\(view\)`).MatchString(out) {
 		t.Errorf("tables: %s", out)
+	}
+	if out, _, code = runAt(t, url, "tables", "--db", "shop", "public.customers"); code != exitOK || !strings.Contains(out, "-- referenced by: public.orders.customer_id → id") {
+		t.Errorf("tables public.customers: %s", out)
 	}
 	var found bool
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !found; time.Sleep(50 * time.Millisecond) {
