@@ -165,7 +165,7 @@ func (b *Box) Retry(ctx context.Context, seq uint64) (string, error) {
 	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
 		return "", fmt.Errorf("retry dead letter %d: %w", seq, err)
 	}
-	if err := b.s.DeleteMsg(ctx, seq); err != nil {
+	if err := b.s.DeleteMsg(ctx, seq); err != nil && !gone(err) {
 		return "", fmt.Errorf("retry dead letter %d: republished, but could not remove it: %w", seq, err)
 	}
 	return target, nil
@@ -178,7 +178,7 @@ func (b *Box) Delete(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := b.s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if err := b.s.DeleteMsg(ctx, seq); err != nil && !gone(err) {
 		return fmt.Errorf("delete dead letter %d: %w", seq, err)
 	}
 	b.dropObject(ctx, l.Data)
@@ -276,7 +276,7 @@ func (b *Box) Sweep(ctx context.Context, db string, version int64) (Swept, error
 		default:
 			continue
 		}
-		if err := b.s.DeleteMsg(ctx, l.Seq); err != nil && !isNotFound(err) {
+		if err := b.s.DeleteMsg(ctx, l.Seq); err != nil && !gone(err) {
 			return sw, fmt.Errorf("delete dead letter %d of %s: %w", l.Seq, db, err)
 		}
 		if l.EventSeq <= version {
@@ -299,7 +299,22 @@ func (b *Box) dropObject(ctx context.Context, data []byte) {
 	}
 }
 
-func isNotFound(err error) bool {
+// gone reports whether err says the message is not there: deleted
+// already, by another worker's sweep or a person. DeleteMsg reports that
+// as ErrMsgDeleteUnsuccessful with the server's error in its text, not
+// as an APIError: the warning "dead-letter sweep failed … no message
+// found" came from two workers sweeping at once.
+func gone(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return true
+	case errors.As(err, &apiErr):
+		return apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound
+	case errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful):
+		// The server's stream-delete failure (10057), for want of the
+		// message: nats-server's ErrStoreMsgNotFound.
+		return strings.Contains(err.Error(), "no message found")
+	}
+	return false
 }
