@@ -11,7 +11,7 @@ import (
 )
 
 func runAsk(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "ask", "--db NAME [flags] QUESTION")
+	fs := newFlags(e, "ask", "--db NAME [flags] QUESTION (- reads it from stdin)")
 	var c clientFlags
 	c.register(fs, e)
 	k := fs.Int("k", 0, "how many context items (default 10)")
@@ -22,7 +22,7 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 	// repair round); waiting less would give up on a good answer.
 	*c.timeout = 3 * time.Minute
 	fs.Lookup("timeout").DefValue = c.timeout.String()
-	q, err := c.question(fs, args)
+	q, err := c.question(e, fs, args)
 	if err != nil {
 		return err
 	}

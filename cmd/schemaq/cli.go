@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 )
@@ -40,6 +41,7 @@ func exitCode(err error) int {
 
 // env is what a command gets: its arguments and where to write.
 type env struct {
+	stdin          io.Reader // nil: none (tests)
 	stdout, stderr io.Writer
 	getenv         func(string) string
 }
@@ -72,7 +74,7 @@ func commands() map[string]command {
 
 // run is the whole CLI; main only adds the process around it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runEnv(ctx, args, &env{stdout: stdout, stderr: stderr, getenv: osGetenv})
+	return runEnv(ctx, args, &env{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: osGetenv})
 }
 
 func runEnv(ctx context.Context, args []string, e *env) error {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -554,7 +556,7 @@ func (c *clientFlags) jetStreamSession(ctx context.Context) (jetstream.JetStream
 
 // question parses a query command's flags and returns the question its
 // positional arguments spell.
-func (c *clientFlags) question(fs *flag.FlagSet, args []string) (string, error) {
+func (c *clientFlags) question(e *env, fs *flag.FlagSet, args []string) (string, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return "", err
 	}
@@ -562,6 +564,20 @@ func (c *clientFlags) question(fs *flag.FlagSet, args []string) (string, error) 
 		return "", err
 	}
 	q := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if q == "-" {
+		// The question from stdin, for one a shell would mangle.
+		if e.stdin == nil {
+			return "", usagef("%s: - reads the question from stdin, and there is none", fs.Name())
+		}
+		b, err := io.ReadAll(io.LimitReader(e.stdin, events.MaxQuestionBytes+1))
+		if err != nil {
+			return "", fmt.Errorf("%s: read the question from stdin: %w", fs.Name(), err)
+		}
+		if len(b) > events.MaxQuestionBytes {
+			return "", usagef("%s: the question on stdin is over %d bytes", fs.Name(), events.MaxQuestionBytes)
+		}
+		q = strings.TrimSpace(string(b))
+	}
 	if q == "" {
 		return "", usagef("%s: give a question", fs.Name())
 	}

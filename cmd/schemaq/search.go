@@ -11,7 +11,7 @@ import (
 )
 
 func runSearch(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "search", "--db NAME [flags] QUESTION")
+	fs := newFlags(e, "search", "--db NAME [flags] QUESTION (- reads it from stdin)")
 	var c clientFlags
 	c.register(fs, e)
 	k := fs.Int("k", 0, "how many results (default 10)")
@@ -20,7 +20,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	schemas := fs.String("schemas", "", "only tables and views of these schemas (comma-separated)")
 	text := fs.Bool("text", false, "print each result's text")
 	hints := fs.String("hints", "", "what you know beside the question (a definition, the columns meant): searched as a weaker second query")
-	q, err := c.question(fs, args)
+	q, err := c.question(e, fs, args)
 	if err != nil {
 		return err
 	}

@@ -170,6 +170,14 @@ func TestQuickStart(t *testing.T) {
 	if !voted {
 		t.Errorf("no example voted for public.payments: %s", out)
 	}
+	// - reads the question from stdin.
+	var piped bytes.Buffer
+	err := runEnv(context.Background(), []string{"search", "--db", "shop", "-", "--kind", "table", "--k", "1"}, &env{
+		stdin: strings.NewReader("which customers placed 'the most' orders?\n"), stdout: &piped, stderr: &piped,
+		getenv: func(k string) string { return map[string]string{"SCHEMAQ_NATS_URL": url}[k] }})
+	if err != nil || !strings.Contains(piped.String(), "public.") {
+		t.Errorf("search - (stdin): %v %s", err, piped.String())
+	}
 	// Explained in text, as SQL comments: stdout stays pipeable.
 	out, _, code = runAt(t, url, "ask", "--db", "shop", "Which customers placed the most orders?", "--explain")
 	if code != exitOK || !strings.Contains(out, "-- explain:") || !strings.Contains(out, "--   {") || !strings.Contains(out, "-- query terms: ") {
