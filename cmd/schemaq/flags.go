@@ -386,6 +386,9 @@ type roleFlags struct {
 	daemon     daemon.Config
 	shutdown   time.Duration
 	metrics    string
+	// metricsOptional: metrics is up's default address, which another
+	// process may hold; then the role runs without them.
+	metricsOptional bool
 	// replica: the daemon opens only once the worker has caught up, as
 	// its index is its own.
 	replica bool

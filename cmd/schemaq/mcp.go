@@ -62,7 +62,7 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 		defer nc.Close()
 		cli, _ = client.New(nc)
 	}
-	server := mcpserver.New(cli, version)
+	server := mcpserver.New(cli, buildInfo().Version)
 	if *httpAddr == "" {
 		log.Info("mcp serving on stdio")
 		stdio := &mcpserver.LineTransport{In: os.Stdin, Out: os.Stdout, OnRefused: func(line, code int, reason string) {

@@ -110,7 +110,13 @@ func (rt *runtime) run(ctx context.Context, r *roleFlags, worker, serve bool) (e
 			return err
 		}
 	}
-	if r.metrics != "" {
+	if r.metrics != "" && r.metricsOptional {
+		g.Background(func(ctx context.Context) {
+			if err := rt.tel.Serve(ctx, r.metrics); err != nil {
+				rt.log.Warn("no health or metrics endpoint: its default address is taken; set --metrics-addr (SCHEMAQ_METRICS_ADDR)", zap.String("addr", r.metrics), zap.Error(err))
+			}
+		})
+	} else if r.metrics != "" {
 		g.Go(func(ctx context.Context) error { return rt.tel.Serve(ctx, r.metrics) })
 	}
 	var dmn atomic.Pointer[daemon.Daemon]
@@ -376,7 +382,7 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 		nc.Close()
 		return err
 	}
-	log.Info("schemaq "+name+" starting", zap.String("version", version), zap.String("nats", nc.ConnectedUrlRedacted()),
+	log.Info("schemaq "+name+" starting", zap.String("version", buildInfo().Version), zap.String("nats", nc.ConnectedUrlRedacted()),
 		zap.String("data_dir", *r.dataDir), zap.String("embedder", rt.emb.Model()))
 	return rt.run(ctx, &r, worker, serve)
 }

@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"strconv"
 
 	"go.uber.org/zap"
 )
+
+// upMetricsAddr is where up serves /healthz, /readyz and /metrics unless
+// told otherwise: healthcheck's default port, on loopback.
+const upMetricsAddr = "127.0.0.1:9090"
 
 // runUp is the embedded default: NATS, worker, daemon and the SQLite
 // store in one process.
@@ -24,6 +29,14 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 	if err := r.check(); err != nil {
 		return err
+	}
+	// Health and metrics on loopback by default, so that healthcheck
+	// works right after the quick start; a port taken (a second up) only
+	// costs them, with a warning. --metrics-addr "" turns them off.
+	metricsSet := e.getenv("SCHEMAQ_METRICS_ADDR") != ""
+	fs.Visit(func(f *flag.Flag) { metricsSet = metricsSet || f.Name == "metrics-addr" })
+	if !metricsSet {
+		r.metrics, r.metricsOptional = upMetricsAddr, true
 	}
 	// The embedded server's credentials, the ones its clients are given;
 	// its own in-process clients present them too.
@@ -46,9 +59,13 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info("schemaq up", zap.String("version", version), zap.String("nats", em.url),
-		zap.String("data_dir", *r.dataDir))
-	fmt.Fprintf(e.stderr, "schemaq is up: NATS on %s, data in %s. Publish with `schemaq publish`, ask with `schemaq ask`. Ctrl-C stops.\n", em.url, *r.dataDir)
+	log.Info("schemaq up", zap.String("version", buildInfo().Version), zap.String("nats", em.url),
+		zap.String("data_dir", *r.dataDir), zap.String("metrics", r.metrics))
+	health := ""
+	if r.metrics != "" {
+		health = ", health and metrics on http://" + r.metrics
+	}
+	fmt.Fprintf(e.stderr, "schemaq is up: NATS on %s%s, data in %s. Publish with `schemaq publish`, ask with `schemaq ask`. Ctrl-C stops.\n", em.url, health, *r.dataDir)
 	<-ctx.Done()
 	return em.shutdown()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"regexp"
 	goruntime "runtime"
 	"strings"
@@ -101,5 +102,30 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 	}
 	if out, errOut, code := runAt(t, ns.ClientURL(), "dlq", "list", "--json"); code != exitOK || strings.TrimSpace(out) != "[]" {
 		t.Errorf("dlq list --json with no letters (exit %d): %q %s", code, out, errOut)
+	}
+}
+
+// up serves health and metrics on loopback by default; when that port is
+// taken (a second up, or anything else on 9090) it runs without them and
+// says so, instead of failing.
+func TestUpMetricsByDefault(t *testing.T) {
+	if l, err := net.Listen("tcp", upMetricsAddr); err == nil {
+		defer l.Close() // hold the default port, whoever else might have
+	}
+	addr := freePort(t)
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runEnv(ctx, []string{"up", "--data-dir", t.TempDir(), "--listen", addr, "--log-format", "json"},
+			&env{stdout: &logs, stderr: &logs, getenv: func(string) string { return "" }})
+	}()
+	testenv.Eventually(t, 30*time.Second, "up is up", func() bool { return strings.Contains(logs.String(), "schemaq is up") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("up: %v\n%s", err, logs.String())
+	}
+	if out := logs.String(); !strings.Contains(out, "health and metrics on http://"+upMetricsAddr) || !strings.Contains(out, "its default address is taken") {
+		t.Errorf("up with its metrics port taken: %s", out)
 	}
 }
