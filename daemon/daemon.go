@@ -120,6 +120,7 @@ type Daemon struct {
 	svcMu  sync.Mutex
 	svc    micro.Service // nil while out of the queue group
 	state  atomic.Pointer[string]
+	gwLog  *gatewayLog
 }
 
 // Option configures a Daemon.
@@ -175,7 +176,7 @@ func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker
 	if cfg.DefaultK <= 0 {
 		cfg.DefaultK = 10
 	}
-	d := &Daemon{nc: nc, cats: cats, count: count, ret: ret, asker: asker, log: log, cfg: cfg,
+	d := &Daemon{nc: nc, cats: cats, count: count, ret: ret, asker: asker, log: log, cfg: cfg, gwLog: newGatewayLog(),
 		sem: make(chan struct{}, cfg.MaxConcurrent)}
 	for _, o := range opts {
 		o(d)
@@ -680,6 +681,7 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 	if err != nil {
 		return nil, err
 	}
+	d.gwLog.failed(d.log, events.EndpointAsk, ans.Err)
 	return d.askReply(req, cat, res, ans, refusedSystem), nil
 }
 
