@@ -28,13 +28,10 @@ import (
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
-// Databases reads every form of catalog entry a bucket can hold (inline
-// with a header, in the object store, and from before headers) without
-// decoding a catalog, and refuses an entry that is none of them by name.
-func TestDatabasesReadsEveryEntryForm(t *testing.T) {
-	ctx := context.Background()
-	ns := testenv.NATS(t)
-	nc := testenv.Connect(t, ns)
+// connect is a client on a fresh NATS server, and JetStream beside it.
+func connect(t *testing.T) (jetstream.JetStream, *client.Client) {
+	t.Helper()
+	nc := testenv.Connect(t, testenv.NATS(t))
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +40,15 @@ func TestDatabasesReadsEveryEntryForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return js, cli
+}
+
+// Databases reads every form of catalog entry a bucket can hold (inline
+// with a header, in the object store, and from before headers) without
+// decoding a catalog, and refuses an entry that is none of them by name.
+func TestDatabasesReadsEveryEntryForm(t *testing.T) {
+	ctx := context.Background()
+	js, cli := connect(t)
 	if got, err := cli.Databases(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("before any bucket: %v, %v; want none", got, err)
 	}
@@ -163,16 +169,7 @@ func legacy(t *testing.T, c *catalog.Catalog) []byte {
 // file is refused. A wait fails at once on a dead letter of the database.
 func TestMigrationsPlanAndWait(t *testing.T) {
 	ctx := context.Background()
-	ns := testenv.NATS(t)
-	nc := testenv.Connect(t, ns)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := client.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, cli := connect(t)
 	kv, err := streams.Ensure(ctx, js, streams.DefaultConfig)
 	if err != nil {
 		t.Fatal(err)
