@@ -10,9 +10,10 @@ import (
 	"github.com/schemaq/schemaq/events"
 )
 
-func runAsk(ctx context.Context, e *env, args []string) error {
+func runAsk(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "ask", "--db NAME [flags] QUESTION (- reads it from stdin)")
 	var c clientFlags
+	defer func() { err = c.jsonFailure(e, err) }()
 	c.register(fs, e)
 	k := fs.Int("k", 0, "how many context items (default 10)")
 	explain := fs.Bool("explain", false, "print the query terms and each candidate's ranks and scores at every stage, as SQL comments")
@@ -47,7 +48,7 @@ func runAsk(ctx context.Context, e *env, args []string) error {
 		if reply != nil && reply.RejectedSQL != "" {
 			fmt.Fprintf(e.stderr, "-- rejected SQL (not safe to run):\n-- %s\n", strings.ReplaceAll(reply.RejectedSQL, "\n", "\n-- "))
 		}
-		return replyError(e, err)
+		return c.replyFailure(e, err)
 	}
 	if reply.SQL != "" {
 		fmt.Fprintln(e.stdout, reply.SQL)

@@ -28,6 +28,14 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // errSilent reports failure after the command has already said why.
 var errSilent = errors.New("failed")
 
+// reportedError is a failure the command has already reported (as JSON):
+// it is errSilent, and exits with its cause's code.
+type reportedError struct{ cause error }
+
+func (e *reportedError) Error() string        { return e.cause.Error() }
+func (e *reportedError) Unwrap() error        { return e.cause }
+func (e *reportedError) Is(target error) bool { return target == errSilent }
+
 func exitCode(err error) int {
 	var ue *usageError
 	switch {

@@ -25,7 +25,7 @@ func viewOf(l *deadletter.Letter, withData bool) deadLetterView {
 	return v
 }
 
-func runDLQ(ctx context.Context, e *env, args []string) error {
+func runDLQ(ctx context.Context, e *env, args []string) (err error) {
 	if len(args) == 0 || !slices.Contains([]string{"list", "show", "retry", "delete", "purge"}, args[0]) {
 		fmt.Fprintln(e.stderr, "Usage: schemaq dlq list [--db NAME] | show SEQ... | retry SEQ... | delete SEQ... | purge [--db NAME]")
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
@@ -36,6 +36,7 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 	verb := args[0]
 	fs := newFlags(e, "dlq "+verb, "[flags] [SEQ...]")
 	var c clientFlags
+	defer func() { err = c.jsonFailure(e, err) }()
 	c.register(fs, e)
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err

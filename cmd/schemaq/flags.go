@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -347,6 +349,43 @@ func (c *clientFlags) register(fs *flag.FlagSet, e *env) {
 	c.db = fs.String("db", envString(e, "SCHEMAQ_DB", ""), "database name [SCHEMAQ_DB]")
 	c.asJSON = fs.Bool("json", false, "print JSON")
 	c.timeout = fs.Duration("timeout", 30*time.Second, "how long to wait for replies")
+}
+
+// jsonFailure reports err as JSON on stdout when --json was given, as
+// {"error":{"code","message"}}, so that a script reads one format
+// whatever happened; the exit code is err's. Use it deferred:
+// defer func() { err = c.jsonFailure(e, err) }().
+func (c *clientFlags) jsonFailure(e *env, err error) error {
+	if err == nil || c.asJSON == nil || !*c.asJSON || errors.Is(err, errSilent) {
+		return err
+	}
+	_ = json.NewEncoder(e.stdout).Encode(struct {
+		Error events.Error `json:"error"`
+	}{jsonError(err)})
+	return &reportedError{err}
+}
+
+// jsonError is err as --json prints it: a wire error as it came, a
+// command line's as usage, anything else as failed.
+func jsonError(err error) events.Error {
+	var we *events.Error
+	var ue *usageError
+	switch {
+	case errors.As(err, &we):
+		return *we
+	case errors.As(err, &ue):
+		return events.Error{Code: "usage", Message: err.Error()}
+	}
+	return events.Error{Code: "failed", Message: err.Error()}
+}
+
+// replyFailure is a wire error for a reply: printed as text now, or left
+// to jsonFailure under --json.
+func (c *clientFlags) replyFailure(e *env, err error) error {
+	if c.asJSON != nil && *c.asJSON {
+		return err
+	}
+	return replyError(e, err)
 }
 
 func (c *clientFlags) requireDB() error {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -528,7 +529,7 @@ func runVars2(t *testing.T, args []string, vars map[string]string) (string, stri
 	t.Helper()
 	var out, errOut bytes.Buffer
 	err := runEnv(context.Background(), args, &env{stdout: &out, stderr: &errOut, getenv: func(k string) string { return vars[k] }})
-	if err != nil && err != errSilent {
+	if err != nil && !errors.Is(err, errSilent) {
 		errOut.WriteString("schemaq: " + err.Error() + "\n")
 	}
 	return out.String(), errOut.String(), exitCode(err)

@@ -19,7 +19,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/migrate"
 )
 
-func runPublish(ctx context.Context, e *env, args []string) error {
+func runPublish(ctx context.Context, e *env, args []string) (err error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(e.stderr, "Usage: schemaq publish migrations|snapshot|docs|examples --db NAME [flags] PATH...")
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
@@ -31,6 +31,7 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 	var closeAfter []func()
 	fs := newFlags(e, "publish "+kind, "--db NAME [flags] PATH...")
 	var c clientFlags
+	defer func() { err = c.jsonFailure(e, err) }()
 	c.register(fs, e)
 	var plan migrate.PlanOptions
 	fs.Int64Var(&plan.Positional, "from", 0, "migrations: number files by position (the first is seq 1) and publish those from seq N on, whatever the catalog records")
@@ -71,7 +72,6 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 		}
 	}()
 	var evs []*events.Event
-	var err error
 	now := time.Now()
 	pctx, cancel := context.WithTimeout(ctx, *c.timeout)
 	defer cancel()
@@ -139,7 +139,7 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 	if *c.asJSON {
 		out := map[string]any{"database": *c.db, "published": results, "duplicates": dups}
 		if waitErr != nil {
-			out["error"] = waitErr.Error()
+			out["error"] = jsonError(waitErr)
 		}
 		if drift > 0 {
 			out["drift"] = drift
@@ -147,7 +147,10 @@ func runPublish(ctx context.Context, e *env, args []string) error {
 		if err := json.NewEncoder(e.stdout).Encode(out); err != nil {
 			return err
 		}
-		return waitErr
+		if waitErr != nil {
+			return &reportedError{waitErr} // said in the JSON above
+		}
+		return nil
 	}
 	for _, r := range results {
 		status := "ok"

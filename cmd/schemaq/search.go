@@ -10,9 +10,10 @@ import (
 	"github.com/schemaq/schemaq/pkg/retrieve"
 )
 
-func runSearch(ctx context.Context, e *env, args []string) error {
+func runSearch(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "search", "--db NAME [flags] QUESTION (- reads it from stdin)")
 	var c clientFlags
+	defer func() { err = c.jsonFailure(e, err) }()
 	c.register(fs, e)
 	k := fs.Int("k", 0, "how many results (default 10)")
 	explain := fs.Bool("explain", false, "print each candidate's ranks and scores at every stage")
@@ -39,7 +40,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	}
 	reply, err := cli.Search(rctx, &events.SearchRequest{Database: *c.db, Question: q, K: *k, Kinds: kinds, Schemas: only, Explain: *explain, Hints: *hints})
 	if err != nil {
-		return replyError(e, err)
+		return c.replyFailure(e, err)
 	}
 	if *c.asJSON {
 		return json.NewEncoder(e.stdout).Encode(reply)

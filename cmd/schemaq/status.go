@@ -45,9 +45,10 @@ type statusReport struct {
 	ObjectBytes uint64 `json:"object_bytes"`
 }
 
-func runStatus(ctx context.Context, e *env, args []string) error {
+func runStatus(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "status", "[flags]")
 	var c clientFlags
+	defer func() { err = c.jsonFailure(e, err) }()
 	c.register(fs, e)
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -14,9 +14,10 @@ import (
 	"go.uber.org/zap"
 )
 
-func runSweep(ctx context.Context, e *env, args []string) error {
+func runSweep(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "sweep", "[flags]")
 	var c clientFlags
+	defer func() { err = c.jsonFailure(e, err) }()
 	c.nats.register(fs, e)
 	c.asJSON = fs.Bool("json", false, "print JSON")
 	c.timeout = fs.Duration("timeout", 5*time.Minute, "how long the sweep may take")

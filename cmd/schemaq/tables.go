@@ -8,9 +8,10 @@ import (
 	"github.com/schemaq/schemaq/events"
 )
 
-func runTables(ctx context.Context, e *env, args []string) error {
+func runTables(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "tables", "--db NAME [flags] [TABLE]")
 	var c clientFlags
+	defer func() { err = c.jsonFailure(e, err) }()
 	c.register(fs, e)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -28,13 +29,13 @@ func runTables(ctx context.Context, e *env, args []string) error {
 	defer done()
 	reply, err := cli.Tables(rctx, &events.TablesRequest{Database: *c.db, Table: fs.Arg(0), Limit: events.MaxTablesLimit})
 	if err != nil {
-		return replyError(e, err)
+		return c.replyFailure(e, err)
 	}
 	// A listing comes in pages; the command shows the whole catalog.
 	for reply.Next != "" {
 		page, err := cli.Tables(rctx, &events.TablesRequest{Database: *c.db, Limit: events.MaxTablesLimit, After: reply.Next})
 		if err != nil {
-			return replyError(e, err)
+			return c.replyFailure(e, err)
 		}
 		reply.Tables, reply.Next = append(reply.Tables, page.Tables...), page.Next
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -104,7 +105,7 @@ func runAt(t *testing.T, url string, args ...string) (string, string, int) {
 		}
 		return ""
 	}})
-	if err != nil && err != errSilent {
+	if err != nil && !errors.Is(err, errSilent) {
 		errOut.WriteString("schemaq: " + err.Error() + "\n")
 	}
 	return out.String(), errOut.String(), exitCode(err)

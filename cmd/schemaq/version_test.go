@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"regexp"
 	goruntime "runtime"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
@@ -127,5 +129,33 @@ func TestUpMetricsByDefault(t *testing.T) {
 	}
 	if out := logs.String(); !strings.Contains(out, "health and metrics on http://"+upMetricsAddr) || !strings.Contains(out, "its default address is taken") {
 		t.Errorf("up with its metrics port taken: %s", out)
+	}
+}
+
+// Under --json a failure is JSON too, on stdout, with the exit code of
+// the failure: a wire error as it came, a command line's as usage.
+func TestJSONFailures(t *testing.T) {
+	ns := testenv.NATS(t)
+	url := ns.ClientURL()
+	for _, tc := range []struct {
+		args []string
+		code string
+		exit int
+	}{
+		{[]string{"tables", "--db", "nope", "--json"}, events.CodeNoDaemon, exitFailure},
+		{[]string{"search", "--db", "shop", "--json", "--k", "x", "q"}, "usage", exitUsage},
+		{[]string{"search", "--db", "bad name", "--json", "q"}, "usage", exitUsage},
+		{[]string{"dlq", "list", "--json"}, "failed", exitFailure}, // no dead-letter stream on this server
+	} {
+		out, errOut, code := runAt(t, url, tc.args...)
+		var got struct {
+			Error *events.Error `json:"error"`
+		}
+		if code != tc.exit || json.Unmarshal([]byte(out), &got) != nil || got.Error == nil || got.Error.Code != tc.code || got.Error.Message == "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and error code %s", tc.args, code, out, errOut, tc.exit, tc.code)
+		}
+		if strings.Contains(errOut, "schemaq:") {
+			t.Errorf("%v: the failure was also written as text: %q", tc.args, errOut)
+		}
 	}
 }
