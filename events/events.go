@@ -68,7 +68,11 @@ type Migration struct {
 	// which migrations are applied whatever their seq, and refuse an
 	// applied one whose content changed. Defaults to Source.
 	MigrationID string `json:"migration_id,omitempty"`
-	SQL         string `json:"sql,omitempty"`
+	// Repeatable marks a migration applied again whenever its content
+	// changes (Flyway's R__ files): an ID the catalog has applied is no
+	// conflict for it.
+	Repeatable bool   `json:"repeatable,omitempty"`
+	SQL        string `json:"sql,omitempty"`
 	// SQLGzip is the SQL gzip-compressed (base64 in JSON), for scripts
 	// too large for one event otherwise. Set SQL or SQLGzip, not both;
 	// Decode fills SQL from it.

@@ -765,7 +765,7 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 		m := ev.Migration
 		source, id := migrationNames(ev)
 		out := outcome{source: source, seq: m.Seq, version: next.Version}
-		if a, ok := applied[id]; ok {
+		if a, ok := applied[id]; ok && !m.Repeatable {
 			out.act, out.kind = actDeadLetter, events.DLQKindConflict
 			out.reason = fmt.Sprintf("migration %d (%s) is already applied to %s as seq %d (%s); publish with `schemaq publish migrations`, which sends only pending migrations",
 				m.Seq, source, ev.Database, a.Seq, a.Source)

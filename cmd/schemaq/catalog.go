@@ -34,11 +34,14 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usagef("catalog: give at least one migration file, directory or schema dump")
 	}
-	files, err := migrate.Discover(fs.Args()...)
+	found, err := migrate.DiscoverAll(fs.Args()...)
 	if err != nil {
 		return err
 	}
-	steps, err := migrate.Read(files)
+	for _, s := range found.Skipped {
+		fmt.Fprintln(e.stderr, "skipped:", s)
+	}
+	steps, err := migrate.Read(found.Files)
 	if err != nil {
 		return err
 	}
@@ -55,7 +58,7 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 		if err != nil {
 			var ce *catalog.Error
 			if errors.As(err, &ce) {
-				return fmt.Errorf("migration %d of %d does not apply: %w", i+1, len(files), err)
+				return fmt.Errorf("migration %d of %d does not apply: %w", i+1, len(found.Files), err)
 			}
 			return err
 		}
@@ -95,6 +98,6 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "database %s at version %d: %d migration(s) applied; %d tables, %d views, %d enums in %d schemas\n",
-		c.Database, c.Version, len(files), len(c.Tables()), len(c.Views()), len(c.Enums()), len(c.Schemas()))
+		c.Database, c.Version, len(found.Files), len(c.Tables()), len(c.Views()), len(c.Enums()), len(c.Schemas()))
 	return nil
 }

@@ -97,11 +97,11 @@ func (c *Client) CatalogVersion(ctx context.Context, db string) (int64, error) {
 // re-sends what is still pending (a refused migration, fixed) instead of
 // having it dropped as a duplicate. Workers apply a seq once.
 func (c *Client) MigrationEvents(ctx context.Context, db string, paths []string, opts migrate.PlanOptions, now time.Time) ([]*events.Event, []string, error) {
-	files, err := migrate.Discover(paths...)
+	found, err := migrate.DiscoverAll(paths...)
 	if err != nil {
 		return nil, nil, err
 	}
-	steps, err := migrate.Read(files)
+	steps, err := migrate.Read(found.Files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -121,7 +121,7 @@ func (c *Client) MigrationEvents(ctx context.Context, db string, paths []string,
 	var out []*events.Event
 	for i, s := range plan.Pending {
 		seq := plan.From + int64(i)
-		m := &events.Migration{Seq: seq, Source: filepath.ToSlash(s.Name), MigrationID: s.ID()}
+		m := &events.Migration{Seq: seq, Source: filepath.ToSlash(s.Name), MigrationID: s.ID(), Repeatable: s.Repeatable}
 		m.SQL, m.SQLGzip = SQLPayload(s.SQL)
 		ev, err := events.New(fmt.Sprintf("%s-m-%d-%s-%s", db, seq, s.Checksum[:12], run), db, now, m)
 		if err != nil {
@@ -129,7 +129,7 @@ func (c *Client) MigrationEvents(ctx context.Context, db string, paths []string,
 		}
 		out = append(out, ev)
 	}
-	return out, plan.Warnings, nil
+	return out, append(found.Skipped, plan.Warnings...), nil
 }
 
 // PublishedMigrations is what PublishMigrations did.

@@ -2,13 +2,16 @@
 // a migration tool would apply them. It understands the common layouts:
 //
 //   - numbered files: 0001_init.sql, 2_add_orders.sql
-//   - Flyway: V1__init.sql, V1_1__fix.sql, V2.3__more.sql (undo U… and
-//     repeatable R__… files are not part of the history)
+//   - Flyway: V1__init.sql, V1_1__fix.sql, V2.3__more.sql; repeatable
+//     R__views.sql, applied after the versioned ones in name order and
+//     again whenever their content changes; undo U2__undo.sql, not
+//     applied (schemaq follows the forward history) and named in Skipped
 //   - golang-migrate and dbmate-style: 20240101120000_init.up.sql (…down.sql
 //     is skipped)
 //   - directories holding up.sql: Diesel's 2019-02-26-002946_create_user/up.sql
 //
-// Order is by version, compared number by number, then by name.
+// Order is by version, compared number by number, then by name;
+// repeatable migrations follow, by name.
 package migrate
 
 import (
@@ -29,6 +32,9 @@ type File struct {
 	// the path as given for a file named explicitly: what errors cite.
 	Name    string
 	Version []int // the numbers of the version, for ordering
+	// Repeatable is a Flyway R__ migration: it has no version, runs after
+	// the versioned ones, and runs again whenever its content changes.
+	Repeatable bool
 }
 
 // ID is the migration's identity, as its tool knows it: the version's
@@ -36,6 +42,9 @@ type File struct {
 // the name for a file without a version. It does not change when the
 // history is published from another directory.
 func (f File) ID() string {
+	if f.Repeatable {
+		return filepath.Base(f.Name)
+	}
 	if len(f.Version) == 0 {
 		return filepath.ToSlash(f.Name)
 	}
@@ -47,10 +56,11 @@ func (f File) ID() string {
 }
 
 var (
-	flywayRe  = regexp.MustCompile(`^V([0-9][0-9._]*)__.*\.sql$`)
-	numberRe  = regexp.MustCompile(`^([0-9][0-9_.-]*)[_-].*\.sql$|^([0-9]+)\.sql$`)
-	dieselDir = regexp.MustCompile(`^([0-9][0-9_.-]*)[_-]?.*$`)
-	digitsRe  = regexp.MustCompile(`[0-9]+`)
+	flywayRe     = regexp.MustCompile(`^V([0-9][0-9._]*)__.*\.sql$`)
+	flywayUndoRe = regexp.MustCompile(`^U([0-9][0-9._]*)__.*\.sql$`)
+	numberRe     = regexp.MustCompile(`^([0-9][0-9_.-]*)[_-].*\.sql$|^([0-9]+)\.sql$`)
+	dieselDir    = regexp.MustCompile(`^([0-9][0-9_.-]*)[_-]?.*$`)
+	digitsRe     = regexp.MustCompile(`[0-9]+`)
 )
 
 // Discover lists the migrations under each path, in apply order. A path
@@ -58,27 +68,47 @@ var (
 // package comment). Files named explicitly keep the order they are given
 // in, after the migrations of any directories before them.
 func Discover(paths ...string) ([]File, error) {
-	var out []File
+	found, err := DiscoverAll(paths...)
+	if err != nil {
+		return nil, err
+	}
+	return found.Files, nil
+}
+
+// Found is what DiscoverAll found.
+type Found struct {
+	Files []File
+	// Skipped are migration files that are not applied, with why: Flyway
+	// undo migrations.
+	Skipped []string
+}
+
+// DiscoverAll is Discover that also says which migration files it left
+// out, so that a caller can name them instead of passing over them.
+func DiscoverAll(paths ...string) (Found, error) {
+	var out Found
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("migrations: %w", err)
+			return Found{}, fmt.Errorf("migrations: %w", err)
 		}
 		if !st.IsDir() {
-			out = append(out, explicitFile(p))
+			out.Files = append(out.Files, explicitFile(p))
 			continue
 		}
-		found, err := discoverDir(p)
+		files, skipped, err := discoverDir(p)
 		if err != nil {
-			return nil, err
+			return Found{}, err
 		}
-		out = append(out, found...)
+		out.Files = append(out.Files, files...)
+		out.Skipped = append(out.Skipped, skipped...)
 	}
 	return out, nil
 }
 
-func discoverDir(root string) ([]File, error) {
-	var files []File
+func discoverDir(root string) ([]File, []string, error) {
+	var files, repeatable []File
+	var skipped []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -101,18 +131,20 @@ func discoverDir(root string) ([]File, error) {
 		case strings.HasSuffix(name, ".down.sql"), name == "down.sql", !strings.HasSuffix(name, ".sql"):
 		case flywayRe.MatchString(name):
 			files = append(files, File{Path: path, Name: rel, Version: numbers(flywayRe.FindStringSubmatch(name)[1])})
-		case strings.HasPrefix(name, "U") || strings.HasPrefix(name, "R__"):
-			// Flyway undo and repeatable migrations are not history.
+		case strings.HasPrefix(name, "R__"):
+			repeatable = append(repeatable, File{Path: path, Name: rel, Repeatable: true})
+		case flywayUndoRe.MatchString(name):
+			skipped = append(skipped, rel+": a Flyway undo migration, not applied (schemaq follows the forward history)")
 		case numberRe.MatchString(name):
 			files = append(files, File{Path: path, Name: rel, Version: versionOf(name)})
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("migrations in %s: %w", root, err)
+		return nil, nil, fmt.Errorf("migrations in %s: %w", root, err)
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("migrations in %s: no migration files found (expected 0001_name.sql, V1__name.sql, 20240101120000_name.up.sql or <version>_name/up.sql)", root)
+	if len(files)+len(repeatable) == 0 {
+		return nil, nil, fmt.Errorf("migrations in %s: no migration files found (expected 0001_name.sql, V1__name.sql, R__name.sql, 20240101120000_name.up.sql or <version>_name/up.sql)", root)
 	}
 	slices.SortStableFunc(files, func(a, b File) int {
 		if c := slices.Compare(a.Version, b.Version); c != 0 {
@@ -122,10 +154,13 @@ func discoverDir(root string) ([]File, error) {
 	})
 	for i := 1; i < len(files); i++ {
 		if slices.Equal(files[i].Version, files[i-1].Version) {
-			return nil, fmt.Errorf("migrations in %s: %s and %s have the same version", root, files[i-1].Name, files[i].Name)
+			return nil, nil, fmt.Errorf("migrations in %s: %s and %s have the same version", root, files[i-1].Name, files[i].Name)
 		}
 	}
-	return files, nil
+	// Flyway applies repeatable migrations after the versioned ones, in
+	// the order of their names.
+	slices.SortFunc(repeatable, func(a, b File) int { return strings.Compare(filepath.Base(a.Name), filepath.Base(b.Name)) })
+	return append(files, repeatable...), skipped, nil
 }
 
 // explicitFile is a file named on the command line. A Diesel or
@@ -133,6 +168,9 @@ func discoverDir(root string) ([]File, error) {
 func explicitFile(p string) File {
 	name := filepath.ToSlash(filepath.Clean(p))
 	base := filepath.Base(p)
+	if strings.HasPrefix(base, "R__") {
+		return File{Path: p, Name: name, Repeatable: true}
+	}
 	if base == "up.sql" {
 		dir := filepath.Base(filepath.Dir(p))
 		if dieselDir.MatchString(dir) {

@@ -29,7 +29,10 @@ func TestDiscover(t *testing.T) {
 		want  []string
 	}{
 		{"numbered", []string{"10_c.sql", "2_b.sql", "0001_a.sql", "README.md"}, []string{"0001_a.sql", "2_b.sql", "10_c.sql"}},
-		{"flyway", []string{"V2__b.sql", "V1_1__a2.sql", "V1__a.sql", "V10__c.sql", "U2__undo.sql", "R__views.sql"}, []string{"V1__a.sql", "V1_1__a2.sql", "V2__b.sql", "V10__c.sql"}},
+		// Repeatable migrations after the versioned ones, by name; undo
+		// migrations are not applied (TestFlywayUndoIsNamed).
+		{"flyway", []string{"V2__b.sql", "V1_1__a2.sql", "R__views.sql", "V1__a.sql", "V10__c.sql", "U2__undo.sql", "R__functions.sql"},
+			[]string{"V1__a.sql", "V1_1__a2.sql", "V2__b.sql", "V10__c.sql", "R__functions.sql", "R__views.sql"}},
 		{"golang-migrate", []string{"20240102000000_b.up.sql", "20240102000000_b.down.sql", "20240101120000_a.up.sql"}, []string{"20240101120000_a.up.sql", "20240102000000_b.up.sql"}},
 		{"diesel", []string{"2019-02-27-170003_b/up.sql", "2019-02-27-170003_b/down.sql", "00000000000000_setup/up.sql", "2019-02-26-002946_a/up.sql"},
 			[]string{"00000000000000_setup/up.sql", "2019-02-26-002946_a/up.sql", "2019-02-27-170003_b/up.sql"}},
@@ -118,5 +121,21 @@ func TestDiscoverLemmy(t *testing.T) {
 		if want := strings.TrimPrefix(order[i], "migrations/"); filepath.ToSlash(f.Name) != want {
 			t.Fatalf("migration %d: got %s, want %s", i+1, f.Name, want)
 		}
+	}
+}
+
+// A Flyway undo migration is not applied, and is named, not passed over.
+func TestFlywayUndoIsNamed(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "V1__a.sql", "U1__undo_a.sql", "R__v.sql")
+	found, err := DiscoverAll(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found.Files) != 2 || !found.Files[1].Repeatable || found.Files[1].ID() != "R__v.sql" {
+		t.Errorf("files %+v", found.Files)
+	}
+	if len(found.Skipped) != 1 || !strings.Contains(found.Skipped[0], "U1__undo_a.sql") || !strings.Contains(found.Skipped[0], "undo") {
+		t.Errorf("skipped %q", found.Skipped)
 	}
 }

@@ -115,6 +115,17 @@ func MakePlan(steps []Step, cat *events.CatalogHistory, opts PlanOptions) (*Plan
 	for i, s := range steps[baseEnd:] {
 		i += baseEnd
 		a, ok := applied[s.ID()]
+		if s.Repeatable {
+			// Applied again whenever its content changes, as Flyway
+			// does; the history's last application of it is the one
+			// that counts.
+			if ok && a.Checksum == s.Checksum {
+				p.Applied++
+			} else {
+				p.Pending = append(p.Pending, s)
+			}
+			continue
+		}
 		if !ok {
 			p.Pending = append(p.Pending, s)
 			continue
@@ -135,7 +146,7 @@ func MakePlan(steps []Step, cat *events.CatalogHistory, opts PlanOptions) (*Plan
 			ErrChanged, strings.Join(changed, "; "))
 	}
 	for _, s := range p.Pending {
-		if i := indexOf(steps, s.ID()); i < lastApplied {
+		if i := indexOf(steps, s.ID()); i < lastApplied && !s.Repeatable {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("migration %s sorts before %s, which is applied: it is back-dated (merged with an older version) and is applied next, after it",
 				s.Name, steps[lastApplied].Name))
 		}

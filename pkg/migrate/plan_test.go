@@ -104,3 +104,38 @@ func TestReadRefusesBinary(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A repeatable migration is applied after the versioned ones, and again
+// whenever its content changes; an unchanged one is not published again,
+// and a changed one is no error, as a changed versioned one is.
+func TestRepeatableMigrations(t *testing.T) {
+	v1 := Step{File: File{Name: "V1__t.sql", Version: []int{1}}, Checksum: "c1"}
+	r := Step{File: File{Name: "R__view.sql", Repeatable: true}, Checksum: "r1"}
+	rChanged := Step{File: r.File, Checksum: "r2"}
+	v2 := Step{File: File{Name: "V2__u.sql", Version: []int{2}}, Checksum: "c2"}
+	cat := applied(v1, r).Lineage()
+	for _, tc := range []struct {
+		name    string
+		steps   []Step
+		pending []string
+	}{
+		{"unchanged", []Step{v1, r}, nil},
+		{"changed", []Step{v1, rChanged}, []string{"R__view.sql"}},
+		// Not back-dated: it was applied after V1 and runs after V2.
+		{"a new versioned one", []Step{v1, v2, r}, []string{"V2__u.sql"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := MakePlan(tc.steps, cat, PlanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range p.Pending {
+				got = append(got, s.Name)
+			}
+			if strings.Join(got, " ") != strings.Join(tc.pending, " ") || len(p.Warnings) != 0 {
+				t.Errorf("pending %v (warnings %q), want %v", got, p.Warnings, tc.pending)
+			}
+		})
+	}
+}
