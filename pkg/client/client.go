@@ -8,8 +8,6 @@
 package client
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -189,12 +187,9 @@ type Database struct {
 // It reads each entry's version from its header and decodes nothing
 // else, so the client needs neither the catalog nor the DDL parser.
 func (c *Client) Databases(ctx context.Context) ([]Database, error) {
-	kv, err := c.js.KeyValue(ctx, events.CatalogBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list databases: %w", err)
+	kv, err := c.catalogs(ctx)
+	if kv == nil || err != nil {
+		return nil, err
 	}
 	keys, err := kv.Keys(ctx)
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
@@ -206,39 +201,57 @@ func (c *Client) Databases(ctx context.Context) ([]Database, error) {
 	sort.Strings(keys)
 	out := make([]Database, 0, len(keys))
 	for _, k := range keys {
-		e, err := kv.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
+		e, err := entry(ctx, kv, k)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
 			continue // deleted since the listing
 		}
+		v, err := entryVersion(e)
 		if err != nil {
-			return nil, fmt.Errorf("read catalog %s: %w", k, err)
-		}
-		v, err := entryVersion(e.Value())
-		if err != nil {
-			return nil, fmt.Errorf("read catalog %s (revision %d): %w", k, e.Revision(), err)
+			return nil, err
 		}
 		out = append(out, Database{Name: k, Version: v})
 	}
 	return out, nil
 }
 
+// catalogs is the catalog bucket; nil on a server without it yet.
+func (c *Client) catalogs(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, err := c.js.KeyValue(ctx, events.CatalogBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog bucket %s: %w", events.CatalogBucket, err)
+	}
+	return kv, nil
+}
+
+// entry is db's entry in the catalog bucket kv; nil without one.
+func entry(ctx context.Context, kv jetstream.KeyValue, db string) (jetstream.KeyValueEntry, error) {
+	e, err := kv.Get(ctx, db)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read catalog %s: %w", db, err)
+	}
+	return e, nil
+}
+
 // entryVersion is a catalog entry's version: from its header, or, for an
 // entry written before headers, from the compressed JSON's version field.
-func entryVersion(b []byte) (int64, error) {
-	if v, ok := events.CatalogEntryVersion(b); ok {
+func entryVersion(e jetstream.KeyValueEntry) (int64, error) {
+	if v, ok := events.CatalogEntryVersion(e.Value()); ok {
 		return v, nil
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
+	h, err := events.DecodeCatalogHistory(e.Value())
 	if err != nil {
-		return 0, fmt.Errorf("not a catalog entry: %w", err)
+		return 0, fmt.Errorf("read catalog %s (revision %d): %w", e.Key(), e.Revision(), err)
 	}
-	var head struct {
-		Version int64 `json:"version"`
-	}
-	if err := json.NewDecoder(zr).Decode(&head); err != nil {
-		return 0, fmt.Errorf("not a catalog entry: %w", err)
-	}
-	return head.Version, nil
+	return h.Version, nil
 }
 
 func wireError(e *events.Error) error {

@@ -21,20 +21,9 @@ import (
 // database without a catalog (or a server without the bucket yet) has an
 // empty one.
 func (c *Client) History(ctx context.Context, db string) (*events.CatalogHistory, error) {
-	empty := &events.CatalogHistory{Database: db}
-	kv, err := c.js.KeyValue(ctx, events.CatalogBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return empty, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read catalog %s: %w", db, err)
-	}
-	e, err := kv.Get(ctx, db)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return empty, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read catalog %s: %w", db, err)
+	e, err := c.catalogEntry(ctx, db)
+	if e == nil || err != nil {
+		return &events.CatalogHistory{Database: db}, err
 	}
 	b := e.Value()
 	h, err := events.DecodeCatalogHistory(b)
@@ -67,25 +56,21 @@ func (c *Client) History(ctx context.Context, db string) (*events.CatalogHistory
 // alone (0: no catalog): what a snapshot numbers itself after, even when
 // the catalog's body is damaged.
 func (c *Client) CatalogVersion(ctx context.Context, db string) (int64, error) {
-	kv, err := c.js.KeyValue(ctx, events.CatalogBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return 0, nil
+	e, err := c.catalogEntry(ctx, db)
+	if e == nil || err != nil {
+		return 0, err
 	}
-	if err != nil {
-		return 0, fmt.Errorf("read catalog %s: %w", db, err)
+	return entryVersion(e)
+}
+
+// catalogEntry is db's entry in the catalog bucket; nil without one (or
+// without the bucket yet).
+func (c *Client) catalogEntry(ctx context.Context, db string) (jetstream.KeyValueEntry, error) {
+	kv, err := c.catalogs(ctx)
+	if kv == nil || err != nil {
+		return nil, err
 	}
-	e, err := kv.Get(ctx, db)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read catalog %s: %w", db, err)
-	}
-	v, err := entryVersion(e.Value())
-	if err != nil {
-		return 0, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), err)
-	}
-	return v, nil
+	return entry(ctx, kv, db)
 }
 
 // MigrationEvents plans the migration files at paths against db's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/deadletter"
 )
@@ -30,7 +31,11 @@ func (e *DeadLetteredError) Error() string {
 func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since time.Time) (int, error) {
 	var version, indexed, served int64
 	var indexErr error
-	var letters *deadletter.Box // opened once, when the stream exists
+	// The dead-letter stream and the catalog bucket are opened once, when
+	// they exist; each poll is then one read of each (the version from
+	// the entry's header, without decoding the catalog).
+	var letters *deadletter.Box
+	var cats jetstream.KeyValue
 	for {
 		if letters == nil {
 			letters, _ = deadletter.Open(ctx, c.js)
@@ -40,9 +45,14 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 				return 0, &DeadLetteredError{Letter: l}
 			}
 		}
-		if version < want {
-			if v, err := c.CatalogVersion(ctx, db); err == nil {
-				version = v
+		if cats == nil {
+			cats, _ = c.catalogs(ctx)
+		}
+		if version < want && cats != nil {
+			if e, err := entry(ctx, cats, db); err == nil && e != nil {
+				if v, err := entryVersion(e); err == nil {
+					version = v
+				}
 			}
 		}
 		if version >= want {
