@@ -653,7 +653,7 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 		out.Warnings = append(out.Warnings, w)
 	}
 	if req.Explain {
-		out.Explain, out.QueryTerms = wireExplain(res.Explain), wireTerms(res.Terms)
+		out.Explain, out.QueryTerms = wireExplain(res.Explain), WireTerms(res.Terms)
 	}
 	return out, nil
 }

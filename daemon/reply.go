@@ -40,7 +40,7 @@ func (d *Daemon) askReply(req *events.AskRequest, cat *catalog.Catalog, res *ret
 		}
 	}
 	if req.Explain {
-		out.Explain, out.QueryTerms = wireExplain(res.Explain), wireTerms(res.Terms)
+		out.Explain, out.QueryTerms = wireExplain(res.Explain), WireTerms(res.Terms)
 	}
 	if refused != "" {
 		out.Warnings = append(out.Warnings, refused)
@@ -131,7 +131,8 @@ func wireShares(shares []retrieve.SchemaShare) []events.SchemaShare {
 	return out
 }
 
-func wireTerms(terms []retrieve.Term) []events.QueryTerm {
+// WireTerms are retrieval's query terms as replies carry them.
+func WireTerms(terms []retrieve.Term) []events.QueryTerm {
 	var out []events.QueryTerm
 	for _, t := range terms {
 		out = append(out, events.QueryTerm{Term: t.Term, Why: t.Why, From: t.From})

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/pkg/benchmark"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/rerank"
@@ -244,7 +244,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 			break
 		}
 		fmt.Fprintf(e.stdout, "miss: %s\n  gold %v\n  got  %v\n", m.Question, m.Gold, m.Got)
-		printQueryTerms(e, "  ", wireTerms(m.Terms))
+		printQueryTerms(e, "  ", daemon.WireTerms(m.Terms)) // as a reply carries them
 		for _, p := range m.Paths {
 			fmt.Fprintf(e.stdout, "  %s: %s\n", p.Name, stagePath(p))
 		}
@@ -311,13 +311,4 @@ func (l lineWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// wireTerms are a benchmark miss's query terms in the form replies print.
-func wireTerms(terms []retrieve.Term) []events.QueryTerm {
-	out := make([]events.QueryTerm, len(terms))
-	for i, t := range terms {
-		out[i] = events.QueryTerm{Term: t.Term, Why: t.Why, From: t.From}
-	}
-	return out
 }
