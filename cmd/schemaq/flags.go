@@ -57,7 +57,7 @@ func envInt(e *env, key string, def int) (int, error) {
 	return n, nil
 }
 
-// durationVar and intVar declare a flag whose default comes from the
+// durationVar, floatVar and intVar declare a flag whose default comes from the
 // environment variable key, named in its usage, so that a ConfigMap can
 // set every flag.
 func durationVar(fs *flag.FlagSet, e *env, p *time.Duration, name, key string, def time.Duration, usage string) error {
@@ -66,6 +66,15 @@ func durationVar(fs *flag.FlagSet, e *env, p *time.Duration, name, key string, d
 		return err
 	}
 	fs.DurationVar(p, name, v, usage+" ["+key+"]")
+	return nil
+}
+
+func floatVar(fs *flag.FlagSet, e *env, p *float64, name, key string, def float64, usage string) error {
+	v, err := envFloat(e, key, def)
+	if err != nil {
+		return err
+	}
+	fs.Float64Var(p, name, v, usage+" ["+key+"]")
 	return nil
 }
 
@@ -483,11 +492,9 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 		}
 	}
 	if set.worker && set.serve {
-		yield, err := envFloat(e, "SCHEMAQ_INDEX_YIELD", r.indexYield)
-		if err != nil {
+		if err := floatVar(fs, e, &r.indexYield, "index-yield", "SCHEMAQ_INDEX_YIELD", r.indexYield, "while requests are in flight, indexing rests this many times as long as each step took (at most 100 ms), so searches keep most of the CPU while migrations land; 0 turns it off"); err != nil {
 			return err
 		}
-		fs.Float64Var(&r.indexYield, "index-yield", yield, "while requests are in flight, indexing rests this many times as long as each step took (at most 100 ms), so searches keep most of the CPU while migrations land; 0 turns it off [SCHEMAQ_INDEX_YIELD]")
 	}
 	if err := durationVar(fs, e, &r.shutdown, "shutdown-timeout", "SCHEMAQ_SHUTDOWN_TIMEOUT", 25*time.Second, "grace period after SIGTERM"); err != nil {
 		return err
@@ -505,21 +512,14 @@ func (r *roleFlags) registerWorker(fs *flag.FlagSet, e *env) error {
 		durationVar(fs, e, &w.Consumer.AckWait, "ack-wait", "SCHEMAQ_ACK_WAIT", w.Consumer.AckWait, "JetStream ack wait"),
 		intVar(fs, e, &w.Consumer.MaxDeliver, "max-deliver", "SCHEMAQ_MAX_DELIVER", w.Consumer.MaxDeliver, "deliveries before an event is dead-lettered"),
 		durationVar(fs, e, &w.MessageTimeout, "message-timeout", "SCHEMAQ_MESSAGE_TIMEOUT", w.MessageTimeout, "time limit of one event (must be below --ack-wait)"),
+		durationVar(fs, e, &r.sweep.Every, "sweep-every", "SCHEMAQ_SWEEP_EVERY", r.sweep.Every, "how often to delete from the object store what nothing will read again (the SQL of big events the catalog is past, replaced catalogs); 0: never"),
+		durationVar(fs, e, &r.sweep.Grace, "sweep-grace", "SCHEMAQ_SWEEP_GRACE", r.sweep.Grace, "how old an object must be before a sweep may delete it; it must exceed the longest publish"),
 	} {
 		if err != nil {
 			return err
 		}
 	}
 	fs.BoolVar(&w.StrictCatalog, "strict-catalog", envString(e, "SCHEMAQ_STRICT_CATALOG", "") == "1", "dead-letter a migration with a statement naming an object the catalog does not know, instead of skipping the statement as drift [SCHEMAQ_STRICT_CATALOG=1]")
-	var err error
-	if r.sweep.Every, err = envDuration(e, "SCHEMAQ_SWEEP_EVERY", r.sweep.Every); err != nil {
-		return err
-	}
-	if r.sweep.Grace, err = envDuration(e, "SCHEMAQ_SWEEP_GRACE", r.sweep.Grace); err != nil {
-		return err
-	}
-	fs.DurationVar(&r.sweep.Every, "sweep-every", r.sweep.Every, "how often to delete from the object store what nothing will read again (the SQL of big events the catalog is past, replaced catalogs); 0: never [SCHEMAQ_SWEEP_EVERY]")
-	fs.DurationVar(&r.sweep.Grace, "sweep-grace", r.sweep.Grace, "how old an object must be before a sweep may delete it; it must exceed the longest publish [SCHEMAQ_SWEEP_GRACE]")
 	return nil
 }
 
@@ -529,22 +529,12 @@ func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
 	if err := r.llm.register(fs, e); err != nil {
 		return err
 	}
-	budget, err := envInt(e, "SCHEMAQ_TOKEN_BUDGET", 0)
-	if err != nil {
-		return err
-	}
-	fs.IntVar(&r.tokenBudget, "token-budget", budget, "bound on the context of a search or ask, in estimated tokens (4 bytes each): results are kept in rank order, then the inferred joins, while they fit, and a warning says what was cut; 0: no bound. Set it to what the model's context leaves after the instructions, question and answer [SCHEMAQ_TOKEN_BUDGET]")
-	if r.exampleWeight, err = envFloat(e, "SCHEMAQ_EXAMPLE_WEIGHT", r.exampleWeight); err != nil {
-		return err
-	}
-	fs.Float64Var(&r.exampleWeight, "example-weight", r.exampleWeight, "how much the worked examples most like a question count for the tables their SQL reads, as a fused list's weight (BM25's is 1); 0: examples are context only [SCHEMAQ_EXAMPLE_WEIGHT]")
-	if r.docWeight, err = envFloat(e, "SCHEMAQ_DOC_WEIGHT", r.docWeight); err != nil {
-		return err
-	}
-	fs.Float64Var(&r.docWeight, "doc-weight", r.docWeight, "how much the doc sections most like a question count for the tables they name (1: a section as strong as BM25's first table counts as that table); lower it when the docs describe other systems too; 0: docs are context only [SCHEMAQ_DOC_WEIGHT]")
 	fs.BoolVar(&r.daemon.AllowSystemCatalogs, "allow-system-catalogs", envString(e, "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", "") == "1", "let an ask that asks for it (allow_system_catalogs) have SQL that reads pg_catalog, information_schema, reg* casts and the session's identity; off, such requests are narrowed to the database's own tables [SCHEMAQ_ALLOW_SYSTEM_CATALOGS=1]")
 	d := &r.daemon
 	for _, err := range []error{
+		intVar(fs, e, &r.tokenBudget, "token-budget", "SCHEMAQ_TOKEN_BUDGET", 0, "bound on the context of a search or ask, in estimated tokens (4 bytes each): results are kept in rank order, then the inferred joins, while they fit, and a warning says what was cut; 0: no bound. Set it to what the model's context leaves after the instructions, question and answer"),
+		floatVar(fs, e, &r.exampleWeight, "example-weight", "SCHEMAQ_EXAMPLE_WEIGHT", r.exampleWeight, "how much the worked examples most like a question count for the tables their SQL reads, as a fused list's weight (BM25's is 1); 0: examples are context only"),
+		floatVar(fs, e, &r.docWeight, "doc-weight", "SCHEMAQ_DOC_WEIGHT", r.docWeight, "how much the doc sections most like a question count for the tables they name (1: a section as strong as BM25's first table counts as that table); lower it when the docs describe other systems too; 0: docs are context only"),
 		intVar(fs, e, &d.MaxConcurrent, "max-concurrent", "SCHEMAQ_MAX_CONCURRENT", d.MaxConcurrent, "requests one daemon serves at once before replying busy"),
 		durationVar(fs, e, &d.RequestTimeout, "request-timeout", "SCHEMAQ_REQUEST_TIMEOUT", d.RequestTimeout, "deadline of one search or tables request"),
 		durationVar(fs, e, &d.AskTimeout, "ask-timeout", "SCHEMAQ_ASK_TIMEOUT", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)"),
