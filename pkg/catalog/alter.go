@@ -245,20 +245,25 @@ func (a *applier) eachChild(t *Table, recurse bool, fn func(*Table) error) error
 	}
 	seen := map[QualName]bool{t.QualName(): true}
 	queue := []QualName{t.QualName()}
-	tables := a.cat.Tables()
 	for len(queue) > 0 {
 		q := queue[0]
 		queue = queue[1:]
-		for _, child := range tables {
-			cq := child.QualName()
-			if seen[cq] || !((child.PartitionOf != nil && *child.PartitionOf == q) || slices.Contains(child.Inherits, q)) {
-				continue
+		// One pass over the map, sorting only the children found: a
+		// sorted list of every table per ALTER TABLE made ten thousand
+		// ALTERs over ten thousand tables take half a minute.
+		var children []*Table
+		for cq, child := range a.cat.tables {
+			if !seen[cq] && ((child.PartitionOf != nil && *child.PartitionOf == q) || slices.Contains(child.Inherits, q)) {
+				children = append(children, child)
 			}
-			seen[cq] = true
+		}
+		slices.SortFunc(children, func(x, y *Table) int { return compareQual(x.QualName(), y.QualName()) })
+		for _, child := range children {
+			seen[child.QualName()] = true
 			if err := fn(child); err != nil {
 				return err
 			}
-			queue = append(queue, cq)
+			queue = append(queue, child.QualName())
 		}
 	}
 	return nil
