@@ -152,6 +152,8 @@ type applier struct {
 	// inDo is set while applying statements extracted from a DO block,
 	// whose conditions we cannot evaluate; see do.
 	inDo bool
+	// trees caches routine bodies parsed for calls, by source.
+	trees map[string]map[string]any
 	// stmt and raw locate the statement being applied, for errors found
 	// only at the end of the script.
 	stmt int
@@ -375,6 +377,16 @@ func (a *applier) statement(n *pg.Node) error {
 		return nil
 	case n.GetDoStmt() != nil:
 		return a.do(n.GetDoStmt())
+	case n.GetSelectStmt() != nil && callsRoutine(a, n):
+		return a.interpret(func(e *evaluator) error {
+			_, err := e.query(n.GetSelectStmt(), nil)
+			return err
+		})
+	case n.GetCallStmt() != nil:
+		return a.interpret(func(e *evaluator) error {
+			_, err := e.callStmt(n.GetCallStmt())
+			return err
+		})
 	case n.GetCreateFunctionStmt() != nil:
 		a.createFunction(n.GetCreateFunctionStmt())
 		return nil

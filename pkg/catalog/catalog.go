@@ -168,6 +168,9 @@ type Catalog struct {
 	enums   map[QualName]*Enum
 	// functions are user-defined functions, for the SQL guard.
 	functions map[QualName]*Function
+	// routines are the PL/pgSQL routines that can change the schema,
+	// for calls later in the history.
+	routines map[QualName]*Routine
 
 	// order caches the objects in name order once the catalog is
 	// finished (Apply returned it, or it was decoded): a catalog version
@@ -203,6 +206,7 @@ func New(database string) *Catalog {
 		enums:    map[QualName]*Enum{},
 
 		functions: map[QualName]*Function{},
+		routines:  map[QualName]*Routine{},
 	}
 }
 
@@ -292,6 +296,10 @@ func (c *Catalog) Clone() *Catalog {
 		enums:    make(map[QualName]*Enum, len(c.enums)),
 
 		functions: make(map[QualName]*Function, len(c.functions)),
+		routines:  make(map[QualName]*Routine, len(c.routines)),
+	}
+	for k, r := range c.routines {
+		n.routines[k] = r // a routine is replaced, never changed, once recorded
 	}
 	for k, f := range c.functions {
 		f2 := *f
@@ -397,6 +405,8 @@ type wireCatalog struct {
 	// Functions is new: catalogs stored before it decode without them.
 	Functions []*Function `json:"functions,omitempty"`
 	Drift     []Drift     `json:"drift,omitempty"`
+	// Routines is newer still.
+	Routines []*Routine `json:"routines,omitempty"`
 }
 
 type wireSchema struct {
@@ -407,7 +417,7 @@ type wireSchema struct {
 // MarshalJSON encodes the catalog deterministically.
 func (c *Catalog) MarshalJSON() ([]byte, error) {
 	w := wireCatalog{Database: c.Database, Version: c.Version,
-		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base, Functions: c.Functions(), Drift: c.drift}
+		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base, Functions: c.Functions(), Drift: c.drift, Routines: c.Routines()}
 	for _, s := range c.Schemas() {
 		w.Schemas = append(w.Schemas, wireSchema{s, c.schemas[s]})
 	}
@@ -446,6 +456,12 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 	}
 	for _, f := range w.Functions {
 		n.functions[f.QualName()] = f
+	}
+	for _, r := range w.Routines {
+		if r == nil || len(r.Sources) == 0 {
+			return fmt.Errorf("decode catalog: routine without source")
+		}
+		n.routines[r.QualName()] = r
 	}
 	for _, e := range w.Enums {
 		if _, dup := n.enums[e.QualName()]; dup {

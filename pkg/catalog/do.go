@@ -47,6 +47,9 @@ func (a *applier) do(s *pg.DoStmt) error {
 		tag = "$" + strings.Trim(tag, "$") + "x$"
 	}
 	fn := "CREATE FUNCTION schemaq_do() RETURNS void LANGUAGE plpgsql AS " + tag + body + tag
+	if a.interpretDo(fn) {
+		return nil
+	}
 	out, err := pg.ParsePlPgSqlToJSON(fn)
 	if err != nil {
 		return fmt.Errorf("%w: in DO block: %s", ErrSyntax, err.Error())

@@ -23,13 +23,20 @@ type Drift struct {
 	// now holds, marked inferred ("column public.orders.tenant_id"). It
 	// is empty when the statement was skipped.
 	Inferred string `json:"inferred,omitempty"`
+	// Stopped is set when the statement called a routine the catalog
+	// interpreted up to a construct it cannot evaluate (Error names it):
+	// the DDL the routine ran before that point was applied.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // String reads as an error does: where, then what happened.
 func (d Drift) String() string {
 	what := "skipped"
-	if d.Inferred != "" {
+	switch {
+	case d.Inferred != "":
 		what = "applied by inferring " + d.Inferred
+	case d.Stopped:
+		what = "evaluated in part"
 	}
 	src := d.Source
 	if src == "" {

@@ -49,6 +49,9 @@ func (a *applier) drop(s *pg.DropStmt) error {
 		}
 	case pg.ObjectType_OBJECT_FUNCTION:
 		a.dropFunctions(s)
+		a.dropRoutines(s)
+	case pg.ObjectType_OBJECT_PROCEDURE:
+		a.dropRoutines(s)
 	case pg.ObjectType_OBJECT_SCHEMA:
 		for _, obj := range s.Objects {
 			name := listStrings(obj)
@@ -187,6 +190,11 @@ func (a *applier) dropSchema(name string, missingOK, cascade bool) error {
 	for q := range a.cat.functions {
 		if q.Schema == name {
 			delete(a.cat.functions, q)
+		}
+	}
+	for q := range a.cat.routines {
+		if q.Schema == name {
+			delete(a.cat.routines, q)
 		}
 	}
 	delete(a.cat.schemas, name)

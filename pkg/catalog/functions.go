@@ -41,12 +41,13 @@ var volatilityRank = map[string]int{"immutable": 0, "stable": 1, "volatile": 2}
 // createFunction records CREATE [OR REPLACE] FUNCTION; procedures are
 // called with CALL, which the guard refuses anyway.
 func (a *applier) createFunction(s *pg.CreateFunctionStmt) {
-	if s.IsProcedure {
-		return
-	}
 	schema, name := qualFromList(listStrings(&pg.Node{Node: &pg.Node_List{List: &pg.List{Items: s.Funcname}}}))
 	if schema == "" {
 		schema = a.creationSchema() // search_path may be empty: pg_dump empties it
+	}
+	a.recordRoutine(s, schema, name)
+	if s.IsProcedure {
+		return
 	}
 	f := &Function{Schema: schema, Name: name, Volatility: "volatile"}
 	for _, o := range s.Options {

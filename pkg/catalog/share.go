@@ -26,6 +26,9 @@ func (c *Catalog) ShareWith(prev *Catalog) {
 	shareMap(c.views, prev.views, (*View).equal)
 	shareMap(c.enums, prev.enums, (*Enum).equal)
 	shareMap(c.functions, prev.functions, func(a, b *Function) bool { return *a == *b })
+	shareMap(c.routines, prev.routines, func(a, b *Routine) bool {
+		return a.Schema == b.Schema && a.Name == b.Name && slices.Equal(a.Sources, b.Sources)
+	})
 	if c.order != nil {
 		c.order = &order{} // it may hold the objects just replaced
 	}

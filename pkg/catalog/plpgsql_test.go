@@ -1,0 +1,400 @@
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// columnsOf lists "table.column type" for every column, for compact
+// expectations.
+func columnsOf(c *Catalog) []string {
+	var out []string
+	for _, t := range c.Tables() {
+		for _, col := range t.Columns {
+			out = append(out, fmt.Sprintf("%s.%s %s", t.Name, col.Name, col.Type))
+		}
+	}
+	for _, v := range c.Views() {
+		out = append(out, "view "+v.Name)
+	}
+	return out
+}
+
+const plBase = `CREATE TABLE a (id int PRIMARY KEY);
+CREATE TABLE b (id int PRIMARY KEY, note text);
+`
+
+func TestInterpretRoutines(t *testing.T) {
+	cases := []struct {
+		name string
+		sql  string
+		// want must all be among the catalog's columns and views;
+		// absent must not be.
+		want, absent []string
+		// drift lists substrings of the drift entries, in order.
+		drift []string
+	}{
+		{
+			name: "format with %I, %L, %s, %% and positions",
+			sql: `CREATE FUNCTION add(tbl text, col text, typ text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('ALTER TABLE %I ADD COLUMN %I %s DEFAULT %L', tbl, col, typ, 'x''y');
+  EXECUTE format('ALTER TABLE %1$I ADD COLUMN %2$I integer CHECK (%2$I > 0 AND %2$I < 100) -- 100%%', tbl, col || '_pct');
+END $$;
+SELECT add('a', 'Label', 'text'), add('b', 'kind', 'varchar(10)');`,
+			want: []string{`a.Label text`, "a.Label_pct integer", "b.kind character varying(10)", "b.kind_pct integer"},
+		},
+		{
+			name: "concatenation and quote_ident",
+			sql: `CREATE FUNCTION mk(n text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE 'CREATE TABLE ' || quote_ident(n || '_log') || ' (id bigint, at timestamptz)';
+END $$;
+SELECT mk('Orders');`,
+			want: []string{"Orders_log.id bigint", "Orders_log.at timestamp with time zone"},
+		},
+		{
+			name: "IF EXISTS over information_schema decides the branch",
+			sql: `CREATE FUNCTION ensure(tbl text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'public' AND table_name = tbl) THEN
+    EXECUTE format('ALTER TABLE %I ADD COLUMN seen boolean', tbl);
+  ELSIF tbl = 'c' THEN
+    EXECUTE format('CREATE TABLE %I (seen boolean)', tbl);
+  ELSE
+    RAISE NOTICE 'nothing to do for %', tbl;
+  END IF;
+END $$;
+SELECT ensure('a'); SELECT ensure('c'); SELECT ensure('zzz');`,
+			want:   []string{"a.seen boolean", "c.seen boolean"},
+			absent: []string{"b.seen boolean", "zzz.seen boolean"},
+		},
+		{
+			name: "FOR over ranges, REVERSE and BY, FOREACH over arrays, EXIT and CONTINUE",
+			sql: `DO $$
+DECLARE
+  i int;
+  n text;
+  names text[] := ARRAY['x', 'skip', 'y', 'stop', 'z'];
+BEGIN
+  FOR i IN 1..3 LOOP
+    EXECUTE format('CREATE TABLE t%s (id int)', i);
+  END LOOP;
+  FOR i IN REVERSE 10..6 BY 2 LOOP
+    EXECUTE 'CREATE TABLE r' || i || ' ()';
+  END LOOP;
+  FOREACH n IN ARRAY names LOOP
+    CONTINUE WHEN n = 'skip';
+    EXIT WHEN n = 'stop';
+    EXECUTE format('CREATE TABLE %I (id int)', 'e_' || n);
+  END LOOP;
+END $$;`,
+			want:   []string{"t1.id integer", "t3.id integer", "e_x.id integer", "e_y.id integer"},
+			absent: []string{"t4.id integer", "e_skip.id integer", "e_z.id integer"},
+		},
+		{
+			name: "FOR over a query of the catalog, and SELECT INTO",
+			sql: `DO $$
+DECLARE
+  r record;
+  n int;
+  first text;
+BEGIN
+  FOR r IN SELECT table_name, column_name FROM information_schema.columns
+           WHERE table_schema = 'public' AND column_name = 'id' ORDER BY table_name DESC LOOP
+    EXECUTE format('ALTER TABLE %I ADD COLUMN %I int', r.table_name, r.column_name || '_copy');
+  END LOOP;
+  SELECT count(*) INTO n FROM information_schema.tables WHERE table_schema = 'public';
+  SELECT table_name INTO first FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name LIMIT 1;
+  EXECUTE format('CREATE TABLE counted_%s_%s (id int)', n, first);
+END $$;`,
+			want: []string{"a.id_copy integer", "b.id_copy integer", "counted_2_a.id integer"},
+		},
+		{
+			name: "PERFORM and CALL of routines, named arguments, defaults, VARIADIC, RETURN values",
+			sql: `CREATE FUNCTION col(tbl text, name text DEFAULT 'extra', typ text DEFAULT 'int') RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('ALTER TABLE %I ADD COLUMN %I %s', tbl, name, typ);
+  RETURN tbl || '.' || name;
+END $$;
+CREATE PROCEDURE many(prefix text, VARIADIC tbls text[]) LANGUAGE plpgsql AS $$
+DECLARE t text; made text;
+BEGIN
+  FOREACH t IN ARRAY tbls LOOP
+    made := col(t, prefix || '_flag', typ => 'boolean');
+    EXECUTE format('COMMENT ON TABLE %I IS %L', t, made);
+  END LOOP;
+  PERFORM col('a');
+END $$;
+CALL many('p', 'a', 'b');`,
+			want: []string{"a.p_flag boolean", "b.p_flag boolean", "a.extra integer"},
+		},
+		{
+			name: "exception handlers undo their block and catch by condition",
+			sql: `DO $$
+BEGIN
+  BEGIN
+    CREATE TABLE inner_made (id int);
+    ALTER TABLE a ADD COLUMN id int;
+  EXCEPTION WHEN duplicate_column THEN
+    CREATE TABLE handled (id int);
+  END;
+  BEGIN
+    RAISE EXCEPTION 'boom';
+  EXCEPTION WHEN OTHERS THEN
+    CREATE TABLE caught (id int);
+  END;
+END $$;`,
+			want:   []string{"handled.id integer", "caught.id integer"},
+			absent: []string{"inner_made.id integer"},
+		},
+		{
+			name: "a loop over table data stops the call, and what ran before it stands",
+			sql: `CREATE TABLE tenant_tables (name text);
+CREATE FUNCTION add_all() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE r record;
+BEGIN
+  ALTER TABLE a ADD COLUMN before_loop int;
+  FOR r IN SELECT name FROM tenant_tables LOOP
+    EXECUTE format('ALTER TABLE %I ADD COLUMN tenant_id int', r.name);
+  END LOOP;
+END $$;
+SELECT add_all();`,
+			want:  []string{"a.before_loop integer"},
+			drift: []string{`statement 5 (line 12, column 1): evaluated in part: a query over the rows of tenant_tables (data a replay does not have) (line 5 of public.add_all) is not evaluated in "SELECT add_all()"`},
+		},
+		{
+			name: "a value only the database held stops where it decides",
+			sql: `CREATE FUNCTION by_setting() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE tbl text := current_setting('app.table');
+BEGIN
+  EXECUTE format('ALTER TABLE %I ADD COLUMN x int', tbl);
+END $$;
+SELECT by_setting();`,
+			drift: []string{`the text of EXECUTE "format('ALTER TABLE %I ADD COLUMN x int', tbl)", which depends on a value only the database held (line 4 of public.by_setting) is not evaluated`},
+		},
+		{
+			name: "indexes the catalog does not hold make emptiness uncertain",
+			sql: `CREATE FUNCTION idx() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = 'a_pkey') THEN
+    ALTER TABLE a ADD COLUMN found_pkey int;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = 'b_note_idx') THEN
+    CREATE INDEX b_note_idx ON b (note);
+  END IF;
+END $$;
+SELECT idx();`,
+			want:  []string{"a.found_pkey integer"},
+			drift: []string{`the condition "NOT EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = 'b_note_idx')", which depends on a value only the database held`},
+		},
+		{
+			name: "an error the history did not raise stops the call",
+			sql: `CREATE FUNCTION twice() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  ALTER TABLE a ADD COLUMN x int;
+  ALTER TABLE a ADD COLUMN x int;
+END $$;
+SELECT twice();`,
+			want:  []string{"a.x integer"},
+			drift: []string{`evaluated in part: ALTER TABLE a ADD COLUMN x int: duplicate object`},
+		},
+		{
+			name: "unbounded loops, recursion and huge ranges are cut off",
+			sql: `CREATE FUNCTION forever() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  WHILE true LOOP
+    PERFORM 1;
+  END LOOP;
+END $$;
+CREATE FUNCTION recurse(n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('CREATE TABLE IF NOT EXISTS depth_%s ()', n);
+  PERFORM recurse(n + 1);
+END $$;
+CREATE FUNCTION huge() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE i int;
+BEGIN
+  FOR i IN 1..1000000000 LOOP
+    EXECUTE 'SELECT 1';
+  END LOOP;
+END $$;
+SELECT forever(); SELECT recurse(1); SELECT huge();`,
+			drift: []string{"a loop of more than 100000 iterations", "routine calls nested more than 16 deep", "a loop of more than 100000 iterations"},
+		},
+		{
+			name: "a dropped or replaced helper is not run",
+			sql: `CREATE FUNCTION h(t text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE format('ALTER TABLE %I ADD COLUMN h1 int', t); END $$;
+SELECT h('a');
+CREATE OR REPLACE FUNCTION h(t text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN RAISE NOTICE '%', t; END $$;
+SELECT h('b');
+CREATE FUNCTION g(t text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE format('ALTER TABLE %I ADD COLUMN g1 int', t); END $$;
+DROP FUNCTION g(text);
+SELECT g('b');`,
+			want:   []string{"a.h1 integer"},
+			absent: []string{"b.h1 integer", "b.g1 integer"},
+		},
+		{
+			name: "a DO block it cannot decide falls back to applying its statements leniently",
+			sql: `DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'mood') THEN
+    CREATE TYPE mood AS ENUM ('ok');
+  END IF;
+  CREATE TABLE moods (m mood);
+END $$;`,
+			want: []string{"moods.m mood"},
+		},
+		{
+			name: "a variable that is also a column is ambiguous, as in PostgreSQL",
+			sql: `CREATE FUNCTION amb(table_name text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM information_schema.tables WHERE table_name = table_name) THEN
+    EXECUTE 'CREATE TABLE amb_made ()';
+  END IF;
+END $$;
+SELECT amb('a');`,
+			drift: []string{`reference "table_name", both a column and a variable`},
+		},
+		{
+			name: "renames through pg_constraint and regclass, and views over the new name",
+			sql: `CREATE FUNCTION rn(old text, new text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF to_regclass(old) IS NOT NULL THEN
+    EXECUTE format('ALTER TABLE %I RENAME TO %I', old, new);
+    EXECUTE format('CREATE VIEW %I AS SELECT * FROM %I', old, new);
+  END IF;
+  IF EXISTS (SELECT FROM pg_constraint WHERE conrelid = new::regclass AND conname = old || '_pkey') THEN
+    EXECUTE format('ALTER TABLE %I RENAME CONSTRAINT %I TO %I', new, old || '_pkey', new || '_pkey');
+  END IF;
+END $$;
+SELECT rn('b', 'bee');`,
+			want:   []string{"bee.note text", "view b"},
+			absent: []string{"b.note text"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New("db").Apply("0001.sql", plBase+tc.sql, Tolerant())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols := columnsOf(c)
+			for _, w := range tc.want {
+				if w != "" && !slices.Contains(cols, w) {
+					t.Errorf("missing %q; catalog has %v", w, cols)
+				}
+			}
+			for _, w := range tc.absent {
+				if slices.Contains(cols, w) {
+					t.Errorf("has %q, which the routine did not make", w)
+				}
+			}
+			d := c.Drift()
+			if len(d) != len(tc.drift) {
+				t.Fatalf("drift %v, want %d entries", d, len(tc.drift))
+			}
+			for i, want := range tc.drift {
+				if !d[i].Stopped || !strings.Contains(d[i].String(), want) {
+					t.Errorf("drift %d: %s\nwant it stopped, naming %q", i, d[i], want)
+				}
+			}
+		})
+	}
+}
+
+// TestInterpretNeedsTolerance: without Tolerant, a call that stops is
+// not an error (the statement never was one) and records nothing.
+func TestInterpretNeedsTolerance(t *testing.T) {
+	c, err := New("db").Apply("0001.sql", plBase+`CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  ALTER TABLE a ADD COLUMN x int;
+  EXECUTE current_setting('app.ddl');
+END $$;
+SELECT f();`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Drift()) != 0 || c.Table(QualName{"public", "a"}).Column("x") == nil {
+		t.Fatalf("drift %v, columns %v", c.Drift(), columnsOf(c))
+	}
+}
+
+// TestRoutinesSurviveEncoding: a helper created in one migration is
+// called in a later one, by a worker that decoded the catalog between.
+func TestRoutinesSurviveEncoding(t *testing.T) {
+	c, err := New("db").Apply("0001.sql", plBase+`CREATE FUNCTION add_flag(t text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN EXECUTE format('ALTER TABLE %I ADD COLUMN flag boolean', t); END $$;
+CREATE FUNCTION plain(x int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN x + 1; END $$;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Routines(); len(got) != 1 || got[0].Name != "add_flag" {
+		t.Fatalf("routines %v: want only the one that changes the schema", got)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Catalog
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	next, err := back.Apply("0002.sql", "SELECT add_flag('b');")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Table(QualName{"public", "b"}).Column("flag") == nil {
+		t.Fatalf("columns %v: the decoded catalog lost the helper", columnsOf(next))
+	}
+	if err := json.Unmarshal([]byte(`{"database":"x","version":1,"schemas":[],"tables":[],"views":[],"enums":[],"routines":[{"schema":"public","name":"f","sources":[]}]}`), &back); err == nil {
+		t.Fatal("a routine without source decoded")
+	}
+}
+
+// TestInterpretAtScale calls a tenant helper once per table of a
+// ten-thousand-table schema, each guarded by information_schema: the
+// WHERE's pinned names keep each query to one table.
+func TestInterpretAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten thousand calls")
+	}
+	var b strings.Builder
+	const n = 10_000
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "CREATE TABLE t%d (id int PRIMARY KEY, name text);\n", i)
+	}
+	c, err := New("db").Apply("0001.sql", b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	b.WriteString(`CREATE FUNCTION add_tenant(tbl text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = tbl AND column_name = 'tenant_id') THEN
+    EXECUTE format('ALTER TABLE %I ADD COLUMN tenant_id integer NOT NULL DEFAULT 1', tbl);
+  END IF;
+END $$;
+`)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "SELECT add_tenant('t%d');\n", i)
+	}
+	start := time.Now()
+	next, err := c.Apply("0002.sql", b.String(), Tolerant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d calls over %d tables in %v", n, n, time.Since(start))
+	for _, tb := range next.Tables() {
+		if tb.Column("tenant_id") == nil {
+			t.Fatalf("%s has no tenant_id", tb.Name)
+		}
+	}
+	if len(next.Drift()) != 0 {
+		t.Fatalf("drift: %v", next.Drift()[0])
+	}
+}

@@ -1,0 +1,374 @@
+package catalog
+
+import (
+	"regexp"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+)
+
+// relDef is a system relation PL/pgSQL may query, built from the catalog.
+// build may use eq (columns a WHERE pins to a value) to read fewer rows;
+// the WHERE is still applied to what it returns.
+type relDef struct {
+	name  string
+	cols  []string
+	build func(a *applier, eq map[string]value) *relation
+}
+
+func (d *relDef) colsOf() []string {
+	if d == nil {
+		return nil
+	}
+	return d.cols
+}
+
+// relationDef resolves a FROM name. System relations are found
+// unqualified too (pg_catalog is searched first); a user table's rows are
+// data, which a replay does not have.
+func (e *evaluator) relationDef(rv *pg.RangeVar) (*relDef, error) {
+	schema, name := rv.Schemaname, rv.Relname
+	if schema == "" || schema == "pg_catalog" || schema == "information_schema" {
+		key := name
+		if schema == "information_schema" {
+			key = "information_schema." + name
+		}
+		if d := systemRelations[key]; d != nil {
+			return d, nil
+		}
+	}
+	if schema == "pg_catalog" || schema == "information_schema" || strings.HasPrefix(name, "pg_") && schema == "" {
+		return nil, stop("a query over %s", displayName(schema, name))
+	}
+	return nil, stop("a query over the rows of %s (data a replay does not have)", displayName(schema, name))
+}
+
+// Oids are the names they stand for: "r:" relations, "n:" schemas;
+// notHeld is the oid of an object the catalog does not hold (an index, a
+// sequence, a system relation), unlike every oid it does hold.
+func relOid(q QualName) value    { return value{kind: vOid, s: "r:" + q.String()} }
+func nspOid(schema string) value { return value{kind: vOid, s: "n:" + QuoteIdent(schema)} }
+
+var notHeld = value{kind: vOid, s: "?:"}
+
+var systemSchemas = []string{"pg_catalog", "information_schema", "pg_toast"}
+
+// tablesOf lists the tables eq pins (by schema and name columns), or all.
+func tablesOf(a *applier, eq map[string]value, schemaCol, nameCol string) []*Table {
+	name, ok := eq[nameCol]
+	if ok {
+		var out []*Table
+		for s := range a.cat.schemas {
+			if sv, pinned := eq[schemaCol]; pinned && sv.String() != s {
+				continue
+			}
+			if t := a.cat.tables[QualName{s, name.String()}]; t != nil {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	var out []*Table
+	for _, t := range a.cat.tables {
+		if s, ok := eq[schemaCol]; !ok || s.String() == t.Schema {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func viewsOf(a *applier, eq map[string]value, schemaCol, nameCol string) []*View {
+	var out []*View
+	for q, v := range a.cat.views {
+		if n, ok := eq[nameCol]; ok && n.String() != q.Name {
+			continue
+		}
+		if s, ok := eq[schemaCol]; ok && s.String() != q.Schema {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// sysPhantoms stands for the system relations listed under schemaCol.
+func sysPhantoms(cols []string, schemaCol string, set map[string]value) [][]value {
+	var out [][]value
+	for _, s := range systemSchemas {
+		r := unknownRow(len(cols))
+		for i, c := range cols {
+			switch {
+			case c == schemaCol:
+				r[i] = str(s)
+				if strings.HasPrefix(schemaCol, "rel") || strings.HasSuffix(schemaCol, "namespace") {
+					r[i] = nspOid(s)
+				}
+			case set[c].known():
+				r[i] = set[c]
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func yesNo(b bool) value {
+	if b {
+		return str("YES")
+	}
+	return str("NO")
+}
+
+var typmod = regexp.MustCompile(`\([0-9, ]*\)`)
+
+// dataType is information_schema's data_type for a catalog type.
+func dataType(c *Column) value {
+	switch {
+	case c.Type == "" || c.Type == "unknown":
+		return unknown
+	case strings.HasSuffix(c.Type, "[]"):
+		return str("ARRAY")
+	case c.Enum != nil:
+		return str("USER-DEFINED")
+	}
+	t := strings.TrimSpace(typmod.ReplaceAllString(c.Type, ""))
+	if infoTypes[t] {
+		return str(t)
+	}
+	return unknown // a domain or an extension's type
+}
+
+var infoTypes = map[string]bool{}
+
+func init() {
+	for _, t := range strings.Split("bigint,integer,smallint,text,boolean,numeric,real,double precision,"+
+		"character varying,character,date,time without time zone,time with time zone,"+
+		"timestamp without time zone,timestamp with time zone,interval,bytea,json,jsonb,uuid,inet,cidr,macaddr,"+
+		"money,xml,tsvector,tsquery,bit,bit varying,oid,point,line,lseg,box,path,polygon,circle", ",") {
+		infoTypes[t] = true
+	}
+}
+
+var systemRelations = map[string]*relDef{}
+
+func register(d *relDef) { systemRelations[d.name] = d }
+
+func init() {
+	register(&relDef{name: "information_schema.tables",
+		cols: []string{"table_catalog", "table_schema", "table_name", "table_type"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "information_schema.tables", cols: []string{"table_catalog", "table_schema", "table_name", "table_type"}}
+			for _, t := range tablesOf(a, eq, "table_schema", "table_name") {
+				r.rows = append(r.rows, []value{str(a.cat.Database), str(t.Schema), str(t.Name), str("BASE TABLE")})
+			}
+			for _, v := range viewsOf(a, eq, "table_schema", "table_name") {
+				if !v.Materialized {
+					r.rows = append(r.rows, []value{str(a.cat.Database), str(v.Schema), str(v.Name), str("VIEW")})
+				}
+			}
+			r.phantoms = sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName})
+			return r
+		}})
+	register(&relDef{name: "information_schema.columns",
+		cols: []string{"table_catalog", "table_schema", "table_name", "column_name", "ordinal_position", "column_default", "is_nullable", "data_type"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "information_schema.columns", cols: []string{"table_catalog", "table_schema", "table_name", "column_name", "ordinal_position", "column_default", "is_nullable", "data_type"}}
+			add := func(schema, name string, cols []*Column, view bool) {
+				for i, c := range cols {
+					def := null
+					if c.Default != "" {
+						def = str(c.Default)
+					}
+					nullable := yesNo(!c.NotNull)
+					if view {
+						nullable, def = str("YES"), null
+					}
+					r.rows = append(r.rows, []value{str(a.cat.Database), str(schema), str(name), str(c.Name),
+						integer(int64(i + 1)), def, nullable, dataType(c)})
+				}
+			}
+			for _, t := range tablesOf(a, eq, "table_schema", "table_name") {
+				add(t.Schema, t.Name, t.Columns, false)
+			}
+			for _, v := range viewsOf(a, eq, "table_schema", "table_name") {
+				if !v.Materialized {
+					add(v.Schema, v.Name, v.Columns, true)
+				}
+			}
+			r.phantoms = sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName})
+			return r
+		}})
+	register(&relDef{name: "information_schema.table_constraints",
+		cols: []string{"constraint_schema", "constraint_name", "table_schema", "table_name", "constraint_type"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "information_schema.table_constraints", cols: []string{"constraint_schema", "constraint_name", "table_schema", "table_name", "constraint_type"}}
+			for _, t := range tablesOf(a, eq, "table_schema", "table_name") {
+				for _, c := range constraintsOf(t) {
+					if c.typ == "x" {
+						continue // exclusion constraints are not listed there
+					}
+					r.rows = append(r.rows, []value{str(t.Schema), str(c.name), str(t.Schema), str(t.Name), str(infoConstraintType[c.typ])})
+				}
+			}
+			// NOT NULL columns are listed as CHECK constraints with
+			// generated names.
+			ph := unknownRow(len(r.cols))
+			ph[4] = str("CHECK")
+			r.phantoms = append(sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName}), ph)
+			return r
+		}})
+	register(&relDef{name: "pg_tables", cols: []string{"schemaname", "tablename", "tableowner"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "pg_tables", cols: []string{"schemaname", "tablename", "tableowner"}}
+			for _, t := range tablesOf(a, eq, "schemaname", "tablename") {
+				r.rows = append(r.rows, []value{str(t.Schema), str(t.Name), unknown})
+			}
+			r.phantoms = sysPhantoms(r.cols, "schemaname", map[string]value{"tablename": sysName})
+			return r
+		}})
+	register(&relDef{name: "pg_views", cols: []string{"schemaname", "viewname", "viewowner", "definition"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "pg_views", cols: []string{"schemaname", "viewname", "viewowner", "definition"}}
+			for _, v := range viewsOf(a, eq, "schemaname", "viewname") {
+				if !v.Materialized {
+					r.rows = append(r.rows, []value{str(v.Schema), str(v.Name), unknown, unknown})
+				}
+			}
+			r.phantoms = sysPhantoms(r.cols, "schemaname", map[string]value{"viewname": sysName})
+			return r
+		}})
+	register(&relDef{name: "pg_matviews", cols: []string{"schemaname", "matviewname", "matviewowner", "definition"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "pg_matviews", cols: []string{"schemaname", "matviewname", "matviewowner", "definition"}}
+			for _, v := range viewsOf(a, eq, "schemaname", "matviewname") {
+				if v.Materialized {
+					r.rows = append(r.rows, []value{str(v.Schema), str(v.Name), unknown, unknown})
+				}
+			}
+			return r
+		}})
+	register(&relDef{name: "pg_namespace", cols: []string{"oid", "nspname", "nspowner"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "pg_namespace", cols: []string{"oid", "nspname", "nspowner"}}
+			seen := map[string]bool{}
+			for s := range a.cat.schemas {
+				seen[s] = true
+				r.rows = append(r.rows, []value{nspOid(s), str(s), unknown})
+			}
+			for _, s := range systemSchemas {
+				if !seen[s] {
+					r.rows = append(r.rows, []value{nspOid(s), str(s), unknown})
+				}
+			}
+			// Temporary and toast schemas of sessions.
+			r.phantoms = [][]value{{unknown, sysName, unknown}}
+			return r
+		}})
+	register(&relDef{name: "pg_class", cols: []string{"oid", "relname", "relnamespace", "relkind", "relowner", "relpersistence"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "pg_class", cols: []string{"oid", "relname", "relnamespace", "relkind", "relowner", "relpersistence"}}
+			for q, t := range a.cat.tables {
+				if n, ok := eq["relname"]; ok && n.String() != q.Name {
+					continue
+				}
+				kind := "r"
+				if t.PartitionBy != "" {
+					kind = "p"
+				}
+				r.rows = append(r.rows, []value{relOid(q), str(q.Name), nspOid(q.Schema), str(kind), unknown, unknown})
+			}
+			for q, v := range a.cat.views {
+				if n, ok := eq["relname"]; ok && n.String() != q.Name {
+					continue
+				}
+				kind := "v"
+				if v.Materialized {
+					kind = "m"
+				}
+				r.rows = append(r.rows, []value{relOid(q), str(q.Name), nspOid(q.Schema), str(kind), unknown, unknown})
+			}
+			// Indexes, sequences, composite types, toast tables and
+			// system relations are not held.
+			for _, k := range []string{"i", "I", "S", "c", "t"} {
+				r.phantoms = append(r.phantoms, []value{notHeld, unknown, unknown, str(k), unknown, unknown})
+			}
+			r.phantoms = append(r.phantoms, sysPhantoms(r.cols, "relnamespace", map[string]value{"relname": sysName, "oid": notHeld})...)
+			return r
+		}})
+	register(&relDef{name: "pg_constraint", cols: []string{"oid", "conname", "connamespace", "contype", "conrelid", "confrelid"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "pg_constraint", cols: []string{"oid", "conname", "connamespace", "contype", "conrelid", "confrelid"}}
+			for q, t := range a.cat.tables {
+				if rel, ok := eq["conrelid"]; ok && rel.kind == vOid && rel.s != relOid(q).s {
+					continue
+				}
+				for _, c := range constraintsOf(t) {
+					if n, ok := eq["conname"]; ok && n.String() != c.name {
+						continue
+					}
+					ref := integer(0)
+					if c.ref != nil {
+						ref = relOid(*c.ref)
+					}
+					r.rows = append(r.rows, []value{unknown, str(c.name), nspOid(q.Schema), str(c.typ), relOid(q), ref})
+				}
+			}
+			r.phantoms = [][]value{
+				{unknown, unknown, unknown, str("t"), unknown, unknown},       // constraint triggers
+				{unknown, unknown, unknown, str("c"), integer(0), integer(0)}, // domain checks
+			}
+			r.phantoms = append(r.phantoms, sysPhantoms(r.cols, "connamespace", map[string]value{"conname": sysName, "conrelid": notHeld})...)
+			return r
+		}})
+	register(&relDef{name: "pg_indexes", cols: []string{"schemaname", "tablename", "indexname", "tablespace", "indexdef"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "pg_indexes", cols: []string{"schemaname", "tablename", "indexname", "tablespace", "indexdef"}}
+			for _, t := range tablesOf(a, eq, "schemaname", "tablename") {
+				for _, c := range constraintsOf(t) {
+					if c.typ == "p" || c.typ == "u" {
+						r.rows = append(r.rows, []value{str(t.Schema), str(t.Name), str(c.name), unknown, unknown})
+					}
+				}
+			}
+			r.phantoms = [][]value{unknownRow(len(r.cols))} // indexes made by CREATE INDEX
+			return r
+		}})
+	for _, name := range []string{"pg_sequences", "information_schema.sequences", "pg_type", "pg_proc", "pg_extension",
+		"pg_trigger", "information_schema.triggers", "pg_attribute", "pg_enum", "pg_policy", "pg_policies", "information_schema.routines"} {
+		name := name
+		// Not held at all: any column read stops the query, and a query
+		// reading none cannot be certain of being empty.
+		register(&relDef{name: name, cols: nil, build: func(a *applier, eq map[string]value) *relation {
+			return &relation{name: name, phantoms: [][]value{{}}}
+		}})
+	}
+}
+
+type constraintInfo struct {
+	name, typ string
+	ref       *QualName
+}
+
+var infoConstraintType = map[string]string{"p": "PRIMARY KEY", "u": "UNIQUE", "f": "FOREIGN KEY", "c": "CHECK"}
+
+// constraintsOf lists a table's constraints as pg_constraint does.
+func constraintsOf(t *Table) []constraintInfo {
+	var out []constraintInfo
+	if t.PrimaryKey != nil {
+		out = append(out, constraintInfo{name: t.PrimaryKey.Name, typ: "p"})
+	}
+	for _, k := range t.Unique {
+		out = append(out, constraintInfo{name: k.Name, typ: "u"})
+	}
+	for i := range t.ForeignKeys {
+		out = append(out, constraintInfo{name: t.ForeignKeys[i].Name, typ: "f", ref: &t.ForeignKeys[i].RefTable})
+	}
+	for _, c := range t.Checks {
+		typ := "c"
+		if c.Exclude {
+			typ = "x"
+		}
+		out = append(out, constraintInfo{name: c.Name, typ: typ})
+	}
+	return out
+}

@@ -1,0 +1,313 @@
+package catalog
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// value is a SQL value as far as a replay can know it. unknown stands for
+// what only the database held (a row count, a setting, the result of a
+// function we do not run); it flows through expressions as SQL's NULL
+// flows, and evaluation stops only where it would decide something.
+type value struct {
+	kind vkind
+	s    string // text, or the object an oid names ("r:schema.table")
+	i    int64
+	b    bool
+	arr  []value
+	rec  *record
+}
+
+type vkind uint8
+
+const (
+	vUnknown vkind = iota
+	vNull
+	vText
+	vInt
+	vBool
+	vArray
+	vRecord
+	vOid
+)
+
+// record is a row a query returned, for FOR r IN SELECT … and r.column.
+type record struct {
+	cols []string
+	vals []value
+}
+
+func (r *record) field(name string) (value, bool) {
+	for i, c := range r.cols {
+		if c == name {
+			return r.vals[i], true
+		}
+	}
+	return value{}, false
+}
+
+var (
+	unknown = value{kind: vUnknown}
+	null    = value{kind: vNull}
+)
+
+func str(s string) value    { return value{kind: vText, s: s} }
+func integer(i int64) value { return value{kind: vInt, i: i} }
+func boolean(b bool) value  { return value{kind: vBool, b: b} }
+
+func (v value) known() bool { return v.kind != vUnknown }
+
+// String renders v as PostgreSQL casts it to text.
+func (v value) String() string {
+	switch v.kind {
+	case vText:
+		return v.s
+	case vInt:
+		return strconv.FormatInt(v.i, 10)
+	case vBool:
+		if v.b {
+			return "true"
+		}
+		return "false"
+	case vOid:
+		_, name, _ := strings.Cut(v.s, ":")
+		return name
+	case vArray:
+		parts := make([]string, len(v.arr))
+		for i, e := range v.arr {
+			switch {
+			case e.kind == vNull:
+				parts[i] = "NULL"
+			case needsArrayQuote(e.String()):
+				parts[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(e.String()) + `"`
+			default:
+				parts[i] = e.String()
+			}
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	return ""
+}
+
+func needsArrayQuote(s string) bool {
+	return s == "" || strings.EqualFold(s, "null") || strings.ContainsAny(s, `{},"\ `+"\t\n")
+}
+
+// asInt converts v as an integer cast does.
+func (v value) asInt() (int64, bool) {
+	switch v.kind {
+	case vInt:
+		return v.i, true
+	case vText:
+		i, err := strconv.ParseInt(strings.TrimSpace(v.s), 10, 64)
+		return i, err == nil
+	}
+	return 0, false
+}
+
+// asBool converts v as a boolean cast does.
+func (v value) asBool() (bool, bool) {
+	switch v.kind {
+	case vBool:
+		return v.b, true
+	case vText:
+		switch strings.ToLower(strings.TrimSpace(v.s)) {
+		case "t", "true", "y", "yes", "on", "1":
+			return true, true
+		case "f", "false", "n", "no", "off", "0":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// compare orders two known, non-null values: integers numerically when
+// both read as integers, everything else as text. ok is false when they
+// cannot be compared with certainty.
+func compare(a, b value) (int, bool) {
+	if isSysName(a) || isSysName(b) {
+		if _, certain := sysEqual(a, b); certain {
+			return 1, true // unequal; only equality is asked of names
+		}
+		return 0, false
+	}
+	if a.kind == vOid && b.kind == vOid && (a.s == notHeld.s || b.s == notHeld.s) {
+		if a.s == b.s {
+			return 0, false // two objects not held may be one
+		}
+		return 1, true
+	}
+	if a.kind == vOid || b.kind == vOid {
+		if a.kind != b.kind {
+			// Oid 0 (no relation) is unlike every object; any other
+			// number is an oid of the database, which we cannot match.
+			if x, ok := a.asInt(); ok && a.kind == vInt && x == 0 {
+				return -1, true
+			}
+			if y, ok := b.asInt(); ok && b.kind == vInt && y == 0 {
+				return 1, true
+			}
+			return 0, false
+		}
+		return strings.Compare(a.s, b.s), true
+	}
+	if a.kind == vBool || b.kind == vBool {
+		x, ok1 := a.asBool()
+		y, ok2 := b.asBool()
+		if !ok1 || !ok2 {
+			return 0, false
+		}
+		switch {
+		case x == y:
+			return 0, true
+		case !x:
+			return -1, true
+		}
+		return 1, true
+	}
+	if a.kind == vInt || b.kind == vInt {
+		x, ok1 := a.asInt()
+		y, ok2 := b.asInt()
+		if ok1 && ok2 {
+			switch {
+			case x < y:
+				return -1, true
+			case x > y:
+				return 1, true
+			}
+			return 0, true
+		}
+		return 0, false
+	}
+	if a.kind == vArray || b.kind == vArray {
+		if a.kind != b.kind {
+			return 0, false
+		}
+		return strings.Compare(a.String(), b.String()), true
+	}
+	return strings.Compare(a.s, b.s), true
+}
+
+// parseArrayLiteral reads a one-dimensional array literal ('{a,"b c"}').
+func parseArrayLiteral(s string) ([]value, error) {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil, fmt.Errorf("malformed array literal %q", s)
+	}
+	body := s[1 : len(s)-1]
+	var out []value
+	if strings.TrimSpace(body) == "" {
+		return out, nil
+	}
+	var cur strings.Builder
+	quoted, inQuote, escaped := false, false, false
+	flush := func() {
+		el := cur.String()
+		if !quoted {
+			el = strings.TrimSpace(el)
+		}
+		if !quoted && strings.EqualFold(el, "null") {
+			out = append(out, null)
+		} else {
+			out = append(out, str(el))
+		}
+		cur.Reset()
+		quoted = false
+	}
+	for _, r := range body {
+		switch {
+		case escaped:
+			cur.WriteRune(r)
+			escaped = false
+		case r == '\\':
+			escaped = true
+		case r == '"':
+			inQuote, quoted = !inQuote, true
+		case r == '{' && !inQuote:
+			return nil, fmt.Errorf("multidimensional array literal %q", s)
+		case r == ',' && !inQuote:
+			flush()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if inQuote {
+		return nil, fmt.Errorf("malformed array literal %q", s)
+	}
+	flush()
+	return out, nil
+}
+
+// formatSQL implements PostgreSQL's format(): %s, %I, %L and %%, with
+// positions (%2$s); widths are refused rather than guessed.
+func formatSQL(f string, args []value) (string, error) {
+	var b strings.Builder
+	next := 0
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i >= len(f) {
+			return "", fmt.Errorf("unterminated format() type specifier")
+		}
+		if f[i] == '%' {
+			b.WriteByte('%')
+			continue
+		}
+		arg := next
+		if j := i; f[j] >= '1' && f[j] <= '9' {
+			for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+				j++
+			}
+			if j < len(f) && f[j] == '$' {
+				n, _ := strconv.Atoi(f[i:j])
+				arg, i = n-1, j+1
+			}
+		}
+		if i >= len(f) {
+			return "", fmt.Errorf("unterminated format() type specifier")
+		}
+		if arg >= len(args) {
+			return "", fmt.Errorf("too few arguments for format()")
+		}
+		v := args[arg]
+		next = arg + 1
+		if !v.known() {
+			return "", errUnknownValue
+		}
+		switch f[i] {
+		case 's':
+			if v.kind != vNull {
+				b.WriteString(v.String())
+			}
+		case 'I':
+			if v.kind == vNull {
+				return "", fmt.Errorf("null values cannot be formatted as an SQL identifier")
+			}
+			b.WriteString(QuoteIdent(v.String()))
+		case 'L':
+			b.WriteString(quoteNullable(v))
+		default:
+			return "", fmt.Errorf("format() type %q is not evaluated", f[i])
+		}
+	}
+	return b.String(), nil
+}
+
+// quoteNullable is quote_nullable(): NULL, or the value as a string
+// literal (E'…' when it holds a backslash, as PostgreSQL writes it).
+func quoteNullable(v value) string {
+	if v.kind == vNull {
+		return "NULL"
+	}
+	s := v.String()
+	q := "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	if strings.Contains(s, `\`) {
+		q = "E" + strings.ReplaceAll(q, `\`, `\\`)
+	}
+	return q
+}
