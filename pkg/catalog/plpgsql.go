@@ -261,7 +261,6 @@ func (e *evaluator) bind(rt *routine, pos []value, named map[string]value) ([]va
 	return args, nil
 }
 
-
 func hasKey(m map[string]value, k string) bool { _, ok := m[k]; return ok }
 
 // run interprets one routine source (a CREATE FUNCTION or PROCEDURE as
