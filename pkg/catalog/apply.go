@@ -152,8 +152,10 @@ type applier struct {
 	// inDo is set while applying statements extracted from a DO block,
 	// whose conditions we cannot evaluate; see do.
 	inDo bool
-	// trees caches routine bodies parsed for calls, by source.
+	// trees caches routine bodies parsed for calls, by source; spent is
+	// what interpreting them has cost this run.
 	trees map[string]map[string]any
+	spent budget
 	// stmt and raw locate the statement being applied, for errors found
 	// only at the end of the script.
 	stmt int

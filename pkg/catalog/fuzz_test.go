@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +44,55 @@ func FuzzApply(f *testing.F) {
 			}
 		} else if _, err := c.MarshalJSON(); err != nil {
 			t.Fatalf("result does not serialise: %v", err)
+		}
+		if after, _ := base.MarshalJSON(); string(after) != string(before) {
+			t.Fatal("Apply changed its receiver")
+		}
+	})
+}
+
+// FuzzInterpret: whatever a routine's body, calling it ends (the step,
+// loop and depth bounds hold), never panics inside the interpreter (which
+// would be contained, and recorded as drift naming it), and never changes
+// the catalog Apply was called on. Run longer with:
+//
+//	go test ./pkg/catalog -run '^$' -fuzz FuzzInterpret -fuzztime 5m
+func FuzzInterpret(f *testing.F) {
+	for _, s := range []string{
+		"BEGIN EXECUTE format('ALTER TABLE %I ADD COLUMN %I int', x, x || n); END",
+		"DECLARE r record; BEGIN FOR r IN SELECT table_name FROM information_schema.columns WHERE column_name = 'id' LOOP EXECUTE 'ALTER TABLE ' || quote_ident(r.table_name) || ' ADD COLUMN z int'; END LOOP; END",
+		"DECLARE i int; BEGIN FOR i IN REVERSE n..1 BY 2 LOOP EXIT WHEN i < 0; CONTINUE; END LOOP; RETURN; END",
+		"DECLARE a text[] := ARRAY['a', NULL, '{b}']; e text; BEGIN FOREACH e IN ARRAY a LOOP PERFORM f(e, n - 1); END LOOP; END",
+		"BEGIN BEGIN RAISE EXCEPTION 'x'; EXCEPTION WHEN others THEN CREATE TABLE y (); END; END",
+		"BEGIN IF EXISTS (SELECT 1 FROM pg_constraint c JOIN pg_class r ON r.oid = c.conrelid WHERE r.relname = x) THEN DROP TABLE t CASCADE; END IF; END",
+		"DECLARE v int := (SELECT count(*) FROM pg_tables); BEGIN WHILE v > 0 LOOP v := v - 1; END LOOP; END",
+		"BEGIN EXECUTE format('%2$s %1$I %%', x, 'CREATE TABLE'); END",
+	} {
+		f.Add(s)
+	}
+	base, err := New("db").Apply("base.sql", "CREATE TABLE t (id int PRIMARY KEY, a text, b int);")
+	if err != nil {
+		f.Fatal(err)
+	}
+	before, _ := base.MarshalJSON()
+	f.Fuzz(func(t *testing.T, body string) {
+		if strings.Contains(body, "$fz$") {
+			return
+		}
+		script := "CREATE FUNCTION f(x text, n int) RETURNS void LANGUAGE plpgsql AS $fz$" + body + "$fz$;\n" +
+			"SELECT f('t', 3);\nDO $fz$" + body + "$fz$;"
+		c, err := base.Apply("fuzz.sql", script, Tolerant())
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is not a *catalog.Error: %T %v", err, err)
+			}
+			return
+		}
+		for _, d := range c.Drift() {
+			if strings.Contains(d.Error, "broke the interpreter") {
+				t.Fatalf("interpreter panicked: %s", d)
+			}
 		}
 		if after, _ := base.MarshalJSON(); string(after) != string(before) {
 			t.Fatal("Apply changed its receiver")

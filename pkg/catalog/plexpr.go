@@ -60,7 +60,7 @@ type boundSource struct {
 }
 
 func (e *evaluator) parseExpr(expr string) (*pg.Node, error) {
-	tree, err := pgtree.Parse("SELECT " + expr)
+	tree, err := e.calls.parse("SELECT " + expr)
 	if err != nil {
 		return nil, stop("expression %q (%v)", excerpt(expr), err)
 	}
@@ -283,6 +283,9 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 		return v, nil
 	}
 	names := pgtree.Strings(tn.Names)
+	if len(names) == 0 {
+		return unknown, stop("cast to a type given by reference")
+	}
 	typ := strings.ToLower(names[len(names)-1])
 	if len(tn.ArrayBounds) > 0 {
 		if v.kind == vArray {
@@ -561,6 +564,9 @@ func not(v value) value {
 
 func (e *evaluator) boolExpr(b *pg.BoolExpr, r *row) (value, error) {
 	if b.Boolop == pg.BoolExprType_NOT_EXPR {
+		if len(b.Args) != 1 {
+			return unknown, stop("NOT")
+		}
 		v, err := e.eval(b.Args[0], r)
 		if err != nil {
 			return unknown, err

@@ -27,25 +27,59 @@ import (
 // without end, a query joining every table with every column.
 const (
 	maxLoopIterations = 100_000
-	maxSteps          = 2_000_000
+	maxSteps          = 2_000_000 // per Apply
 	maxCallDepth      = 16
 )
 
 // callState is shared by every routine one top-level statement runs.
+// Its step and row counts belong to the whole Apply: a migration of a
+// thousand calls of a routine that loops forever must not cost a thousand
+// budgets.
 type callState struct {
-	steps, rows int
-	depth       int
+	budget *budget
+	depth  int
 	// parsed caches each routine source's PL/pgSQL tree: a helper is
 	// called once per table.
 	parsed map[string]map[string]any
+}
+
+// budget counts what one Apply's interpretation has spent, and keeps the
+// queries and expressions it parsed: a loop evaluates the same text each
+// iteration, and parsing through libpg_query costs more than evaluating.
+// Trees in the cache are only read (DDL is parsed afresh: applying it may
+// change its tree).
+type budget struct {
+	steps, rows int
+	parsed      map[string]parsed
+}
+
+type parsed struct {
+	tree *pg.ParseResult
+	err  error
+}
+
+const maxParsedCache = 4096
+
+func (c *callState) parse(sql string) (*pg.ParseResult, error) {
+	if p, ok := c.budget.parsed[sql]; ok {
+		return p.tree, p.err
+	}
+	tree, err := pgtree.Parse(sql)
+	if c.budget.parsed == nil {
+		c.budget.parsed = map[string]parsed{}
+	}
+	if len(c.budget.parsed) < maxParsedCache {
+		c.budget.parsed[sql] = parsed{tree, err}
+	}
+	return tree, err
 }
 
 func (c *callState) step() error {
 	if c == nil {
 		return nil
 	}
-	c.steps++
-	if c.steps > maxSteps {
+	c.budget.steps++
+	if c.budget.steps > maxSteps {
 		return stop("a routine running more than %d steps", maxSteps)
 	}
 	return nil
@@ -55,8 +89,8 @@ func (c *callState) scan() error {
 	if c == nil {
 		return nil
 	}
-	c.rows++
-	if c.rows > maxQueryRows {
+	c.budget.rows++
+	if c.budget.rows > maxQueryRows {
 		return stop("queries combining more than %d rows", maxQueryRows)
 	}
 	return nil
@@ -606,11 +640,9 @@ func (fr *frame) forInt(n map[string]any) (flow, error) {
 	if lo.kind == vNull || hi.kind == vNull || !ok1 || !ok2 || !ok3 || st <= 0 {
 		return flowNext, stop("FOR over %s..%s", lo.String(), hi.String())
 	}
+	// REVERSE counts down from the first bound to the second.
 	rev, _ := n["reverse"].(bool)
-	if rev {
-		l, h = h, l // reverse counts down from the first bound
-	}
-	if (h-l)/st > maxLoopIterations || (rev && (l-h)/st > maxLoopIterations) {
+	if span := h - l; (!rev && span/st > maxLoopIterations) || (rev && -span/st > maxLoopIterations) {
 		return flowNext, stop("a loop of more than %d iterations", maxLoopIterations)
 	}
 	vr, _ := n["var"].(map[string]any)["PLpgSQL_var"].(map[string]any)
@@ -620,14 +652,25 @@ func (fr *frame) forInt(n map[string]any) (flow, error) {
 	fr.loop = append(fr.loop, map[string]*value{name: &slot})
 	defer func() { fr.loop = fr.loop[:len(fr.loop)-1] }()
 	for i := l; (!rev && i <= h) || (rev && i >= h); {
+		// Bounds near the integer limits overflow the count above; the
+		// step budget bounds the loop whatever its body.
+		if err := fr.ev.calls.step(); err != nil {
+			return flowNext, err
+		}
 		slot = integer(i)
 		goOn, fl, err := fr.loopBody(label, asList(n["body"]))
 		if err != nil || !goOn {
 			return fl, err
 		}
 		if rev {
+			if i < h+st {
+				break
+			}
 			i -= st
 		} else {
+			if i > h-st {
+				break
+			}
 			i += st
 		}
 	}
@@ -816,7 +859,7 @@ func (fr *frame) selectInto(q string, target any) error {
 
 // query evaluates a SELECT in the routine's scope.
 func (fr *frame) query(q string) (*result, error) {
-	tree, err := pgtree.Parse(q)
+	tree, err := fr.ev.calls.parse(q)
 	if err != nil {
 		return nil, stop("query %q (%v)", excerpt(q), err)
 	}
@@ -927,7 +970,7 @@ func (a *applier) interpret(run func(e *evaluator) error) error {
 	saved := a.inDo
 	a.inDo = true
 	defer func() { a.inDo = saved }()
-	err := run(&evaluator{a: a, calls: &callState{parsed: a.trees}})
+	err := containPanic(func() error { return run(&evaluator{a: a, calls: &callState{parsed: a.trees, budget: &a.spent}}) })
 	if err != nil && a.tolerant {
 		d := driftOf(a.errorAt(a.stmt, a.raw, err), "")
 		d.Stopped = true
@@ -946,10 +989,26 @@ func (a *applier) interpretDo(src string) bool {
 	saved, pending, path, inDo := a.cat.Clone(), len(a.pending), a.searchPath, a.inDo
 	a.inDo = true
 	defer func() { a.inDo = inDo }()
-	e := &evaluator{a: a, calls: &callState{parsed: a.trees}}
-	if _, err := e.run("DO block", src, nil); err == nil {
+	e := &evaluator{a: a, calls: &callState{parsed: a.trees, budget: &a.spent}}
+	err := containPanic(func() error {
+		_, err := e.run("DO block", src, nil)
+		return err
+	})
+	if err == nil {
 		return true
 	}
 	a.cat, a.pending, a.searchPath = saved, a.pending[:pending], path
 	return false
+}
+
+// containPanic turns a panic of the interpreter into a stop: a routine
+// body is input, and a bug it reaches must cost that call, not the
+// worker.
+func containPanic(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = stop("a construct that broke the interpreter (%v)", r)
+		}
+	}()
+	return f()
 }

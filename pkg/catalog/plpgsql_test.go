@@ -85,7 +85,7 @@ BEGIN
     EXECUTE format('CREATE TABLE t%s (id int)', i);
   END LOOP;
   FOR i IN REVERSE 10..6 BY 2 LOOP
-    EXECUTE 'CREATE TABLE r' || i || ' ()';
+    EXECUTE 'CREATE TABLE r' || i || ' (id int)';
   END LOOP;
   FOREACH n IN ARRAY names LOOP
     CONTINUE WHEN n = 'skip';
@@ -93,8 +93,8 @@ BEGIN
     EXECUTE format('CREATE TABLE %I (id int)', 'e_' || n);
   END LOOP;
 END $$;`,
-			want:   []string{"t1.id integer", "t3.id integer", "e_x.id integer", "e_y.id integer"},
-			absent: []string{"t4.id integer", "e_skip.id integer", "e_z.id integer"},
+			want:   []string{"t1.id integer", "t3.id integer", "r10.id integer", "r8.id integer", "r6.id integer", "e_x.id integer", "e_y.id integer"},
+			absent: []string{"t4.id integer", "r9.id integer", "r4.id integer", "e_skip.id integer", "e_z.id integer"},
 		},
 		{
 			name: "FOR over a query of the catalog, and SELECT INTO",

@@ -92,9 +92,10 @@ func init() {
 	}
 }
 
-// maxQueryRows bounds the rows one query may combine: a cross join of
-// two system relations over ten thousand tables is a hundred million.
-const maxQueryRows = 2_000_000
+// maxQueryRows bounds the rows the queries of one Apply may combine: a
+// cross join of two system relations over ten thousand tables is a
+// hundred million.
+const maxQueryRows = 20_000_000
 
 func (e *evaluator) query(s *pg.SelectStmt, outer *row) (*result, error) {
 	switch {
@@ -675,6 +676,9 @@ func (e *evaluator) aggregate(s *pg.SelectStmt, matched []*row, res *result) (*r
 		}
 		if _, n := qualFromList(pgtree.Strings(f.Funcname)); n != "count" || f.AggDistinct || f.AggFilter != nil {
 			return nil, true, stop("aggregate in a select list")
+		}
+		if !f.AggStar && len(f.Args) != 1 {
+			return nil, true, stop("count() without one argument")
 		}
 		n := int64(0)
 		for _, m := range matched {
