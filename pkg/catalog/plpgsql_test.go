@@ -250,6 +250,28 @@ END $$;`,
 			want: []string{"moods.m mood"},
 		},
 		{
+			name: "a routine's name qualifies its parameters",
+			sql: `CREATE FUNCTION qual(table_name text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM information_schema.tables t WHERE t.table_name = qual.table_name) THEN
+    EXECUTE format('ALTER TABLE %I ADD COLUMN q int', table_name);
+  END IF;
+END $$;
+SELECT qual('a'), qual('nope');`,
+			want: []string{"a.q integer"},
+		},
+		{
+			name: "pg_attribute answers column checks, system columns and dropped ones aside",
+			sql: `CREATE FUNCTION att(tbl text, col text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT EXISTS (SELECT true FROM pg_attribute WHERE attrelid = quote_ident(tbl)::regclass AND attname = col AND NOT attisdropped) THEN
+    EXECUTE format('ALTER TABLE %I ADD COLUMN %I int', tbl, col);
+  END IF;
+END $$;
+SELECT att('a', 'id'), att('a', 'made'), att('b', 'made');`,
+			want: []string{"a.made integer", "b.made integer"},
+		},
+		{
 			name: "a variable that is also a column is ambiguous, as in PostgreSQL",
 			sql: `CREATE FUNCTION amb(table_name text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN

@@ -333,8 +333,38 @@ func init() {
 			r.phantoms = [][]value{unknownRow(len(r.cols))} // indexes made by CREATE INDEX
 			return r
 		}})
+	register(&relDef{name: "pg_attribute", cols: []string{"attrelid", "attname", "attnum", "attnotnull", "attisdropped", "atthasdef", "atttypid"},
+		build: func(a *applier, eq map[string]value) *relation {
+			r := &relation{name: "pg_attribute", cols: []string{"attrelid", "attname", "attnum", "attnotnull", "attisdropped", "atthasdef", "atttypid"}}
+			add := func(q QualName, cols []*Column, view bool) {
+				if rel, ok := eq["attrelid"]; ok && rel.kind == vOid && rel.s != relOid(q).s {
+					return
+				}
+				for i, c := range cols {
+					r.rows = append(r.rows, []value{relOid(q), str(c.Name), integer(int64(i + 1)),
+						boolean(c.NotNull && !view), boolean(false), boolean(c.Default != "" && !view), unknown})
+				}
+			}
+			for q, t := range a.cat.tables {
+				add(q, t.Columns, false)
+			}
+			for q, v := range a.cat.views {
+				add(q, v.Columns, true)
+			}
+			// System columns of every relation, dropped columns (which
+			// keep a slot under a generated name), and the attributes of
+			// relations not held (indexes, composite types, system
+			// tables).
+			for i, sys := range []string{"tableoid", "cmax", "xmax", "cmin", "xmin", "ctid"} {
+				r.phantoms = append(r.phantoms, []value{unknown, str(sys), integer(int64(-i - 1)), boolean(true), boolean(false), boolean(false), unknown})
+			}
+			r.phantoms = append(r.phantoms,
+				[]value{unknown, unknown, unknown, boolean(false), boolean(true), boolean(false), unknown},
+				[]value{notHeld, unknown, unknown, unknown, unknown, unknown, unknown})
+			return r
+		}})
 	for _, name := range []string{"pg_sequences", "information_schema.sequences", "pg_type", "pg_proc", "pg_extension",
-		"pg_trigger", "information_schema.triggers", "pg_attribute", "pg_enum", "pg_policy", "pg_policies", "information_schema.routines"} {
+		"pg_trigger", "information_schema.triggers", "pg_enum", "pg_policy", "pg_policies", "information_schema.routines"} {
 		name := name
 		// Not held at all: any column read stops the query, and a query
 		// reading none cannot be certain of being empty.

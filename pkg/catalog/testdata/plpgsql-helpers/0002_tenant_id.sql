@@ -6,11 +6,11 @@ SET app.current_tenant = '1';
 CREATE OR REPLACE FUNCTION migrate_add_tenant_id(table_name text)
 RETURNS void AS $$
 BEGIN
-    IF NOT EXISTS (
-        SELECT 1 FROM information_schema.columns c
-        WHERE c.table_schema = 'public' AND c.table_name = migrate_add_tenant_id.table_name
-          AND c.column_name = 'tenant_id'
-    ) THEN
+    -- ALTER TABLE … REFERENCES takes a lock even when the column exists,
+    -- so look first.
+    IF NOT EXISTS (SELECT true FROM pg_attribute
+                   WHERE attrelid = quote_ident(table_name)::regclass
+                     AND attname = 'tenant_id' AND NOT attisdropped) THEN
         EXECUTE format('ALTER TABLE %I ADD COLUMN IF NOT EXISTS tenant_id integer REFERENCES tenants(id) ON UPDATE CASCADE ON DELETE CASCADE DEFAULT (current_setting(''app.current_tenant''::text))::integer', table_name);
     END IF;
     RAISE NOTICE 'tenant_id added to %', table_name;
