@@ -718,7 +718,7 @@ func driftWire(cat *catalog.Catalog) ([]events.Drift, int) {
 	out := make([]events.Drift, 0, min(len(d), events.MaxDriftListed))
 	for _, x := range d[:min(len(d), events.MaxDriftListed)] {
 		out = append(out, events.Drift{Seq: x.Seq, Migration: x.Migration, Source: x.Source, Statement: x.Statement,
-			Line: x.Line, Column: x.Column, Excerpt: x.Excerpt, Error: x.Error, Inferred: x.Inferred})
+			Line: x.Line, Column: x.Column, Excerpt: x.Excerpt, Error: x.Error, Inferred: x.Inferred, Stopped: x.Stopped})
 	}
 	return out, len(d)
 }

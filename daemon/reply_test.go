@@ -10,6 +10,7 @@ import (
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/ask"
+	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/retrieve"
@@ -111,6 +112,39 @@ func TestWireExplainCarriesEveryField(t *testing.T) {
 		}
 		if src := v.FieldByName(name); !src.IsValid() || !reflect.DeepEqual(src.Interface(), out.Field(i).Interface()) {
 			t.Errorf("events.ExplainItem.%s = %v, not retrieval's", name, out.Field(i).Interface())
+		}
+	}
+}
+
+// TestDriftWireCarriesEveryField: every field of events.Drift is filled
+// from the catalog's drift, for an inferred column and a routine run in
+// part.
+func TestDriftWireCarriesEveryField(t *testing.T) {
+	c, err := catalog.New("shop").Apply("0001_x.sql", `CREATE TABLE t (id int);
+ALTER TABLE t ALTER COLUMN ghost SET NOT NULL;
+CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE current_setting('app.ddl'); END $$;
+SELECT f();`, catalog.Tolerant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.Record(catalog.Applied{Seq: 1, ID: "0001_x", Source: "0001_x.sql"})
+	wire, total := driftWire(c)
+	if total != 2 || len(wire) != 2 {
+		t.Fatalf("drift %v (total %d), want the inferred column and the stopped call", wire, total)
+	}
+	if wire[0].Inferred == "" || wire[0].Stopped || !wire[1].Stopped || wire[1].Inferred != "" {
+		t.Fatalf("drift %+v: want an inferred entry, then a stopped one", wire)
+	}
+	for _, w := range wire {
+		v := reflect.ValueOf(w)
+		for i := range v.NumField() {
+			name := v.Type().Field(i).Name
+			if name == "Inferred" || name == "Stopped" {
+				continue
+			}
+			if v.Field(i).IsZero() {
+				t.Errorf("events.Drift.%s is not carried: %+v", name, w)
+			}
 		}
 	}
 }

@@ -355,6 +355,10 @@ type Drift struct {
 	// Inferred names the column the catalog now holds, marked inferred,
 	// because the statement altered it; empty when it was skipped.
 	Inferred string `json:"inferred,omitempty"`
+	// Stopped is set when the statement called a PL/pgSQL routine the
+	// catalog ran up to a construct it cannot evaluate, which Error
+	// names; the DDL the routine ran before it was applied.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // MaxDriftListed bounds the drift a tables reply lists; DriftTotal counts

@@ -734,7 +734,7 @@ func (w *Worker) reportDrift(db string, seq int64, drift []catalog.Drift) {
 		w.log.Warn("catalog drift: a statement names an object the catalog does not know",
 			zap.String("database", db), zap.Int64("seq", seq), zap.String("source", d.Source),
 			zap.Int("statement", d.Statement), zap.Int("line", d.Line), zap.String("inferred", d.Inferred),
-			zap.String("error", d.Error))
+			zap.Bool("stopped", d.Stopped), zap.String("error", d.Error))
 	}
 }
 

@@ -34,6 +34,18 @@ func TestCLI(t *testing.T) {
 	if err := os.WriteFile(syntax, []byte("CREATE TABEL t (id int);\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	partial := filepath.Join(t.TempDir(), "0003_partial.sql")
+	if err := os.WriteFile(partial, []byte(`CREATE TABLE t (id int);
+CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  ALTER TABLE t ADD COLUMN a int;
+  EXECUTE format('ALTER TABLE t ADD COLUMN %I int', current_setting('app.column'));
+END $$;
+SELECT f();
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	helpers := filepath.Join("..", "..", "pkg", "catalog", "testdata", "plpgsql-helpers")
 	shop := filepath.Join("..", "..", "examples", "shop", "migrations")
 	tests := []struct {
 		name   string
@@ -58,6 +70,9 @@ func TestCLI(t *testing.T) {
 		{"catalog drift", []string{"catalog", bad}, 0, "1 tables", "drift: " + bad + ": statement 2 (line 2, column 1): skipped: undefined object: relation missing does not exist"},
 		{"catalog strict", []string{"catalog", "--strict", bad}, exitFailure, "", "0001_bad.sql: statement 2 (line 2, column 1): undefined object: relation missing does not exist"},
 		{"catalog syntax", []string{"catalog", syntax}, exitFailure, "", "0002_syntax.sql: statement 1 (line 1, column 8): syntax error"},
+		{"catalog runs the DDL PL/pgSQL helpers write", []string{"catalog", "--format", "tables", helpers}, 0, "public.categories\tview\n", ""},
+		{"catalog names the construct a routine stopped at", []string{"catalog", "--format", "ddl", partial}, 0, "a integer",
+			"drift: " + partial + ": statement 3 (line 7, column 1): evaluated in part: the text of EXECUTE"},
 		{"catalog names files relative to the directory", []string{"catalog", "--format", "tables", filepath.Join("..", "..", "pkg", "catalog", "testdata", "tenant-helper")}, 0,
 			"public.reports", "drift: 0003_tenant_defaults.sql: statement 5 (line 5, column 1): skipped"},
 	}

@@ -86,8 +86,11 @@ func printDrift(e *env, reply *events.TablesReply) {
 	fmt.Fprintf(e.stderr, "drift: %d statement(s) of the history name objects the catalog does not know (created by functions, or outside the history); a snapshot clears them\n", reply.DriftTotal)
 	for _, d := range reply.Drift {
 		what := "skipped"
-		if d.Inferred != "" {
+		switch {
+		case d.Inferred != "":
 			what = "inferred " + d.Inferred
+		case d.Stopped:
+			what = "evaluated in part"
 		}
 		fmt.Fprintf(e.stderr, "  seq %d %s: statement %d (line %d, column %d): %s: %s\n", d.Seq, d.Source, d.Statement, d.Line, d.Column, what, d.Error)
 	}
