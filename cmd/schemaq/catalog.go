@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -17,7 +20,7 @@ import (
 // migration events, and prints the result. It needs no server, so a
 // producer's CI can run it before publishing.
 func runCatalog(_ context.Context, e *env, args []string) error {
-	fs := newFlags(e, "catalog", "[flags] FILE|DIR...")
+	fs := newFlags(e, "catalog", "[flags] FILE|DIR... (- reads one script from stdin)")
 	db := fs.String("db", "db", "database name the catalog is for")
 	format := fs.String("format", "summary", "output: summary, tables, ddl, json or chunks")
 	strict := fs.Bool("strict", false, "refuse a migration with a statement naming an object the catalog does not know, instead of skipping it as drift (exit 1)")
@@ -34,14 +37,7 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usagef("catalog: give at least one migration file, directory or schema dump")
 	}
-	found, err := migrate.DiscoverAll(fs.Args()...)
-	if err != nil {
-		return err
-	}
-	for _, s := range found.Skipped {
-		fmt.Fprintln(e.stderr, "skipped:", s)
-	}
-	steps, err := migrate.Read(found.Files)
+	steps, err := catalogSteps(e, fs.Args())
 	if err != nil {
 		return err
 	}
@@ -58,7 +54,7 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 		if err != nil {
 			var ce *catalog.Error
 			if errors.As(err, &ce) {
-				return fmt.Errorf("migration %d of %d does not apply: %w", i+1, len(found.Files), err)
+				return fmt.Errorf("migration %d of %d does not apply: %w", i+1, len(steps), err)
 			}
 			return err
 		}
@@ -98,6 +94,38 @@ func runCatalog(_ context.Context, e *env, args []string) error {
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "database %s at version %d: %d migration(s) applied; %d tables, %d views, %d enums in %d schemas\n",
-		c.Database, c.Version, len(found.Files), len(c.Tables()), len(c.Views()), len(c.Enums()), len(c.Schemas()))
+		c.Database, c.Version, len(steps), len(c.Tables()), len(c.Views()), len(c.Enums()), len(c.Schemas()))
 	return nil
+}
+
+// catalogSteps reads the migrations named, or, for "-", one script from
+// stdin (a schema dump piped from pg_dump, say), named "stdin" in errors.
+func catalogSteps(e *env, args []string) ([]migrate.Step, error) {
+	if len(args) == 1 && args[0] == "-" {
+		if e.stdin == nil {
+			return nil, usagef("catalog: - reads SQL from stdin, and there is none")
+		}
+		b, err := io.ReadAll(io.LimitReader(e.stdin, events.MaxSQLBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("catalog: read stdin: %w", err)
+		}
+		if len(b) > events.MaxSQLBytes {
+			return nil, usagef("catalog: the SQL on stdin is over %d bytes", events.MaxSQLBytes)
+		}
+		if !utf8.Valid(b) {
+			return nil, fmt.Errorf("stdin: not UTF-8 text (invalid byte at offset %d)", events.InvalidUTF8Offset(b))
+		}
+		return []migrate.Step{{File: migrate.File{Path: "-", Name: "stdin"}, SQL: string(b), Checksum: events.Checksum(string(b))}}, nil
+	}
+	if slices.Contains(args, "-") {
+		return nil, usagef("catalog: - (stdin) cannot be mixed with files")
+	}
+	found, err := migrate.DiscoverAll(args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range found.Skipped {
+		fmt.Fprintln(e.stderr, "skipped:", s)
+	}
+	return migrate.Read(found.Files)
 }

@@ -324,3 +324,32 @@ func TestStagePath(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogReadsStdin: `catalog -` replays one script piped in, named
+// "stdin" in errors and drift.
+func TestCatalogReadsStdin(t *testing.T) {
+	cases := []struct {
+		name, in    string
+		args        []string
+		code        int
+		out, errOut string
+	}{
+		{"a dump", "CREATE TABLE t (id int PRIMARY KEY);\nCREATE VIEW v AS SELECT id FROM t;\n", []string{"catalog", "--format", "tables", "-"}, exitOK, "public.t\t1 columns\npublic.v\tview\n", ""},
+		{"an error names stdin", "CREATE TABLE t (id int);\nCREATE TABEL u ();\n", []string{"catalog", "-"}, exitFailure, "", "stdin: statement 2 (line 2, column 8): syntax error"},
+		{"drift names stdin", "ALTER TABLE ghost ADD COLUMN x int;\n", []string{"catalog", "-"}, exitOK, "1 migration(s) applied", "drift: stdin: statement 1"},
+		{"not text", "CREATE TABLE \xff ();", []string{"catalog", "-"}, exitFailure, "", "stdin: not UTF-8 text (invalid byte at offset 13)"},
+		{"not mixed with files", "", []string{"catalog", "-", "x.sql"}, exitUsage, "", "cannot be mixed with files"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := runEnv(context.Background(), tc.args, &env{stdin: strings.NewReader(tc.in), stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }})
+			if err != nil {
+				errOut.WriteString("schemaq: " + err.Error() + "\n")
+			}
+			if code := exitCode(err); code != tc.code || !strings.Contains(out.String(), tc.out) || !strings.Contains(errOut.String(), tc.errOut) {
+				t.Errorf("exit %d (want %d)\nstdout: %s\nstderr: %s\nwant %q and %q", code, tc.code, out.String(), errOut.String(), tc.out, tc.errOut)
+			}
+		})
+	}
+}

@@ -166,7 +166,7 @@ func TestMCPTools(t *testing.T) {
 		{"list_tables", map[string]any{"database": "nope"}, true, []string{"unknown_database"}},
 		{"describe_table", map[string]any{"database": "shop", "table": "ghosts"}, true, []string{"not_found"}},
 		{"describe_table", map[string]any{"database": "shop", "table": " "}, true, []string{"table is required"}},
-		{"search_schema", map[string]any{"database": "shop", "question": "x", "k": 500}, true, []string{"greater than 25"}},
+		{"search_schema", map[string]any{"database": "shop", "question": "x", "k": 500}, true, []string{"k must be between 1 and 25 (default 10), got 500"}},
 		{"search_schema", map[string]any{"database": "shop", "question": "x", "kinds": []string{"tables"}}, true, []string{"kinds"}},
 		{"search_schema", map[string]any{"database": "shop"}, true, []string{"question"}},
 		{"search_schema", map[string]any{"database": "Bad!", "question": "x"}, true, []string{"bad_request"}},

@@ -149,11 +149,12 @@ type SearchIn struct {
 }
 
 // searchSchema is SearchIn's schema with what the struct tags cannot say:
-// k's bounds and the kinds there are.
+// the kinds there are. k's bounds are in its description and checked by
+// the tool, not the schema: the SDK's schema check answers "maximum:
+// 500/1 is greater than 25.000000", the tool names the argument and the
+// range.
 func searchSchema() *jsonschema.Schema {
 	sch := inputSchema[SearchIn]()
-	lo, hi := 1.0, float64(MaxK)
-	sch.Properties["k"].Minimum, sch.Properties["k"].Maximum = &lo, &hi
 	sch.Properties["kinds"].Items.Enum = []any{"table", "view", "doc", "example"}
 	return sch
 }
@@ -179,7 +180,7 @@ func inputSchema[T any]() *jsonschema.Schema {
 
 func (in SearchIn) request(explain bool) (*events.SearchRequest, error) {
 	if in.K < 0 || in.K > MaxK {
-		return nil, fmt.Errorf("bad_request: k must be between 1 and %d, got %d", MaxK, in.K)
+		return nil, fmt.Errorf("bad_request: k must be between 1 and %d (default 10), got %d", MaxK, in.K)
 	}
 	return &events.SearchRequest{Database: in.Database, Question: in.Question, K: in.K, Kinds: in.Kinds, Explain: explain, Hints: in.Hints, Schemas: in.Schemas}, nil
 }

@@ -78,6 +78,11 @@ func (c Config) Options(log *zap.Logger) ([]nats.Option, error) {
 			return time.Duration(float64(d) * (0.75 + 0.5*rand.Float64()))
 		}),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			// Close calls this too, without an error: a clean exit is not
+			// a disconnection worth a warning.
+			if err == nil && nc.IsClosed() {
+				return
+			}
 			log.Warn("nats disconnected", zap.Error(err))
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
