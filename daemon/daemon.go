@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -724,11 +725,21 @@ func driftWire(cat *catalog.Catalog) ([]events.Drift, int) {
 }
 
 func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events.TablesReply, error) {
+	var objects []events.ObjectVersion
+	if len(req.Objects) > 0 {
+		var err error
+		if objects, err = d.objectVersions(ctx, req); err != nil {
+			return nil, err
+		}
+	}
 	cat := d.cats.Catalog(req.Database)
+	if cat == nil && objects != nil {
+		return &events.TablesReply{Database: req.Database, Tables: []events.TableInfo{}, Objects: objects}, nil
+	}
 	if cat == nil {
 		return nil, events.Errorf(events.CodeUnknownDatabase, "database %q has no catalog; publish a migration or snapshot first", req.Database)
 	}
-	out := &events.TablesReply{Database: req.Database, Version: cat.Version}
+	out := &events.TablesReply{Database: req.Database, Version: cat.Version, Objects: objects}
 	if len(cat.Drift()) > 0 {
 		out.Drift, out.DriftTotal = driftWire(cat)
 	}
@@ -769,6 +780,48 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 	out.Tables = all[start:end]
 	if end < len(all) {
 		out.Next = all[end-1].Name
+	}
+	return out, nil
+}
+
+// versioner reads the versions of stored chunks.
+type versioner interface {
+	Metas(ctx context.Context, f index.Filter) (map[string]index.Meta, error)
+}
+
+// objectVersions answers a tables request's Objects: the highest version
+// among each doc's or example's chunks (0 when none is stored).
+func (d *Daemon) objectVersions(ctx context.Context, req *events.TablesRequest) ([]events.ObjectVersion, error) {
+	v, ok := d.count.(versioner)
+	if !ok {
+		return nil, events.Errorf(events.CodeBadRequest, "this daemon's index cannot report object versions")
+	}
+	kinds := map[string]bool{}
+	for _, o := range req.Objects {
+		kinds[o.Kind] = true
+	}
+	best := map[events.IndexedRef]int64{}
+	for kind := range kinds {
+		metas, err := v.Metas(ctx, index.Filter{Database: req.Database, Kinds: []string{kind}})
+		if err != nil {
+			return nil, events.Errorf(events.CodeStoreUnavailable, "index store: %v", err)
+		}
+		prefix := req.Database + ":" + kind + ":"
+		for id, m := range metas {
+			name := strings.TrimPrefix(id, prefix)
+			// Sections are numbered: db:doc:name:part.
+			if i := strings.LastIndexByte(name, ':'); i >= 0 {
+				if _, err := strconv.Atoi(name[i+1:]); err == nil {
+					name = name[:i]
+				}
+			}
+			ref := events.IndexedRef{Kind: kind, Name: name}
+			best[ref] = max(best[ref], m.Version)
+		}
+	}
+	out := make([]events.ObjectVersion, len(req.Objects))
+	for i, o := range req.Objects {
+		out[i] = events.ObjectVersion{IndexedRef: o, Version: best[o]}
 	}
 	return out, nil
 }

@@ -215,7 +215,27 @@ type TablesRequest struct {
 	// After lists the tables whose names sort after this one: the Next
 	// of the previous page.
 	After string `json:"after,omitempty"`
+	// Objects asks for the indexed version of docs and examples by name,
+	// as `publish docs --wait` does; the reply's Objects answers. A
+	// database with docs and no catalog yet can be asked.
+	Objects []IndexedRef `json:"objects,omitempty"`
 }
+
+// IndexedRef names a doc (by doc_id) or an example (by its id).
+type IndexedRef struct {
+	Kind string `json:"kind"` // doc or example
+	Name string `json:"name"`
+}
+
+// ObjectVersion is the version an object's chunks are indexed at: the
+// stream sequence of the event that wrote them, 0 when none is indexed.
+type ObjectVersion struct {
+	IndexedRef
+	Version int64 `json:"version"`
+}
+
+// MaxObjectsAsked bounds TablesRequest.Objects.
+const MaxObjectsAsked = 256
 
 // maxTableName is the longest schema.table name PostgreSQL allows, with
 // room for quotes.
@@ -237,6 +257,17 @@ func (r *TablesRequest) Validate() error {
 	}
 	if r.Limit < 0 || r.Limit > MaxTablesLimit {
 		return fieldErr("limit", "must be between 0 and %d, got %d", MaxTablesLimit, r.Limit)
+	}
+	if len(r.Objects) > MaxObjectsAsked {
+		return fieldErr("objects", "more than %d, got %d", MaxObjectsAsked, len(r.Objects))
+	}
+	for i, o := range r.Objects {
+		if o.Kind != "doc" && o.Kind != "example" {
+			return fieldErr(fmt.Sprintf("objects[%d].kind", i), "must be doc or example, got %s", Quote(o.Kind))
+		}
+		if err := validateID(fmt.Sprintf("objects[%d].name", i), o.Name); err != nil {
+			return err
+		}
 	}
 	return ValidateDatabase(r.Database)
 }
@@ -476,7 +507,9 @@ type TablesReply struct {
 	// history the catalog could not follow; DriftTotal counts them all.
 	Drift      []Drift `json:"drift,omitempty"`
 	DriftTotal int     `json:"drift_total,omitempty"`
-	Error      *Error  `json:"error,omitempty"`
+	// Objects answers the request's Objects, in its order.
+	Objects []ObjectVersion `json:"objects,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
 }
 
 // Errorf builds a wire error.

@@ -210,6 +210,9 @@ func TestRequestValidation(t *testing.T) {
 		{"bad tag key", &AskRequest{Database: "shop", Question: "q", Tags: map[string]string{"Has Space": "v"}}, "tags"},
 		{"long table", &TablesRequest{Database: "shop", Table: strings.Repeat("t", 600_000)}, "table"},
 		{"long after", &TablesRequest{Database: "shop", After: strings.Repeat("t", 200)}, "after"},
+		{"object of another kind", &TablesRequest{Database: "shop", Objects: []IndexedRef{{Kind: "doc", Name: "a.md"}, {Kind: "table", Name: "t"}}}, "objects[1].kind"},
+		{"object without a name", &TablesRequest{Database: "shop", Objects: []IndexedRef{{Kind: "example", Name: ""}}}, "objects[0].name"},
+		{"too many objects", &TablesRequest{Database: "shop", Objects: make([]IndexedRef, MaxObjectsAsked+1)}, "objects"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/migrate"
 )
@@ -38,7 +39,7 @@ func runPublish(ctx context.Context, e *env, args []string) (err error) {
 	fs.StringVar(&plan.Baseline, "baseline", "", "migrations: the last migration (version or name) that a catalog without a recorded history already includes, e.g. one built from a snapshot")
 	fs.BoolVar(&plan.AcceptChanged, "accept-changed", false, "migrations: go on past applied migrations whose file changed (they are not applied again)")
 	seq := fs.Int64("seq", 0, "snapshot: the version the snapshot sets (default: the catalog's version + 1)")
-	wait := fs.Duration("wait", 0, "migrations and snapshot: wait up to this long until the last one is applied and searchable; fail at once if one is dead-lettered (0: do not wait)")
+	wait := fs.Duration("wait", 0, "wait up to this long until what was published is applied and searchable (the last migration or snapshot; every doc and example); fail at once if one is dead-lettered (0: do not wait)")
 	var tags tagFlags
 	fs.Var(&tags, "tag", "docs: a tag KEY=VALUE for every doc (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
@@ -112,6 +113,10 @@ func runPublish(ctx context.Context, e *env, args []string) (err error) {
 	results := []result{} // [] in JSON when nothing was published, never null
 	dups := 0
 	var last int64
+	// Docs and examples have no catalog version: each is searchable once
+	// its chunks are indexed at the stream sequence it was published at
+	// (a duplicate's is the original's).
+	indexed := map[events.IndexedRef]int64{}
 	for _, ev := range evs {
 		p, err := cli.Publish(pctx, ev)
 		if err != nil {
@@ -128,13 +133,19 @@ func runPublish(ctx context.Context, e *env, args []string) (err error) {
 			dups++
 		}
 		results = append(results, r)
+		for _, ref := range searchableObjects(ev) {
+			indexed[ref] = int64(p.Sequence)
+		}
 	}
 	// Publishing is done: say what was published before waiting, so a
 	// failed wait still shows it.
 	var waitErr error
 	drift := 0
-	if *wait > 0 && last > 0 {
+	switch {
+	case *wait > 0 && last > 0:
 		drift, waitErr = waitApplied(ctx, cli, *c.db, last, now, *wait)
+	case *wait > 0 && len(indexed) > 0:
+		waitErr = waitIndexed(ctx, cli, *c.db, indexed, now, *wait)
 	}
 	if *c.asJSON {
 		out := map[string]any{"database": *c.db, "published": results, "duplicates": dups}
@@ -170,8 +181,11 @@ func runPublish(ctx context.Context, e *env, args []string) (err error) {
 	if waitErr != nil {
 		return waitErr
 	}
-	if *wait > 0 && last > 0 {
+	switch {
+	case *wait > 0 && last > 0:
 		fmt.Fprintf(e.stdout, "catalog %s is at version %d and searchable\n", *c.db, last)
+	case *wait > 0 && len(indexed) > 0:
+		fmt.Fprintf(e.stdout, "%d %s of %s indexed and searchable\n", len(indexed), kind, *c.db)
 	}
 	if drift > 0 {
 		fmt.Fprintf(e.stderr, "warning: the catalog of %s has drift: %d statement(s) name objects it does not know and were skipped or inferred; `schemaq tables --db %s` lists them\n", *c.db, drift, *c.db)
@@ -227,6 +241,37 @@ func waitApplied(ctx context.Context, cli *client.Client, db string, want int64,
 		return 0, fmt.Errorf("after %v: %w", limit, err)
 	}
 	return drift, err
+}
+
+// searchableObjects lists the docs and examples an event makes
+// searchable; a doc with no text makes no chunk to wait for.
+func searchableObjects(ev *events.Event) []events.IndexedRef {
+	var out []events.IndexedRef
+	if d := ev.DocUpsert; d != nil && len(chunk.Doc(ev.Database, d.DocID, d.Title, d.Body, nil, chunk.Options{})) > 0 {
+		out = append(out, events.IndexedRef{Kind: chunk.KindDoc, Name: d.DocID})
+	}
+	if x := ev.Examples; x != nil {
+		for _, ex := range x.Examples {
+			out = append(out, events.IndexedRef{Kind: chunk.KindExample, Name: ex.ID})
+		}
+	}
+	return out
+}
+
+// waitIndexed is client.WaitIndexed for up to limit, with the way out of
+// a dead letter.
+func waitIndexed(ctx context.Context, cli *client.Client, db string, want map[events.IndexedRef]int64, since time.Time, limit time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	err := cli.WaitIndexed(wctx, db, want, since)
+	var dl *client.DeadLetteredError
+	switch {
+	case errors.As(err, &dl):
+		return fmt.Errorf("%w\nsee `schemaq dlq list --db %s`; docs/events.md#recovery says what to do", err, db)
+	case err != nil && ctx.Err() == nil:
+		return fmt.Errorf("after %v: %w", limit, err)
+	}
+	return err
 }
 
 type tagFlags map[string]string

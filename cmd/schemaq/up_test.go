@@ -131,10 +131,17 @@ func TestQuickStart(t *testing.T) {
 		!strings.Contains(out, "published 2 event(s)") || strings.Contains(out, "0001_customers.sql") {
 		t.Errorf("--from 5 should publish migrations 5 and 6 only: %s", out)
 	}
-	if out, errOut, code := runAt(t, url, "publish", "docs", "--db", "shop", "--tag", "team=payments", filepath.Join(shop, "docs")); code != exitOK || !strings.Contains(out, "published 2 event(s)") {
+	// --wait returns once every doc and example is searchable: the
+	// searches below do not poll.
+	if out, errOut, code := runAt(t, url, "publish", "docs", "--db", "shop", "--tag", "team=payments", "--wait", "20s", filepath.Join(shop, "docs")); code != exitOK ||
+		!strings.Contains(out, "published 2 event(s)") || !strings.Contains(out, "2 docs of shop indexed and searchable") {
 		t.Errorf("publish docs (exit %d): %s %s", code, out, errOut)
 	}
-	if out, errOut, code := runAt(t, url, "publish", "examples", "--db", "shop", filepath.Join(shop, "examples.jsonl")); code != exitOK || !strings.Contains(out, "published 1 event(s)") {
+	if out, _, _ := runAt(t, url, "search", "--db", "shop", "partial refunds", "--kind", "doc", "--k", "1"); !strings.Contains(out, "refunds.md") {
+		t.Errorf("a doc search right after publish docs --wait: %s", out)
+	}
+	if out, errOut, code := runAt(t, url, "publish", "examples", "--db", "shop", "--wait", "20s", filepath.Join(shop, "examples.jsonl")); code != exitOK ||
+		!strings.Contains(out, "published 1 event(s)") || !strings.Contains(out, "examples of shop indexed and searchable") {
 		t.Errorf("publish examples (exit %d): %s %s", code, out, errOut)
 	}
 

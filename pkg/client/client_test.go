@@ -234,3 +234,30 @@ func TestMigrationsPlanAndWait(t *testing.T) {
 		t.Errorf("WaitApplied at the deadline: %v", err)
 	}
 }
+
+// WaitIndexed fails at once on a dead letter of the database, and at its
+// deadline names what it waited for and why.
+func TestWaitIndexed(t *testing.T) {
+	ctx := context.Background()
+	js, cli := connect(t)
+	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
+		t.Fatal(err)
+	}
+	want := map[events.IndexedRef]int64{{Kind: "doc", Name: "guides/refunds.md"}: 7}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := cli.WaitIndexed(short, "shop", want, time.Now()); err == nil || !strings.Contains(err.Error(), "1 object(s) of shop not confirmed indexed (first: doc guides/refunds.md); no daemon answered") {
+		t.Errorf("WaitIndexed without a daemon: %v", err)
+	}
+	since := time.Now()
+	if err := deadletter.Publish(ctx, js, deadletter.Letter{Database: "shop", Subject: events.DocsSubject("shop"), Source: "guides/refunds.md",
+		Kind: events.DLQKindInvalid, Reason: "field data.body: not UTF-8", StreamSeq: 7, Data: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel2 := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel2()
+	var dl *client.DeadLetteredError
+	if err := cli.WaitIndexed(wctx, "shop", want, since); !errors.As(err, &dl) || !strings.Contains(err.Error(), "guides/refunds.md was dead-lettered") {
+		t.Errorf("WaitIndexed after a dead letter: %v", err)
+	}
+}

@@ -86,3 +86,73 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 		}
 	}
 }
+
+// WaitIndexed waits until every doc and example in want is indexed at
+// least at the version given (the stream sequence its event was published
+// at), until ctx ends. It fails as soon as an event of the database is
+// dead-lettered after since, with a *DeadLetteredError. Docs and examples
+// have no catalog version to wait for: this asks a daemon for the version
+// their chunks are stored at.
+func (c *Client) WaitIndexed(ctx context.Context, db string, want map[events.IndexedRef]int64, since time.Time) error {
+	var letters *deadletter.Box
+	pending := make(map[events.IndexedRef]int64, len(want))
+	for ref, v := range want {
+		pending[ref] = v
+	}
+	var lastErr error
+	for len(pending) > 0 {
+		if letters == nil {
+			letters, _ = deadletter.Open(ctx, c.js)
+		}
+		if letters != nil {
+			if l := letters.Last(ctx, db, since); l != nil {
+				return &DeadLetteredError{Letter: l}
+			}
+		}
+		if err := c.checkIndexed(ctx, db, pending); err != nil {
+			lastErr = err
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			var first events.IndexedRef
+			for ref := range pending {
+				if first.Name == "" || ref.Name < first.Name {
+					first = ref
+				}
+			}
+			if lastErr != nil {
+				return fmt.Errorf("%d object(s) of %s not confirmed indexed (first: %s %s); no daemon answered: %v: %w", len(pending), db, first.Kind, first.Name, lastErr, ctx.Err())
+			}
+			return fmt.Errorf("%d object(s) of %s not indexed yet (first: %s %s): see the worker logs: %w", len(pending), db, first.Kind, first.Name, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// checkIndexed asks for the pending objects, a page at a time, and drops
+// those indexed at their version.
+func (c *Client) checkIndexed(ctx context.Context, db string, pending map[events.IndexedRef]int64) error {
+	refs := make([]events.IndexedRef, 0, len(pending))
+	for ref := range pending {
+		refs = append(refs, ref)
+	}
+	for start := 0; start < len(refs); start += events.MaxObjectsAsked {
+		page := refs[start:min(start+events.MaxObjectsAsked, len(refs))]
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		rep, err := c.Tables(rctx, &events.TablesRequest{Database: db, Limit: 1, Objects: page})
+		cancel()
+		if err != nil {
+			return err
+		}
+		for _, o := range rep.Objects {
+			if want, ok := pending[o.IndexedRef]; ok && o.Version >= want {
+				delete(pending, o.IndexedRef)
+			}
+		}
+	}
+	return nil
+}
