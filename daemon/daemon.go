@@ -249,6 +249,7 @@ func (d *Daemon) join() error {
 		Name:        events.ServiceName,
 		Version:     d.cfg.Version,
 		Description: "schemaq: schema retrieval and text-to-SQL",
+		Metadata:    d.capabilities(),
 		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
 			d.log.Warn("micro service error", zap.String("subject", e.Subject), zap.String("error", e.Description))
 		},
@@ -824,4 +825,18 @@ func (d *Daemon) objectVersions(ctx context.Context, req *events.TablesRequest) 
 		out[i] = events.ObjectVersion{IndexedRef: o, Version: best[o]}
 	}
 	return out, nil
+}
+
+// capabilities announce, in the service's metadata ($SRV.INFO), what this
+// replica answers with: replicas of one queue group that differ answer
+// the same ask differently, which `schemaq status` warns of.
+func (d *Daemon) capabilities() map[string]string {
+	gateway := "none"
+	if d.asker != nil {
+		gateway = "configured"
+	}
+	return map[string]string{
+		events.CapabilityGateway:             gateway,
+		events.CapabilityAllowSystemCatalogs: strconv.FormatBool(d.cfg.AllowSystemCatalogs),
+	}
 }

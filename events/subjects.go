@@ -115,3 +115,13 @@ func EndpointSubject(endpoint string) string { return ServiceName + "." + endpoi
 // request on it may leave the body's database out; one that names
 // another database is refused.
 func DatabaseSubject(endpoint, db string) string { return ServiceName + "." + endpoint + "." + db }
+
+// Capabilities a daemon announces in its micro service metadata.
+const (
+	// CapabilityGateway is "configured" when ask writes SQL, "none" when
+	// it answers with retrieval only.
+	CapabilityGateway = "gateway"
+	// CapabilityAllowSystemCatalogs is "true" when asks may read the
+	// system catalogs (--allow-system-catalogs).
+	CapabilityAllowSystemCatalogs = "allow_system_catalogs"
+)

@@ -146,7 +146,9 @@ func TestRolePermissions(t *testing.T) {
 	if out := mustRun("ci", "publish", "migrations", "--db", "shop", "--wait", "30s", filepath.Join(shop, "migrations")); !strings.Contains(out, "catalog shop is at version 6") {
 		t.Fatalf("ci's publish did not wait for the catalog: %s", out)
 	}
-	mustRun("ci", "publish", "docs", "--db", "shop", filepath.Join(shop, "docs"))
+	if out := mustRun("ci", "publish", "docs", "--db", "shop", "--wait", "30s", filepath.Join(shop, "docs")); !strings.Contains(out, "docs of shop indexed and searchable") {
+		t.Errorf("ci's publish docs did not wait for the index: %s", out)
+	}
 	testenv.Eventually(t, 30*time.Second, "shop-app finds the docs", func() bool {
 		out, ok := run("shop-app", "search", "--db", "shop", "partial refunds", "--kind", "doc")
 		return ok && strings.Contains(out, "refunds.md")
@@ -172,7 +174,9 @@ func TestRolePermissions(t *testing.T) {
 	})
 	mustRun("operator", "dlq", "show", seq)
 	mustRun("operator", "dlq", "retry", seq)
-	mustRun("operator", "status")
+	if out := mustRun("operator", "status"); !strings.Contains(out, "daemons: 1") {
+		t.Errorf("the operator's status does not list the daemon: %s", out)
+	}
 
 	refused("ci", "publish", "migrations", "--db", "other", filepath.Join(shop, "migrations"))
 	refused("ci", "dlq", "purge")

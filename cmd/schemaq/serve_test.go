@@ -153,3 +153,41 @@ func TestServeReplicas(t *testing.T) {
 		t.Errorf("replica b did not log catching up: %s", logsB)
 	}
 }
+
+// TestStatusWarnsOfMixedDaemons: replicas announce their capabilities,
+// and status warns when the replicas of the queue group differ: one with
+// a gateway and one without answer the same ask differently.
+func TestStatusWarnsOfMixedDaemons(t *testing.T) {
+	ns := testenv.NATS(t)
+	url := ns.ClientURL()
+	dir := t.TempDir()
+	stopA := startServe(t, url, filepath.Join(dir, "a"), "a")
+	defer stopA()
+	stopB := startService(t, "serve b", []string{"serve", "--data-dir", filepath.Join(dir, "b"), "--replica-id", "b", "--log-format", "json"},
+		map[string]string{"SCHEMAQ_NATS_URL": url, "SCHEMAQ_LLM_BASE_URL": "http://127.0.0.1:9/v1", "SCHEMAQ_LLM_MODEL": "m"})
+	var out, errOut string
+	testenv.Eventually(t, 20*time.Second, "both replicas answer $SRV.INFO", func() bool {
+		out, errOut, _ = runAt(t, url, "status")
+		return strings.Contains(out, "daemons: 2")
+	})
+	if !strings.Contains(out, "gateway configured") || !strings.Contains(out, "gateway none") ||
+		!strings.Contains(errOut, "warning: the 2 daemons of the schemaq queue group differ in their LLM gateway: 1 with a gateway (ask writes SQL), 1 without (ask answers with retrieval only)") {
+		t.Errorf("status with mixed replicas:\n%s\n%s", out, errOut)
+	}
+	jsonOut, _, code := runAt(t, url, "status", "--json")
+	var rep struct {
+		Daemons  []daemonReport `json:"daemons"`
+		Warnings []string       `json:"warnings"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(jsonOut), &rep) != nil || len(rep.Daemons) != 2 || len(rep.Warnings) != 1 {
+		t.Errorf("status --json: %s", jsonOut)
+	}
+	stopB()
+	testenv.Eventually(t, 20*time.Second, "one replica left", func() bool {
+		out, errOut, _ = runAt(t, url, "status")
+		return strings.Contains(out, "daemons: 1")
+	})
+	if strings.Contains(errOut, "warning:") {
+		t.Errorf("status with one replica warns: %s", errOut)
+	}
+}

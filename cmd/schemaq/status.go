@@ -43,6 +43,10 @@ type statusReport struct {
 	// ObjectBytes is the size of the object store: big events' SQL
 	// until applied, big catalogs (`schemaq sweep` says what is left over).
 	ObjectBytes uint64 `json:"object_bytes"`
+	// Daemons are the query service's replicas that answered, and
+	// Warnings what they disagree on.
+	Daemons  []daemonReport `json:"daemons"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 func runStatus(ctx context.Context, e *env, args []string) (err error) {
@@ -125,6 +129,10 @@ func runStatus(ctx context.Context, e *env, args []string) (err error) {
 			rep.ObjectBytes = st.Size()
 		}
 	}
+	if ds, err := listDaemons(ctx, js.Conn()); err == nil {
+		rep.Daemons = ds
+		rep.Warnings = daemonWarnings(ds)
+	}
 	if *c.asJSON {
 		return json.NewEncoder(e.stdout).Encode(rep)
 	}
@@ -153,5 +161,19 @@ func runStatus(ctx context.Context, e *env, args []string) (err error) {
 	}
 	fmt.Fprintf(e.stdout, "dead letters: %d\n", rep.DeadLetters)
 	fmt.Fprintf(e.stdout, "object store %s: %d bytes\n", events.ObjectBucket, rep.ObjectBytes)
+	fmt.Fprintf(e.stdout, "daemons: %d\n", len(rep.Daemons))
+	for _, d := range rep.Daemons {
+		line := fmt.Sprintf("  %s version %s", d.ID, d.Version)
+		if d.Gateway != "" {
+			line += ", gateway " + d.Gateway
+		}
+		if d.AllowSystemCatalogs == "true" {
+			line += ", system catalogs allowed"
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintln(e.stderr, "warning:", w)
+	}
 	return nil
 }
