@@ -676,6 +676,9 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 		refusedSystem = "the request allows system catalogs, but this daemon does not (its operator starts it with --allow-system-catalogs): the SQL may read only the database's own tables"
 	}
 	if d.asker == nil {
+		if d.m != nil {
+			d.m.retrievalOnly.Inc()
+		}
 		return d.askReply(req, cat, res, nil, refusedSystem), nil
 	}
 	ans, err := d.asker.Ask(ctx, cat, ask.Request{Database: req.Database, Question: req.Question, Hints: req.Hints,

@@ -14,6 +14,10 @@ type Metrics struct {
 	forwards  *prometheus.CounterVec
 	cuts      *prometheus.CounterVec
 	ambiguous *prometheus.CounterVec
+	// retrievalOnly counts asks answered without SQL because this daemon
+	// has no gateway: in a queue group that mixes replicas, the share of
+	// asks that went to the wrong one.
+	retrievalOnly prometheus.Counter
 }
 
 // NewMetrics registers the daemon's metrics on reg.
@@ -35,7 +39,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Replies by endpoint whose context the token budget (--token-budget) cut: results or inferred joins left out."}, []string{"endpoint"}),
 		ambiguous: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_ambiguous_total",
 			Help: "Replies by endpoint whose question fits several schemas about equally (ambiguous: the likeliest has less than the retriever's AmbiguousShare of the odds, 0.6 by default)."}, []string{"endpoint"}),
+		retrievalOnly: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_daemon_retrieval_only_total",
+			Help: "Asks answered with retrieval only, no SQL, because this daemon has no LLM gateway."}),
 	}
-	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.cuts, m.ambiguous)
+	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.cuts, m.ambiguous, m.retrievalOnly)
 	return m
 }

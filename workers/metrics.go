@@ -1,6 +1,8 @@
 package workers
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -21,6 +23,8 @@ type Metrics struct {
 	// (pause.go); pauses counts the pauses begun.
 	paused prometheus.Gauge
 	pauses prometheus.Counter
+	// freshness is how long an event took from the stream to its ack.
+	freshness *prometheus.HistogramVec
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -50,7 +54,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Databases whose events wait, pending, for a write to succeed: a store out of space, or a dead letter that cannot be published."}),
 		pauses: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_pauses_total",
 			Help: "Pauses begun: a database's queue stopped for a write that failed for lack of space, or a dead letter that could not be published."}),
+		freshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "schemaq_worker_freshness_seconds",
+			Help:    "Time from an event's arrival in the stream to its acknowledgement: applied, indexed and searchable (for a migration, once its projection is written). By the NATS server's clock.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 14)}, []string{"type"}),
 	}
-	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses)
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness)
 	return m
+}
+
+// settled counts an event settled as act after handling of the given
+// seconds (negative: not handled, as a gap letter), and, when it was
+// acknowledged, how long it took from the stream to searchable. m may be
+// nil (no metrics).
+func (m *Metrics) settled(typ string, act action, it *item, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.events.WithLabelValues(typ, act.String()).Inc()
+	if seconds >= 0 {
+		m.apply.WithLabelValues(typ).Observe(seconds)
+	}
+	if act == actAck && it.meta != nil && !it.meta.Timestamp.IsZero() {
+		m.freshness.WithLabelValues(typ).Observe(max(0, time.Since(it.meta.Timestamp).Seconds()))
+	}
 }

@@ -335,10 +335,7 @@ func (w *Worker) flush(work context.Context, q *queue, others bool) (pause strin
 		log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream),
 			zap.Uint64("delivery", it.meta.NumDelivered))
 		act := w.settle(it.msg, it.meta, out, log)
-		if w.m != nil {
-			w.m.events.WithLabelValues(out.typ, act.String()).Inc()
-			w.m.apply.WithLabelValues(out.typ).Observe(time.Since(p.t0).Seconds() / float64(len(p.items)))
-		}
+		w.m.settled(out.typ, act, it, time.Since(p.t0).Seconds()/float64(len(p.items)))
 	}
 	return ""
 }
@@ -435,14 +432,11 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 			w.refused[q.db] = out
 			w.qmu.Unlock()
 		}
-		if w.m != nil {
-			typ := out.typ
-			if typ == "" {
-				typ = "invalid"
-			}
-			w.m.events.WithLabelValues(typ, act.String()).Inc()
-			w.m.apply.WithLabelValues(typ).Observe(time.Since(t0).Seconds() / float64(len(outs)))
+		typ := out.typ
+		if typ == "" {
+			typ = "invalid"
 		}
+		w.m.settled(typ, act, it, time.Since(t0).Seconds()/float64(len(outs)))
 	}
 	return last
 }
@@ -564,9 +558,7 @@ func (w *Worker) gapLetters(q *queue, reason func(*item) string) {
 		out := outcome{typ: it.ev.Type, act: actDeadLetter, kind: events.DLQKindGap, db: q.db, seq: it.seq, source: src, reason: reason(it)}
 		log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream))
 		act := w.settle(it.msg, it.meta, out, log)
-		if w.m != nil {
-			w.m.events.WithLabelValues(it.ev.Type, act.String()).Inc()
-		}
+		w.m.settled(it.ev.Type, act, it, -1)
 	}
 }
 

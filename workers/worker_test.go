@@ -1113,13 +1113,23 @@ func TestExamplesThatFitNoTableAreReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	unplaced := -1.0
+	fresh := map[string]uint64{}
 	for _, mf := range mfs {
-		if mf.GetName() == "schemaq_worker_examples_unplaced_total" {
+		switch mf.GetName() {
+		case "schemaq_worker_examples_unplaced_total":
 			unplaced = mf.GetMetric()[0].GetCounter().GetValue()
+		case "schemaq_worker_freshness_seconds":
+			for _, m := range mf.GetMetric() {
+				fresh[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+			}
 		}
 	}
 	if unplaced != 2 {
 		t.Errorf("schemaq_worker_examples_unplaced_total = %v, want 2", unplaced)
+	}
+	// Both events were acknowledged: each took its time to searchable.
+	if fresh[events.TypeMigration] != 1 || fresh[events.TypeExamplesUpsert] != 1 {
+		t.Errorf("schemaq_worker_freshness_seconds counts %v, want one migration and one examples event", fresh)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -374,5 +375,10 @@ func TestAmbiguousQuestions(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	// This daemon has no gateway: its asks were answered with retrieval
+	// only, and counted.
+	if m := regexp.MustCompile(`(?m)^schemaq_daemon_retrieval_only_total (\d+)$`).FindStringSubmatch(body); m == nil || len(m[1]) == 1 && m[1] < "2" {
+		t.Errorf("schemaq_daemon_retrieval_only_total: %v, want at least the 2 asks", m)
 	}
 }
