@@ -258,15 +258,7 @@ func (d *Daemon) join() error {
 		return fmt.Errorf("register service %s: %w", events.ServiceName, err)
 	}
 	grp := svc.AddGroup(events.ServiceName)
-	endpoints := []struct {
-		name string
-		h    micro.Handler
-	}{
-		{events.EndpointAsk, adapt(d, events.EndpointAsk, d.ask, func(e *events.Error) any { return &events.AskReply{Error: e} })},
-		{events.EndpointSearch, adapt(d, events.EndpointSearch, d.search, func(e *events.Error) any { return &events.SearchReply{Error: e} })},
-		{events.EndpointTables, adapt(d, events.EndpointTables, d.tables, func(e *events.Error) any { return &events.TablesReply{Error: e} })},
-	}
-	for _, ep := range endpoints {
+	for _, ep := range d.endpoints() {
 		// The catch-all subject (schemaq.search, the database in the
 		// body) and the per-database one (schemaq.search.<db>), which
 		// NATS permissions can grant database by database.
@@ -335,6 +327,21 @@ func subjectDatabase(subject, endpoint string, req targeted) error {
 	return nil
 }
 
+// endpoint is one request endpoint and the handler that answers it, over
+// NATS and over HTTP alike.
+type endpoint struct {
+	name string
+	h    micro.Handler
+}
+
+func (d *Daemon) endpoints() []endpoint {
+	return []endpoint{
+		{events.EndpointAsk, adapt(d, events.EndpointAsk, d.ask, func(e *events.Error) any { return &events.AskReply{Error: e} })},
+		{events.EndpointSearch, adapt(d, events.EndpointSearch, d.search, func(e *events.Error) any { return &events.SearchReply{Error: e} })},
+		{events.EndpointTables, adapt(d, events.EndpointTables, d.tables, func(e *events.Error) any { return &events.TablesReply{Error: e} })},
+	}
+}
+
 // adapt turns fn into a micro handler: strict decode, validation, a slot
 // of the concurrency limit (or busy), a deadline, panic recovery, and one
 // reply — the typed result or a typed error.
@@ -348,7 +355,10 @@ func adapt[Req any, PReq interface {
 		if id == "" {
 			id = nuid.Next()
 		}
-		r := &tracked{Request: raw, d: d, endpoint: endpoint, id: id, start: start}
+		r := &tracked{Request: raw, d: d, endpoint: endpoint, id: id, start: start, send: d.nc.PublishMsg}
+		if s, ok := raw.(sender); ok {
+			r.send = s.send // HTTP: the reply goes to the response, not a subject
+		}
 		select {
 		case d.sem <- struct{}{}:
 		default:
@@ -465,7 +475,14 @@ type tracked struct {
 	id       string
 	start    time.Time
 	release  func() // gives the concurrency slot back; nil without one
+	// send delivers the reply: published on the reply subject over NATS,
+	// written to the response over HTTP.
+	send func(*nats.Msg) error
 }
+
+// sender is a request that takes its reply itself rather than on a
+// subject (httpRequest).
+type sender interface{ send(*nats.Msg) error }
 
 func (t *tracked) done(code string) {
 	if t.d.m != nil {
@@ -490,7 +507,7 @@ func (t *tracked) respond(m *nats.Msg, opts []micro.RespondOpt) error {
 	if t.release != nil {
 		t.release()
 	}
-	err := t.d.nc.PublishMsg(m)
+	err := t.send(m)
 	if errors.Is(err, nats.ErrMaxPayload) {
 		// The caller would wait out its timeout for a reply that never
 		// left: it gets a short one that says why.

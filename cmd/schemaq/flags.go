@@ -437,6 +437,10 @@ type roleFlags struct {
 	// metricsOptional: metrics is up's default address, which another
 	// process may hold; then the role runs without them.
 	metricsOptional bool
+	// http is the HTTP API's address ("" none) and httpToken its bearer
+	// token; httpOptional is as metricsOptional.
+	http, httpToken string
+	httpOptional    bool
 	// replica: the daemon opens only once the worker has caught up, as
 	// its index is its own.
 	replica bool
@@ -529,6 +533,8 @@ func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
 	if err := r.llm.register(fs, e); err != nil {
 		return err
 	}
+	fs.StringVar(&r.http, "http-addr", envString(e, "SCHEMAQ_HTTP_ADDR", ""), "serve the HTTP API (POST /v1/search, /v1/ask, /v1/tables, GET /v1/databases, /openapi.json) on this address; beyond loopback it requires SCHEMAQ_HTTP_TOKEN [SCHEMAQ_HTTP_ADDR]")
+	r.httpToken = e.getenv("SCHEMAQ_HTTP_TOKEN")
 	fs.BoolVar(&r.daemon.AllowSystemCatalogs, "allow-system-catalogs", envString(e, "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", "") == "1", "let an ask that asks for it (allow_system_catalogs) have SQL that reads pg_catalog, information_schema, reg* casts and the session's identity; off, such requests are narrowed to the database's own tables [SCHEMAQ_ALLOW_SYSTEM_CATALOGS=1]")
 	d := &r.daemon
 	for _, err := range []error{
@@ -549,6 +555,11 @@ func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
 // check refuses role settings no flag parser catches, before anything
 // connects.
 func (r *roleFlags) check() error {
+	if r.http != "" {
+		if err := daemon.CheckHTTP(r.http, r.httpToken); err != nil {
+			return usagef("%v", err)
+		}
+	}
 	if r.indexYield < 0 {
 		return usagef("--index-yield must be zero or more, got %v", r.indexYield)
 	}

@@ -252,7 +252,8 @@ func searchableObjects(ev *events.Event) []events.IndexedRef {
 	}
 	if x := ev.Examples; x != nil {
 		for _, ex := range x.Examples {
-			out = append(out, events.IndexedRef{Kind: chunk.KindExample, Name: ex.ID})
+			// An example without an id is named as the worker names it.
+			out = append(out, events.IndexedRef{Kind: chunk.KindExample, Name: chunk.Example(ev.Database, ex.Schema, ex.ID, ex.Question, ex.SQL).Name})
 		}
 	}
 	return out

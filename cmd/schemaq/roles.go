@@ -286,7 +286,26 @@ func (rt *runtime) startDaemon(g *group, r *roleFlags, q queryParts, written *ca
 		return nil, usagef("%v", err)
 	}
 	g.Go(d.Run)
+	rt.serveHTTP(g, r, d)
 	return d, nil
+}
+
+// serveHTTP starts the HTTP API when an address is set. Up's default
+// address is optional: a port taken costs the API, with a warning.
+func (rt *runtime) serveHTTP(g *group, r *roleFlags, d *daemon.Daemon) {
+	if r.http == "" {
+		return
+	}
+	cfg := daemon.HTTPConfig{Token: r.httpToken, Version: r.daemon.Version}
+	if r.httpOptional {
+		g.Background(func(ctx context.Context) {
+			if err := d.ListenHTTP(ctx, r.http, cfg); err != nil {
+				rt.log.Warn("no HTTP API: its default address is taken; set --http-addr (SCHEMAQ_HTTP_ADDR)", zap.String("addr", r.http), zap.Error(err))
+			}
+		})
+		return
+	}
+	g.Go(func(ctx context.Context) error { return d.ListenHTTP(ctx, r.http, cfg) })
 }
 
 // finish drains the connection and closes the store, the last steps of

@@ -14,6 +14,9 @@ import (
 // told otherwise: healthcheck's default port, on loopback.
 const upMetricsAddr = "127.0.0.1:9090"
 
+// upHTTPAddr is where up serves the HTTP API unless told otherwise.
+const upHTTPAddr = "127.0.0.1:8080"
+
 // runUp is the embedded default: NATS, worker, daemon and the SQLite
 // store in one process.
 func runUp(ctx context.Context, e *env, args []string) error {
@@ -37,6 +40,12 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fs.Visit(func(f *flag.Flag) { metricsSet = metricsSet || f.Name == "metrics-addr" })
 	if !metricsSet {
 		r.metrics, r.metricsOptional = upMetricsAddr, true
+	}
+	// The HTTP API likewise, on loopback, where it needs no token.
+	httpSet := e.getenv("SCHEMAQ_HTTP_ADDR") != ""
+	fs.Visit(func(f *flag.Flag) { httpSet = httpSet || f.Name == "http-addr" })
+	if !httpSet {
+		r.http, r.httpOptional = upHTTPAddr, true
 	}
 	// The embedded server's credentials, the ones its clients are given;
 	// its own in-process clients present them too.

@@ -726,3 +726,34 @@ func TestRetrievalWeightFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestUpServesHTTP: up --http-addr serves the HTTP API beside NATS:
+// /openapi.json and POST /v1/search, answered from what was published.
+func TestUpServesHTTP(t *testing.T) {
+	dir := t.TempDir()
+	addr, api := freePort(t), freePort(t)
+	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_HTTP_ADDR", api)
+	defer stop()
+	shop := filepath.Join("..", "..", "examples", "shop")
+	if out, errOut, code := runAt(t, "nats://"+addr, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations")); code != exitOK {
+		t.Fatalf("publish (exit %d): %s %s", code, out, errOut)
+	}
+	resp, err := http.Get("http://" + api + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(spec), `"openapi": "3.1.0"`) || !strings.Contains(string(spec), `"/v1/search"`) {
+		t.Errorf("/openapi.json: %d %.200s", resp.StatusCode, spec)
+	}
+	resp, err = http.Post("http://"+api+"/v1/search", "application/json", strings.NewReader(`{"database":"shop","question":"which customers placed the most orders","k":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"public.orders"`) || resp.Header.Get("Schemaq-Request-Id") == "" {
+		t.Errorf("POST /v1/search: %d %s", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,321 @@
+package daemon
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/events"
+)
+
+// The HTTP API answers the same requests as the NATS endpoints, through
+// the same handlers: decoding, validation, limits, the concurrency slot,
+// deadlines, metrics and request ids are theirs. Only the transport
+// differs: the body is the request, the reply is the response, and the
+// reply's error code becomes the status.
+
+// HTTPConfig configures the HTTP API.
+type HTTPConfig struct {
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// every /v1 request. ListenHTTP refuses to serve beyond loopback
+	// without one.
+	Token string
+	// Version is reported in /openapi.json.
+	Version string
+}
+
+// maxHTTPBody bounds a request body: a request is a question and its
+// options, and one over NATS may not exceed the default max_payload
+// either.
+const maxHTTPBody = events.DefaultMaxEventBytes
+
+// HTTPHandler serves POST /v1/search, /v1/ask and /v1/tables, GET
+// /v1/databases and GET /openapi.json.
+func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
+	mux := http.NewServeMux()
+	for _, ep := range d.endpoints() {
+		mux.Handle("/v1/"+ep.name, d.authorized(cfg, d.httpEndpoint(ep)))
+	}
+	mux.Handle("/v1/databases", d.authorized(cfg, http.HandlerFunc(d.httpDatabases)))
+	spec, specErr := OpenAPI(cfg.Version)
+	mux.HandleFunc("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		if !allowMethod(w, r, http.MethodGet) {
+			return
+		}
+		if specErr != nil {
+			httpError(w, "", events.Errorf(events.CodeInternal, "openapi: %v", specErr))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(spec)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpError(w, "", events.Errorf(events.CodeNotFound, "no such path %s: the API is POST /v1/search, /v1/ask, /v1/tables, GET /v1/databases; /openapi.json describes it", events.Quote(r.URL.Path)))
+	})
+	return mux
+}
+
+// authorized requires the bearer token when one is configured. The
+// comparison takes the same time whatever the guess.
+func (d *Daemon) authorized(cfg HTTPConfig, next http.Handler) http.Handler {
+	if cfg.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="schemaq"`)
+			writeJSONError(w, http.StatusUnauthorized, "", &events.Error{Code: "unauthorized", Message: "a bearer token is required: Authorization: Bearer <token> (the server's SCHEMAQ_HTTP_TOKEN)"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// httpEndpoint runs one endpoint's handler for a POST.
+func (d *Daemon) httpEndpoint(ep endpoint) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowMethod(w, r, http.MethodPost) {
+			return
+		}
+		id := r.Header.Get(HeaderRequestID)
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+				writeJSONError(w, http.StatusUnsupportedMediaType, id, events.Errorf(events.CodeBadRequest, "Content-Type %s: send application/json", events.Quote(ct)))
+				return
+			}
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				writeJSONError(w, http.StatusRequestEntityTooLarge, id, events.Errorf(events.CodeTooLarge, "the request is over %d bytes", maxHTTPBody))
+				return
+			}
+			writeJSONError(w, http.StatusBadRequest, id, events.Errorf(events.CodeBadRequest, "read the request: %v", err))
+			return
+		}
+		req := &httpRequest{subject: events.ServiceName + "." + ep.name, data: body, headers: micro.Headers{}, out: make(chan *nats.Msg, 1)}
+		if id != "" {
+			req.headers[HeaderRequestID] = []string{id}
+		}
+		ep.h.Handle(req)
+		select {
+		case m := <-req.out:
+			writeReply(w, m)
+		case <-r.Context().Done():
+			// The caller went away; the handler finishes and its reply
+			// is dropped.
+		case <-time.After(d.timeout(ep.name) + 5*time.Second):
+			d.log.Warn("http request got no reply", zap.String("endpoint", ep.name), zap.String("request_id", id))
+			writeJSONError(w, http.StatusGatewayTimeout, id, events.Errorf(events.CodeTimeout, "no reply within the deadline"))
+		}
+	})
+}
+
+// httpDatabases lists the databases the daemon has a catalog of.
+func (d *Daemon) httpDatabases(w http.ResponseWriter, r *http.Request) {
+	if !allowMethod(w, r, http.MethodGet) {
+		return
+	}
+	type database struct {
+		Name    string `json:"name"`
+		Version int64  `json:"version"`
+	}
+	out := struct {
+		Databases []database `json:"databases"`
+	}{Databases: []database{}}
+	if l, ok := d.cats.(interface{ Databases() []string }); ok {
+		for _, name := range l.Databases() {
+			if c := d.cats.Catalog(name); c != nil {
+				out.Databases = append(out.Databases, database{Name: name, Version: c.Version})
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func allowMethod(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method == method {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	writeJSONError(w, http.StatusMethodNotAllowed, r.Header.Get(HeaderRequestID), events.Errorf(events.CodeBadRequest, "%s %s: use %s", r.Method, r.URL.Path, method))
+	return false
+}
+
+// httpStatus maps a reply's error code to the HTTP status a client
+// expects: the caller's mistakes are 4xx, the server's 5xx.
+var httpStatus = map[string]int{
+	events.CodeBadRequest:       http.StatusBadRequest,
+	events.CodeUnknownDatabase:  http.StatusNotFound,
+	events.CodeNotFound:         http.StatusNotFound,
+	events.CodeTooLarge:         http.StatusRequestEntityTooLarge,
+	events.CodeBusy:             http.StatusTooManyRequests,
+	events.CodeTimeout:          http.StatusGatewayTimeout,
+	events.CodeStoreUnavailable: http.StatusServiceUnavailable,
+	events.CodeNoDaemon:         http.StatusServiceUnavailable,
+	events.CodeGatewayError:     http.StatusBadGateway,
+	events.CodeGatewayAuth:      http.StatusBadGateway,
+	events.CodeInternal:         http.StatusInternalServerError,
+	events.CodeUnsafeSQL:        http.StatusUnprocessableEntity,
+	events.CodeInvalidSQL:       http.StatusUnprocessableEntity,
+	events.CodeUnknownTable:     http.StatusUnprocessableEntity,
+	events.CodeUnknownColumn:    http.StatusUnprocessableEntity,
+	events.CodeUnanswerable:     http.StatusUnprocessableEntity,
+	events.CodeInvalidOutput:    http.StatusUnprocessableEntity,
+}
+
+// writeReply writes a handler's reply: its body as is, its error code as
+// the status, its request id as a header.
+func writeReply(w http.ResponseWriter, m *nats.Msg) {
+	status := http.StatusOK
+	if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
+		status = http.StatusInternalServerError
+		if s, ok := httpStatus[code]; ok {
+			status = s
+		}
+		if code == events.CodeBusy {
+			w.Header().Set("Retry-After", "1")
+		}
+	}
+	if id := m.Header.Get(HeaderRequestID); id != "" {
+		w.Header().Set(HeaderRequestID, id)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(m.Data)
+}
+
+func httpError(w http.ResponseWriter, id string, e *events.Error) {
+	status, ok := httpStatus[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	writeJSONError(w, status, id, e)
+}
+
+func writeJSONError(w http.ResponseWriter, status int, id string, e *events.Error) {
+	if id != "" {
+		w.Header().Set(HeaderRequestID, id)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Error *events.Error `json:"error"`
+	}{e})
+}
+
+// httpRequest is a request that came over HTTP, for the micro handlers:
+// its reply goes to out instead of a reply subject.
+type httpRequest struct {
+	subject string
+	data    []byte
+	headers micro.Headers
+	out     chan *nats.Msg
+}
+
+func (r *httpRequest) send(m *nats.Msg) error {
+	select {
+	case r.out <- m:
+	default: // a second reply (cannot happen: tracked replies once)
+	}
+	return nil
+}
+
+func (r *httpRequest) Respond(data []byte, opts ...micro.RespondOpt) error {
+	m := &nats.Msg{Data: data, Header: nats.Header{}}
+	for _, o := range opts {
+		o(m)
+	}
+	return r.send(m)
+}
+
+func (r *httpRequest) RespondJSON(v any, opts ...micro.RespondOpt) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%w: %w", micro.ErrMarshalResponse, err)
+	}
+	return r.Respond(b, opts...)
+}
+
+func (r *httpRequest) Error(code, description string, data []byte, opts ...micro.RespondOpt) error {
+	m := &nats.Msg{Data: data, Header: nats.Header{micro.ErrorHeader: {description}, micro.ErrorCodeHeader: {code}}}
+	for _, o := range opts {
+		o(m)
+	}
+	return r.send(m)
+}
+
+func (r *httpRequest) Data() []byte           { return r.data }
+func (r *httpRequest) Headers() micro.Headers { return r.headers }
+func (r *httpRequest) Subject() string        { return r.subject }
+
+// Reply is not a subject; it is set so that a request a daemon cut off
+// from its store takes is handed to a replica, as over NATS.
+func (r *httpRequest) Reply() string { return "_HTTP" }
+
+// ListenHTTP serves the API on addr until ctx ends. A token is required
+// for any address beyond loopback: the API answers questions about the
+// schema, and a listener on every interface must not answer strangers.
+func (d *Daemon) ListenHTTP(ctx context.Context, addr string, cfg HTTPConfig) error {
+	if err := CheckHTTP(addr, cfg.Token); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("http listener %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: d.HTTPHandler(cfg), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	d.log.Info("http api listening", zap.String("addr", ln.Addr().String()), zap.Bool("token", cfg.Token != ""))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// CheckHTTP refuses an address beyond loopback without a token.
+func CheckHTTP(addr, token string) error {
+	if token == "" && !loopbackOnly(addr) {
+		return fmt.Errorf("--http-addr %s listens beyond loopback: set a bearer token (SCHEMAQ_HTTP_TOKEN, or SCHEMAQ_HTTP_TOKEN_FILE), or listen on 127.0.0.1", addr)
+	}
+	return nil
+}
+
+// loopbackOnly reports whether addr listens on a loopback address only
+// (":8080" and "0.0.0.0:8080" listen everywhere).
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

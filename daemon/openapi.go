@@ -1,0 +1,113 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/schemaq/schemaq/events"
+)
+
+// OpenAPI describes the HTTP API in OpenAPI 3.1. The schemas are derived
+// from the very types the handlers decode and encode (OpenAPI 3.1 schemas
+// are JSON Schema 2020-12), so the document cannot drift from the code.
+func OpenAPI(version string) ([]byte, error) {
+	schemas := map[string]*jsonschema.Schema{}
+	for name, f := range map[string]func(*jsonschema.ForOptions) (*jsonschema.Schema, error){
+		"SearchRequest": jsonschema.For[events.SearchRequest],
+		"SearchReply":   jsonschema.For[events.SearchReply],
+		"AskRequest":    jsonschema.For[events.AskRequest],
+		"AskReply":      jsonschema.For[events.AskReply],
+		"TablesRequest": jsonschema.For[events.TablesRequest],
+		"TablesReply":   jsonschema.For[events.TablesReply],
+		"Databases":     jsonschema.For[databasesReply],
+		"ErrorReply":    jsonschema.For[errorReply],
+	} {
+		s, err := f(nil)
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: %w", name, err)
+		}
+		schemas[name] = s
+	}
+	ref := func(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
+	jsonBody := func(name string) map[string]any {
+		return map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": ref(name)}}}
+	}
+	errorResponses := func(reply string, codes ...int) map[string]any {
+		out := map[string]any{}
+		for _, c := range codes {
+			desc := map[int]string{
+				400: "bad_request: the body does not decode (unknown or repeated keys, wrong types) or a field is out of bounds",
+				401: "the bearer token is missing or wrong",
+				404: "unknown_database or not_found",
+				413: "the request is over 1 MiB",
+				415: "the body is not application/json",
+				422: "ask: the model's SQL was refused (unsafe_sql, invalid_sql, unknown_table, unknown_column) or it could not answer (unanswerable, invalid_output); the reply carries the rejected SQL",
+				429: "busy: the daemon is at --max-concurrent; retry after the Retry-After seconds",
+				502: "gateway_error or gateway_auth: the LLM gateway failed or refused the credentials",
+				503: "store_unavailable: the index store does not answer",
+				504: "timeout: the request's deadline passed",
+			}[c]
+			out[fmt.Sprint(c)] = map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": ref(reply)}}}
+		}
+		return out
+	}
+	post := func(summary, req, reply string, codes ...int) map[string]any {
+		responses := errorResponses(reply, codes...)
+		responses["200"] = map[string]any{"description": "the reply", "content": jsonBody(reply)["content"]}
+		return map[string]any{"post": map[string]any{
+			"summary":     summary,
+			"operationId": req[:len(req)-len("Request")],
+			"requestBody": map[string]any{"required": true, "content": jsonBody(req)["content"]},
+			"parameters":  []any{requestIDParam},
+			"responses":   responses,
+		}}
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "schemaq",
+			"version":     version,
+			"description": "Schema retrieval and text-to-SQL. The same requests and replies as the NATS endpoints (docs/api.md); every reply carries the request id in Schemaq-Request-Id, and every error reply an error object {code, message}.",
+		},
+		"paths": map[string]any{
+			"/v1/search": post("Retrieve the tables, views, docs and examples that answer a question", "SearchRequest", "SearchReply", 400, 401, 404, 413, 415, 429, 503, 504),
+			"/v1/ask":    post("Write checked SQL for a question (retrieval only without an LLM gateway)", "AskRequest", "AskReply", 400, 401, 404, 413, 415, 422, 429, 502, 503, 504),
+			"/v1/tables": post("List a database's tables, describe one, or ask the indexed version of docs and examples", "TablesRequest", "TablesReply", 400, 401, 404, 413, 415, 429, 503, 504),
+			"/v1/databases": map[string]any{"get": map[string]any{
+				"summary":     "The databases with a catalog, and their versions",
+				"operationId": "Databases",
+				"responses": map[string]any{
+					"200": map[string]any{"description": "the databases", "content": jsonBody("Databases")["content"]},
+					"401": map[string]any{"description": "the bearer token is missing or wrong", "content": jsonBody("ErrorReply")["content"]},
+				},
+			}},
+		},
+		"components": map[string]any{
+			"schemas": schemas,
+			"securitySchemes": map[string]any{
+				"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "required when the server sets SCHEMAQ_HTTP_TOKEN (always beyond loopback)"},
+			},
+		},
+		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{}},
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+var requestIDParam = map[string]any{
+	"name": HeaderRequestID, "in": "header", "required": false,
+	"description": "an id for the request's logs and reply; one is made when absent",
+	"schema":      map[string]any{"type": "string"},
+}
+
+type databasesReply struct {
+	Databases []struct {
+		Name    string `json:"name"`
+		Version int64  `json:"version"`
+	} `json:"databases"`
+}
+
+type errorReply struct {
+	Error *events.Error `json:"error"`
+}
