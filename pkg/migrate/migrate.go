@@ -6,8 +6,11 @@
 //     R__views.sql, applied after the versioned ones in name order and
 //     again whenever their content changes; undo U2__undo.sql, not
 //     applied (schemaq follows the forward history) and named in Skipped
-//   - golang-migrate and dbmate-style: 20240101120000_init.up.sql (…down.sql
-//     is skipped)
+//   - golang-migrate: 20240101120000_init.up.sql (…down.sql is not
+//     applied, and counted in Skipped)
+//   - dbmate and goose: 20240101120000_init.sql with `-- migrate:up` /
+//     `-- migrate:down` or `-- +goose Up` / `-- +goose Down` sections;
+//     only the up section is applied (UpSection)
 //   - directories holding up.sql: Diesel's 2019-02-26-002946_create_user/up.sql
 //
 // Order is by version, compared number by number, then by name;
@@ -78,8 +81,9 @@ func Discover(paths ...string) ([]File, error) {
 // Found is what DiscoverAll found.
 type Found struct {
 	Files []File
-	// Skipped are migration files that are not applied, with why: Flyway
-	// undo migrations.
+	// Skipped are files under the directories that are not applied, with
+	// why: Flyway undo migrations, down migrations (counted), SQL files
+	// whose names carry no version, Rails' Ruby migrations.
 	Skipped []string
 }
 
@@ -109,6 +113,7 @@ func DiscoverAll(paths ...string) (Found, error) {
 func discoverDir(root string) ([]File, []string, error) {
 	var files, repeatable []File
 	var skipped []string
+	downs, ruby := 0, 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -125,10 +130,15 @@ func discoverDir(root string) ([]File, []string, error) {
 		case name == "up.sql":
 			dir := filepath.Base(filepath.Dir(path))
 			if path == filepath.Join(root, "up.sql") || !dieselDir.MatchString(dir) {
+				skipped = append(skipped, rel+": an up.sql outside a directory named <version>_name, so it has no version")
 				return nil
 			}
 			files = append(files, File{Path: path, Name: rel, Version: versionOf(dir)})
-		case strings.HasSuffix(name, ".down.sql"), name == "down.sql", !strings.HasSuffix(name, ".sql"):
+		case strings.HasSuffix(name, ".down.sql"), name == "down.sql":
+			downs++
+		case strings.HasSuffix(name, ".rb") && numberRe.MatchString(strings.TrimSuffix(name, ".rb")+".sql"):
+			ruby++
+		case !strings.HasSuffix(name, ".sql"):
 		case flywayRe.MatchString(name):
 			files = append(files, File{Path: path, Name: rel, Version: numbers(flywayRe.FindStringSubmatch(name)[1])})
 		case strings.HasPrefix(name, "R__"):
@@ -137,14 +147,26 @@ func discoverDir(root string) ([]File, []string, error) {
 			skipped = append(skipped, rel+": a Flyway undo migration, not applied (schemaq follows the forward history)")
 		case numberRe.MatchString(name):
 			files = append(files, File{Path: path, Name: rel, Version: versionOf(name)})
+		default:
+			skipped = append(skipped, rel+": its name carries no version (0001_name.sql, V1__name.sql, 20240101120000_name.up.sql), so its place in the history is unknown; name it on the command line to apply it")
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("migrations in %s: %w", root, err)
 	}
+	if downs > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d down migration(s) (…down.sql): not applied, as schemaq follows the forward history", downs))
+	}
+	if ruby > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d Rails migration(s) (….rb): Ruby, which schemaq does not run; publish db/structure.sql as a snapshot (schemaq publish snapshot) instead", ruby))
+	}
 	if len(files)+len(repeatable) == 0 {
-		return nil, nil, fmt.Errorf("migrations in %s: no migration files found (expected 0001_name.sql, V1__name.sql, R__name.sql, 20240101120000_name.up.sql or <version>_name/up.sql)", root)
+		hint := ""
+		if ruby > 0 {
+			hint = "; these are Rails migrations in Ruby: publish db/structure.sql with `schemaq publish snapshot` instead"
+		}
+		return nil, nil, fmt.Errorf("migrations in %s: no migration files found (expected 0001_name.sql, V1__name.sql, R__name.sql, 20240101120000_name.up.sql or <version>_name/up.sql)%s", root, hint)
 	}
 	slices.SortStableFunc(files, func(a, b File) int {
 		if c := slices.Compare(a.Version, b.Version); c != 0 {

@@ -30,7 +30,11 @@ func Read(files []File) ([]Step, error) {
 		if !utf8.Valid(b) {
 			return nil, fmt.Errorf("migration %s: not UTF-8 text (invalid byte at offset %d)", f.Name, events.InvalidUTF8Offset(b))
 		}
-		out = append(out, Step{File: f, SQL: string(b), Checksum: events.Checksum(string(b))})
+		// dbmate and goose keep the down steps in the file: only the up
+		// section is the migration (its checksum too, so an edit of the
+		// down steps alone changes nothing applied).
+		sql, _ := UpSection(string(b))
+		out = append(out, Step{File: f, SQL: sql, Checksum: events.Checksum(sql)})
 	}
 	return out, nil
 }
