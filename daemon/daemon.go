@@ -25,6 +25,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
@@ -34,6 +37,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/redact"
 	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/tracing"
 )
 
 // Catalogs is the daemon's view of the catalogs (a catalogkv.Watcher).
@@ -382,8 +386,12 @@ func adapt[Req any, PReq interface {
 					d.reply(r, endpoint, nil, events.Errorf(events.CodeInternal, "internal error"), errReply)
 				}
 			}()
-			ctx, cancel := context.WithTimeout(context.Background(), d.timeout(endpoint))
+			// The caller's trace (traceparent) continues here.
+			ctx, cancel := context.WithTimeout(tracing.Extract(context.Background(), raw.Headers()), d.timeout(endpoint))
 			defer cancel()
+			ctx, span := tracing.Tracer().Start(ctx, events.ServiceName+"."+endpoint, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(attribute.String("schemaq.request_id", id)))
+			defer span.End()
 			var req Req
 			if err := events.DecodeRequest(r.Data(), &req); err != nil {
 				d.reply(r, endpoint, nil, events.Errorf(events.CodeBadRequest, "%v", err), errReply)
@@ -396,14 +404,19 @@ func adapt[Req any, PReq interface {
 				}
 			}
 			if err := PReq(&req).Validate(); err != nil {
+				span.SetStatus(codes.Error, events.CodeBadRequest)
 				d.reply(r, endpoint, nil, events.Errorf(events.CodeBadRequest, "%v", err), errReply)
 				return
+			}
+			if t, ok := any(&req).(targeted); ok {
+				span.SetAttributes(attribute.String("schemaq.database", *t.Target()))
 			}
 			resp, err := fn(ctx, &req)
 			if err != nil {
 				d.log.Debug("request failed", zap.String("endpoint", endpoint), zap.String("request_id", id), zap.Error(err))
 			}
 			if we := d.classify(ctx, endpoint, err); we != nil {
+				span.SetStatus(codes.Error, we.Code)
 				if we.Code == events.CodeStoreUnavailable && d.handOver(ctx, r, we) {
 					return
 				}

@@ -1,6 +1,12 @@
 package workers
 
 import (
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/schemaq/schemaq/pkg/tracing"
+
 	"cmp"
 	"context"
 	"fmt"
@@ -38,6 +44,9 @@ type item struct {
 	seq     int64         // schema events: their seq
 	stop    func()        // stops the in-progress heartbeat
 	arrived time.Time
+	// span follows the event from its delivery to its settling: the
+	// publisher's trace (traceparent) continues in it.
+	span trace.Span
 }
 
 // queue holds one database's delivered, unsettled events.
@@ -91,6 +100,7 @@ func (w *Worker) enqueue(intake, work context.Context, msg jetstream.Msg) {
 	}
 	it := w.newItem(msg, meta)
 	it.stop = keepInProgress(work, msg, w.cfg.Consumer.AckWait/3)
+	w.trace(it)
 	db := subjectDB(msg.Subject())
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
@@ -331,11 +341,14 @@ func (w *Worker) flush(work context.Context, q *queue, others bool) (pause strin
 	w.addHeld(-len(p.items))
 	for i, it := range p.items {
 		it.stop()
+		if p.outs[i].act == actAck {
+			it.span.AddEvent("projected")
+		}
 		out := p.outs[i]
 		log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream),
 			zap.Uint64("delivery", it.meta.NumDelivered))
 		act := w.settle(it.msg, it.meta, out, log)
-		w.m.settled(out.typ, act, it, time.Since(p.t0).Seconds()/float64(len(p.items)))
+		w.settled(out.typ, act, it, time.Since(p.t0).Seconds()/float64(len(p.items)))
 	}
 	return ""
 }
@@ -400,6 +413,9 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 	}
 	for i, out := range outs {
 		it := items[i]
+		if out.act != actWait && out.act != actPause {
+			it.span.AddEvent("applied")
+		}
 		// What cannot be written now stays held, and so does what comes
 		// after it: the queue pauses (pause.go).
 		if pauseFor(out) {
@@ -436,7 +452,7 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 		if typ == "" {
 			typ = "invalid"
 		}
-		w.m.settled(typ, act, it, time.Since(t0).Seconds()/float64(len(outs)))
+		w.settled(typ, act, it, time.Since(t0).Seconds()/float64(len(outs)))
 	}
 	return last
 }
@@ -558,7 +574,7 @@ func (w *Worker) gapLetters(q *queue, reason func(*item) string) {
 		out := outcome{typ: it.ev.Type, act: actDeadLetter, kind: events.DLQKindGap, db: q.db, seq: it.seq, source: src, reason: reason(it)}
 		log := w.log.With(zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream))
 		act := w.settle(it.msg, it.meta, out, log)
-		w.m.settled(it.ev.Type, act, it, -1)
+		w.settled(it.ev.Type, act, it, -1)
 	}
 }
 
@@ -603,4 +619,32 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// trace starts the event's span, continuing the publisher's trace.
+func (w *Worker) trace(it *item) {
+	typ := "invalid"
+	if it.ev != nil {
+		typ = it.ev.Type
+	}
+	_, it.span = tracing.Tracer().Start(tracing.Extract(context.Background(), it.msg.Headers()), "schemaq.event "+typ,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+			attribute.String("schemaq.database", subjectDB(it.msg.Subject())),
+			attribute.Int64("schemaq.stream_seq", int64(it.meta.Sequence.Stream)),
+			attribute.Int64("schemaq.seq", it.seq),
+			attribute.Int64("schemaq.delivery", int64(it.meta.NumDelivered))))
+}
+
+// settled counts a settled event and ends its span: acknowledged means
+// applied, indexed and searchable.
+func (w *Worker) settled(typ string, act action, it *item, seconds float64) {
+	w.m.settled(typ, act, it, seconds)
+	if it.span == nil {
+		return
+	}
+	it.span.SetAttributes(attribute.String("schemaq.outcome", act.String()))
+	if act == actDeadLetter {
+		it.span.SetStatus(codes.Error, "dead-lettered")
+	}
+	it.span.End()
 }

@@ -15,6 +15,8 @@
 package workers
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -474,7 +476,7 @@ func (w *Worker) watchConsumer(ctx context.Context, cons jetstream.Consumer) {
 // newItem decodes a delivered message. Decoding happens once, on
 // arrival, so the queue can order schema events by their seq.
 func (w *Worker) newItem(msg jetstream.Msg, meta *jetstream.MsgMetadata) *item {
-	it := &item{msg: msg, meta: meta, arrived: time.Now(), stop: func() {}}
+	it := &item{msg: msg, meta: meta, arrived: time.Now(), stop: func() {}, span: trace.SpanFromContext(context.Background())}
 	it.ev, it.err = events.Decode(msg.Data(), w.cfg.MaxEventBytes)
 	if it.ev != nil {
 		switch {

@@ -1,6 +1,14 @@
 package main
 
 import (
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/schemaq/schemaq/pkg/tracing"
+
 	"context"
 	"errors"
 	"flag"
@@ -111,7 +119,42 @@ func runEnv(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
+	ctx, end, err := startTracing(ctx, e, args[0])
+	if err != nil {
+		return err
+	}
+	defer end()
 	return helped(c.run(ctx, e, args[1:]))
+}
+
+// tracedCommands start a trace of their own: what they publish or ask
+// carries it to the workers and daemons (traceparent). Long-running roles
+// do not: each event and request is a trace of its own there.
+var tracedCommands = map[string]bool{"publish": true, "search": true, "ask": true, "tables": true}
+
+// startTracing sets up OTLP export when the OTEL_* variables name an
+// endpoint (docs/deploy.md), and for a client command its root span.
+// end flushes the spans; without an endpoint it does nothing.
+func startTracing(ctx context.Context, e *env, cmd string) (context.Context, func(), error) {
+	shutdown, enabled, err := tracing.Setup(ctx, e.getenv, cmd)
+	if err != nil {
+		return ctx, nil, usagef("%v", err)
+	}
+	if !enabled {
+		return ctx, func() {}, nil
+	}
+	span := trace.SpanFromContext(ctx)
+	if tracedCommands[cmd] {
+		ctx, span = tracing.Tracer().Start(ctx, "schemaq "+cmd, trace.WithSpanKind(trace.SpanKindClient))
+	}
+	return ctx, func() {
+		span.End()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdown(sctx)
+		// The provider is process-wide; one shut down must not linger.
+		otel.SetTracerProvider(noop.NewTracerProvider())
+	}, nil
 }
 
 // helped turns a help request, which printed the usage, into success:

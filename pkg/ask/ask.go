@@ -1,6 +1,10 @@
 package ask
 
 import (
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -107,9 +111,15 @@ func (e *GatewayFailure) Unwrap() error { return e.Err }
 func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req Request, res *retrieve.Result) (*Answer, error) {
 	ans := &Answer{}
 	msgs := Prompt(req.Database, res, req.Question, req.Hints)
+	tracer := otel.Tracer(traceScope)
 	try := func(msgs []Message) (*attempt, error) {
 		t0 := time.Now()
-		out, err := a.gw.Complete(ctx, Completion{Messages: msgs, JSON: true})
+		lctx, span := tracer.Start(ctx, "llm", trace.WithSpanKind(trace.SpanKindClient))
+		out, err := a.gw.Complete(lctx, Completion{Messages: msgs, JSON: true})
+		if err != nil {
+			span.SetStatus(codes.Error, "gateway failed")
+		}
+		span.End()
 		ans.LLM += time.Since(t0)
 		if err != nil {
 			return nil, err
@@ -121,10 +131,12 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req Request, res 
 			return at, nil
 		}
 		t0 = time.Now()
+		gctx, gspan := tracer.Start(ctx, "guard")
+		defer gspan.End()
 		at.guard, at.failure = sqlguard.CheckWith(at.sql, cat, sqlguard.Options{SystemCatalogs: req.SystemCatalogs})
 		if at.failure == nil && a.verify != nil {
 			var r *sqlguard.Rejection
-			switch err := a.verify.Verify(ctx, req.Database, at.sql); {
+			switch err := a.verify.Verify(gctx, req.Database, at.sql); {
 			case errors.As(err, &r):
 				at.failure = r
 			case err != nil:
@@ -132,6 +144,9 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req Request, res 
 			}
 		}
 		ans.Guard += time.Since(t0)
+		if at.failure != nil {
+			gspan.SetStatus(codes.Error, "refused")
+		}
 		return at, nil
 	}
 	at, err := try(msgs)
@@ -168,3 +183,6 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req Request, res 
 	}
 	return ans, nil
 }
+
+// traceScope names this package's spans: the gateway call and the guard.
+const traceScope = "github.com/schemaq/schemaq/pkg/ask"

@@ -8,6 +8,12 @@
 package client
 
 import (
+	"net/http"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +73,7 @@ func (c *Client) Publish(ctx context.Context, ev *events.Event) (Published, erro
 	m.Data = data
 	m.Header.Set(events.HeaderMsgID, ev.ID)
 	m.Header.Set(events.HeaderEventType, ev.Type)
+	injectTrace(ctx, m)
 	ack, err := c.js.PublishMsg(ctx, m)
 	if err != nil {
 		if object != "" {
@@ -274,12 +281,18 @@ func (c *Client) request(ctx context.Context, endpoint string, req any, reply an
 	if err != nil {
 		return fmt.Errorf("%s: %w", endpoint, err)
 	}
-	msg, err := c.nc.RequestWithContext(ctx, subject, data)
+	send := func(subject string) (*nats.Msg, error) {
+		m := nats.NewMsg(subject)
+		m.Data = data
+		injectTrace(ctx, m)
+		return c.nc.RequestMsgWithContext(ctx, m)
+	}
+	msg, err := send(subject)
 	if errors.Is(err, nats.ErrNoResponders) && subject != events.EndpointSubject(endpoint) {
 		// A daemon from before per-database subjects, in a rolling
 		// upgrade: it answers on the catch-all subject only.
 		subject = events.EndpointSubject(endpoint)
-		msg, err = c.nc.RequestWithContext(ctx, subject, data)
+		msg, err = send(subject)
 	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
@@ -293,4 +306,16 @@ func (c *Client) request(ctx context.Context, endpoint string, req any, reply an
 		return fmt.Errorf("%s: malformed reply: %w", subject, err)
 	}
 	return nil
+}
+
+// injectTrace writes the caller's trace context (W3C traceparent) into
+// m's headers with the global propagator, so that the worker's or the
+// daemon's spans join the caller's trace. Nothing is written without a
+// span in ctx, or when the application set no propagator (OpenTelemetry's
+// default is none).
+func injectTrace(ctx context.Context, m *nats.Msg) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(http.Header(m.Header)))
 }

@@ -6,6 +6,11 @@
 package retrieve
 
 import (
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -162,25 +167,37 @@ func (r *Retriever) Retrieve(ctx context.Context, req Request) (*Result, error) 
 // when the view was not, the pipeline runs again on a confirmed one.
 func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (*Result, error) {
 	start := time.Now()
+	ctx, span := otel.Tracer(traceScope).Start(ctx, "retrieve", trace.WithAttributes(attribute.String("schemaq.database", req.Database)))
+	defer span.End()
 	p := r.newRun(ctx, req, speculate)
 	p.analyse()
-	if err := p.gather(); err != nil {
+	end := p.stage("gather")
+	err := p.gather()
+	end()
+	if err != nil {
+		span.SetStatus(codes.Error, "search failed")
 		return nil, err
 	}
 	t0 := time.Now()
+	end = p.stage("fuse")
 	p.identify()
 	p.route()
 	p.fuse()
 	p.propagate()
 	p.hedge()
 	p.candidates()
+	end()
 	p.res.Timings.Fuse = time.Since(t0)
 	t0 = time.Now()
+	end = p.stage("rerank")
 	p.rescore()
 	p.rerank()
+	end()
 	p.res.Timings.Rerank = time.Since(t0)
 	t0 = time.Now()
+	end = p.stage("expand")
 	p.expand()
+	end()
 	p.res.Timings.Expand = time.Since(t0)
 	p.budget()
 	p.explain()
@@ -193,3 +210,6 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	p.res.Timings.Total = time.Since(start)
 	return p.res, nil
 }
+
+// traceScope names retrieval's spans: one per request, and one per stage.
+const traceScope = "github.com/schemaq/schemaq/pkg/retrieve"

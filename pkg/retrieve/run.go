@@ -1,6 +1,8 @@
 package retrieve
 
 import (
+	"go.opentelemetry.io/otel"
+
 	"context"
 	"sync"
 
@@ -138,4 +140,16 @@ func (p *run) confirmed() (bool, error) {
 		return true, nil
 	}
 	return c.Confirm(p.ctx)
+}
+
+// stage starts a span for one stage of the run, which the stage's work
+// (the searches of gather) runs under, and returns its end.
+func (p *run) stage(name string) func() {
+	parent := p.ctx
+	ctx, span := otel.Tracer(traceScope).Start(parent, name)
+	p.ctx = ctx
+	return func() {
+		span.End()
+		p.ctx = parent
+	}
 }
