@@ -92,6 +92,9 @@ type Config struct {
 	// is the operator's: a request can only narrow it, so an agent cannot
 	// grant itself the server's catalogs.
 	AllowSystemCatalogs bool
+	// Store names the kind of index store it reads ("sqlite": its own,
+	// "redis": shared), announced in the service metadata.
+	Store string
 }
 
 // DefaultConfig suits a replica on two cores.
@@ -871,5 +874,6 @@ func (d *Daemon) capabilities() map[string]string {
 	return map[string]string{
 		events.CapabilityGateway:             gateway,
 		events.CapabilityAllowSystemCatalogs: strconv.FormatBool(d.cfg.AllowSystemCatalogs),
+		events.CapabilityStore:               d.cfg.Store,
 	}
 }

@@ -124,4 +124,7 @@ const (
 	// CapabilityAllowSystemCatalogs is "true" when asks may read the
 	// system catalogs (--allow-system-catalogs).
 	CapabilityAllowSystemCatalogs = "allow_system_catalogs"
+	// CapabilityStore is the kind of index the daemon reads: "sqlite"
+	// (its own, a serve replica's) or "redis" (shared).
+	CapabilityStore = "store"
 )

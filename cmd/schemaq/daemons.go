@@ -24,6 +24,8 @@ type daemonReport struct {
 	// "false"; empty from a daemon older than the announcement.
 	Gateway             string `json:"gateway,omitempty"`
 	AllowSystemCatalogs string `json:"allow_system_catalogs,omitempty"`
+	// Store is "sqlite" (an index of its own) or "redis" (shared).
+	Store string `json:"store,omitempty"`
 }
 
 // daemonsQuiet is how long status waits after the last replica answered:
@@ -67,7 +69,8 @@ func listDaemons(ctx context.Context, nc *nats.Conn) ([]daemonReport, error) {
 			continue // not a micro info reply
 		}
 		out = append(out, daemonReport{ID: info.ID, Version: info.Version,
-			Gateway: info.Metadata[events.CapabilityGateway], AllowSystemCatalogs: info.Metadata[events.CapabilityAllowSystemCatalogs]})
+			Gateway: info.Metadata[events.CapabilityGateway], AllowSystemCatalogs: info.Metadata[events.CapabilityAllowSystemCatalogs],
+			Store: info.Metadata[events.CapabilityStore]})
 		if len(out) >= 1000 {
 			break
 		}
@@ -111,6 +114,15 @@ func daemonWarnings(ds []daemonReport) []string {
 			return "allowing the system catalogs"
 		case "false":
 			return "refusing them"
+		}
+		return "that do not say (older than this schemaq)"
+	})
+	differ("their index", func(d daemonReport) string { return d.Store }, func(v string) string {
+		switch v {
+		case "sqlite":
+			return "with an index of their own"
+		case "redis":
+			return "on the shared Redis index"
 		}
 		return "that do not say (older than this schemaq)"
 	})

@@ -280,6 +280,10 @@ func (rt *runtime) startDaemon(g *group, r *roleFlags, q queryParts, written *ca
 	} else {
 		rt.log.Info("no LLM gateway configured: ask is retrieval only (set SCHEMAQ_LLM_BASE_URL and SCHEMAQ_LLM_MODEL)")
 	}
+	r.daemon.Store = "sqlite"
+	if r.store.shared() {
+		r.daemon.Store = "redis"
+	}
 	d, err := daemon.New(rt.nc, watcher, rt.store, ret, q.asker, rt.log.Named("daemon"), r.daemon,
 		daemon.WithMetrics(daemon.NewMetrics(rt.reg)), daemon.WithHealth(rt.check), daemon.WithPace(gate))
 	if err != nil {

@@ -170,7 +170,7 @@ func TestStatusWarnsOfMixedDaemons(t *testing.T) {
 		out, errOut, _ = runAt(t, url, "status")
 		return strings.Contains(out, "daemons: 2")
 	})
-	if !strings.Contains(out, "gateway configured") || !strings.Contains(out, "gateway none") ||
+	if !strings.Contains(out, "gateway configured, store sqlite") || !strings.Contains(out, "gateway none, store sqlite") ||
 		!strings.Contains(errOut, "warning: the 2 daemons of the schemaq queue group differ in their LLM gateway: 1 with a gateway (ask writes SQL), 1 without (ask answers with retrieval only)") {
 		t.Errorf("status with mixed replicas:\n%s\n%s", out, errOut)
 	}

@@ -167,6 +167,9 @@ func runStatus(ctx context.Context, e *env, args []string) (err error) {
 		if d.Gateway != "" {
 			line += ", gateway " + d.Gateway
 		}
+		if d.Store != "" {
+			line += ", store " + d.Store
+		}
 		if d.AllowSystemCatalogs == "true" {
 			line += ", system catalogs allowed"
 		}
