@@ -511,9 +511,11 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 		}
 		t.lat = append(t.lat, time.Since(t0))
 		t.n++
+		// Views answer questions as tables do: a gold view ranked first
+		// is found (it counted as missing, even at k=20).
 		var got []string
 		for _, it := range res.Items {
-			if it.Kind == chunk.KindTable {
+			if it.Kind == chunk.KindTable || it.Kind == chunk.KindView {
 				got = append(got, strings.ToLower(it.Name))
 			}
 		}

@@ -363,3 +363,26 @@ CREATE TABLE decoy.customer_animals (customer_id int, animal_id int, customer_na
 		t.Errorf("pools as large as the schema: err %v, want one saying it has 3 schemas", err)
 	}
 }
+
+// TestRetrievalCountsViews: a question whose answer is a view is found
+// when the view is ranked; it scored recall 0 even at k=20.
+func TestRetrievalCountsViews(t *testing.T) {
+	const sql = `
+CREATE TABLE orders (id int PRIMARY KEY, customer text, total numeric, placed_at date);
+CREATE TABLE refunds (id int PRIMARY KEY, order_id int REFERENCES orders, amount numeric);
+CREATE VIEW monthly_revenue AS SELECT date_trunc('month', placed_at) AS month, sum(total) AS revenue FROM orders GROUP BY 1;
+`
+	qs := []benchmark.Question{
+		{ID: 1, Question: "What was the monthly revenue?", GoldTables: []string{"public.monthly_revenue"}},
+	}
+	rep, err := benchmark.Retrieval(context.Background(), benchmark.RetrievalConfig{
+		Database: "bench", Schema: sql, Source: "views.sql", Questions: qs, Ks: []int{1, 5},
+		Retrieve: retrieve.DefaultConfig, Dir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Recall["5"] != 1 || rep.CompleteRecall["5"] != 1 {
+		t.Errorf("recall %v, complete %v: the gold view was not counted", rep.Recall, rep.CompleteRecall)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
+	"github.com/schemaq/schemaq/pkg/text"
 )
 
 // readsCacheMax bounds how many examples' parsed SQL is remembered;
@@ -76,16 +77,27 @@ func (rc *readsCache) queries(c chunk.Chunk) []*sqlguard.Query {
 // something like this question, its tables are likely this one's too,
 // even when the question's words name none of them. Tables no retriever
 // found join the candidates through get.
-func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, schemas []string, get func(chunk.Chunk) *object) (voters []chunk.Chunk) {
+func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, terms []Term, schemas []string, get func(chunk.Chunk) *object) (voters []chunk.Chunk) {
 	g := r.graphs.get(cat)
 	votes := map[string]float64{}
 	by := map[string]string{} // table → the best example reading it
+	asked := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		asked[t.Term] = true
+	}
 	for i, h := range hits {
 		qs := r.reads.queries(h.Chunk)
 		if len(qs) == 0 {
 			continue
 		}
 		q := qs[0]
+		// BM25 matched the example's whole text, SQL keywords included:
+		// "ORDER BY 2" made a tea-sales example the best match for
+		// "orders". It votes only if the question shares a word with
+		// what it is about: its question, or what its SQL names.
+		if !sharesAWord(asked, h.Chunk.Title, q.Words) {
+			continue
+		}
 		// An example that does not fit the catalog (a table it names is
 		// not there) was written for another database, whatever names
 		// the two share: it votes for nothing.
@@ -103,4 +115,22 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, schemas
 	}
 	g.rankList(byVotes(votes, by), schemas, get, func(o *object, _ listed) (*int, *string) { return &o.ex.ExampleRank, &o.ex.Example })
 	return voters
+}
+
+// sharesAWord reports whether any of the asked terms is a term of the
+// question or of the words an example's SQL names.
+func sharesAWord(asked map[string]bool, question string, words []string) bool {
+	for _, t := range text.Terms(question) {
+		if asked[t] {
+			return true
+		}
+	}
+	for _, w := range words {
+		for _, t := range text.Terms(w) {
+			if asked[t] {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -154,7 +154,7 @@ func (p *run) collect() error {
 		if err != nil {
 			return err
 		}
-		p.voters = p.r.exampleVotes(p.cat, hits, p.req.Schemas, p.get)
+		p.voters = p.r.exampleVotes(p.cat, hits, p.res.Terms, p.req.Schemas, p.get)
 	}
 	if p.doc != nil {
 		hits, err := p.wait(p.doc, "bm25 of the docs")

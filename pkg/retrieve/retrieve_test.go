@@ -1059,3 +1059,51 @@ CREATE TABLE payroll.salaries (employee_id bigint REFERENCES payroll.employees, 
 		})
 	}
 }
+
+// TestSQLKeywordsAreNoEvidence: an example matches a question only on
+// what it is about, its question and what its SQL names. "ORDER BY 2
+// DESC" made a tea-sales example the best match for "orders", and its
+// tables outranked the shipments the question asks about.
+func TestSQLKeywordsAreNoEvidence(t *testing.T) {
+	cat, err := catalog.Snapshot("teashop", "teashop.sql", `
+CREATE TABLE teas (id int PRIMARY KEY, name text, origin text);
+CREATE TABLE sales (id int PRIMARY KEY, tea_id int REFERENCES teas, grams int, sold_at date);
+CREATE TABLE shipments (id int PRIMARY KEY, carrier text, shipped_at date, order_ref text);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	examples := []chunk.Chunk{
+		chunk.Example("teashop", "", "top-teas", "Top teas by grams sold",
+			"SELECT t.name, sum(s.grams) FROM teas t JOIN sales s ON s.tea_id = t.id GROUP BY 1 ORDER BY 2 DESC"),
+		chunk.Example("teashop", "", "late", "Which shipments left late?",
+			"SELECT carrier, order_ref FROM shipments WHERE shipped_at > '2024-01-01' ORDER BY shipped_at"),
+	}
+	if _, err := indexer.Chunks(context.Background(), s, e, examples); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		question, voter, notVoter string
+	}{
+		// "orders" meets only ORDER BY in the tea example; the shipment
+		// example shares "shipped" (its SQL names shipped_at).
+		{"orders shipped last week", "late", "top-teas"},
+		// A word of the example's question still counts.
+		{"which teas sold the most grams", "top-teas", "late"},
+	} {
+		res := retrieveOnce(t, s, e, cat, retrieve.DefaultConfig, retrieve.Request{Database: "teashop", Question: tc.question, K: 3})
+		voted := map[string]bool{}
+		for _, x := range res.Explain {
+			if x.ExampleRank > 0 {
+				voted[x.Example] = true
+			}
+		}
+		if !voted[tc.voter] || voted[tc.notVoter] {
+			t.Errorf("%q: examples that voted %v, want %s and not %s", tc.question, voted, tc.voter, tc.notVoter)
+		}
+		if tc.voter == "late" && (len(res.Items) == 0 || res.Items[0].Name != "public.shipments") {
+			t.Errorf("%q: %v, want public.shipments first", tc.question, names(res.Items))
+		}
+	}
+}

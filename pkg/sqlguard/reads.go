@@ -20,6 +20,11 @@ type Query struct {
 	// (an empty Schema when unqualified), each once, less the statement's
 	// own CTEs.
 	Relations []catalog.QualName
+	// Words are what the SQL names, as a question might: its relations,
+	// columns and aliases, and its string constants ('shipped'). SQL's
+	// keywords (ORDER BY, GROUP, COUNT) are not among them: they say how
+	// the query is written, not what it is about.
+	Words []string
 }
 
 // ParseQuery parses an example's SQL leniently: identifiers quoted with
@@ -48,6 +53,16 @@ func ParseQuery(sql string) (*Query, error) {
 				ctes[strings.ToLower(n.GetCommonTableExpr().Ctename)] = true
 			case n.GetRangeVar() != nil:
 				rvs = append(rvs, n.GetRangeVar())
+				q.Words = append(q.Words, n.GetRangeVar().Relname)
+				if a := n.GetRangeVar().Alias; a != nil {
+					q.Words = append(q.Words, a.Aliasname)
+				}
+			case n.GetColumnRef() != nil:
+				q.Words = append(q.Words, pgtree.Strings(n.GetColumnRef().Fields)...)
+			case n.GetResTarget() != nil && n.GetResTarget().Name != "":
+				q.Words = append(q.Words, n.GetResTarget().Name)
+			case n.GetAConst() != nil && n.GetAConst().GetSval() != nil:
+				q.Words = append(q.Words, n.GetAConst().GetSval().Sval)
 			}
 		})
 	}
