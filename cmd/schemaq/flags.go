@@ -437,6 +437,8 @@ type roleFlags struct {
 	// metricsOptional: metrics is up's default address, which another
 	// process may hold; then the role runs without them.
 	metricsOptional bool
+	// streamReplicas is --stream-replicas (0: keep).
+	streamReplicas int
 	// http is the HTTP API's address ("" none) and httpToken its bearer
 	// token; httpOptional is as metricsOptional.
 	http, httpToken string
@@ -503,6 +505,9 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 	if err := durationVar(fs, e, &r.shutdown, "shutdown-timeout", "SCHEMAQ_SHUTDOWN_TIMEOUT", 25*time.Second, "grace period after SIGTERM"); err != nil {
 		return err
 	}
+	if err := intVar(fs, e, &r.streamReplicas, "stream-replicas", "SCHEMAQ_STREAM_REPLICAS", 0, "copies a JetStream cluster keeps of schemaq's streams, buckets and object store (at most the servers running JetStream); existing ones are scaled in place. 0 keeps what exists and creates what is missing with one"); err != nil {
+		return err
+	}
 	fs.StringVar(&r.metrics, "metrics-addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 [SCHEMAQ_METRICS_ADDR]")
 	return nil
 }
@@ -555,6 +560,9 @@ func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
 // check refuses role settings no flag parser catches, before anything
 // connects.
 func (r *roleFlags) check() error {
+	if r.streamReplicas < 0 {
+		return usagef("--stream-replicas must be zero (keep what exists) or more, got %d", r.streamReplicas)
+	}
 	if r.http != "" {
 		if err := daemon.CheckHTTP(r.http, r.httpToken); err != nil {
 			return usagef("%v", err)

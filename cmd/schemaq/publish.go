@@ -102,6 +102,9 @@ func runPublish(ctx context.Context, e *env, args []string) (err error) {
 	if err := connect(); err != nil {
 		return err
 	}
+	cli.OnPublishRetry(func(attempt int, err error) {
+		fmt.Fprintf(e.stderr, "publish: the stream did not take the event (%v); retrying (attempt %d): a cluster electing a new leader takes seconds\n", err, attempt)
+	})
 	type result struct {
 		ID        string `json:"id"`
 		Type      string `json:"type"`

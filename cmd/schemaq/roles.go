@@ -59,7 +59,12 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 	if err := natsconn.CheckServer(ctx, nc, js); err != nil {
 		return nil, err
 	}
-	kv, err := streams.Ensure(ctx, js, streams.DefaultConfig)
+	scfg := streams.DefaultConfig
+	scfg.Replicas = r.streamReplicas
+	scfg.OnScale = func(asset string, from, to int) {
+		log.Info("scaled a JetStream asset", zap.String("asset", asset), zap.Int("from_replicas", from), zap.Int("to_replicas", to))
+	}
+	kv, err := streams.Ensure(ctx, js, scfg)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,18 @@ import (
 type Client struct {
 	nc *nats.Conn
 	js jetstream.JetStream
+	// onRetry hears of each publish retried (OnPublishRetry).
+	onRetry func(attempt int, err error)
 }
+
+// OnPublishRetry sets fn to be told of every publish Publish retries,
+// for a caller that reports progress. Set it before publishing.
+func (c *Client) OnPublishRetry(fn func(attempt int, err error)) { c.onRetry = fn }
+
+// publishRetryFor bounds how long Publish retries a stream that does not
+// answer: a JetStream cluster elects a new stream leader within seconds
+// of losing one.
+const publishRetryFor = 20 * time.Second
 
 // New builds a client on a connection.
 func New(nc *nats.Conn) (*Client, error) {
@@ -74,7 +85,7 @@ func (c *Client) Publish(ctx context.Context, ev *events.Event) (Published, erro
 	m.Header.Set(events.HeaderMsgID, ev.ID)
 	m.Header.Set(events.HeaderEventType, ev.Type)
 	injectTrace(ctx, m)
-	ack, err := c.js.PublishMsg(ctx, m)
+	ack, err := c.publishMsg(ctx, m)
 	if err != nil {
 		if object != "" {
 			c.dropObject(object)
@@ -318,4 +329,53 @@ func injectTrace(ctx context.Context, m *nats.Msg) {
 		return
 	}
 	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(http.Header(m.Header)))
+}
+
+// publishMsg publishes m, retrying with backoff while the stream does not
+// answer (no responders, a timeout, a stream without a leader): in a
+// cluster that is a leader election, and a retry is safe because the
+// event's id makes JetStream drop a second copy. A stream that does not
+// exist at all is not waited for.
+func (c *Client) publishMsg(ctx context.Context, m *nats.Msg) (*jetstream.PubAck, error) {
+	until := time.Now().Add(publishRetryFor)
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ack, err := c.js.PublishMsg(actx, m)
+		cancel()
+		if err == nil || !retryable(err) || ctx.Err() != nil || time.Now().Add(wait).After(until) {
+			return ack, err
+		}
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+			sctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, serr := c.js.Stream(sctx, events.Stream)
+			cancel()
+			if errors.Is(serr, jetstream.ErrStreamNotFound) || errors.Is(serr, jetstream.ErrJetStreamNotEnabled) || errors.Is(serr, jetstream.ErrJetStreamNotEnabledForAccount) {
+				return nil, err // nothing to wait for: said as such by the caller
+			}
+		}
+		if c.onRetry != nil {
+			c.onRetry(attempt, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// retryable are the publish errors of a stream that is there but not
+// answering now.
+func retryable(err error) bool {
+	var api *jetstream.APIError
+	switch {
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return true
+	case errors.As(err, &api):
+		return api.Code == 503 // no leader, no quorum
+	}
+	return false
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
@@ -260,4 +261,55 @@ func TestWaitIndexed(t *testing.T) {
 	if err := cli.WaitIndexed(wctx, "shop", want, since); !errors.As(err, &dl) || !strings.Contains(err.Error(), "guides/refunds.md was dead-lettered") {
 		t.Errorf("WaitIndexed after a dead letter: %v", err)
 	}
+}
+
+// TestPublishRidesOutALeaderElection: on a three-node cluster with the
+// stream at three replicas, the node leading the stream dies and 300
+// events are published right away: each is stored once, the publishes
+// retrying through the election.
+func TestPublishRidesOutALeaderElection(t *testing.T) {
+	servers := testenv.NATSCluster(t, 3)
+	nc, err := nats.Connect(testenv.ClusterURLs(servers), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := streams.DefaultConfig
+	cfg.Replicas = 3
+	if _, err := streams.Ensure(ctx, js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := js.Stream(ctx, events.Stream)
+	info, err := s.Info(ctx)
+	if err != nil || info.Cluster == nil || info.Cluster.Leader == "" {
+		t.Fatalf("stream info: %v %+v", err, info)
+	}
+	for _, ns := range servers {
+		if ns.Name() == info.Cluster.Leader {
+			ns.Shutdown() // kill -9 of the leader, as far as the cluster can tell
+		}
+	}
+	cli, err := client.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retries := 0
+	cli.OnPublishRetry(func(int, error) { retries++ })
+	for i := 1; i <= 300; i++ {
+		ev, err := events.New(fmt.Sprintf("shop-m%d", i), "shop", time.Now(), &events.Migration{Seq: int64(i), Source: fmt.Sprintf("%04d.sql", i), SQL: fmt.Sprintf("CREATE TABLE t%d (id int);", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Publish(ctx, ev); err != nil {
+			t.Fatalf("publish %d after the leader died: %v", i, err)
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, "300 events stored once", func() bool {
+		info, err := s.Info(ctx)
+		return err == nil && info.State.Msgs == 300
+	})
+	t.Logf("%d publishes retried during the election", retries)
 }

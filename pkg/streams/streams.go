@@ -18,7 +18,14 @@ import (
 
 // Config tunes the topology.
 type Config struct {
+	// Replicas is how many copies a JetStream cluster keeps of every
+	// stream, bucket and object store (--stream-replicas). 0 keeps what
+	// exists and creates what is missing with one: a process started
+	// without the setting never scales the others' assets down. Set, it
+	// scales existing assets in place.
 	Replicas int
+	// OnScale, when set, hears of every asset Ensure scaled.
+	OnScale func(asset string, from, to int)
 	// DuplicateWindow is how long JetStream remembers event ids to drop
 	// re-published events.
 	DuplicateWindow time.Duration
@@ -29,8 +36,9 @@ type Config struct {
 	Memory bool
 }
 
-// DefaultConfig suits a single node.
-var DefaultConfig = Config{Replicas: 1, DuplicateWindow: time.Hour}
+// DefaultConfig suits a single node, and keeps a cluster's replicas as
+// they are.
+var DefaultConfig = Config{DuplicateWindow: time.Hour}
 
 // Durable is the name of the workers' shared consumer.
 const Durable = "schemaq-worker"
@@ -45,75 +53,126 @@ func (c Config) storage() jetstream.StorageType {
 // Ensure creates or updates the streams, the buckets and the object
 // store.
 func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.KeyValue, error) {
-	if c.Replicas <= 0 {
-		c.Replicas = 1
+	if c.Replicas < 0 {
+		return nil, fmt.Errorf("stream replicas must be zero (keep) or more, got %d", c.Replicas)
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        events.Stream,
-		Description: "schemaq events: schema migrations and snapshots, docs, examples",
-		Subjects:    []string{events.StreamSubjectSchema, events.StreamSubjectDocs, events.StreamSubjectExamples},
-		Storage:     c.storage(),
-		Replicas:    c.Replicas,
-		Duplicates:  c.DuplicateWindow,
-		MaxAge:      c.MaxAge,
-		MaxMsgSize:  events.DefaultMaxEventBytes,
-	}); err != nil {
-		return nil, fmt.Errorf("ensure stream %s: %w", events.Stream, err)
+	var kv jetstream.KeyValue
+	assets := []struct {
+		name, backing string // as schemaq names it; its JetStream stream
+		ensure        func(replicas int) error
+	}{
+		{events.Stream, events.Stream, func(r int) error {
+			_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:        events.Stream,
+				Description: "schemaq events: schema migrations and snapshots, docs, examples",
+				Subjects:    []string{events.StreamSubjectSchema, events.StreamSubjectDocs, events.StreamSubjectExamples},
+				Storage:     c.storage(),
+				Replicas:    r,
+				Duplicates:  c.DuplicateWindow,
+				MaxAge:      c.MaxAge,
+				MaxMsgSize:  events.DefaultMaxEventBytes,
+			})
+			return err
+		}},
+		{events.DeadLetterStream, events.DeadLetterStream, func(r int) error {
+			_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:        events.DeadLetterStream,
+				Description: "schemaq events that could not be applied, with the reason in headers",
+				Subjects:    []string{events.DeadLetterSubjects},
+				Storage:     c.storage(),
+				Replicas:    r,
+				// A letter's id is its event's stream sequence. Every serve
+				// replica refuses a bad event, some only when they replay the
+				// stream hours later; a day's window keeps one letter per event.
+				Duplicates: 24 * time.Hour,
+			})
+			return err
+		}},
+		{"bucket " + events.CatalogBucket, "KV_" + events.CatalogBucket, func(r int) error {
+			var err error
+			kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:       events.CatalogBucket,
+				Description:  "schemaq catalogs, one key per database",
+				History:      5,
+				Storage:      c.storage(),
+				Replicas:     r,
+				MaxValueSize: int32(events.DefaultMaxEventBytes),
+			})
+			return err
+		}},
+		{"object store " + events.ObjectBucket, "OBJ_" + events.ObjectBucket, func(r int) error {
+			_, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+				Bucket:      events.ObjectBucket,
+				Description: "schemaq payloads larger than a message: big snapshots and migrations, big catalogs",
+				Storage:     c.storage(),
+				Replicas:    r,
+			})
+			return err
+		}},
+		{"bucket " + events.SweepBucket, "KV_" + events.SweepBucket, func(r int) error {
+			_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      events.SweepBucket,
+				Description: "schemaq object sweeps: which worker swept last, and when",
+				History:     1,
+				Storage:     c.storage(),
+				Replicas:    r,
+			})
+			return err
+		}},
+		{"bucket " + events.AttemptBucket, "KV_" + events.AttemptBucket, func(r int) error {
+			_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      events.AttemptBucket,
+				Description: "schemaq workers: redelivered events being handled, to tell one that ends the process",
+				History:     1,
+				// A marker outlives a crash by one redelivery; a day is ample
+				// and keeps a bucket of abandoned markers from growing.
+				TTL:      24 * time.Hour,
+				Storage:  c.storage(),
+				Replicas: r,
+			})
+			return err
+		}},
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        events.DeadLetterStream,
-		Description: "schemaq events that could not be applied, with the reason in headers",
-		Subjects:    []string{events.DeadLetterSubjects},
-		Storage:     c.storage(),
-		Replicas:    c.Replicas,
-		// A letter's id is its event's stream sequence. Every serve
-		// replica refuses a bad event, some only when they replay the
-		// stream hours later; a day's window keeps one letter per event.
-		Duplicates: 24 * time.Hour,
-	}); err != nil {
-		return nil, fmt.Errorf("ensure stream %s: %w", events.DeadLetterStream, err)
-	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:       events.CatalogBucket,
-		Description:  "schemaq catalogs, one key per database",
-		History:      5,
-		Storage:      c.storage(),
-		Replicas:     c.Replicas,
-		MaxValueSize: int32(events.DefaultMaxEventBytes),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ensure bucket %s: %w", events.CatalogBucket, err)
-	}
-	if _, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      events.ObjectBucket,
-		Description: "schemaq payloads larger than a message: big snapshots and migrations, big catalogs",
-		Storage:     c.storage(),
-		Replicas:    c.Replicas,
-	}); err != nil {
-		return nil, fmt.Errorf("ensure object store %s: %w", events.ObjectBucket, err)
-	}
-	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      events.SweepBucket,
-		Description: "schemaq object sweeps: which worker swept last, and when",
-		History:     1,
-		Storage:     c.storage(),
-		Replicas:    c.Replicas,
-	}); err != nil {
-		return nil, fmt.Errorf("ensure bucket %s: %w", events.SweepBucket, err)
-	}
-	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      events.AttemptBucket,
-		Description: "schemaq workers: redelivered events being handled, to tell one that ends the process",
-		History:     1,
-		// A marker outlives a crash by one redelivery; a day is ample
-		// and keeps a bucket of abandoned markers from growing.
-		TTL:      24 * time.Hour,
-		Storage:  c.storage(),
-		Replicas: c.Replicas,
-	}); err != nil {
-		return nil, fmt.Errorf("ensure bucket %s: %w", events.AttemptBucket, err)
+	for _, a := range assets {
+		have, err := existingReplicas(ctx, js, a.backing)
+		if err != nil {
+			return nil, fmt.Errorf("ensure %s: %w", a.name, err)
+		}
+		want := c.Replicas
+		switch {
+		case want == 0 && have > 0:
+			want = have
+		case want == 0:
+			want = 1
+		}
+		if err := a.ensure(want); err != nil {
+			if want > 1 {
+				return nil, fmt.Errorf("ensure %s at %d replicas: %w (a JetStream cluster keeps at most one replica per server: --stream-replicas must not exceed the servers that run JetStream)", a.name, want, err)
+			}
+			return nil, fmt.Errorf("ensure %s: %w", a.name, err)
+		}
+		if have > 0 && have != want && c.OnScale != nil {
+			c.OnScale(a.name, have, want)
+		}
 	}
 	return kv, nil
+}
+
+// existingReplicas is how many replicas stream has, 0 when it does not
+// exist yet.
+func existingReplicas(ctx context.Context, js jetstream.JetStream, stream string) (int, error) {
+	s, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.Config.Replicas, nil
 }
 
 // Attempts binds the bucket of attempt markers that Ensure creates.

@@ -1,0 +1,80 @@
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// NATSCluster starts n JetStream servers clustered on loopback, each with
+// its store in a temp dir, and waits until their JetStream cluster has a
+// leader. Servers are shut down when the test ends (a test may shut one
+// down sooner: a node dying).
+func NATSCluster(t testing.TB, n int) []*server.Server {
+	t.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	var routes []*url.URL
+	for _, p := range ports {
+		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+	}
+	servers := make([]*server.Server, n)
+	for i := range servers {
+		o := &server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1),
+			Host:       "127.0.0.1",
+			Port:       -1,
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			Cluster:    server.ClusterOpts{Name: "schemaq-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:     routes,
+			NoLog:      true,
+			NoSigs:     true,
+		}
+		ns, err := server.NewServer(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ns.Start()
+		t.Cleanup(ns.Shutdown)
+		servers[i] = ns
+	}
+	for _, ns := range servers {
+		if !ns.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("server %s did not start", ns.Name())
+		}
+	}
+	Eventually(t, 30*time.Second, "a JetStream meta leader", func() bool {
+		for _, ns := range servers {
+			if ns.JetStreamIsLeader() {
+				return true
+			}
+		}
+		return false
+	})
+	return servers
+}
+
+// ClusterURLs is the client URLs of servers, for a connection that fails
+// over between them.
+func ClusterURLs(servers []*server.Server) string {
+	var urls []string
+	for _, ns := range servers {
+		if ns.Running() {
+			urls = append(urls, ns.ClientURL())
+		}
+	}
+	return strings.Join(urls, ",")
+}
