@@ -25,6 +25,7 @@ type textResult struct {
 // searchText runs a BM25 search in a goroutine of its own.
 func (p *run) searchText(f index.Filter, limit int, terms []Term) <-chan textResult {
 	done := make(chan textResult, 1)
+	ctx := p.ctx
 	go func() {
 		t0 := time.Now()
 		search, err := p.searcher()
@@ -33,7 +34,7 @@ func (p *run) searchText(f index.Filter, limit int, terms []Term) <-chan textRes
 			return
 		}
 		ts := termStrings(terms)
-		hits, err := search.SearchText(p.ctx, index.TextQuery{Filter: f, Terms: ts, NoCompounds: p.r.commonPhrases(ts, p.cat),
+		hits, err := search.SearchText(ctx, index.TextQuery{Filter: f, Terms: ts, NoCompounds: p.r.commonPhrases(ts, p.cat),
 			Weights: p.cfg.Gather.Weights, Limit: limit})
 		done <- textResult{hits, err, time.Since(t0)}
 	}()

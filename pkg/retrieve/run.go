@@ -16,9 +16,12 @@ import (
 // and what each leaves for the next. Retriever.retrieve calls the stages
 // in order; each is a method named for it.
 type run struct {
-	r         *Retriever
-	cfg       *Config
+	r   *Retriever
+	cfg *Config
+	// ctx is the current stage's (stage sets it); base is the request's,
+	// for what outlives a stage: the pinned view, searches in flight.
 	ctx       context.Context
+	base      context.Context
 	req       Request
 	speculate bool
 	res       *Result
@@ -60,7 +63,7 @@ type run struct {
 }
 
 func (r *Retriever) newRun(ctx context.Context, req Request, speculate bool) *run {
-	p := &run{r: r, cfg: &r.cfg, ctx: ctx, req: req, speculate: speculate, res: &Result{}, k: req.K,
+	p := &run{r: r, cfg: &r.cfg, ctx: ctx, base: ctx, req: req, speculate: speculate, res: &Result{}, k: req.K,
 		filter: index.Filter{Database: req.Database, Kinds: req.Kinds, Schemas: req.Schemas, Tags: req.Tags},
 		objs:   map[string]*object{}}
 	if p.k <= 0 {
@@ -119,12 +122,12 @@ func (p *run) searcher() (Searcher, error) {
 		switch s := p.r.search.(type) {
 		case index.SpeculativePinner:
 			if p.speculate {
-				p.view, p.viewErr = s.PinSpeculative(p.ctx, p.req.Database)
+				p.view, p.viewErr = s.PinSpeculative(p.base, p.req.Database)
 			} else {
-				p.view, p.viewErr = s.Pin(p.ctx, p.req.Database)
+				p.view, p.viewErr = s.Pin(p.base, p.req.Database)
 			}
 		case index.Pinner:
-			p.view, p.viewErr = s.Pin(p.ctx, p.req.Database)
+			p.view, p.viewErr = s.Pin(p.base, p.req.Database)
 		default:
 			p.view = p.r.search
 		}
@@ -139,11 +142,12 @@ func (p *run) confirmed() (bool, error) {
 	if !ok {
 		return true, nil
 	}
-	return c.Confirm(p.ctx)
+	return c.Confirm(p.base)
 }
 
 // stage starts a span for one stage of the run, which the stage's work
-// (the searches of gather) runs under, and returns its end.
+// (the searches of gather) runs under, and returns its end. Goroutines a
+// stage starts take its context when they start: p.ctx changes after.
 func (p *run) stage(name string) func() {
 	parent := p.ctx
 	ctx, span := otel.Tracer(traceScope).Start(parent, name)
