@@ -81,6 +81,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.Fuse.DocWeight, "doc-weight", cfg.Fuse.DocWeight, "weight of the list of tables the most similar doc sections name (0: off)")
 	fs.IntVar(&cfg.Gather.DocCandidates, "doc-candidates", cfg.Gather.DocCandidates, "how many of the most similar doc sections vote for the tables they name")
 	fs.Float64Var(&cfg.Route.AmbiguousShare, "ambiguous-share", cfg.Route.AmbiguousShare, "a result says the question fits several schemas when the likeliest has less than this share of the routing's odds (0: never)")
+	renameShare := fs.Float64("rename-share", 0, "rename this share of the tables (0.5: every other one) in a migration after the schema, to names that share no word with the old; the questions keep their words, the gold tables follow. Measures what former names are worth to search")
 	clarify := fs.Int("clarify", 0, "play a caller who answers an ambiguous result: a question whose schema is among the first N the result lists is asked again with it named (0: off)")
 	fs.Float64Var(&cfg.Fuse.HintWeight, "hint-weight", cfg.Fuse.HintWeight, "weight of the hints' BM25 list in fusion (with --hints-field)")
 	fs.IntVar(&cfg.Rescore.Window, "schema-window", cfg.Rescore.Window, "how many fused candidates the schema rescoring reorders")
@@ -202,7 +203,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	}
 	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
 		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: progressWriter(e.stderr), GoldSchema: *goldSchema, OpenStore: openStore,
-		Examples: examples, Docs: docs, Warm: *warm, Pool: pools, Clarify: *clarify})
+		Examples: examples, Docs: docs, Warm: *warm, Pool: pools, Clarify: *clarify, RenameShare: *renameShare})
 	if err != nil {
 		return err
 	}

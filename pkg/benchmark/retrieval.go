@@ -281,6 +281,11 @@ type RetrievalConfig struct {
 	// result lists, the question is asked again with it named, and the
 	// second result counts (its time too). 0: results stand as they are.
 	Clarify int
+	// RenameShare renames that share of the tables, in a migration after
+	// the schema, to names that share no word with the old ones; the
+	// questions keep their words and the gold tables follow the renames.
+	// It measures what a table's former names are worth to search.
+	RenameShare float64
 }
 
 // RetrievalReport is the outcome; its JSON shape is stable because other
@@ -355,6 +360,11 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	cat, err := catalog.Snapshot(cfg.Database, cfg.Source, cfg.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("bench: apply schema: %w", err)
+	}
+	if cfg.RenameShare > 0 {
+		if cat, cfg.Questions, err = renameTables(cat, cfg.RenameShare, cfg.Questions); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Pool.Size > 0 {
 		return pooled(ctx, cfg, cat)
@@ -593,3 +603,38 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 func ms(d time.Duration) float64 { return round3(float64(d) / float64(time.Millisecond)) }
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+// renameTables renames every table whose position in name order falls in
+// share (every other one at 0.5) to "renamed_<n>", in a migration of
+// its own, and points the questions' gold tables at the new names.
+func renameTables(cat *catalog.Catalog, share float64, qs []Question) (*catalog.Catalog, []Question, error) {
+	var sql strings.Builder
+	renamed := map[string]string{} // lower-case schema.old → schema.new
+	acc := 0.0
+	for i, t := range cat.Tables() {
+		acc += share
+		if acc < 1 {
+			continue
+		}
+		acc--
+		to := fmt.Sprintf("renamed_%d", i)
+		fmt.Fprintf(&sql, "ALTER TABLE %s RENAME TO %s;\n", t.QualName(), to)
+		renamed[t.QualName().Key()] = catalog.QualName{Schema: t.Schema, Name: to}.Key()
+	}
+	next, err := cat.Apply("9999_renames.sql", sql.String())
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: renames: %w", err)
+	}
+	out := make([]Question, len(qs))
+	for i, q := range qs {
+		out[i] = q
+		out[i].GoldTables = make([]string, len(q.GoldTables))
+		for j, g := range q.GoldTables {
+			if to, ok := renamed[strings.ToLower(g)]; ok {
+				g = to
+			}
+			out[i].GoldTables[j] = g
+		}
+	}
+	return next, out, nil
+}

@@ -57,6 +57,28 @@ type Column struct {
 	// Apply added it because a statement altered it (see Tolerant). Its
 	// Type is empty unless that statement set one.
 	Inferred bool `json:"inferred,omitempty"`
+	// Renamed lists the column's former names, oldest first.
+	Renamed []Rename `json:"renamed,omitempty"`
+}
+
+// Rename is a former name of a table, view or column, and the migration
+// (its source file) that renamed it: a question may still use the old
+// name, and a prompt should say which is current. Names that kept the old
+// name (PostgreSQL does not rename a table's constraints) do not count.
+type Rename struct {
+	From   string `json:"from"` // schema.name for relations, the name for columns
+	Source string `json:"source,omitempty"`
+}
+
+// maxRenames bounds the renames an object keeps: the latest.
+const maxRenames = 8
+
+func addRename(list []Rename, r Rename) []Rename {
+	list = append(slices.Clip(list), r)
+	if len(list) > maxRenames {
+		list = list[len(list)-maxRenames:]
+	}
+	return list
 }
 
 // Key is a primary key or unique constraint.
@@ -106,6 +128,8 @@ type Table struct {
 	PartitionBound string `json:"partition_bound,omitempty"`
 	PartitionBy    string `json:"partition_by,omitempty"` // e.g. "RANGE (payment_date)"
 	Comment        string `json:"comment,omitempty"`
+	// Renamed lists the table's former names, oldest first.
+	Renamed []Rename `json:"renamed,omitempty"`
 }
 
 // QualName returns the table's schema-qualified name.
@@ -132,6 +156,8 @@ type View struct {
 	Columns    []*Column  `json:"columns,omitempty"`
 	Reads      []QualName `json:"reads,omitempty"` // tables and views it selects from
 	Comment    string     `json:"comment,omitempty"`
+	// Renamed lists the view's former names, oldest first.
+	Renamed []Rename `json:"renamed,omitempty"`
 }
 
 // QualName returns the view's schema-qualified name.
@@ -343,6 +369,7 @@ func (t *Table) clone() *Table {
 	for i := range n.Checks {
 		n.Checks[i].Columns = slices.Clone(n.Checks[i].Columns)
 	}
+	n.Renamed = slices.Clone(t.Renamed)
 	n.Inherits = slices.Clone(t.Inherits)
 	if t.PartitionOf != nil {
 		p := *t.PartitionOf
@@ -355,6 +382,7 @@ func (v *View) clone() *View {
 	n := *v
 	n.Columns = cloneColumns(v.Columns)
 	n.Reads = slices.Clone(v.Reads)
+	n.Renamed = slices.Clone(v.Renamed)
 	return &n
 }
 
@@ -362,6 +390,7 @@ func cloneColumns(cols []*Column) []*Column {
 	out := make([]*Column, len(cols))
 	for i, c := range cols {
 		c2 := *c
+		c2.Renamed = slices.Clone(c.Renamed)
 		if c.Enum != nil {
 			e := *c.Enum
 			c2.Enum = &e

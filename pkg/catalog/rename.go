@@ -165,6 +165,7 @@ func (a *applier) renameColumn(s *pg.RenameStmt) error {
 		return duplicate("column %s of relation %s already exists", QuoteIdent(s.Newname), q)
 	}
 	cols[i].Name = s.Newname
+	cols[i].Renamed = addRename(cols[i].Renamed, Rename{From: s.Subname, Source: a.source})
 	if kind != relTable {
 		return nil
 	}
@@ -199,6 +200,7 @@ func (a *applier) renameColumn(s *pg.RenameStmt) error {
 	return a.eachChild(t, s.Relation.Inh, func(child *Table) error {
 		if c := child.Column(s.Subname); c != nil {
 			c.Name = s.Newname
+			c.Renamed = addRename(c.Renamed, Rename{From: s.Subname, Source: a.source})
 		}
 		return nil
 	})
@@ -217,13 +219,16 @@ func (a *applier) moveRelation(from, to QualName) error {
 	if _, ok := a.cat.schemas[to.Schema]; !ok {
 		return undefined("schema %s does not exist", QuoteIdent(to.Schema))
 	}
+	r := Rename{From: from.String(), Source: a.source}
 	if t := a.cat.tables[from]; t != nil {
 		delete(a.cat.tables, from)
 		t.Schema, t.Name = to.Schema, to.Name
+		t.Renamed = addRename(t.Renamed, r)
 		a.cat.tables[to] = t
 	} else if v := a.cat.views[from]; v != nil {
 		delete(a.cat.views, from)
 		v.Schema, v.Name = to.Schema, to.Name
+		v.Renamed = addRename(v.Renamed, r)
 		a.cat.views[to] = v
 	}
 	a.repoint(from, to)

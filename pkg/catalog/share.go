@@ -53,14 +53,16 @@ func (t *Table) equal(o *Table) bool {
 		slices.EqualFunc(t.Checks, o.Checks, func(a, b Check) bool { return a.equal(&b) }) &&
 		slices.Equal(t.Inherits, o.Inherits) &&
 		ptrEqual(t.PartitionOf, o.PartitionOf, func(a, b *QualName) bool { return *a == *b }) &&
-		t.PartitionBound == o.PartitionBound && t.PartitionBy == o.PartitionBy && t.Comment == o.Comment
+		t.PartitionBound == o.PartitionBound && t.PartitionBy == o.PartitionBy && t.Comment == o.Comment &&
+		slices.Equal(t.Renamed, o.Renamed)
 }
 
 func (c *Column) equal(o *Column) bool {
 	return c.Name == o.Name && c.Type == o.Type &&
 		ptrEqual(c.Enum, o.Enum, func(a, b *QualName) bool { return *a == *b }) &&
 		c.NotNull == o.NotNull && c.Default == o.Default && c.Generated == o.Generated &&
-		c.Identity == o.Identity && c.Comment == o.Comment && c.Inferred == o.Inferred
+		c.Identity == o.Identity && c.Comment == o.Comment && c.Inferred == o.Inferred &&
+		slices.Equal(c.Renamed, o.Renamed)
 }
 
 func (k *Key) equal(o *Key) bool {
@@ -80,7 +82,7 @@ func (k *Check) equal(o *Check) bool {
 func (v *View) equal(o *View) bool {
 	return v.Schema == o.Schema && v.Name == o.Name && v.Materialized == o.Materialized &&
 		v.Definition == o.Definition && slices.EqualFunc(v.Columns, o.Columns, (*Column).equal) &&
-		slices.Equal(v.Reads, o.Reads) && v.Comment == o.Comment
+		slices.Equal(v.Reads, o.Reads) && v.Comment == o.Comment && slices.Equal(v.Renamed, o.Renamed)
 }
 
 func (e *Enum) equal(o *Enum) bool {

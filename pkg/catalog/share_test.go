@@ -103,7 +103,7 @@ func TestEqualReadsEveryField(t *testing.T) {
 		{"table", func() any { return fullTable() }, func(a, b any) bool { return a.(*Table).equal(b.(*Table)) }},
 		{"view", func() any {
 			return &View{Schema: "s", Name: "v", Materialized: true, Definition: "SELECT 1", Columns: []*Column{fullColumn()},
-				Reads: []QualName{{"s", "t"}}, Comment: "c"}
+				Reads: []QualName{{"s", "t"}}, Comment: "c", Renamed: []Rename{{From: "s.old", Source: "1.sql"}}}
 		}, func(a, b any) bool { return a.(*View).equal(b.(*View)) }},
 		{"enum", func() any { return &Enum{Schema: "s", Name: "e", Labels: []string{"a"}, Comment: "c"} },
 			func(a, b any) bool { return a.(*Enum).equal(b.(*Enum)) }},
@@ -131,7 +131,7 @@ func TestEqualReadsEveryField(t *testing.T) {
 
 func fullColumn() *Column {
 	return &Column{Name: "c", Type: "text", Enum: &QualName{"s", "e"}, NotNull: true, Default: "'x'::text",
-		Generated: "g", Identity: "ALWAYS", Comment: "c", Inferred: true}
+		Generated: "g", Identity: "ALWAYS", Comment: "c", Inferred: true, Renamed: []Rename{{From: "old", Source: "1.sql"}}}
 }
 
 func fullTable() *Table {
@@ -140,7 +140,8 @@ func fullTable() *Table {
 		Unique:      []Key{{Name: "u", Columns: []string{"c"}, Inherited: true}},
 		ForeignKeys: []ForeignKey{{Name: "fk", Columns: []string{"c"}, RefTable: QualName{"s", "r"}, RefColumns: []string{"id"}, OnDelete: "CASCADE", OnUpdate: "CASCADE", Inherited: true}},
 		Checks:      []Check{{Name: "ck", Expr: "c > 0", Columns: []string{"c"}, Exclude: true}},
-		Inherits:    []QualName{{"s", "p"}}, PartitionOf: &QualName{"s", "p"}, PartitionBound: "DEFAULT", PartitionBy: "LIST (c)", Comment: "c"}
+		Inherits:    []QualName{{"s", "p"}}, PartitionOf: &QualName{"s", "p"}, PartitionBound: "DEFAULT", PartitionBy: "LIST (c)", Comment: "c",
+		Renamed: []Rename{{From: "s.old", Source: "1.sql"}}}
 }
 
 type mutation struct {

@@ -242,7 +242,7 @@ func table(c *catalog.Catalog, t *catalog.Table, idx *fkIndex, opts Options) []C
 			enums = append(enums, "-- enum "+e.QualName().String()+": "+strings.Join(e.Labels, ", "))
 		}
 	}
-	footer := strings.Join(append(enums, hints...), "\n")
+	footer := strings.Join(append(append(renameLines(t.Renamed, t.Columns), enums...), hints...), "\n")
 	ddl := t.DDL()
 	whole := ddl
 	if footer != "" {
@@ -385,6 +385,9 @@ func View(c *catalog.Catalog, v *catalog.View) Chunk {
 		}
 		text += "-- reads: " + strings.Join(reads, ", ") + "\n"
 	}
+	for _, l := range renameLines(v.Renamed, v.Columns) {
+		text += l + "\n"
+	}
 	var cols []string
 	for _, col := range v.Columns {
 		cols = append(cols, col.Name)
@@ -453,4 +456,58 @@ func (c *Chunk) EmbedText() string {
 // SortByID orders chunks by id, for deterministic output.
 func SortByID(chunks []Chunk) {
 	slices.SortFunc(chunks, func(a, b Chunk) int { return strings.Compare(a.ID, b.ID) })
+}
+
+// RenamedPrefix starts the line of a chunk that gives a former name of
+// its table or view; RenamedColumnPrefix one of a column. Search reads
+// the former names from them (index.SearchFields), so a question that
+// still uses the old name finds the object; a prompt shows them beside
+// the current DDL, so the model writes the current name.
+const (
+	RenamedPrefix       = "-- renamed from "
+	RenamedColumnPrefix = "-- column "
+)
+
+// renameLines renders an object's renames and its columns', oldest
+// first: "-- renamed from public.categories (0007_rename.sql)" and
+// "-- column label renamed from title (0009_x.sql)".
+func renameLines(renamed []catalog.Rename, cols []*catalog.Column) []string {
+	var out []string
+	from := func(r catalog.Rename) string {
+		if r.Source == "" {
+			return r.From
+		}
+		return r.From + " (" + r.Source + ")"
+	}
+	for _, r := range renamed {
+		out = append(out, RenamedPrefix+from(r))
+	}
+	for _, c := range cols {
+		for _, r := range c.Renamed {
+			out = append(out, RenamedColumnPrefix+c.Name+" renamed from "+from(r))
+		}
+	}
+	return out
+}
+
+// FormerNames reads a table or view chunk's former names, and its
+// columns', from its rename lines.
+func FormerNames(text string) (relations, columns []string) {
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, RenamedPrefix); ok {
+			name, _, _ := strings.Cut(rest, " (")
+			if i := strings.LastIndexByte(name, '.'); i >= 0 {
+				name = name[i+1:]
+			}
+			relations = append(relations, strings.Trim(name, `"`))
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, RenamedColumnPrefix); ok {
+			if _, old, ok := strings.Cut(rest, " renamed from "); ok {
+				name, _, _ := strings.Cut(old, " (")
+				columns = append(columns, strings.Trim(name, `"`))
+			}
+		}
+	}
+	return relations, columns
 }

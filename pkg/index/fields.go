@@ -18,11 +18,21 @@ type Fields struct {
 // SearchFields analyses c into its BM25 fields. Identifier fields (name,
 // schema, columns) also carry the compounds of adjacent terms, so
 // car_makers yields carmaker and meets a question saying "car makers".
+//
+// A table or view keeps its former names (the chunk's rename lines) in
+// the name field, and its columns' in the columns field: a question that
+// still says "categories" after a rename finds the table as before.
 func SearchFields(c chunk.Chunk) Fields {
+	names, cols := []string{c.Title}, c.Columns
+	if c.Kind == chunk.KindTable || c.Kind == chunk.KindView {
+		rels, former := chunk.FormerNames(c.Text)
+		names = append(names, rels...)
+		cols = append(slices.Clip(cols), former...)
+	}
 	return Fields{
-		Name:    identifiers(c.Title),
+		Name:    identifiers(names...),
 		Schema:  identifiers(c.Schema),
-		Columns: identifiers(c.Columns...),
+		Columns: identifiers(cols...),
 		Body:    analysed(c.Text),
 	}
 }

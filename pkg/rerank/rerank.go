@@ -78,8 +78,10 @@ func SchemaScore(w Weights, qterms []string, c *Candidate, position float64) flo
 		}
 		return total
 	}
-	name := termSet(c.Title)
-	cols := termSet(c.Columns...)
+	// A table's former names name it as its current one does.
+	formerTables, formerCols := formerNames(c)
+	name := termSet(append([]string{c.Title}, formerTables...)...)
+	cols := termSet(append(slices.Clip(c.Columns), formerCols...)...)
 	var other map[string]bool
 	for _, t := range qterms {
 		switch {
@@ -112,7 +114,9 @@ func IdentifierScore(w Weights, ids []string, c *Candidate) float64 {
 		if table, col, ok := strings.Cut(id, "."); ok && strings.EqualFold(table, c.Title) {
 			id = col
 		}
-		if strings.EqualFold(id, c.Title) || strings.EqualFold(id, c.Name) || slices.ContainsFunc(c.Columns, func(col string) bool { return strings.EqualFold(col, id) }) {
+		formerTables, formerCols := formerNames(c)
+		same := func(n string) bool { return strings.EqualFold(n, id) }
+		if same(c.Title) || same(c.Name) || slices.ContainsFunc(c.Columns, same) || slices.ContainsFunc(formerTables, same) || slices.ContainsFunc(formerCols, same) {
 			total += w.Identifier
 		}
 	}
@@ -194,4 +198,18 @@ func (l Lexical) Rerank(_ context.Context, query string, cands []Candidate) ([]C
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Score > cands[j].Score })
 	return cands, nil
+}
+
+// formerNames reads a table or view candidate's former names from its
+// chunks' rename lines (chunk.FormerNames); most have none, and pay one
+// substring search.
+func formerNames(c *Candidate) (tables, columns []string) {
+	for _, ch := range c.Chunks {
+		if !strings.Contains(ch.Text, " renamed from ") {
+			continue
+		}
+		t, cols := chunk.FormerNames(ch.Text)
+		tables, columns = append(tables, t...), append(columns, cols...)
+	}
+	return tables, columns
 }

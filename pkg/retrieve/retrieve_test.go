@@ -1107,3 +1107,36 @@ CREATE TABLE shipments (id int PRIMARY KEY, carrier text, shipped_at date, order
 		}
 	}
 }
+
+// TestFormerNamesStillFind: after a rename, a question that uses the old
+// name finds the table by it (its chunk's rename line), and the chunk
+// shows the current name and the rename, for the prompt.
+func TestFormerNamesStillFind(t *testing.T) {
+	cat, err := catalog.Snapshot("shop", "0001.sql", `
+CREATE TABLE categories (id int PRIMARY KEY, title text);
+CREATE TABLE products (id int PRIMARY KEY, category_id int REFERENCES categories, price numeric);
+CREATE TABLE warehouses (id int PRIMARY KEY, city text);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err = cat.Apply("0002_taxonomy.sql", `ALTER TABLE categories RENAME TO taxa; ALTER TABLE taxa RENAME COLUMN title TO label;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := cat.Table(catalog.QualName{Schema: "public", Name: "taxa"})
+	if tb == nil || len(tb.Renamed) != 1 || tb.Renamed[0].From != "public.categories" || tb.Renamed[0].Source != "0002_taxonomy.sql" {
+		t.Fatalf("renames recorded: %+v", tb)
+	}
+	s, e := indexCatalogs(t, cat)
+	res := retrieveOnce(t, s, e, cat, retrieve.DefaultConfig, retrieve.Request{Database: "shop", Question: "How many categories have a title?", K: 3})
+	if len(res.Items) == 0 || res.Items[0].Name != "public.taxa" {
+		t.Fatalf("%v, want public.taxa first", names(res.Items))
+	}
+	text := res.Items[0].Chunks[0].Text
+	for _, want := range []string{"CREATE TABLE public.taxa", "-- renamed from public.categories (0002_taxonomy.sql)", "-- column label renamed from title (0002_taxonomy.sql)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the chunk lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -50,26 +50,30 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 	// object files one table or view; counted says whether it counts in
 	// objDF: a partition is its parent's rows, not a table of its own,
 	// and a table of many partitions would make every word of it common.
-	object := func(name string, columns []*catalog.Column, counted bool) {
-		nameTerms := text.Terms(name)
+	object := func(name string, renamed []catalog.Rename, columns []*catalog.Column, counted bool) {
 		for _, t := range text.Terms(schema) {
 			p.names[t] = true
 		}
-		for _, t := range nameTerms {
-			p.names[t] = true
-		}
-		count(nameTerms, 2)
 		has := map[string]bool{}
-		for _, t := range nameTerms {
-			has[t] = true
-		}
-		for _, c := range columns {
-			ts := text.Terms(c.Name)
+		// Former names are names of the object too, a question may
+		// still use them; each is its own phrase for compounds.
+		for _, n := range namesOf(name, renamed) {
+			ts := text.Terms(n)
 			for _, t := range ts {
-				p.columns[t] = true
+				p.names[t] = true
 				has[t] = true
 			}
-			count(ts, 1)
+			count(ts, 2)
+		}
+		for _, c := range columns {
+			for _, n := range columnNamesOf(c) {
+				ts := text.Terms(n)
+				for _, t := range ts {
+					p.columns[t] = true
+					has[t] = true
+				}
+				count(ts, 1)
+			}
 		}
 		if counted {
 			for t := range has {
@@ -81,7 +85,7 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *catalog.Table:
-			object(o.Name, o.Columns, o.PartitionOf == nil)
+			object(o.Name, o.Renamed, o.Columns, o.PartitionOf == nil)
 			if o.PartitionOf != nil {
 				// Its parent is the table a query names, and a
 				// table of many partitions would push every one of
@@ -90,13 +94,19 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 			}
 			key := o.QualName().Key()
 			ident(o.Name, key)
+			for _, r := range o.Renamed {
+				ident(formerName(r), key)
+			}
 			for _, c := range o.Columns {
 				ident(c.Name, key)
 			}
 		case *catalog.View:
-			object(o.Name, o.Columns, true)
+			object(o.Name, o.Renamed, o.Columns, true)
 			key := o.QualName().Key()
 			ident(o.Name, key)
+			for _, r := range o.Renamed {
+				ident(formerName(r), key)
+			}
 			for _, c := range o.Columns {
 				ident(c.Name, key)
 			}
@@ -498,4 +508,32 @@ func editOne(a, b string) bool {
 	default:
 		return a[i+1:] == b[i:]
 	}
+}
+
+// formerName is the name, without its schema, a relation had before a
+// rename.
+func formerName(r catalog.Rename) string {
+	name := r.From
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	return strings.Trim(name, `"`)
+}
+
+// namesOf is a relation's name and its former names; columnNamesOf a
+// column's.
+func namesOf(name string, renamed []catalog.Rename) []string {
+	out := []string{name}
+	for _, r := range renamed {
+		out = append(out, formerName(r))
+	}
+	return out
+}
+
+func columnNamesOf(c *catalog.Column) []string {
+	out := []string{c.Name}
+	for _, r := range c.Renamed {
+		out = append(out, r.From)
+	}
+	return out
 }

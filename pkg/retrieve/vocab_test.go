@@ -38,26 +38,35 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 	}
 	// object analyses a table's or view's name and columns once, for the
 	// name and column sets and for the likelihood's counts.
-	object := func(schema, name string, columns []*catalog.Column) {
-		nameTerms := text.Terms(name)
-		add(v.names, schema, append(text.Terms(schema), nameTerms...))
-		count(schema, nameTerms, 2)
+	object := func(schema, name string, renamed []catalog.Rename, columns []*catalog.Column) {
+		add(v.names, schema, text.Terms(schema))
+		for _, n := range namesOf(name, renamed) {
+			nameTerms := text.Terms(n)
+			add(v.names, schema, nameTerms)
+			count(schema, nameTerms, 2)
+		}
 		for _, c := range columns {
-			ts := text.Terms(c.Name)
-			add(v.columns, schema, ts)
-			count(schema, ts, 1)
+			for _, n := range columnNamesOf(c) {
+				ts := text.Terms(n)
+				add(v.columns, schema, ts)
+				count(schema, ts, 1)
+			}
 		}
 	}
 	v.idents = map[string]map[string]int{}
 	v.objDF = map[string]int{}
-	objDF := func(name string, columns []*catalog.Column) {
+	objDF := func(name string, renamed []catalog.Rename, columns []*catalog.Column) {
 		has := map[string]bool{}
-		for _, x := range text.Terms(name) {
-			has[x] = true
+		for _, n := range namesOf(name, renamed) {
+			for _, x := range text.Terms(n) {
+				has[x] = true
+			}
 		}
 		for _, c := range columns {
-			for _, x := range text.Terms(c.Name) {
-				has[x] = true
+			for _, n := range columnNamesOf(c) {
+				for _, x := range text.Terms(n) {
+					has[x] = true
+				}
 			}
 		}
 		for x := range has {
@@ -66,11 +75,14 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 		v.objects++
 	}
 	for _, vw := range cat.Views() {
-		objDF(vw.Name, vw.Columns)
+		objDF(vw.Name, vw.Renamed, vw.Columns)
 	}
 	// ident files a table's or view's names under its schema once each.
-	ident := func(schema, name string, columns []*catalog.Column) {
-		names := map[string]bool{strings.ToLower(name): true}
+	ident := func(schema, name string, renamed []catalog.Rename, columns []*catalog.Column) {
+		names := map[string]bool{}
+		for _, n := range namesOf(name, renamed) {
+			names[strings.ToLower(n)] = true
+		}
 		for _, c := range columns {
 			names[strings.ToLower(c.Name)] = true
 		}
@@ -83,19 +95,19 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 	}
 	for _, t := range cat.Tables() {
 		if t.PartitionOf == nil {
-			objDF(t.Name, t.Columns)
+			objDF(t.Name, t.Renamed, t.Columns)
 		}
-		object(t.Schema, t.Name, t.Columns)
+		object(t.Schema, t.Name, t.Renamed, t.Columns)
 		if t.PartitionOf != nil {
 			continue
 		}
-		ident(t.Schema, t.Name, t.Columns)
+		ident(t.Schema, t.Name, t.Renamed, t.Columns)
 	}
 	for _, vw := range cat.Views() {
-		ident(vw.Schema, vw.Name, vw.Columns)
+		ident(vw.Schema, vw.Name, vw.Renamed, vw.Columns)
 	}
 	for _, vw := range cat.Views() {
-		object(vw.Schema, vw.Name, vw.Columns)
+		object(vw.Schema, vw.Name, vw.Renamed, vw.Columns)
 	}
 	for schema := range v.names {
 		seen := map[string]bool{}
