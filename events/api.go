@@ -479,6 +479,10 @@ type TableInfo struct {
 	// Joins are the joins of the table that its schema's column names
 	// imply and no foreign key declares (docs/retrieval.md, stage 7).
 	Joins []string `json:"joins,omitempty"` // "public.film_category.category_id = public.category.category_id"
+	// Renamed are the table's former names and its columns', with the
+	// migrations that renamed them: "renamed from public.categories
+	// (0007_x.sql)", "column label renamed from title (0007_x.sql)".
+	Renamed []string `json:"renamed,omitempty"`
 	// ReferencedByTotal and JoinsTotal count all of them when their list
 	// was cut at MaxKeysListed.
 	ReferencedByTotal int `json:"referenced_by_total,omitempty"`

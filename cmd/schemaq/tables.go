@@ -45,6 +45,9 @@ func runTables(ctx context.Context, e *env, args []string) (err error) {
 	if fs.NArg() == 1 {
 		fmt.Fprint(e.stdout, reply.Tables[0].DDL)
 		t := reply.Tables[0]
+		for _, r := range t.Renamed {
+			fmt.Fprintf(e.stdout, "-- %s\n", r)
+		}
 		for _, r := range t.ReferencedBy {
 			fmt.Fprintf(e.stdout, "-- referenced by: %s\n", r)
 		}

@@ -156,6 +156,8 @@ type Description struct {
 	Joins []string
 	// Enums are the labels of its enum-typed columns ("status: a, b").
 	Enums []string
+	// Renamed are its renames and its columns' (RenameLines).
+	Renamed []string
 }
 
 // Describe describes the table or view name (as Lookup resolves it), or
@@ -168,13 +170,15 @@ func (g *Graph) Describe(name string) *Description {
 		if v == nil {
 			return nil
 		}
-		d := &Description{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns), DDL: v.DDL(), View: true}
+		d := &Description{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns), DDL: v.DDL(), View: true,
+			Renamed: RenameLines(v.Renamed, v.Columns)}
 		for _, r := range v.Reads {
 			d.References = append(d.References, "reads "+r.Schema+"."+r.Name)
 		}
 		return d
 	}
-	d := &Description{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns), DDL: t.DDL()}
+	d := &Description{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns), DDL: t.DDL(),
+		Renamed: RenameLines(t.Renamed, t.Columns)}
 	references := func(fks []ForeignKey) {
 		for _, fk := range fks {
 			for i := range fk.Columns {

@@ -165,8 +165,12 @@ ALTER TABLE payment_2022 ADD CONSTRAINT c1 FOREIGN KEY (customer_id) REFERENCES 
 ALTER TABLE payment_2023 ADD CONSTRAINT c2 FOREIGN KEY (customer_id) REFERENCES customer (customer_id);
 CREATE TABLE note (note_id int PRIMARY KEY, customer_id int);
 CREATE VIEW sad AS SELECT name FROM customer WHERE mood = 'sad';
+CREATE TABLE memo (memo_id int PRIMARY KEY, body text);
 `)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if cat, err = cat.Apply("0002_notes.sql", "ALTER TABLE memo RENAME TO remark; ALTER TABLE remark RENAME COLUMN body TO content;"); err != nil {
 		t.Fatal(err)
 	}
 	g := NewGraph(cat)
@@ -181,6 +185,9 @@ CREATE VIEW sad AS SELECT name FROM customer WHERE mood = 'sad';
 		// declare, each once.
 		{"payment", Description{Name: "public.payment", References: []string{"customer_id → public.customer.customer_id"}}},
 		{"public.sad", Description{Name: "public.sad", View: true, References: []string{"reads public.customer"}}},
+		// A renamed table says what it was called, and by which migration.
+		{"remark", Description{Name: "public.remark",
+			Renamed: []string{"renamed from public.memo (0002_notes.sql)", "column content renamed from body (0002_notes.sql)"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -368,3 +368,26 @@ func (a *applier) setSchema(s *pg.AlterObjectSchemaStmt) error {
 	}
 	return nil
 }
+
+// RenameLines renders an object's renames and its columns', oldest
+// first, as "renamed from public.categories (0007_rename.sql)" and
+// "column label renamed from title (0009_x.sql)": what chunks and table
+// descriptions show after the DDL.
+func RenameLines(renamed []Rename, cols []*Column) []string {
+	var out []string
+	from := func(r Rename) string {
+		if r.Source == "" {
+			return r.From
+		}
+		return r.From + " (" + r.Source + ")"
+	}
+	for _, r := range renamed {
+		out = append(out, "renamed from "+from(r))
+	}
+	for _, c := range cols {
+		for _, r := range c.Renamed {
+			out = append(out, "column "+c.Name+" renamed from "+from(r))
+		}
+	}
+	return out
+}

@@ -468,26 +468,13 @@ const (
 	RenamedColumnPrefix = "-- column "
 )
 
-// renameLines renders an object's renames and its columns', oldest
-// first: "-- renamed from public.categories (0007_rename.sql)" and
-// "-- column label renamed from title (0009_x.sql)".
+// renameLines is catalog.RenameLines as chunk comment lines.
 func renameLines(renamed []catalog.Rename, cols []*catalog.Column) []string {
-	var out []string
-	from := func(r catalog.Rename) string {
-		if r.Source == "" {
-			return r.From
-		}
-		return r.From + " (" + r.Source + ")"
+	lines := catalog.RenameLines(renamed, cols)
+	for i, l := range lines {
+		lines[i] = "-- " + l
 	}
-	for _, r := range renamed {
-		out = append(out, RenamedPrefix+from(r))
-	}
-	for _, c := range cols {
-		for _, r := range c.Renamed {
-			out = append(out, RenamedColumnPrefix+c.Name+" renamed from "+from(r))
-		}
-	}
-	return out
+	return lines
 }
 
 // FormerNames reads a table or view chunk's former names, and its
