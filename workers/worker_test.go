@@ -562,11 +562,13 @@ func history(t *testing.T, db string, n int64) ([]*events.Event, *catalog.Catalo
 		default:
 			sql = fmt.Sprintf("CREATE VIEW v%d AS SELECT id FROM t%d;", seq, seq-3)
 		}
-		next, err := c.Apply("serial", sql)
+		// The source as the worker names it: a catalog records which
+		// migration renamed what.
+		src := fmt.Sprintf("%04d.sql", seq)
+		next, err := c.Apply(src, sql)
 		if err != nil {
 			t.Fatalf("%s %d: %v", db, seq, err)
 		}
-		src := fmt.Sprintf("%04d.sql", seq)
 		c = next.Record(catalog.Applied{Seq: seq, ID: src, Source: src, Checksum: events.Checksum(sql)})
 		out = append(out, migration(t, db, seq, sql))
 	}

@@ -67,10 +67,11 @@ func mcpFixture(t *testing.T) *client.Client {
 	if _, errOut, code := runAt(t, url, "publish", "migrations", "--db", "tenant", "--wait", "20s", tenant); code != exitOK {
 		t.Fatalf("publish tenant: %s", errOut)
 	}
-	if _, errOut, code := runAt(t, url, "publish", "docs", "--db", "shop", filepath.Join(shop, "docs")); code != exitOK {
+	// --wait: the searches below find the docs and examples at once.
+	if _, errOut, code := runAt(t, url, "publish", "docs", "--db", "shop", "--wait", "20s", filepath.Join(shop, "docs")); code != exitOK {
 		t.Fatalf("publish docs: %s", errOut)
 	}
-	if _, errOut, code := runAt(t, url, "publish", "examples", "--db", "shop", filepath.Join(shop, "examples.jsonl")); code != exitOK {
+	if _, errOut, code := runAt(t, url, "publish", "examples", "--db", "shop", "--wait", "20s", filepath.Join(shop, "examples.jsonl")); code != exitOK {
 		t.Fatalf("publish examples: %s", errOut)
 	}
 	publishVideo(t, url)
