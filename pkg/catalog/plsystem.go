@@ -8,12 +8,20 @@ import (
 )
 
 // relDef is a system relation PL/pgSQL may query, built from the catalog.
-// build may use eq (columns a WHERE pins to a value) to read fewer rows;
-// the WHERE is still applied to what it returns.
+// fill adds the rows and phantoms; it may use eq (columns a WHERE pins to
+// a value) to read fewer rows, as the WHERE is still applied to what it
+// adds.
 type relDef struct {
-	name  string
-	cols  []string
-	build func(a *applier, eq map[string]value) *relation
+	name string
+	cols []string
+	fill func(a *applier, eq map[string]value, r *relation)
+}
+
+// build reads the relation's rows from a's catalog.
+func (d *relDef) build(a *applier, eq map[string]value) *relation {
+	r := &relation{name: d.name, cols: d.cols}
+	d.fill(a, eq, r)
+	return r
 }
 
 func (d *relDef) colsOf() []string {
@@ -154,10 +162,8 @@ var systemRelations = map[string]*relDef{}
 func register(d *relDef) { systemRelations[d.name] = d }
 
 func init() {
-	register(&relDef{name: "information_schema.tables",
-		cols: []string{"table_catalog", "table_schema", "table_name", "table_type"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "information_schema.tables", cols: []string{"table_catalog", "table_schema", "table_name", "table_type"}}
+	register(&relDef{name: "information_schema.tables", cols: []string{"table_catalog", "table_schema", "table_name", "table_type"},
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			for _, t := range tablesOf(a, eq, "table_schema", "table_name") {
 				r.rows = append(r.rows, []value{str(a.cat.Database), str(t.Schema), str(t.Name), str("BASE TABLE")})
 			}
@@ -167,12 +173,9 @@ func init() {
 				}
 			}
 			r.phantoms = sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName})
-			return r
 		}})
-	register(&relDef{name: "information_schema.columns",
-		cols: []string{"table_catalog", "table_schema", "table_name", "column_name", "ordinal_position", "column_default", "is_nullable", "data_type"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "information_schema.columns", cols: []string{"table_catalog", "table_schema", "table_name", "column_name", "ordinal_position", "column_default", "is_nullable", "data_type"}}
+	register(&relDef{name: "information_schema.columns", cols: []string{"table_catalog", "table_schema", "table_name", "column_name", "ordinal_position", "column_default", "is_nullable", "data_type"},
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			add := func(schema, name string, cols []*Column, view bool) {
 				for i, c := range cols {
 					def := null
@@ -196,12 +199,9 @@ func init() {
 				}
 			}
 			r.phantoms = sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName})
-			return r
 		}})
-	register(&relDef{name: "information_schema.table_constraints",
-		cols: []string{"constraint_schema", "constraint_name", "table_schema", "table_name", "constraint_type"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "information_schema.table_constraints", cols: []string{"constraint_schema", "constraint_name", "table_schema", "table_name", "constraint_type"}}
+	register(&relDef{name: "information_schema.table_constraints", cols: []string{"constraint_schema", "constraint_name", "table_schema", "table_name", "constraint_type"},
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			for _, t := range tablesOf(a, eq, "table_schema", "table_name") {
 				for _, c := range constraintsOf(t) {
 					if c.typ == "x" {
@@ -215,41 +215,33 @@ func init() {
 			ph := unknownRow(len(r.cols))
 			ph[4] = str("CHECK")
 			r.phantoms = append(sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName}), ph)
-			return r
 		}})
 	register(&relDef{name: "pg_tables", cols: []string{"schemaname", "tablename", "tableowner"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "pg_tables", cols: []string{"schemaname", "tablename", "tableowner"}}
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			for _, t := range tablesOf(a, eq, "schemaname", "tablename") {
 				r.rows = append(r.rows, []value{str(t.Schema), str(t.Name), unknown})
 			}
 			r.phantoms = sysPhantoms(r.cols, "schemaname", map[string]value{"tablename": sysName})
-			return r
 		}})
 	register(&relDef{name: "pg_views", cols: []string{"schemaname", "viewname", "viewowner", "definition"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "pg_views", cols: []string{"schemaname", "viewname", "viewowner", "definition"}}
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			for _, v := range viewsOf(a, eq, "schemaname", "viewname") {
 				if !v.Materialized {
 					r.rows = append(r.rows, []value{str(v.Schema), str(v.Name), unknown, unknown})
 				}
 			}
 			r.phantoms = sysPhantoms(r.cols, "schemaname", map[string]value{"viewname": sysName})
-			return r
 		}})
 	register(&relDef{name: "pg_matviews", cols: []string{"schemaname", "matviewname", "matviewowner", "definition"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "pg_matviews", cols: []string{"schemaname", "matviewname", "matviewowner", "definition"}}
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			for _, v := range viewsOf(a, eq, "schemaname", "matviewname") {
 				if v.Materialized {
 					r.rows = append(r.rows, []value{str(v.Schema), str(v.Name), unknown, unknown})
 				}
 			}
-			return r
 		}})
 	register(&relDef{name: "pg_namespace", cols: []string{"oid", "nspname", "nspowner"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "pg_namespace", cols: []string{"oid", "nspname", "nspowner"}}
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			seen := map[string]bool{}
 			for s := range a.cat.schemas {
 				seen[s] = true
@@ -262,11 +254,9 @@ func init() {
 			}
 			// Temporary and toast schemas of sessions.
 			r.phantoms = [][]value{{unknown, sysName, unknown}}
-			return r
 		}})
 	register(&relDef{name: "pg_class", cols: []string{"oid", "relname", "relnamespace", "relkind", "relowner", "relpersistence"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "pg_class", cols: []string{"oid", "relname", "relnamespace", "relkind", "relowner", "relpersistence"}}
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			for q, t := range a.cat.tables {
 				if n, ok := eq["relname"]; ok && n.String() != q.Name {
 					continue
@@ -293,11 +283,9 @@ func init() {
 				r.phantoms = append(r.phantoms, []value{notHeld, unknown, unknown, str(k), unknown, unknown})
 			}
 			r.phantoms = append(r.phantoms, sysPhantoms(r.cols, "relnamespace", map[string]value{"relname": sysName, "oid": notHeld})...)
-			return r
 		}})
 	register(&relDef{name: "pg_constraint", cols: []string{"oid", "conname", "connamespace", "contype", "conrelid", "confrelid"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "pg_constraint", cols: []string{"oid", "conname", "connamespace", "contype", "conrelid", "confrelid"}}
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			for q, t := range a.cat.tables {
 				if rel, ok := eq["conrelid"]; ok && rel.kind == vOid && rel.s != relOid(q).s {
 					continue
@@ -318,11 +306,9 @@ func init() {
 				{unknown, unknown, unknown, str("c"), integer(0), integer(0)}, // domain checks
 			}
 			r.phantoms = append(r.phantoms, sysPhantoms(r.cols, "connamespace", map[string]value{"conname": sysName, "conrelid": notHeld})...)
-			return r
 		}})
 	register(&relDef{name: "pg_indexes", cols: []string{"schemaname", "tablename", "indexname", "tablespace", "indexdef"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "pg_indexes", cols: []string{"schemaname", "tablename", "indexname", "tablespace", "indexdef"}}
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			for _, t := range tablesOf(a, eq, "schemaname", "tablename") {
 				for _, c := range constraintsOf(t) {
 					if c.typ == "p" || c.typ == "u" {
@@ -331,11 +317,9 @@ func init() {
 				}
 			}
 			r.phantoms = [][]value{unknownRow(len(r.cols))} // indexes made by CREATE INDEX
-			return r
 		}})
 	register(&relDef{name: "pg_attribute", cols: []string{"attrelid", "attname", "attnum", "attnotnull", "attisdropped", "atthasdef", "atttypid"},
-		build: func(a *applier, eq map[string]value) *relation {
-			r := &relation{name: "pg_attribute", cols: []string{"attrelid", "attname", "attnum", "attnotnull", "attisdropped", "atthasdef", "atttypid"}}
+		fill: func(a *applier, eq map[string]value, r *relation) {
 			add := func(q QualName, cols []*Column, view bool) {
 				if rel, ok := eq["attrelid"]; ok && rel.kind == vOid && rel.s != relOid(q).s {
 					return
@@ -361,15 +345,14 @@ func init() {
 			r.phantoms = append(r.phantoms,
 				[]value{unknown, unknown, unknown, boolean(false), boolean(true), boolean(false), unknown},
 				[]value{notHeld, unknown, unknown, unknown, unknown, unknown, unknown})
-			return r
 		}})
 	for _, name := range []string{"pg_sequences", "information_schema.sequences", "pg_type", "pg_proc", "pg_extension",
 		"pg_trigger", "information_schema.triggers", "pg_enum", "pg_policy", "pg_policies", "information_schema.routines"} {
 		name := name
 		// Not held at all: any column read stops the query, and a query
 		// reading none cannot be certain of being empty.
-		register(&relDef{name: name, cols: nil, build: func(a *applier, eq map[string]value) *relation {
-			return &relation{name: name, phantoms: [][]value{{}}}
+		register(&relDef{name: name, fill: func(a *applier, eq map[string]value, r *relation) {
+			r.phantoms = [][]value{{}}
 		}})
 	}
 }
