@@ -142,16 +142,22 @@ func funcName(n *pg.Node) []string {
 // findFunction resolves a function name as written, following
 // search_path when unqualified.
 func (a *applier) findFunction(parts []string) *Function {
+	return findOnPath(a, a.cat.functions, parts)
+}
+
+// findOnPath resolves a name as written in m: qualified as it is,
+// unqualified along search_path.
+func findOnPath[T any](a *applier, m map[QualName]*T, parts []string) *T {
 	schema, name := qualFromList(parts)
 	if name == "" {
 		return nil
 	}
 	if schema != "" {
-		return a.cat.functions[QualName{schema, name}]
+		return m[QualName{schema, name}]
 	}
 	for _, s := range a.lookupPath() {
-		if f := a.cat.functions[QualName{s, name}]; f != nil {
-			return f
+		if v := m[QualName{s, name}]; v != nil {
+			return v
 		}
 	}
 	return nil

@@ -197,21 +197,7 @@ func (f *frame) param(n int) (value, bool) {
 }
 
 // findRoutine resolves a called name to a routine the catalog holds.
-func (a *applier) findRoutine(parts []string) *Routine {
-	schema, name := qualFromList(parts)
-	if name == "" {
-		return nil
-	}
-	if schema != "" {
-		return a.cat.routines[QualName{schema, name}]
-	}
-	for _, s := range a.lookupPath() {
-		if r := a.cat.routines[QualName{s, name}]; r != nil {
-			return r
-		}
-	}
-	return nil
-}
+func (a *applier) findRoutine(parts []string) *Routine { return findOnPath(a, a.cat.routines, parts) }
 
 // callRoutine runs rt for a call written as f, with its arguments
 // evaluated in r.
@@ -267,7 +253,7 @@ func (e *evaluator) bind(rt *routine, pos []value, named map[string]value) ([]va
 			args[i] = value{kind: vArray, arr: pos[i:]}
 		case i < len(pos):
 			args[i] = pos[i]
-		case named[p.name].kind != vUnknown || hasKey(named, p.name):
+		case hasKey(named, p.name):
 			args[i] = named[p.name]
 		case p.def != nil:
 			v, err := e.eval(p.def, nil)
