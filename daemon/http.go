@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/telemetry"
 )
 
 // The HTTP API answers the same requests as the NATS endpoints, through
@@ -283,19 +284,7 @@ func (d *Daemon) ListenHTTP(ctx context.Context, addr string, cfg HTTPConfig) er
 	srv := &http.Server{Handler: d.HTTPHandler(cfg), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	d.log.Info("http api listening", zap.String("addr", ln.Addr().String()), zap.Bool("token", cfg.Token != ""))
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return telemetry.ServeUntil(ctx, ln, srv, 10*time.Second)
 }
 
 // CheckHTTP refuses an address beyond loopback without a token.

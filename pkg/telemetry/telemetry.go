@@ -94,7 +94,12 @@ func (s *Server) Serve(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("metrics listener %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	return ServeUntil(ctx, ln, &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}, 5*time.Second)
+}
+
+// ServeUntil serves srv on ln until ctx ends, then shuts it down, giving
+// requests in flight up to grace to finish.
+func ServeUntil(ctx context.Context, ln net.Listener, srv *http.Server, grace time.Duration) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -102,7 +107,7 @@ func (s *Server) Serve(ctx context.Context, addr string) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
