@@ -478,8 +478,12 @@ func renameLines(renamed []catalog.Rename, cols []*catalog.Column) []string {
 }
 
 // FormerNames reads a table or view chunk's former names, and its
-// columns', from its rename lines.
+// columns', from its rename lines. Most chunks have none, and cost one
+// substring search.
 func FormerNames(text string) (relations, columns []string) {
+	if !strings.Contains(text, " renamed from ") {
+		return nil, nil
+	}
 	for _, line := range strings.Split(text, "\n") {
 		if rest, ok := strings.CutPrefix(line, RenamedPrefix); ok {
 			name, _, _ := strings.Cut(rest, " (")

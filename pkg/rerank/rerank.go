@@ -201,13 +201,9 @@ func (l Lexical) Rerank(_ context.Context, query string, cands []Candidate) ([]C
 }
 
 // formerNames reads a table or view candidate's former names from its
-// chunks' rename lines (chunk.FormerNames); most have none, and pay one
-// substring search.
+// chunks' rename lines (chunk.FormerNames).
 func formerNames(c *Candidate) (tables, columns []string) {
 	for _, ch := range c.Chunks {
-		if !strings.Contains(ch.Text, " renamed from ") {
-			continue
-		}
 		t, cols := chunk.FormerNames(ch.Text)
 		tables, columns = append(tables, t...), append(columns, cols...)
 	}
