@@ -13,7 +13,8 @@ import (
 
 // NATSCluster starts n JetStream servers clustered on loopback, each with
 // its store in a temp dir, and waits until their JetStream cluster has a
-// leader. Servers are shut down when the test ends (a test may shut one
+// leader that counts every server as a current peer (before that, placing
+// n replicas fails for want of peers). Servers are shut down when the test ends (a test may shut one
 // down sooner: a node dying).
 func NATSCluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
@@ -56,9 +57,9 @@ func NATSCluster(t testing.TB, n int) []*server.Server {
 			t.Fatalf("server %s did not start", ns.Name())
 		}
 	}
-	Eventually(t, 30*time.Second, "a JetStream meta leader", func() bool {
+	Eventually(t, 30*time.Second, "a JetStream meta leader with every server as a current peer", func() bool {
 		for _, ns := range servers {
-			if ns.JetStreamIsLeader() {
+			if ns.JetStreamIsLeader() && len(ns.JetStreamClusterPeers()) == n {
 				return true
 			}
 		}
