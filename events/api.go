@@ -431,7 +431,10 @@ type SearchReply struct {
 // statement the guard refused is in RejectedSQL, so that a caller piping
 // sql into a database can never run it.
 type AskReply struct {
-	Database    string `json:"database"`
+	Database string `json:"database"`
+	// AskID identifies this ask (the request id): feedback on its SQL
+	// cites it (FeedbackRequest.AskID).
+	AskID       string `json:"ask_id,omitempty"`
 	SQL         string `json:"sql"`
 	RejectedSQL string `json:"rejected_sql,omitempty"`
 	// RetrievalOnly: the daemon has no model gateway, so SQL is empty and
@@ -530,3 +533,71 @@ func (r *AskRequest) Target() *string { return &r.Database }
 
 // Target is as for SearchRequest.
 func (r *TablesRequest) Target() *string { return &r.Database }
+
+// Target is as for SearchRequest.
+func (r *FeedbackRequest) Target() *string { return &r.Database }
+
+// MaxFeedbackSQLBytes bounds the SQL of a feedback request: a worked
+// example is one query a person reads, not a script.
+const MaxFeedbackSQLBytes = 64 << 10
+
+// FeedbackRequest hands back SQL that answers a question: a model's
+// answer accepted as it was, or one a person corrected. SQL the guard
+// passes against the database's catalog is stored as a worked example
+// (an examples.upsert event), which retrieval reads from then on.
+type FeedbackRequest struct {
+	Database string `json:"database"`
+	Question string `json:"question"`
+	SQL      string `json:"sql"`
+	// Schema is the schema the SQL was written in (its search_path
+	// before public), as for examples.
+	Schema string `json:"schema,omitempty"`
+	// AskID is the ask whose answer this is (AskReply.AskID), and
+	// Corrected says the SQL is that answer corrected.
+	AskID     string `json:"ask_id,omitempty"`
+	Corrected bool   `json:"corrected,omitempty"`
+}
+
+// Validate checks a feedback request.
+func (r *FeedbackRequest) Validate() error {
+	if err := ValidateDatabase(r.Database); err != nil {
+		return err
+	}
+	if err := validateQuestion(r.Question, 0); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(r.SQL) == "":
+		return fieldErr("sql", "required: the query that answers the question")
+	case len(r.SQL) > MaxFeedbackSQLBytes:
+		return fieldErr("sql", "longer than %d bytes", MaxFeedbackSQLBytes)
+	case r.Schema != "" && (strings.TrimSpace(r.Schema) != r.Schema || len(r.Schema) > maxIDLen):
+		return fieldErr("schema", "a schema name, without surrounding spaces")
+	case r.Corrected && r.AskID == "":
+		return fieldErr("ask_id", "required when corrected is set: the ask whose SQL was corrected")
+	}
+	if r.AskID != "" {
+		return validateID("ask_id", r.AskID)
+	}
+	return nil
+}
+
+// FeedbackReply is the reply of the feedback endpoint: the example the
+// feedback was stored as, once the stream has it. A worker indexes it
+// shortly after (wait on Seq as for any example).
+type FeedbackReply struct {
+	Database string `json:"database"`
+	// Example is the stored example's id, the same for the same question
+	// and SQL.
+	Example string `json:"example"`
+	// Version is the catalog version the SQL was checked at, and Tables
+	// the relations it reads there.
+	Version int64    `json:"version"`
+	Tables  []string `json:"tables"`
+	// Seq is the examples.upsert event's position in the stream;
+	// Duplicate says the same feedback was already stored.
+	Seq       uint64   `json:"seq"`
+	Duplicate bool     `json:"duplicate,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+	Error     *Error   `json:"error,omitempty"`
+}

@@ -11,7 +11,9 @@ package events
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +41,7 @@ const (
 	TypeDocUpsert      = "docs.upsert"
 	TypeDocDelete      = "docs.delete"
 	TypeExamplesUpsert = "examples.upsert"
+	TypeExamplesDelete = "examples.delete"
 )
 
 // Envelope is the one shape every event has on the wire.
@@ -212,7 +215,8 @@ type ExamplesUpsert struct {
 	Examples []Example `json:"examples"`
 }
 
-// Example is one question/SQL pair. ID defaults to a hash of the question.
+// Example is one question/SQL pair. ID defaults to a hash of the
+// question (ExampleID).
 type Example struct {
 	ID       string `json:"id,omitempty"`
 	Question string `json:"question"`
@@ -220,7 +224,53 @@ type Example struct {
 	// Schema is the schema the SQL was written in (its search_path): the
 	// one its unqualified names are looked up in first, before public.
 	Schema string `json:"schema,omitempty"`
+	// Origin says where the pair came from: "" (published) or
+	// OriginFeedback (a caller said the SQL answers the question).
+	Origin string `json:"origin,omitempty"`
+	// AskID is the ask (AskReply.AskID) the feedback cites, and
+	// Corrected says the caller corrected that ask's SQL rather than
+	// accepting it as it was.
+	AskID     string `json:"ask_id,omitempty"`
+	Corrected bool   `json:"corrected,omitempty"`
+	// CatalogVersion and Tables say where the SQL was checked: the
+	// catalog version it passed the guard at, and the relations
+	// (schema.name) it reads there.
+	CatalogVersion int64    `json:"catalog_version,omitempty"`
+	Tables         []string `json:"tables,omitempty"`
 }
+
+// OriginFeedback marks an example that came through the feedback
+// endpoint.
+const OriginFeedback = "feedback"
+
+// MaxExampleTables bounds an example's Tables.
+const MaxExampleTables = 256
+
+// ExampleID is the id of an example published without one: a hash of
+// its question with white space and case folded, so that re-publishing a
+// question replaces its example.
+func ExampleID(question string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(strings.Join(strings.Fields(question), " "))))
+	return hex.EncodeToString(sum[:8])
+}
+
+// FeedbackExampleID is the id of the example feedback stores: a hash of
+// the question and the SQL (white space folded), so feedback is
+// idempotent on the pair, and a question answered by two queries keeps
+// both.
+func FeedbackExampleID(question, sql string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(strings.Join(strings.Fields(question), " ")) + "\x00" + strings.Join(strings.Fields(sql), " ")))
+	return "fb-" + hex.EncodeToString(sum[:8])
+}
+
+// ExamplesDelete is the data of an examples.delete event: the ids of the
+// examples to remove. An id that is not indexed is no error.
+type ExamplesDelete struct {
+	IDs []string `json:"ids"`
+}
+
+// MaxExamplesDeleted bounds one examples.delete event.
+const MaxExamplesDeleted = 1000
 
 // Event is a decoded, validated event: the envelope plus exactly one typed
 // payload, chosen by Type.
@@ -231,6 +281,8 @@ type Event struct {
 	DocUpsert *DocUpsert      `json:"-"`
 	DocDelete *DocDelete      `json:"-"`
 	Examples  *ExamplesUpsert `json:"-"`
+	// ExamplesDelete is set on examples.delete events.
+	ExamplesDelete *ExamplesDelete `json:"-"`
 }
 
 // Errors that Decode and Validate return; match with errors.Is.
@@ -418,6 +470,9 @@ func (ev *Event) decodeData() error {
 	case TypeExamplesUpsert:
 		ev.Examples = &ExamplesUpsert{}
 		target = ev.Examples
+	case TypeExamplesDelete:
+		ev.ExamplesDelete = &ExamplesDelete{}
+		target = ev.ExamplesDelete
 	case "":
 		return fieldErr("type", "required")
 	default:
@@ -448,7 +503,7 @@ func (ev *Event) decodeData() error {
 
 // Types lists the event types in a stable order.
 func Types() []string {
-	return []string{TypeMigration, TypeSnapshot, TypeDocUpsert, TypeDocDelete, TypeExamplesUpsert}
+	return []string{TypeMigration, TypeSnapshot, TypeDocUpsert, TypeDocDelete, TypeExamplesUpsert, TypeExamplesDelete}
 }
 
 // Validate checks the envelope and the payload. Decode calls it; producers
@@ -524,6 +579,22 @@ func (ev *Event) Validate() error {
 			if ex.Schema != "" && strings.TrimSpace(ex.Schema) != ex.Schema {
 				return fieldErr(f+".schema", "a schema name, without surrounding spaces")
 			}
+			if err := validateProvenance(f, ex); err != nil {
+				return err
+			}
+		}
+	case TypeExamplesDelete:
+		ids := ev.ExamplesDelete.IDs
+		switch {
+		case len(ids) == 0:
+			return fieldErr("data.ids", "required: at least one example id")
+		case len(ids) > MaxExamplesDeleted:
+			return fieldErr("data.ids", "%d ids; at most %d in one event", len(ids), MaxExamplesDeleted)
+		}
+		for i, id := range ids {
+			if err := validateID(fmt.Sprintf("data.ids[%d]", i), id); err != nil {
+				return err
+			}
 		}
 	default:
 		return fmt.Errorf("%w: %s", ErrUnknownType, Quote(ev.Type))
@@ -557,6 +628,29 @@ func (m *Migration) ID() string {
 	return m.Source
 }
 
+// validateProvenance checks what an example says of where it came from.
+func validateProvenance(f string, ex Example) error {
+	switch {
+	case ex.Origin != "" && ex.Origin != OriginFeedback:
+		return fieldErr(f+".origin", "%s: leave it out, or %q", Quote(ex.Origin), OriginFeedback)
+	case ex.CatalogVersion < 0:
+		return fieldErr(f+".catalog_version", "must not be negative, got %d", ex.CatalogVersion)
+	case len(ex.Tables) > MaxExampleTables:
+		return fieldErr(f+".tables", "%d relations; at most %d", len(ex.Tables), MaxExampleTables)
+	}
+	if ex.AskID != "" {
+		if err := validateID(f+".ask_id", ex.AskID); err != nil {
+			return err
+		}
+	}
+	for i, t := range ex.Tables {
+		if err := validateID(fmt.Sprintf("%s.tables[%d]", f, i), t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func validateID(field, id string) error {
 	switch {
 	case id == "":
@@ -584,6 +678,8 @@ func New(id, database string, at time.Time, payload any) (*Event, error) {
 		ev.Type, ev.DocDelete = TypeDocDelete, p
 	case *ExamplesUpsert:
 		ev.Type, ev.Examples = TypeExamplesUpsert, p
+	case *ExamplesDelete:
+		ev.Type, ev.ExamplesDelete = TypeExamplesDelete, p
 	default:
 		return nil, fmt.Errorf("%w: payload of type %T", ErrUnknownType, payload)
 	}
@@ -608,7 +704,7 @@ func (ev *Event) Subject() string {
 	switch ev.Type {
 	case TypeDocUpsert, TypeDocDelete:
 		return DocsSubject(ev.Database)
-	case TypeExamplesUpsert:
+	case TypeExamplesUpsert, TypeExamplesDelete:
 		return ExamplesSubject(ev.Database)
 	}
 	return SchemaSubject(ev.Database)

@@ -95,6 +95,12 @@ func TestDecodeBadInput(t *testing.T) {
 		{"no examples", valid("examples.upsert", `{"examples":[]}`), ErrInvalid, "data.examples", "at least one"},
 		{"example without SQL", valid("examples.upsert", `{"examples":[{"question":"q","sql":"x"},{"question":"q2","sql":""}]}`), ErrInvalid, "data.examples[1].sql", "required"},
 		{"example schema with spaces", valid("examples.upsert", `{"examples":[{"question":"q","sql":"x","schema":" sales"}]}`), ErrInvalid, "data.examples[0].schema", "surrounding spaces"},
+		{"example of an unknown origin", valid("examples.upsert", `{"examples":[{"question":"q","sql":"x","origin":"log"}]}`), ErrInvalid, "data.examples[0].origin", "feedback"},
+		{"example ask id with spaces", valid("examples.upsert", `{"examples":[{"question":"q","sql":"x","ask_id":"a b"}]}`), ErrInvalid, "data.examples[0].ask_id", "white space"},
+		{"example read table empty", valid("examples.upsert", `{"examples":[{"question":"q","sql":"x","tables":["public.t",""]}]}`), ErrInvalid, "data.examples[0].tables[1]", "required"},
+		{"example negative catalog version", valid("examples.upsert", `{"examples":[{"question":"q","sql":"x","catalog_version":-1}]}`), ErrInvalid, "data.examples[0].catalog_version", "negative"},
+		{"delete no ids", valid("examples.delete", `{"ids":[]}`), ErrInvalid, "data.ids", "at least one"},
+		{"delete empty id", valid("examples.delete", `{"ids":["a",""]}`), ErrInvalid, "data.ids[1]", "required"},
 		{"oversize", valid("schema.migration", `{"seq":1,"sql":"`+strings.Repeat("x", 2000)+`"}`), ErrTooLarge, "", "limit is 1024"},
 	}
 	for _, tc := range tests {
@@ -213,6 +219,12 @@ func TestRequestValidation(t *testing.T) {
 		{"object of another kind", &TablesRequest{Database: "shop", Objects: []IndexedRef{{Kind: "doc", Name: "a.md"}, {Kind: "table", Name: "t"}}}, "objects[1].kind"},
 		{"object without a name", &TablesRequest{Database: "shop", Objects: []IndexedRef{{Kind: "example", Name: ""}}}, "objects[0].name"},
 		{"too many objects", &TablesRequest{Database: "shop", Objects: make([]IndexedRef, MaxObjectsAsked+1)}, "objects"},
+		{"feedback without SQL", &FeedbackRequest{Database: "shop", Question: "q", SQL: " \n"}, "sql"},
+		{"feedback without question", &FeedbackRequest{Database: "shop", SQL: "SELECT 1"}, "question"},
+		{"feedback SQL too long", &FeedbackRequest{Database: "shop", Question: "q", SQL: strings.Repeat("x", MaxFeedbackSQLBytes+1)}, "sql"},
+		{"feedback corrected without ask", &FeedbackRequest{Database: "shop", Question: "q", SQL: "SELECT 1", Corrected: true}, "ask_id"},
+		{"feedback ask id with spaces", &FeedbackRequest{Database: "shop", Question: "q", SQL: "SELECT 1", AskID: "a b"}, "ask_id"},
+		{"feedback schema with spaces", &FeedbackRequest{Database: "shop", Question: "q", SQL: "SELECT 1", Schema: "sales "}, "schema"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,6 +236,9 @@ func TestRequestValidation(t *testing.T) {
 	}
 	if err := (&AskRequest{Database: "shop", Question: "how many orders?"}).Validate(); err != nil {
 		t.Errorf("valid request: %v", err)
+	}
+	if err := (&FeedbackRequest{Database: "shop", Question: "how many orders?", SQL: "SELECT count(*) FROM orders", AskID: "x1", Corrected: true}).Validate(); err != nil {
+		t.Errorf("valid feedback: %v", err)
 	}
 }
 
@@ -510,4 +525,36 @@ func FuzzDecodeRequest(f *testing.F) {
 		var ev AskRequest
 		_ = DecodeRequest(b, &ev)
 	})
+}
+
+// TestFeedbackExampleID: feedback is idempotent on the question and the
+// SQL as written, spacing aside; another SQL for the question is another
+// example.
+func TestFeedbackExampleID(t *testing.T) {
+	a := FeedbackExampleID("How many  orders?", "SELECT count(*)\nFROM orders")
+	if b := FeedbackExampleID("how many orders?", "SELECT count(*) FROM orders"); a != b {
+		t.Errorf("spacing and the question's case changed the id: %s, %s", a, b)
+	}
+	if c := FeedbackExampleID("how many orders?", "SELECT count(id) FROM orders"); a == c {
+		t.Errorf("other SQL, same id %s", a)
+	}
+	if d := FeedbackExampleID("how many orders?", "select count(*) from orders"); a == d {
+		t.Errorf("SQL differing in case (a quoted name may) got the same id %s", a)
+	}
+	if !strings.HasPrefix(a, "fb-") || validateID("id", a) != nil || a == ExampleID("How many orders?") {
+		t.Errorf("feedback id %q", a)
+	}
+}
+
+func TestExamplesDeleteIsBounded(t *testing.T) {
+	ev := &Event{Envelope: Envelope{Spec: SpecVersion, Type: TypeExamplesDelete, ID: "d", Database: "shop", Data: []byte("{}")},
+		ExamplesDelete: &ExamplesDelete{IDs: strings.Fields(strings.Repeat("x ", MaxExamplesDeleted+1))}}
+	var fe *FieldError
+	if err := ev.Validate(); !errors.As(err, &fe) || fe.Field != "data.ids" || !strings.Contains(err.Error(), "at most 1000") {
+		t.Errorf("got %v", err)
+	}
+	ev.ExamplesDelete.IDs = ev.ExamplesDelete.IDs[:MaxExamplesDeleted]
+	if err := ev.Validate(); err != nil {
+		t.Errorf("%d ids: %v", MaxExamplesDeleted, err)
+	}
 }

@@ -43,6 +43,9 @@ const (
 	EndpointAsk    = "ask"
 	EndpointSearch = "search"
 	EndpointTables = "tables"
+	// EndpointFeedback takes SQL that answers a question and stores it
+	// as a worked example.
+	EndpointFeedback = "feedback"
 )
 
 // Headers.
@@ -94,7 +97,8 @@ func SchemaSubject(db string) string { return "schemaq.schema." + db }
 // DocsSubject is where docs.upsert and docs.delete events for db go.
 func DocsSubject(db string) string { return "schemaq.docs." + db }
 
-// ExamplesSubject is where examples.upsert events for db go.
+// ExamplesSubject is where examples.upsert and examples.delete events for
+// db go.
 func ExamplesSubject(db string) string { return "schemaq.examples." + db }
 
 // EventObject is the name in ObjectBucket of the SQL of event id of db:

@@ -559,9 +559,23 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 		if out = transient(indexer.Chunks(ctx, w.store, w.emb, chunks)); out.act == actAck {
 			w.checkExamples(ctx, ev, chunks)
 		}
+	case events.TypeExamplesDelete:
+		out = transientErr(w.deleteExamples(ctx, ev))
 	}
 	out.db, out.typ = ev.Database, ev.Type
 	return out
+}
+
+// deleteExamples removes the examples an examples.delete event names;
+// one that is not indexed is no error, so a redelivery is harmless.
+func (w *Worker) deleteExamples(ctx context.Context, ev *events.Event) error {
+	for _, id := range ev.ExamplesDelete.IDs {
+		if err := w.store.DeleteName(ctx, ev.Database, chunk.KindExample, id); err != nil {
+			return fmt.Errorf("delete example %s of %s: %w", id, ev.Database, err)
+		}
+	}
+	w.log.Info("examples deleted", zap.String("database", ev.Database), zap.String("event", ev.ID), zap.Int("examples", len(ev.ExamplesDelete.IDs)))
+	return nil
 }
 
 // deepExample refuses an examples event whose SQL nests too deeply to be

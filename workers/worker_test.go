@@ -485,6 +485,15 @@ func TestDocsAndExamples(t *testing.T) {
 	}
 	pub(&events.DocDelete{DocID: "a.md"}, "d3")
 	testenv.Eventually(t, 10*time.Second, "doc deleted", func() bool { return e.count("shop") == 2 })
+	// Examples are deleted by id; one published without an id has the
+	// hash of its question, and an id not indexed is no error.
+	pub(&events.ExamplesDelete{IDs: []string{events.ExampleID("how  many?"), "never-published"}}, "x2")
+	testenv.Eventually(t, 10*time.Second, "example deleted", func() bool { return e.count("shop") == 1 })
+	hits, err = e.store.SearchText(context.Background(), index.TextQuery{Filter: index.Filter{Database: "shop", Kinds: []string{chunk.KindExample}},
+		Terms: text.Terms("which orders how many"), Weights: index.DefaultWeights, Limit: 5})
+	if err != nil || len(hits) != 1 || hits[0].Chunk.Title != "Which orders?" {
+		t.Fatalf("the example left: %v, %v", hits, err)
+	}
 }
 
 // TestManyWorkersManyDatabases publishes 10 databases × 100 migrations,
@@ -783,8 +792,10 @@ func TestRebuildReprojectsStoredState(t *testing.T) {
 	e.publish(gone)
 	del, _ := events.New("d3", "shop", time.Now(), &events.DocDelete{DocID: "gone.md"})
 	e.publish(del)
-	ex, _ := events.New("x1", "shop", time.Now(), &events.ExamplesUpsert{Examples: []events.Example{{Question: "q", SQL: "SELECT 1"}}})
+	ex, _ := events.New("x1", "shop", time.Now(), &events.ExamplesUpsert{Examples: []events.Example{{Question: "q", SQL: "SELECT 1"}, {ID: "dropped", Question: "q2", SQL: "SELECT 2"}}})
 	e.publish(ex)
+	exDel, _ := events.New("x2", "shop", time.Now(), &events.ExamplesDelete{IDs: []string{"dropped"}})
+	e.publish(exDel)
 	count := func(s *sqlite.Store) int {
 		n, _ := s.Count(ctx, index.Filter{Database: "shop"})
 		return n
@@ -820,6 +831,9 @@ func TestRebuildReprojectsStoredState(t *testing.T) {
 	}
 	if _, ok := metas["shop:doc:gone.md:1"]; ok {
 		t.Error("a deleted doc came back")
+	}
+	if _, ok := metas["shop:example:dropped"]; ok {
+		t.Error("a deleted example came back")
 	}
 }
 

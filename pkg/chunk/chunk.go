@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 )
 
@@ -406,8 +407,7 @@ func View(c *catalog.Catalog, v *catalog.View) Chunk {
 // the question, so re-publishing the same question replaces it.
 func Example(db, schema, id, question, sql string) Chunk {
 	if id == "" {
-		sum := sha256.Sum256([]byte(strings.ToLower(strings.Join(strings.Fields(question), " "))))
-		id = hex.EncodeToString(sum[:8])
+		id = events.ExampleID(question)
 	}
 	ch := Chunk{Database: db, Kind: KindExample, Name: id, Schema: schema, Title: strings.TrimSpace(question),
 		Text: "Question: " + strings.TrimSpace(question) + "\nSQL: " + strings.TrimSpace(sql) + "\n"}

@@ -94,6 +94,10 @@ type Options struct {
 	// (with a warning): for questions about the server itself, asked by a
 	// caller who means it.
 	SystemCatalogs bool
+	// Schema is the schema the SQL was written in (its search_path
+	// before public): unqualified names are looked up there first. ""
+	// is search_path public.
+	Schema string
 }
 
 // Check parses and checks sql against cat (nil: skip the table check).
@@ -198,7 +202,7 @@ func CheckWith(sql string, cat *catalog.Catalog, opts Options) (*Result, error) 
 			res.Warnings = appendOnce(res.Warnings, fmt.Sprintf("reads the system catalog %s.%s", rv.Schemaname, rv.Relname))
 			continue
 		}
-		r, ok := resolve(cat, rv)
+		r, ok := resolve(cat, rv, opts.Schema)
 		if !ok {
 			name := rv.Relname
 			if rv.Schemaname != "" {
@@ -312,10 +316,10 @@ type relation struct {
 	columns     map[string]bool
 }
 
-// resolve finds a relation as PostgreSQL would with search_path public:
-// qualified names exactly, unqualified ones in public first, then in the
-// only schema that has one of that name.
-func resolve(cat *catalog.Catalog, rv *pg.RangeVar) (relation, bool) {
+// resolve finds a relation as PostgreSQL would with search_path schema,
+// public: qualified names exactly, unqualified ones in schema, then in
+// public, then in the only schema that has one of that name.
+func resolve(cat *catalog.Catalog, rv *pg.RangeVar, schema string) (relation, bool) {
 	try := func(q catalog.QualName) (relation, bool) {
 		if t := cat.Table(q); t != nil {
 			return relation{name: q.Schema + "." + q.Name, columns: columnSet(t.Columns)}, true
@@ -327,6 +331,11 @@ func resolve(cat *catalog.Catalog, rv *pg.RangeVar) (relation, bool) {
 	}
 	if rv.Schemaname != "" {
 		return try(catalog.QualName{Schema: rv.Schemaname, Name: rv.Relname})
+	}
+	if schema != "" {
+		if r, ok := try(catalog.QualName{Schema: schema, Name: rv.Relname}); ok {
+			return r, true
+		}
 	}
 	if r, ok := try(catalog.QualName{Schema: catalog.DefaultSchema, Name: rv.Relname}); ok {
 		return r, true

@@ -278,3 +278,32 @@ func TestColumnWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckOnSearchPath: SQL written in a schema finds its unqualified
+// names there before public, as PostgreSQL with that search_path would.
+func TestCheckOnSearchPath(t *testing.T) {
+	cat, err := catalog.Snapshot("shop", "shop.sql", shopDDL+`
+CREATE TABLE billing.orders (id bigint, invoice_id bigint);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		schema, sql string
+		tables      []string
+		want        error
+	}{
+		{"", "SELECT id FROM orders", []string{"public.orders"}, nil},
+		{"billing", "SELECT id FROM orders", []string{"billing.orders"}, nil},
+		{"billing", "SELECT o.invoice_id FROM orders o", []string{"billing.orders"}, nil},
+		{"", "SELECT o.invoice_id FROM orders o", nil, ErrUnknownColumn},
+		{"billing", "SELECT id FROM customers", []string{"public.customers"}, nil},
+		{"billing", "SELECT id FROM public.orders", []string{"public.orders"}, nil},
+		{"nowhere", "SELECT id FROM orders", []string{"public.orders"}, nil},
+	}
+	for _, c := range cases {
+		res, err := CheckWith(c.sql, cat, Options{Schema: c.schema})
+		if !errors.Is(err, c.want) || (err == nil && !slices.Equal(res.Tables, c.tables)) {
+			t.Errorf("%q in schema %q: %+v, %v; want %v, %v", c.sql, c.schema, res, err, c.tables, c.want)
+		}
+	}
+}
