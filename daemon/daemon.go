@@ -1,5 +1,5 @@
 // Package daemon is the query daemon: the NATS micro service "schemaq" with
-// the endpoints ask, search and tables, in a queue group so replicas share
+// the endpoints ask, search, tables and feedback, in a queue group so replicas share
 // the load. Catalogs come from the key-value bucket through a watcher, so
 // a migration is visible to every replica without a restart.
 //
@@ -129,6 +129,7 @@ type Daemon struct {
 	svc    micro.Service // nil while out of the queue group
 	state  atomic.Pointer[string]
 	gwLog  *gatewayLog
+	pub    Publisher // nil: feedback is refused
 }
 
 // Option configures a Daemon.
@@ -346,6 +347,7 @@ func (d *Daemon) endpoints() []endpoint {
 		{events.EndpointAsk, adapt(d, events.EndpointAsk, d.ask, func(e *events.Error) any { return &events.AskReply{Error: e} })},
 		{events.EndpointSearch, adapt(d, events.EndpointSearch, d.search, func(e *events.Error) any { return &events.SearchReply{Error: e} })},
 		{events.EndpointTables, adapt(d, events.EndpointTables, d.tables, func(e *events.Error) any { return &events.TablesReply{Error: e} })},
+		{events.EndpointFeedback, adapt(d, events.EndpointFeedback, d.feedback, func(e *events.Error) any { return &events.FeedbackReply{Error: e} })},
 	}
 }
 
@@ -392,6 +394,7 @@ func adapt[Req any, PReq interface {
 			// The caller's trace (traceparent) continues here.
 			ctx, cancel := context.WithTimeout(tracing.Extract(context.Background(), raw.Headers()), d.timeout(endpoint))
 			defer cancel()
+			ctx = context.WithValue(ctx, requestIDKey{}, id)
 			ctx, span := tracing.Tracer().Start(ctx, events.ServiceName+"."+endpoint, trace.WithSpanKind(trace.SpanKindServer),
 				trace.WithAttributes(attribute.String("schemaq.request_id", id)))
 			defer span.End()
@@ -439,6 +442,15 @@ func adapt[Req any, PReq interface {
 			d.reply(r, endpoint, resp, nil, errReply)
 		}()
 	})
+}
+
+// requestIDKey carries a request's id in its context: an ask's reply
+// returns it as the ask id that feedback cites.
+type requestIDKey struct{}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
 }
 
 // HeaderForwarded marks a request that a daemon cut off from its store
@@ -712,7 +724,9 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 		if d.m != nil {
 			d.m.retrievalOnly.Inc()
 		}
-		return d.askReply(req, cat, res, nil, refusedSystem), nil
+		out := d.askReply(req, cat, res, nil, refusedSystem)
+		out.AskID = requestID(ctx)
+		return out, nil
 	}
 	ans, err := d.asker.Ask(ctx, cat, ask.Request{Database: req.Database, Question: req.Question, Hints: req.Hints,
 		SystemCatalogs: req.AllowSystemCatalogs}, res)
@@ -720,7 +734,9 @@ func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskRe
 		return nil, err
 	}
 	d.gwLog.failed(d.log, events.EndpointAsk, ans.Err)
-	return d.askReply(req, cat, res, ans, refusedSystem), nil
+	out := d.askReply(req, cat, res, ans, refusedSystem)
+	out.AskID = requestID(ctx)
+	return out, nil
 }
 
 // tally counts a reply whose context the token budget cut, and one whose

@@ -42,7 +42,8 @@ type HTTPConfig struct {
 // either.
 const maxHTTPBody = events.DefaultMaxEventBytes
 
-// HTTPHandler serves POST /v1/search, /v1/ask and /v1/tables, GET
+// HTTPHandler serves POST /v1/search, /v1/ask, /v1/tables and
+// /v1/feedback, GET
 // /v1/databases and GET /openapi.json.
 func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 	mux := http.NewServeMux()
@@ -63,7 +64,7 @@ func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 		_, _ = w.Write(spec)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		httpError(w, "", events.Errorf(events.CodeNotFound, "no such path %s: the API is POST /v1/search, /v1/ask, /v1/tables, GET /v1/databases; /openapi.json describes it", events.Quote(r.URL.Path)))
+		httpError(w, "", events.Errorf(events.CodeNotFound, "no such path %s: the API is POST /v1/search, /v1/ask, /v1/tables, /v1/feedback, GET /v1/databases; /openapi.json describes it", events.Quote(r.URL.Path)))
 	})
 	return mux
 }
@@ -162,23 +163,24 @@ func allowMethod(w http.ResponseWriter, r *http.Request, method string) bool {
 // httpStatus maps a reply's error code to the HTTP status a client
 // expects: the caller's mistakes are 4xx, the server's 5xx.
 var httpStatus = map[string]int{
-	events.CodeBadRequest:       http.StatusBadRequest,
-	events.CodeUnknownDatabase:  http.StatusNotFound,
-	events.CodeNotFound:         http.StatusNotFound,
-	events.CodeTooLarge:         http.StatusRequestEntityTooLarge,
-	events.CodeBusy:             http.StatusTooManyRequests,
-	events.CodeTimeout:          http.StatusGatewayTimeout,
-	events.CodeStoreUnavailable: http.StatusServiceUnavailable,
-	events.CodeNoDaemon:         http.StatusServiceUnavailable,
-	events.CodeGatewayError:     http.StatusBadGateway,
-	events.CodeGatewayAuth:      http.StatusBadGateway,
-	events.CodeInternal:         http.StatusInternalServerError,
-	events.CodeUnsafeSQL:        http.StatusUnprocessableEntity,
-	events.CodeInvalidSQL:       http.StatusUnprocessableEntity,
-	events.CodeUnknownTable:     http.StatusUnprocessableEntity,
-	events.CodeUnknownColumn:    http.StatusUnprocessableEntity,
-	events.CodeUnanswerable:     http.StatusUnprocessableEntity,
-	events.CodeInvalidOutput:    http.StatusUnprocessableEntity,
+	events.CodeBadRequest:        http.StatusBadRequest,
+	events.CodeUnknownDatabase:   http.StatusNotFound,
+	events.CodeNotFound:          http.StatusNotFound,
+	events.CodeTooLarge:          http.StatusRequestEntityTooLarge,
+	events.CodeBusy:              http.StatusTooManyRequests,
+	events.CodeTimeout:           http.StatusGatewayTimeout,
+	events.CodeStoreUnavailable:  http.StatusServiceUnavailable,
+	events.CodeNoDaemon:          http.StatusServiceUnavailable,
+	events.CodeStreamUnavailable: http.StatusServiceUnavailable,
+	events.CodeGatewayError:      http.StatusBadGateway,
+	events.CodeGatewayAuth:       http.StatusBadGateway,
+	events.CodeInternal:          http.StatusInternalServerError,
+	events.CodeUnsafeSQL:         http.StatusUnprocessableEntity,
+	events.CodeInvalidSQL:        http.StatusUnprocessableEntity,
+	events.CodeUnknownTable:      http.StatusUnprocessableEntity,
+	events.CodeUnknownColumn:     http.StatusUnprocessableEntity,
+	events.CodeUnanswerable:      http.StatusUnprocessableEntity,
+	events.CodeInvalidOutput:     http.StatusUnprocessableEntity,
 }
 
 // writeReply writes a handler's reply: its body as is, its error code as

@@ -40,7 +40,7 @@ func httpPost(t *testing.T, url, token, body string) (int, http.Header, string) 
 // same request gets the same reply, and errors their status.
 func TestHTTPAnswersAsNATSDoes(t *testing.T) {
 	r := newRig(t)
-	r.daemon(daemon.DefaultConfig, nil)
+	r.daemon(daemon.DefaultConfig, nil, daemon.WithFeedback(r.cli))
 	r.publishShop()
 	srv := httptest.NewServer(r.d.HTTPHandler(daemon.HTTPConfig{Token: "s3cret"}))
 	defer srv.Close()
@@ -68,6 +68,9 @@ func TestHTTPAnswersAsNATSDoes(t *testing.T) {
 	}{
 		{"tables", "/v1/tables", "s3cret", `{"database":"shop","table":"orders"}`, 200, `"name":"public.orders"`},
 		{"ask without a gateway", "/v1/ask", "s3cret", `{"database":"shop","question":"how many orders?"}`, 200, `"retrieval_only":true`},
+		{"feedback", "/v1/feedback", "s3cret", `{"database":"shop","question":"orders per customer","sql":"SELECT customer_id, count(*) FROM orders GROUP BY 1"}`, 200, `"tables":["public.orders"]`},
+		{"feedback refused", "/v1/feedback", "s3cret", `{"database":"shop","question":"drop them","sql":"DELETE FROM orders"}`, 422, `"code":"unsafe_sql"`},
+		{"feedback without SQL", "/v1/feedback", "s3cret", `{"database":"shop","question":"q"}`, 400, `field sql: required`},
 		{"no token", "/v1/search", "", search, 401, `"code":"unauthorized"`},
 		{"a wrong token", "/v1/search", "guess", search, 401, `"code":"unauthorized"`},
 		{"unknown field", "/v1/search", "s3cret", `{"database":"shop","question":"q","kk":1}`, 400, `"code":"bad_request"`},
@@ -175,7 +178,7 @@ func TestHTTPNeedsATokenBeyondLoopback(t *testing.T) {
 // endpoints give and refuse what strict decoding refuses.
 func TestOpenAPIDescribesTheTypes(t *testing.T) {
 	r := newRig(t)
-	r.daemon(daemon.DefaultConfig, nil)
+	r.daemon(daemon.DefaultConfig, nil, daemon.WithFeedback(r.cli))
 	r.publishShop()
 	srv := httptest.NewServer(r.d.HTTPHandler(daemon.HTTPConfig{Version: "1.2.3"}))
 	defer srv.Close()
@@ -201,7 +204,7 @@ func TestOpenAPIDescribesTheTypes(t *testing.T) {
 	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.2.3" {
 		t.Errorf("openapi %q, version %q", doc.OpenAPI, doc.Info.Version)
 	}
-	for path, method := range map[string]string{"/v1/search": "post", "/v1/ask": "post", "/v1/tables": "post", "/v1/databases": "get"} {
+	for path, method := range map[string]string{"/v1/search": "post", "/v1/ask": "post", "/v1/tables": "post", "/v1/feedback": "post", "/v1/databases": "get"} {
 		if _, ok := doc.Paths[path][method]; !ok {
 			t.Errorf("no %s %s in the document", method, path)
 		}
@@ -229,6 +232,8 @@ func TestOpenAPIDescribesTheTypes(t *testing.T) {
 		{"/v1/ask", `{"database":"shop","question":"how many orders?"}`, "AskReply"},
 		{"/v1/tables", `{"database":"shop","table":"orders"}`, "TablesReply"},
 		{"/v1/search", `{"database":"nope","question":"q"}`, "SearchReply"},
+		{"/v1/feedback", `{"database":"shop","question":"orders per customer","sql":"SELECT customer_id, count(*) FROM orders GROUP BY 1"}`, "FeedbackReply"},
+		{"/v1/feedback", `{"database":"shop","question":"ghosts","sql":"SELECT * FROM ghosts"}`, "FeedbackReply"},
 	} {
 		_, _, body := httpPost(t, srv.URL+tc.path, "", tc.body)
 		var v any

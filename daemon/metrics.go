@@ -18,6 +18,7 @@ type Metrics struct {
 	// has no gateway: in a queue group that mixes replicas, the share of
 	// asks that went to the wrong one.
 	retrievalOnly prometheus.Counter
+	feedback      *prometheus.CounterVec
 }
 
 // NewMetrics registers the daemon's metrics on reg.
@@ -41,7 +42,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Replies by endpoint whose question fits several schemas about equally (ambiguous: the likeliest has less than the retriever's AmbiguousShare of the odds, 0.6 by default)."}, []string{"endpoint"}),
 		retrievalOnly: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_daemon_retrieval_only_total",
 			Help: "Asks answered with retrieval only, no SQL, because this daemon has no LLM gateway."}),
+		feedback: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_feedback_total",
+			Help: "Feedback by outcome: stored (published as an example), refused (the guard or the catalog refused the SQL) or failed (the stream did not take it)."}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.cuts, m.ambiguous, m.retrievalOnly)
+	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.cuts, m.ambiguous, m.retrievalOnly, m.feedback)
 	return m
 }

@@ -15,14 +15,16 @@ import (
 func OpenAPI(version string) ([]byte, error) {
 	schemas := map[string]*jsonschema.Schema{}
 	for name, f := range map[string]func(*jsonschema.ForOptions) (*jsonschema.Schema, error){
-		"SearchRequest": jsonschema.For[events.SearchRequest],
-		"SearchReply":   jsonschema.For[events.SearchReply],
-		"AskRequest":    jsonschema.For[events.AskRequest],
-		"AskReply":      jsonschema.For[events.AskReply],
-		"TablesRequest": jsonschema.For[events.TablesRequest],
-		"TablesReply":   jsonschema.For[events.TablesReply],
-		"Databases":     jsonschema.For[databasesReply],
-		"ErrorReply":    jsonschema.For[errorReply],
+		"SearchRequest":   jsonschema.For[events.SearchRequest],
+		"SearchReply":     jsonschema.For[events.SearchReply],
+		"AskRequest":      jsonschema.For[events.AskRequest],
+		"AskReply":        jsonschema.For[events.AskReply],
+		"TablesRequest":   jsonschema.For[events.TablesRequest],
+		"TablesReply":     jsonschema.For[events.TablesReply],
+		"FeedbackRequest": jsonschema.For[events.FeedbackRequest],
+		"FeedbackReply":   jsonschema.For[events.FeedbackReply],
+		"Databases":       jsonschema.For[databasesReply],
+		"ErrorReply":      jsonschema.For[errorReply],
 	} {
 		s, err := f(nil)
 		if err != nil {
@@ -43,10 +45,10 @@ func OpenAPI(version string) ([]byte, error) {
 				404: "unknown_database or not_found",
 				413: "the request is over 1 MiB",
 				415: "the body is not application/json",
-				422: "ask: the model's SQL was refused (unsafe_sql, invalid_sql, unknown_table, unknown_column) or it could not answer (unanswerable, invalid_output); the reply carries the rejected SQL",
+				422: "feedback: the SQL was refused (unsafe_sql, invalid_sql, unknown_table, unknown_column) and nothing was stored. ask: the model's SQL was refused (unsafe_sql, invalid_sql, unknown_table, unknown_column) or it could not answer (unanswerable, invalid_output); the reply carries the rejected SQL",
 				429: "busy: the daemon is at --max-concurrent; retry after the Retry-After seconds",
 				502: "gateway_error or gateway_auth: the LLM gateway failed or refused the credentials",
-				503: "store_unavailable: the index store does not answer",
+				503: "store_unavailable: the index store does not answer; stream_unavailable: the event stream did not take the feedback",
 				504: "timeout: the request's deadline passed",
 			}[c]
 			out[fmt.Sprint(c)] = map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": ref(reply)}}}
@@ -72,9 +74,10 @@ func OpenAPI(version string) ([]byte, error) {
 			"description": "Schema retrieval and text-to-SQL. The same requests and replies as the NATS endpoints (docs/api.md); every reply carries the request id in Schemaq-Request-Id, and every error reply an error object {code, message}.",
 		},
 		"paths": map[string]any{
-			"/v1/search": post("Retrieve the tables, views, docs and examples that answer a question", "SearchRequest", "SearchReply", 400, 401, 404, 413, 415, 429, 503, 504),
-			"/v1/ask":    post("Write checked SQL for a question (retrieval only without an LLM gateway)", "AskRequest", "AskReply", 400, 401, 404, 413, 415, 422, 429, 502, 503, 504),
-			"/v1/tables": post("List a database's tables, describe one, or ask the indexed version of docs and examples", "TablesRequest", "TablesReply", 400, 401, 404, 413, 415, 429, 503, 504),
+			"/v1/search":   post("Retrieve the tables, views, docs and examples that answer a question", "SearchRequest", "SearchReply", 400, 401, 404, 413, 415, 429, 503, 504),
+			"/v1/ask":      post("Write checked SQL for a question (retrieval only without an LLM gateway)", "AskRequest", "AskReply", 400, 401, 404, 413, 415, 422, 429, 502, 503, 504),
+			"/v1/feedback": post("Hand back SQL that answers a question; SQL the guard passes is stored as a worked example", "FeedbackRequest", "FeedbackReply", 400, 401, 404, 413, 415, 422, 429, 503, 504),
+			"/v1/tables":   post("List a database's tables, describe one, or ask the indexed version of docs and examples", "TablesRequest", "TablesReply", 400, 401, 404, 413, 415, 429, 503, 504),
 			"/v1/databases": map[string]any{"get": map[string]any{
 				"summary":     "The databases with a catalog, and their versions",
 				"operationId": "Databases",

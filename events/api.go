@@ -32,6 +32,9 @@ const (
 	// CodeTooLarge: the reply would not fit in one NATS message
 	// (max_payload); ask for fewer results.
 	CodeTooLarge = "too_large"
+	// CodeStreamUnavailable: the event stream did not take what the
+	// request would store (feedback); nothing was stored.
+	CodeStreamUnavailable = "stream_unavailable"
 )
 
 // Error is the error object of every reply.

@@ -59,6 +59,9 @@ func runAsk(ctx context.Context, e *env, args []string) (err error) {
 	if len(reply.Tables) > 0 {
 		fmt.Fprintf(e.stdout, "-- tables: %s\n", strings.Join(reply.Tables, ", "))
 	}
+	if reply.SQL != "" && reply.AskID != "" {
+		fmt.Fprintf(e.stdout, "-- ask id: %s (schemaq feedback --ask-id cites it)\n", reply.AskID)
+	}
 	if reply.RetrievalOnly {
 		// What the explanation promises: the context a model would see.
 		fmt.Fprintln(e.stdout, "-- context:")

@@ -135,7 +135,7 @@ func TestMCPTools(t *testing.T) {
 			t.Errorf("tool %s lacks a description or input schema", tl.Name)
 		}
 	}
-	if got := strings.Join(names, ","); got != "ask_sql,describe_table,explain_retrieval,list_databases,list_tables,search_schema" {
+	if got := strings.Join(names, ","); got != "ask_sql,describe_table,explain_retrieval,list_databases,list_tables,search_schema,submit_feedback" {
 		t.Errorf("tools: %s", got)
 	}
 
@@ -152,7 +152,13 @@ func TestMCPTools(t *testing.T) {
 		{"describe_table", map[string]any{"database": "shop", "table": "order_totals"}, false, []string{"CREATE VIEW public.order_totals", `reads public.`}},
 		{"search_schema", map[string]any{"database": "shop", "question": "how are partial refunds recorded", "kinds": []string{"doc"}, "k": 2}, false, []string{`"kind":"doc"`, `refunds.md`}},
 		{"search_schema", map[string]any{"database": "shop", "question": "which customers placed the most orders", "kinds": []string{"example"}, "k": 1}, false, []string{`"kind":"example"`, `"name":"How many orders did each customer place?"`}},
-		{"ask_sql", map[string]any{"database": "shop", "question": "How many orders are there?"}, false, []string{`"sql":"SELECT count(*) FROM orders"`, `"tables":["public.orders"]`}},
+		{"ask_sql", map[string]any{"database": "shop", "question": "How many orders are there?"}, false, []string{`"sql":"SELECT count(*) FROM orders"`, `"tables":["public.orders"]`, `"ask_id":"`}},
+		// Confirmed SQL is stored as an example; refused SQL is not.
+		{"submit_feedback", map[string]any{"database": "shop", "question": "Orders per customer email", "sql": "SELECT c.email, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1"}, false,
+			[]string{`"example":"fb-`, `"tables":["public.customers","public.orders"]`, `"version":6`}},
+		{"submit_feedback", map[string]any{"database": "shop", "question": "Forget the orders", "sql": "DELETE FROM orders"}, true, []string{"unsafe_sql", "nothing was stored"}},
+		{"submit_feedback", map[string]any{"database": "shop", "question": "Ghost rows", "sql": "SELECT * FROM ghosts"}, true, []string{"unknown_table", "ghosts"}},
+		{"submit_feedback", map[string]any{"database": "shop", "question": "x", "sql": "SELECT 1", "corrected": true}, true, []string{"ask_id"}},
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "payments per order", "k": 3}, false, []string{`"fused_rank"`, `"bm25_rank"`, `"query_terms"`, `"why":"question"`}},
 		// Hints reach retrieval as a second query.
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "what came back", "hints": "came back refers to refunds", "k": 3}, false, []string{`"hint_rank"`, `"why":"hint:question"`}},
@@ -273,7 +279,7 @@ func TestMCPHTTPNeedsATokenBeyondLoopback(t *testing.T) {
 			continue
 		}
 		tools, err := cs.ListTools(context.Background(), nil)
-		if err != nil || len(tools.Tools) != 6 {
+		if err != nil || len(tools.Tools) != 7 {
 			t.Errorf("tools with the token: %v %v", tools, err)
 		}
 		cs.Close()

@@ -156,6 +156,20 @@ func TestRolePermissions(t *testing.T) {
 	if out := mustRun("shop-app", "tables", "--db", "shop"); !strings.Contains(out, "public.orders") {
 		t.Errorf("shop-app's tables: %s", out)
 	}
+	// shop-app hands back confirmed SQL; the daemon stores it as an
+	// example, which the operator lists and ci, the producer, deletes.
+	out := mustRun("shop-app", "feedback", "--db", "shop", "--question", "orders per customer", "--sql", "SELECT customer_id, count(*) FROM orders GROUP BY 1")
+	id := regexp.MustCompile(`stored as example (fb-\S+)`).FindStringSubmatch(out)
+	if id == nil {
+		t.Fatalf("shop-app's feedback: %s", out)
+	}
+	if out := mustRun("operator", "examples", "list", "--db", "shop"); !strings.Contains(out, id[1]) {
+		t.Errorf("the operator's examples list: %s", out)
+	}
+	mustRun("ci", "examples", "delete", "--db", "shop", "--wait", "30s", id[1])
+	if out := mustRun("ci", "examples", "list", "--db", "shop"); strings.Contains(out, id[1]) {
+		t.Errorf("deleted, yet listed: %s", out)
+	}
 
 	// A migration the catalog refuses is a dead letter the worker wrote,
 	// which the operator reads and re-sends.
@@ -183,6 +197,9 @@ func TestRolePermissions(t *testing.T) {
 	refused("shop-app", "search", "--db", "other", "orders")
 	refused("shop-app", "publish", "docs", "--db", "shop", filepath.Join(shop, "docs"))
 	refused("shop-app", "dlq", "list")
+	refused("shop-app", "feedback", "--db", "other", "--question", "q", "--sql", "SELECT 1 FROM t")
+	refused("shop-app", "examples", "delete", "--db", "shop", "x")
+	refused("shop-app", "examples", "list", "--db", "shop")
 	refused("operator", "search", "--db", "shop", "orders")
 	refused("daemon", "publish", "docs", "--db", "shop", filepath.Join(shop, "docs"))
 	refused("daemon", "search", "--db", "shop", "orders")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index/redisearch"
 	"github.com/schemaq/schemaq/pkg/natsconn"
@@ -289,8 +290,13 @@ func (rt *runtime) startDaemon(g *group, r *roleFlags, q queryParts, written *ca
 	if r.store.shared() {
 		r.daemon.Store = "redis"
 	}
+	// Feedback is published as an example event, on this connection.
+	pub, err := client.New(rt.nc)
+	if err != nil {
+		return nil, err
+	}
 	d, err := daemon.New(rt.nc, watcher, rt.store, ret, q.asker, rt.log.Named("daemon"), r.daemon,
-		daemon.WithMetrics(daemon.NewMetrics(rt.reg)), daemon.WithHealth(rt.check), daemon.WithPace(gate))
+		daemon.WithMetrics(daemon.NewMetrics(rt.reg)), daemon.WithHealth(rt.check), daemon.WithPace(gate), daemon.WithFeedback(pub))
 	if err != nil {
 		return nil, usagef("%v", err)
 	}

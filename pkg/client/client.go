@@ -195,6 +195,18 @@ func (c *Client) Tables(ctx context.Context, req *events.TablesRequest) (*events
 	return &reply, wireError(reply.Error)
 }
 
+// Feedback hands back SQL that answers a question (an ask's answer,
+// accepted or corrected). SQL the guard passes is stored as a worked
+// example; refused SQL gets the *events.Error saying why, and nothing is
+// stored. The same question and SQL again store one example.
+func (c *Client) Feedback(ctx context.Context, req *events.FeedbackRequest) (*events.FeedbackReply, error) {
+	var reply events.FeedbackReply
+	if err := c.request(ctx, events.EndpointFeedback, req, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, wireError(reply.Error)
+}
+
 // Database is a database schemaq has a catalog for.
 type Database struct {
 	Name    string `json:"name"`

@@ -94,6 +94,22 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 // have no catalog version to wait for: this asks a daemon for the version
 // their chunks are stored at.
 func (c *Client) WaitIndexed(ctx context.Context, db string, want map[events.IndexedRef]int64, since time.Time) error {
+	return c.waitObjects(ctx, db, want, since, false)
+}
+
+// WaitRemoved waits until none of refs is indexed any more (after a
+// docs.delete or examples.delete), as WaitIndexed waits for them to be.
+func (c *Client) WaitRemoved(ctx context.Context, db string, refs []events.IndexedRef, since time.Time) error {
+	want := make(map[events.IndexedRef]int64, len(refs))
+	for _, r := range refs {
+		want[r] = 0
+	}
+	return c.waitObjects(ctx, db, want, since, true)
+}
+
+// waitObjects waits until every object of want is indexed at its
+// version, or, when removed is set, is not indexed at all.
+func (c *Client) waitObjects(ctx context.Context, db string, want map[events.IndexedRef]int64, since time.Time, removed bool) error {
 	var letters *deadletter.Box
 	pending := make(map[events.IndexedRef]int64, len(want))
 	for ref, v := range want {
@@ -109,7 +125,7 @@ func (c *Client) WaitIndexed(ctx context.Context, db string, want map[events.Ind
 				return &DeadLetteredError{Letter: l}
 			}
 		}
-		if err := c.checkIndexed(ctx, db, pending); err != nil {
+		if err := c.checkIndexed(ctx, db, pending, removed); err != nil {
 			lastErr = err
 		}
 		if len(pending) == 0 {
@@ -123,10 +139,14 @@ func (c *Client) WaitIndexed(ctx context.Context, db string, want map[events.Ind
 					first = ref
 				}
 			}
-			if lastErr != nil {
-				return fmt.Errorf("%d object(s) of %s not confirmed indexed (first: %s %s); no daemon answered: %v: %w", len(pending), db, first.Kind, first.Name, lastErr, ctx.Err())
+			state := "indexed"
+			if removed {
+				state = "removed"
 			}
-			return fmt.Errorf("%d object(s) of %s not indexed yet (first: %s %s): see the worker logs: %w", len(pending), db, first.Kind, first.Name, ctx.Err())
+			if lastErr != nil {
+				return fmt.Errorf("%d object(s) of %s not confirmed %s (first: %s %s); no daemon answered: %v: %w", len(pending), db, state, first.Kind, first.Name, lastErr, ctx.Err())
+			}
+			return fmt.Errorf("%d object(s) of %s not %s yet (first: %s %s): see the worker logs: %w", len(pending), db, state, first.Kind, first.Name, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -134,8 +154,8 @@ func (c *Client) WaitIndexed(ctx context.Context, db string, want map[events.Ind
 }
 
 // checkIndexed asks for the pending objects, a page at a time, and drops
-// those indexed at their version.
-func (c *Client) checkIndexed(ctx context.Context, db string, pending map[events.IndexedRef]int64) error {
+// those indexed at their version (removed: those not indexed).
+func (c *Client) checkIndexed(ctx context.Context, db string, pending map[events.IndexedRef]int64, removed bool) error {
 	refs := make([]events.IndexedRef, 0, len(pending))
 	for ref := range pending {
 		refs = append(refs, ref)
@@ -149,7 +169,8 @@ func (c *Client) checkIndexed(ctx context.Context, db string, pending map[events
 			return err
 		}
 		for _, o := range rep.Objects {
-			if want, ok := pending[o.IndexedRef]; ok && o.Version >= want {
+			want, ok := pending[o.IndexedRef]
+			if ok && ((removed && o.Version == 0) || (!removed && o.Version >= want)) {
 				delete(pending, o.IndexedRef)
 			}
 		}

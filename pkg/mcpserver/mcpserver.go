@@ -1,7 +1,8 @@
 // Package mcpserver exposes schemaq to AI agents as a Model Context
 // Protocol server (github.com/modelcontextprotocol/go-sdk): tools to list
 // databases and tables, describe a table, search the schema, ask for
-// checked SQL and explain a retrieval, and a resource per table. It talks
+// checked SQL, hand back confirmed SQL and explain a retrieval, and a
+// resource per table. It talks
 // to a running schemaq through a Backend (pkg/client over NATS), like any
 // other service.
 package mcpserver
@@ -29,6 +30,7 @@ type Backend interface {
 	Tables(ctx context.Context, req *events.TablesRequest) (*events.TablesReply, error)
 	Search(ctx context.Context, req *events.SearchRequest) (*events.SearchReply, error)
 	Ask(ctx context.Context, req *events.AskRequest) (*events.AskReply, error)
+	Feedback(ctx context.Context, req *events.FeedbackRequest) (*events.FeedbackReply, error)
 }
 
 var _ Backend = (*client.Client)(nil)
@@ -48,7 +50,8 @@ const ResourcePrefix = "schemaq://"
 func New(b Backend, version string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "schemaq", Title: "schemaq: schema retrieval and text-to-SQL", Version: version},
 		&mcp.ServerOptions{Instructions: "Use list_databases, then search_schema or list_tables to find the tables a question needs, " +
-			"describe_table for their DDL, and ask_sql for a checked, read-only PostgreSQL query. SQL is never executed."})
+			"describe_table for their DDL, and ask_sql for a checked, read-only PostgreSQL query. SQL is never executed. " +
+			"When the user confirms an answer is right, or corrects it, submit_feedback stores it as a worked example."})
 	t := &tools{b: b}
 	// Every tool only reads; ask_sql also calls the configured model.
 	closed, open := false, true
@@ -59,6 +62,9 @@ func New(b Backend, version string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "search_schema", Annotations: readOnly, InputSchema: searchSchema(), Description: "Find the tables, views, doc sections and question/SQL examples most relevant to a natural-language question, ranked, with scores and their text."}, t.searchSchema)
 	mcp.AddTool(s, &mcp.Tool{Name: "ask_sql", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open}, InputSchema: inputSchema[AskIn](),
 		Description: "Answer a question with one read-only PostgreSQL query, checked against the database's catalog (single SELECT, no side effects, only known tables). Returns the SQL, an explanation, the tables used and warnings; the SQL is not run. Without a configured model, retrieval_only is true, sql is empty and context lists what a model would see."}, t.askSQL)
+	notDestructive := false
+	mcp.AddTool(s, &mcp.Tool{Name: "submit_feedback", Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: &notDestructive, OpenWorldHint: &closed}, InputSchema: inputSchema[FeedbackIn](),
+		Description: "Report SQL that correctly answers a question, after the user accepted ask_sql's answer or corrected it. The SQL is checked like ask_sql's (one read-only query over the database's own tables) and, if it passes, stored as a worked example that later searches and asks learn from; refused SQL is not stored and the error says why. Only submit SQL the user confirmed is right. Sending the same question and SQL twice stores one example."}, t.submitFeedback)
 	mcp.AddTool(s, &mcp.Tool{Name: "explain_retrieval", Annotations: readOnly, InputSchema: searchSchema(), Description: "Show how retrieval ranked candidates for a question: each candidate's rank and score at every stage (BM25, vectors, fusion, schema routing, foreign-key propagation, rescoring, final)."}, t.explainRetrieval)
 	s.AddReceivingMiddleware(t.listResources)
 	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "table", Title: "Table DDL", MIMEType: "text/plain",
@@ -245,7 +251,9 @@ type AskIn struct {
 
 // AskOut is ask_sql's result.
 type AskOut struct {
-	SQL         string   `json:"sql"`
+	SQL string `json:"sql"`
+	// AskID names this answer for submit_feedback.
+	AskID       string   `json:"ask_id,omitempty"`
 	Explanation string   `json:"explanation,omitempty"`
 	Tables      []string `json:"tables,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
@@ -267,7 +275,7 @@ func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*
 		}
 		return nil, AskOut{}, toolError(err)
 	}
-	out := AskOut{SQL: r.SQL, Explanation: r.Explanation, Tables: r.Tables, Warnings: r.Warnings, RetrievalOnly: r.RetrievalOnly,
+	out := AskOut{SQL: r.SQL, AskID: r.AskID, Explanation: r.Explanation, Tables: r.Tables, Warnings: r.Warnings, RetrievalOnly: r.RetrievalOnly,
 		Schemas: r.Schemas, Ambiguous: r.Ambiguous}
 	if r.RetrievalOnly {
 		for _, c := range r.Context {
@@ -276,6 +284,32 @@ func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*
 		out.Joins = joinLines(r.Joins)
 	}
 	return nil, out, nil
+}
+
+// FeedbackIn is SQL that answers a question.
+type FeedbackIn struct {
+	Database  string `json:"database" jsonschema:"the database name"`
+	Question  string `json:"question" jsonschema:"the natural-language question the SQL answers"`
+	SQL       string `json:"sql" jsonschema:"the SQL the user confirmed answers it"`
+	AskID     string `json:"ask_id,omitempty" jsonschema:"the ask_id ask_sql returned, when the SQL is its answer or a correction of it"`
+	Corrected bool   `json:"corrected,omitempty" jsonschema:"true when the SQL corrects ask_sql's answer rather than accepting it as it was"`
+	Schema    string `json:"schema,omitempty" jsonschema:"the schema the SQL was written in, when its unqualified names are not in public"`
+}
+
+// FeedbackOut is submit_feedback's result.
+type FeedbackOut struct {
+	Example  string   `json:"example"`
+	Version  int64    `json:"version"`
+	Tables   []string `json:"tables"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+func (t *tools) submitFeedback(ctx context.Context, _ *mcp.CallToolRequest, in FeedbackIn) (*mcp.CallToolResult, FeedbackOut, error) {
+	r, err := t.b.Feedback(ctx, &events.FeedbackRequest{Database: in.Database, Question: in.Question, SQL: in.SQL, AskID: in.AskID, Corrected: in.Corrected, Schema: in.Schema})
+	if err != nil {
+		return nil, FeedbackOut{}, toolError(err)
+	}
+	return nil, FeedbackOut{Example: r.Example, Version: r.Version, Tables: r.Tables, Warnings: r.Warnings}, nil
 }
 
 // ExplainOut is explain_retrieval's result: the results and each

@@ -31,6 +31,9 @@ func (wide) Search(context.Context, *events.SearchRequest) (*events.SearchReply,
 	return nil, nil
 }
 func (wide) Ask(context.Context, *events.AskRequest) (*events.AskReply, error) { return nil, nil }
+func (wide) Feedback(context.Context, *events.FeedbackRequest) (*events.FeedbackReply, error) {
+	return nil, nil
+}
 
 // TestResourcesArePaged: a schema of 450 tables lists in pages, each
 // table once, the last page without a cursor.

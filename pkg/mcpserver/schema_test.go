@@ -20,7 +20,12 @@ import (
 // tool can be called. Each schema must also be well-formed JSON Schema.
 func TestToolSchemasAreObjects(t *testing.T) {
 	for _, tl := range listTools(t) {
-		if tl.Annotations == nil || !tl.Annotations.ReadOnlyHint {
+		// Every tool reads, but submit_feedback, which adds an example:
+		// an agent must see that it writes, and that it destroys nothing.
+		switch a := tl.Annotations; {
+		case tl.Name == "submit_feedback" && (a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint || !a.IdempotentHint):
+			t.Errorf("%s: annotations %+v, want writing, not destructive, idempotent", tl.Name, a)
+		case tl.Name != "submit_feedback" && (a == nil || !a.ReadOnlyHint):
 			t.Errorf("%s: not annotated read-only", tl.Name)
 		}
 		for kind, schema := range map[string]any{"inputSchema": tl.InputSchema, "outputSchema": tl.OutputSchema} {

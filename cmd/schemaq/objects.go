@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/catalogkv"
+	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/sqlguard"
+)
+
+// The examples and docs commands list what the stream holds for a
+// database and publish deletes. Listing reads the stream, not the index:
+// it needs no daemon, and it shows what was published even before a
+// worker indexed it.
+
+// exampleView is an example as examples list and show print it.
+type exampleView struct {
+	client.StoredExample
+	// Stale says why the example reads what the current catalog lacks
+	// (--stale, and show).
+	Stale string `json:"stale,omitempty"`
+}
+
+func runExamples(ctx context.Context, e *env, args []string) (err error) {
+	verbs := []string{"list", "show", "delete"}
+	if len(args) == 0 || !slices.Contains(verbs, args[0]) {
+		fmt.Fprintln(e.stderr, "Usage: schemaq examples list --db NAME [--stale] | show --db NAME ID | delete --db NAME [--wait DUR] ID...")
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+			return nil
+		}
+		return usagef("examples: say list, show or delete")
+	}
+	verb := args[0]
+	fs := newFlags(e, "examples "+verb, "--db NAME [flags] [ID...]")
+	var c clientFlags
+	defer func() { err = c.jsonFailure(e, err) }()
+	c.register(fs, e)
+	stale := fs.Bool("stale", false, "list: only the examples whose SQL reads relations the current catalog lacks, with why")
+	wait := fs.Duration("wait", 0, "delete: wait up to this long until the index no longer has them")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := c.requireDB(); err != nil {
+		return err
+	}
+	switch {
+	case verb == "list" && fs.NArg() > 0:
+		return usagef("examples list takes no ids: use examples show ID")
+	case verb == "show" && fs.NArg() != 1:
+		return usagef("examples show: give one example id (see examples list)")
+	case verb == "delete" && fs.NArg() == 0:
+		return usagef("examples delete: give the ids of the examples to delete (see examples list)")
+	case verb != "list" && *stale:
+		return usagef("examples %s: --stale is for list", verb)
+	}
+	cli, rctx, done, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if verb == "delete" {
+		return deleteExamples(ctx, rctx, e, cli, &c, fs.Args(), *wait)
+	}
+	stored, err := cli.Examples(rctx, *c.db)
+	if err != nil {
+		return err
+	}
+	views := make([]exampleView, len(stored))
+	for i, s := range stored {
+		views[i] = exampleView{StoredExample: s}
+	}
+	if verb == "show" {
+		i := slices.IndexFunc(views, func(v exampleView) bool { return v.ID == fs.Arg(0) })
+		if i < 0 {
+			return fmt.Errorf("examples show: %s has no example %s (examples list shows %d)", *c.db, events.Quote(fs.Arg(0)), len(views))
+		}
+		views = views[i : i+1]
+	}
+	if *stale || verb == "show" {
+		if views, err = markStale(rctx, &c, *c.db, views, *stale); err != nil {
+			return err
+		}
+	}
+	if *c.asJSON {
+		if verb == "show" {
+			return json.NewEncoder(e.stdout).Encode(views[0])
+		}
+		return json.NewEncoder(e.stdout).Encode(views)
+	}
+	if verb == "show" {
+		printExample(e, views[0])
+		return nil
+	}
+	for _, v := range views {
+		line := fmt.Sprintf("%s\t%d\t%s\t%s", v.ID, v.Seq, origin(v.Example), clip(v.Question, 80))
+		if v.Stale != "" {
+			line += "\tstale: " + v.Stale
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
+	what := "example(s)"
+	if *stale {
+		what = "stale example(s)"
+	}
+	fmt.Fprintf(e.stdout, "%d %s of %s\n", len(views), what, *c.db)
+	return nil
+}
+
+func origin(ex events.Example) string {
+	switch {
+	case ex.Origin == "":
+		return "published"
+	case ex.Corrected:
+		return ex.Origin + " (corrected)"
+	}
+	return ex.Origin
+}
+
+func printExample(e *env, v exampleView) {
+	fmt.Fprintf(e.stdout, "id:       %s\n", v.ID)
+	fmt.Fprintf(e.stdout, "question: %s\n", v.Question)
+	fmt.Fprintf(e.stdout, "origin:   %s\n", origin(v.Example))
+	if v.AskID != "" {
+		fmt.Fprintf(e.stdout, "ask id:   %s\n", v.AskID)
+	}
+	if v.Schema != "" {
+		fmt.Fprintf(e.stdout, "schema:   %s\n", v.Schema)
+	}
+	if v.CatalogVersion > 0 {
+		fmt.Fprintf(e.stdout, "checked:  at catalog version %d, reading %s\n", v.CatalogVersion, strings.Join(v.Tables, ", "))
+	}
+	fmt.Fprintf(e.stdout, "event:    %s (stream sequence %d", v.Event, v.Seq)
+	if !v.Time.IsZero() {
+		fmt.Fprintf(e.stdout, ", %s", v.Time.Format(time.RFC3339))
+	}
+	fmt.Fprintln(e.stdout, ")")
+	if v.Stale != "" {
+		fmt.Fprintf(e.stdout, "stale:    %s\n", v.Stale)
+	}
+	fmt.Fprintf(e.stdout, "sql:\n%s\n", v.SQL)
+}
+
+// markStale checks each example's SQL against the database's current
+// catalog, as the worker does when it indexes one: SQL that does not
+// parse, or reads relations the catalog lacks on the example's
+// search_path, votes for nothing. only keeps just those.
+func markStale(ctx context.Context, c *clientFlags, db string, views []exampleView, only bool) ([]exampleView, error) {
+	cat, err := currentCatalog(ctx, c, db)
+	if err != nil {
+		return nil, err
+	}
+	names := sqlguard.NewNames(cat)
+	out := views[:0]
+	for _, v := range views {
+		if err := sqlguard.CheckExample(v.SQL, v.Schema, names); err != nil {
+			v.Stale = err.Error()
+		}
+		if v.Stale != "" || !only {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// currentCatalog reads db's catalog from the bucket.
+func currentCatalog(ctx context.Context, c *clientFlags, db string) (*catalog.Catalog, error) {
+	js, _, done, err := c.jetStreamSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	kv, err := js.KeyValue(ctx, events.CatalogBucket)
+	if err != nil {
+		return nil, fmt.Errorf("catalog bucket %s: %w", events.CatalogBucket, err)
+	}
+	objs, err := js.ObjectStore(ctx, events.ObjectBucket)
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", events.ObjectBucket, err)
+	}
+	cat, _, err := catalogkv.New(kv, catalogkv.WithObjects(objs)).Get(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("catalog of %s: %w", db, err)
+	}
+	if cat == nil {
+		return nil, fmt.Errorf("%s has no catalog: staleness is checked against one (publish a migration or snapshot)", db)
+	}
+	return cat, nil
+}
+
+func deleteExamples(ctx, rctx context.Context, e *env, cli *client.Client, c *clientFlags, ids []string, wait time.Duration) error {
+	for i, id := range ids {
+		if id == "" || len(id) > 256 || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			return usagef("examples delete: id %d (%s) is empty, over 256 bytes or has white space", i+1, events.Quote(id))
+		}
+	}
+	since := time.Now()
+	pubs, err := cli.DeleteExamples(rctx, *c.db, ids)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		refs := make([]events.IndexedRef, len(ids))
+		for i, id := range ids {
+			refs[i] = events.IndexedRef{Kind: "example", Name: id}
+		}
+		if err := waitRemoved(ctx, cli, *c.db, refs, since, wait); err != nil {
+			return err
+		}
+	}
+	if *c.asJSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"database": *c.db, "deleted": ids, "events": len(pubs)})
+	}
+	fmt.Fprintf(e.stdout, "deleted %d example(s) of %s\n", len(ids), *c.db)
+	return nil
+}
+
+func runDocs(ctx context.Context, e *env, args []string) (err error) {
+	if len(args) == 0 || !slices.Contains([]string{"list", "delete"}, args[0]) {
+		fmt.Fprintln(e.stderr, "Usage: schemaq docs list --db NAME | delete --db NAME [--wait DUR] DOC_ID...  (publish docs adds them)")
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+			return nil
+		}
+		return usagef("docs: say list or delete")
+	}
+	verb := args[0]
+	fs := newFlags(e, "docs "+verb, "--db NAME [flags] [DOC_ID...]")
+	var c clientFlags
+	defer func() { err = c.jsonFailure(e, err) }()
+	c.register(fs, e)
+	wait := fs.Duration("wait", 0, "delete: wait up to this long until the index no longer has them")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := c.requireDB(); err != nil {
+		return err
+	}
+	switch {
+	case verb == "list" && fs.NArg() > 0:
+		return usagef("docs list takes no doc ids")
+	case verb == "delete" && fs.NArg() == 0:
+		return usagef("docs delete: give the doc ids to delete (see docs list)")
+	}
+	cli, rctx, done, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if verb == "list" {
+		docs, err := cli.Docs(rctx, *c.db)
+		if err != nil {
+			return err
+		}
+		if *c.asJSON {
+			return json.NewEncoder(e.stdout).Encode(docs)
+		}
+		for _, d := range docs {
+			fmt.Fprintf(e.stdout, "%s\t%d\t%d bytes\t%s\n", d.DocID, d.Seq, d.Bytes, clip(d.Title, 80))
+		}
+		fmt.Fprintf(e.stdout, "%d doc(s) of %s\n", len(docs), *c.db)
+		return nil
+	}
+	since := time.Now()
+	refs := make([]events.IndexedRef, 0, fs.NArg())
+	for _, id := range fs.Args() {
+		if _, err := cli.DeleteDoc(rctx, *c.db, id); err != nil {
+			return err
+		}
+		refs = append(refs, events.IndexedRef{Kind: "doc", Name: id})
+	}
+	if *wait > 0 {
+		if err := waitRemoved(ctx, cli, *c.db, refs, since, *wait); err != nil {
+			return err
+		}
+	}
+	if *c.asJSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"database": *c.db, "deleted": fs.Args()})
+	}
+	fmt.Fprintf(e.stdout, "deleted %d doc(s) of %s\n", fs.NArg(), *c.db)
+	return nil
+}
+
+// waitRemoved is client.WaitRemoved for up to limit.
+func waitRemoved(ctx context.Context, cli *client.Client, db string, refs []events.IndexedRef, since time.Time, limit time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	if err := cli.WaitRemoved(wctx, db, refs, since); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("after %v: %w", limit, err)
+	}
+	return ctx.Err()
+}
+
+// clip shortens s to n characters for a one-line listing.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,112 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/streams"
+)
+
+// TestExamplesFoldTheStream: ten thousand examples over twenty events,
+// a thousand deleted, ten of those published again, one edited, and
+// another database's and a forged event beside them: the listing is
+// exactly the fold, each example with the event that stored it last.
+func TestExamplesFoldTheStream(t *testing.T) {
+	ctx := context.Background()
+	js, cli := connect(t)
+	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(db, id string, payload any) uint64 {
+		t.Helper()
+		ev, err := events.New(id, db, time.Now(), payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := cli.Publish(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Sequence
+	}
+	const batches, per = 20, 500
+	for b := range batches {
+		exs := make([]events.Example, per)
+		for i := range exs {
+			n := b*per + i
+			exs[i] = events.Example{ID: fmt.Sprintf("x%05d", n), Question: fmt.Sprintf("question %d", n), SQL: fmt.Sprintf("SELECT %d FROM t", n)}
+		}
+		publish("shop", fmt.Sprintf("batch-%d", b), &events.ExamplesUpsert{Examples: exs})
+	}
+	// An example without an id is listed under its question's hash.
+	publish("shop", "no-id", &events.ExamplesUpsert{Examples: []events.Example{{Question: "How  many orders?", SQL: "SELECT count(*) FROM orders"}}})
+	publish("other", "other-1", &events.ExamplesUpsert{Examples: []events.Example{{ID: "x00001", Question: "elsewhere", SQL: "SELECT 1"}}})
+	// A forged event: another database's, on shop's subject.
+	forged, _ := events.New("forged", "other", time.Now(), &events.ExamplesUpsert{Examples: []events.Example{{ID: "forged", Question: "q", SQL: "SELECT 1"}}})
+	raw, _ := forged.Encode()
+	if _, err := js.Publish(ctx, events.ExamplesSubject("shop"), raw); err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for n := 2000; n < 3000; n++ {
+		deleted = append(deleted, fmt.Sprintf("x%05d", n))
+	}
+	if _, err := cli.DeleteExamples(ctx, "shop", deleted); err != nil {
+		t.Fatal(err)
+	}
+	// Deleting again is harmless, and not dropped as a duplicate.
+	pubs, err := cli.DeleteExamples(ctx, "shop", deleted[:10])
+	if err != nil || len(pubs) != 1 || pubs[0].Duplicate {
+		t.Fatalf("a second delete: %+v %v", pubs, err)
+	}
+	back := make([]events.Example, 10)
+	for i := range back {
+		back[i] = events.Example{ID: deleted[i], Question: "back " + deleted[i], SQL: "SELECT 2 FROM t"}
+	}
+	backSeq := publish("shop", "back", &events.ExamplesUpsert{Examples: back})
+	editSeq := publish("shop", "edit", &events.ExamplesUpsert{Examples: []events.Example{{ID: "x00007", Question: "question 7, edited", SQL: "SELECT 7 FROM t", Origin: events.OriginFeedback}}})
+
+	got, err := cli.Examples(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := batches*per - len(deleted) + len(back) + 1; len(got) != want {
+		t.Fatalf("%d examples, want %d", len(got), want)
+	}
+	byID := map[string]int{}
+	for i, ex := range got {
+		if _, dup := byID[ex.ID]; dup {
+			t.Fatalf("%s listed twice", ex.ID)
+		}
+		byID[ex.ID] = i
+		if i > 0 && got[i-1].Seq > ex.Seq {
+			t.Fatalf("not in stream order at %d", i)
+		}
+	}
+	for _, id := range []string{"x02000", "x02009"} {
+		if ex := got[byID[id]]; ex.Seq != backSeq || ex.Question != "back "+id {
+			t.Errorf("%s published again: %+v", id, ex)
+		}
+	}
+	if _, ok := byID["x02010"]; ok {
+		t.Error("a deleted example is listed")
+	}
+	if ex := got[byID["x00007"]]; ex.Seq != editSeq || ex.Question != "question 7, edited" || ex.Origin != events.OriginFeedback || ex.Event != "edit" {
+		t.Errorf("the edited example: %+v", ex)
+	}
+	if _, ok := byID[events.ExampleID("how many orders?")]; !ok {
+		t.Error("the example published without an id is not listed under its question's hash")
+	}
+	if _, ok := byID["forged"]; ok {
+		t.Error("another database's event on shop's subject is listed")
+	}
+	if got[byID["x00001"]].Question != "question 1" {
+		t.Error("another database's example replaced shop's")
+	}
+	if none, err := cli.Examples(ctx, "empty"); err != nil || len(none) != 0 {
+		t.Errorf("a database without examples: %v %v", none, err)
+	}
+}
