@@ -41,16 +41,15 @@ func (d *Daemon) feedback(ctx context.Context, req *events.FeedbackRequest) (*ev
 	if cat == nil {
 		return nil, events.Errorf(events.CodeUnknownDatabase, "database %q has no catalog: feedback is checked against one; publish a migration or snapshot first", req.Database)
 	}
-	res, err := sqlguard.CheckWith(req.SQL, cat, sqlguard.Options{Schema: req.Schema})
+	res, err := sqlguard.CheckFeedback(req.SQL, req.Schema, cat)
 	if err != nil {
 		we := AskError(err)
+		if errors.Is(err, sqlguard.ErrNoRelation) {
+			we.Code = events.CodeBadRequest
+		}
 		we.Message = fmt.Sprintf("field sql: %s; nothing was stored", we.Message)
 		d.countFeedback("refused")
 		return nil, we
-	}
-	if len(res.Tables) == 0 {
-		d.countFeedback("refused")
-		return nil, events.Errorf(events.CodeBadRequest, "field sql: reads no table or view of database %s (catalog version %d), so it can teach retrieval nothing; nothing was stored", req.Database, cat.Version)
 	}
 	ex := events.Example{
 		ID: events.FeedbackExampleID(req.Question, req.SQL), Question: strings.TrimSpace(req.Question), SQL: strings.TrimSpace(req.SQL),

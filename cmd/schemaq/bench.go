@@ -47,6 +47,8 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	hintsField := fs.String("hints-field", "", "a string field of each question line to send as the request's hints (BIRD: evidence)")
 	docsFile := fs.String("docs", "", "JSONL whose --docs-field of each line is indexed beside the schema as a doc section; lines whose id or question is one of --questions' are left out")
 	docsField := fs.String("docs-field", "text", "the string field of each --docs line that is its section (BIRD: evidence)")
+	feedback := fs.Bool("feedback", false, "with --examples: index only the examples the feedback endpoint would store (the SQL passes the guard against the schema), as a deployment that learns from feedback has them")
+	sqliteSQL := fs.Bool("sqlite-sql", false, "with --feedback: the examples' SQL is SQLite's (BIRD's, Spider's); rewrite what is mechanical (backticks, the case of names, LIMIT a, b) for PostgreSQL first")
 	examplesFile := fs.String("examples", "", "worked examples JSONL (question and sql or gold_sql) to index beside the schema; lines whose id or question is one of --questions' are left out")
 	ks := fs.String("k", "1,3,5,10,15,20", "comma-separated cut-offs")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -77,6 +79,8 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.Analyse.CommonHeads, "common-heads", cfg.Analyse.CommonHeads, "leave out the compound of a phrase whose head is in at least this share of the tables (full name → fullname; 0: off)")
 	fs.Float64Var(&cfg.Fuse.IdentifierWeight, "identifier-weight", cfg.Fuse.IdentifierWeight, "weight of the list of tables that own an identifier the question or hints spell out (0: off)")
 	fs.Float64Var(&cfg.Fuse.ExampleWeight, "example-weight", cfg.Fuse.ExampleWeight, "weight of the list of tables the SQL of the most similar examples reads (with --examples; 0: off)")
+	fs.Float64Var(&cfg.Gather.ExampleTrust, "example-trust", cfg.Gather.ExampleTrust, "scale an example's vote by the share of the question's terms it holds, to this power (0: off)")
+	fs.Float64Var(&cfg.Rescore.ExampleCoverage, "rescore-example-coverage", cfg.Rescore.ExampleCoverage, "the best example's SQL counts in the rescoring only when it holds this share of the question's terms")
 	fs.IntVar(&cfg.Gather.ExampleCandidates, "example-candidates", cfg.Gather.ExampleCandidates, "how many of the most similar examples vote for their tables")
 	fs.Float64Var(&cfg.Fuse.DocWeight, "doc-weight", cfg.Fuse.DocWeight, "weight of the list of tables the most similar doc sections name (0: off)")
 	fs.IntVar(&cfg.Gather.DocCandidates, "doc-candidates", cfg.Gather.DocCandidates, "how many of the most similar doc sections vote for the tables they name")
@@ -203,7 +207,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	}
 	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
 		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: progressWriter(e.stderr), GoldSchema: *goldSchema, OpenStore: openStore,
-		Examples: examples, Docs: docs, Warm: *warm, Pool: pools, Clarify: *clarify, RenameShare: *renameShare})
+		Examples: examples, Feedback: *feedback, SQLiteSQL: *sqliteSQL, Docs: docs, Warm: *warm, Pool: pools, Clarify: *clarify, RenameShare: *renameShare})
 	if err != nil {
 		return err
 	}
@@ -222,6 +226,14 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "%d tables, %d questions; indexed in %.2f s (%s store)\n", rep.Tables, rep.Questions, rep.IndexSeconds, rep.Store)
 	if rep.Examples > 0 {
 		fmt.Fprintf(e.stdout, "%d worked examples indexed beside the schema\n", rep.Examples)
+	}
+	if len(rep.FeedbackRefused) > 0 {
+		var why []string
+		for code, n := range rep.FeedbackRefused {
+			why = append(why, fmt.Sprintf("%d %s", n, code))
+		}
+		sort.Strings(why)
+		fmt.Fprintf(e.stdout, "examples feedback would refuse: %s\n", strings.Join(why, ", "))
 	}
 	if rep.Docs > 0 {
 		fmt.Fprintf(e.stdout, "%d doc sections indexed beside the schema\n", rep.Docs)

@@ -26,6 +26,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/indexer"
 	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/sqlguard"
 )
 
 // Question is one line of a questions file.
@@ -221,6 +222,29 @@ func oneSchema(tables []string) string {
 	return schema
 }
 
+// asFeedback keeps the examples the feedback endpoint would store, and
+// counts the others by why they were refused.
+func asFeedback(examples []Example, cat *catalog.Catalog, sqlite bool) ([]Example, map[string]int) {
+	kept := examples[:0:0]
+	refused := map[string]int{}
+	for _, ex := range examples {
+		if sqlite {
+			ex.SQL = postgresDialect(ex.SQL, ex.Schema, cat)
+		}
+		_, err := sqlguard.CheckFeedback(ex.SQL, ex.Schema, cat)
+		var r *sqlguard.Rejection
+		switch {
+		case err == nil:
+			kept = append(kept, ex)
+		case errors.As(err, &r):
+			refused[r.Kind.Error()]++
+		default:
+			refused["error"]++
+		}
+	}
+	return kept, refused
+}
+
 // heldOut leaves out the examples that are one of the questions asked,
 // by id or by question (case and spacing aside), so that no question is
 // answered by its own example.
@@ -269,6 +293,14 @@ type RetrievalConfig struct {
 	// the questions (by id or text); the questions then ask for tables
 	// and views only, so that no example takes a table's place.
 	Examples []Example
+	// Feedback has the examples pass what feedback must pass to be
+	// stored (sqlguard.CheckFeedback against the catalog): those it
+	// refuses are left out, as a daemon would refuse them.
+	Feedback bool
+	// SQLiteSQL says the examples' SQL is SQLite's, as the benchmark
+	// sets' gold SQL is: with Feedback, it is rewritten for PostgreSQL
+	// where the rewrite is mechanical (postgresDialect) before the check.
+	SQLiteSQL bool
 	// Docs are indexed beside the schema as one-section docs, less those
 	// of the questions' own lines; the questions then ask for tables and
 	// views only.
@@ -303,6 +335,9 @@ type RetrievalReport struct {
 	// Examples is how many worked examples were indexed beside the
 	// schema (0: none).
 	Examples int `json:"examples,omitempty"`
+	// FeedbackRefused counts, by the guard's code, the examples that
+	// RetrievalConfig.Feedback left out.
+	FeedbackRefused map[string]int `json:"feedback_refused,omitempty"`
 	// Docs is how many doc sections were indexed beside the schema.
 	Docs int `json:"docs,omitempty"`
 	// Ambiguous is the share of questions whose result said they fit
@@ -449,6 +484,10 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	examples := heldOut(cfg.Examples, cfg.Questions, func(ex Example) (string, string) { return ex.ID, ex.Question })
+	var refused map[string]int
+	if cfg.Feedback {
+		examples, refused = asFeedback(examples, cat, cfg.SQLiteSQL)
+	}
 	if len(examples) > 0 {
 		chunks := make([]chunk.Chunk, len(examples))
 		for i, ex := range examples {
@@ -494,7 +533,7 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 			}
 		}
 	}
-	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Examples: len(examples), Docs: len(docs), IndexSeconds: round3(indexSeconds)}
+	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Examples: len(examples), FeedbackRefused: refused, Docs: len(docs), IndexSeconds: round3(indexSeconds)}
 	for qi, q := range cfg.Questions {
 		t0 := time.Now()
 		req := request(q)

@@ -65,6 +65,15 @@ type GatherConfig struct {
 	// ExampleCandidates is how many of the worked examples most like the
 	// question (by BM25) vote for the tables their SQL reads (examples.go).
 	ExampleCandidates int
+	// ExampleTrust, when positive, scales a table's place in the
+	// examples' list by its coverage, the share of the question's own
+	// terms that the best example voting for it holds (in its question
+	// or among the names its SQL reads), raised to this power; 0: every
+	// vote counts in full. Without it an example that shares one word
+	// with the question votes as strongly as a near duplicate, and a
+	// log that covers some schemas drags the questions about the others
+	// to them (docs/retrieval.md, stage 4).
+	ExampleTrust float64
 	// DocCandidates is how many doc sections vote for the tables they
 	// name (docs.go): the first of a BM25 list of tables and docs, each by
 	// its rank there. A request for every kind reads the sections from
@@ -169,6 +178,11 @@ type RescoreConfig struct {
 	Enabled bool
 	Weights rerank.Weights
 	Window  int
+	// ExampleCoverage is the least share of the question's terms the
+	// best voting example must hold for its SQL to count as the
+	// question's words here: one that shares a word or two is no answer
+	// to this question.
+	ExampleCoverage float64
 }
 
 // ExpandConfig adds up to MaxBridges tables that join two chosen tables.
@@ -191,11 +205,11 @@ const (
 // overriding BM25's finer scores.
 var DefaultConfig = Config{
 	Analyse: AnalyseConfig{PrefixMin: 4, Corrections: true, Compounds: true, CommonHeads: 0.1, DropDates: true, ValueClasses: true},
-	Gather:  GatherConfig{BM25: true, KNN: true, Candidates: 50, Weights: index.DefaultWeights, ExampleCandidates: 5, DocCandidates: 3},
-	Fuse:    FuseConfig{RRFK: 60, BM25Weight: 1, KNNWeight: LocalKNNWeight, HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 2, DocWeight: 1},
+	Gather:  GatherConfig{BM25: true, KNN: true, Candidates: 50, Weights: index.DefaultWeights, ExampleCandidates: 5, ExampleTrust: 2, DocCandidates: 3},
+	Fuse:    FuseConfig{RRFK: 60, BM25Weight: 1, KNNWeight: LocalKNNWeight, HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 4, DocWeight: 1},
 	Route: RouteConfig{Enabled: true, Weight: 0.02, K: 1, Depth: 1, Head: 5, Likelihood: 1.75, Mu: 50, Features: true,
 		AmbiguousShare: 0.6},
 	Propagate: PropagateConfig{Enabled: true, Weight: 0.9, Seeds: 5, Own: 0.1, InferJoins: true},
-	Rescore:   RescoreConfig{Enabled: true, Weights: rerank.DefaultWeights, Window: 5},
+	Rescore:   RescoreConfig{Enabled: true, Weights: rerank.DefaultWeights, Window: 5, ExampleCoverage: 0.5},
 	Expand:    ExpandConfig{Enabled: true, MaxBridges: 3},
 }

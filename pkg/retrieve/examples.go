@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"math"
 	"sync"
 
 	"go.uber.org/zap"
@@ -77,13 +78,24 @@ func (rc *readsCache) queries(c chunk.Chunk) []*sqlguard.Query {
 // something like this question, its tables are likely this one's too,
 // even when the question's words name none of them. Tables no retriever
 // found join the candidates through get.
-func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, terms []Term, schemas []string, get func(chunk.Chunk) *object) (voters []chunk.Chunk) {
+//
+// A table's place in the list counts in proportion to its trust
+// (Gather.ExampleTrust): how much of the question the best example
+// voting for it covers. BM25 always returns some examples, and a log
+// that covers some schemas only would otherwise hand every question
+// about the others to the one example sharing a word with it.
+func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, terms []Term, schemas []string, get func(chunk.Chunk) *object) (voters []voter) {
 	g := r.graphs.get(cat)
 	votes := map[string]float64{}
 	by := map[string]string{} // table → the best example reading it
+	trust := map[string]float64{}
 	asked := make(map[string]bool, len(terms))
+	own := map[string]bool{}
 	for _, t := range terms {
 		asked[t.Term] = true
+		if t.Why == FromQuestion {
+			own[t.Term] = true
+		}
 	}
 	for i, h := range hits {
 		qs := r.reads.queries(h.Chunk)
@@ -105,16 +117,30 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, terms [
 		if len(missing) > 0 {
 			continue
 		}
-		voters = append(voters, h.Chunk)
+		cov := coverage(own, h.Chunk.Title, q.Words)
+		voters = append(voters, voter{h.Chunk, cov})
 		for _, key := range keys {
 			votes[key] += 1 / (r.cfg.Fuse.RRFK + float64(i+1))
+			trust[key] = max(trust[key], cov)
 			if by[key] == "" {
 				by[key] = h.Chunk.Name
 			}
 		}
 	}
-	g.rankList(byVotes(votes, by), schemas, get, func(o *object, _ listed) (*int, *string) { return &o.ex.ExampleRank, &o.ex.Example })
+	g.rankList(byVotes(votes, by), schemas, get, func(o *object, l listed) (*int, *string) {
+		o.exampleTrust = 1
+		if p := r.cfg.Gather.ExampleTrust; p > 0 {
+			o.exampleTrust = math.Pow(trust[l.key], p)
+		}
+		return &o.ex.ExampleRank, &o.ex.Example
+	})
 	return voters
+}
+
+// voter is an example that voted, with its coverage of the question.
+type voter struct {
+	chunk.Chunk
+	coverage float64
 }
 
 // sharesAWord reports whether any of the asked terms is a term of the
@@ -133,4 +159,26 @@ func sharesAWord(asked map[string]bool, question string, words []string) bool {
 		}
 	}
 	return false
+}
+
+// coverage is the share of the question's own terms that an example's
+// question or the names its SQL reads hold.
+func coverage(own map[string]bool, question string, words []string) float64 {
+	if len(own) == 0 {
+		return 0
+	}
+	has := map[string]bool{}
+	for _, t := range text.Terms(question) {
+		if own[t] {
+			has[t] = true
+		}
+	}
+	for _, w := range words {
+		for _, t := range text.Terms(w) {
+			if own[t] {
+				has[t] = true
+			}
+		}
+	}
+	return float64(len(has)) / float64(len(own))
 }

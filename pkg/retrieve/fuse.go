@@ -26,7 +26,7 @@ func (r *Retriever) evidence(o *object) float64 {
 		s += r.cfg.Fuse.IdentifierWeight / (r.cfg.Fuse.RRFK + float64(rank))
 	}
 	if rank := o.ex.ExampleRank; rank > 0 {
-		s += r.cfg.Fuse.ExampleWeight / (r.cfg.Fuse.RRFK + float64(rank))
+		s += r.cfg.Fuse.ExampleWeight * o.exampleTrust / (r.cfg.Fuse.RRFK + float64(rank))
 	}
 	s += r.cfg.Fuse.DocWeight * o.docVote
 	return s

@@ -23,8 +23,8 @@ func (p *run) rescore() {
 	// So is the SQL of the example most like the question that fits the
 	// catalog: the names it reads are the team's own answer to a
 	// question like this one.
-	if len(p.voters) > 0 {
-		rq += "\n" + chunk.ExampleSQL(p.voters[0])
+	if len(p.voters) > 0 && p.voters[0].coverage >= p.cfg.Rescore.ExampleCoverage {
+		rq += "\n" + chunk.ExampleSQL(p.voters[0].Chunk)
 	}
 	rerank.Schema(p.cfg.Rescore.Weights, rq, p.cands[:window])
 	for i, c := range p.cands[:window] {

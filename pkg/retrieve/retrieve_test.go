@@ -211,7 +211,7 @@ func TestTokenBudget(t *testing.T) {
 
 func TestKindsAndDocs(t *testing.T) {
 	f := newFixture(t, retrieve.DefaultConfig)
-	res, err := f.ret.Retrieve(context.Background(), retrieve.Request{Database: "school", Question: "how are grades weighted by credits", K: 3, Kinds: []string{chunk.KindDoc}})
+	res, err := f.ret.Retrieve(context.Background(), retrieve.Request{Database: "school", Question: "List the number of people per team.", K: 3, Kinds: []string{chunk.KindDoc}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,7 +648,8 @@ CREATE TABLE reviews.critics (critic_id int PRIMARY KEY, name text);
 	if err != nil {
 		t.Fatal(err)
 	}
-	const question = "How many films did Ake Sandgren make?"
+	// A near duplicate of the example: what a query log holds.
+	const question = "How many films did Lasse Hallström direct?"
 	for _, tc := range []struct {
 		name          string
 		schema, sql   string
@@ -657,14 +658,14 @@ CREATE TABLE reviews.critics (critic_id int PRIMARY KEY, name text);
 		first         string
 		exampleRanked bool
 	}{
-		{"an example of the database", "reviews", "SELECT count(*) FROM movies WHERE director_name = 'Lasse Hallström'", 2, nil, "reviews.movies", true},
+		{"an example of the database", "reviews", "SELECT count(*) FROM movies WHERE director_name = 'Lasse Hallström'", 4, nil, "reviews.movies", true},
 		{"the stage off", "reviews", "SELECT count(*) FROM movies WHERE director_name = 'Lasse Hallström'", 0, nil, "cinema.films", false},
-		{"qualified names, no schema", "", "SELECT count(*) FROM reviews.movies WHERE director_name = 'x'", 2, nil, "reviews.movies", true},
-		{"backticks, as in a SQLite log", "reviews", "SELECT count(*) FROM `movies` WHERE `director_name` = 'x'", 2, nil, "reviews.movies", true},
-		{"written in a schema this catalog lacks", "warehouse", "SELECT count(*) FROM movies", 2, nil, "cinema.films", false},
-		{"reading a table since dropped", "reviews", "SELECT count(*) FROM movies JOIN directors USING (director_id)", 2, nil, "cinema.films", false},
-		{"SQL that does not parse", "reviews", "SELEKT count(*) FROM movies", 2, nil, "cinema.films", false},
-		{"a request for tables only", "reviews", "SELECT count(*) FROM movies", 2, []string{chunk.KindTable}, "reviews.movies", true},
+		{"qualified names, no schema", "", "SELECT count(*) FROM reviews.movies WHERE director_name = 'x'", 4, nil, "reviews.movies", true},
+		{"backticks, as in a SQLite log", "reviews", "SELECT count(*) FROM `movies` WHERE `director_name` = 'x'", 4, nil, "reviews.movies", true},
+		{"written in a schema this catalog lacks", "warehouse", "SELECT count(*) FROM movies", 4, nil, "cinema.films", false},
+		{"reading a table since dropped", "reviews", "SELECT count(*) FROM movies JOIN directors USING (director_id)", 4, nil, "cinema.films", false},
+		{"SQL that does not parse", "reviews", "SELEKT count(*) FROM movies", 4, nil, "cinema.films", false},
+		{"a request for tables only", "reviews", "SELECT count(*) FROM movies", 4, []string{chunk.KindTable}, "reviews.movies", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, e := indexCatalogs(t, cat)
@@ -1138,5 +1139,56 @@ CREATE TABLE warehouses (id int PRIMARY KEY, city text);
 		if !strings.Contains(text, want) {
 			t.Errorf("the chunk lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// TestALogOfOneSchemaLeavesTheOthersAlone: worked examples about sales
+// only, and a question about staff that shares its form ("list the
+// number of … per …") with them. Its own tables must stay first: without
+// trust, and with the best example's SQL read as the question's words
+// in the rescoring, the examples hand it to the sales tables (as they
+// did BIRD's questions about schemas its feedback did not cover: CR@5
+// 0.020).
+func TestALogOfOneSchemaLeavesTheOthersAlone(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Snapshot("co", "co.sql", `
+CREATE SCHEMA sales;
+CREATE TABLE sales.customers (customer_id int PRIMARY KEY, region text);
+CREATE TABLE sales.orders (order_id int PRIMARY KEY, customer_id int REFERENCES sales.customers, total numeric);
+CREATE SCHEMA staff;
+CREATE TABLE staff.departments (department_id int PRIMARY KEY, title text);
+CREATE TABLE staff.employees (employee_id int PRIMARY KEY, department_id int REFERENCES staff.departments, hired_on date);
+COMMENT ON TABLE staff.employees IS 'The people who work here.';
+COMMENT ON TABLE staff.departments IS 'Teams.';
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	var exs []chunk.Chunk
+	for i, q := range []string{
+		"List the number of orders per region.", "List the number of customers per region.",
+		"List the number of orders per customer.", "List the total of the orders per region.",
+	} {
+		exs = append(exs, chunk.Example("co", "sales", fmt.Sprintf("s%d", i), q,
+			"SELECT c.region, count(*) FROM sales.orders o JOIN sales.customers c USING (customer_id) GROUP BY 1"))
+	}
+	if _, err := indexer.Chunks(ctx, s, e, exs); err != nil {
+		t.Fatal(err)
+	}
+	first := func(trust float64) string {
+		cfg := retrieve.DefaultConfig
+		cfg.Gather.ExampleTrust = trust
+		if trust == 0 {
+			cfg.Rescore.ExampleCoverage = 0
+		}
+		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "co", Question: "List the number of people per team.", K: 3, Kinds: []string{chunk.KindTable}})
+		return res.Items[0].Name
+	}
+	if got := first(retrieve.DefaultConfig.Gather.ExampleTrust); !strings.HasPrefix(got, "staff.") {
+		t.Errorf("with trust, %s first; want a table of staff", got)
+	}
+	if got := first(0); strings.HasPrefix(got, "staff.") {
+		t.Errorf("without trust the sales log did not win either (%s first): the case no longer shows the failure", got)
 	}
 }

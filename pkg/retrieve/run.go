@@ -54,7 +54,7 @@ type run struct {
 	knnHits                  []index.Hit
 	knnErr                   error
 	docHits                  []index.Hit
-	voters                   []chunk.Chunk // the examples whose tables were voted for, best first
+	voters                   []voter // the examples whose tables were voted for, best first
 
 	// from fuse on
 	cands  []rerank.Candidate
@@ -91,6 +91,10 @@ type object struct {
 	tailRank int
 	base     float64 // fused score without the routing bonus
 	docVote  float64 // what the doc sections that name it lend it (docs.go)
+	// exampleTrust scales its place in the examples' list: the share of
+	// the question's terms the best example voting for it holds
+	// (examples.go); 1 when trust is off.
+	exampleTrust float64
 }
 
 // get is the object of a chunk's table, view, doc or example, added to

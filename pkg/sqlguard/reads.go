@@ -174,6 +174,25 @@ func CheckExample(sql, schema string, names *Names) error {
 	}
 }
 
+// ErrNoRelation: feedback SQL that reads none of the database's tables
+// or views, so it can teach retrieval nothing.
+var ErrNoRelation = errors.New("no_relation")
+
+// CheckFeedback is what SQL handed back as answering a question must
+// pass to be stored as a worked example: the guard of a model's answer,
+// with unqualified names looked up in schema first, and it must read at
+// least one relation of cat. A refusal is a *Rejection.
+func CheckFeedback(sql, schema string, cat *catalog.Catalog) (*Result, error) {
+	res, err := CheckWith(sql, cat, Options{Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Tables) == 0 {
+		return nil, reject(ErrNoRelation, "reads no table or view of database %s (catalog version %d), so it can teach retrieval nothing", cat.Database, cat.Version)
+	}
+	return res, nil
+}
+
 // placeUnqualified picks, among the relations of one unqualified name,
 // the one in schema, else in public, else the only one, else the one
 // whose schema has the most of the query's unqualified names, if no
