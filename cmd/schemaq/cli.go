@@ -24,6 +24,7 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // the command ran and failed (bad DDL, unreachable server, …)
 	exitUsage   = 2 // the command line is wrong
+	// exitBreaks (3): check found that the migrations would break something.
 )
 
 // usageError marks a bad command line; it exits with exitUsage.
@@ -51,6 +52,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.Is(err, errBreaks):
+		return exitBreaks
 	}
 	return exitFailure
 }
@@ -80,6 +83,7 @@ func commands() map[string]command {
 		"search":      {"retrieve the context for a question", runSearch},
 		"examples":    {"list, show or delete a database's worked examples (examples list|show|delete; --stale)", runExamples},
 		"docs":        {"list or delete a database's docs (docs list|delete)", runDocs},
+		"check":       {"replay pending migrations on the running catalog and report what they would break, publishing nothing (exit 3 when something breaks)", runCheck},
 		"feedback":    {"hand back SQL that answers a question; stored as a worked example once the guard passes it", runFeedback},
 		"tables":      {"list a database's tables, or print one's DDL", runTables},
 		"status":      {"stream, worker, catalog and dead-letter state", runStatus},

@@ -82,12 +82,16 @@ func TestMCPInspector(t *testing.T) {
 		{"search_schema", []string{"database=stores", "question=How many orders did each customer place?"}, `"ambiguous":true`},
 		{"search_schema", []string{"database=stores", "question=How many orders did each customer place?", `schemas=["store_west"]`}, `"name":"store_west.orders"`},
 		{"search_schema", []string{"database=shop", "question=order totals", `kinds=["view"]`, "k=1"}, `"name":"public.order_totals"`},
+		// Writing: confirmed SQL is stored; a proposed migration is
+		// checked, not published.
+		{"submit_feedback", []string{"database=shop", "question=Orders per customer", "sql=SELECT customer_id, count(*) FROM orders GROUP BY 1"}, `"tables":["public.orders"]`},
+		{"check_migration", []string{"database=shop", `migrations=[{"name":"0007_drop_payments.sql","sql":"DROP TABLE payments;"}]`}, `"dropped":["public.payments"]`},
 	}
 	check := func(transport string, target []string) {
 		tools := inspect(target, "--method", "tools/list")
 		list, _ := tools["tools"].([]any)
-		if len(list) != 6 {
-			t.Errorf("%s: tools/list gave %d tools, want 6", transport, len(list))
+		if len(list) != 8 {
+			t.Errorf("%s: tools/list gave %d tools, want 8", transport, len(list))
 		}
 		for _, c := range calls {
 			args := []string{"--method", "tools/call", "--tool-name", c.tool}

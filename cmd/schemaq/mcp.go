@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/pkg/client"
@@ -42,27 +43,30 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
 	var cli *client.Client
+	var nc *nats.Conn
 	if *embedded {
 		em, err := startEmbedded(ctx, &r, log.Named("embedded"), "", 0)
 		if err != nil {
 			return err
 		}
 		defer em.shutdown() //nolint:errcheck // logged by the roles
-		nc, err := em.connect()
-		if err != nil {
+		if nc, err = em.connect(); err != nil {
 			return err
 		}
 		defer nc.Close()
 		cli, _ = client.New(nc)
 	} else {
-		nc, err := r.nats.connect(log)
-		if err != nil {
+		if nc, err = r.nats.connect(log); err != nil {
 			return err
 		}
 		defer nc.Close()
 		cli, _ = client.New(nc)
 	}
-	server := mcpserver.New(cli, buildInfo().Version)
+	checker, err := newImpactSource(nc)
+	if err != nil {
+		return err
+	}
+	server := mcpserver.New(cli, buildInfo().Version, mcpserver.WithChecker(checker))
 	if *httpAddr == "" {
 		log.Info("mcp serving on stdio")
 		stdio := &mcpserver.LineTransport{In: os.Stdin, Out: os.Stdout, OnRefused: func(line, code int, reason string) {

@@ -51,7 +51,7 @@ func fakeLLM(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func mcpFixture(t *testing.T) *client.Client {
+func mcpFixture(t *testing.T) (*client.Client, *impactSource) {
 	t.Helper()
 	llm := fakeLLM(t)
 	dir := t.TempDir()
@@ -81,7 +81,11 @@ func mcpFixture(t *testing.T) *client.Client {
 	}
 	t.Cleanup(nc.Close)
 	cli, _ := client.New(nc)
-	return cli
+	src, err := newImpactSource(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli, src
 }
 
 func connect(t *testing.T, server *mcp.Server) *mcp.ClientSession {
@@ -120,8 +124,8 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any)
 }
 
 func TestMCPTools(t *testing.T) {
-	cli := mcpFixture(t)
-	cs := connect(t, mcpserver.New(cli, "0.0.0-test"))
+	cli, checker := mcpFixture(t)
+	cs := connect(t, mcpserver.New(cli, "0.0.0-test", mcpserver.WithChecker(checker)))
 	ctx := context.Background()
 
 	tools, err := cs.ListTools(ctx, nil)
@@ -135,7 +139,7 @@ func TestMCPTools(t *testing.T) {
 			t.Errorf("tool %s lacks a description or input schema", tl.Name)
 		}
 	}
-	if got := strings.Join(names, ","); got != "ask_sql,describe_table,explain_retrieval,list_databases,list_tables,search_schema,submit_feedback" {
+	if got := strings.Join(names, ","); got != "ask_sql,check_migration,describe_table,explain_retrieval,list_databases,list_tables,search_schema,submit_feedback" {
 		t.Errorf("tools: %s", got)
 	}
 
@@ -159,6 +163,11 @@ func TestMCPTools(t *testing.T) {
 		{"submit_feedback", map[string]any{"database": "shop", "question": "Forget the orders", "sql": "DELETE FROM orders"}, true, []string{"unsafe_sql", "nothing was stored"}},
 		{"submit_feedback", map[string]any{"database": "shop", "question": "Ghost rows", "sql": "SELECT * FROM ghosts"}, true, []string{"unknown_table", "ghosts"}},
 		{"submit_feedback", map[string]any{"database": "shop", "question": "x", "sql": "SELECT 1", "corrected": true}, true, []string{"ask_id"}},
+		// A proposed migration is replayed, not published.
+		{"check_migration", map[string]any{"database": "shop", "migrations": []map[string]any{{"name": "0007_drop_payments.sql", "sql": "DROP TABLE payments;"}}}, false,
+			[]string{`"breaks":true`, `"dropped":["public.payments"]`, `"reason":"reads public.payments, which the migrations drop"`, `"after":7`}},
+		{"check_migration", map[string]any{"database": "shop", "migrations": []map[string]any{{"name": "0007_loyalty.sql", "sql": "CREATE TABLE loyalty (points int);"}}}, false, []string{`"breaks":false`}},
+		{"check_migration", map[string]any{"database": "shop", "migrations": []map[string]any{}}, true, []string{"at least one"}},
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "payments per order", "k": 3}, false, []string{`"fused_rank"`, `"bm25_rank"`, `"query_terms"`, `"why":"question"`}},
 		// Hints reach retrieval as a second query.
 		{"explain_retrieval", map[string]any{"database": "shop", "question": "what came back", "hints": "came back refers to refunds", "k": 3}, false, []string{`"hint_rank"`, `"why":"hint:question"`}},
@@ -220,7 +229,7 @@ func TestMCPTools(t *testing.T) {
 }
 
 func TestMCPOverHTTP(t *testing.T) {
-	cli := mcpFixture(t)
+	cli, _ := mcpFixture(t)
 	server := mcpserver.New(cli, "0.0.0-test")
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
 	defer srv.Close()
@@ -279,7 +288,7 @@ func TestMCPHTTPNeedsATokenBeyondLoopback(t *testing.T) {
 			continue
 		}
 		tools, err := cs.ListTools(context.Background(), nil)
-		if err != nil || len(tools.Tools) != 7 {
+		if err != nil || len(tools.Tools) != 8 {
 			t.Errorf("tools with the token: %v %v", tools, err)
 		}
 		cs.Close()

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
@@ -177,6 +179,12 @@ func currentCatalog(ctx context.Context, c *clientFlags, db string) (*catalog.Ca
 		return nil, err
 	}
 	defer done()
+	return catalogOf(ctx, js, db)
+}
+
+// catalogOf reads db's catalog from the bucket, through the object
+// store when it is large.
+func catalogOf(ctx context.Context, js jetstream.JetStream, db string) (*catalog.Catalog, error) {
 	kv, err := js.KeyValue(ctx, events.CatalogBucket)
 	if err != nil {
 		return nil, fmt.Errorf("catalog bucket %s: %w", events.CatalogBucket, err)
@@ -190,10 +198,13 @@ func currentCatalog(ctx context.Context, c *clientFlags, db string) (*catalog.Ca
 		return nil, fmt.Errorf("catalog of %s: %w", db, err)
 	}
 	if cat == nil {
-		return nil, fmt.Errorf("%s has no catalog: staleness is checked against one (publish a migration or snapshot)", db)
+		return nil, fmt.Errorf("%w: %s (publish a migration or snapshot)", errNoCatalog, db)
 	}
 	return cat, nil
 }
+
+// errNoCatalog: the database has no catalog yet.
+var errNoCatalog = errors.New("no catalog yet")
 
 func deleteExamples(ctx, rctx context.Context, e *env, cli *client.Client, c *clientFlags, ids []string, wait time.Duration) error {
 	for i, id := range ids {

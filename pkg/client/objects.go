@@ -38,9 +38,12 @@ type StoredDoc struct {
 	Title string            `json:"title,omitempty"`
 	Tags  map[string]string `json:"tags,omitempty"`
 	Bytes int               `json:"bytes"`
-	Event string            `json:"event"`
-	Seq   uint64            `json:"seq"`
-	Time  time.Time         `json:"time,omitzero"`
+	// Body is the markdown, for a caller that reads it (schemaq check);
+	// listings leave it out.
+	Body  string    `json:"-"`
+	Event string    `json:"event"`
+	Seq   uint64    `json:"seq"`
+	Time  time.Time `json:"time,omitzero"`
 }
 
 // Examples lists db's examples, oldest first.
@@ -84,7 +87,7 @@ func (c *Client) Docs(ctx context.Context, db string) ([]StoredDoc, error) {
 		switch {
 		case ev.DocUpsert != nil:
 			d := ev.DocUpsert
-			byID[d.DocID] = StoredDoc{DocID: d.DocID, Title: d.Title, Tags: d.Tags, Bytes: len(d.Body), Event: ev.ID, Seq: seq, Time: ev.Time}
+			byID[d.DocID] = StoredDoc{DocID: d.DocID, Title: d.Title, Tags: d.Tags, Bytes: len(d.Body), Body: d.Body, Event: ev.ID, Seq: seq, Time: ev.Time}
 		case ev.DocDelete != nil:
 			delete(byID, ev.DocDelete.DocID)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/impact"
 )
 
 // Backend is what the tools call; *client.Client implements it.
@@ -35,6 +36,30 @@ type Backend interface {
 
 var _ Backend = (*client.Client)(nil)
 
+// Migration is a migration an agent proposes: its file name and SQL.
+type Migration struct {
+	Name string `json:"name" jsonschema:"the migration's file name, as errors and drift cite it"`
+	SQL  string `json:"sql" jsonschema:"the migration's SQL"`
+}
+
+// Checker replays proposed migrations on a database's catalog and says
+// what they would break (pkg/impact); check_migration calls it.
+type Checker interface {
+	Check(ctx context.Context, db string, migrations []Migration) (*impact.Report, error)
+}
+
+// Option configures the server.
+type Option func(*tools)
+
+// WithChecker adds the tool check_migration.
+func WithChecker(c Checker) Option { return func(t *tools) { t.check = c } }
+
+// Bounds of check_migration's input.
+const (
+	MaxMigrations   = 100
+	MaxMigrationSQL = 1 << 20
+)
+
 // Bounds keep replies small enough for an agent's context.
 const (
 	MaxK          = 25
@@ -47,12 +72,15 @@ const (
 const ResourcePrefix = "schemaq://"
 
 // New builds the server.
-func New(b Backend, version string) *mcp.Server {
+func New(b Backend, version string, opts ...Option) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "schemaq", Title: "schemaq: schema retrieval and text-to-SQL", Version: version},
 		&mcp.ServerOptions{Instructions: "Use list_databases, then search_schema or list_tables to find the tables a question needs, " +
 			"describe_table for their DDL, and ask_sql for a checked, read-only PostgreSQL query. SQL is never executed. " +
 			"When the user confirms an answer is right, or corrects it, submit_feedback stores it as a worked example."})
 	t := &tools{b: b}
+	for _, o := range opts {
+		o(t)
+	}
 	// Every tool only reads; ask_sql also calls the configured model.
 	closed, open := false, true
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &closed}
@@ -65,6 +93,10 @@ func New(b Backend, version string) *mcp.Server {
 	notDestructive := false
 	mcp.AddTool(s, &mcp.Tool{Name: "submit_feedback", Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: &notDestructive, OpenWorldHint: &closed}, InputSchema: inputSchema[FeedbackIn](),
 		Description: "Report SQL that correctly answers a question, after the user accepted ask_sql's answer or corrected it. The SQL is checked like ask_sql's (one read-only query over the database's own tables) and, if it passes, stored as a worked example that later searches and asks learn from; refused SQL is not stored and the error says why. Only submit SQL the user confirmed is right. Sending the same question and SQL twice stores one example."}, t.submitFeedback)
+	if t.check != nil {
+		mcp.AddTool(s, &mcp.Tool{Name: "check_migration", Annotations: readOnly, InputSchema: inputSchema[CheckIn](),
+			Description: "Check proposed migrations before they are published: replay them, in order, on the database's current catalog (nothing is published) and report what they would break: a migration the catalog would refuse, worked examples whose SQL would read what is gone, doc sections naming dropped tables or columns, views that would no longer resolve, and drift. breaks is true when anything would."}, t.checkMigration)
+	}
 	mcp.AddTool(s, &mcp.Tool{Name: "explain_retrieval", Annotations: readOnly, InputSchema: searchSchema(), Description: "Show how retrieval ranked candidates for a question: each candidate's rank and score at every stage (BM25, vectors, fusion, schema routing, foreign-key propagation, rescoring, final)."}, t.explainRetrieval)
 	s.AddReceivingMiddleware(t.listResources)
 	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "table", Title: "Table DDL", MIMEType: "text/plain",
@@ -73,7 +105,10 @@ func New(b Backend, version string) *mcp.Server {
 	return s
 }
 
-type tools struct{ b Backend }
+type tools struct {
+	b     Backend
+	check Checker // nil: no check_migration
+}
 
 // toolError turns a backend failure into the error the SDK reports as a
 // tool error; wire errors keep their code.
@@ -310,6 +345,40 @@ func (t *tools) submitFeedback(ctx context.Context, _ *mcp.CallToolRequest, in F
 		return nil, FeedbackOut{}, toolError(err)
 	}
 	return nil, FeedbackOut{Example: r.Example, Version: r.Version, Tables: r.Tables, Warnings: r.Warnings}, nil
+}
+
+// CheckIn is proposed migrations for a database.
+type CheckIn struct {
+	Database   string      `json:"database" jsonschema:"the database name"`
+	Migrations []Migration `json:"migrations" jsonschema:"the migrations to check, in the order they would apply after those already applied"`
+}
+
+// CheckOut is check_migration's result.
+type CheckOut struct {
+	*impact.Report
+	Breaks bool `json:"breaks"`
+}
+
+func (t *tools) checkMigration(ctx context.Context, _ *mcp.CallToolRequest, in CheckIn) (*mcp.CallToolResult, CheckOut, error) {
+	if err := events.ValidateDatabase(in.Database); err != nil {
+		return nil, CheckOut{}, toolError(events.Errorf(events.CodeBadRequest, "%v", err))
+	}
+	switch n := len(in.Migrations); {
+	case n == 0:
+		return nil, CheckOut{}, errors.New("bad_request: migrations: give at least one {name, sql}")
+	case n > MaxMigrations:
+		return nil, CheckOut{}, fmt.Errorf("bad_request: migrations: %d; at most %d in one check", n, MaxMigrations)
+	}
+	for i, m := range in.Migrations {
+		if strings.TrimSpace(m.Name) == "" || len(m.SQL) > MaxMigrationSQL {
+			return nil, CheckOut{}, fmt.Errorf("bad_request: migrations[%d]: a name and at most %d bytes of SQL", i, MaxMigrationSQL)
+		}
+	}
+	rep, err := t.check.Check(ctx, in.Database, in.Migrations)
+	if err != nil {
+		return nil, CheckOut{}, toolError(err)
+	}
+	return nil, CheckOut{Report: rep, Breaks: rep.Breaks(false)}, nil
 }
 
 // ExplainOut is explain_retrieval's result: the results and each

@@ -3,12 +3,14 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/schemaq/schemaq/pkg/impact"
 	"github.com/schemaq/schemaq/pkg/mcpserver"
 )
 
@@ -128,7 +130,7 @@ func listTools(t *testing.T) []*mcp.Tool {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	if _, err := mcpserver.New(nil, "0.0.0-test").Connect(ctx, st, nil); err != nil {
+	if _, err := mcpserver.New(nil, "0.0.0-test", mcpserver.WithChecker(listingOnly{})).Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "schema-check", Version: "1.0.0"}, nil).Connect(ctx, ct, nil)
@@ -168,4 +170,12 @@ func TestInputPropertiesHaveOneType(t *testing.T) {
 			}
 		}
 	}
+}
+
+// listingOnly is a Checker for a server whose tools are listed, never
+// called.
+type listingOnly struct{}
+
+func (listingOnly) Check(context.Context, string, []mcpserver.Migration) (*impact.Report, error) {
+	return nil, errors.New("listing only")
 }

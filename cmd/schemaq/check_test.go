@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/impact"
+)
+
+// TestCheckBeforePublishing: check replays a pull request's migrations on
+// the running catalog and says what they would break, exit 3, publishing
+// nothing; a clean change exits 0.
+func TestCheckBeforePublishing(t *testing.T) {
+	dir := t.TempDir()
+	addr := freePort(t)
+	url := "nats://" + addr
+	stop := startUp(t, filepath.Join(dir, "data"), addr)
+	t.Cleanup(func() { stop() })
+	shop := filepath.Join("..", "..", "examples", "shop")
+	run := func(want int, args ...string) (string, string) {
+		t.Helper()
+		out, errOut, code := runAt(t, url, args...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out, errOut)
+		}
+		return out, errOut
+	}
+	run(exitOK, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations"))
+	run(exitOK, "publish", "examples", "--db", "shop", "--wait", "20s", filepath.Join(shop, "examples.jsonl"))
+	run(exitOK, "publish", "docs", "--db", "shop", "--wait", "20s", filepath.Join(shop, "docs"))
+
+	// A pull request's migrations directory: the six applied, and more.
+	pr := func(extra map[string]string) string {
+		d := t.TempDir()
+		entries, _ := os.ReadDir(filepath.Join(shop, "migrations"))
+		for _, e := range entries {
+			b, _ := os.ReadFile(filepath.Join(shop, "migrations", e.Name()))
+			_ = os.WriteFile(filepath.Join(d, e.Name()), b, 0o644)
+		}
+		for name, sql := range extra {
+			_ = os.WriteFile(filepath.Join(d, name), []byte(sql), 0o644)
+		}
+		return d
+	}
+	out, _ := run(exitOK, "check", "--db", "shop", pr(nil))
+	if !strings.Contains(out, "shop is at version 6: no migration is pending") {
+		t.Errorf("nothing pending: %s", out)
+	}
+	out, _ = run(exitOK, "check", "--db", "shop", pr(map[string]string{"0007_loyalty.sql": "CREATE TABLE loyalty (customer_id bigint REFERENCES customers (id), points int);"}))
+	if !strings.Contains(out, "1 pending migration(s) would take the catalog from version 6 to 7") || !strings.Contains(out, "0 example(s), 0 doc section(s), 0 view(s) affected; 0 drift") {
+		t.Errorf("a clean change: %s", out)
+	}
+
+	drop := pr(map[string]string{"0007_drop_payments.sql": "DROP TABLE payments;\n"})
+	out, errOut := run(exitBreaks, "check", "--db", "shop", drop)
+	for _, want := range []string{
+		"drops: public.payments",
+		"would go stale: reads public.payments, which the migrations drop",
+		"doc refunds.md § Refunds names public.payments",
+		"doc glossary.md",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check of a dropped table lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "would break") {
+		t.Errorf("stderr: %s", errOut)
+	}
+	out, _ = run(exitBreaks, "check", "--db", "shop", "--json", drop)
+	var rep struct {
+		impact.Report
+		Breaks bool `json:"breaks"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Breaks || rep.After != 7 || len(rep.Examples) != 1 || rep.Examples[0].Question != "What was net revenue last month?" {
+		t.Errorf("--json: %v %s", err, out)
+	}
+
+	// A migration the catalog refuses would be a dead letter; drift is
+	// reported, and fails the check unless allowed.
+	out, _ = run(exitBreaks, "check", "--db", "shop", pr(map[string]string{"0007_bad.sql": "DROP TABLE orders;\n"}))
+	if !strings.Contains(out, "refused: migration 7 (0007_bad.sql) would be dead-lettered") {
+		t.Errorf("refused: %s", out)
+	}
+	drift := pr(map[string]string{"0007_drift.sql": "ALTER TABLE audit_log ADD COLUMN at timestamptz;\n"})
+	out, _ = run(exitBreaks, "check", "--db", "shop", drift)
+	if !strings.Contains(out, "drift: ") {
+		t.Errorf("drift: %s", out)
+	}
+	run(exitOK, "check", "--db", "shop", "--allow-drift", drift)
+
+	// Nothing was published: the catalog is still at 6.
+	out, _ = run(exitOK, "tables", "--db", "shop")
+	if !strings.Contains(out, "version 6") {
+		t.Errorf("check published something: %s", out)
+	}
+	run(exitUsage, "check", "--db", "shop")
+}

@@ -1,0 +1,130 @@
+package impact
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+const shopDDL = `
+CREATE TABLE customers (id bigint PRIMARY KEY, email text, name text);
+CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint REFERENCES customers, note text, total numeric);
+CREATE TABLE payments (id bigint, order_id bigint REFERENCES orders, amount numeric);
+CREATE TABLE categories (id int, title text);
+CREATE VIEW order_notes AS SELECT id, note FROM orders;
+`
+
+var (
+	examples = []Example{
+		{ID: "paid", Question: "Which orders are paid?", SQL: "SELECT o.id FROM orders o JOIN payments p ON p.order_id = o.id"},
+		{ID: "per-customer", Question: "Orders per customer", SQL: "SELECT customer_id, count(*) FROM orders GROUP BY 1"},
+		{ID: "titles", Question: "Category titles", SQL: "SELECT c.title FROM categories c"},
+		{ID: "ghost", Question: "Stale already", SQL: "SELECT * FROM ghosts"},
+	}
+	docs = []Doc{{ID: "refunds.md", Body: "# Refunds\n\nA refund is a payment with a negative `payments.amount`.\n\n## Notes\n\nThe clerk writes orders.note by hand.\n\n## Customers\n\nEvery customer has an email.\n"}}
+)
+
+func TestCheck(t *testing.T) {
+	cat, err := catalog.Snapshot("shop", "shop.sql", shopDDL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat.Version = 6
+	for _, tc := range []struct {
+		name, sql                         string
+		examples, docs, views, drift      int
+		dropped, renamed, refused, reason string
+		breaks                            bool
+	}{
+		{name: "adding a column breaks nothing", sql: "ALTER TABLE orders ADD COLUMN placed_at timestamptz;"},
+		{name: "dropping a table", sql: "DROP TABLE payments;", examples: 1, docs: 1, dropped: "public.payments", reason: "reads public.payments, which the migrations drop", breaks: true},
+		{name: "dropping a column a view and a doc read", sql: "ALTER TABLE orders DROP COLUMN note;", docs: 1, views: 1, dropped: "public.orders.note", reason: "column note is in none of the tables read", breaks: true},
+		{name: "dropping a column an example reads", sql: "ALTER TABLE categories DROP COLUMN title;", examples: 1, dropped: "public.categories.title", reason: "column c.title does not exist", breaks: true},
+		{name: "renaming a table", sql: "ALTER TABLE categories RENAME TO genres;", examples: 1, renamed: "public.categories → public.genres", reason: "reads public.categories, which the migrations rename to public.genres", breaks: true},
+		{name: "a migration the catalog refuses", sql: "DROP TABLE orders;", refused: "view public.order_notes depends on it", breaks: true},
+		{name: "drift", sql: "ALTER TABLE audit_log ADD COLUMN at timestamptz;", drift: 1, breaks: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := Check(Input{Catalog: cat, Pending: []Migration{{Seq: 7, Source: "0007_x.sql", SQL: tc.sql}}, Examples: examples, Docs: docs})
+			if len(rep.Examples) != tc.examples || len(rep.Docs) != tc.docs || len(rep.Views) != tc.views || len(rep.Drift) != tc.drift {
+				t.Errorf("examples %v, docs %v, views %v, drift %v", rep.Examples, rep.Docs, rep.Views, rep.Drift)
+			}
+			if got := strings.Join(rep.Dropped, ","); got != tc.dropped {
+				t.Errorf("dropped %q, want %q", got, tc.dropped)
+			}
+			if got := strings.Join(rep.Renamed, ","); got != tc.renamed {
+				t.Errorf("renamed %q, want %q", got, tc.renamed)
+			}
+			if (rep.Refused != nil) != (tc.refused != "") || (rep.Refused != nil && !strings.Contains(rep.Refused.Error, tc.refused)) {
+				t.Errorf("refused %+v, want %q", rep.Refused, tc.refused)
+			}
+			if tc.reason != "" {
+				var all []string
+				for _, e := range rep.Examples {
+					all = append(all, e.Reason)
+				}
+				for _, v := range rep.Views {
+					all = append(all, v.Reason)
+				}
+				if !strings.Contains(strings.Join(all, "|"), tc.reason) {
+					t.Errorf("reasons %q lack %q", all, tc.reason)
+				}
+			}
+			if rep.Breaks(false) != tc.breaks {
+				t.Errorf("breaks = %v, want %v", rep.Breaks(false), tc.breaks)
+			}
+			if tc.refused == "" && rep.After != 7 {
+				t.Errorf("after = %d, want 7", rep.After)
+			}
+		})
+	}
+}
+
+// TestCheckAtScale: ten thousand tables, ten thousand examples and a
+// thousand doc sections, and a pull request of a hundred migrations that
+// drop a hundred tables and rename a hundred: exactly the examples and
+// sections that read those are reported, each once.
+func TestCheckAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a catalog of ten thousand tables")
+	}
+	var ddl strings.Builder
+	for i := range 10_000 {
+		fmt.Fprintf(&ddl, "CREATE TABLE t%05d (id bigint PRIMARY KEY, v%05d text);\n", i, i)
+	}
+	cat, err := catalog.Snapshot("big", "big.sql", ddl.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exs []Example
+	for i := range 10_000 {
+		exs = append(exs, Example{ID: fmt.Sprintf("x%05d", i), Question: "q", SQL: fmt.Sprintf("SELECT v%05d FROM t%05d", i, i)})
+	}
+	var body strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&body, "## Section %d\n\nThe values live in `t%05d.v%05d`.\n\n", i, i*10, i*10)
+	}
+	var pending []Migration
+	for m := range 100 {
+		pending = append(pending, Migration{Seq: int64(m + 1), Source: fmt.Sprintf("%04d.sql", m+1),
+			SQL: fmt.Sprintf("DROP TABLE t%05d; ALTER TABLE t%05d RENAME TO renamed_%05d;", m*2, m*2+1, m*2+1)})
+	}
+	rep := Check(Input{Catalog: cat, Pending: pending, Examples: exs, Docs: []Doc{{ID: "values.md", Title: "Values", Body: body.String()}}})
+	if rep.Refused != nil || rep.After != 100 {
+		t.Fatalf("refused %+v, after %d", rep.Refused, rep.After)
+	}
+	if len(rep.Examples) != 200 || len(rep.Dropped) != 100 || len(rep.Renamed) != 100 {
+		t.Errorf("%d examples, %d dropped, %d renamed; want 200, 100, 100", len(rep.Examples), len(rep.Dropped), len(rep.Renamed))
+	}
+	// Sections name t00000, t00010, …: those of the hundred dropped even
+	// tables below 200 are t00000 … t00190, twenty of them.
+	if len(rep.Docs) != 20 {
+		t.Errorf("%d doc sections, want 20", len(rep.Docs))
+	}
+}
