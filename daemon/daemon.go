@@ -753,6 +753,9 @@ func (d *Daemon) tally(endpoint string, res *retrieve.Result) {
 	if res.Ambiguous {
 		d.m.ambiguous.WithLabelValues(endpoint).Inc()
 	}
+	if res.Stale > 0 {
+		d.m.staleExamples.WithLabelValues(endpoint).Add(float64(res.Stale))
+	}
 }
 
 // driftWarning says, when the catalog of a database has drift, that it

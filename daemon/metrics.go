@@ -19,6 +19,9 @@ type Metrics struct {
 	// asks that went to the wrong one.
 	retrievalOnly prometheus.Counter
 	feedback      *prometheus.CounterVec
+	// staleExamples counts the worked examples retrieval found and left
+	// out because their SQL reads what the catalog no longer has.
+	staleExamples *prometheus.CounterVec
 }
 
 // NewMetrics registers the daemon's metrics on reg.
@@ -44,7 +47,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Asks answered with retrieval only, no SQL, because this daemon has no LLM gateway."}),
 		feedback: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_feedback_total",
 			Help: "Feedback by outcome: stored (published as an example), refused (the guard or the catalog refused the SQL) or failed (the stream did not take it)."}, []string{"outcome"}),
+		staleExamples: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_stale_examples_total",
+			Help: "Worked examples retrieval found and left out, by endpoint, because their SQL reads a table or view the catalog no longer has (schemaq examples list --stale names them)."}, []string{"endpoint"}),
 	}
-	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.cuts, m.ambiguous, m.retrievalOnly, m.feedback)
+	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.cuts, m.ambiguous, m.retrievalOnly, m.feedback, m.staleExamples)
 	return m
 }

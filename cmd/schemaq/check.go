@@ -188,6 +188,9 @@ func printImpact(e *env, r *impact.Report) {
 	for _, x := range r.Examples {
 		fmt.Fprintf(e.stdout, "example %s (%s) would go stale: %s\n", x.ID, clip(x.Question, 60), x.Reason)
 	}
+	for _, x := range r.Followed {
+		fmt.Fprintf(e.stdout, "example %s (%s) %s\n", x.ID, clip(x.Question, 60), x.Reason)
+	}
 	for _, d := range r.Docs {
 		where := d.DocID
 		if d.Section != "" {

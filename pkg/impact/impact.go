@@ -63,6 +63,10 @@ type Report struct {
 	// Examples that would no longer fit the catalog: they would stop
 	// voting, with why.
 	Examples []BrokenExample `json:"examples"`
+	// Followed are the examples that read a relation the migrations
+	// rename: they keep voting for it, and prompts show them rewritten
+	// to the new name (not a break).
+	Followed []BrokenExample `json:"followed"`
 	// Docs sections that would name objects the migrations drop.
 	Docs []StaleDoc `json:"docs"`
 	// Views whose definitions would read what is gone.
@@ -116,7 +120,7 @@ func (r *Report) Breaks(allowDrift bool) bool {
 func Check(in Input) *Report {
 	before := in.Catalog
 	rep := &Report{Database: before.Database, Version: before.Version, Pending: in.Pending,
-		Examples: []BrokenExample{}, Docs: []StaleDoc{}, Views: []BrokenView{}, Drift: []catalog.Drift{}, Dropped: []string{}, Renamed: []string{}}
+		Examples: []BrokenExample{}, Followed: []BrokenExample{}, Docs: []StaleDoc{}, Views: []BrokenView{}, Drift: []catalog.Drift{}, Dropped: []string{}, Renamed: []string{}}
 	after := rep.apply(before, in.Pending, in.Strict)
 	rep.After = after.Version
 	gone := rep.compare(before, after)
@@ -231,20 +235,22 @@ func (r *Report) checkExamples(before, after *catalog.Catalog, examples []Exampl
 		if err != nil {
 			continue // stale already: it does not parse
 		}
-		keys, missing := q.Place(was, ex.Schema)
-		if len(missing) > 0 {
+		if _, missing := q.Place(was, ex.Schema); len(missing) > 0 {
 			continue // stale already
 		}
 		var reasons []string
-		for _, k := range keys {
-			if after.Table(qualName(k)) == nil && after.View(qualName(k)) == nil {
-				reasons = append(reasons, r.fate(k))
+		now := q.PlaceAll(will, ex.Schema)
+		if len(now.Missing) > 0 {
+			for _, m := range now.Missing {
+				reasons = append(reasons, "reads "+written(m, was, ex.Schema)+", which the migrations drop")
 			}
-		}
-		if len(reasons) == 0 {
-			if _, still := q.Place(will, ex.Schema); len(still) > 0 {
-				reasons = append(reasons, "reads "+strings.Join(still, ", ")+", which the new catalog cannot place")
+		} else if len(now.Followed) > 0 {
+			var fs []string
+			for _, f := range now.Followed {
+				fs = append(fs, f.From.Key()+" → "+f.To.Key())
 			}
+			r.Followed = append(r.Followed, BrokenExample{ID: ex.ID, Question: ex.Question,
+				Reason: "reads " + strings.Join(fs, ", ") + ": it follows the rename, and prompts show it rewritten"})
 		}
 		if len(reasons) == 0 {
 			// Relations stay; a qualified column that goes breaks it too.
@@ -262,14 +268,17 @@ func (r *Report) checkExamples(before, after *catalog.Catalog, examples []Exampl
 	}
 }
 
-// fate says what the migrations do to the relation key.
-func (r *Report) fate(key string) string {
-	for _, rn := range r.Renamed {
-		if from, to, ok := strings.Cut(rn, " → "); ok && from == key {
-			return "reads " + key + ", which the migrations rename to " + to
-		}
+// written is the relation a name written in an example meant in the
+// catalog before: schema.name when it placed there, as written if not.
+func written(name string, was *sqlguard.Names, schema string) string {
+	q, err := sqlguard.ParseQuery("SELECT 1 FROM " + name)
+	if err != nil {
+		return name
 	}
-	return "reads " + key + ", which the migrations drop"
+	if keys, _ := q.Place(was, schema); len(keys) == 1 {
+		return keys[0]
+	}
+	return name
 }
 
 func qualName(key string) catalog.QualName {

@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"math"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -181,4 +182,53 @@ func coverage(own map[string]bool, question string, words []string) float64 {
 		}
 	}
 	return float64(len(has)) / float64(len(own))
+}
+
+// freshenExamples holds the examples found to the catalog as it is now.
+// One whose SQL reads a relation the catalog no longer has is stale: it
+// voted for nothing, and it leaves the results, so no prompt shows a
+// model a query that would fail. One that reads a relation by a name a
+// migration has renamed since votes for it under its new name (Place
+// follows renames); its text is rewritten to the current names, with
+// the rename noted, so the model writes current SQL. The stored example
+// keeps the SQL as written.
+func (p *run) freshenExamples() {
+	if p.cat == nil {
+		return
+	}
+	g := p.r.graphs.get(p.cat)
+	kept := p.all[:0]
+	for _, o := range p.all {
+		if o.cand.Kind != chunk.KindExample || len(o.cand.Chunks) == 0 {
+			kept = append(kept, o)
+			continue
+		}
+		qs := p.r.reads.queries(o.cand.Chunks[0])
+		if len(qs) == 0 {
+			kept = append(kept, o) // SQL that does not parse: a few-shot example still
+			continue
+		}
+		pl := qs[0].PlaceAll(g.names, o.cand.Schema)
+		switch {
+		case len(pl.Missing) > 0:
+			p.res.Stale++
+			continue
+		case len(pl.Followed) > 0:
+			o.cand.Text = renamedExample(o.cand.Chunks[0], qs[0], pl.Followed)
+		}
+		kept = append(kept, o)
+	}
+	p.all = kept
+}
+
+// renamedExample is an example's text with its SQL rewritten to the
+// current names, and the renames it followed noted after it.
+func renamedExample(c chunk.Chunk, q *sqlguard.Query, followed []sqlguard.Followed) string {
+	sql := chunk.ExampleSQL(c)
+	var b strings.Builder
+	b.WriteString("Question: " + c.Title + "\nSQL: " + q.Rewrite(sql, followed) + "\n")
+	for _, f := range followed {
+		b.WriteString("-- written before a rename: " + f.String() + "\n")
+	}
+	return b.String()
 }

@@ -60,6 +60,10 @@ type Item struct {
 type Result struct {
 	Items     []Item
 	Truncated bool // the token budget cut items
+	// Stale counts the worked examples left out because their SQL reads
+	// a relation the catalog no longer has: they neither vote nor reach
+	// a prompt.
+	Stale int
 	// Warnings say what degraded without failing (a reranker that
 	// failed, leaving the fused order).
 	Warnings []string
@@ -183,6 +187,7 @@ func (r *Retriever) retrieve(ctx context.Context, req Request, speculate bool) (
 	p.identify()
 	p.route()
 	p.fuse()
+	p.freshenExamples()
 	p.propagate()
 	p.hedge()
 	p.candidates()

@@ -1192,3 +1192,48 @@ COMMENT ON TABLE staff.departments IS 'Teams.';
 		t.Errorf("without trust the sales log did not win either (%s first): the case no longer shows the failure", got)
 	}
 }
+
+// TestExamplesFollowTheSchema: an example written before a rename still
+// votes for the renamed table and reaches the results rewritten to its
+// name now; one that reads a table dropped since leaves the results.
+func TestExamplesFollowTheSchema(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.New("shop").Apply("0001.sql", `
+CREATE TABLE categories (id int PRIMARY KEY, title text);
+CREATE TABLE products (id int PRIMARY KEY, category_id int REFERENCES categories, name text);
+CREATE TABLE coupons (code text, percent int);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cat, err = cat.Apply("0007_genres.sql", "ALTER TABLE categories RENAME TO genres; DROP TABLE coupons;"); err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	exs := []chunk.Chunk{
+		chunk.Example("shop", "", "by-category", "How many products are in each category?", "SELECT c.title, count(*) FROM categories c JOIN products p ON p.category_id = c.id GROUP BY 1"),
+		chunk.Example("shop", "", "coupon-codes", "Which coupon codes give the biggest discount?", "SELECT code FROM coupons ORDER BY percent DESC"),
+	}
+	if _, err := indexer.Chunks(ctx, s, e, exs); err != nil {
+		t.Fatal(err)
+	}
+	res := retrieveOnce(t, s, e, cat, retrieve.DefaultConfig, retrieve.Request{Database: "shop", Question: "How many products are in each category?", K: 5})
+	var example *retrieve.Item
+	for i, it := range res.Items {
+		if it.Kind == chunk.KindExample {
+			example = &res.Items[i]
+		}
+	}
+	if example == nil || example.Name != "by-category" {
+		t.Fatalf("the renamed example is not among the results: %+v", res.Items)
+	}
+	if !strings.Contains(example.Text, "FROM genres c JOIN products p") || !strings.Contains(example.Text, "-- written before a rename: public.categories → public.genres (0007_genres.sql)") {
+		t.Errorf("the example's text is not rewritten:\n%s", example.Text)
+	}
+	if !slices.ContainsFunc(res.Explain, func(x retrieve.Explain) bool { return x.Name == "public.genres" && x.ExampleRank == 1 }) {
+		t.Error("the example does not vote for public.genres")
+	}
+	res = retrieveOnce(t, s, e, cat, retrieve.DefaultConfig, retrieve.Request{Database: "shop", Question: "Which coupon codes give the biggest discount?", K: 5, Kinds: []string{chunk.KindExample}})
+	if slices.ContainsFunc(res.Items, func(it retrieve.Item) bool { return it.Name == "coupon-codes" }) || res.Stale != 1 {
+		t.Errorf("the example reading a dropped table: items %+v, stale %d", res.Items, res.Stale)
+	}
+}

@@ -25,12 +25,22 @@ type Query struct {
 	// keywords (ORDER BY, GROUP, COUNT) are not among them: they say how
 	// the query is written, not what it is about.
 	Words []string
+	// spans are where each relation is written in the SQL, for Rewrite.
+	spans []span
+}
+
+// span is one relation as written, at [start, end) of the SQL, schema
+// and name when written qualified.
+type span struct {
+	rel        catalog.QualName
+	start, end int
 }
 
 // ParseQuery parses an example's SQL leniently: identifiers quoted with
 // backticks (MySQL, SQLite) read as quoted, since examples come from
 // query logs written for other tools. The error is the parser's.
 func ParseQuery(sql string) (*Query, error) {
+	// Backticks become quotes one for one, so locations stay the same.
 	tree, err := pgtree.Parse(backticksAsQuotes(sql))
 	if err != nil {
 		var pe *pgparser.Error
@@ -53,6 +63,9 @@ func ParseQuery(sql string) (*Query, error) {
 				ctes[strings.ToLower(n.GetCommonTableExpr().Ctename)] = true
 			case n.GetRangeVar() != nil:
 				rvs = append(rvs, n.GetRangeVar())
+				if sp, ok := relationSpan(sql, n.GetRangeVar()); ok {
+					q.spans = append(q.spans, sp)
+				}
 				q.Words = append(q.Words, n.GetRangeVar().Relname)
 				if a := n.GetRangeVar().Alias; a != nil {
 					q.Words = append(q.Words, a.Aliasname)
@@ -77,22 +90,49 @@ func ParseQuery(sql string) (*Query, error) {
 }
 
 // Names indexes a catalog's tables and views by lower-case name, in any
-// schema: built once per catalog, it places any number of queries.
+// schema, and by their former names: built once per catalog, it places
+// any number of queries.
 type Names struct {
 	cat    *catalog.Catalog
 	byName map[string][]catalog.QualName
+	former map[string][]Followed // by the former name, lower case
+}
+
+// Followed is a rename a placement followed: the SQL names From, which
+// a migration (Source) renamed to To.
+type Followed struct {
+	From, To catalog.QualName
+	Source   string
+}
+
+func (f Followed) String() string {
+	s := f.From.Key() + " → " + f.To.Key()
+	if f.Source != "" {
+		s += " (" + f.Source + ")"
+	}
+	return s
 }
 
 // NewNames indexes cat's tables and views.
 func NewNames(cat *catalog.Catalog) *Names {
-	n := &Names{cat: cat, byName: map[string][]catalog.QualName{}}
+	n := &Names{cat: cat, byName: map[string][]catalog.QualName{}, former: map[string][]Followed{}}
+	add := func(q catalog.QualName, renamed []catalog.Rename) {
+		k := strings.ToLower(q.Name)
+		n.byName[k] = append(n.byName[k], q)
+		for _, r := range renamed {
+			schema, name, ok := strings.Cut(r.From, ".")
+			if !ok {
+				continue
+			}
+			from := catalog.QualName{Schema: schema, Name: name}
+			n.former[strings.ToLower(name)] = append(n.former[strings.ToLower(name)], Followed{From: from, To: q, Source: r.Source})
+		}
+	}
 	for _, t := range cat.Tables() {
-		k := strings.ToLower(t.Name)
-		n.byName[k] = append(n.byName[k], t.QualName())
+		add(t.QualName(), t.Renamed)
 	}
 	for _, v := range cat.Views() {
-		k := strings.ToLower(v.Name)
-		n.byName[k] = append(n.byName[k], v.QualName())
+		add(v.QualName(), v.Renamed)
 	}
 	return n
 }
@@ -118,6 +158,25 @@ func (n *Names) Named(name string) []catalog.QualName { return n.byName[name] }
 // checked: a column renamed since makes an example stale, not foreign,
 // and its tables are still the ones it read.)
 func (q *Query) Place(n *Names, schema string) (keys, missing []string) {
+	p := q.PlaceAll(n, schema)
+	return p.Keys, p.Missing
+}
+
+// Placement is where a query's relations are in a catalog.
+type Placement struct {
+	Keys, Missing []string
+	// Followed are the renames placing it followed: relations the SQL
+	// names by a name they had before a migration renamed them.
+	Followed []Followed
+}
+
+// PlaceAll is Place, saying which renames it followed: a relation the
+// catalog does not have under the name written is placed where a
+// migration renamed it to (the name written, qualified or on the search
+// path as for a current name), so that an example written before a
+// rename still reads the same table.
+func (q *Query) PlaceAll(n *Names, schema string) Placement {
+	var p Placement
 	bySchema := map[string]int{}
 	for _, r := range q.Relations {
 		if r.Schema == "" {
@@ -127,30 +186,140 @@ func (q *Query) Place(n *Names, schema string) (keys, missing []string) {
 		}
 	}
 	for _, r := range q.Relations {
-		cands := n.Named(strings.ToLower(r.Name))
-		var at catalog.QualName
-		ok := false
-		if r.Schema != "" {
-			if i := slices.IndexFunc(cands, func(c catalog.QualName) bool { return strings.EqualFold(c.Schema, r.Schema) }); i >= 0 {
-				at, ok = cands[i], true
+		at, ok := place(n.Named(strings.ToLower(r.Name)), r, schema, bySchema)
+		if !ok {
+			if f, found := n.followRename(r, schema); found {
+				at, ok = f.To, true
+				p.Followed = append(p.Followed, f)
 			}
-		} else {
-			at, ok = placeUnqualified(cands, schema, bySchema)
 		}
 		if !ok {
 			written := r.Name
 			if r.Schema != "" {
 				written = r.Schema + "." + r.Name
 			}
-			missing = append(missing, written)
+			p.Missing = append(p.Missing, written)
 			continue
 		}
-		if k := at.Key(); !slices.Contains(keys, k) {
-			keys = append(keys, k)
+		if k := at.Key(); !slices.Contains(p.Keys, k) {
+			p.Keys = append(p.Keys, k)
 		}
 	}
-	slices.Sort(keys)
-	return keys, missing
+	slices.Sort(p.Keys)
+	return p
+}
+
+// place finds the relation r names among the candidates of its name.
+func place(cands []catalog.QualName, r catalog.QualName, schema string, bySchema map[string]int) (catalog.QualName, bool) {
+	if r.Schema != "" {
+		if i := slices.IndexFunc(cands, func(c catalog.QualName) bool { return strings.EqualFold(c.Schema, r.Schema) }); i >= 0 {
+			return cands[i], true
+		}
+		return catalog.QualName{}, false
+	}
+	return placeUnqualified(cands, schema, bySchema)
+}
+
+// followRename finds the relation that r, by its name written, was
+// before a rename.
+func (n *Names) followRename(r catalog.QualName, schema string) (Followed, bool) {
+	fs := n.former[strings.ToLower(r.Name)]
+	if len(fs) == 0 {
+		return Followed{}, false
+	}
+	froms := make([]catalog.QualName, len(fs))
+	for i, f := range fs {
+		froms[i] = f.From
+	}
+	at, ok := place(froms, r, schema, nil)
+	if !ok {
+		return Followed{}, false
+	}
+	return fs[slices.Index(froms, at)], true
+}
+
+// Rewrite returns sql with each relation written by a name that
+// followed renames to its current name (qualified as written, quoted
+// where it must be), so that a model shown an old example writes
+// current SQL. sql must be the text the query was parsed from.
+func (q *Query) Rewrite(sql string, followed []Followed) string {
+	if len(followed) == 0 {
+		return sql
+	}
+	var b strings.Builder
+	last := 0
+	for _, sp := range q.spans {
+		i := slices.IndexFunc(followed, func(f Followed) bool {
+			return strings.EqualFold(f.From.Name, sp.rel.Name) && (sp.rel.Schema == "" || strings.EqualFold(f.From.Schema, sp.rel.Schema))
+		})
+		if i < 0 || sp.start < last {
+			continue
+		}
+		to := followed[i].To
+		name := catalog.QuoteIdent(to.Name)
+		if sp.rel.Schema != "" || (to.Schema != followed[i].From.Schema && to.Schema != catalog.DefaultSchema) {
+			name = catalog.QuoteIdent(to.Schema) + "." + name
+		}
+		b.WriteString(sql[last:sp.start])
+		b.WriteString(name)
+		last = sp.end
+	}
+	b.WriteString(sql[last:])
+	return b.String()
+}
+
+// relationSpan finds where rv is written in sql: from its location (the
+// first token, its schema when qualified) over schema, dot and name, as
+// identifiers or quoted identifiers; ok is false when the text there is
+// not that.
+func relationSpan(sql string, rv *pg.RangeVar) (span, bool) {
+	at := int(rv.Location)
+	if at < 0 || at >= len(sql) {
+		return span{}, false
+	}
+	end, ok := identEnd(sql, at)
+	if !ok {
+		return span{}, false
+	}
+	if rv.Schemaname != "" {
+		i := end
+		for i < len(sql) && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n') {
+			i++
+		}
+		if i >= len(sql) || sql[i] != '.' {
+			return span{}, false
+		}
+		i++
+		for i < len(sql) && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n') {
+			i++
+		}
+		if end, ok = identEnd(sql, i); !ok {
+			return span{}, false
+		}
+	}
+	return span{rel: catalog.QualName{Schema: rv.Schemaname, Name: rv.Relname}, start: at, end: end}, true
+}
+
+// identEnd is the end of the identifier at i: a quoted one (", `, with
+// doubled quotes inside) or a run of identifier characters.
+func identEnd(sql string, i int) (int, bool) {
+	if q := sql[i]; q == '"' || q == '`' {
+		for j := i + 1; j < len(sql); j++ {
+			if sql[j] == q {
+				if j+1 < len(sql) && sql[j+1] == q {
+					j++
+					continue
+				}
+				return j + 1, true
+			}
+		}
+		return 0, false
+	}
+	j := i
+	for j < len(sql) && (sql[j] == '_' || sql[j] == '$' || sql[j] >= 0x80 || ('a' <= sql[j]|0x20 && sql[j]|0x20 <= 'z') || ('0' <= sql[j] && sql[j] <= '9')) {
+		j++
+	}
+	return j, j > i
 }
 
 // CheckExample says why an example written in schema (its search_path;

@@ -142,3 +142,63 @@ CREATE TABLE hr.targets (id int);
 		}
 	}
 }
+
+// TestPlaceFollowsRenames: an example written before a migration renamed
+// its tables still reads them, and is rewritten to their names now.
+func TestPlaceFollowsRenames(t *testing.T) {
+	cat, err := catalog.New("shop").Apply("0001.sql", `
+CREATE TABLE categories (id int, title text);
+CREATE TABLE products (id int, category_id int);
+CREATE SCHEMA sales;
+CREATE TABLE sales.orders (id int);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cat, err = cat.Apply("0007_rename.sql", `ALTER TABLE categories RENAME TO genres; ALTER TABLE sales.orders SET SCHEMA public;`); err != nil {
+		t.Fatal(err)
+	}
+	names := NewNames(cat)
+	for _, tc := range []struct {
+		sql, schema string
+		keys        string
+		followed    int
+		rewritten   string
+	}{
+		{"SELECT c.title FROM categories c JOIN products p ON p.category_id = c.id", "", "public.genres,public.products", 1,
+			"SELECT c.title FROM genres c JOIN products p ON p.category_id = c.id"},
+		{"SELECT title FROM public.categories", "", "public.genres", 1, "SELECT title FROM public.genres"},
+		{`SELECT title FROM "categories"`, "", "public.genres", 1, "SELECT title FROM genres"},
+		{"SELECT title FROM `categories`", "", "public.genres", 1, "SELECT title FROM genres"},
+		{"SELECT id FROM sales.orders", "", "public.orders", 1, "SELECT id FROM public.orders"},
+		{"SELECT id FROM orders", "sales", "public.orders", 0, "SELECT id FROM orders"},
+		{"SELECT id FROM products", "", "public.products", 0, "SELECT id FROM products"},
+	} {
+		q, err := ParseQuery(tc.sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := q.PlaceAll(names, tc.schema)
+		if got := strings.Join(p.Keys, ","); got != tc.keys || len(p.Missing) > 0 || len(p.Followed) != tc.followed {
+			t.Errorf("%s: keys %s, missing %v, followed %v", tc.sql, got, p.Missing, p.Followed)
+		}
+		if got := q.Rewrite(tc.sql, p.Followed); got != tc.rewritten {
+			t.Errorf("%s: rewritten %q, want %q", tc.sql, got, tc.rewritten)
+		}
+	}
+	if p := mustParse(t, "SELECT 1 FROM categories_old").PlaceAll(names, ""); len(p.Missing) != 1 {
+		t.Errorf("a name nothing was renamed from: %+v", p)
+	}
+	f := mustParse(t, "SELECT 1 FROM categories").PlaceAll(names, "").Followed
+	if len(f) != 1 || f[0].String() != "public.categories → public.genres (0007_rename.sql)" {
+		t.Errorf("followed %v", f)
+	}
+}
+
+func mustParse(t *testing.T, sql string) *Query {
+	t.Helper()
+	q, err := ParseQuery(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
