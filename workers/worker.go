@@ -49,6 +49,8 @@ type Store interface {
 	indexer.Writer
 	Upsert(ctx context.Context, recs []index.Record) (int, error)
 	DeleteName(ctx context.Context, db, kind, name string) error
+	// DeleteDatabase drops a retired database's chunks (forget).
+	DeleteDatabase(ctx context.Context, db string) error
 	Projected(ctx context.Context, db string) (int64, error)
 }
 
@@ -262,6 +264,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	workCtx, cancelWork := context.WithCancel(context.Background())
 	defer cancelWork()
 	if err := w.cats.Changes(ctx, w.catalogChanged); err != nil {
+		return err
+	}
+	if err := w.cats.Retired(ctx, func(db string) { go w.forget(workCtx, db) }); err != nil {
 		return err
 	}
 	// The handler never blocks: events go to their database's queue, and
@@ -564,6 +569,33 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 	}
 	out.db, out.typ = ev.Database, ev.Type
 	return out
+}
+
+// forget drops a retired database's chunks from this worker's store:
+// `schemaq databases retire` deleted its catalog entry, and every store
+// that indexed it (a replica's own, or the shared one) must let it go. A
+// database published again since has an entry again and is left alone.
+func (w *Worker) forget(ctx context.Context, db string) {
+	if events.ValidateDatabase(db) != nil {
+		return
+	}
+	mu := w.lock(db)
+	mu.Lock()
+	defer mu.Unlock()
+	v, rev, err := w.cats.Version(ctx, db)
+	switch {
+	case err != nil:
+		w.log.Warn("retired database: its catalog entry cannot be read; its index is kept until the next start", zap.String("database", db), zap.Error(err))
+		return
+	case rev != 0:
+		w.log.Info("retired database was published again; its index stays", zap.String("database", db), zap.Int64("version", v))
+		return
+	}
+	if err := w.store.DeleteDatabase(ctx, db); err != nil {
+		w.log.Warn("retired database: its index could not be dropped; it is tried again at the next start", zap.String("database", db), zap.Error(err))
+		return
+	}
+	w.log.Info("retired database: its index is dropped", zap.String("database", db))
 }
 
 // deleteExamples removes the examples an examples.delete event names;

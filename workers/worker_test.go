@@ -1308,3 +1308,40 @@ func TestCorruptCatalogIsRebuiltFromTheStream(t *testing.T) {
 	e.publish(migration(t, "shop", 6, "CREATE TABLE f (id int);"))
 	e.waitVersion("shop", 6)
 }
+
+// TestRetiredDatabaseIsForgotten: when a database's catalog entry is
+// purged (schemaq databases retire), a running worker drops it from its
+// index, and so does one that was stopped then and starts later; a
+// database published again in between is left alone.
+func TestRetiredDatabaseIsForgotten(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int); CREATE TABLE b (id int);"))
+	e.publish(migration(t, "video", 1, "CREATE TABLE film (id int);"))
+	doc, _ := events.New("d1", "shop", time.Now(), &events.DocUpsert{DocID: "a.md", Body: "# A\n\none"})
+	e.publish(doc)
+	stop := e.runWorker(e.store, e.emb)
+	testenv.Eventually(t, 10*time.Second, "indexed", func() bool { return e.count("shop") == 3 && e.count("video") == 1 })
+	if err := e.kv.Purge(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "a running worker forgets shop", func() bool { return e.count("shop") == 0 })
+	if e.count("video") != 1 {
+		t.Error("video was forgotten too")
+	}
+	stop()
+
+	// Stopped while video is retired; started again, it catches up.
+	if err := e.kv.Purge(ctx, "video"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := events.New("shop-again-0001", "shop", time.Now(), &events.Migration{Seq: 1, Source: "0001.sql", SQL: "CREATE TABLE c (id int);"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publish(again)
+	stop = e.runWorker(e.store, e.emb)
+	defer stop()
+	testenv.Eventually(t, 10*time.Second, "a worker started later forgets video", func() bool { return e.count("video") == 0 })
+	testenv.Eventually(t, 10*time.Second, "shop published again", func() bool { return e.count("shop") == 1 })
+}

@@ -192,6 +192,16 @@ func TestRolePermissions(t *testing.T) {
 		t.Errorf("the operator's status does not list the daemon: %s", out)
 	}
 
+	// The operator retires shop: its catalog, index and events go.
+	if out := mustRun("operator", "databases", "retire", "--db", "shop", "--yes"); !strings.Contains(out, "retired shop") {
+		t.Errorf("the operator's retire: %s", out)
+	}
+	testenv.Eventually(t, 30*time.Second, "shop is forgotten", func() bool {
+		out, _ := run("shop-app", "search", "--db", "shop", "orders")
+		return strings.Contains(out, "unknown_database")
+	})
+	refused("ci", "databases", "retire", "--db", "shop", "--yes")
+	refused("shop-app", "databases", "retire", "--db", "shop", "--yes")
 	refused("ci", "publish", "migrations", "--db", "other", filepath.Join(shop, "migrations"))
 	refused("ci", "dlq", "purge")
 	refused("shop-app", "search", "--db", "other", "orders")

@@ -584,6 +584,23 @@ func (s *Store) Changes(ctx context.Context, fn func(db string)) error {
 	return nil
 }
 
+// Retired calls fn with each database whose catalog entry is deleted or
+// purged (schemaq databases retire), those deleted before the watch
+// began included, until ctx ends. A database published again after its
+// retirement has an entry again: fn is not called for it at start.
+func (s *Store) Retired(ctx context.Context, fn func(db string)) error {
+	w, err := s.kv.WatchAll(ctx, jetstream.MetaOnly())
+	if err != nil {
+		return fmt.Errorf("watch retired catalogs: %w", err)
+	}
+	go follow(ctx, w, func(e jetstream.KeyValueEntry) {
+		if e != nil && e.Operation() != jetstream.KeyValuePut {
+			fn(e.Key())
+		}
+	})
+	return nil
+}
+
 // Revision returns the revision of db's entry (0: none), without reading
 // the catalog.
 func (s *Store) Revision(ctx context.Context, db string) (uint64, error) {
