@@ -159,7 +159,7 @@ func wireExplain(ex []retrieve.Explain) []events.ExplainItem {
 // carry (NATS's limit is 1 MB), so the lists are cut, with their totals.
 func tableInfo(d *catalog.Description) events.TableInfo {
 	info := events.TableInfo{Name: d.Name, Comment: d.Comment, Columns: d.Columns, View: d.View, DDL: d.DDL,
-		References: d.References, ReferencedBy: d.ReferencedBy, Joins: d.Joins, Enums: d.Enums, Renamed: d.Renamed}
+		References: d.References, ReferencedBy: d.ReferencedBy, Joins: d.Joins, Enums: d.Enums, Renamed: d.Renamed, History: d.History}
 	if n := len(info.ReferencedBy); n > events.MaxKeysListed {
 		info.ReferencedBy, info.ReferencedByTotal = info.ReferencedBy[:events.MaxKeysListed], n
 	}

@@ -489,6 +489,10 @@ type TableInfo struct {
 	// migrations that renamed them: "renamed from public.categories
 	// (0007_x.sql)", "column label renamed from title (0007_x.sql)".
 	Renamed []string `json:"renamed,omitempty"`
+	// History are the migrations that created, altered or renamed the
+	// table, oldest first, with their versions: "created by
+	// 0001_x.sql (version 1)" (the first and the latest 15).
+	History []string `json:"history,omitempty"`
 	// ReferencedByTotal and JoinsTotal count all of them when their list
 	// was cut at MaxKeysListed.
 	ReferencedByTotal int `json:"referenced_by_total,omitempty"`

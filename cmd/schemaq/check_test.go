@@ -32,6 +32,12 @@ func TestCheckBeforePublishing(t *testing.T) {
 	run(exitOK, "publish", "examples", "--db", "shop", "--wait", "20s", filepath.Join(shop, "examples.jsonl"))
 	run(exitOK, "publish", "docs", "--db", "shop", "--wait", "20s", filepath.Join(shop, "docs"))
 
+	// The described table shows the migrations that made it.
+	out, _ := run(exitOK, "tables", "--db", "shop", "orders")
+	if !strings.Contains(out, "-- created by 0003_orders.sql (version 3)\n-- altered by 0005_rename_and_cleanup.sql (version 5)\n") {
+		t.Errorf("the table's history:\n%s", out)
+	}
+
 	// A pull request's migrations directory: the six applied, and more.
 	pr := func(extra map[string]string) string {
 		d := t.TempDir()
@@ -45,7 +51,7 @@ func TestCheckBeforePublishing(t *testing.T) {
 		}
 		return d
 	}
-	out, _ := run(exitOK, "check", "--db", "shop", pr(nil))
+	out, _ = run(exitOK, "check", "--db", "shop", pr(nil))
 	if !strings.Contains(out, "shop is at version 6: no migration is pending") {
 		t.Errorf("nothing pending: %s", out)
 	}

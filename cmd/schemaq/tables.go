@@ -48,6 +48,9 @@ func runTables(ctx context.Context, e *env, args []string) (err error) {
 		for _, r := range t.Renamed {
 			fmt.Fprintf(e.stdout, "-- %s\n", r)
 		}
+		for _, h := range t.History {
+			fmt.Fprintf(e.stdout, "-- %s\n", h)
+		}
 		for _, r := range t.ReferencedBy {
 			fmt.Fprintf(e.stdout, "-- referenced by: %s\n", r)
 		}

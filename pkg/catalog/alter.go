@@ -49,6 +49,7 @@ func (a *applier) alterTable(s *pg.AlterTableStmt) error {
 		return nil // ALTER TABLE on a view: only ownership and defaults apply
 	}
 	t := a.cat.tables[q]
+	a.touch(t, touchAltered)
 	for i, c := range s.Cmds {
 		cmd := c.GetAlterTableCmd()
 		if cmd == nil {

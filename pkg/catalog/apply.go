@@ -43,6 +43,7 @@ func (c *Catalog) Apply(source, sql string, opts ...ApplyOption) (*Catalog, erro
 		err := a.run(tree)
 		if err == nil {
 			a.cat.drift = append(slices.Clip(c.drift), a.collectDrift()...)
+			a.cat.touched = a.touched
 			a.cat.finish()
 			return a.cat, nil
 		}
@@ -140,7 +141,9 @@ func Snapshot(database, source, sql string) (*Catalog, error) {
 // applier carries the session state of one Apply: the working copy and the
 // search_path that SET statements in the script change.
 type applier struct {
-	cat        *Catalog
+	cat *Catalog
+	// touched are the tables this run created, altered or renamed.
+	touched    map[*Table]touch
 	searchPath []string
 	source     string
 	sql        string
@@ -574,4 +577,15 @@ func deparseQuery(n *pg.Node) string {
 		return ""
 	}
 	return out
+}
+
+// touch notes that this run changed t (Catalog.touched).
+func (a *applier) touch(t *Table, how touch) {
+	if t == nil {
+		return
+	}
+	if a.touched == nil {
+		a.touched = map[*Table]touch{}
+	}
+	a.touched[t] |= how
 }

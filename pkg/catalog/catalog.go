@@ -130,6 +130,41 @@ type Table struct {
 	Comment        string `json:"comment,omitempty"`
 	// Renamed lists the table's former names, oldest first.
 	Renamed []Rename `json:"renamed,omitempty"`
+	// History lists the migrations that created, altered or renamed the
+	// table, oldest first: the first and the latest maxChanges-1.
+	History []Change `json:"history,omitempty"`
+}
+
+// Change is a migration that changed a table.
+type Change struct {
+	Seq    int64  `json:"seq"`
+	Source string `json:"source,omitempty"`
+	// What it did: "created", "altered", "renamed", or "renamed,
+	// altered".
+	What string `json:"what"`
+}
+
+func (c Change) String() string {
+	s := c.What + " by " + c.Source
+	if c.Source == "" {
+		s = c.What + " by migration"
+	}
+	return fmt.Sprintf("%s (version %d)", s, c.Seq)
+}
+
+// maxChanges bounds a table's History: the migration that created it
+// and the latest after it.
+const maxChanges = 16
+
+func addChange(list []Change, c Change) []Change {
+	if n := len(list); n > 0 && list[n-1].Seq == c.Seq {
+		return list // one migration, one entry (a run applied twice)
+	}
+	list = append(slices.Clip(list), c)
+	if len(list) > maxChanges {
+		list = append(list[:1:1], list[len(list)-maxChanges+1:]...)
+	}
+	return list
 }
 
 // QualName returns the table's schema-qualified name.
@@ -197,6 +232,9 @@ type Catalog struct {
 	// routines are the PL/pgSQL routines that can change the schema,
 	// for calls later in the history.
 	routines map[QualName]*Routine
+	// touched are the tables the last Apply changed, with how, for
+	// Record to enter in their History.
+	touched map[*Table]touch
 
 	// order caches the objects in name order once the catalog is
 	// finished (Apply returned it, or it was decoded): a catalog version

@@ -51,6 +51,7 @@ func (a *applier) createTable(s *pg.CreateStmt) error {
 	t := &Table{Schema: q.Schema, Name: q.Name}
 	// Register first so that a self-referencing foreign key resolves.
 	a.cat.tables[q] = t
+	a.touch(t, touchCreated)
 
 	for _, inh := range s.InhRelations {
 		rv := inh.GetRangeVar()

@@ -158,6 +158,9 @@ type Description struct {
 	Enums []string
 	// Renamed are its renames and its columns' (RenameLines).
 	Renamed []string
+	// History are the migrations that created, altered or renamed a
+	// table, oldest first ("created by 0001_x.sql (version 1)").
+	History []string
 }
 
 // Describe describes the table or view name (as Lookup resolves it), or
@@ -179,6 +182,9 @@ func (g *Graph) Describe(name string) *Description {
 	}
 	d := &Description{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns), DDL: t.DDL(),
 		Renamed: RenameLines(t.Renamed, t.Columns)}
+	for _, c := range t.History {
+		d.History = append(d.History, c.String())
+	}
 	references := func(fks []ForeignKey) {
 		for _, fk := range fks {
 			for i := range fk.Columns {

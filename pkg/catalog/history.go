@@ -38,13 +38,50 @@ func (c *Catalog) Record(a Applied) *Catalog {
 	c.history = append(slices.Clip(c.history), a)
 	c.Version = a.Seq
 	c.stampDrift(a)
+	c.stampChanges(a.Seq, a.Source)
 	return c
+}
+
+// touch is how one migration changed a table.
+type touch uint8
+
+const (
+	touchCreated touch = 1 << iota
+	touchAltered
+	touchRenamed
+)
+
+func (t touch) String() string {
+	switch {
+	case t&touchCreated != 0:
+		return "created"
+	case t == touchRenamed|touchAltered:
+		return "renamed, altered"
+	case t&touchRenamed != 0:
+		return "renamed"
+	}
+	return "altered"
+}
+
+// stampChanges enters the last Apply's changes in the tables' History.
+func (c *Catalog) stampChanges(seq int64, source string) {
+	for t, how := range c.touched {
+		t.History = addChange(t.History, Change{Seq: seq, Source: source, What: how.String()})
+	}
+	c.touched = nil
 }
 
 // Rebase marks c as built from the snapshot base: its history starts
 // anew, without drift.
 func (c *Catalog) Rebase(b Base) *Catalog {
 	c.history, c.base, c.Version, c.drift = nil, &b, b.Seq, nil
+	for _, t := range c.tables {
+		t.History = nil
+	}
+	for t := range c.touched {
+		c.touched[t] = touchCreated // a snapshot creates what it holds
+	}
+	c.stampChanges(b.Seq, b.Source)
 	return c
 }
 

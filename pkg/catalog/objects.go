@@ -17,6 +17,7 @@ func (a *applier) comment(s *pg.CommentStmt) error {
 		switch kind {
 		case relTable:
 			a.cat.tables[q].Comment = s.Comment
+			a.touch(a.cat.tables[q], touchAltered)
 		case relView:
 			a.cat.views[q].Comment = s.Comment
 		default:
@@ -34,6 +35,7 @@ func (a *applier) comment(s *pg.CommentStmt) error {
 		switch kind {
 		case relTable:
 			cols = a.cat.tables[q].Columns
+			a.touch(a.cat.tables[q], touchAltered)
 		case relView:
 			cols = a.cat.views[q].Columns
 		default:
@@ -169,6 +171,7 @@ func (a *applier) createTableAs(s *pg.CreateTableAsStmt) error {
 		return nil
 	}
 	a.cat.tables[q] = &Table{Schema: q.Schema, Name: q.Name, Columns: cols}
+	a.touch(a.cat.tables[q], touchCreated)
 	return nil
 }
 

@@ -170,6 +170,7 @@ func (a *applier) renameColumn(s *pg.RenameStmt) error {
 		return nil
 	}
 	t := a.cat.tables[q]
+	a.touch(t, touchAltered)
 	ren := func(list []string) {
 		for j, c := range list {
 			if c == s.Subname {
@@ -225,6 +226,7 @@ func (a *applier) moveRelation(from, to QualName) error {
 		t.Schema, t.Name = to.Schema, to.Name
 		t.Renamed = addRename(t.Renamed, r)
 		a.cat.tables[to] = t
+		a.touch(t, touchRenamed)
 	} else if v := a.cat.views[from]; v != nil {
 		delete(a.cat.views, from)
 		v.Schema, v.Name = to.Schema, to.Name

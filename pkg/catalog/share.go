@@ -54,7 +54,7 @@ func (t *Table) equal(o *Table) bool {
 		slices.Equal(t.Inherits, o.Inherits) &&
 		ptrEqual(t.PartitionOf, o.PartitionOf, func(a, b *QualName) bool { return *a == *b }) &&
 		t.PartitionBound == o.PartitionBound && t.PartitionBy == o.PartitionBy && t.Comment == o.Comment &&
-		slices.Equal(t.Renamed, o.Renamed)
+		slices.Equal(t.Renamed, o.Renamed) && slices.Equal(t.History, o.History)
 }
 
 func (c *Column) equal(o *Column) bool {

@@ -141,7 +141,7 @@ func fullTable() *Table {
 		ForeignKeys: []ForeignKey{{Name: "fk", Columns: []string{"c"}, RefTable: QualName{"s", "r"}, RefColumns: []string{"id"}, OnDelete: "CASCADE", OnUpdate: "CASCADE", Inherited: true}},
 		Checks:      []Check{{Name: "ck", Expr: "c > 0", Columns: []string{"c"}, Exclude: true}},
 		Inherits:    []QualName{{"s", "p"}}, PartitionOf: &QualName{"s", "p"}, PartitionBound: "DEFAULT", PartitionBy: "LIST (c)", Comment: "c",
-		Renamed: []Rename{{From: "s.old", Source: "1.sql"}}}
+		Renamed: []Rename{{From: "s.old", Source: "1.sql"}}, History: []Change{{Seq: 1, Source: "1.sql", What: "created"}}}
 }
 
 type mutation struct {
@@ -150,7 +150,7 @@ type mutation struct {
 }
 
 // mutations lists one change per leaf field reachable from v (strings,
-// bools, and a nil for each pointer and slice), in a stable order.
+// bools, int64s, and a nil for each pointer and slice), in a stable order.
 func mutations(v reflect.Value) []mutation {
 	var out []mutation
 	var walk func(v reflect.Value, path string)
@@ -178,6 +178,8 @@ func mutations(v reflect.Value) []mutation {
 			out = append(out, mutation{path, func() { v.SetString(v.String() + "x") }})
 		case reflect.Bool:
 			out = append(out, mutation{path, func() { v.SetBool(!v.Bool()) }})
+		case reflect.Int64:
+			out = append(out, mutation{path, func() { v.SetInt(v.Int() + 1) }})
 		default:
 			panic("mutations: add a case for " + v.Kind().String() + " at " + path)
 		}
