@@ -240,26 +240,31 @@ func (r *Report) checkExamples(before, after *catalog.Catalog, examples []Exampl
 		}
 		var reasons []string
 		now := q.PlaceAll(will, ex.Schema)
-		if len(now.Missing) > 0 {
-			for _, m := range now.Missing {
-				reasons = append(reasons, "reads "+written(m, was, ex.Schema)+", which the migrations drop")
-			}
-		} else if len(now.Followed) > 0 {
-			var fs []string
-			for _, f := range now.Followed {
-				fs = append(fs, f.From.Key()+" → "+f.To.Key())
-			}
-			r.Followed = append(r.Followed, BrokenExample{ID: ex.ID, Question: ex.Question,
-				Reason: "reads " + strings.Join(fs, ", ") + ": it follows the rename, and prompts show it rewritten"})
+		for _, m := range now.Missing {
+			reasons = append(reasons, "reads "+written(m, was, ex.Schema)+", which the migrations drop")
 		}
 		if len(reasons) == 0 {
-			// Relations stay; a qualified column that goes breaks it too.
-			_, cerr := sqlguard.CheckWith(ex.SQL, after, sqlguard.Options{Schema: ex.Schema})
+			// Relations stay, or follow a rename; a qualified column that
+			// goes breaks it, one renamed is followed.
+			cols := q.FollowColumns(will, now)
+			sql := q.Rewrite(ex.SQL, now.Followed, cols)
+			_, cerr := sqlguard.CheckWith(sql, after, sqlguard.Options{Schema: ex.Schema})
 			var rej *sqlguard.Rejection
 			if errors.As(cerr, &rej) && errors.Is(cerr, sqlguard.ErrUnknownColumn) {
 				if _, berr := sqlguard.CheckWith(ex.SQL, before, sqlguard.Options{Schema: ex.Schema}); berr == nil {
 					reasons = append(reasons, rej.Reason)
 				}
+			}
+			if len(reasons) == 0 && (len(now.Followed) > 0 || len(cols) > 0) {
+				var fs []string
+				for _, f := range now.Followed {
+					fs = append(fs, f.From.Key()+" → "+f.To.Key())
+				}
+				for _, f := range cols {
+					fs = append(fs, "column "+f.Table.Key()+"."+f.From+" → "+f.To)
+				}
+				r.Followed = append(r.Followed, BrokenExample{ID: ex.ID, Question: ex.Question,
+					Reason: "reads " + strings.Join(fs, ", ") + ": it follows the rename, and prompts show it rewritten"})
 			}
 		}
 		if len(reasons) > 0 {

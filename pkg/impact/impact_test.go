@@ -48,6 +48,7 @@ func TestCheck(t *testing.T) {
 		{name: "dropping a column a view and a doc read", sql: "ALTER TABLE orders DROP COLUMN note;", docs: 1, views: 1, dropped: "public.orders.note", reason: "column note is in none of the tables read", breaks: true},
 		{name: "dropping a column an example reads", sql: "ALTER TABLE categories DROP COLUMN title;", examples: 1, dropped: "public.categories.title", reason: "column c.title does not exist", breaks: true},
 		{name: "renaming a table", sql: "ALTER TABLE categories RENAME TO genres;", followed: 1, renamed: "public.categories → public.genres"},
+		{name: "renaming a column", sql: "ALTER TABLE categories RENAME COLUMN title TO label;", followed: 1, renamed: "public.categories.title → public.categories.label"},
 		{name: "a migration the catalog refuses", sql: "DROP TABLE orders;", refused: "view public.order_notes depends on it", breaks: true},
 		{name: "drift", sql: "ALTER TABLE audit_log ADD COLUMN at timestamptz;", drift: 1, breaks: true},
 	} {

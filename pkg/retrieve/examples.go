@@ -189,8 +189,9 @@ func coverage(own map[string]bool, question string, words []string) float64 {
 // voted for nothing, and it leaves the results, so no prompt shows a
 // model a query that would fail. One that reads a relation by a name a
 // migration has renamed since votes for it under its new name (Place
-// follows renames); its text is rewritten to the current names, with
-// the rename noted, so the model writes current SQL. The stored example
+// follows renames); its text is rewritten to the current names of its
+// relations and columns, with the renames noted, so the model writes
+// current SQL. The stored example
 // keeps the SQL as written.
 func (p *run) freshenExamples() {
 	if p.cat == nil {
@@ -209,12 +210,12 @@ func (p *run) freshenExamples() {
 			continue
 		}
 		pl := qs[0].PlaceAll(g.names, o.cand.Schema)
-		switch {
-		case len(pl.Missing) > 0:
+		if len(pl.Missing) > 0 {
 			p.res.Stale++
 			continue
-		case len(pl.Followed) > 0:
-			o.cand.Text = renamedExample(o.cand.Chunks[0], qs[0], pl.Followed)
+		}
+		if cols := qs[0].FollowColumns(g.names, pl); len(pl.Followed) > 0 || len(cols) > 0 {
+			o.cand.Text = renamedExample(o.cand.Chunks[0], qs[0], pl.Followed, cols)
 		}
 		kept = append(kept, o)
 	}
@@ -223,11 +224,14 @@ func (p *run) freshenExamples() {
 
 // renamedExample is an example's text with its SQL rewritten to the
 // current names, and the renames it followed noted after it.
-func renamedExample(c chunk.Chunk, q *sqlguard.Query, followed []sqlguard.Followed) string {
+func renamedExample(c chunk.Chunk, q *sqlguard.Query, followed []sqlguard.Followed, cols []sqlguard.FollowedColumn) string {
 	sql := chunk.ExampleSQL(c)
 	var b strings.Builder
-	b.WriteString("Question: " + c.Title + "\nSQL: " + q.Rewrite(sql, followed) + "\n")
+	b.WriteString("Question: " + c.Title + "\nSQL: " + q.Rewrite(sql, followed, cols) + "\n")
 	for _, f := range followed {
+		b.WriteString("-- written before a rename: " + f.String() + "\n")
+	}
+	for _, f := range cols {
 		b.WriteString("-- written before a rename: " + f.String() + "\n")
 	}
 	return b.String()

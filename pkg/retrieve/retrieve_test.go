@@ -1195,7 +1195,8 @@ COMMENT ON TABLE staff.departments IS 'Teams.';
 
 // TestExamplesFollowTheSchema: an example written before a rename still
 // votes for the renamed table and reaches the results rewritten to its
-// name now; one that reads a table dropped since leaves the results.
+// names now, the table's and the column's; one that reads a table
+// dropped since leaves the results.
 func TestExamplesFollowTheSchema(t *testing.T) {
 	ctx := context.Background()
 	cat, err := catalog.New("shop").Apply("0001.sql", `
@@ -1205,7 +1206,7 @@ CREATE TABLE coupons (code text, percent int);`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cat, err = cat.Apply("0007_genres.sql", "ALTER TABLE categories RENAME TO genres; DROP TABLE coupons;"); err != nil {
+	if cat, err = cat.Apply("0007_genres.sql", "ALTER TABLE categories RENAME COLUMN title TO label; ALTER TABLE categories RENAME TO genres; DROP TABLE coupons;"); err != nil {
 		t.Fatal(err)
 	}
 	s, e := indexCatalogs(t, cat)
@@ -1226,7 +1227,9 @@ CREATE TABLE coupons (code text, percent int);`)
 	if example == nil || example.Name != "by-category" {
 		t.Fatalf("the renamed example is not among the results: %+v", res.Items)
 	}
-	if !strings.Contains(example.Text, "FROM genres c JOIN products p") || !strings.Contains(example.Text, "-- written before a rename: public.categories → public.genres (0007_genres.sql)") {
+	if !strings.Contains(example.Text, "SELECT c.label, count(*) FROM genres c JOIN products p") ||
+		!strings.Contains(example.Text, "-- written before a rename: public.categories → public.genres (0007_genres.sql)") ||
+		!strings.Contains(example.Text, "-- written before a rename: column public.genres.title → label (0007_genres.sql)") {
 		t.Errorf("the example's text is not rewritten:\n%s", example.Text)
 	}
 	if !slices.ContainsFunc(res.Explain, func(x retrieve.Explain) bool { return x.Name == "public.genres" && x.ExampleRank == 1 }) {

@@ -25,8 +25,22 @@ type Query struct {
 	// keywords (ORDER BY, GROUP, COUNT) are not among them: they say how
 	// the query is written, not what it is about.
 	Words []string
-	// spans are where each relation is written in the SQL, for Rewrite.
-	spans []span
+	// spans are where each relation is written in the SQL, and columns
+	// where each column reference's last name is, for Rewrite; aliases
+	// map the names a column can be qualified by to the relation.
+	spans   []span
+	columns []columnSpan
+	aliases map[string]catalog.QualName
+}
+
+// columnSpan is a column reference: its names as written (qualifier
+// first) and where its column name is.
+type columnSpan struct {
+	fields     []string
+	start, end int
+	// qstart and qend are the qualifier's (the name before the column),
+	// when there is one.
+	qstart, qend int
 }
 
 // span is one relation as written, at [start, end) of the SQL, schema
@@ -62,16 +76,32 @@ func ParseQuery(sql string) (*Query, error) {
 			case n.GetCommonTableExpr() != nil:
 				ctes[strings.ToLower(n.GetCommonTableExpr().Ctename)] = true
 			case n.GetRangeVar() != nil:
-				rvs = append(rvs, n.GetRangeVar())
-				if sp, ok := relationSpan(sql, n.GetRangeVar()); ok {
+				rv := n.GetRangeVar()
+				rvs = append(rvs, rv)
+				if sp, ok := relationSpan(sql, rv); ok {
 					q.spans = append(q.spans, sp)
 				}
+				if q.aliases == nil {
+					q.aliases = map[string]catalog.QualName{}
+				}
+				as := rv.Relname
+				if rv.Alias != nil {
+					as = rv.Alias.Aliasname
+				}
+				q.aliases[strings.ToLower(as)] = catalog.QualName{Schema: rv.Schemaname, Name: rv.Relname}
 				q.Words = append(q.Words, n.GetRangeVar().Relname)
 				if a := n.GetRangeVar().Alias; a != nil {
 					q.Words = append(q.Words, a.Aliasname)
 				}
 			case n.GetColumnRef() != nil:
-				q.Words = append(q.Words, pgtree.Strings(n.GetColumnRef().Fields)...)
+				fields := pgtree.Strings(n.GetColumnRef().Fields)
+				q.Words = append(q.Words, fields...)
+				if len(fields) == len(n.GetColumnRef().Fields) && len(fields) > 0 {
+					if sp, ok := columnSpanAt(sql, int(n.GetColumnRef().Location), len(fields)); ok {
+						sp.fields = fields
+						q.columns = append(q.columns, sp)
+					}
+				}
 			case n.GetResTarget() != nil && n.GetResTarget().Name != "":
 				q.Words = append(q.Words, n.GetResTarget().Name)
 			case n.GetAConst() != nil && n.GetAConst().GetSval() != nil:
@@ -168,6 +198,8 @@ type Placement struct {
 	// Followed are the renames placing it followed: relations the SQL
 	// names by a name they had before a migration renamed them.
 	Followed []Followed
+	// at is where each relation as written was placed.
+	at map[catalog.QualName]catalog.QualName
 }
 
 // PlaceAll is Place, saying which renames it followed: a relation the
@@ -185,6 +217,7 @@ func (q *Query) PlaceAll(n *Names, schema string) Placement {
 			}
 		}
 	}
+	p.at = map[catalog.QualName]catalog.QualName{}
 	for _, r := range q.Relations {
 		at, ok := place(n.Named(strings.ToLower(r.Name)), r, schema, bySchema)
 		if !ok {
@@ -201,12 +234,86 @@ func (q *Query) PlaceAll(n *Names, schema string) Placement {
 			p.Missing = append(p.Missing, written)
 			continue
 		}
+		p.at[r] = at
 		if k := at.Key(); !slices.Contains(p.Keys, k) {
 			p.Keys = append(p.Keys, k)
 		}
 	}
 	slices.Sort(p.Keys)
 	return p
+}
+
+// FollowedColumn is a column rename a query's reference followed.
+type FollowedColumn struct {
+	Table    catalog.QualName
+	From, To string
+	Source   string
+	// refs are the query's column references that follow it.
+	refs []int
+}
+
+func (f FollowedColumn) String() string {
+	s := "column " + f.Table.Key() + "." + f.From + " → " + f.To
+	if f.Source != "" {
+		s += " (" + f.Source + ")"
+	}
+	return s
+}
+
+// FollowColumns finds the column references of a placed query that name
+// a column by a name a migration has renamed since: qualified ones by
+// their relation's former column names, unqualified ones when none of
+// the query's relations has the name and exactly one had it.
+func (q *Query) FollowColumns(n *Names, p Placement) []FollowedColumn {
+	var out []FollowedColumn
+	for i, c := range q.columns {
+		f, ok := q.followColumn(n, p, c.fields)
+		if !ok {
+			continue
+		}
+		j := slices.IndexFunc(out, func(o FollowedColumn) bool { return o.Table == f.Table && o.From == f.From })
+		if j < 0 {
+			out, j = append(out, f), len(out)
+		}
+		out[j].refs = append(out[j].refs, i)
+	}
+	return out
+}
+
+func (q *Query) followColumn(n *Names, p Placement, fields []string) (FollowedColumn, bool) {
+	col := fields[len(fields)-1]
+	var tables []*catalog.Table
+	if len(fields) >= 2 {
+		if written, ok := q.aliases[strings.ToLower(fields[len(fields)-2])]; ok {
+			if t := n.cat.Table(p.at[written]); t != nil {
+				tables = append(tables, t)
+			}
+		}
+	} else {
+		for _, at := range p.at {
+			if t := n.cat.Table(at); t != nil {
+				if t.Column(col) != nil {
+					return FollowedColumn{}, false // a current name
+				}
+				tables = append(tables, t)
+			}
+		}
+	}
+	var found []FollowedColumn
+	for _, t := range tables {
+		if t.Column(col) != nil {
+			return FollowedColumn{}, false
+		}
+		for _, c := range t.Columns {
+			if i := slices.IndexFunc(c.Renamed, func(r catalog.Rename) bool { return r.From == col }); i >= 0 {
+				found = append(found, FollowedColumn{Table: t.QualName(), From: col, To: c.Name, Source: c.Renamed[i].Source})
+			}
+		}
+	}
+	if len(found) != 1 {
+		return FollowedColumn{}, false
+	}
+	return found[0], true
 }
 
 // place finds the relation r names among the candidates of its name.
@@ -240,19 +347,20 @@ func (n *Names) followRename(r catalog.QualName, schema string) (Followed, bool)
 
 // Rewrite returns sql with each relation written by a name that
 // followed renames to its current name (qualified as written, quoted
-// where it must be), so that a model shown an old example writes
+// where it must be), and each column reference that followed a rename to
+// its column's current name, so that a model shown an old example writes
 // current SQL. sql must be the text the query was parsed from.
-func (q *Query) Rewrite(sql string, followed []Followed) string {
-	if len(followed) == 0 {
-		return sql
+func (q *Query) Rewrite(sql string, followed []Followed, columns []FollowedColumn) string {
+	type edit struct {
+		start, end int
+		text       string
 	}
-	var b strings.Builder
-	last := 0
+	var edits []edit
 	for _, sp := range q.spans {
 		i := slices.IndexFunc(followed, func(f Followed) bool {
 			return strings.EqualFold(f.From.Name, sp.rel.Name) && (sp.rel.Schema == "" || strings.EqualFold(f.From.Schema, sp.rel.Schema))
 		})
-		if i < 0 || sp.start < last {
+		if i < 0 {
 			continue
 		}
 		to := followed[i].To
@@ -260,12 +368,79 @@ func (q *Query) Rewrite(sql string, followed []Followed) string {
 		if sp.rel.Schema != "" || (to.Schema != followed[i].From.Schema && to.Schema != catalog.DefaultSchema) {
 			name = catalog.QuoteIdent(to.Schema) + "." + name
 		}
-		b.WriteString(sql[last:sp.start])
-		b.WriteString(name)
-		last = sp.end
+		edits = append(edits, edit{sp.start, sp.end, name})
+	}
+	for _, f := range columns {
+		for _, i := range f.refs {
+			if i < len(q.columns) {
+				edits = append(edits, edit{q.columns[i].start, q.columns[i].end, catalog.QuoteIdent(f.To)})
+			}
+		}
+	}
+	for _, c := range q.columns {
+		if len(c.fields) < 2 || c.qend == 0 {
+			continue
+		}
+		// A qualifier that is a renamed relation's old name, not an
+		// alias, follows the relation.
+		qual := strings.ToLower(c.fields[len(c.fields)-2])
+		if written, ok := q.aliases[qual]; ok && strings.EqualFold(written.Name, qual) {
+			if i := slices.IndexFunc(followed, func(f Followed) bool { return strings.EqualFold(f.From.Name, qual) }); i >= 0 {
+				edits = append(edits, edit{c.qstart, c.qend, catalog.QuoteIdent(followed[i].To.Name)})
+			}
+		}
+	}
+	if len(edits) == 0 {
+		return sql
+	}
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	var b strings.Builder
+	last := 0
+	for _, e := range edits {
+		if e.start < last {
+			continue
+		}
+		b.WriteString(sql[last:e.start])
+		b.WriteString(e.text)
+		last = e.end
 	}
 	b.WriteString(sql[last:])
 	return b.String()
+}
+
+// columnSpanAt finds the last of n names written from at: the column
+// name of a reference written a.b.c.
+func columnSpanAt(sql string, at, n int) (columnSpan, bool) {
+	if at < 0 || at >= len(sql) {
+		return columnSpan{}, false
+	}
+	i := at
+	var sp columnSpan
+	for k := 0; ; k++ {
+		end, ok := identEnd(sql, i)
+		if !ok {
+			return columnSpan{}, false
+		}
+		if k == n-2 {
+			sp.qstart, sp.qend = i, end
+		}
+		if k == n-1 {
+			sp.start, sp.end = i, end
+			return sp, true
+		}
+		j := end
+		for j < len(sql) && (sql[j] == ' ' || sql[j] == '\t' || sql[j] == '\n') {
+			j++
+		}
+		if j >= len(sql) || sql[j] != '.' {
+			return columnSpan{}, false
+		}
+		j++
+		for j < len(sql) && (sql[j] == ' ' || sql[j] == '\t' || sql[j] == '\n') {
+			j++
+		}
+		i = j
+	}
 }
 
 // relationSpan finds where rv is written in sql: from its location (the

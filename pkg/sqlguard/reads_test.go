@@ -181,7 +181,7 @@ CREATE TABLE sales.orders (id int);`)
 		if got := strings.Join(p.Keys, ","); got != tc.keys || len(p.Missing) > 0 || len(p.Followed) != tc.followed {
 			t.Errorf("%s: keys %s, missing %v, followed %v", tc.sql, got, p.Missing, p.Followed)
 		}
-		if got := q.Rewrite(tc.sql, p.Followed); got != tc.rewritten {
+		if got := q.Rewrite(tc.sql, p.Followed, nil); got != tc.rewritten {
 			t.Errorf("%s: rewritten %q, want %q", tc.sql, got, tc.rewritten)
 		}
 	}
@@ -201,4 +201,43 @@ func mustParse(t *testing.T, sql string) *Query {
 		t.Fatal(err)
 	}
 	return q
+}
+
+// TestFollowColumns: column references by a name a migration renamed
+// follow it, qualified by their relation's alias or, unqualified, when
+// one relation alone had the name; a current name is left alone.
+func TestFollowColumns(t *testing.T) {
+	cat, err := catalog.New("shop").Apply("0001.sql", `
+CREATE TABLE categories (id int, title text, slug text);
+CREATE TABLE products (id int, category_id int, title text);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cat, err = cat.Apply("0008_label.sql", `ALTER TABLE categories RENAME COLUMN title TO label; ALTER TABLE categories RENAME COLUMN slug TO handle; ALTER TABLE categories RENAME TO genres;`); err != nil {
+		t.Fatal(err)
+	}
+	names := NewNames(cat)
+	for _, tc := range []struct{ sql, rewritten, followed string }{
+		{"SELECT c.title, p.title FROM categories c JOIN products p ON p.category_id = c.id",
+			"SELECT c.label, p.title FROM genres c JOIN products p ON p.category_id = c.id",
+			"column public.genres.title → label (0008_label.sql)"},
+		{"SELECT slug FROM categories WHERE slug <> ''", "SELECT handle FROM genres WHERE handle <> ''", "column public.genres.slug → handle (0008_label.sql)"},
+		// title is products' now: unqualified, it is not followed.
+		{"SELECT title FROM categories JOIN products ON products.category_id = categories.id", "SELECT title FROM genres JOIN products ON products.category_id = genres.id", ""},
+		{"SELECT categories.title FROM categories", "SELECT genres.label FROM genres", "column public.genres.title → label (0008_label.sql)"},
+	} {
+		q := mustParse(t, tc.sql)
+		p := q.PlaceAll(names, "")
+		cols := q.FollowColumns(names, p)
+		var got []string
+		for _, c := range cols {
+			got = append(got, c.String())
+		}
+		if strings.Join(got, "; ") != tc.followed {
+			t.Errorf("%s: followed %q, want %q", tc.sql, got, tc.followed)
+		}
+		if rw := q.Rewrite(tc.sql, p.Followed, cols); rw != tc.rewritten {
+			t.Errorf("%s: rewritten\n %s\nwant\n %s", tc.sql, rw, tc.rewritten)
+		}
+	}
 }
