@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/testenv"
+)
+
+// TestServeSurvivesANodeLoss: two serve replicas on a three-node NATS
+// cluster with every asset at three replicas. A node dies: the leader of
+// the SCHEMAQ stream while 300 migrations are being published, or the
+// leader of the catalog bucket while searches run. The publish succeeds,
+// every table is searchable on both replicas, nothing is dead-lettered,
+// and at least 95% of the searches are answered, without a restart.
+//
+// The node is shut down in process: its clients and peers see it vanish
+// as they would a killed process, though it closes its files first.
+func TestServeSurvivesANodeLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a three-node NATS cluster")
+	}
+	for _, tc := range []struct {
+		name, asset string // the asset whose leader dies
+		midIngest   bool   // while publishing (else after it, while searches run)
+	}{
+		{"the stream leader, mid-ingest", events.Stream, true},
+		{"the catalog bucket's leader, mid-search", "KV_" + events.CatalogBucket, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			servers := testenv.NATSCluster(t, 3)
+			urls := testenv.ClusterURLs(servers)
+			vars := func(id string) map[string]string {
+				return map[string]string{"SCHEMAQ_NATS_URL": urls, "SCHEMAQ_DATA_DIR": t.TempDir(), "SCHEMAQ_METRICS_ADDR": freePort(t),
+					"SCHEMAQ_STREAM_REPLICAS": "3", "SCHEMAQ_REPLICA_ID": id}
+			}
+			for _, id := range []string{"a", "b"} {
+				v := vars(id)
+				startService(t, "serve "+id, []string{"serve"}, v)
+				testenv.Eventually(t, 60*time.Second, "replica "+id+" ready", func() bool {
+					_, err := runVars(t.Context(), []string{"healthcheck", "--addr", v["SCHEMAQ_METRICS_ADDR"], "--path", "/readyz"}, v)
+					return err == nil
+				})
+			}
+			nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			js, _ := jetstream.New(nc)
+			cli, _ := client.New(nc)
+
+			dir := t.TempDir()
+			for i := 1; i <= 300; i++ {
+				sql := fmt.Sprintf("CREATE TABLE ledger_%03d (id bigint PRIMARY KEY, amount numeric, booked_at timestamptz);\n", i)
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%04d_ledger_%03d.sql", i, i)), []byte(sql), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Searches run from the first table on, one every 20 ms.
+			var asked, answered atomic.Int64
+			searching, stopSearching := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for searching.Err() == nil {
+					ctx, cancel := context.WithTimeout(searching, 2*time.Second)
+					_, err := cli.Search(ctx, &events.SearchRequest{Database: "ledger", Question: "amount booked in the ledger", K: 5})
+					cancel()
+					if searching.Err() != nil {
+						return
+					}
+					asked.Add(1)
+					if err == nil {
+						answered.Add(1)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+
+			publishing := make(chan string, 1)
+			start := func() {
+				go func() {
+					out, errOut, code := runAt(t, urls, "publish", "migrations", "--db", "ledger", "--wait", "120s", dir)
+					publishing <- fmt.Sprintf("exit %d\n%s%s", code, out, errOut)
+				}()
+			}
+			// The database exists before the searches count.
+			one := t.TempDir()
+			b, _ := os.ReadFile(filepath.Join(dir, "0001_ledger_001.sql"))
+			_ = os.WriteFile(filepath.Join(one, "0001_ledger_001.sql"), b, 0o644)
+			if out, errOut, code := runAt(t, urls, "publish", "migrations", "--db", "ledger", "--wait", "30s", one); code != exitOK {
+				t.Fatalf("the first migration: %s%s", out, errOut)
+			}
+			start()
+			if tc.midIngest {
+				testenv.Eventually(t, 60*time.Second, "a hundred migrations in", func() bool {
+					v, err := cli.CatalogVersion(t.Context(), "ledger")
+					return err == nil && v >= 100
+				})
+				kill(t, js, servers, tc.asset)
+			}
+			select {
+			case out := <-publishing:
+				if !strings.HasPrefix(out, "exit 0") || !strings.Contains(out, "catalog ledger is at version 300") {
+					t.Fatalf("publish: %s", out)
+				}
+			case <-time.After(3 * time.Minute):
+				t.Fatal("the publish did not end within 3 minutes")
+			}
+			if !tc.midIngest {
+				kill(t, js, servers, tc.asset)
+				time.Sleep(5 * time.Second) // searches run through the election
+			}
+			// Every table is searchable, on whichever replica answers.
+			testenv.Eventually(t, 60*time.Second, "ledger_300 found by both replicas", func() bool {
+				found := 0
+				for range 6 {
+					ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+					r, err := cli.Tables(ctx, &events.TablesRequest{Database: "ledger", Table: "ledger_300"})
+					cancel()
+					if err == nil && r.Indexed == 300 {
+						found++
+					}
+				}
+				return found == 6
+			})
+			stopSearching()
+			wg.Wait()
+			out, errOut, code := runAt(t, urls, "dlq", "list", "--db", "ledger")
+			if code != exitOK || !strings.Contains(out, "0 dead letter(s)") {
+				t.Errorf("dead letters: %s%s", out, errOut)
+			}
+			share := float64(answered.Load()) / float64(max(asked.Load(), 1))
+			t.Logf("%d of %d searches answered (%.1f%%)", answered.Load(), asked.Load(), 100*share)
+			if asked.Load() < 50 || share < 0.95 {
+				t.Errorf("%d of %d searches answered, want at least 95%%", answered.Load(), asked.Load())
+			}
+		})
+	}
+}
+
+// kill shuts down the server leading asset's stream.
+func kill(t *testing.T, js jetstream.JetStream, servers []*server.Server, asset string) {
+	t.Helper()
+	var leader string
+	testenv.Eventually(t, 10*time.Second, asset+" has a leader", func() bool {
+		s, err := js.Stream(t.Context(), asset)
+		if err != nil {
+			return false
+		}
+		info, err := s.Info(t.Context())
+		if err == nil && info.Cluster != nil {
+			leader = info.Cluster.Leader
+		}
+		return leader != ""
+	})
+	for _, ns := range servers {
+		if ns.Name() == leader {
+			t.Logf("shutting down %s, the leader of %s", leader, asset)
+			ns.Shutdown()
+			return
+		}
+	}
+	t.Fatalf("no server is named %s", leader)
+}
