@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/natsembed"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
@@ -226,7 +225,7 @@ func TestKubernetesSharedIndex(t *testing.T) {
 				return
 			}
 
-			ns := testenv.NATSWith(t, natsembed.Options{Token: k8sTestToken})
+			natsURL := natsFor(t, running["worker"])
 			redisURL, live := sharedRedis(t)
 			prefix := "k8stest-" + name + ":"
 			var aclUser string
@@ -237,7 +236,7 @@ func TestKubernetesSharedIndex(t *testing.T) {
 			}
 			for _, role := range []string{"worker", "daemon"} {
 				vars := running[role]
-				vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
+				vars["SCHEMAQ_NATS_URL"] = natsURL
 				vars["SCHEMAQ_REDIS_URL"] = redisURL
 				vars["SCHEMAQ_REDIS_PREFIX"] = prefix
 				if aclUser == "" {
@@ -256,8 +255,8 @@ func TestKubernetesSharedIndex(t *testing.T) {
 				})
 			}
 			if live {
-				runExampleJob(t, ns.ClientURL())
-				searchPublished(t, ns.ClientURL())
+				runExampleJob(t, natsURL)
+				searchPublished(t, natsURL)
 			}
 			if aclUser != "" {
 				noDenials(t, aclUser)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -328,8 +329,8 @@ func TestKubernetesManifests(t *testing.T) {
 			if vars["SCHEMAQ_NATS_TOKEN"] != k8sTestToken {
 				t.Fatalf("the pod does not present the NATS token of the Secret schemaq-nats")
 			}
-			ns := testenv.NATSWith(t, natsembed.Options{Token: k8sTestToken})
-			vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
+			natsURL := natsFor(t, vars)
+			vars["SCHEMAQ_NATS_URL"] = natsURL
 			vars["SCHEMAQ_DATA_DIR"] = t.TempDir()
 			vars["SCHEMAQ_METRICS_ADDR"] = freePort(t)
 			startService(t, ss.Name+"-0", c.Args, vars)
@@ -338,9 +339,20 @@ func TestKubernetesManifests(t *testing.T) {
 				_, err := runVars(context.Background(), probe, vars)
 				return err == nil
 			})
-			runExampleJob(t, ns.ClientURL())
+			runExampleJob(t, natsURL)
 		})
 	}
+}
+
+// natsFor is the NATS an overlay's pods run against in a test: requiring
+// the token, and as many JetStream servers as its SCHEMAQ_STREAM_REPLICAS
+// asks (the prod overlays keep three copies).
+func natsFor(t *testing.T, vars map[string]string) string {
+	t.Helper()
+	if n, _ := strconv.Atoi(vars["SCHEMAQ_STREAM_REPLICAS"]); n > 1 {
+		return testenv.ClusterURLs(testenv.NATSClusterToken(t, n, k8sTestToken))
+	}
+	return testenv.NATSWith(t, natsembed.Options{Token: k8sTestToken}).ClientURL()
 }
 
 // runExampleJob runs k8s/examples' Job with the shop migrations mounted.

@@ -18,6 +18,13 @@ import (
 // down sooner: a node dying).
 func NATSCluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
+	return NATSClusterToken(t, n, "")
+}
+
+// NATSClusterToken is NATSCluster whose clients must present token
+// ("": none).
+func NATSClusterToken(t testing.TB, n int, token string) []*server.Server {
+	t.Helper()
 	ports := make([]int, n)
 	for i := range ports {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -34,15 +41,16 @@ func NATSCluster(t testing.TB, n int) []*server.Server {
 	servers := make([]*server.Server, n)
 	for i := range servers {
 		o := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1),
-			Host:       "127.0.0.1",
-			Port:       -1,
-			JetStream:  true,
-			StoreDir:   t.TempDir(),
-			Cluster:    server.ClusterOpts{Name: "schemaq-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:     routes,
-			NoLog:      true,
-			NoSigs:     true,
+			ServerName:    fmt.Sprintf("n%d", i+1),
+			Host:          "127.0.0.1",
+			Port:          -1,
+			JetStream:     true,
+			StoreDir:      t.TempDir(),
+			Cluster:       server.ClusterOpts{Name: "schemaq-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:        routes,
+			NoLog:         true,
+			NoSigs:        true,
+			Authorization: token,
 		}
 		ns, err := server.NewServer(o)
 		if err != nil {
