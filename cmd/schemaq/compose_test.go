@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/schemaq/schemaq/pkg/index/redisearch"
@@ -210,8 +212,9 @@ func TestComposeStack(t *testing.T) {
 	cmds := commands()
 	var long, jobs []string
 	count := map[string]int{} // containers per subcommand in the default profile
+	natsNodes := checkComposeNATSCluster(t, deployDir, cf)
 	for name, s := range cf.Services {
-		if name == "nats" || name == "redis" {
+		if name == "nats" || name == "redis" || natsNodes[name] {
 			continue
 		}
 		if !strings.HasPrefix(s.Image, "schemaq:") {
@@ -227,7 +230,13 @@ func TestComposeStack(t *testing.T) {
 		if _, ok := cmds[s.Command[0]]; !ok {
 			t.Errorf("service %s: %q is not a schemaq subcommand", name, s.Command[0])
 		}
-		if s.DependsOn["nats"].Condition != "service_healthy" {
+		if slices.Contains(s.Profiles, "cluster") {
+			for node := range natsNodes {
+				if s.DependsOn[node].Condition != "service_healthy" {
+					t.Errorf("service %s: must wait for a healthy %s", name, node)
+				}
+			}
+		} else if s.DependsOn["nats"].Condition != "service_healthy" {
 			t.Errorf("service %s: must wait for a healthy nats", name)
 		}
 		if u := s.Env["SCHEMAQ_REDIS_URL"]; u != "" && (!strings.HasPrefix(u, "redis://redis:") || s.DependsOn["redis"].Condition != "service_healthy") {
@@ -260,8 +269,8 @@ func TestComposeStack(t *testing.T) {
 			t.Errorf("service %s: the health check needs SCHEMAQ_METRICS_ADDR", name)
 		}
 	}
-	if count["worker"] < 2 || count["daemon"] < 2 || count["replicas:serve"] < 2 {
-		t.Errorf("compose.yaml: want two workers and two daemons by default and two serve replicas in the replicas profile, have %v", count)
+	if count["worker"] < 2 || count["daemon"] < 2 || count["replicas:serve"] < 2 || count["cluster:serve"] < 2 {
+		t.Errorf("compose.yaml: want two workers and two daemons by default, and two serve replicas in the replicas and the cluster profiles, have %v", count)
 	}
 	if t.Failed() {
 		return
@@ -269,6 +278,8 @@ func TestComposeStack(t *testing.T) {
 	slices.Sort(long)
 
 	ns := testenv.NATSWith(t, natsembed.Options{Token: composeSecrets["SCHEMAQ_NATS_TOKEN"]})
+	// The cluster profile's services run on three servers of their own.
+	clusterURL := testenv.ClusterURLs(testenv.NATSClusterToken(t, len(natsNodes), composeSecrets["SCHEMAQ_NATS_TOKEN"]))
 	redisURL, live := sharedRedis(t, composeSecrets["SCHEMAQ_REDIS_PASSWORD"])
 	dir := t.TempDir()
 	// envFor maps a service's environment onto this machine: its NATS and
@@ -279,6 +290,9 @@ func TestComposeStack(t *testing.T) {
 			vars[k] = expand(t, v)
 		}
 		vars["SCHEMAQ_NATS_URL"] = ns.ClientURL()
+		if slices.Contains(s.Profiles, "cluster") {
+			vars["SCHEMAQ_NATS_URL"] = clusterURL
+		}
 		if _, ok := vars["SCHEMAQ_REDIS_URL"]; ok {
 			vars["SCHEMAQ_REDIS_URL"] = redisURL
 			vars["SCHEMAQ_REDIS_PREFIX"] = "composetest:"
@@ -342,11 +356,18 @@ func TestComposeStack(t *testing.T) {
 			t.Fatalf("job %s %v: %v\n%s", name, args, err, out)
 		}
 	}
-	testenv.Eventually(t, 20*time.Second, "the stack answers from the published schema", func() bool {
-		out, _, code := runVars2(t, []string{"search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3"},
-			map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_NATS_TOKEN": composeSecrets["SCHEMAQ_NATS_TOKEN"]})
-		return code == exitOK && strings.Contains(out, "public.orders")
-	})
+	// The cluster's replicas answer what is published to the cluster.
+	cluster := map[string]string{"SCHEMAQ_NATS_URL": clusterURL, "SCHEMAQ_NATS_TOKEN": composeSecrets["SCHEMAQ_NATS_TOKEN"]}
+	if out, err := runVars(context.Background(), []string{"publish", "migrations", "--db", "shop", "--wait", "60s", filepath.Join("..", "..", "examples", "shop", "migrations")}, cluster); err != nil {
+		t.Fatalf("publish to the cluster: %v\n%s", err, out)
+	}
+	for _, url := range []string{ns.ClientURL(), clusterURL} {
+		testenv.Eventually(t, 20*time.Second, "the stack answers from the published schema", func() bool {
+			out, _, code := runVars2(t, []string{"search", "--db", "shop", "orders per customer", "--kind", "table", "--k", "3"},
+				map[string]string{"SCHEMAQ_NATS_URL": url, "SCHEMAQ_NATS_TOKEN": composeSecrets["SCHEMAQ_NATS_TOKEN"]})
+			return code == exitOK && strings.Contains(out, "public.orders")
+		})
+	}
 	// Without the token the stack's NATS takes no one.
 	if _, errOut, code := runAt(t, ns.ClientURL(), "status"); code == exitOK {
 		t.Errorf("status without the token: %s", errOut)
@@ -357,4 +378,56 @@ func TestComposeStack(t *testing.T) {
 	if out, err := runVars(context.Background(), services[0].health, services[0].vars); err == nil {
 		t.Errorf("health check of a stopped %s passed: %s", services[0].name, out)
 	}
+}
+
+// checkComposeNATSCluster checks the cluster profile's NATS servers: each
+// reads deploy/nats-cluster.conf, which nats-server's own parser reads as
+// a JetStream server of one cluster routed to all of them, flushing
+// every write before its ack, requiring the token. It returns their
+// names.
+func checkComposeNATSCluster(t *testing.T, deployDir string, cf composeFile) map[string]bool {
+	t.Helper()
+	nodes := map[string]bool{}
+	for name, s := range cf.Services {
+		if strings.HasPrefix(s.Image, "nats:") && slices.Contains(s.Profiles, "cluster") {
+			nodes[name] = true
+		}
+	}
+	if len(nodes) != 3 {
+		t.Fatalf("compose.yaml: want three NATS servers in the cluster profile, have %v", nodes)
+	}
+	names := map[string]bool{}
+	for node := range nodes {
+		s := cf.Services[node]
+		if !slices.Contains(s.Volumes, "./nats-cluster.conf:/etc/nats/nats.conf:ro") || strings.Join(s.Command, " ") != "--config /etc/nats/nats.conf" {
+			t.Errorf("%s: must run deploy/nats-cluster.conf: %v %v", node, s.Command, s.Volumes)
+		}
+		t.Setenv("NATS_SERVER_NAME", s.Env["NATS_SERVER_NAME"])
+		t.Setenv("SCHEMAQ_NATS_TOKEN", expand(t, s.Env["SCHEMAQ_NATS_TOKEN"]))
+		opts, err := server.ProcessConfigFile(filepath.Join(deployDir, "nats-cluster.conf"))
+		if err != nil {
+			t.Fatalf("nats-server refuses deploy/nats-cluster.conf: %v", err)
+		}
+		names[opts.ServerName] = true
+		if !opts.JetStream || !opts.SyncAlways || opts.Authorization != composeSecrets["SCHEMAQ_NATS_TOKEN"] || opts.Cluster.Name == "" {
+			t.Errorf("%s: jetstream %v, sync always %v, token %v, cluster %q", node, opts.JetStream, opts.SyncAlways, opts.Authorization != "", opts.Cluster.Name)
+		}
+		var routes []string
+		for _, r := range opts.Routes {
+			routes = append(routes, r.Hostname())
+		}
+		slices.Sort(routes)
+		var want []string
+		for n := range nodes {
+			want = append(want, n)
+		}
+		slices.Sort(want)
+		if !slices.Equal(routes, want) {
+			t.Errorf("%s: routes to %v, want every server %v", node, routes, want)
+		}
+	}
+	if len(names) != 3 {
+		t.Errorf("the servers must have names of their own: %v", names)
+	}
+	return nodes
 }

@@ -83,3 +83,33 @@ func TestReplicasOnACluster(t *testing.T) {
 		t.Errorf("5 replicas on 3 servers: %v", err)
 	}
 }
+
+// TestEnsureTogether: replicas that start at once (a StatefulSet's pods)
+// all ensure the assets at three replicas on a cluster; each must get
+// them, none time out on another's create.
+func TestEnsureTogether(t *testing.T) {
+	servers := testenv.NATSCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := streams.DefaultConfig
+	cfg.Replicas = 3
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			nc, err := nats.Connect(testenv.ClusterURLs(servers))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer nc.Close()
+			js, _ := jetstream.New(nc)
+			_, err = streams.Ensure(ctx, js, cfg)
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -59,9 +59,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 	var kv jetstream.KeyValue
 	assets := []struct {
 		name, backing string // as schemaq names it; its JetStream stream
-		ensure        func(replicas int) error
+		ensure        func(ctx context.Context, replicas int) error
 	}{
-		{events.Stream, events.Stream, func(r int) error {
+		{events.Stream, events.Stream, func(ctx context.Context, r int) error {
 			_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 				Name:        events.Stream,
 				Description: "schemaq events: schema migrations and snapshots, docs, examples",
@@ -74,7 +74,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 			})
 			return err
 		}},
-		{events.DeadLetterStream, events.DeadLetterStream, func(r int) error {
+		{events.DeadLetterStream, events.DeadLetterStream, func(ctx context.Context, r int) error {
 			_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 				Name:        events.DeadLetterStream,
 				Description: "schemaq events that could not be applied, with the reason in headers",
@@ -88,7 +88,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 			})
 			return err
 		}},
-		{"bucket " + events.CatalogBucket, "KV_" + events.CatalogBucket, func(r int) error {
+		{"bucket " + events.CatalogBucket, "KV_" + events.CatalogBucket, func(ctx context.Context, r int) error {
 			var err error
 			kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 				Bucket:       events.CatalogBucket,
@@ -100,7 +100,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 			})
 			return err
 		}},
-		{"object store " + events.ObjectBucket, "OBJ_" + events.ObjectBucket, func(r int) error {
+		{"object store " + events.ObjectBucket, "OBJ_" + events.ObjectBucket, func(ctx context.Context, r int) error {
 			_, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 				Bucket:      events.ObjectBucket,
 				Description: "schemaq payloads larger than a message: big snapshots and migrations, big catalogs",
@@ -109,7 +109,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 			})
 			return err
 		}},
-		{"bucket " + events.SweepBucket, "KV_" + events.SweepBucket, func(r int) error {
+		{"bucket " + events.SweepBucket, "KV_" + events.SweepBucket, func(ctx context.Context, r int) error {
 			_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 				Bucket:      events.SweepBucket,
 				Description: "schemaq object sweeps: which worker swept last, and when",
@@ -119,7 +119,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 			})
 			return err
 		}},
-		{"bucket " + events.AttemptBucket, "KV_" + events.AttemptBucket, func(r int) error {
+		{"bucket " + events.AttemptBucket, "KV_" + events.AttemptBucket, func(ctx context.Context, r int) error {
 			_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 				Bucket:      events.AttemptBucket,
 				Description: "schemaq workers: redelivered events being handled, to tell one that ends the process",
@@ -134,7 +134,11 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 		}},
 	}
 	for _, a := range assets {
-		have, err := existingReplicas(ctx, js, a.backing)
+		var have int
+		err := ensureAsset(ctx, func(ctx context.Context) (err error) {
+			have, err = existingReplicas(ctx, js, a.backing)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("ensure %s: %w", a.name, err)
 		}
@@ -145,7 +149,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 		case want == 0:
 			want = 1
 		}
-		if err := a.ensure(want); err != nil {
+		if err := ensureAsset(ctx, func(ctx context.Context) error { return a.ensure(ctx, want) }); err != nil {
 			if want > 1 {
 				return nil, fmt.Errorf("ensure %s at %d replicas: %w (a JetStream cluster keeps at most one replica per server: --stream-replicas must not exceed the servers that run JetStream)", a.name, want, err)
 			}
@@ -156,6 +160,49 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 		}
 	}
 	return kv, nil
+}
+
+// ensureTries bounds the attempts at one asset: replicas that start
+// together (a StatefulSet's pods, compose's services) race to create it,
+// and a replicated stream being placed does not answer the loser until
+// it has a leader.
+const ensureTries = 8
+
+// ensureAsset runs ensure, each attempt within 2 s, again while it fails
+// for want of an answer (a timeout, no leader yet, another process's
+// create in flight), with backoff, until ctx ends.
+func ensureAsset(ctx context.Context, ensure func(context.Context) error) error {
+	wait := 250 * time.Millisecond
+	var err error
+	for range ensureTries {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = ensure(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !racing(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 4*time.Second)
+	}
+	return err
+}
+
+// racing reports whether err is one a retry may clear: no answer in
+// time, a stream without a leader, or one another process is creating.
+func racing(err error) bool {
+	var api *jetstream.APIError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
+		return true
+	case errors.As(err, &api):
+		return api.Code == 503 || api.ErrorCode == jetstream.JSErrCodeStreamNameInUse
+	}
+	return false
 }
 
 // existingReplicas is how many replicas stream has, 0 when it does not
