@@ -237,7 +237,7 @@ func TestQuickStart(t *testing.T) {
 	}
 	// Describing a table shows the joins its names imply, both ways.
 	if out, _, code := runAt(t, url, "tables", "--db", "video", "category"); code != exitOK ||
-		!strings.HasSuffix(out, ");\n-- join (by name): public.film_category.category_id = public.category.category_id\n") {
+		!strings.HasSuffix(out, ");\n-- created by video.sql (version 1)\n-- join (by name): public.film_category.category_id = public.category.category_id\n") {
 		t.Errorf("tables category (exit %d): %q", code, out)
 	}
 	if _, errOut, code := runAt(t, url, "ask", "--db", "nope", "anything?"); code != exitFailure || !strings.Contains(errOut, "unknown_database") {
