@@ -70,8 +70,26 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			publishing := make(chan string, 1)
+			start := func() {
+				go func() {
+					out, errOut, code := runAt(t, urls, "publish", "migrations", "--db", "ledger", "--wait", "120s", dir)
+					publishing <- fmt.Sprintf("exit %d\n%s%s", code, out, errOut)
+				}()
+			}
+			// The database exists before the searches count.
+			one := t.TempDir()
+			b, _ := os.ReadFile(filepath.Join(dir, "0001_ledger_001.sql"))
+			_ = os.WriteFile(filepath.Join(one, "0001_ledger_001.sql"), b, 0o644)
+			if out, errOut, code := runAt(t, urls, "publish", "migrations", "--db", "ledger", "--wait", "30s", one); code != exitOK {
+				t.Fatalf("the first migration: %s%s", out, errOut)
+			}
 			// Searches run from the first table on, one every 20 ms.
 			var asked, answered atomic.Int64
+			// gap is the longest time between two answered searches: how
+			// long the node's loss interrupted searching.
+			var gap atomic.Int64
+			last := time.Now()
 			searching, stopSearching := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			wg.Add(1)
@@ -87,25 +105,15 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 					asked.Add(1)
 					if err == nil {
 						answered.Add(1)
+						if d := time.Since(last); int64(d) > gap.Load() {
+							gap.Store(int64(d))
+						}
+						last = time.Now()
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
 			}()
 
-			publishing := make(chan string, 1)
-			start := func() {
-				go func() {
-					out, errOut, code := runAt(t, urls, "publish", "migrations", "--db", "ledger", "--wait", "120s", dir)
-					publishing <- fmt.Sprintf("exit %d\n%s%s", code, out, errOut)
-				}()
-			}
-			// The database exists before the searches count.
-			one := t.TempDir()
-			b, _ := os.ReadFile(filepath.Join(dir, "0001_ledger_001.sql"))
-			_ = os.WriteFile(filepath.Join(one, "0001_ledger_001.sql"), b, 0o644)
-			if out, errOut, code := runAt(t, urls, "publish", "migrations", "--db", "ledger", "--wait", "30s", one); code != exitOK {
-				t.Fatalf("the first migration: %s%s", out, errOut)
-			}
 			start()
 			if tc.midIngest {
 				testenv.Eventually(t, 60*time.Second, "a hundred migrations in", func() bool {
@@ -119,6 +127,7 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 				if !strings.HasPrefix(out, "exit 0") || !strings.Contains(out, "catalog ledger is at version 300") {
 					t.Fatalf("publish: %s", out)
 				}
+				t.Logf("the publish retried %d time(s)", strings.Count(out, "retrying (attempt"))
 			case <-time.After(3 * time.Minute):
 				t.Fatal("the publish did not end within 3 minutes")
 			}
@@ -146,7 +155,8 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 				t.Errorf("dead letters: %s%s", out, errOut)
 			}
 			share := float64(answered.Load()) / float64(max(asked.Load(), 1))
-			t.Logf("%d of %d searches answered (%.1f%%)", answered.Load(), asked.Load(), 100*share)
+			t.Logf("%d of %d searches answered (%.1f%%); the longest time without an answer %v", answered.Load(), asked.Load(), 100*share,
+				time.Duration(gap.Load()).Round(time.Millisecond))
 			if asked.Load() < 50 || share < 0.95 {
 				t.Errorf("%d of %d searches answered, want at least 95%%", answered.Load(), asked.Load())
 			}

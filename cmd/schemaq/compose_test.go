@@ -279,7 +279,7 @@ func TestComposeStack(t *testing.T) {
 
 	ns := testenv.NATSWith(t, natsembed.Options{Token: composeSecrets["SCHEMAQ_NATS_TOKEN"]})
 	// The cluster profile's services run on three servers of their own.
-	clusterURL := testenv.ClusterURLs(testenv.NATSClusterToken(t, len(natsNodes), composeSecrets["SCHEMAQ_NATS_TOKEN"]))
+	clusterURL := testenv.ClusterURLs(testenv.NATSCluster(t, len(natsNodes), testenv.ClusterToken(composeSecrets["SCHEMAQ_NATS_TOKEN"])))
 	redisURL, live := sharedRedis(t, composeSecrets["SCHEMAQ_REDIS_PASSWORD"])
 	dir := t.TempDir()
 	// envFor maps a service's environment onto this machine: its NATS and

@@ -350,7 +350,7 @@ func TestKubernetesManifests(t *testing.T) {
 func natsFor(t *testing.T, vars map[string]string) string {
 	t.Helper()
 	if n, _ := strconv.Atoi(vars["SCHEMAQ_STREAM_REPLICAS"]); n > 1 {
-		return testenv.ClusterURLs(testenv.NATSClusterToken(t, n, k8sTestToken))
+		return testenv.ClusterURLs(testenv.NATSCluster(t, n, testenv.ClusterToken(k8sTestToken)))
 	}
 	return testenv.NATSWith(t, natsembed.Options{Token: k8sTestToken}).ClientURL()
 }

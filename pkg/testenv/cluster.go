@@ -16,14 +16,7 @@ import (
 // leader that counts every server as a current peer (before that, placing
 // n replicas fails for want of peers). Servers are shut down when the test ends (a test may shut one
 // down sooner: a node dying).
-func NATSCluster(t testing.TB, n int) []*server.Server {
-	t.Helper()
-	return NATSClusterToken(t, n, "")
-}
-
-// NATSClusterToken is NATSCluster whose clients must present token
-// ("": none).
-func NATSClusterToken(t testing.TB, n int, token string) []*server.Server {
+func NATSCluster(t testing.TB, n int, opts ...ClusterOption) []*server.Server {
 	t.Helper()
 	ports := make([]int, n)
 	for i := range ports {
@@ -41,16 +34,18 @@ func NATSClusterToken(t testing.TB, n int, token string) []*server.Server {
 	servers := make([]*server.Server, n)
 	for i := range servers {
 		o := &server.Options{
-			ServerName:    fmt.Sprintf("n%d", i+1),
-			Host:          "127.0.0.1",
-			Port:          -1,
-			JetStream:     true,
-			StoreDir:      t.TempDir(),
-			Cluster:       server.ClusterOpts{Name: "schemaq-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:        routes,
-			NoLog:         true,
-			NoSigs:        true,
-			Authorization: token,
+			ServerName: fmt.Sprintf("n%d", i+1),
+			Host:       "127.0.0.1",
+			Port:       -1,
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			Cluster:    server.ClusterOpts{Name: "schemaq-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:     routes,
+			NoLog:      true,
+			NoSigs:     true,
+		}
+		for _, opt := range opts {
+			opt(o)
 		}
 		ns, err := server.NewServer(o)
 		if err != nil {
@@ -86,4 +81,18 @@ func ClusterURLs(servers []*server.Server) string {
 		}
 	}
 	return strings.Join(urls, ",")
+}
+
+// ClusterOption sets an option of every server of a NATSCluster.
+type ClusterOption func(*server.Options)
+
+// ClusterToken makes the servers' clients present token.
+func ClusterToken(token string) ClusterOption {
+	return func(o *server.Options) { o.Authorization = token }
+}
+
+// ClusterSyncAlways has JetStream flush every write before it
+// acknowledges it (sync_interval: always).
+func ClusterSyncAlways() ClusterOption {
+	return func(o *server.Options) { o.SyncAlways = true }
 }
