@@ -36,14 +36,18 @@ type indexStore interface {
 // data directory, or a shared Redis with the query engine when a Redis
 // URL is set.
 type storeFlags struct {
-	redisURL  string
-	prefix    string
-	algorithm string
-	ca        string
-	cacheTTL  time.Duration
-	search    string
-	lease     time.Duration
-	password  string // from the environment only
+	redisURL string
+	// sentinels and master name the primary through Redis Sentinel;
+	// sentinelPassword is the Sentinels' own (environment only).
+	sentinels, master string
+	sentinelPassword  string
+	prefix            string
+	algorithm         string
+	ca                string
+	cacheTTL          time.Duration
+	search            string
+	lease             time.Duration
+	password          string // from the environment only
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet, e *env) error {
@@ -56,6 +60,9 @@ func (f *storeFlags) register(fs *flag.FlagSet, e *env) error {
 		return err
 	}
 	f.password = e.getenv("SCHEMAQ_REDIS_PASSWORD")
+	f.sentinelPassword = e.getenv("SCHEMAQ_REDIS_SENTINEL_PASSWORD")
+	fs.StringVar(&f.sentinels, "redis-sentinels", envString(e, "SCHEMAQ_REDIS_SENTINELS", ""), "the shared index's Redis through Sentinel: host:port of the Sentinels, comma-separated; the client follows the primary they name through a failover (--redis-url then gives only the user, password, database and TLS) [SCHEMAQ_REDIS_SENTINELS]")
+	fs.StringVar(&f.master, "redis-master", envString(e, "SCHEMAQ_REDIS_MASTER", ""), "with --redis-sentinels: the master name the Sentinels monitor [SCHEMAQ_REDIS_MASTER]")
 	fs.StringVar(&f.redisURL, "redis-url", envString(e, "SCHEMAQ_REDIS_URL", ""), "shared index in Redis with the query engine: redis://[user:password@]host:port/db or rediss:// for TLS; empty uses the embedded SQLite index [SCHEMAQ_REDIS_URL]")
 	fs.StringVar(&f.prefix, "redis-prefix", envString(e, "SCHEMAQ_REDIS_PREFIX", "schemaq:"), "prefix of every Redis key and index [SCHEMAQ_REDIS_PREFIX]")
 	fs.StringVar(&f.algorithm, "redis-vector-algorithm", envString(e, "SCHEMAQ_REDIS_VECTOR_ALGORITHM", "HNSW"), "HNSW or FLAT (exact) [SCHEMAQ_REDIS_VECTOR_ALGORITHM]")
@@ -75,15 +82,27 @@ func (f *storeFlags) storeLease() time.Duration {
 }
 
 // shared reports whether the index is the shared Redis one.
-func (f *storeFlags) shared() bool { return f.redisURL != "" }
+func (f *storeFlags) shared() bool { return f.redisURL != "" || f.sentinels != "" }
 
-// client builds the Redis client from the URL. The password may come
-// from SCHEMAQ_REDIS_PASSWORD instead of the URL, so that it stays out of
-// process listings and manifests.
-func (f *storeFlags) client() (*redis.Client, error) {
-	opt, err := redis.ParseURL(f.redisURL)
-	if err != nil {
-		return nil, usagef("--redis-url (SCHEMAQ_REDIS_URL): %v", err)
+// where names the Redis for logs and errors, without a password.
+func (f *storeFlags) where() string {
+	if f.sentinels != "" {
+		return fmt.Sprintf("Sentinel master %s via %s", f.master, f.sentinels)
+	}
+	return redact.URL(f.redisURL)
+}
+
+// client builds the Redis client: from the URL, or, with Sentinels, a
+// failover client that follows the primary they name. The password may
+// come from SCHEMAQ_REDIS_PASSWORD instead of the URL, so that it stays
+// out of process listings and manifests.
+func (f *storeFlags) client() (redis.UniversalClient, error) {
+	opt := &redis.Options{}
+	if f.redisURL != "" {
+		var err error
+		if opt, err = redis.ParseURL(f.redisURL); err != nil {
+			return nil, usagef("--redis-url (SCHEMAQ_REDIS_URL): %v", err)
+		}
 	}
 	if f.password != "" && opt.Password == "" {
 		opt.Password = f.password
@@ -104,7 +123,20 @@ func (f *storeFlags) client() (*redis.Client, error) {
 		opt.TLSConfig.MinVersion = tls.VersionTLS12
 	}
 	opt.ClientName = "schemaq"
-	return redis.NewClient(opt), nil
+	if f.sentinels == "" {
+		return redis.NewClient(opt), nil
+	}
+	if f.master == "" {
+		return nil, usagef("--redis-sentinels needs --redis-master (SCHEMAQ_REDIS_MASTER): the master name the Sentinels monitor")
+	}
+	var addrs []string
+	for _, a := range strings.Split(f.sentinels, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: f.master, SentinelAddrs: addrs, SentinelPassword: f.sentinelPassword,
+		Username: opt.Username, Password: opt.Password, DB: opt.DB, TLSConfig: opt.TLSConfig, ClientName: opt.ClientName}), nil
 }
 
 // openStore opens the chosen store for vectors of dim dimensions from
@@ -129,7 +161,7 @@ func (f *storeFlags) openStore(ctx context.Context, log *zap.Logger, dataDir str
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	log.Info("index store: redis", zap.String("url", redact.URL(f.redisURL)), zap.Int("index_version", s.Version()),
+	log.Info("index store: redis", zap.String("url", f.where()), zap.Int("index_version", s.Version()),
 		zap.Bool("building", s.Rebuilt()), zap.String("prefix", f.prefix), zap.String("search", f.search))
 	return s, s.Check, func() error { return errors.Join(s.Close(), rdb.Close()) }, nil
 }
@@ -162,7 +194,7 @@ func leaseMetrics(reg prometheus.Registerer, s interface{ LeaseStats() redisearc
 // openRedis connects to the configured Redis and opens the store with
 // opt; on failure the client is closed again, and an unreachable server
 // is named by its URL with the password hidden.
-func (f *storeFlags) openRedis(ctx context.Context, opt redisearch.Options) (*redisearch.Store, *redis.Client, error) {
+func (f *storeFlags) openRedis(ctx context.Context, opt redisearch.Options) (*redisearch.Store, redis.UniversalClient, error) {
 	rdb, err := f.client()
 	if err != nil {
 		return nil, nil, err
@@ -173,9 +205,9 @@ func (f *storeFlags) openRedis(ctx context.Context, opt redisearch.Options) (*re
 	if err != nil {
 		rdb.Close()
 		if errors.Is(err, index.ErrUnavailable) {
-			return nil, nil, fmt.Errorf("index store %s: %w", redact.URL(f.redisURL), err)
+			return nil, nil, fmt.Errorf("index store %s: %w", f.where(), err)
 		}
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("index store %s: %w", f.where(), err)
 	}
 	return s, rdb, nil
 }
@@ -206,7 +238,7 @@ func (f *storeFlags) benchStore(ctx context.Context, dim int) (index.Store, stri
 
 type benchRedis struct {
 	*redisearch.Store
-	rdb *redis.Client
+	rdb redis.UniversalClient
 }
 
 func (b benchRedis) Close() error {

@@ -23,6 +23,8 @@ type Redis struct {
 	cmd  *exec.Cmd
 	// password is required of clients when set.
 	password string
+	// extra are more redis-server arguments (--replicaof, say).
+	extra []string
 }
 
 // StartRedisWithPassword starts a redis-server that requires password
@@ -38,7 +40,7 @@ func StartRedis(tb testing.TB) *Redis {
 	return startRedis(tb, "")
 }
 
-func startRedis(tb testing.TB, password string) *Redis {
+func startRedis(tb testing.TB, password string, extra ...string) *Redis {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -53,7 +55,7 @@ func startRedis(tb testing.TB, password string) *Redis {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Redis{tb: tb, bin: bin, dir: tb.TempDir(), port: port, password: password}
+	s := &Redis{tb: tb, bin: bin, dir: tb.TempDir(), port: port, password: password, extra: extra}
 	s.Start()
 	tb.Cleanup(s.Stop)
 	return s
@@ -82,6 +84,7 @@ func (s *Redis) Start() {
 	if s.password != "" {
 		args = append(args, "--requirepass", s.password)
 	}
+	args = append(args, s.extra...)
 	s.cmd = exec.Command(s.bin, args...)
 	if err := s.cmd.Start(); err != nil {
 		s.tb.Fatalf("start redis-server: %v", err)
@@ -116,3 +119,59 @@ func (s *Redis) Stop() {
 
 // String names the server in test output.
 func (s *Redis) String() string { return fmt.Sprintf("redis-server %s", s.Addr()) }
+
+// StartRedisReplica starts a redis-server replicating primary.
+func StartRedisReplica(tb testing.TB, primary *Redis) *Redis {
+	tb.Helper()
+	return startRedis(tb, "", "--replicaof", "127.0.0.1", strconv.Itoa(primary.port))
+}
+
+// StartSentinels starts n Redis Sentinels (redis-server --sentinel)
+// monitoring primary as master, quorum two, that call it down after a
+// second; it returns their host:port addresses.
+func StartSentinels(tb testing.TB, primary *Redis, master string, n int) []string {
+	tb.Helper()
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		dir := tb.TempDir()
+		conf := filepath.Join(dir, "sentinel.conf")
+		body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor %s 127.0.0.1 %d 2\n"+
+			"sentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 5000\nsentinel parallel-syncs %s 1\n",
+			port, dir, filepath.Join(dir, "sentinel.log"), master, primary.port, master, master, master)
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		cmd := exec.Command(primary.bin, conf, "--sentinel")
+		if err := cmd.Start(); err != nil {
+			tb.Fatalf("start redis sentinel: %v", err)
+		}
+		tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		c := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			_, err := c.GetMasterAddrByName(ctx, master).Result()
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				tb.Fatalf("sentinel on %s does not know master %s: %v", addr, master, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		c.Close()
+		addrs = append(addrs, addr)
+	}
+	return addrs
+}
+
+// Port is the server's port.
+func (s *Redis) Port() int { return s.port }
