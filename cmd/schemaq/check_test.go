@@ -14,23 +14,8 @@ import (
 // the running catalog and says what they would break, exit 3, publishing
 // nothing; a clean change exits 0.
 func TestCheckBeforePublishing(t *testing.T) {
-	dir := t.TempDir()
-	addr := freePort(t)
-	url := "nats://" + addr
-	stop := startUp(t, filepath.Join(dir, "data"), addr)
-	t.Cleanup(func() { stop() })
-	shop := filepath.Join("..", "..", "examples", "shop")
-	run := func(want int, args ...string) (string, string) {
-		t.Helper()
-		out, errOut, code := runAt(t, url, args...)
-		if code != want {
-			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out, errOut)
-		}
-		return out, errOut
-	}
-	run(exitOK, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations"))
-	run(exitOK, "publish", "examples", "--db", "shop", "--wait", "20s", filepath.Join(shop, "examples.jsonl"))
-	run(exitOK, "publish", "docs", "--db", "shop", "--wait", "20s", filepath.Join(shop, "docs"))
+	st := upWithShop(t)
+	shop, run := st.shop, st.run
 
 	// The described table shows the migrations that made it.
 	out, _ := run(exitOK, "tables", "--db", "shop", "orders")

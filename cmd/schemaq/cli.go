@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -238,4 +239,19 @@ func oneOf(flagName, value string, allowed ...string) error {
 		}
 	}
 	return usagef("--%s: %q is not one of %s", flagName, value, strings.Join(allowed, ", "))
+}
+
+// verbOf reads the verb of a command that has them (dlq list, examples
+// show): its first argument, one of verbs. --help prints the usage and
+// ends the command (done).
+func verbOf(e *env, name string, args, verbs []string, usage string) (verb string, done bool, err error) {
+	if len(args) > 0 && slices.Contains(verbs, args[0]) {
+		return args[0], false, nil
+	}
+	fmt.Fprintln(e.stderr, "Usage: schemaq "+name+" "+usage)
+	if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+		return "", true, nil
+	}
+	said := strings.Join(verbs[:len(verbs)-1], ", ") + " or " + verbs[len(verbs)-1]
+	return "", false, usagef("%s: say %s", name, said)
 }

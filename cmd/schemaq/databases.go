@@ -5,21 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/schemaq/schemaq/events"
 )
 
 func runDatabases(ctx context.Context, e *env, args []string) (err error) {
-	if len(args) == 0 || !slices.Contains([]string{"list", "retire"}, args[0]) {
-		fmt.Fprintln(e.stderr, "Usage: schemaq databases list | retire --db NAME --yes [--wait DUR]")
-		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			return nil
-		}
-		return usagef("databases: say list or retire")
+	verb, helped, err := verbOf(e, "databases", args, []string{"list", "retire"}, "list | retire --db NAME --yes [--wait DUR]")
+	if helped || err != nil {
+		return err
 	}
-	verb := args[0]
 	fs := newFlags(e, "databases "+verb, "[--db NAME --yes] [flags]")
 	var c clientFlags
 	defer func() { err = c.jsonFailure(e, err) }()

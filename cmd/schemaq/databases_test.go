@@ -16,23 +16,13 @@ import (
 // events, dead letters and objects, leaves the others alone, and a
 // publish afterwards starts a new history.
 func TestRetireDatabase(t *testing.T) {
-	dir := t.TempDir()
-	addr := freePort(t)
-	url := "nats://" + addr
-	stop := startUp(t, filepath.Join(dir, "data"), addr)
-	t.Cleanup(func() { stop() })
-	shop := filepath.Join("..", "..", "examples", "shop")
+	st := upWithShop(t)
+	url, shop := st.url, st.shop
 	run := func(want int, args ...string) string {
 		t.Helper()
-		out, errOut, code := runAt(t, url, args...)
-		if code != want {
-			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out, errOut)
-		}
+		out, errOut := st.run(want, args...)
 		return out + errOut
 	}
-	run(exitOK, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations"))
-	run(exitOK, "publish", "docs", "--db", "shop", "--wait", "20s", filepath.Join(shop, "docs"))
-	run(exitOK, "publish", "examples", "--db", "shop", "--wait", "20s", filepath.Join(shop, "examples.jsonl"))
 	publishVideo(t, url)
 	// A migration over 1 MiB travels in the object store; one the
 	// catalog refuses is a dead letter.

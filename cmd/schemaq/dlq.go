@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/schemaq/schemaq/pkg/deadletter"
@@ -26,14 +25,10 @@ func viewOf(l *deadletter.Letter, withData bool) deadLetterView {
 }
 
 func runDLQ(ctx context.Context, e *env, args []string) (err error) {
-	if len(args) == 0 || !slices.Contains([]string{"list", "show", "retry", "delete", "purge"}, args[0]) {
-		fmt.Fprintln(e.stderr, "Usage: schemaq dlq list [--db NAME] | show SEQ... | retry SEQ... | delete SEQ... | purge [--db NAME]")
-		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			return nil
-		}
-		return usagef("dlq: say list, show, retry, delete or purge")
+	verb, helped, err := verbOf(e, "dlq", args, []string{"list", "show", "retry", "delete", "purge"}, "list [--db NAME] | show SEQ... | retry SEQ... | delete SEQ... | purge [--db NAME]")
+	if helped || err != nil {
+		return err
 	}
-	verb := args[0]
 	fs := newFlags(e, "dlq "+verb, "[flags] [SEQ...]")
 	var c clientFlags
 	defer func() { err = c.jsonFailure(e, err) }()

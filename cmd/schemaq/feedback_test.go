@@ -17,23 +17,8 @@ import (
 // delete, and docs list and delete, work on what the stream holds.
 func TestFeedbackLoop(t *testing.T) {
 	llm := fakeLLM(t)
-	dir := t.TempDir()
-	addr := freePort(t)
-	url := "nats://" + addr
-	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_LLM_BASE_URL", llm.URL+"/v1", "SCHEMAQ_LLM_MODEL", "m", "SCHEMAQ_LLM_RETRIES", "0")
-	t.Cleanup(func() { stop() })
-	shop := filepath.Join("..", "..", "examples", "shop")
-	run := func(want int, args ...string) (string, string) {
-		t.Helper()
-		out, errOut, code := runAt(t, url, args...)
-		if code != want {
-			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out, errOut)
-		}
-		return out, errOut
-	}
-	run(exitOK, "publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join(shop, "migrations"))
-	run(exitOK, "publish", "examples", "--db", "shop", "--wait", "20s", filepath.Join(shop, "examples.jsonl"))
-	run(exitOK, "publish", "docs", "--db", "shop", "--wait", "20s", filepath.Join(shop, "docs"))
+	st := upWithShop(t, "SCHEMAQ_LLM_BASE_URL", llm.URL+"/v1", "SCHEMAQ_LLM_MODEL", "m", "SCHEMAQ_LLM_RETRIES", "0")
+	shop, run := st.shop, st.run
 
 	out, _ := run(exitOK, "ask", "--db", "shop", "How many orders are there?")
 	m := regexp.MustCompile(`-- ask id: (\S+)`).FindStringSubmatch(out)

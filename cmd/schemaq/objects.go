@@ -32,15 +32,10 @@ type exampleView struct {
 }
 
 func runExamples(ctx context.Context, e *env, args []string) (err error) {
-	verbs := []string{"list", "show", "delete"}
-	if len(args) == 0 || !slices.Contains(verbs, args[0]) {
-		fmt.Fprintln(e.stderr, "Usage: schemaq examples list --db NAME [--stale] | show --db NAME ID | delete --db NAME [--wait DUR] ID...")
-		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			return nil
-		}
-		return usagef("examples: say list, show or delete")
+	verb, helped, err := verbOf(e, "examples", args, []string{"list", "show", "delete"}, "list --db NAME [--stale] | show --db NAME ID | delete --db NAME [--wait DUR] ID...")
+	if helped || err != nil {
+		return err
 	}
-	verb := args[0]
 	fs := newFlags(e, "examples "+verb, "--db NAME [flags] [ID...]")
 	var c clientFlags
 	defer func() { err = c.jsonFailure(e, err) }()
@@ -234,14 +229,10 @@ func deleteExamples(ctx, rctx context.Context, e *env, cli *client.Client, c *cl
 }
 
 func runDocs(ctx context.Context, e *env, args []string) (err error) {
-	if len(args) == 0 || !slices.Contains([]string{"list", "delete"}, args[0]) {
-		fmt.Fprintln(e.stderr, "Usage: schemaq docs list --db NAME | delete --db NAME [--wait DUR] DOC_ID...  (publish docs adds them)")
-		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			return nil
-		}
-		return usagef("docs: say list or delete")
+	verb, helped, err := verbOf(e, "docs", args, []string{"list", "delete"}, "list --db NAME | delete --db NAME [--wait DUR] DOC_ID...  (publish docs adds them)")
+	if helped || err != nil {
+		return err
 	}
-	verb := args[0]
 	fs := newFlags(e, "docs "+verb, "--db NAME [flags] [DOC_ID...]")
 	var c clientFlags
 	defer func() { err = c.jsonFailure(e, err) }()
