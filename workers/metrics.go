@@ -25,6 +25,8 @@ type Metrics struct {
 	pauses prometheus.Counter
 	// freshness is how long an event took from the stream to its ack.
 	freshness *prometheus.HistogramVec
+	// repaired counts projections the audit found behind their catalog.
+	repaired prometheus.Counter
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -57,8 +59,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		freshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "schemaq_worker_freshness_seconds",
 			Help:    "Time from an event's arrival in the stream to its acknowledgement: applied, indexed and searchable (for a migration, once its projection is written). By the NATS server's clock.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 14)}, []string{"type"}),
+		repaired: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_projections_repaired_total",
+			Help: "Databases the periodic audit found indexed behind their catalog (a store that lost acknowledged writes, as a Redis failover can) and re-projected."}),
 	}
-	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness)
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness, m.repaired)
 	return m
 }
 

@@ -76,6 +76,13 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	MaxEventBytes   int
 	Chunk           chunk.Options
+	// AuditInterval is how often the worker compares every database's
+	// projected version in the store with its catalog's and re-projects
+	// the ones that lag (audit); 0 only at start. A store that lost writes
+	// it had acknowledged (a Redis failover: replication is
+	// asynchronous) is then repaired without waiting for the database's
+	// next event.
+	AuditInterval time.Duration
 	// StrictCatalog refuses (dead-letters) a migration with a statement
 	// naming an object the catalog does not know. By default such a
 	// statement is skipped and recorded as drift on the catalog (see
@@ -88,7 +95,7 @@ type Config struct {
 var DefaultConfig = Config{
 	Consumer: streams.DefaultConsumer, Concurrency: 8, GapTimeout: 2 * time.Minute, MessageTimeout: 20 * time.Second,
 	RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 5 * time.Second, ShutdownTimeout: 20 * time.Second,
-	MaxEventBytes: events.DefaultMaxEventBytes,
+	MaxEventBytes: events.DefaultMaxEventBytes, AuditInterval: time.Minute,
 }
 
 // Validate checks the config, naming every problem.
@@ -287,6 +294,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		failed := w.reproject(workCtx)
 		w.awaitCaughtUp(ctx, cons)
 		w.promote(ctx, failed)
+		w.auditEvery(ctx, w.cfg.AuditInterval)
 	}()
 	if w.m != nil {
 		go w.watchConsumer(ctx, cons)
@@ -306,6 +314,66 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker stopped")
 	return nil
+}
+
+// auditEvery audits the projections every interval until ctx ends.
+func (w *Worker) auditEvery(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.audit(ctx)
+		}
+	}
+}
+
+// audit re-projects each database whose projected version in the store
+// is below its catalog's. It reads versions only (an entry's header, the
+// store's marker) and decodes a catalog only for a database that lags.
+// The cause is a store that lost acknowledged writes: after a Redis
+// failover the new primary may lack the old one's last projections, and
+// its projected marker says so. Docs and examples lost that way are not
+// found here; they come back with their next event or a rebuild.
+func (w *Worker) audit(ctx context.Context) (fixed int) {
+	keys, err := w.cats.Keys(ctx)
+	if err != nil {
+		return 0
+	}
+	for _, db := range keys {
+		v, _, err := w.cats.Version(ctx, db)
+		if err != nil || v == 0 {
+			continue
+		}
+		p, err := w.store.Projected(ctx, db)
+		if err != nil || p >= v {
+			continue
+		}
+		mu := w.lock(db)
+		mu.Lock()
+		cat, _, err := w.getCatalog(ctx, db)
+		if err == nil {
+			err = w.ensureProjected(ctx, cat)
+		}
+		mu.Unlock()
+		if err != nil {
+			w.log.Warn("audit: the index lags the catalog and could not be re-projected; the next audit retries",
+				zap.String("db", db), zap.Int64("catalog_version", v), zap.Int64("projected_version", p), zap.Error(err))
+			continue
+		}
+		fixed++
+		w.log.Warn("audit: the index lagged its catalog (a store that lost acknowledged writes, as a Redis failover can); re-projected",
+			zap.String("db", db), zap.Int64("catalog_version", v), zap.Int64("projected_version", p))
+		if w.m != nil {
+			w.m.repaired.Inc()
+		}
+	}
+	return fixed
 }
 
 // reproject brings the index up to the stored state at start: every

@@ -1345,3 +1345,24 @@ func TestRetiredDatabaseIsForgotten(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "a worker started later forgets video", func() bool { return e.count("video") == 0 })
 	testenv.Eventually(t, 10*time.Second, "shop published again", func() bool { return e.count("shop") == 1 })
 }
+
+// TestAuditRepairsALostProjection: a store that loses a database's
+// chunks and projected marker under a running worker, as a Redis
+// failover can lose what the old primary acknowledged, is re-projected
+// by the periodic audit, with no event to trigger it.
+func TestAuditRepairsALostProjection(t *testing.T) {
+	e := newEnv(t)
+	cfg := testConfig()
+	cfg.AuditInterval = 100 * time.Millisecond
+	e.startWorker(cfg, e.store)
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int); CREATE TABLE b (id int);"))
+	e.publish(migration(t, "shop", 2, "CREATE TABLE c (id int);"))
+	testenv.Eventually(t, 10*time.Second, "indexed", func() bool { return e.count("shop") == 3 })
+	if err := e.store.DeleteDatabase(context.Background(), "shop"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "re-projected by the audit", func() bool { return e.count("shop") == 3 })
+	if p, err := e.store.Projected(context.Background(), "shop"); err != nil || p != 2 {
+		t.Errorf("projected %d (%v), want 2", p, err)
+	}
+}
