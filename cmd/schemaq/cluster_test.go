@@ -70,6 +70,7 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			var killedAt time.Time
 			publishing := make(chan string, 1)
 			start := func() {
 				go func() {
@@ -121,6 +122,7 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 					return err == nil && v >= 100
 				})
 				kill(t, js, servers, tc.asset)
+				killedAt = time.Now()
 			}
 			select {
 			case out := <-publishing:
@@ -133,7 +135,7 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 			}
 			if !tc.midIngest {
 				kill(t, js, servers, tc.asset)
-				time.Sleep(5 * time.Second) // searches run through the election
+				killedAt = time.Now()
 			}
 			// Every table is searchable, on whichever replica answers.
 			testenv.Eventually(t, 60*time.Second, "ledger_300 found by both replicas", func() bool {
@@ -148,6 +150,9 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 				}
 				return found == 6
 			})
+			// Searches run for three seconds after the kill at least: through
+			// the election, whatever the publish's pace.
+			time.Sleep(time.Until(killedAt.Add(3 * time.Second)))
 			stopSearching()
 			wg.Wait()
 			out, errOut, code := runAt(t, urls, "dlq", "list", "--db", "ledger")
@@ -157,7 +162,7 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 			share := float64(answered.Load()) / float64(max(asked.Load(), 1))
 			t.Logf("%d of %d searches answered (%.1f%%); the longest time without an answer %v", answered.Load(), asked.Load(), 100*share,
 				time.Duration(gap.Load()).Round(time.Millisecond))
-			if asked.Load() < 50 || share < 0.95 {
+			if asked.Load() < 30 || share < 0.95 {
 				t.Errorf("%d of %d searches answered, want at least 95%%", answered.Load(), asked.Load())
 			}
 		})
