@@ -521,6 +521,7 @@ func (r *roleFlags) registerWorker(fs *flag.FlagSet, e *env) error {
 		durationVar(fs, e, &w.Consumer.AckWait, "ack-wait", "SCHEMAQ_ACK_WAIT", w.Consumer.AckWait, "JetStream ack wait"),
 		intVar(fs, e, &w.Consumer.MaxDeliver, "max-deliver", "SCHEMAQ_MAX_DELIVER", w.Consumer.MaxDeliver, "deliveries before an event is dead-lettered"),
 		durationVar(fs, e, &w.MessageTimeout, "message-timeout", "SCHEMAQ_MESSAGE_TIMEOUT", w.MessageTimeout, "time limit of one event (must be below --ack-wait)"),
+		durationVar(fs, e, &w.AuditInterval, "audit-interval", "SCHEMAQ_AUDIT_INTERVAL", w.AuditInterval, "how often to compare every database's index with its catalog and re-project those that lag (a store that lost acknowledged writes, as a Redis failover can); 0: only at start"),
 		durationVar(fs, e, &r.sweep.Every, "sweep-every", "SCHEMAQ_SWEEP_EVERY", r.sweep.Every, "how often to delete from the object store what nothing will read again (the SQL of big events the catalog is past, replaced catalogs); 0: never"),
 		durationVar(fs, e, &r.sweep.Grace, "sweep-grace", "SCHEMAQ_SWEEP_GRACE", r.sweep.Grace, "how old an object must be before a sweep may delete it; it must exceed the longest publish"),
 	} {
@@ -582,6 +583,9 @@ func (r *roleFlags) check() error {
 	}
 	if r.sweep.Every < 0 {
 		return usagef("--sweep-every must be zero (never) or more, got %v", r.sweep.Every)
+	}
+	if r.worker.AuditInterval < 0 {
+		return usagef("--audit-interval must be zero (only at start) or more, got %v", r.worker.AuditInterval)
 	}
 	if r.sweep.Grace <= 0 {
 		return usagef("--sweep-grace must be more than zero, got %v", r.sweep.Grace)
