@@ -235,13 +235,25 @@ func (r *Report) checkExamples(before, after *catalog.Catalog, examples []Exampl
 		if err != nil {
 			continue // stale already: it does not parse
 		}
-		if _, missing := q.Place(was, ex.Schema); len(missing) > 0 {
+		keys, missing := q.Place(was, ex.Schema)
+		if len(missing) > 0 {
 			continue // stale already
 		}
 		var reasons []string
 		now := q.PlaceAll(will, ex.Schema)
-		for _, m := range now.Missing {
-			reasons = append(reasons, "reads "+written(m, was, ex.Schema)+", which the migrations drop")
+		if len(now.Missing) > 0 {
+			// What it read before and the new catalog lacks, less what a
+			// rename it follows moved.
+			for _, k := range keys {
+				q := qualName(k)
+				moved := slices.ContainsFunc(now.Followed, func(f sqlguard.Followed) bool { return f.From == q })
+				if !moved && after.Table(q) == nil && after.View(q) == nil {
+					reasons = append(reasons, "reads "+k+", which the migrations drop")
+				}
+			}
+			if len(reasons) == 0 { // still there, no longer placeable: a name made ambiguous
+				reasons = append(reasons, "reads "+strings.Join(now.Missing, ", ")+", which the new catalog cannot place")
+			}
 		}
 		if len(reasons) == 0 {
 			// Relations stay, or follow a rename; a qualified column that
@@ -271,19 +283,6 @@ func (r *Report) checkExamples(before, after *catalog.Catalog, examples []Exampl
 			r.Examples = append(r.Examples, BrokenExample{ID: ex.ID, Question: ex.Question, Reason: strings.Join(reasons, "; ")})
 		}
 	}
-}
-
-// written is the relation a name written in an example meant in the
-// catalog before: schema.name when it placed there, as written if not.
-func written(name string, was *sqlguard.Names, schema string) string {
-	q, err := sqlguard.ParseQuery("SELECT 1 FROM " + name)
-	if err != nil {
-		return name
-	}
-	if keys, _ := q.Place(was, schema); len(keys) == 1 {
-		return keys[0]
-	}
-	return name
 }
 
 func qualName(key string) catalog.QualName {
