@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
@@ -82,15 +81,8 @@ func (w *Worker) schemaEvents(ctx context.Context, db string) ([]schemaEvent, er
 		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
 	var out []schemaEvent
-	_, err = streams.ReadSubject(ctx, s, events.SchemaSubject(db), func(m jetstream.Msg) error {
-		meta, err := m.Metadata()
-		if err != nil {
-			return nil
-		}
-		if ev, err := events.Decode(m.Data(), w.cfg.MaxEventBytes); err == nil && ev.Database == db {
-			out = append(out, schemaEvent{ev: ev, streamSeq: meta.Sequence.Stream})
-		}
-		return nil
+	err = streams.ReadEvents(ctx, s, events.SchemaSubject(db), db, w.cfg.MaxEventBytes, func(ev *events.Event, seq uint64) {
+		out = append(out, schemaEvent{ev: ev, streamSeq: seq})
 	})
 	return out, err
 }

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/schemaq/schemaq/events"
@@ -109,17 +108,7 @@ func (c *Client) fold(ctx context.Context, db, subject string, fn func(ev *event
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
-	_, err = streams.ReadSubject(ctx, s, subject, func(m jetstream.Msg) error {
-		meta, err := m.Metadata()
-		if err != nil {
-			return nil
-		}
-		if ev, err := events.Decode(m.Data(), 0); err == nil && ev.Database == db {
-			fn(ev, meta.Sequence.Stream)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := streams.ReadEvents(ctx, s, subject, db, 0, fn); err != nil {
 		return fmt.Errorf("list %s: %w", subject, err)
 	}
 	return nil

@@ -289,6 +289,25 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, c ConsumerConfi
 	return cons, nil
 }
 
+// ReadEvents calls fn with every event of db on subject in s, oldest
+// first, with its stream sequence. Messages that do not decode as events
+// of at most maxBytes (0: events.DefaultMaxEventBytes), or that name
+// another database than db, were dead-lettered when they came and are
+// skipped here too.
+func ReadEvents(ctx context.Context, s jetstream.Stream, subject, db string, maxBytes int, fn func(ev *events.Event, seq uint64)) error {
+	_, err := ReadSubject(ctx, s, subject, func(m jetstream.Msg) error {
+		meta, err := m.Metadata()
+		if err != nil {
+			return nil
+		}
+		if ev, err := events.Decode(m.Data(), maxBytes); err == nil && ev.Database == db {
+			fn(ev, meta.Sequence.Stream)
+		}
+		return nil
+	})
+	return err
+}
+
 // ReadSubject calls fn with every message on subject in s, oldest first,
 // and returns how many it read. It knows how many to expect before it
 // reads, so a server slow to answer is an error, never taken for a
