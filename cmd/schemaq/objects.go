@@ -291,12 +291,7 @@ func runDocs(ctx context.Context, e *env, args []string) (err error) {
 
 // waitRemoved is client.WaitRemoved for up to limit.
 func waitRemoved(ctx context.Context, cli *client.Client, db string, refs []events.IndexedRef, since time.Time, limit time.Duration) error {
-	wctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	if err := cli.WaitRemoved(wctx, db, refs, since); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("after %v: %w", limit, err)
-	}
-	return ctx.Err()
+	return waitFor(ctx, db, limit, func(ctx context.Context) error { return cli.WaitRemoved(ctx, db, refs, since) })
 }
 
 // clip shortens s to n characters for a one-line listing.

@@ -265,9 +265,15 @@ func searchableObjects(ev *events.Event) []events.IndexedRef {
 // waitIndexed is client.WaitIndexed for up to limit, with the way out of
 // a dead letter.
 func waitIndexed(ctx context.Context, cli *client.Client, db string, want map[events.IndexedRef]int64, since time.Time, limit time.Duration) error {
+	return waitFor(ctx, db, limit, func(ctx context.Context) error { return cli.WaitIndexed(ctx, db, want, since) })
+}
+
+// waitFor runs a wait of the client's on db for up to limit, with the way
+// out of a dead letter.
+func waitFor(ctx context.Context, db string, limit time.Duration, wait func(context.Context) error) error {
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	err := cli.WaitIndexed(wctx, db, want, since)
+	err := wait(wctx)
 	var dl *client.DeadLetteredError
 	switch {
 	case errors.As(err, &dl):
