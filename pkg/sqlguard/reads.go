@@ -409,38 +409,17 @@ func (q *Query) Rewrite(sql string, followed []Followed, columns []FollowedColum
 }
 
 // columnSpanAt finds the last of n names written from at: the column
-// name of a reference written a.b.c.
+// name of a reference written a.b.c, and the qualifier before it.
 func columnSpanAt(sql string, at, n int) (columnSpan, bool) {
-	if at < 0 || at >= len(sql) {
+	names, ok := dottedNames(sql, at, n)
+	if !ok {
 		return columnSpan{}, false
 	}
-	i := at
-	var sp columnSpan
-	for k := 0; ; k++ {
-		end, ok := identEnd(sql, i)
-		if !ok {
-			return columnSpan{}, false
-		}
-		if k == n-2 {
-			sp.qstart, sp.qend = i, end
-		}
-		if k == n-1 {
-			sp.start, sp.end = i, end
-			return sp, true
-		}
-		j := end
-		for j < len(sql) && (sql[j] == ' ' || sql[j] == '\t' || sql[j] == '\n') {
-			j++
-		}
-		if j >= len(sql) || sql[j] != '.' {
-			return columnSpan{}, false
-		}
-		j++
-		for j < len(sql) && (sql[j] == ' ' || sql[j] == '\t' || sql[j] == '\n') {
-			j++
-		}
-		i = j
+	sp := columnSpan{start: names[n-1][0], end: names[n-1][1]}
+	if n >= 2 {
+		sp.qstart, sp.qend = names[n-2][0], names[n-2][1]
 	}
+	return sp, true
 }
 
 // relationSpan finds where rv is written in sql: from its location (the
@@ -448,31 +427,49 @@ func columnSpanAt(sql string, at, n int) (columnSpan, bool) {
 // identifiers or quoted identifiers; ok is false when the text there is
 // not that.
 func relationSpan(sql string, rv *pg.RangeVar) (span, bool) {
-	at := int(rv.Location)
-	if at < 0 || at >= len(sql) {
-		return span{}, false
+	n := 1
+	if rv.Schemaname != "" {
+		n = 2
 	}
-	end, ok := identEnd(sql, at)
+	names, ok := dottedNames(sql, int(rv.Location), n)
 	if !ok {
 		return span{}, false
 	}
-	if rv.Schemaname != "" {
-		i := end
-		for i < len(sql) && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n') {
-			i++
-		}
-		if i >= len(sql) || sql[i] != '.' {
-			return span{}, false
-		}
-		i++
-		for i < len(sql) && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n') {
-			i++
-		}
-		if end, ok = identEnd(sql, i); !ok {
-			return span{}, false
-		}
+	return span{rel: catalog.QualName{Schema: rv.Schemaname, Name: rv.Relname}, start: names[0][0], end: names[n-1][1]}, true
+}
+
+// dottedNames finds n names written from at, a.b.c (white space around
+// the dots allowed), each as [start, end); ok is false when the text
+// there is not that.
+func dottedNames(sql string, at, n int) ([][2]int, bool) {
+	if at < 0 || at >= len(sql) {
+		return nil, false
 	}
-	return span{rel: catalog.QualName{Schema: rv.Schemaname, Name: rv.Relname}, start: at, end: end}, true
+	space := func(i int) int {
+		for i < len(sql) && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n') {
+			i++
+		}
+		return i
+	}
+	names := make([][2]int, 0, n)
+	for i := at; ; {
+		if i >= len(sql) {
+			return nil, false
+		}
+		end, ok := identEnd(sql, i)
+		if !ok {
+			return nil, false
+		}
+		names = append(names, [2]int{i, end})
+		if len(names) == n {
+			return names, true
+		}
+		i = space(end)
+		if i >= len(sql) || sql[i] != '.' {
+			return nil, false
+		}
+		i = space(i + 1)
+	}
 }
 
 // identEnd is the end of the identifier at i: a quoted one (", `, with
