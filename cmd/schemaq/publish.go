@@ -103,7 +103,7 @@ func runPublish(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	cli.OnPublishRetry(func(attempt int, err error) {
-		fmt.Fprintf(e.stderr, "publish: the stream did not take the event (%v); retrying (attempt %d): a cluster electing a new leader takes seconds\n", err, attempt)
+		fmt.Fprintf(e.stderr, "publish: JetStream did not answer (%v); retrying (attempt %d): a cluster electing a new leader takes seconds\n", err, attempt)
 	})
 	type result struct {
 		ID        string `json:"id"`

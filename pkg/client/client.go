@@ -33,12 +33,14 @@ import (
 type Client struct {
 	nc *nats.Conn
 	js jetstream.JetStream
-	// onRetry hears of each publish retried (OnPublishRetry).
+	// onRetry hears of each publish or catalog read retried
+	// (OnPublishRetry).
 	onRetry func(attempt int, err error)
 }
 
-// OnPublishRetry sets fn to be told of every publish Publish retries,
-// for a caller that reports progress. Set it before publishing.
+// OnPublishRetry sets fn to be told of every publish, and every read of
+// the catalog bucket, retried while a stream elects its leader, for a
+// caller that reports progress. Set it before publishing.
 func (c *Client) OnPublishRetry(fn func(attempt int, err error)) { c.onRetry = fn }
 
 // publishRetryFor bounds how long Publish retries a stream that does not
@@ -231,7 +233,7 @@ func (c *Client) Databases(ctx context.Context) ([]Database, error) {
 	sort.Strings(keys)
 	out := make([]Database, 0, len(keys))
 	for _, k := range keys {
-		e, err := entry(ctx, kv, k)
+		e, err := c.entry(ctx, kv, k)
 		if err != nil {
 			return nil, err
 		}
@@ -247,9 +249,16 @@ func (c *Client) Databases(ctx context.Context) ([]Database, error) {
 	return out, nil
 }
 
+// kvStream is the stream behind the catalog bucket.
+const kvStream = "KV_" + events.CatalogBucket
+
 // catalogs is the catalog bucket; nil on a server without it yet.
 func (c *Client) catalogs(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, err := c.js.KeyValue(ctx, events.CatalogBucket)
+	var kv jetstream.KeyValue
+	err := c.ridingElections(ctx, kvStream, func(ctx context.Context) (err error) {
+		kv, err = c.js.KeyValue(ctx, events.CatalogBucket)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil
 	}
@@ -260,8 +269,12 @@ func (c *Client) catalogs(ctx context.Context) (jetstream.KeyValue, error) {
 }
 
 // entry is db's entry in the catalog bucket kv; nil without one.
-func entry(ctx context.Context, kv jetstream.KeyValue, db string) (jetstream.KeyValueEntry, error) {
-	e, err := kv.Get(ctx, db)
+func (c *Client) entry(ctx context.Context, kv jetstream.KeyValue, db string) (jetstream.KeyValueEntry, error) {
+	var e jetstream.KeyValueEntry
+	err := c.ridingElections(ctx, kvStream, func(ctx context.Context) (err error) {
+		e, err = kv.Get(ctx, db)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
@@ -349,33 +362,51 @@ func injectTrace(ctx context.Context, m *nats.Msg) {
 // event's id makes JetStream drop a second copy. A stream that does not
 // exist at all is not waited for.
 func (c *Client) publishMsg(ctx context.Context, m *nats.Msg) (*jetstream.PubAck, error) {
+	var ack *jetstream.PubAck
+	err := c.ridingElections(ctx, events.Stream, func(ctx context.Context) (err error) {
+		ack, err = c.js.PublishMsg(ctx, m)
+		return err
+	})
+	return ack, err
+}
+
+// ridingElections runs op, retrying with backoff while the answer is one
+// of a stream without a leader (retryable), as stream's is for a moment
+// after a cluster starts or loses the node that led it; publishes are
+// safe to repeat through their ids, reads always. No responders also
+// means a stream, or a JetStream, that is not there at all: that returns
+// at once, as does every other error.
+func (c *Client) ridingElections(ctx context.Context, stream string, op func(context.Context) error) error {
 	until := time.Now().Add(publishRetryFor)
 	wait := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		ack, err := c.js.PublishMsg(actx, m)
+		err := op(actx)
 		cancel()
-		if err == nil || !retryable(err) || ctx.Err() != nil || time.Now().Add(wait).After(until) {
-			return ack, err
-		}
-		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
-			sctx, cancel := context.WithTimeout(ctx, time.Second)
-			_, serr := c.js.Stream(sctx, events.Stream)
-			cancel()
-			if errors.Is(serr, jetstream.ErrStreamNotFound) || errors.Is(serr, jetstream.ErrJetStreamNotEnabled) || errors.Is(serr, jetstream.ErrJetStreamNotEnabledForAccount) {
-				return nil, err // nothing to wait for: said as such by the caller
-			}
+		if err == nil || !retryable(err) || ctx.Err() != nil || time.Now().Add(wait).After(until) || !c.streamThere(ctx, stream, err) {
+			return err
 		}
 		if c.onRetry != nil {
 			c.onRetry(attempt, err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return err
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
+}
+
+// streamThere tells, after err, whether stream is there to wait for.
+func (c *Client) streamThere(ctx context.Context, stream string, err error) bool {
+	if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return true
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, serr := c.js.Stream(sctx, stream)
+	return !errors.Is(serr, jetstream.ErrStreamNotFound) && !errors.Is(serr, jetstream.ErrJetStreamNotEnabled) && !errors.Is(serr, jetstream.ErrJetStreamNotEnabledForAccount)
 }
 
 // retryable are the publish errors of a stream that is there but not

@@ -70,7 +70,7 @@ func (c *Client) catalogEntry(ctx context.Context, db string) (jetstream.KeyValu
 	if kv == nil || err != nil {
 		return nil, err
 	}
-	return entry(ctx, kv, db)
+	return c.entry(ctx, kv, db)
 }
 
 // MigrationEvents plans the migration files at paths against db's

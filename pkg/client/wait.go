@@ -49,7 +49,7 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 			cats, _ = c.catalogs(ctx)
 		}
 		if version < want && cats != nil {
-			if e, err := entry(ctx, cats, db); err == nil && e != nil {
+			if e, err := c.entry(ctx, cats, db); err == nil && e != nil {
 				if v, err := entryVersion(e); err == nil {
 					version = v
 				}
