@@ -23,6 +23,9 @@ type Cached struct {
 	store  CacheStore
 	hits   atomic.Int64
 	misses atomic.Int64
+	// failures counts cache reads and writes that failed: the texts were
+	// embedded (or not stored) as if the cache were empty.
+	failures atomic.Int64
 }
 
 // NewCached decorates inner with store.
@@ -35,6 +38,10 @@ func (c *Cached) Model() string { return c.inner.Model() }
 
 // Dimensions implements Embedder.
 func (c *Cached) Dimensions() int { return c.inner.Dimensions() }
+
+// Failures reports how many cache reads and writes failed since
+// creation; a failed one costs embedding calls, never an answer.
+func (c *Cached) Failures() int64 { return c.failures.Load() }
 
 // Stats reports cache hits and misses since creation.
 func (c *Cached) Stats() (hits, misses int64) { return c.hits.Load(), c.misses.Load() }
@@ -53,9 +60,12 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	for i, t := range texts {
 		keys[i] = CacheKey(c.inner.Model(), c.inner.Dimensions(), t)
 	}
+	// The cache only saves calls: one that cannot be read (its Redis
+	// failing over, say) leaves every text to embed.
 	found, err := c.store.GetVectors(ctx, keys)
 	if err != nil {
-		return nil, fmt.Errorf("embedding cache: %w", err)
+		c.failures.Add(1)
+		found = nil
 	}
 	out := make([][]float32, len(texts))
 	// The texts to embed, each once even if the batch repeats it.
@@ -93,7 +103,7 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		}
 	}
 	if err := c.store.PutVectors(ctx, put); err != nil {
-		return nil, fmt.Errorf("embedding cache: %w", err)
+		c.failures.Add(1)
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package embed
 
 import (
 	"context"
+	"errors"
 	"testing"
 )
 
@@ -84,5 +85,52 @@ func TestCachedEmbedsEachTextOnce(t *testing.T) {
 func TestCacheKeySeparatesModels(t *testing.T) {
 	if CacheKey("m1", 8, "x") == CacheKey("m2", 8, "x") || CacheKey("m1", 8, "x") == CacheKey("m1", 16, "x") {
 		t.Error("cache keys must include model and dimensions")
+	}
+}
+
+// failingCache fails reads, writes, or both, as a cache on a Redis that
+// is failing over does.
+type failingCache struct {
+	MemoryCache
+	get, put bool
+}
+
+func (f *failingCache) GetVectors(ctx context.Context, keys []string) (map[string][]float32, error) {
+	if f.get {
+		return nil, errors.New("redis: connection refused")
+	}
+	return f.MemoryCache.GetVectors(ctx, keys)
+}
+
+func (f *failingCache) PutVectors(ctx context.Context, vecs map[string][]float32) error {
+	if f.put {
+		return errors.New("redis: connection refused")
+	}
+	return f.MemoryCache.PutVectors(ctx, vecs)
+}
+
+// A cache that fails costs embedding calls, never an answer.
+func TestCacheFailuresOnlyCostCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		get, put bool
+		failures int64
+	}{
+		{"reads fail", true, false, 1},
+		{"writes fail", false, true, 1},
+		{"both fail", true, true, 2},
+		{"neither", false, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := &countingEmbedder{Local: *NewLocal(16)}
+			c := NewCached(inner, &failingCache{MemoryCache: *NewMemoryCache(0), get: tc.get, put: tc.put})
+			vecs, err := c.Embed(context.Background(), []string{"orders", "customers"})
+			if err != nil || len(vecs) != 2 || len(vecs[0]) != 16 {
+				t.Fatalf("embed through a failing cache: %v, %d vectors", err, len(vecs))
+			}
+			if inner.texts != 2 || c.Failures() != tc.failures {
+				t.Errorf("embedded %d texts, %d failures; want 2 and %d", inner.texts, c.Failures(), tc.failures)
+			}
+		})
 	}
 }

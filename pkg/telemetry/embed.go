@@ -36,6 +36,8 @@ func InstrumentEmbedder(reg prometheus.Registerer, e embed.Embedder) *Embedder {
 				Help: "Texts whose embedding came from the cache."}, func() float64 { h, _ := c.Stats(); return float64(h) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "schemaq_embed_cache_misses_total",
 				Help: "Texts that had to be embedded."}, func() float64 { _, m := c.Stats(); return float64(m) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "schemaq_embed_cache_failures_total",
+				Help: "Cache reads and writes that failed (the texts were embedded as if not cached)."}, func() float64 { return float64(c.Failures()) }),
 		)
 	}
 	return m
