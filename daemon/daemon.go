@@ -466,6 +466,11 @@ func (d *Daemon) handOver(ctx context.Context, r *tracked, cause *events.Error) 
 	if d.health == nil || r.Headers().Get(HeaderForwarded) != "" || r.Reply() == "" {
 		return false
 	}
+	if d.check(ctx) == nil {
+		// The store still serves (from what it holds, while its Redis
+		// fails over): the daemon stays, and this request's error stands.
+		return false
+	}
 	// Leaving first, on this connection, orders the unsubscribe before
 	// the request, so the server cannot hand it back to this daemon.
 	d.leave("a request found the store unavailable: " + cause.Message)
