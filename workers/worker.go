@@ -316,6 +316,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
+// checker is a store with a readiness check that also repairs what it
+// can (redisearch.Store).
+type checker interface{ Check(context.Context) error }
+
 // auditEvery audits the projections every interval until ctx ends.
 func (w *Worker) auditEvery(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
@@ -341,6 +345,12 @@ func (w *Worker) auditEvery(ctx context.Context, interval time.Duration) {
 // its projected marker says so. Docs and examples lost that way are not
 // found here; they come back with their next event or a rebuild.
 func (w *Worker) audit(ctx context.Context) (fixed int) {
+	// A store that lost everything, its record of the index version
+	// included, gets that back first (the shared store's Check restores
+	// it), so that the databases re-projected below are served.
+	if c, ok := w.store.(checker); ok {
+		_ = c.Check(ctx)
+	}
 	keys, err := w.cats.Keys(ctx)
 	if err != nil {
 		return 0

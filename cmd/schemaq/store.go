@@ -47,6 +47,7 @@ type storeFlags struct {
 	cacheTTL          time.Duration
 	search            string
 	lease             time.Duration
+	staleReads        time.Duration
 	password          string // from the environment only
 }
 
@@ -56,6 +57,10 @@ func (f *storeFlags) register(fs *flag.FlagSet, e *env) error {
 		return err
 	}
 	lease, err := envDuration(e, "SCHEMAQ_REDIS_LEASE", redisearch.DefaultLease)
+	if err != nil {
+		return err
+	}
+	stale, err := envDuration(e, "SCHEMAQ_REDIS_STALE_READS", redisearch.DefaultStaleReads)
 	if err != nil {
 		return err
 	}
@@ -69,6 +74,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, e *env) error {
 	fs.StringVar(&f.search, "redis-search", envString(e, "SCHEMAQ_REDIS_SEARCH", redisearch.SearchMemory), "where searches run: memory (each daemon holds the databases it searches, ranks as the embedded store, no round trip a search under a lease, one otherwise) or server (the query engine: FT.SEARCH, nothing held) [SCHEMAQ_REDIS_SEARCH]")
 	fs.StringVar(&f.ca, "redis-ca", envString(e, "SCHEMAQ_REDIS_CA", ""), "CA file for rediss:// with a private CA [SCHEMAQ_REDIS_CA]")
 	fs.DurationVar(&f.lease, "redis-lease", lease, "searching in memory, how long a daemon serves its snapshots without checking them while writes announce their changes to it; a daemon that dies unannounced holds each write up to this long; 0 checks before every search [SCHEMAQ_REDIS_LEASE]")
+	fs.DurationVar(&f.staleReads, "redis-stale-reads", stale, "searching in memory, how long a daemon answers from the snapshots it holds while Redis cannot be reached (a Sentinel failover, a partition), from the last time Redis confirmed each; 0 fails those searches [SCHEMAQ_REDIS_STALE_READS]")
 	fs.DurationVar(&f.cacheTTL, "redis-cache-ttl", ttl, "expiry of embedding cache entries in Redis; 0 keeps them [SCHEMAQ_REDIS_CACHE_TTL]")
 	return nil
 }
@@ -157,7 +163,7 @@ func (f *storeFlags) openStore(ctx context.Context, log *zap.Logger, dataDir str
 	}
 	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{log.Named("redis")}) })
 	s, rdb, err := f.openRedis(ctx, redisearch.Options{Prefix: f.prefix, Dimensions: dim, Model: model,
-		Algorithm: f.algorithm, Writer: writer, CacheTTL: f.cacheTTL, Search: f.search, Lease: f.storeLease()})
+		Algorithm: f.algorithm, Writer: writer, CacheTTL: f.cacheTTL, Search: f.search, Lease: f.storeLease(), StaleReads: f.staleReads})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -188,6 +194,9 @@ func leaseMetrics(reg prometheus.Registerer, s interface{ LeaseStats() redisearc
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "schemaq_index_announce_seconds_total",
 			Help: "Time writes spent announcing their changes and waiting for every lease holder's acknowledgement."},
 			func() float64 { return s.LeaseStats().Waited.Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "schemaq_index_stale_searches_total",
+			Help: "Searches answered from a held snapshot while Redis could not be reached (--redis-stale-reads)."},
+			func() float64 { return float64(s.LeaseStats().Stale) }),
 	)
 }
 

@@ -29,8 +29,8 @@ func TestRedisStoreWiring(t *testing.T) {
 		code int
 		want string
 	}{
-		{"worker on plain Redis", []string{"worker"}, map[string]string{"SCHEMAQ_REDIS_URL": srv.URL()}, exitFailure, redisearch.Requirement},
-		{"daemon on plain Redis", []string{"daemon"}, map[string]string{"SCHEMAQ_REDIS_URL": srv.URL()}, exitFailure, "no search module"},
+		{"worker searching in plain Redis", []string{"worker"}, map[string]string{"SCHEMAQ_REDIS_URL": srv.URL(), "SCHEMAQ_REDIS_SEARCH": "server"}, exitFailure, redisearch.Requirement},
+		{"daemon searching in plain Redis", []string{"daemon", "--redis-search", "server"}, map[string]string{"SCHEMAQ_REDIS_URL": srv.URL()}, exitFailure, "no search module"},
 		{"no Redis there", []string{"daemon"}, map[string]string{"SCHEMAQ_REDIS_URL": "redis://127.0.0.1:1/0"}, exitFailure, "unreachable"},
 		{"password stays out of errors", []string{"daemon"}, map[string]string{"SCHEMAQ_REDIS_URL": "redis://app:s3cret@127.0.0.1:1/0"}, exitFailure, "app:xxxxx@127.0.0.1:1"},
 		{"bad URL", []string{"daemon"}, map[string]string{"SCHEMAQ_REDIS_URL": "http://x"}, exitUsage, "--redis-url"},

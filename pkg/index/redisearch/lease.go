@@ -332,6 +332,9 @@ type LeaseStats struct {
 	// and Waited is the time they took, acknowledgements included.
 	Announcements int64
 	Waited        time.Duration
+	// Stale counts searches served from a held snapshot while Redis
+	// could not be reached (Options.StaleReads).
+	Stale int64
 }
 
 // LeaseStats returns the lease's figures so far.
@@ -341,7 +344,8 @@ func (s *Store) LeaseStats() LeaseStats {
 	held, lapses := time.Now().Before(w.leaseEnd), w.lapses
 	w.mu.Unlock()
 	return LeaseStats{Held: held, Lapses: lapses,
-		Announcements: s.leaseStats.announcements.Load(), Waited: time.Duration(s.leaseStats.waited.Load())}
+		Announcements: s.leaseStats.announcements.Load(), Waited: time.Duration(s.leaseStats.waited.Load()),
+		Stale: s.leaseStats.stale.Load()}
 }
 
 // runWatch keeps the lease: it acknowledges in one goroutine and runs

@@ -15,6 +15,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/indextest"
+	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/pkg/text"
 )
 
@@ -110,7 +111,17 @@ func TestHybridPathsAgreeLive(t *testing.T) {
 // A worker with a new configuration builds the next version while the
 // old one keeps serving, and the alias moves only on Promote.
 func TestReindexSwapsAliasLive(t *testing.T) {
-	rdb := liveClient(t)
+	reindexSwaps(t, liveClient(t))
+}
+
+// The same on a Redis without the query engine: the versions, the claim
+// and the promotion are plain Redis, so searching in memory needs no
+// index definitions to be rebuilt and swapped.
+func TestReindexOnPlainRedis(t *testing.T) {
+	reindexSwaps(t, testenv.StartRedis(t).Client())
+}
+
+func reindexSwaps(t *testing.T, rdb *redis.Client) {
 	ctx := context.Background()
 	prefix := "schemaqtest:" + nuid.Next() + ":"
 	old := openLive(t, rdb, Options{Prefix: prefix, Dimensions: 8, Model: "a"})

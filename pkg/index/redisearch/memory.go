@@ -2,6 +2,7 @@ package redisearch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -60,8 +61,10 @@ type memSnap struct {
 	changedAt time.Time
 	usedAt    time.Time
 	// checked is when the last check that found the snapshot current
-	// began, as the lease's checkStart counts (under mem.mu).
-	checked uint64
+	// began, as the lease's checkStart counts, and confirmedAt the wall
+	// time of the last check or lease that vouched for it (under mem.mu).
+	checked     uint64
+	confirmedAt time.Time
 }
 
 // setChecked records a check that began at start and found the snapshot
@@ -69,6 +72,7 @@ type memSnap struct {
 func (s *Store) setChecked(c *memSnap, start uint64) {
 	s.mem.mu.Lock()
 	c.checked = max(c.checked, start)
+	c.confirmedAt = time.Now()
 	s.mem.mu.Unlock()
 }
 
@@ -80,8 +84,51 @@ func (s *Store) leased(c *memSnap, db string) *memsearch.Snapshot {
 	if !s.watching().fresh(db, checked) {
 		return nil
 	}
+	s.mem.mu.Lock()
+	c.confirmedAt = time.Now()
+	s.mem.mu.Unlock()
 	snap, _ := c.cur.Snapshot()
 	return snap
+}
+
+// staleSnapshot is db's snapshot in version v to serve after err, when
+// err says Redis cannot be reached and Redis confirmed the snapshot
+// within StaleReads; nil otherwise.
+func (s *Store) staleSnapshot(v int, db string, err error) *memsearch.Snapshot {
+	if s.opt.StaleReads <= 0 || !errors.Is(classify(err), index.ErrUnavailable) {
+		return nil
+	}
+	s.mem.mu.Lock()
+	c := s.mem.dbs[memKey{v, db}]
+	var at time.Time
+	if c != nil {
+		at = c.confirmedAt
+	}
+	s.mem.mu.Unlock()
+	if c == nil || at.IsZero() || time.Since(at) > s.opt.StaleReads {
+		return nil
+	}
+	snap, _ := c.cur.Snapshot()
+	if snap != nil {
+		s.leaseStats.stale.Add(1)
+	}
+	return snap
+}
+
+// servesStale reports whether some snapshot may still be served while
+// Redis cannot be reached (StaleReads), so that the process stays ready.
+func (s *Store) servesStale() bool {
+	if s.opt.StaleReads <= 0 || s.opt.Search != SearchMemory {
+		return false
+	}
+	s.mem.mu.Lock()
+	defer s.mem.mu.Unlock()
+	for _, c := range s.mem.dbs {
+		if !c.confirmedAt.IsZero() && time.Since(c.confirmedAt) <= s.opt.StaleReads {
+			return true
+		}
+	}
+	return false
 }
 
 // hydrated are the hash fields a snapshot document is built from.
@@ -100,8 +147,12 @@ func (s *Store) Pin(ctx context.Context, db string) (index.Searcher, error) {
 	if err := s.servableErr(ctx); err != nil {
 		return nil, fmt.Errorf("search in %s: %w", db, err)
 	}
+	v := s.ver()
 	snap, err := s.snapshot(ctx, db)
 	if err != nil {
+		if held := s.staleSnapshot(v, db, err); held != nil {
+			return held.Pin(db), nil
+		}
 		return nil, fmt.Errorf("search in %s: %w", db, err)
 	}
 	return snap.Pin(db), nil
@@ -141,10 +192,11 @@ func (s *Store) PinSpeculative(ctx context.Context, db string) (index.Searcher, 
 		return s.Pin(ctx, db)
 	}
 	check := make(chan error, 1)
-	sp := &speculation{Pinned: snap.Pin(db), check: check}
+	sp := &speculation{Pinned: snap.Pin(db), check: check,
+		held: func(err error) bool { return s.staleSnapshot(v, db, err) != nil }}
 	start := s.watching().checkStart()
 	go func() {
-		now, _, err := s.readGen(ctx, v, db)
+		now, _, _, err := s.readGen(ctx, v, db)
 		switch {
 		case err != nil:
 		case now != gen: // newer, or older: Redis lost its data
@@ -167,6 +219,9 @@ type speculation struct {
 	stale bool // set before check is sent on
 	err   error
 	done  bool
+	// held says whether the snapshot may be served after the check
+	// failed with err (StaleReads).
+	held func(err error) bool
 }
 
 // Confirm implements index.Confirmer. It is called once per request.
@@ -180,18 +235,28 @@ func (sp *speculation) Confirm(ctx context.Context) (bool, error) {
 		sp.done = true
 	}
 	if sp.err != nil {
+		if sp.held(sp.err) {
+			return true, nil
+		}
 		return false, fmt.Errorf("search: %w", classify(sp.err))
 	}
 	return !sp.stale, nil
 }
 
-// readGen reads db's generation and change-log horizon in version v.
-func (s *Store) readGen(ctx context.Context, v int, db string) (gen, horizon int64, err error) {
-	vals, err := s.rdb.HMGet(ctx, s.gensKeyAt(v), "g:"+db, "h:"+db).Result()
+// genFields are db's fields in the generations hash: its generation,
+// its change log's horizon, and its landing mark, set while a projection
+// too big for one MULTI is written in batches (ReplaceSchema) and
+// cleared with the projected version when it has landed whole.
+func genFields(db string) []string { return []string{"g:" + db, "h:" + db, "l:" + db} }
+
+// readGen reads db's generation, change-log horizon and landing mark in
+// version v.
+func (s *Store) readGen(ctx context.Context, v int, db string) (gen, horizon int64, landing bool, err error) {
+	vals, err := s.rdb.HMGet(ctx, s.gensKeyAt(v), genFields(db)...).Result()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
-	return intOf(vals[0]), intOf(vals[1]), nil
+	return intOf(vals[0]), intOf(vals[1]), vals[2] != nil, nil
 }
 
 // snapshot returns db's snapshot, brought up to the generation Redis
@@ -204,7 +269,7 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 		return snap, nil
 	}
 	start := s.watching().checkStart()
-	gen, horizon, err := s.readGen(ctx, v, db)
+	gen, horizon, landing, err := s.readGen(ctx, v, db)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -214,6 +279,12 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 		// its data (a restart without persistence) and numbers from the
 		// start again. Load what it has now.
 		c, held = s.forget(v, db), nil
+	}
+	if held != nil && landing && gen != heldGen {
+		// A projection is landing in batches (or one that was landing
+		// when its writer or its Redis died waits to be written again):
+		// the snapshot held stays whole until it has landed.
+		return held, nil
 	}
 	snap, caughtUp, err := c.cur.Get(gen, func(base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
 		if base == nil || since < horizon {
@@ -297,7 +368,7 @@ const catchUpPasses = 4
 // in one MULTI is in it whole or not at all.
 func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
 	for pass := 1; ; pass++ {
-		gen, horizon, ids, err := s.changedSince(ctx, v, db, since)
+		gen, horizon, landing, ids, err := s.changedSince(ctx, v, db, since)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -306,9 +377,15 @@ func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.S
 			base, since = memsearch.New(s.opt.Dimensions), -1
 			continue
 		}
-		docs, removed, moved, err := s.readChunks(ctx, v, db, ids, gen)
+		if landing && since >= 0 {
+			return base, since, nil // whole as it is, until the projection has landed
+		}
+		docs, removed, moved, landed, err := s.readChunks(ctx, v, db, ids, gen)
 		if err != nil {
 			return nil, 0, err
+		}
+		if landed && since >= 0 {
+			return base, since, nil // a projection began landing as this pass read
 		}
 		base = base.With(docs, removed)
 		if !moved || pass == catchUpPasses {
@@ -321,9 +398,9 @@ func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.S
 // changedSince reads db's generation, the change log's horizon and the
 // ids changed since generation since (every id, when since is -1) in one
 // MULTI, so that they agree.
-func (s *Store) changedSince(ctx context.Context, v int, db string, since int64) (gen, horizon int64, ids []string, err error) {
+func (s *Store) changedSince(ctx context.Context, v int, db string, since int64) (gen, horizon int64, landing bool, ids []string, err error) {
 	pipe := s.rdb.TxPipeline()
-	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v), "g:"+db, "h:"+db)
+	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v), genFields(db)...)
 	var idsCmd *redis.StringSliceCmd
 	if since < 0 {
 		idsCmd = pipe.SMembers(ctx, s.dbKeyAt(v, db))
@@ -331,17 +408,18 @@ func (s *Store) changedSince(ctx context.Context, v int, db string, since int64)
 		idsCmd = pipe.ZRangeByScore(ctx, s.changesKeyAt(v, db), &redis.ZRangeBy{Min: "(" + strconv.FormatInt(since, 10), Max: "+inf"})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return 0, 0, nil, fmt.Errorf("load %s: %w", db, classify(err))
+		return 0, 0, false, nil, fmt.Errorf("load %s: %w", db, classify(err))
 	}
 	vals := genCmd.Val() // nil fields: nothing was ever written
 	ids = idsCmd.Val()
 	slices.Sort(ids) // chunks numbered in id order, whatever order the set gave
-	return intOf(vals[0]), intOf(vals[1]), ids, nil
+	return intOf(vals[0]), intOf(vals[1]), vals[2] != nil, ids, nil
 }
 
 // readChunks reads the chunks ids of db, in batches, and reports whether
-// the generation moved from gen while it did.
-func (s *Store) readChunks(ctx context.Context, v int, db string, ids []string, gen int64) (docs []memsearch.Doc, removed []string, moved bool, err error) {
+// the generation moved from gen while it did, and whether a projection
+// was landing.
+func (s *Store) readChunks(ctx context.Context, v int, db string, ids []string, gen int64) (docs []memsearch.Doc, removed []string, moved, landing bool, err error) {
 	want := hexTag(db)
 	for start := 0; start < len(ids); start += batchSize {
 		batch := ids[start:min(start+batchSize, len(ids))]
@@ -350,12 +428,13 @@ func (s *Store) readChunks(ctx context.Context, v int, db string, ids []string, 
 		for i, id := range batch {
 			cmds[i] = pipe.HMGet(ctx, s.chunkKeyAt(v, id), hydrated...)
 		}
-		genCmd := pipe.HGet(ctx, s.gensKeyAt(v), "g:"+db)
+		genCmd := pipe.HMGet(ctx, s.gensKeyAt(v), genFields(db)...)
 		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-			return nil, nil, false, fmt.Errorf("load %s: %w", db, classify(err))
+			return nil, nil, false, false, fmt.Errorf("load %s: %w", db, classify(err))
 		}
-		if now, _ := genCmd.Int64(); now != gen {
+		if g := genCmd.Val(); intOf(g[0]) != gen {
 			moved = true
+			landing = landing || g[2] != nil
 		}
 		for i, c := range cmds {
 			vals := c.Val()
@@ -371,7 +450,7 @@ func (s *Store) readChunks(ctx context.Context, v int, db string, ids []string, 
 			}
 			ch, err := chunkOf(f)
 			if err != nil {
-				return nil, nil, false, fmt.Errorf("load %s: chunk %s: %w", db, batch[i], err)
+				return nil, nil, false, false, fmt.Errorf("load %s: chunk %s: %w", db, batch[i], err)
 			}
 			if len(ch.Tags) == 0 {
 				ch.Tags = nil
@@ -380,7 +459,7 @@ func (s *Store) readChunks(ctx context.Context, v int, db string, ids []string, 
 				Fields: index.Fields{Name: f[fName], Schema: f[fSchemaT], Columns: f[fColumns], Body: f[fBody]}})
 		}
 	}
-	return docs, removed, moved, nil
+	return docs, removed, moved, landing, nil
 }
 
 func intOf(v any) int64 {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/schemaq/schemaq/pkg/chunk"
@@ -34,12 +33,13 @@ func inMemory(t *testing.T, rdb redis.UniversalClient, prefix string, dim int) *
 	return s
 }
 
-// The whole Store contract, searches included, on a real redis-server:
-// searching in memory needs no query engine, so CI runs it.
+// The whole Store contract, searches included, on a real redis-server
+// without the query engine, through Open as the roles open it: searching
+// in memory needs no index definitions, so CI runs it.
 func TestConformanceInMemoryOnPlainRedis(t *testing.T) {
 	rdb := testenv.StartRedis(t).Client()
 	indextest.Run(t, func(t *testing.T) index.Store {
-		return inMemory(t, rdb, "conf:"+nuid.Next()+":", indextest.Dimensions)
+		return openLive(t, rdb, Options{Dimensions: indextest.Dimensions, Model: "local", Search: SearchMemory})
 	})
 }
 
@@ -423,29 +423,133 @@ func TestMemorySearchesWhileWritesArrive(t *testing.T) {
 // checks first or speculates, rather than answering from a snapshot it
 // cannot check. (With one: TestLeaseLapsesWithRedisDown.)
 func TestMemorySearchWithRedisDown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stale time.Duration
+		wait  time.Duration // after Redis goes, before searching
+		serve bool
+	}{
+		{"no stale reads", 0, 0, false},
+		{"within the stale window", time.Minute, 0, true},
+		{"past the stale window", 300 * time.Millisecond, 500 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := testenv.StartRedis(t)
+			s := inMemory(t, srv.Client(), "t:", dim)
+			s.opt.Lease, s.opt.StaleReads = -1, tc.stale
+			if _, err := s.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Pin(ctx, "shop"); err != nil { // loaded while Redis is up
+				t.Fatal(err)
+			}
+			srv.Stop()
+			time.Sleep(tc.wait)
+			p, err := s.Pin(ctx, "shop")
+			if tc.serve {
+				if err != nil {
+					t.Fatalf("Pin with Redis down, within the window: %v", err)
+				}
+				hits, err := p.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"order"}, Limit: 5})
+				if err != nil || len(hits) != 1 {
+					t.Errorf("search of the held snapshot: %v %v", hits, err)
+				}
+			} else if !errors.Is(err, index.ErrUnavailable) {
+				t.Errorf("Pin with Redis down: %v, want ErrUnavailable", err)
+			}
+			if _, err := s.Pin(ctx, "hr"); !errors.Is(err, index.ErrUnavailable) {
+				t.Errorf("Pin of a database never held, Redis down: %v, want ErrUnavailable", err)
+			}
+			if err := s.Check(ctx); (err == nil) != tc.serve {
+				t.Errorf("Check with Redis down: %v; ready only while it serves what it holds", err)
+			}
+			v, err := s.PinSpeculative(ctx, "shop")
+			if err != nil {
+				t.Fatalf("a speculative pin needs no round trip: %v", err)
+			}
+			c, ok := v.(index.Confirmer)
+			if !ok {
+				t.Fatal("no speculation on a snapshot loaded a moment ago with no write seen")
+			}
+			if ok, err := c.Confirm(ctx); tc.serve != (ok && err == nil) || !tc.serve && !errors.Is(err, index.ErrUnavailable) {
+				t.Errorf("Confirm with Redis down: %v %v", ok, err)
+			}
+			if got, want := s.LeaseStats().Stale > 0, tc.serve; got != want {
+				t.Errorf("stale searches counted: %d", s.LeaseStats().Stale)
+			}
+		})
+	}
+}
+
+// A projection too big for one MULTI lands in batches. A reader holding
+// the database keeps the snapshot it has until the projection has landed
+// whole, also when the projection stopped part way (its writer died, or
+// its Redis failed over with part of the batches): it then waits for the
+// next projection, which clears the mark.
+func TestBatchedProjectionLandsWhole(t *testing.T) {
 	ctx := context.Background()
-	srv := testenv.StartRedis(t)
-	s := inMemory(t, srv.Client(), "t:", dim)
-	s.opt.Lease = -1
-	if _, err := s.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+	rdb := testenv.StartRedis(t).Client()
+	writer := inMemory(t, rdb, "t:", dim)
+	reader := inMemory(t, rdb, "t:", dim)
+	reader.opt.Lease = -1 // checks before every search: the strictest reader
+	kinds := []string{chunk.KindTable, chunk.KindView}
+	tables := func(from, to int, version int64) []index.Record {
+		var out []index.Record
+		for i := from; i <= to; i++ {
+			out = append(out, rec("shop", chunk.KindTable, fmt.Sprintf("public.ledger_%03d", i), version, nil))
+		}
+		return out
+	}
+	count := func() int {
+		t.Helper()
+		p, err := reader.Pin(ctx, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, err := p.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"ledger"}, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hits)
+	}
+	if _, err := writer.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 1, Since: 0, Kinds: kinds, Upserts: tables(1, 10, 1)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pin(ctx, "shop"); err != nil { // loaded while Redis is up
+	if n := count(); n != 10 {
+		t.Fatalf("after the first projection the reader sees %d tables, want 10", n)
+	}
+	// A batched projection to version 2 stopped after its first batches:
+	// the mark, and part of the chunks.
+	if err := rdb.HSet(ctx, writer.gensKey(), "l:shop", 2).Err(); err != nil {
 		t.Fatal(err)
 	}
-	srv.Stop()
-	if _, err := s.Pin(ctx, "shop"); !errors.Is(err, index.ErrUnavailable) {
-		t.Errorf("Pin with Redis down: %v, want ErrUnavailable", err)
+	if _, err := writer.Upsert(ctx, tables(11, 60, 2)); err != nil {
+		t.Fatal(err)
 	}
-	v, err := s.PinSpeculative(ctx, "shop")
-	if err != nil {
-		t.Fatalf("a speculative pin needs no round trip: %v", err)
+	if n := count(); n != 10 {
+		t.Errorf("while a projection lands the reader sees %d tables, want the 10 it held", n)
 	}
-	c, ok := v.(index.Confirmer)
-	if !ok {
-		t.Fatal("no speculation on a snapshot loaded a moment ago with no write seen")
+	// The projection again, whole: 200 changes, in batches.
+	res, err := writer.ReplaceSchema(ctx, index.SchemaReplace{Database: "shop", Version: 2, Since: 1, Kinds: kinds, Upserts: tables(11, 210, 2)})
+	if err != nil || res.Written != 200 {
+		t.Fatalf("the projection again: %+v %v", res, err)
 	}
-	if _, err := c.Confirm(ctx); !errors.Is(err, index.ErrUnavailable) {
-		t.Errorf("Confirm with Redis down: %v, want ErrUnavailable", err)
+	if n, _ := rdb.HExists(ctx, writer.gensKey(), "l:shop").Result(); n {
+		t.Error("the landing mark outlived the projection")
+	}
+	if n := count(); n != 210 {
+		t.Errorf("after the projection landed the reader sees %d tables, want 210", n)
+	}
+	// A reader that holds nothing loads what is there.
+	if err := rdb.HSet(ctx, writer.gensKey(), "l:shop", 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := inMemory(t, rdb, "t:", dim)
+	fresh.opt.Lease = -1
+	if p, err := fresh.Pin(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	} else if hits, _ := p.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"ledger"}, Limit: 1000}); len(hits) != 210 {
+		t.Errorf("a first load during a landing: %d tables", len(hits))
 	}
 }

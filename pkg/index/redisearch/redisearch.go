@@ -6,7 +6,10 @@
 // version guard, counts, deletes, projections, the embedding cache) is
 // plain Redis: hashes, one set of chunk ids per database, and Lua scripts
 // that make each guarded write atomic. Only the two searches and the
-// index definitions use FT.* commands.
+// index definitions use FT.* commands. Searching in memory (the default)
+// needs neither, so that mode runs on a Redis without the query engine
+// (Debian's, Valkey, a managed cache): the store then writes the same
+// hashes and skips the index definitions.
 //
 // The index is versioned behind an alias. A process whose configuration
 // (embedding model, dimensions, layout, weights) matches the index the
@@ -45,6 +48,12 @@ const (
 	hybridModuleVersion  = 80400 // FT.HYBRID
 )
 
+// DefaultStaleReads is Options.StaleReads of the roles: longer than a
+// Sentinel failover with down-after-milliseconds at its usual 5-10 s,
+// short enough that a partitioned daemon does not serve an old schema
+// for long.
+const DefaultStaleReads = 30 * time.Second
+
 // Requirement names what the store needs of the server, for errors.
 const Requirement = "Redis 8 with the query engine, or Redis Stack / RediSearch ≥ 2.8"
 
@@ -76,6 +85,13 @@ type Options struct {
 	// while writes announce their changes to it (lease.go): DefaultLease
 	// when zero; negative checks before every search instead.
 	Lease time.Duration
+	// StaleReads is how long, searching in memory, a process serves the
+	// snapshots it holds while Redis cannot be reached (a failover, a
+	// partition), counted from the last time Redis confirmed each one;
+	// zero fails those searches instead. Writes cannot land meanwhile
+	// on the Redis this process last saw, so what it serves is what
+	// that Redis held.
+	StaleReads time.Duration
 }
 
 // Store is the RediSearch index. It is safe for concurrent use.
@@ -85,6 +101,7 @@ type Store struct {
 	spec string // the index identity this process needs
 
 	moduleVersion int
+	engine        bool   // the query engine is loaded: index definitions are kept
 	scorer        string // BM25STD, or BM25 on servers without it
 	hybrid        bool   // the server has FT.HYBRID
 
@@ -103,7 +120,7 @@ type Store struct {
 
 	mem        memCache // SearchMemory's snapshots
 	watch      watch    // SearchMemory's lease
-	leaseStats struct{ announcements, waited atomic.Int64 }
+	leaseStats struct{ announcements, waited, stale atomic.Int64 }
 }
 
 var (
@@ -158,15 +175,24 @@ func Open(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, 
 }
 
 // setCapabilities checks the module version and picks the scorer and the
-// hybrid path from it.
+// hybrid path from it. Searching in the server needs the query engine;
+// searching in memory runs without one, or beside one too old to use,
+// and keeps no index definitions then.
 func (s *Store) setCapabilities(v int) error {
-	if v == 0 {
-		return fmt.Errorf("no search module loaded: schemaq needs %s", Requirement)
+	var missing error
+	switch {
+	case v == 0:
+		missing = fmt.Errorf("no search module loaded: --redis-search server needs %s; --redis-search memory (the default) needs none", Requirement)
+	case v < minModuleVersion:
+		missing = fmt.Errorf("search module %s is too old: --redis-search server needs %s; --redis-search memory (the default) runs without it", formatModuleVersion(v), Requirement)
 	}
-	if v < minModuleVersion {
-		return fmt.Errorf("search module %s is too old: schemaq needs %s", formatModuleVersion(v), Requirement)
+	if missing != nil {
+		if s.opt.Search == SearchServer {
+			return missing
+		}
+		return nil
 	}
-	s.moduleVersion = v
+	s.moduleVersion, s.engine = v, true
 	s.scorer = "BM25STD"
 	if v < bm25stdModuleVersion {
 		// The legacy BM25 scores far worse over one hash per table
@@ -374,6 +400,9 @@ func (s *Store) adopt(ctx context.Context) {
 // createIndex runs FT.CREATE for version v, accepting an index that
 // already exists (another process created it first).
 func (s *Store) createIndex(ctx context.Context, v int) error {
+	if !s.engine {
+		return nil
+	}
 	name, opts, schema := s.createArgs(v)
 	err := s.rdb.FTCreate(ctx, name, opts, schema...).Err()
 	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "index already exists") {
@@ -387,6 +416,9 @@ func (s *Store) createIndex(ctx context.Context, v int) error {
 // process opening an older current version can never move the alias back
 // while a promotion is under way.
 func (s *Store) pointAlias(ctx context.Context, move bool) error {
+	if !s.engine {
+		return nil // searches in memory read the version from meta
+	}
 	name := s.indexName(s.ver())
 	var err error
 	if move {
@@ -464,6 +496,9 @@ func (s *Store) dropVersion(ctx context.Context, v int) error {
 // dropIndex drops an index with the hashes it indexed; one already gone
 // is fine.
 func (s *Store) dropIndex(ctx context.Context, name string) error {
+	if !s.engine {
+		return nil
+	}
 	err := s.rdb.FTDropIndexWithArgs(ctx, name, &redis.FTDropIndexOptions{DeleteDocs: true}).Err()
 	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "unknown index name") {
 		return fmt.Errorf("redisearch: drop index %s: %w", name, classify(err))
@@ -503,6 +538,9 @@ func (s *Store) unlinkMatching(ctx context.Context, pattern string) error {
 // another configuration stops being ready.
 func (s *Store) Check(ctx context.Context) error {
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		if s.servesStale() {
+			return nil // searches of what it holds go on (StaleReads)
+		}
 		return fmt.Errorf("redis %s: %w", addrOf(s.rdb), classify(err))
 	}
 	if err := s.checkVersion(ctx); err != nil {
@@ -527,6 +565,9 @@ func (s *Store) checkVersion(ctx context.Context) error {
 		return nil
 	}
 	cur, err := s.rdb.HGet(ctx, s.metaKey(), "current").Int()
+	if errors.Is(err, redis.Nil) {
+		return s.versionsLost(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("redis %s: read index versions: %w", addrOf(s.rdb), classify(err))
 	}
@@ -541,6 +582,49 @@ func (s *Store) checkVersion(ctx context.Context) error {
 	default:
 		s.servable = fmt.Errorf("%w: the alias now names index version %d, built for another configuration; restart with that configuration", index.ErrUnavailable, cur)
 	}
+	return nil
+}
+
+// restoreScript records version ARGV[1] of spec ARGV[2] as current,
+// unless meta names a current or next version: the writer's own record,
+// put back into a Redis that lost it. KEYS[1] meta.
+var restoreScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'current') == 1 or redis.call('HEXISTS', KEYS[1], 'next') == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'current', ARGV[1], 'spec:' .. ARGV[1], ARGV[2])
+return 1
+`)
+
+// versionsLost handles a Redis that no longer knows which index version
+// is current: its data went with a primary whose replica had not synced,
+// or it restarted without persistence. A writer serving its version
+// puts the record back (and the index definition), and the workers'
+// audit then re-projects every database, whose projected versions are
+// gone too. A reader stops serving and waits for that, as it does for a
+// first index.
+func (s *Store) versionsLost(ctx context.Context) error {
+	s.mu.Lock()
+	writer := s.opt.Writer && !s.pending && s.ver() > 0
+	s.mu.Unlock()
+	if writer {
+		if err := restoreScript.Run(ctx, s.rdb, []string{s.metaKey()}, s.ver(), s.spec).Err(); err != nil {
+			return fmt.Errorf("redis %s: restore index versions: %w", addrOf(s.rdb), classify(err))
+		}
+		if err := s.createIndex(ctx, s.ver()); err != nil {
+			return err
+		}
+		if err := s.pointAlias(ctx, false); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.checkedAt, s.servable = time.Now(), nil
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checkedAt = time.Now()
+	s.waiting = true
+	s.servable = fmt.Errorf("%w: redisearch: %s no longer records an index version (a failover to a replica that had not synced, or a restart without persistence); searches resume once a worker restores it and re-projects the catalogs", index.ErrUnavailable, addrOf(s.rdb))
 	return nil
 }
 
@@ -660,6 +744,9 @@ func addrOf(rdb redis.UniversalClient) string {
 // tests that open a store of their own; never run against a prefix that
 // serves.
 func (s *Store) DropAll(ctx context.Context) error {
+	if !s.engine {
+		return s.dropKeys(ctx)
+	}
 	names, err := s.rdb.FT_List(ctx).Result()
 	if err != nil {
 		return fmt.Errorf("redisearch: list indexes: %w", classify(err))
@@ -672,6 +759,10 @@ func (s *Store) DropAll(ctx context.Context) error {
 			}
 		}
 	}
+	return s.dropKeys(ctx)
+}
+
+func (s *Store) dropKeys(ctx context.Context) error {
 	if err := s.unlinkMatching(ctx, s.opt.Prefix+"*"); err != nil {
 		return fmt.Errorf("redisearch: drop keys: %w", err)
 	}

@@ -247,9 +247,9 @@ func TestUnavailableThenRecovers(t *testing.T) {
 func TestOpenNamesWhatIsMissing(t *testing.T) {
 	ctx := context.Background()
 	srv := testenv.StartRedis(t)
-	_, err := Open(ctx, srv.Client(), Options{Dimensions: dim})
+	_, err := Open(ctx, srv.Client(), Options{Dimensions: dim, Search: SearchServer})
 	if err == nil || !strings.Contains(err.Error(), "no search module") || !strings.Contains(err.Error(), Requirement) {
-		t.Errorf("plain Redis: %v; want the requirement named", err)
+		t.Errorf("plain Redis, searching in the server: %v; want the requirement named", err)
 	}
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer down.Close()
@@ -265,26 +265,29 @@ func TestOpenNamesWhatIsMissing(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	for _, tc := range []struct {
 		version        int
+		search         string
 		scorer, errSub string
-		hybrid         bool
+		engine, hybrid bool
 	}{
-		{0, "", "no search module", false},
-		{20612, "", "2.6.12 is too old", false},
-		{20816, "BM25", "", false},
-		{21005, "BM25STD", "", false},
-		{80200, "BM25STD", "", false},
-		{80400, "BM25STD", "", true},
+		{0, SearchServer, "", "no search module", false, false},
+		{0, SearchMemory, "", "", false, false},
+		{20612, SearchServer, "", "2.6.12 is too old", false, false},
+		{20612, SearchMemory, "", "", false, false},
+		{20816, SearchServer, "BM25", "", true, false},
+		{21005, SearchMemory, "BM25STD", "", true, false},
+		{80200, SearchServer, "BM25STD", "", true, false},
+		{80400, SearchServer, "BM25STD", "", true, true},
 	} {
-		s := &Store{}
+		s := &Store{opt: Options{Search: tc.search}}
 		err := s.setCapabilities(tc.version)
 		if tc.errSub != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.errSub) {
-				t.Errorf("%d: %v, want %q", tc.version, err, tc.errSub)
+				t.Errorf("%d %s: %v, want %q", tc.version, tc.search, err, tc.errSub)
 			}
 			continue
 		}
-		if err != nil || s.scorer != tc.scorer || s.hybrid != tc.hybrid {
-			t.Errorf("%d: scorer %q hybrid %v err %v", tc.version, s.scorer, s.hybrid, err)
+		if err != nil || s.scorer != tc.scorer || s.engine != tc.engine || s.hybrid != tc.hybrid {
+			t.Errorf("%d %s: scorer %q engine %v hybrid %v err %v", tc.version, tc.search, s.scorer, s.engine, s.hybrid, err)
 		}
 	}
 }
@@ -586,5 +589,45 @@ func TestReplaceSchemaAtEverySizeOnPlainRedis(t *testing.T) {
 				t.Errorf("projected %d, want 2", p)
 			}
 		})
+	}
+}
+
+// A Redis that lost everything (a failover to a replica that had not
+// synced, a restart without persistence) no longer records which index
+// version is current: readers stop serving and say why, the writer's
+// next check puts its version back, and the readers serve it again.
+func TestVersionsLostAreRestored(t *testing.T) {
+	ctx := context.Background()
+	rdb := testenv.StartRedis(t).Client()
+	w := openLive(t, rdb, Options{Dimensions: dim, Model: "a"})
+	r, err := Open(ctx, rdb, Options{Prefix: w.opt.Prefix, Dimensions: dim, Model: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Check(ctx); err != nil {
+		t.Fatalf("reader before: %v", err)
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Check(ctx); !errors.Is(err, index.ErrUnavailable) || !strings.Contains(err.Error(), "no longer records an index version") {
+		t.Fatalf("reader after the loss: %v", err)
+	}
+	if err := w.Check(ctx); err != nil {
+		t.Fatalf("writer after the loss: %v", err)
+	}
+	if cur, err := rdb.HGet(ctx, w.metaKey(), "current").Int(); err != nil || cur != w.Version() {
+		t.Fatalf("restored current version %d (%v), want %d", cur, err, w.Version())
+	}
+	if err := r.Check(ctx); err != nil || r.Version() != w.Version() {
+		t.Errorf("reader after the restore: %v (version %d)", err, r.Version())
+	}
+	if _, err := w.Upsert(ctx, []index.Record{rec("shop", chunk.KindTable, "public.orders", 1, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := r.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop"}, Terms: []string{"order"}, Limit: 5})
+	if err != nil || len(hits) != 1 {
+		t.Errorf("search after the restore: %v %v", hits, err)
 	}
 }

@@ -413,6 +413,9 @@ func (s *Store) DeleteDatabase(ctx context.Context, db string) (err error) {
 	if err == nil {
 		err = s.rdb.HDel(ctx, s.projectedKey(), db).Err()
 	}
+	if err == nil {
+		err = s.rdb.HDel(ctx, s.gensKey(), "l:"+db).Err() // a failed landing goes with its database
+	}
 	if err != nil {
 		return fmt.Errorf("delete database %s: %w", db, classify(err))
 	}
@@ -617,18 +620,36 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (_ ind
 		}
 		return out, nil
 	}
+	// The landing mark goes first and stays until the last batch is in
+	// and the projected version raised, in one call: searches in memory
+	// keep the snapshot they hold meanwhile, and after a failure (the
+	// writer's, or its Redis failing over with part of the batches) they
+	// keep it until a projection lands whole.
 	var out index.Replaced
+	if err := s.rdb.HSet(ctx, s.gensKey(), "l:"+r.Database, r.Version).Err(); err != nil {
+		return out, fmt.Errorf("replace schema chunks of %s: mark landing: %w", r.Database, classify(err))
+	}
 	if out.Written, err = s.upsert(ctx, r.Upserts); err != nil {
 		return out, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
 	}
 	if out.Deleted, err = s.deleteIDs(ctx, r.Database, gone, ""); err != nil {
 		return out, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
 	}
-	if err := s.SetProjected(ctx, r.Database, r.Version); err != nil {
-		return out, err
+	if err := landedScript.Run(ctx, s.rdb, []string{s.projectedKey(), s.gensKey()}, r.Database, r.Version).Err(); err != nil {
+		return out, fmt.Errorf("set projected version of %s: %w", r.Database, classify(err))
 	}
 	return out, nil
 }
+
+// landedScript raises db's projected version (never lowers it) and
+// clears its landing mark: a projection written in batches has landed.
+// KEYS: projected, generations; ARGV: db, version.
+var landedScript = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v or tonumber(v) < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+redis.call('HDEL', KEYS[2], 'l:' .. ARGV[1])
+return 0
+`)
 
 // atomicChanges is the most chunks a projection writes and deletes in
 // one MULTI, during which Redis serves no other client. The query engine
@@ -639,7 +660,8 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (_ ind
 const atomicChanges = 128
 
 // replaceAtomically writes a projection's upserts, deletions and
-// projected version in one MULTI. Its calls go as EVAL, with the script's
+// projected version in one MULTI, clearing the landing mark a projection
+// in batches that failed left. Its calls go as EVAL, with the script's
 // text: an EVALSHA the server has no script for fails only when the MULTI
 // runs, after the calls before it have run, and a MULTI is not undone.
 func (s *Store) replaceAtomically(ctx context.Context, r index.SchemaReplace, gone []string) (index.Replaced, error) {
@@ -655,7 +677,7 @@ func (s *Store) replaceAtomically(ctx context.Context, r index.SchemaReplace, go
 		keys, args := s.deleteCall(db, id, "")
 		dels[i] = deleteScript.Eval(ctx, pipe, keys, args...)
 	}
-	projected := setProjectedScript.Eval(ctx, pipe, []string{s.projectedKey()}, db, r.Version)
+	projected := landedScript.Eval(ctx, pipe, []string{s.projectedKey(), s.gensKey()}, db, r.Version)
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		// A call refused as it was queued aborts the MULTI (EXECABORT);
 		// one that failed as it ran (out of memory) leaves the others
