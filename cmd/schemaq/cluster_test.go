@@ -3,11 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,12 +60,7 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 			cli, _ := client.New(nc)
 
 			dir := t.TempDir()
-			for i := 1; i <= 300; i++ {
-				sql := fmt.Sprintf("CREATE TABLE ledger_%03d (id bigint PRIMARY KEY, amount numeric, booked_at timestamptz);\n", i)
-				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%04d_ledger_%03d.sql", i, i)), []byte(sql), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			ledgerMigrations(t, dir, 1, 300)
 			var killedAt time.Time
 			publishing := make(chan string, 1)
 			start := func() {
@@ -80,41 +71,12 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 			}
 			// The database exists before the searches count.
 			one := t.TempDir()
-			b, _ := os.ReadFile(filepath.Join(dir, "0001_ledger_001.sql"))
-			_ = os.WriteFile(filepath.Join(one, "0001_ledger_001.sql"), b, 0o644)
+			ledgerMigrations(t, one, 1, 1)
 			if out, errOut, code := runAt(t, urls, "publish", "migrations", "--db", "ledger", "--wait", "30s", one); code != exitOK {
 				t.Fatalf("the first migration: %s%s", out, errOut)
 			}
 			// Searches run from the first table on, one every 20 ms.
-			var asked, answered atomic.Int64
-			// gap is the longest time between two answered searches: how
-			// long the node's loss interrupted searching.
-			var gap atomic.Int64
-			last := time.Now()
-			searching, stopSearching := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for searching.Err() == nil {
-					ctx, cancel := context.WithTimeout(searching, 2*time.Second)
-					_, err := cli.Search(ctx, &events.SearchRequest{Database: "ledger", Question: "amount booked in the ledger", K: 5})
-					cancel()
-					if searching.Err() != nil {
-						return
-					}
-					asked.Add(1)
-					if err == nil {
-						answered.Add(1)
-						if d := time.Since(last); int64(d) > gap.Load() {
-							gap.Store(int64(d))
-						}
-						last = time.Now()
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
-			}()
-
+			load := startSearches(cli, "ledger", "amount booked in the ledger")
 			start()
 			if tc.midIngest {
 				testenv.Eventually(t, 60*time.Second, "a hundred migrations in", func() bool {
@@ -153,18 +115,11 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 			// Searches run for three seconds after the kill at least: through
 			// the election, whatever the publish's pace.
 			time.Sleep(time.Until(killedAt.Add(3 * time.Second)))
-			stopSearching()
-			wg.Wait()
 			out, errOut, code := runAt(t, urls, "dlq", "list", "--db", "ledger")
 			if code != exitOK || !strings.Contains(out, "0 dead letter(s)") {
 				t.Errorf("dead letters: %s%s", out, errOut)
 			}
-			share := float64(answered.Load()) / float64(max(asked.Load(), 1))
-			t.Logf("%d of %d searches answered (%.1f%%); the longest time without an answer %v", answered.Load(), asked.Load(), 100*share,
-				time.Duration(gap.Load()).Round(time.Millisecond))
-			if asked.Load() < 30 || share < 0.95 {
-				t.Errorf("%d of %d searches answered, want at least 95%%", answered.Load(), asked.Load())
-			}
+			load.end(t, 0.95, 30)
 		})
 	}
 }

@@ -17,7 +17,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/schemaq/schemaq/pkg/index/redisearch"
 	"github.com/schemaq/schemaq/pkg/natsembed"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
@@ -30,8 +29,9 @@ func runVars(ctx context.Context, args []string, vars map[string]string) (string
 }
 
 // sharedRedis is the Redis a test runs shared-index services against:
-// the one SCHEMAQ_TEST_REDISEARCH_URL names (live: true), or else a
-// plain redis-server, which they must refuse (expectRefusal).
+// the one SCHEMAQ_TEST_REDISEARCH_URL names (live: true, with the query
+// engine), or else a plain redis-server, on which the services search in
+// memory as they do by default.
 func sharedRedis(t *testing.T, password ...string) (url string, live bool) {
 	t.Helper()
 	if u := os.Getenv("SCHEMAQ_TEST_REDISEARCH_URL"); u != "" {
@@ -41,18 +41,6 @@ func sharedRedis(t *testing.T, password ...string) (url string, live bool) {
 		return testenv.StartRedisWithPassword(t, password[0]).URL(), false
 	}
 	return testenv.StartRedis(t).URL(), false
-}
-
-// expectRefusal runs a shared-index command against a plain Redis: it
-// must exit at start, naming what it needs.
-func expectRefusal(t *testing.T, name string, args []string, vars map[string]string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := runVars(ctx, args, vars)
-	if err == nil || !strings.Contains(err.Error(), redisearch.Requirement) {
-		t.Errorf("%s on plain Redis: %v, want the requirement named\n%s", name, err, out)
-	}
 }
 
 // startService runs a long-lived command (a container's) until stop,
@@ -317,10 +305,6 @@ func TestComposeStack(t *testing.T) {
 	var services []running
 	for _, name := range long {
 		s := cf.Services[name]
-		if s.Env["SCHEMAQ_REDIS_URL"] != "" && !live {
-			expectRefusal(t, "service "+name, s.Command, envFor(name, s))
-			continue
-		}
 		for i := range s.replicas() {
 			id := fmt.Sprintf("%s-%d", name, i+1)
 			vars := envFor(id, s)

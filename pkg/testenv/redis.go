@@ -79,8 +79,11 @@ func (s *Redis) Client() *redis.Client {
 // answers PING.
 func (s *Redis) Start() {
 	s.tb.Helper()
+	// A replica's first sync starts at once, not after the default
+	// five seconds' wait for others to join it.
 	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}
+		"--save", "", "--appendonly", "no", "--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"),
+		"--repl-diskless-sync-delay", "0"}
 	if s.password != "" {
 		args = append(args, "--requirepass", s.password)
 	}
@@ -121,9 +124,29 @@ func (s *Redis) Stop() {
 func (s *Redis) String() string { return fmt.Sprintf("redis-server %s", s.Addr()) }
 
 // StartRedisReplica starts a redis-server replicating primary.
+// It returns once writes to the primary reach the replica: a primary
+// streams them only after the replica's first acknowledgement, which
+// comes up to a second after the initial sync.
 func StartRedisReplica(tb testing.TB, primary *Redis) *Redis {
 	tb.Helper()
-	return startRedis(tb, "", "--replicaof", "127.0.0.1", strconv.Itoa(primary.port))
+	r := startRedis(tb, "", "--replicaof", "127.0.0.1", strconv.Itoa(primary.port))
+	c, p := r.Client(), primary.Client()
+	marker := "testenv:replica:" + strconv.Itoa(r.port)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := p.Set(context.Background(), marker, "1", 0).Err()
+		if err == nil {
+			err = c.Get(context.Background(), marker).Err()
+		}
+		if err == nil {
+			p.Del(context.Background(), marker)
+			return r
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("replica %s does not receive %s's writes: %v\n%s", r.Addr(), primary.Addr(), err, r.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // StartSentinels starts n Redis Sentinels (redis-server --sentinel)
@@ -175,3 +198,9 @@ func StartSentinels(tb testing.TB, primary *Redis, master string, n int) []strin
 
 // Port is the server's port.
 func (s *Redis) Port() int { return s.port }
+
+// Log is the server's log so far, for a failing test to show.
+func (s *Redis) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	return string(b)
+}
