@@ -41,14 +41,16 @@ type storeFlags struct {
 	// sentinelPassword is the Sentinels' own (environment only).
 	sentinels, master string
 	sentinelPassword  string
-	prefix            string
-	algorithm         string
-	ca                string
-	cacheTTL          time.Duration
-	search            string
-	lease             time.Duration
-	staleReads        time.Duration
-	password          string // from the environment only
+	// cluster seeds a Redis Cluster client.
+	cluster    string
+	prefix     string
+	algorithm  string
+	ca         string
+	cacheTTL   time.Duration
+	search     string
+	lease      time.Duration
+	staleReads time.Duration
+	password   string // from the environment only
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet, e *env) error {
@@ -68,6 +70,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, e *env) error {
 	f.sentinelPassword = e.getenv("SCHEMAQ_REDIS_SENTINEL_PASSWORD")
 	fs.StringVar(&f.sentinels, "redis-sentinels", envString(e, "SCHEMAQ_REDIS_SENTINELS", ""), "the shared index's Redis through Sentinel: host:port of the Sentinels, comma-separated; the client follows the primary they name through a failover (--redis-url then gives only the user, password, database and TLS) [SCHEMAQ_REDIS_SENTINELS]")
 	fs.StringVar(&f.master, "redis-master", envString(e, "SCHEMAQ_REDIS_MASTER", ""), "with --redis-sentinels: the master name the Sentinels monitor [SCHEMAQ_REDIS_MASTER]")
+	fs.StringVar(&f.cluster, "redis-cluster", envString(e, "SCHEMAQ_REDIS_CLUSTER", ""), "the shared index on Redis Cluster: host:port of some of its nodes, comma-separated; searches run in memory (--redis-url then gives only the user, password and TLS) [SCHEMAQ_REDIS_CLUSTER]")
 	fs.StringVar(&f.redisURL, "redis-url", envString(e, "SCHEMAQ_REDIS_URL", ""), "shared index in Redis with the query engine: redis://[user:password@]host:port/db or rediss:// for TLS; empty uses the embedded SQLite index [SCHEMAQ_REDIS_URL]")
 	fs.StringVar(&f.prefix, "redis-prefix", envString(e, "SCHEMAQ_REDIS_PREFIX", "schemaq:"), "prefix of every Redis key and index [SCHEMAQ_REDIS_PREFIX]")
 	fs.StringVar(&f.algorithm, "redis-vector-algorithm", envString(e, "SCHEMAQ_REDIS_VECTOR_ALGORITHM", "HNSW"), "HNSW or FLAT (exact) [SCHEMAQ_REDIS_VECTOR_ALGORITHM]")
@@ -88,12 +91,15 @@ func (f *storeFlags) storeLease() time.Duration {
 }
 
 // shared reports whether the index is the shared Redis one.
-func (f *storeFlags) shared() bool { return f.redisURL != "" || f.sentinels != "" }
+func (f *storeFlags) shared() bool { return f.redisURL != "" || f.sentinels != "" || f.cluster != "" }
 
 // where names the Redis for logs and errors, without a password.
 func (f *storeFlags) where() string {
-	if f.sentinels != "" {
+	switch {
+	case f.sentinels != "":
 		return fmt.Sprintf("Sentinel master %s via %s", f.master, f.sentinels)
+	case f.cluster != "":
+		return "Redis Cluster via " + f.cluster
 	}
 	return redact.URL(f.redisURL)
 }
@@ -129,20 +135,34 @@ func (f *storeFlags) client() (redis.UniversalClient, error) {
 		opt.TLSConfig.MinVersion = tls.VersionTLS12
 	}
 	opt.ClientName = "schemaq"
-	if f.sentinels == "" {
+	switch {
+	case f.sentinels != "" && f.cluster != "":
+		return nil, usagef("--redis-sentinels and --redis-cluster name two kinds of Redis; give one")
+	case f.cluster != "":
+		if opt.DB != 0 {
+			return nil, usagef("--redis-cluster: Redis Cluster has database 0 only, and --redis-url names %d", opt.DB)
+		}
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: hostPorts(f.cluster), Username: opt.Username, Password: opt.Password,
+			TLSConfig: opt.TLSConfig, ClientName: opt.ClientName}), nil
+	case f.sentinels == "":
 		return redis.NewClient(opt), nil
-	}
-	if f.master == "" {
+	case f.master == "":
 		return nil, usagef("--redis-sentinels needs --redis-master (SCHEMAQ_REDIS_MASTER): the master name the Sentinels monitor")
 	}
-	var addrs []string
-	for _, a := range strings.Split(f.sentinels, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
+	addrs := hostPorts(f.sentinels)
 	return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: f.master, SentinelAddrs: addrs, SentinelPassword: f.sentinelPassword,
 		Username: opt.Username, Password: opt.Password, DB: opt.DB, TLSConfig: opt.TLSConfig, ClientName: opt.ClientName}), nil
+}
+
+// hostPorts splits a comma-separated list of host:port.
+func hostPorts(list string) []string {
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // openStore opens the chosen store for vectors of dim dimensions from

@@ -33,6 +33,8 @@ func TestRedisStoreWiring(t *testing.T) {
 		{"daemon searching in plain Redis", []string{"daemon", "--redis-search", "server"}, map[string]string{"SCHEMAQ_REDIS_URL": srv.URL()}, exitFailure, "no search module"},
 		{"no Redis there", []string{"daemon"}, map[string]string{"SCHEMAQ_REDIS_URL": "redis://127.0.0.1:1/0"}, exitFailure, "unreachable"},
 		{"password stays out of errors", []string{"daemon"}, map[string]string{"SCHEMAQ_REDIS_URL": "redis://app:s3cret@127.0.0.1:1/0"}, exitFailure, "app:xxxxx@127.0.0.1:1"},
+		{"Sentinels and a cluster", []string{"daemon"}, map[string]string{"SCHEMAQ_REDIS_SENTINELS": "127.0.0.1:26379", "SCHEMAQ_REDIS_MASTER": "m", "SCHEMAQ_REDIS_CLUSTER": "127.0.0.1:7000"}, exitUsage, "give one"},
+		{"a cluster's database", []string{"daemon", "--redis-cluster", "127.0.0.1:7000"}, map[string]string{"SCHEMAQ_REDIS_URL": "redis://127.0.0.1:7000/3"}, exitUsage, "database 0 only"},
 		{"bad URL", []string{"daemon"}, map[string]string{"SCHEMAQ_REDIS_URL": "http://x"}, exitUsage, "--redis-url"},
 		{"CA without TLS", []string{"daemon", "--redis-ca", "ca.pem"}, map[string]string{"SCHEMAQ_REDIS_URL": srv.URL()}, exitUsage, "not a rediss:// URL"},
 		{"serve with a shared index", []string{"serve"}, map[string]string{"SCHEMAQ_REDIS_URL": srv.URL()}, exitUsage, "run `schemaq worker` and `schemaq daemon`"},

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,4 +204,56 @@ func (s *Redis) Port() int { return s.port }
 func (s *Redis) Log() string {
 	b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
 	return string(b)
+}
+
+// StartRedisCluster starts n redis-server primaries as one Redis Cluster
+// (no replicas), the slots split evenly between them, and returns once
+// every node reports the cluster ok.
+func StartRedisCluster(tb testing.TB, n int) []*Redis {
+	tb.Helper()
+	nodes := make([]*Redis, n)
+	for i := range nodes {
+		nodes[i] = startRedis(tb, "", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")
+	}
+	ctx := context.Background()
+	for i, node := range nodes {
+		c := node.Client()
+		from, to := i*16384/n, (i+1)*16384/n-1
+		if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", from, to).Err(); err != nil {
+			tb.Fatalf("cluster: assign slots %d-%d to %s: %v", from, to, node, err)
+		}
+		if i > 0 {
+			if err := nodes[0].Client().ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(node.port)).Err(); err != nil {
+				tb.Fatalf("cluster: meet %s: %v", node, err)
+			}
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, node := range nodes {
+		c := node.Client()
+		for {
+			info, err := c.ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)+"\r") {
+				break
+			}
+			if time.Now().After(deadline) {
+				tb.Fatalf("cluster: %s is not ok: %v\n%s", node, err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nodes
+}
+
+// ClusterClient is a Redis Cluster client seeded with nodes, closed when
+// the test ends.
+func ClusterClient(tb testing.TB, nodes []*Redis) *redis.ClusterClient {
+	tb.Helper()
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.Addr()
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	tb.Cleanup(func() { c.Close() })
+	return c
 }

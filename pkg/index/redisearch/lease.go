@@ -75,9 +75,9 @@ func (s *Store) lease() time.Duration {
 	return s.opt.Lease
 }
 
-func (s *Store) readersKey() string   { return s.opt.Prefix + "readers" }
-func (s *Store) acksKey() string      { return s.opt.Prefix + "acks" }
-func (s *Store) announcedKey() string { return s.opt.Prefix + "announced" }
+func (s *Store) readersKey() string   { return s.opt.Prefix + "{lease}:readers" }
+func (s *Store) acksKey() string      { return s.opt.Prefix + "{lease}:acks" }
+func (s *Store) announcedKey() string { return s.opt.Prefix + "{lease}:announced" }
 func (s *Store) channel() string      { return s.opt.Prefix + "changes" }
 
 // pendingReaders is the Lua the announcement scripts share: it drops
@@ -525,22 +525,19 @@ func (s *Store) recheckHeld(ctx context.Context) {
 	if len(dbs) == 0 {
 		return
 	}
-	fields := make([]string, len(dbs))
-	for i, db := range dbs {
-		fields[i] = "g:" + db
-	}
 	pipe := s.rdb.Pipeline()
-	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v), fields...)
+	genCmds := make([]*redis.StringCmd, len(dbs))
 	locks := make([]*redis.IntCmd, len(dbs))
 	for i, db := range dbs {
+		genCmds[i] = pipe.HGet(ctx, s.gensKeyAt(v, db), "g:"+db)
 		locks[i] = pipe.Exists(ctx, s.lockKeyAt(v, db))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return // the next renewal tries again
 	}
 	var moved []string
-	for i, val := range genCmd.Val() {
-		if intOf(val) != gens[i] && locks[i].Val() == 0 {
+	for i, c := range genCmds {
+		if now, _ := c.Int64(); now != gens[i] && locks[i].Val() == 0 {
 			moved = append(moved, dbs[i])
 		}
 	}

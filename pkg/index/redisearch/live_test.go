@@ -39,7 +39,7 @@ func liveClient(t *testing.T) *redis.Client {
 
 // openLive opens a store under a prefix of its own and removes every key
 // and index of it when the test ends.
-func openLive(t *testing.T, rdb *redis.Client, opt Options) *Store {
+func openLive(t *testing.T, rdb redis.UniversalClient, opt Options) *Store {
 	t.Helper()
 	if opt.Prefix == "" {
 		opt.Prefix = "schemaqtest:" + nuid.Next() + ":"

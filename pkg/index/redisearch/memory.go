@@ -252,7 +252,7 @@ func genFields(db string) []string { return []string{"g:" + db, "h:" + db, "l:" 
 // readGen reads db's generation, change-log horizon and landing mark in
 // version v.
 func (s *Store) readGen(ctx context.Context, v int, db string) (gen, horizon int64, landing bool, err error) {
-	vals, err := s.rdb.HMGet(ctx, s.gensKeyAt(v), genFields(db)...).Result()
+	vals, err := s.rdb.HMGet(ctx, s.gensKeyAt(v, db), genFields(db)...).Result()
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -400,7 +400,7 @@ func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.S
 // MULTI, so that they agree.
 func (s *Store) changedSince(ctx context.Context, v int, db string, since int64) (gen, horizon int64, landing bool, ids []string, err error) {
 	pipe := s.rdb.TxPipeline()
-	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v), genFields(db)...)
+	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v, db), genFields(db)...)
 	var idsCmd *redis.StringSliceCmd
 	if since < 0 {
 		idsCmd = pipe.SMembers(ctx, s.dbKeyAt(v, db))
@@ -428,7 +428,7 @@ func (s *Store) readChunks(ctx context.Context, v int, db string, ids []string, 
 		for i, id := range batch {
 			cmds[i] = pipe.HMGet(ctx, s.chunkKeyAt(v, id), hydrated...)
 		}
-		genCmd := pipe.HMGet(ctx, s.gensKeyAt(v), genFields(db)...)
+		genCmd := pipe.HMGet(ctx, s.gensKeyAt(v, db), genFields(db)...)
 		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 			return nil, nil, false, false, fmt.Errorf("load %s: %w", db, classify(err))
 		}

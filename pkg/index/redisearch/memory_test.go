@@ -107,7 +107,7 @@ func TestMemorySnapshotFollowsOtherWriters(t *testing.T) {
 	if _, err := writer.Upsert(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	if h, _ := rdb.HGet(ctx, writer.gensKey(), "h:shop").Int64(); h == 0 {
+	if h, _ := rdb.HGet(ctx, writer.gensKey("shop"), "h:shop").Int64(); h == 0 {
 		t.Fatal("the change log has no horizon after more generations than it keeps")
 	}
 	if n, _ := rdb.ZCard(ctx, writer.changesKey("shop")).Result(); n > 3 {
@@ -521,7 +521,7 @@ func TestBatchedProjectionLandsWhole(t *testing.T) {
 	}
 	// A batched projection to version 2 stopped after its first batches:
 	// the mark, and part of the chunks.
-	if err := rdb.HSet(ctx, writer.gensKey(), "l:shop", 2).Err(); err != nil {
+	if err := rdb.HSet(ctx, writer.gensKey("shop"), "l:shop", 2).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := writer.Upsert(ctx, tables(11, 60, 2)); err != nil {
@@ -535,14 +535,14 @@ func TestBatchedProjectionLandsWhole(t *testing.T) {
 	if err != nil || res.Written != 200 {
 		t.Fatalf("the projection again: %+v %v", res, err)
 	}
-	if n, _ := rdb.HExists(ctx, writer.gensKey(), "l:shop").Result(); n {
+	if n, _ := rdb.HExists(ctx, writer.gensKey("shop"), "l:shop").Result(); n {
 		t.Error("the landing mark outlived the projection")
 	}
 	if n := count(); n != 210 {
 		t.Errorf("after the projection landed the reader sees %d tables, want 210", n)
 	}
 	// A reader that holds nothing loads what is there.
-	if err := rdb.HSet(ctx, writer.gensKey(), "l:shop", 3).Err(); err != nil {
+	if err := rdb.HSet(ctx, writer.gensKey("shop"), "l:shop", 3).Err(); err != nil {
 		t.Fatal(err)
 	}
 	fresh := inMemory(t, rdb, "t:", dim)

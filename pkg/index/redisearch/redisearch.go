@@ -38,7 +38,7 @@ import (
 
 // layoutVersion changes when the hash fields, the index schema or the
 // analysis change; a new one makes workers build the next index version.
-const layoutVersion = "2"
+const layoutVersion = "3" // 3: every key of a database carries its hash tag
 
 // Version thresholds of the search module, as MODULE LIST reports them
 // (major*10000 + minor*100 + patch).
@@ -158,6 +158,12 @@ func Open(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, 
 		return nil, fmt.Errorf("redisearch: search must be %q or %q, got %q", SearchMemory, SearchServer, opt.Search)
 	}
 	s := &Store{rdb: rdb, opt: opt, spec: specOf(opt)}
+	if _, cluster := rdb.(*redis.ClusterClient); cluster && opt.Search == SearchServer {
+		// Each shard's query engine indexes only its own slots; one
+		// search over all of them needs the engine's coordinator, which
+		// schemaq does not drive and could not test.
+		return nil, fmt.Errorf("redis cluster: --redis-search server needs the query engine's cluster coordinator, which schemaq does not support; --redis-search memory (the default) runs on Redis Cluster")
+	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redis %s unreachable: %w", addrOf(rdb), classify(err))
 	}
@@ -167,6 +173,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, 
 	}
 	if err := s.setCapabilities(v); err != nil {
 		return nil, fmt.Errorf("redis %s: %w", addrOf(rdb), err)
+	}
+	if _, cluster := rdb.(*redis.ClusterClient); cluster {
+		s.engine = false // a shard's index definitions would cover its own slots only
 	}
 	if err := s.resolveVersion(ctx); err != nil {
 		return nil, err
@@ -213,24 +222,49 @@ func specOf(opt Options) string {
 
 // Key names. Every version has its own hashes, id sets and projections,
 // so a version under construction never touches the one being served.
-func (s *Store) metaKey() string             { return s.opt.Prefix + "meta" }
-func (s *Store) alias() string               { return s.opt.Prefix + "idx" }
-func (s *Store) indexName(v int) string      { return s.opt.Prefix + "idx:v" + strconv.Itoa(v) }
-func (s *Store) versionPrefix(v int) string  { return s.opt.Prefix + "v" + strconv.Itoa(v) + ":" }
-func (s *Store) chunkPrefix(v int) string    { return s.versionPrefix(v) + "c:" }
-func (s *Store) projectedKey() string        { return s.versionPrefix(s.ver()) + "projected" }
-func (s *Store) chunkKey(id string) string   { return s.chunkKeyAt(s.ver(), id) }
-func (s *Store) dbKey(db string) string      { return s.dbKeyAt(s.ver(), db) }
-func (s *Store) gensKey() string             { return s.gensKeyAt(s.ver()) }
-func (s *Store) changesKey(db string) string { return s.changesKeyAt(s.ver(), db) }
+// Every key of one database carries the database as its hash tag
+// ({shop}), so that on Redis Cluster they share a slot and the scripts
+// and MULTIs that touch several of them stay atomic; the lease's keys
+// share the tag {lease}. Database names are [a-z0-9_-], so a tag never
+// holds a brace.
+func (s *Store) metaKey() string            { return s.opt.Prefix + "meta" }
+func (s *Store) alias() string              { return s.opt.Prefix + "idx" }
+func (s *Store) indexName(v int) string     { return s.opt.Prefix + "idx:v" + strconv.Itoa(v) }
+func (s *Store) versionPrefix(v int) string { return s.opt.Prefix + "v" + strconv.Itoa(v) + ":" }
+func (s *Store) chunkPrefix(v int) string   { return s.versionPrefix(v) + "c:" }
+func dbTag(db string) string                { return "{" + db + "}" }
+
+func (s *Store) chunkKey(id string) string         { return s.chunkKeyAt(s.ver(), id) }
+func (s *Store) dbKey(db string) string            { return s.dbKeyAt(s.ver(), db) }
+func (s *Store) gensKey(db string) string          { return s.gensKeyAt(s.ver(), db) }
+func (s *Store) changesKey(db string) string       { return s.changesKeyAt(s.ver(), db) }
+func (s *Store) projectedKey(db string) string     { return s.projectedKeyAt(s.ver(), db) }
+func (s *Store) lockKey(db string) string          { return s.lockKeyAt(s.ver(), db) }
+func (s *Store) dbKeyAt(v int, db string) string   { return s.versionPrefix(v) + "db:" + dbTag(db) }
+func (s *Store) gensKeyAt(v int, db string) string { return s.versionPrefix(v) + "gens:" + dbTag(db) }
+func (s *Store) lockKeyAt(v int, db string) string { return s.versionPrefix(v) + "lock:" + dbTag(db) }
 
 // The same keys in a given version: a search in memory reads one version
 // throughout, whatever the alias does meanwhile.
-func (s *Store) chunkKeyAt(v int, id string) string   { return s.chunkPrefix(v) + id }
-func (s *Store) dbKeyAt(v int, db string) string      { return s.versionPrefix(v) + "db:" + db }
-func (s *Store) gensKeyAt(v int) string               { return s.versionPrefix(v) + "gens" }
-func (s *Store) changesKeyAt(v int, db string) string { return s.versionPrefix(v) + "changes:" + db }
-func (s *Store) cacheKey(k string) string             { return s.opt.Prefix + "emb:" + k }
+func (s *Store) changesKeyAt(v int, db string) string {
+	return s.versionPrefix(v) + "changes:" + dbTag(db)
+}
+
+func (s *Store) projectedKeyAt(v int, db string) string {
+	return s.versionPrefix(v) + "projected:" + dbTag(db)
+}
+
+// chunkKeyAt is the hash of chunk id, whose id begins with its database
+// (db:kind:name[:part]).
+func (s *Store) chunkKeyAt(v int, id string) string {
+	db, rest, ok := strings.Cut(id, ":")
+	if !ok {
+		return s.chunkPrefix(v) + id
+	}
+	return s.chunkPrefix(v) + dbTag(db) + ":" + rest
+}
+
+func (s *Store) cacheKey(k string) string { return s.opt.Prefix + "emb:" + k }
 
 // Version is the index version this store reads and writes.
 func (s *Store) Version() int { return s.ver() }
@@ -507,15 +541,35 @@ func (s *Store) dropIndex(ctx context.Context, name string) error {
 }
 
 // unlinkMatching removes every key matching pattern, scanning and
-// unlinking a thousand at a time so the server is never blocked long.
+// unlinking a thousand at a time so the server is never blocked long. On
+// Redis Cluster every primary is scanned, and keys are unlinked one per
+// command, as a command's keys must share a slot there.
 func (s *Store) unlinkMatching(ctx context.Context, pattern string) error {
-	iter := s.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return unlinkOn(ctx, c, pattern, true)
+		})
+	}
+	return unlinkOn(ctx, s.rdb, pattern, false)
+}
+
+func unlinkOn(ctx context.Context, rdb redis.Cmdable, pattern string, oneByOne bool) error {
+	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 	keys := make([]string, 0, 1000)
 	flush := func() error {
 		if len(keys) == 0 {
 			return nil
 		}
-		err := s.rdb.Unlink(ctx, keys...).Err()
+		var err error
+		if oneByOne {
+			pipe := rdb.Pipeline()
+			for _, k := range keys {
+				pipe.Unlink(ctx, k)
+			}
+			_, err = pipe.Exec(ctx)
+		} else {
+			err = rdb.Unlink(ctx, keys...).Err()
+		}
 		keys = keys[:0]
 		return classify(err)
 	}
@@ -733,8 +787,11 @@ func classify(err error) error {
 }
 
 func addrOf(rdb redis.UniversalClient) string {
-	if c, ok := rdb.(*redis.Client); ok {
+	switch c := rdb.(type) {
+	case *redis.Client:
 		return c.Options().Addr
+	case *redis.ClusterClient:
+		return "cluster " + strings.Join(c.Options().Addrs, ",")
 	}
 	return "server"
 }

@@ -139,7 +139,7 @@ func TestWritesOnPlainRedis(t *testing.T) {
 	if n, _ := s.Count(ctx, index.Filter{Database: "hr"}); n != 1 {
 		t.Error("DeleteDatabase touched another database")
 	}
-	keys, _ := s.rdb.Keys(ctx, s.versionPrefix(1)+"c:shop:*").Result()
+	keys, _ := s.rdb.Keys(ctx, s.versionPrefix(1)+"c:{shop}:*").Result()
 	if len(keys) != 0 {
 		t.Errorf("hashes left behind: %v", keys)
 	}

@@ -265,7 +265,7 @@ func (s *Store) Touch(ctx context.Context, db string, ids []string, version int6
 	}
 	defer s.announced(ctx, &err, db)
 	n, err = s.runBatched(ctx, touchScript, len(ids), func(i int) ([]string, []any) {
-		return []string{s.chunkKey(ids[i]), s.gensKey(), s.changesKey(db)}, []any{hexTag(db), version, db, ids[i]}
+		return []string{s.chunkKey(ids[i]), s.gensKey(db), s.changesKey(db)}, []any{hexTag(db), version, db, ids[i]}
 	})
 	if err != nil {
 		return n, fmt.Errorf("touch %d chunks of %s: %w", len(ids), db, err)
@@ -275,12 +275,12 @@ func (s *Store) Touch(ctx context.Context, db string, ids []string, version int6
 
 // upsertCall is upsertScript's keys and arguments for one chunk.
 func (s *Store) upsertCall(r index.Record) ([]string, []any) {
-	return []string{s.chunkKey(r.ID), s.dbKey(r.Database), s.gensKey(), s.changesKey(r.Database)}, append([]any{r.Version, r.ID, r.Database}, hashFields(r)...)
+	return []string{s.chunkKey(r.ID), s.dbKey(r.Database), s.gensKey(r.Database), s.changesKey(r.Database)}, append([]any{r.Version, r.ID, r.Database}, hashFields(r)...)
 }
 
 // deleteCall is deleteScript's keys and arguments for one chunk of db.
 func (s *Store) deleteCall(db, id, below string) ([]string, []any) {
-	return []string{s.chunkKey(id), s.dbKey(db), s.gensKey(), s.changesKey(db)}, []any{hexTag(db), id, below, db}
+	return []string{s.chunkKey(id), s.dbKey(db), s.gensKey(db), s.changesKey(db)}, []any{hexTag(db), id, below, db}
 }
 
 func (s *Store) deleteIDs(ctx context.Context, db string, ids []string, below string) (int, error) {
@@ -411,10 +411,10 @@ func (s *Store) DeleteDatabase(ctx context.Context, db string) (err error) {
 		_, err = s.deleteIDs(ctx, db, ids, "")
 	}
 	if err == nil {
-		err = s.rdb.HDel(ctx, s.projectedKey(), db).Err()
+		err = s.rdb.HDel(ctx, s.projectedKey(db), db).Err()
 	}
 	if err == nil {
-		err = s.rdb.HDel(ctx, s.gensKey(), "l:"+db).Err() // a failed landing goes with its database
+		err = s.rdb.HDel(ctx, s.gensKey(db), "l:"+db).Err() // a failed landing goes with its database
 	}
 	if err != nil {
 		return fmt.Errorf("delete database %s: %w", db, classify(err))
@@ -467,7 +467,7 @@ func (s *Store) Metas(ctx context.Context, f index.Filter) (map[string]index.Met
 
 // Projected implements index.Store.
 func (s *Store) Projected(ctx context.Context, db string) (int64, error) {
-	v, err := s.rdb.HGet(ctx, s.projectedKey(), db).Int64()
+	v, err := s.rdb.HGet(ctx, s.projectedKey(db), db).Int64()
 	if err == redis.Nil {
 		return 0, nil
 	}
@@ -479,28 +479,29 @@ func (s *Store) Projected(ctx context.Context, db string) (int64, error) {
 
 // SetProjected implements index.Store; it never lowers the version.
 func (s *Store) SetProjected(ctx context.Context, db string, version int64) error {
-	if err := setProjectedScript.Run(ctx, s.rdb, []string{s.projectedKey()}, db, version).Err(); err != nil && err != redis.Nil {
+	if err := setProjectedScript.Run(ctx, s.rdb, []string{s.projectedKey(db)}, db, version).Err(); err != nil && err != redis.Nil {
 		return fmt.Errorf("set projected version of %s: %w", db, classify(err))
 	}
 	return nil
 }
 
-// GetVectors implements embed.CacheStore: one MGET per batch.
+// GetVectors implements embed.CacheStore: one pipeline of GETs per
+// batch (an MGET's keys would have to share a slot on Redis Cluster).
 func (s *Store) GetVectors(ctx context.Context, keys []string) (map[string][]float32, error) {
 	out := make(map[string][]float32, len(keys))
 	for start := 0; start < len(keys); start += batchSize {
 		batch := keys[start:min(start+batchSize, len(keys))]
-		rk := make([]string, len(batch))
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.StringCmd, len(batch))
 		for i, k := range batch {
-			rk[i] = s.cacheKey(k)
+			cmds[i] = pipe.Get(ctx, s.cacheKey(k))
 		}
-		vals, err := s.rdb.MGet(ctx, rk...).Result()
-		if err != nil {
+		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 			return nil, fmt.Errorf("embedding cache: %w", classify(err))
 		}
-		for i, v := range vals {
-			if b := str(v); b != "" {
-				out[batch[i]] = index.DecodeVector([]byte(b))
+		for i, c := range cmds {
+			if b, err := c.Bytes(); err == nil && len(b) > 0 {
+				out[batch[i]] = index.DecodeVector(b)
 			}
 		}
 	}
@@ -547,10 +548,6 @@ var extendScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 `)
-
-func (s *Store) lockKey(db string) string { return s.lockKeyAt(s.ver(), db) }
-
-func (s *Store) lockKeyAt(v int, db string) string { return s.versionPrefix(v) + "lock:" + db }
 
 // ReplaceSchema implements index.Replacer: only new and changed chunks
 // are written, and the chunks the catalog no longer produces deleted.
@@ -626,7 +623,7 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (_ ind
 	// writer's, or its Redis failing over with part of the batches) they
 	// keep it until a projection lands whole.
 	var out index.Replaced
-	if err := s.rdb.HSet(ctx, s.gensKey(), "l:"+r.Database, r.Version).Err(); err != nil {
+	if err := s.rdb.HSet(ctx, s.gensKey(r.Database), "l:"+r.Database, r.Version).Err(); err != nil {
 		return out, fmt.Errorf("replace schema chunks of %s: mark landing: %w", r.Database, classify(err))
 	}
 	if out.Written, err = s.upsert(ctx, r.Upserts); err != nil {
@@ -635,7 +632,7 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (_ ind
 	if out.Deleted, err = s.deleteIDs(ctx, r.Database, gone, ""); err != nil {
 		return out, fmt.Errorf("replace schema chunks of %s: %w", r.Database, err)
 	}
-	if err := landedScript.Run(ctx, s.rdb, []string{s.projectedKey(), s.gensKey()}, r.Database, r.Version).Err(); err != nil {
+	if err := landedScript.Run(ctx, s.rdb, []string{s.projectedKey(r.Database), s.gensKey(r.Database)}, r.Database, r.Version).Err(); err != nil {
 		return out, fmt.Errorf("set projected version of %s: %w", r.Database, classify(err))
 	}
 	return out, nil
@@ -677,7 +674,7 @@ func (s *Store) replaceAtomically(ctx context.Context, r index.SchemaReplace, go
 		keys, args := s.deleteCall(db, id, "")
 		dels[i] = deleteScript.Eval(ctx, pipe, keys, args...)
 	}
-	projected := landedScript.Eval(ctx, pipe, []string{s.projectedKey(), s.gensKey()}, db, r.Version)
+	projected := landedScript.Eval(ctx, pipe, []string{s.projectedKey(db), s.gensKey(db)}, db, r.Version)
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		// A call refused as it was queued aborts the MULTI (EXECABORT);
 		// one that failed as it ran (out of memory) leaves the others
