@@ -105,6 +105,16 @@ func runPublish(ctx context.Context, e *env, args []string) (err error) {
 	cli.OnPublishRetry(func(attempt int, err error) {
 		fmt.Fprintf(e.stderr, "publish: JetStream did not answer (%v); retrying (attempt %d): a cluster electing a new leader takes seconds\n", err, attempt)
 	})
+	cli.OnWaitProgress(func(p client.WaitProgress) {
+		switch {
+		case p.Catalog < p.Want:
+			fmt.Fprintf(e.stderr, "publish: waiting: catalog %s at version %d of %d\n", p.Database, p.Catalog, p.Want)
+		case p.Unconfirmed != nil:
+			fmt.Fprintf(e.stderr, "publish: waiting: catalog %s at version %d; no daemon confirms the index yet (%v)\n", p.Database, p.Catalog, p.Unconfirmed)
+		default:
+			fmt.Fprintf(e.stderr, "publish: waiting: catalog %s at version %d, the index at %d\n", p.Database, p.Catalog, p.Indexed)
+		}
+	})
 	type result struct {
 		ID        string `json:"id"`
 		Type      string `json:"type"`

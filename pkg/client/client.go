@@ -36,6 +36,9 @@ type Client struct {
 	// onRetry hears of each publish or catalog read retried
 	// (OnPublishRetry).
 	onRetry func(attempt int, err error)
+	// onWait hears where a wait for a catalog version stands
+	// (OnWaitProgress).
+	onWait func(WaitProgress)
 }
 
 // OnPublishRetry sets fn to be told of every publish, and every read of

@@ -313,3 +313,27 @@ func TestPublishRidesOutALeaderElection(t *testing.T) {
 	})
 	t.Logf("%d publishes retried during the election", retries)
 }
+
+// A wait that goes on says where it stands every few seconds: a publish
+// --wait through a failover or a long history is not silent.
+func TestWaitReportsProgress(t *testing.T) {
+	ctx := context.Background()
+	js, cli := connect(t)
+	kv, err := streams.Ensure(ctx, js, streams.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalogkv.New(kv).Put(ctx, snapshot(t, "shop", 3, 2), 0); err != nil {
+		t.Fatal(err)
+	}
+	var reports []client.WaitProgress
+	cli.OnWaitProgress(func(p client.WaitProgress) { reports = append(reports, p) })
+	wctx, cancel := context.WithTimeout(ctx, 6*time.Second)
+	defer cancel()
+	if _, err := cli.WaitApplied(wctx, "shop", 5, time.Now()); err == nil || !strings.Contains(err.Error(), "reached version 3, not 5") {
+		t.Errorf("wait for a version never reached: %v", err)
+	}
+	if len(reports) == 0 || reports[0].Catalog != 3 || reports[0].Want != 5 || reports[0].Database != "shop" {
+		t.Errorf("progress reports: %+v", reports)
+	}
+}

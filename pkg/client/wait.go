@@ -31,6 +31,7 @@ func (e *DeadLetteredError) Error() string {
 func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since time.Time) (int, error) {
 	var version, indexed, served int64
 	var indexErr error
+	nextReport := time.Now().Add(waitReportEvery)
 	// The dead-letter stream and the catalog bucket are opened once, when
 	// they exist; each poll is then one read of each (the version from
 	// the entry's header, without decoding the catalog).
@@ -71,6 +72,10 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 				indexed, served = rep.Indexed, rep.Version
 			}
 		}
+		if c.onWait != nil && time.Now().After(nextReport) {
+			nextReport = time.Now().Add(waitReportEvery)
+			c.onWait(WaitProgress{Database: db, Want: want, Catalog: version, Indexed: indexed, Unconfirmed: indexErr})
+		}
 		select {
 		case <-ctx.Done():
 			switch {
@@ -86,6 +91,25 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 		}
 	}
 }
+
+// WaitProgress is where a wait for a catalog version stands, for a
+// caller that reports it (OnWaitProgress).
+type WaitProgress struct {
+	Database string
+	Want     int64 // the catalog version waited for
+	Catalog  int64 // the catalog's version now
+	Indexed  int64 // the version a daemon last said its index reflects
+	// Unconfirmed is why no daemon answered the last poll, if none did.
+	Unconfirmed error
+}
+
+// waitReportEvery spaces progress reports: a wait through a failover or
+// a long history says where it stands without flooding a CI log.
+const waitReportEvery = 5 * time.Second
+
+// OnWaitProgress sets fn to be told, every few seconds of a wait for a
+// catalog version, where it stands. Set it before waiting.
+func (c *Client) OnWaitProgress(fn func(WaitProgress)) { c.onWait = fn }
 
 // WaitIndexed waits until every doc and example in want is indexed at
 // least at the version given (the stream sequence its event was published
