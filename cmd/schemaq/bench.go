@@ -48,7 +48,7 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	docsFile := fs.String("docs", "", "JSONL whose --docs-field of each line is indexed beside the schema as a doc section; lines whose id or question is one of --questions' are left out")
 	docsField := fs.String("docs-field", "text", "the string field of each --docs line that is its section (BIRD: evidence)")
 	feedback := fs.Bool("feedback", false, "with --examples: index only the examples the feedback endpoint would store (the SQL passes the guard against the schema), as a deployment that learns from feedback has them")
-	sqliteSQL := fs.Bool("sqlite-sql", false, "with --feedback: the examples' SQL is SQLite's (BIRD's, Spider's); rewrite what is mechanical (backticks, the case of names, LIMIT a, b) for PostgreSQL first")
+	sqliteSQL := fs.Bool("sqlite-sql", false, "with --feedback: the examples' SQL is SQLite's (BIRD's, Spider's); rewrite what is mechanical (backticks, the case of names, LIMIT a, b, SQLite's functions) for PostgreSQL first")
 	examplesFile := fs.String("examples", "", "worked examples JSONL (question and sql or gold_sql) to index beside the schema; lines whose id or question is one of --questions' are left out")
 	ks := fs.String("k", "1,3,5,10,15,20", "comma-separated cut-offs")
 	asJSON := fs.Bool("json", false, "print one JSON object")
