@@ -18,8 +18,8 @@ import (
 
 // TestServeSurvivesANodeLoss: two serve replicas on a three-node NATS
 // cluster with every asset at three replicas. A node dies: the leader of
-// the SCHEMAQ stream while 300 migrations are being published, or the
-// leader of the catalog bucket while searches run. The publish succeeds,
+// the SCHEMAQ stream, or the leader of the catalog bucket, while 300
+// migrations are being published or while searches run. The publish succeeds,
 // every table is searchable on both replicas, nothing is dead-lettered,
 // and at least 95% of the searches are answered, without a restart.
 //
@@ -34,6 +34,8 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 		midIngest   bool   // while publishing (else after it, while searches run)
 	}{
 		{"the stream leader, mid-ingest", events.Stream, true},
+		{"the stream leader, mid-search", events.Stream, false},
+		{"the catalog bucket's leader, mid-ingest", "KV_" + events.CatalogBucket, true},
 		{"the catalog bucket's leader, mid-search", "KV_" + events.CatalogBucket, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
