@@ -91,7 +91,7 @@ func New(kv jetstream.KeyValue, opts ...Option) *Store {
 }
 
 func (s *Store) Get(ctx context.Context, db string) (*catalog.Catalog, uint64, error) {
-	e, err := s.kv.Get(ctx, db)
+	e, err := s.get(ctx, db)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return catalog.New(db), 0, nil
 	}
@@ -121,7 +121,7 @@ var ErrCorrupt = errors.New("catalog entry does not decode")
 // header claims (-1 when the header is unreadable too), without decoding
 // the catalog: what a rebuild of a corrupt entry starts from.
 func (s *Store) Entry(ctx context.Context, db string) (rev uint64, version int64, err error) {
-	e, err := s.kv.Get(ctx, db)
+	e, err := s.get(ctx, db)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, 0, nil
 	}
@@ -168,9 +168,9 @@ func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64
 	s.mu.Unlock()
 	var next uint64
 	if rev == 0 {
-		next, err = s.kv.Create(ctx, c.Database, b)
+		next, err = bounded(ctx, func(ctx context.Context) (uint64, error) { return s.kv.Create(ctx, c.Database, b) })
 	} else {
-		next, err = s.kv.Update(ctx, c.Database, b, rev)
+		next, err = bounded(ctx, func(ctx context.Context) (uint64, error) { return s.kv.Update(ctx, c.Database, b, rev) })
 	}
 	if err != nil && object != "" {
 		s.dropObject(object)
@@ -611,7 +611,7 @@ func (s *Store) Revision(ctx context.Context, db string) (uint64, error) {
 // Version returns db's catalog version and entry revision (0 and 0: none)
 // without decoding the catalog, unless it was stored without a header.
 func (s *Store) Version(ctx context.Context, db string) (int64, uint64, error) {
-	e, err := s.kv.Get(ctx, db)
+	e, err := s.get(ctx, db)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, 0, nil
 	}
@@ -629,7 +629,7 @@ func (s *Store) Version(ctx context.Context, db string) (int64, uint64, error) {
 // fits its entry, or there is none. Whatever else lies under catalogs/db/
 // in the object store is left over from catalogs replaced since.
 func (s *Store) Object(ctx context.Context, db string) (string, error) {
-	e, err := s.kv.Get(ctx, db)
+	e, err := s.get(ctx, db)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", nil
 	}

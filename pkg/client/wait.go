@@ -32,6 +32,7 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 	var version, indexed, served int64
 	var indexErr error
 	nextReport := time.Now().Add(waitReportEvery)
+	var asked time.Time
 	// The dead-letter stream and the catalog bucket are opened once, when
 	// they exist; each poll is then one read of each (the version from
 	// the entry's header, without decoding the catalog).
@@ -56,7 +57,12 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 				}
 			}
 		}
-		if version >= want {
+		// The daemon is asked once the bucket shows the version, and
+		// every second before that too: its catalog follows the bucket
+		// by a watch, so it answers even while this client's reads of
+		// the bucket fail or lag (a node of the cluster just died).
+		if version >= want || time.Since(asked) > time.Second {
+			asked = time.Now()
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			rep, err := c.Tables(rctx, &events.TablesRequest{Database: db, Limit: 1})
 			cancel()
@@ -70,6 +76,7 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 			}
 			if err == nil {
 				indexed, served = rep.Indexed, rep.Version
+				version = max(version, rep.Version)
 			}
 		}
 		if c.onWait != nil && time.Now().After(nextReport) {
