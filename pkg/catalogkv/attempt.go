@@ -2,11 +2,10 @@ package catalogkv
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/schemaq/schemaq/pkg/streams"
 )
 
 // Requests to the bucket are bounded one by one. A request in flight
@@ -32,7 +31,7 @@ func retried[T any](ctx context.Context, read func(context.Context) (T, error)) 
 		actx, cancel := context.WithTimeout(ctx, readAttempt)
 		v, err := read(actx)
 		cancel()
-		if err == nil || ctx.Err() != nil || !unanswered(err) {
+		if err == nil || ctx.Err() != nil || !streams.Unanswered(err) {
 			return v, err
 		}
 		select {
@@ -50,18 +49,4 @@ func bounded[T any](ctx context.Context, write func(context.Context) (T, error))
 	actx, cancel := context.WithTimeout(ctx, writeAttempt)
 	defer cancel()
 	return write(actx)
-}
-
-// unanswered are the errors of a request no server answered in time, or
-// of a bucket electing its leader.
-func unanswered(err error) bool {
-	var api *jetstream.APIError
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
-		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
-		return true
-	case errors.As(err, &api):
-		return api.Code == 503
-	}
-	return false
 }

@@ -386,7 +386,7 @@ func (c *Client) ridingElections(ctx context.Context, stream string, op func(con
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := op(actx)
 		cancel()
-		if err == nil || !retryable(err) || ctx.Err() != nil || time.Now().Add(wait).After(until) || !c.streamThere(ctx, stream, err) {
+		if err == nil || !streams.Unanswered(err) || ctx.Err() != nil || time.Now().Add(wait).After(until) || !c.streamThere(ctx, stream, err) {
 			return err
 		}
 		if c.onRetry != nil {
@@ -410,18 +410,4 @@ func (c *Client) streamThere(ctx context.Context, stream string, err error) bool
 	defer cancel()
 	_, serr := c.js.Stream(sctx, stream)
 	return !errors.Is(serr, jetstream.ErrStreamNotFound) && !errors.Is(serr, jetstream.ErrJetStreamNotEnabled) && !errors.Is(serr, jetstream.ErrJetStreamNotEnabledForAccount)
-}
-
-// retryable are the publish errors of a stream that is there but not
-// answering now.
-func retryable(err error) bool {
-	var api *jetstream.APIError
-	switch {
-	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
-		errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return true
-	case errors.As(err, &api):
-		return api.Code == 503 // no leader, no quorum
-	}
-	return false
 }

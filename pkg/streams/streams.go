@@ -195,12 +195,22 @@ func ensureAsset(ctx context.Context, ensure func(context.Context) error) error 
 // time, a stream without a leader, or one another process is creating.
 func racing(err error) bool {
 	var api *jetstream.APIError
+	return Unanswered(err) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
+		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamNameInUse
+}
+
+// Unanswered reports whether err is a JetStream request's that no
+// server answered in time, or that found its stream without a leader
+// (503: no leader, no quorum): in a cluster, a node lost or an election
+// under way, which a new attempt may find over.
+func Unanswered(err error) bool {
+	var api *jetstream.APIError
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),
-		errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
 		return true
 	case errors.As(err, &api):
-		return api.Code == 503 || api.ErrorCode == jetstream.JSErrCodeStreamNameInUse
+		return api.Code == 503
 	}
 	return false
 }
