@@ -86,10 +86,7 @@ func postgresDialect(sql, schema string, cat *catalog.Catalog) string {
 			prev = strings.ToLower(word)
 			i = j
 		case unicode.IsLetter(r) || r == '_':
-			j := i
-			for j < len(rs) && (unicode.IsLetter(rs[j]) || unicode.IsDigit(rs[j]) || rs[j] == '_' || rs[j] == '$') {
-				j++
-			}
+			j := wordEnd(rs, i)
 			word := string(rs[i:j])
 			exact, ok := resolve(word, dotted)
 			// A name PostgreSQL reserves (user) is quoted where it can
@@ -215,10 +212,26 @@ func closing(rs []rune, i int, q rune) int {
 
 // calls reports whether a word ending before j is a function's name.
 func calls(rs []rune, j int) bool {
+	j = skipSpace(rs, j)
+	return j < len(rs) && rs[j] == '('
+}
+
+// wordEnd is the index after the word (letters, digits, _ and $) that
+// begins at i.
+func wordEnd(rs []rune, i int) int {
+	for i < len(rs) && (unicode.IsLetter(rs[i]) || unicode.IsDigit(rs[i]) || rs[i] == '_' || rs[i] == '$') {
+		i++
+	}
+	return i
+}
+
+// skipSpace is the index of the first rune at or after j that is not
+// white space.
+func skipSpace(rs []rune, j int) int {
 	for j < len(rs) && unicode.IsSpace(rs[j]) {
 		j++
 	}
-	return j < len(rs) && rs[j] == '('
+	return j
 }
 
 // plain reports whether PostgreSQL reaches name unquoted.

@@ -95,15 +95,9 @@ func rewriteCalls(sql string) string {
 			b.WriteString(string(rs[i:j]))
 			i = j
 		case unicode.IsLetter(r) || r == '_':
-			j := i
-			for j < len(rs) && (unicode.IsLetter(rs[j]) || unicode.IsDigit(rs[j]) || rs[j] == '_' || rs[j] == '$') {
-				j++
-			}
+			j := wordEnd(rs, i)
 			word := string(rs[i:j])
-			open := j
-			for open < len(rs) && unicode.IsSpace(rs[open]) {
-				open++
-			}
+			open := skipSpace(rs, j)
 			rewrite, known := sqliteCalls[strings.ToLower(word)]
 			if !known || open >= len(rs) || rs[open] != '(' || (i > 0 && rs[i-1] == '.') {
 				b.WriteString(word)
