@@ -136,13 +136,7 @@ func (n *natsFlags) register(fs *flag.FlagSet, e *env) {
 }
 
 func (n *natsFlags) config() natsconn.Config {
-	var urls []string
-	for _, u := range strings.Split(n.url, ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			urls = append(urls, u)
-		}
-	}
-	return natsconn.Config{URLs: urls, Name: n.name, Creds: n.creds, NKeySeed: n.nkey, User: n.user,
+	return natsconn.Config{URLs: commaList(n.url), Name: n.name, Creds: n.creds, NKeySeed: n.nkey, User: n.user,
 		Password: n.password, Token: n.token, CAFile: n.ca, CertFile: n.cert, KeyFile: n.key, ConnectTimeout: n.timeout}
 }
 

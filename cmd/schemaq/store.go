@@ -142,20 +142,21 @@ func (f *storeFlags) client() (redis.UniversalClient, error) {
 		if opt.DB != 0 {
 			return nil, usagef("--redis-cluster: Redis Cluster has database 0 only, and --redis-url names %d", opt.DB)
 		}
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: hostPorts(f.cluster), Username: opt.Username, Password: opt.Password,
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: commaList(f.cluster), Username: opt.Username, Password: opt.Password,
 			TLSConfig: opt.TLSConfig, ClientName: opt.ClientName}), nil
 	case f.sentinels == "":
 		return redis.NewClient(opt), nil
 	case f.master == "":
 		return nil, usagef("--redis-sentinels needs --redis-master (SCHEMAQ_REDIS_MASTER): the master name the Sentinels monitor")
 	}
-	addrs := hostPorts(f.sentinels)
+	addrs := commaList(f.sentinels)
 	return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: f.master, SentinelAddrs: addrs, SentinelPassword: f.sentinelPassword,
 		Username: opt.Username, Password: opt.Password, DB: opt.DB, TLSConfig: opt.TLSConfig, ClientName: opt.ClientName}), nil
 }
 
-// hostPorts splits a comma-separated list of host:port.
-func hostPorts(list string) []string {
+// commaList splits a comma-separated flag value (URLs, host:port),
+// leaving out blanks.
+func commaList(list string) []string {
 	var out []string
 	for _, a := range strings.Split(list, ",") {
 		if a = strings.TrimSpace(a); a != "" {
