@@ -337,3 +337,54 @@ func TestWaitReportsProgress(t *testing.T) {
 		t.Errorf("progress reports: %+v", reports)
 	}
 }
+
+// A wait goes on asking the catalog after the dead-letter stream's leader
+// dies. A request sent to a stream whose leader just died is never
+// answered; a wait that read the letters under its own deadline stopped
+// there, as a publish --wait once stopped for its two minutes after a
+// node was killed.
+func TestWaitOutlivesALetterStreamLeader(t *testing.T) {
+	servers := testenv.NATSCluster(t, 3)
+	nc, err := nats.Connect(testenv.ClusterURLs(servers), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := streams.DefaultConfig
+	cfg.Replicas = 3
+	kv, err := streams.Ensure(ctx, js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalogkv.New(kv).Put(ctx, snapshot(t, "shop", 3, 2), 0); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := js.Stream(ctx, events.DeadLetterStream)
+	info, err := s.Info(ctx)
+	if err != nil || info.Cluster == nil || info.Cluster.Leader == "" {
+		t.Fatalf("dead-letter stream info: %v %+v", err, info)
+	}
+	for _, ns := range servers {
+		if ns.Name() == info.Cluster.Leader {
+			ns.Shutdown()
+		}
+	}
+
+	cli, err := client.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []client.WaitProgress
+	cli.OnWaitProgress(func(p client.WaitProgress) { reports = append(reports, p) })
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := cli.WaitApplied(wctx, "shop", 5, time.Now()); err == nil || !strings.Contains(err.Error(), "reached version 3, not 5") {
+		t.Errorf("wait after the letters' leader died: %v", err)
+	}
+	if len(reports) == 0 || reports[len(reports)-1].Catalog != 3 {
+		t.Errorf("progress reports: %+v", reports)
+	}
+}

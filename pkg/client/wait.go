@@ -36,16 +36,11 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 	// The dead-letter stream and the catalog bucket are opened once, when
 	// they exist; each poll is then one read of each (the version from
 	// the entry's header, without decoding the catalog).
-	var letters *deadletter.Box
+	letters := c.watchLetters(db, since)
 	var cats jetstream.KeyValue
 	for {
-		if letters == nil {
-			letters, _ = deadletter.Open(ctx, c.js)
-		}
-		if letters != nil {
-			if l := letters.Last(ctx, db, since); l != nil {
-				return 0, &DeadLetteredError{Letter: l}
-			}
+		if l := letters.last(ctx); l != nil {
+			return 0, &DeadLetteredError{Letter: l}
 		}
 		if cats == nil {
 			cats, _ = c.catalogs(ctx)
@@ -99,6 +94,42 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 	}
 }
 
+// letterWatch looks, once per poll of a wait, for a dead letter of db
+// written since a time.
+type letterWatch struct {
+	js    jetstream.JetStream
+	db    string
+	since time.Time
+	box   *deadletter.Box // opened once the stream answers
+}
+
+func (c *Client) watchLetters(db string, since time.Time) *letterWatch {
+	return &letterWatch{js: c.js, db: db, since: since}
+}
+
+// letterPoll bounds each read of the dead-letter stream. A wait's own
+// deadline is minutes; a request lost with the server it went to (killed
+// while it was in flight, or a stream leader that died before answering)
+// would otherwise hold the whole wait until then, and the catalog and the
+// daemons, which answer, would go unasked.
+const letterPoll = 2 * time.Second
+
+// last is the newest letter of the database since the watch began, or
+// nil: none, or the stream did not answer this time (the next poll asks
+// again).
+func (w *letterWatch) last(ctx context.Context) *deadletter.Letter {
+	ctx, cancel := context.WithTimeout(ctx, letterPoll)
+	defer cancel()
+	if w.box == nil {
+		box, err := deadletter.Open(ctx, w.js)
+		if err != nil {
+			return nil
+		}
+		w.box = box
+	}
+	return w.box.Last(ctx, w.db, w.since)
+}
+
 // WaitProgress is where a wait for a catalog version stands, for a
 // caller that reports it (OnWaitProgress).
 type WaitProgress struct {
@@ -141,20 +172,15 @@ func (c *Client) WaitRemoved(ctx context.Context, db string, refs []events.Index
 // waitObjects waits until every object of want is indexed at its
 // version, or, when removed is set, is not indexed at all.
 func (c *Client) waitObjects(ctx context.Context, db string, want map[events.IndexedRef]int64, since time.Time, removed bool) error {
-	var letters *deadletter.Box
+	letters := c.watchLetters(db, since)
 	pending := make(map[events.IndexedRef]int64, len(want))
 	for ref, v := range want {
 		pending[ref] = v
 	}
 	var lastErr error
 	for len(pending) > 0 {
-		if letters == nil {
-			letters, _ = deadletter.Open(ctx, c.js)
-		}
-		if letters != nil {
-			if l := letters.Last(ctx, db, since); l != nil {
-				return &DeadLetteredError{Letter: l}
-			}
+		if l := letters.last(ctx); l != nil {
+			return &DeadLetteredError{Letter: l}
 		}
 		if err := c.checkIndexed(ctx, db, pending, removed); err != nil {
 			lastErr = err
