@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
@@ -49,7 +50,11 @@ func (w *Worker) attempt(ctx context.Context, it *item) (poisoned *outcome, done
 		return nil, done
 	}
 	key := attemptKey(it)
-	e, err := w.attempts.Get(ctx, key)
+	// The mark is worth one bounded try of each request: an event is
+	// tried unmarked rather than wait out a bucket that does not answer
+	// (a request lost with its server would hold the event, and every
+	// one of its database behind it, for its whole deadline).
+	e, err := streams.Bounded(ctx, streams.ReadAttempt, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return w.attempts.Get(ctx, key) })
 	switch {
 	case err == nil:
 		prev, _ := strconv.ParseUint(string(e.Value()), 10, 64)
@@ -57,7 +62,7 @@ func (w *Worker) attempt(ctx context.Context, it *item) (poisoned *outcome, done
 			db := subjectDB(it.msg.Subject())
 			w.log.Error("event ended the process that handled it; dead-lettering it before it is tried again",
 				zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream), zap.Uint64("delivery", prev))
-			_ = w.attempts.Delete(ctx, key)
+			w.unmark(ctx, key)
 			return &outcome{act: actDeadLetter, kind: events.DLQKindFailed, db: db, seq: it.seq, typ: eventType(it), reason: fmt.Sprintf(
 				"handling this event ended the process that handled it: delivery %d of it never finished, nor did the one before; "+
 					"dead-lettered before it is tried again (`schemaq dlq retry` once the cause is fixed)", prev)}, done
@@ -66,12 +71,30 @@ func (w *Worker) attempt(ctx context.Context, it *item) (poisoned *outcome, done
 		w.log.Warn("attempts bucket unreadable; trying the event unmarked", zap.Error(err))
 		return nil, done
 	}
-	if _, err := w.attempts.Put(ctx, key, []byte(strconv.FormatUint(it.meta.NumDelivered, 10))); err != nil {
+	mark := []byte(strconv.FormatUint(it.meta.NumDelivered, 10))
+	if _, err := streams.Bounded(ctx, streams.WriteAttempt, func(ctx context.Context) (uint64, error) { return w.attempts.Put(ctx, key, mark) }); err != nil {
 		w.log.Warn("attempt not marked; trying the event unmarked", zap.Error(err))
-		return nil, done
 	}
-	return nil, func() { _ = w.attempts.Delete(context.Background(), key) }
+	// Unmarked even when the event's deadline is what ended its handling,
+	// and when the mark's write went unanswered: it may have landed.
+	return nil, func() { w.unmark(context.Background(), key) }
 }
+
+// unmark removes an event's mark. A mark left behind would have the
+// event's next delivery, after a passing failure, taken for one whose
+// process died, and dead-lettered: so each attempt is bounded and
+// retried while the bucket does not answer, up to unmarkFor.
+func (w *Worker) unmark(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(ctx, unmarkFor)
+	defer cancel()
+	_, err := streams.Retried(ctx, streams.WriteAttempt, func(ctx context.Context) (struct{}, error) { return struct{}{}, w.attempts.Delete(ctx, key) })
+	if err != nil {
+		w.log.Warn("attempt mark not removed: a redelivery of the event will be taken for one that ended the process", zap.String("key", key), zap.Error(err))
+	}
+}
+
+// unmarkFor bounds an unmark: an election takes seconds.
+const unmarkFor = 30 * time.Second
 
 func eventType(it *item) string {
 	if it.ev != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/streams"
 )
 
 // ErrConflict: the entry changed since it was read; read again.
@@ -168,9 +169,9 @@ func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64
 	s.mu.Unlock()
 	var next uint64
 	if rev == 0 {
-		next, err = bounded(ctx, func(ctx context.Context) (uint64, error) { return s.kv.Create(ctx, c.Database, b) })
+		next, err = streams.Bounded(ctx, streams.WriteAttempt, func(ctx context.Context) (uint64, error) { return s.kv.Create(ctx, c.Database, b) })
 	} else {
-		next, err = bounded(ctx, func(ctx context.Context) (uint64, error) { return s.kv.Update(ctx, c.Database, b, rev) })
+		next, err = streams.Bounded(ctx, streams.WriteAttempt, func(ctx context.Context) (uint64, error) { return s.kv.Update(ctx, c.Database, b, rev) })
 	}
 	if err != nil && object != "" {
 		s.dropObject(object)

@@ -81,7 +81,9 @@ func Publish(ctx context.Context, js jetstream.JetStream, l Letter) error {
 		m.Header.Set(events.HeaderDLQEventID, l.EventID)
 	}
 	m.Header.Set(events.HeaderMsgID, "dlq-"+strconv.FormatUint(l.StreamSeq, 10))
-	_, err := js.PublishMsg(ctx, m)
+	// The message id makes a publish safe to repeat, so one that went
+	// unanswered (its server died, the stream is electing) is sent again.
+	_, err := streams.Retried(ctx, streams.WriteAttempt, func(ctx context.Context) (*jetstream.PubAck, error) { return js.PublishMsg(ctx, m) })
 	return err
 }
 

@@ -199,22 +199,6 @@ func racing(err error) bool {
 		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamNameInUse
 }
 
-// Unanswered reports whether err is a JetStream request's that no
-// server answered in time, or that found its stream without a leader
-// (503: no leader, no quorum): in a cluster, a node lost or an election
-// under way, which a new attempt may find over.
-func Unanswered(err error) bool {
-	var api *jetstream.APIError
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
-		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
-		return true
-	case errors.As(err, &api):
-		return api.Code == 503
-	}
-	return false
-}
-
 // existingReplicas is how many replicas stream has, 0 when it does not
 // exist yet.
 func existingReplicas(ctx context.Context, js jetstream.JetStream, stream string) (int, error) {
