@@ -978,7 +978,7 @@ func (w *Worker) objectSQL(ctx context.Context, ev *events.Event) (string, *outc
 	if err != nil {
 		return "", &outcome{act: actRetry, reason: err.Error()}
 	}
-	b, err := obj.GetBytes(ctx, ref.Name)
+	b, err := streams.Retried(ctx, streams.ObjectAttempt(ref.Size), func(ctx context.Context) ([]byte, error) { return obj.GetBytes(ctx, ref.Name) })
 	switch {
 	case errors.Is(err, jetstream.ErrObjectNotFound):
 		return "", &outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: fmt.Sprintf(
@@ -1063,13 +1063,13 @@ func (w *Worker) settle(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outc
 	case actRetry:
 		delay := w.delay(meta.NumDelivered)
 		log.Warn("event failed; retrying", zap.String("db", out.db), zap.String("reason", out.reason), zap.Duration("delay", delay))
-		_ = msg.NakWithDelay(delay)
+		w.retryAfter(msg, delay, log)
 		return out.act
 	}
 	if !out.lettered {
 		if err := w.deadLetter(msg, meta, out); err != nil {
 			log.Error("dead-letter publish failed; naking instead", zap.Error(err))
-			_ = msg.NakWithDelay(w.cfg.MaxRetryDelay)
+			w.retryAfter(msg, w.cfg.MaxRetryDelay, log)
 			return actRetry
 		}
 	}

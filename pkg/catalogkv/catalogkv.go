@@ -157,7 +157,10 @@ func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64
 			return 0, fmt.Errorf("write catalog %s: %d bytes encoded, more than an entry holds (%d), and no object store to keep it in", c.Database, len(b), MaxInline)
 		}
 		object = fmt.Sprintf("%s%d-%s", ObjectPrefix(c.Database), c.Version, nuid.Next())
-		info, err := s.objs.PutBytes(ctx, object, b[headerLen:])
+		// The name is this write's own: a write sent again replaces it.
+		info, err := streams.Retried(ctx, streams.ObjectAttempt(uint64(len(b))), func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+			return s.objs.PutBytes(ctx, object, b[headerLen:])
+		})
 		if err != nil {
 			return 0, fmt.Errorf("write catalog %s to object %s: %w", c.Database, object, err)
 		}
@@ -240,7 +243,7 @@ func decodeValue(ctx context.Context, objs jetstream.ObjectStore, b []byte) (*ca
 	if objs == nil {
 		return nil, "", fmt.Errorf("decode catalog: it is kept in object %s and this reader has no object store", ref.Object)
 	}
-	gz, err := objs.GetBytes(ctx, ref.Object)
+	gz, err := streams.Retried(ctx, streams.ObjectAttempt(ref.Size), func(ctx context.Context) ([]byte, error) { return objs.GetBytes(ctx, ref.Object) })
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, "", fmt.Errorf("%w: its object %s is gone", ErrCorrupt, ref.Object)
 	}

@@ -69,3 +69,17 @@ func Bounded[T any](ctx context.Context, per time.Duration, op func(context.Cont
 	defer cancel()
 	return op(actx)
 }
+
+// objectRate is the slowest an object's chunks are expected to come or
+// go; an attempt slower than that is taken for one lost on its way.
+const objectRate = 4 << 20 // bytes per second
+
+// ObjectAttempt bounds one read or write of an object of size bytes: a
+// request's bound, and the time its chunks take at objectRate. The size
+// comes from a reference (an event's, a catalog entry's): a bigger one
+// than the object's only lengthens the bound, which the caller's deadline
+// caps.
+func ObjectAttempt(size uint64) time.Duration {
+	size = min(size, 1<<40)
+	return WriteAttempt + time.Duration(size/objectRate)*time.Second + time.Duration(size%objectRate)*time.Second/objectRate
+}

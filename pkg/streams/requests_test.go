@@ -103,3 +103,22 @@ func TestRequestsAreBoundedOneByOne(t *testing.T) {
 		t.Errorf("retries past the caller's deadline: %v", err)
 	}
 }
+
+// An object's attempt grows with its size from a request's bound; a size
+// from a hostile reference cannot overflow it.
+func TestObjectAttemptGrowsWithSize(t *testing.T) {
+	tests := []struct {
+		size uint64
+		want time.Duration
+	}{
+		{0, streams.WriteAttempt},
+		{4 << 20, streams.WriteAttempt + time.Second},
+		{64 << 20, streams.WriteAttempt + 16*time.Second},
+		{1<<64 - 1, streams.WriteAttempt + (1<<40)/(4<<20)*time.Second},
+	}
+	for _, tt := range tests {
+		if got := streams.ObjectAttempt(tt.size); got != tt.want {
+			t.Errorf("ObjectAttempt(%d) = %v, want %v", tt.size, got, tt.want)
+		}
+	}
+}
