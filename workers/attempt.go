@@ -27,8 +27,15 @@ import (
 // forgiven: it may have been a kill that had nothing to do with the
 // event.
 
-// attemptKey is an event's key in the attempts bucket.
-func attemptKey(it *item) string { return strconv.FormatUint(it.meta.Sequence.Stream, 10) }
+// attemptKey is an event's key in the attempts bucket: its stream
+// sequence, under the consumer that delivered it. Deliveries are counted
+// per consumer, and serve replicas each have their own: keyed by the
+// sequence alone, one replica's mark was taken by the other's next
+// delivery for a process that died, and a healthy event was
+// dead-lettered (two replicas retrying through a node's loss did that).
+func attemptKey(it *item) string {
+	return it.meta.Consumer + "." + strconv.FormatUint(it.meta.Sequence.Stream, 10)
+}
 
 // bindAttempts opens the attempts bucket; without it (a server set up by
 // an older schemaq) events are tried as before, with a warning.

@@ -2,7 +2,9 @@ package workers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/workers"
@@ -83,7 +86,7 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 		// first delivery is not, and is under way once it is taken.
 		testenv.Eventually(t, 10*time.Second, fmt.Sprintf("delivery %d under way", delivery), func() bool {
 			if delivery > 1 {
-				m, err := attempts.Get(context.Background(), "1")
+				m, err := attempts.Get(context.Background(), streams.Durable+".1")
 				return err == nil && string(m.Value()) == strconv.Itoa(delivery)
 			}
 			c, err := e.js.Consumer(context.Background(), events.Stream, streams.Durable)
@@ -112,4 +115,96 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
 	e.waitVersion("shop", 2)
 	testenv.Eventually(t, 10*time.Second, "both tables searchable", func() bool { return e.count("shop") >= 2 })
+}
+
+// scriptedStore runs each projection of an event through its own step:
+// steps[i] for call i (nil: the store's own write). The re-projection a
+// worker runs at start, which has no deadline, is not scripted: it
+// fails with startErr when that is set.
+type scriptedStore struct {
+	*sqlite.Store
+	startErr error
+	mu       sync.Mutex
+	calls    int
+	steps    []func() error
+}
+
+func (s *scriptedStore) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index.Replaced, error) {
+	if _, event := ctx.Deadline(); !event {
+		if s.startErr != nil {
+			return index.Replaced{}, s.startErr
+		}
+		return s.Store.ReplaceSchema(ctx, r)
+	}
+	s.mu.Lock()
+	i := s.calls
+	s.calls++
+	s.mu.Unlock()
+	if i < len(s.steps) && s.steps[i] != nil {
+		if err := s.steps[i](); err != nil {
+			return index.Replaced{}, err
+		}
+	}
+	return s.Store.ReplaceSchema(ctx, r)
+}
+
+// Replicas count deliveries each on their own consumer. One replica's
+// mark of its second delivery, there when the other replica's third
+// delivery of the same event arrives, is not that replica's: the event
+// is tried, not dead-lettered as one that ended a process (two replicas
+// retrying through a node's loss had healthy events dead-lettered so).
+func TestReplicasKeepTheirOwnAttemptMarks(t *testing.T) {
+	e := newEnv(t)
+	other, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), e.emb.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	passing := errors.New("store busy") // a passing failure: retried
+	aMarked := make(chan struct{})      // replica a is in its second delivery, marked
+	release := make(chan struct{})      // replica a may finish
+	// a starts once the event is in the catalog: its re-projection at
+	// start fails, so that its index still lags when the event comes.
+	a := &scriptedStore{Store: e.store, startErr: passing, steps: []func() error{
+		func() error { return passing },
+		func() error { close(aMarked); <-release; return nil },
+	}}
+	b := &scriptedStore{Store: other, steps: []func() error{
+		func() error { return passing },
+		func() error { return passing },
+	}}
+	cfgA, cfgB := testConfig(), testConfig()
+	cfgA.Consumer.Name, cfgB.Consumer.Name = "replica-a", "replica-b"
+	for _, c := range []*workers.Config{&cfgA, &cfgB} {
+		c.Consumer.AckWait, c.MessageTimeout, c.GapTimeout = 20*time.Second, 15*time.Second, time.Minute
+	}
+	// b's third delivery comes 2 s after its second: a is in its own
+	// second delivery by then.
+	cfgB.RetryDelay, cfgB.MaxRetryDelay = time.Second, 5*time.Second
+	e.startWorker(cfgB, b)
+	e.publish(migration(t, "shop", 1, "CREATE TABLE orders (id int);"))
+	testenv.Eventually(t, 20*time.Second, "replica b failed twice", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.calls >= 2
+	})
+	time.Sleep(100 * time.Millisecond) // b's second delivery unmarked
+	e.startWorker(cfgA, a)
+	select {
+	case <-aMarked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("replica a never reached its second delivery")
+	}
+	testenv.Eventually(t, 20*time.Second, "replica b projected on its third delivery", func() bool {
+		p, err := other.Projected(context.Background(), "shop")
+		return err == nil && p == 1 || len(e.deadLetters()) > 0
+	})
+	close(release)
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Fatalf("dead letters: %+v", dl)
+	}
+	testenv.Eventually(t, 20*time.Second, "replica a projected", func() bool {
+		p, err := e.store.Projected(context.Background(), "shop")
+		return err == nil && p == 1
+	})
 }
