@@ -1,6 +1,8 @@
 package workers
 
 import (
+	"sync/atomic"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -59,8 +61,11 @@ type queue struct {
 	// Owned by the queue's goroutine:
 	version  int64     // the catalog version last seen
 	progress time.Time // when version last moved
-	swept    int64     // the version at the last dead-letter sweep
-	pauses   int       // tries since the queue paused (pause.go); 0 when running
+	// swept is the version at the last dead-letter sweep; sweeping is set
+	// while one runs (beside the queue: sweepIfMoved).
+	swept    atomic.Int64
+	sweeping atomic.Bool
+	pauses   int // tries since the queue paused (pause.go); 0 when running
 	// pend holds the applied events whose catalog is written but not yet
 	// projected into the index (flush).
 	pend *projection
@@ -582,16 +587,26 @@ func (w *Worker) gapLetters(q *queue, reason func(*item) string) {
 // moved since the last sweep: letters of migrations it has moved past are
 // obsolete and deleted; gap letters beyond it are re-sent, so a history
 // that was stuck behind a missing or refused migration resumes by itself
-// once that one is published.
+// once that one is published. The sweep runs beside the queue, one at a
+// time: a dead-letter stream that does not answer (its leader just died)
+// held the database's events for the sweep's whole deadline when it ran
+// in line.
 func (w *Worker) sweepIfMoved(ctx context.Context, q *queue) {
-	if q.version <= q.swept || q.db == "" {
+	v := q.version
+	if v <= q.swept.Load() || q.db == "" || !q.sweeping.CompareAndSwap(false, true) {
 		return
 	}
-	if err := w.sweep(ctx, q.db, q.version); err != nil {
-		w.log.Warn("dead-letter sweep failed; the next one retries", zap.String("db", q.db), zap.Error(err))
-		return
-	}
-	q.swept = q.version
+	// The queue's goroutine counts in drains, so the count is above zero.
+	w.drains.Add(1)
+	go func() {
+		defer w.drains.Done()
+		defer q.sweeping.Store(false)
+		if err := w.sweep(ctx, q.db, v); err != nil {
+			w.log.Warn("dead-letter sweep failed; the next one retries", zap.String("db", q.db), zap.Error(err))
+			return
+		}
+		q.swept.Store(v)
+	}()
 }
 
 func (w *Worker) sweep(ctx context.Context, db string, version int64) error {

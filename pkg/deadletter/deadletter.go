@@ -95,7 +95,7 @@ type Box struct {
 
 // Open opens the box; the stream must exist (streams.Ensure).
 func Open(ctx context.Context, js jetstream.JetStream) (*Box, error) {
-	s, err := js.Stream(ctx, events.DeadLetterStream)
+	s, err := streams.Retried(ctx, streams.ReadAttempt, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, events.DeadLetterStream) })
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter stream %s: %w", events.DeadLetterStream, err)
 	}
