@@ -254,6 +254,8 @@ type outcome struct {
 	// projects it into the index before the event is acked (queue.go).
 	wrote    *catalog.Catalog
 	wroteRev uint64 // its entry revision
+	// conflict: the catalog write found another worker's write first.
+	conflict bool
 }
 
 // Run consumes until ctx ends, then stops fetching, lets in-flight events
@@ -747,12 +749,33 @@ func subjectDB(subject string) string {
 	return parts[2]
 }
 
-// schema applies a migration or snapshot, or says why it cannot yet. A
+// schema applies a migration or snapshot, or says why it cannot yet,
+// reading the catalog again when its write lost the race to another
+// worker's: serve replicas each apply every event to the one catalog, so
+// one of them loses on nearly every event, and a nak and a redelivery
+// for each was a warning in its log and a round trip through the
+// cluster for what a second read settles (the event is then a
+// duplicate, or applies on top of the other's write).
+func (w *Worker) schema(ctx context.Context, evs []*events.Event, streamSeqs []uint64) []outcome {
+	for attempt := 1; ; attempt++ {
+		outs := w.schemaOnce(ctx, evs, streamSeqs)
+		if !outs[0].conflict || attempt == conflictReads || ctx.Err() != nil {
+			return outs
+		}
+	}
+}
+
+// conflictReads bounds how often one handling reads the catalog again
+// after losing a write race; past it the event is retried as any
+// passing failure is.
+const conflictReads = 3
+
+// schemaOnce applies a migration or snapshot, or says why it cannot yet. A
 // migration that applies takes the migrations after it in evs along
 // (consecutive seqs, see handleRun): they are applied in memory and
 // written as one catalog. It returns an outcome for a prefix of evs: those
 // applied, then the one refused, if any; the rest are left for later.
-func (w *Worker) schema(ctx context.Context, evs []*events.Event, streamSeqs []uint64) []outcome {
+func (w *Worker) schemaOnce(ctx context.Context, evs []*events.Event, streamSeqs []uint64) []outcome {
 	ev := evs[0]
 	one := func(o outcome) []outcome { return []outcome{o} }
 	if m := ev.Migration; m != nil {
@@ -827,7 +850,7 @@ func (w *Worker) schema(ctx context.Context, evs []*events.Event, streamSeqs []u
 		}
 		next.Rebase(catalog.Base{Seq: seq, Source: source})
 		if rev, err = w.cats.Put(ctx, next, rev); err != nil {
-			return with(outcome{act: actRetry, reason: err.Error()})
+			return with(outcome{act: actRetry, reason: err.Error(), conflict: errors.Is(err, catalogkv.ErrConflict)})
 		}
 		w.dropObjects(evs[:1])
 		return one(outcome{act: actAck, source: source, seq: seq, version: seq, wrote: next, wroteRev: rev})
@@ -945,6 +968,7 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 		outs = outs[:n]
 		for i := range outs {
 			outs[i].act, outs[i].version, outs[i].reason = actRetry, cat.Version, err.Error()
+			outs[i].conflict = errors.Is(err, catalogkv.ErrConflict)
 		}
 		return outs
 	}

@@ -1366,3 +1366,61 @@ func TestAuditRepairsALostProjection(t *testing.T) {
 		t.Errorf("projected %d (%v), want 2", p, err)
 	}
 }
+
+// Replicas that each apply every event to the one catalog lose the
+// write race to each other all the time. The loser reads the catalog
+// again and goes on (the event is then a duplicate), rather than naking
+// the event and warning of a passing failure for each.
+func TestReplicasRacingForTheCatalogReadAgain(t *testing.T) {
+	e := newEnv(t)
+	other, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), e.emb.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	core, logs := observer.New(zap.WarnLevel)
+	for i, st := range []workers.Store{e.store, other} {
+		cfg := testConfig()
+		cfg.Consumer.Name = fmt.Sprintf("replica-%d", i)
+		w, err := workers.New(e.js, e.cats, st, e.emb, zap.New(core), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+	// Several databases interleaved: each gives the replicas another
+	// chance to write at the same moment.
+	const n = 50
+	dbs := []string{"shop", "crm", "hr", "ops"}
+	for i := 1; i <= n; i++ {
+		for _, db := range dbs {
+			e.publish(migration(t, db, int64(i), fmt.Sprintf("CREATE TABLE t%d (id int);", i)))
+		}
+	}
+	for _, db := range dbs {
+		e.waitVersion(db, n)
+		for _, st := range []*sqlite.Store{e.store, other} {
+			testenv.Eventually(t, 20*time.Second, "both replicas projected "+db, func() bool {
+				p, err := st.Projected(context.Background(), db)
+				return err == nil && p == n
+			})
+		}
+	}
+	raced := logs.FilterMessage("event failed; retrying").FilterFieldKey("reason").All()
+	conflicts := 0
+	for _, l := range raced {
+		if strings.Contains(l.ContextMap()["reason"].(string), catalogkv.ErrConflict.Error()) {
+			conflicts++
+		}
+	}
+	// Three lost races in a row for one event are possible, not likely.
+	if conflicts > n*len(dbs)/20 {
+		t.Errorf("%d of %d events retried for a lost write race", conflicts, n*len(dbs))
+	}
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Errorf("dead letters: %+v", dl)
+	}
+}

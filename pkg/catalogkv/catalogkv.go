@@ -181,7 +181,9 @@ func (s *Store) Put(ctx context.Context, c *catalog.Catalog, rev uint64) (uint64
 	}
 	var apiErr *jetstream.APIError
 	switch {
-	case errors.Is(err, jetstream.ErrKeyExists), errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
+	// A replicated bucket reports the conflict with its own code (10164).
+	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
 		return 0, fmt.Errorf("write catalog %s at revision %d: %w", c.Database, rev, ErrConflict)
 	case err != nil:
 		return 0, fmt.Errorf("write catalog %s: %w", c.Database, err)

@@ -297,3 +297,45 @@ func TestWatcherSharesWhatDidNotChange(t *testing.T) {
 		t.Error("the local watcher took another store's catalog as its own")
 	}
 }
+
+// A write at a stale revision is a conflict on a replicated bucket too,
+// where JetStream reports it with another error code (10164) than on one
+// replica (10071): serve replicas lose that race on every event they
+// both apply.
+func TestConflictOnAReplicatedBucket(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	servers := testenv.NATSCluster(t, 3)
+	nc := testenv.Connect(t, servers[0])
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := streams.DefaultConfig
+	cfg.Replicas = 3
+	kv, err := streams.Ensure(ctx, js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := catalogkv.New(kv)
+	tests := []struct {
+		name string
+		rev  func(first uint64) uint64
+	}{
+		{"created twice", func(uint64) uint64 { return 0 }},
+		{"updated from a stale revision", func(first uint64) uint64 { return first - 1 }},
+	}
+	first, err := s.Put(ctx, sample(t, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, err = s.Put(ctx, sample(t, 2), first); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		_, err := s.Put(ctx, sample(t, 3), tt.rev(first))
+		if !errors.Is(err, catalogkv.ErrConflict) {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+}
