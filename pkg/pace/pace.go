@@ -52,9 +52,11 @@ func (g *Gate) Rest(ctx context.Context, spent time.Duration) time.Duration {
 		return 0
 	}
 	d := min(time.Duration(float64(spent)*g.ratio), MaxRest)
+	// The clock starts before the timer, so a full rest never reads as
+	// a hair under d.
+	start := time.Now()
 	t := time.NewTimer(d)
 	defer t.Stop()
-	start := time.Now()
 	select {
 	case <-ctx.Done():
 	case <-t.C:
