@@ -238,7 +238,7 @@ func TestKubernetesSharedIndex(t *testing.T) {
 				if !live {
 					rules = withoutSearchCommands(rules)
 				}
-				redisURL, aclUser = createRedisUser(t, redisURL, rules, prefix)
+				redisURL, aclUser = createRedisUser(t, rules, prefix, redisURL)
 			}
 			for _, role := range []string{"worker", "daemon"} {
 				vars := running[role]

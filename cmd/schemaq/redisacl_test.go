@@ -141,10 +141,26 @@ func TestKubernetesRedisUser(t *testing.T) {
 	}
 }
 
-// createRedisUser creates, on the live server at adminURL, a user with
-// rules (schemaq's prefix replaced by prefix) and a password of its own,
-// removed when the test ends. It returns a URL signing in as that user.
-func createRedisUser(t *testing.T, adminURL, rules, prefix string) (string, string) {
+// createRedisUser creates, on each live server at adminURLs (a
+// cluster's nodes each keep their own users), one user with rules
+// (schemaq's prefix replaced by prefix) and a password of its own,
+// removed when the test ends. It returns a URL signing in as that user at
+// the first server, and the user's name.
+func createRedisUser(t *testing.T, rules, prefix string, adminURLs ...string) (string, string) {
+	t.Helper()
+	user, password := "k8stest-"+nuid.Next(), nuid.Next()
+	for _, adminURL := range adminURLs {
+		setRedisUser(t, adminURL, user, password, rules, prefix)
+	}
+	u, err := url.Parse(adminURLs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String(), user
+}
+
+func setRedisUser(t *testing.T, adminURL, user, password, rules, prefix string) {
 	t.Helper()
 	opt, err := redis.ParseURL(adminURL)
 	if err != nil {
@@ -152,7 +168,6 @@ func createRedisUser(t *testing.T, adminURL, rules, prefix string) (string, stri
 	}
 	admin := redis.NewClient(opt)
 	t.Cleanup(func() { admin.Close() })
-	user, password := "k8stest-"+nuid.Next(), nuid.Next()
 	fields := strings.Fields(strings.ReplaceAll(rules, "schemaq:", prefix))
 	for {
 		args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + password}
@@ -174,12 +189,6 @@ func createRedisUser(t *testing.T, adminURL, rules, prefix string) (string, stri
 		fields = slices.DeleteFunc(fields, func(f string) bool { return strings.EqualFold(f, unknown[1]) })
 	}
 	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
-	u, err := url.Parse(adminURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(user, password)
-	return u.String(), user
 }
 
 // withoutSearchCommands drops the query engine's commands from ACL rules.

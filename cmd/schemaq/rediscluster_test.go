@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,9 +21,24 @@ func TestSharedIndexOnRedisCluster(t *testing.T) {
 	}
 	nodes := testenv.StartRedisCluster(t, 3)
 	seeds := nodes[0].Addr() + "," + nodes[1].Addr()
+	// The roles sign in as the user k8s/dev-services/redis/users.acl
+	// defines, on every node, with the two commands a cluster client
+	// adds to read the slot map (docs/redis.md): any other command they
+	// send is denied, and noDenials fails the test on it.
+	file, err := os.ReadFile(filepath.Join(k8sDir, "dev-services", "redis", "users.acl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rules, _ := parseACL(t, string(file))
+	rules = withoutSearchCommands(rules) + " +cluster|slots +command"
+	admins := make([]string, len(nodes))
+	for i, n := range nodes {
+		admins[i] = n.URL()
+	}
+	userURL, user := createRedisUser(t, rules, "schemaq:", admins...)
 	ns := testenv.NATS(t)
 	vars := func() map[string]string {
-		return map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_REDIS_CLUSTER": seeds,
+		return map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_REDIS_CLUSTER": seeds, "SCHEMAQ_REDIS_URL": userURL,
 			"SCHEMAQ_METRICS_ADDR": freePort(t), "SCHEMAQ_DATA_DIR": t.TempDir()}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -45,4 +61,7 @@ func TestSharedIndexOnRedisCluster(t *testing.T) {
 		t.Fatalf("publish migrations: %s%s", out, errOut)
 	}
 	searchPublished(t, ns.ClientURL())
+	for _, admin := range admins {
+		noDenials(t, admin, user)
+	}
 }
