@@ -91,6 +91,14 @@ func New(kv jetstream.KeyValue, opts ...Option) *Store {
 	return &Store{kv: kv, objs: o.objs, known: map[string]cached{}, wrote: map[string]written{}}
 }
 
+// get reads db's entry, each attempt bounded (streams.ReadAttempt) and
+// retried after one that went unanswered or found the bucket without a
+// leader, until ctx ends: one read lost with a dead server held every
+// database behind it for the event's whole deadline.
+func (s *Store) get(ctx context.Context, db string) (jetstream.KeyValueEntry, error) {
+	return streams.Retried(ctx, streams.ReadAttempt, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return s.kv.Get(ctx, db) })
+}
+
 func (s *Store) Get(ctx context.Context, db string) (*catalog.Catalog, uint64, error) {
 	e, err := s.get(ctx, db)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
