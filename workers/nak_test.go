@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
@@ -45,11 +44,7 @@ func (s *stallingStore) ReplaceSchema(ctx context.Context, r index.SchemaReplace
 // with the database's every event waiting behind it).
 func TestRetryOutlivesTheConsumerLeader(t *testing.T) {
 	servers := testenv.NATSCluster(t, 3)
-	nc, err := nats.Connect(testenv.ClusterURLs(servers), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := testenv.ClusterConnect(t, servers)
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -87,11 +82,7 @@ func TestRetryOutlivesTheConsumerLeader(t *testing.T) {
 	if err != nil || info.Cluster == nil || info.Cluster.Leader == "" {
 		t.Fatalf("consumer info: %v %+v", err, info)
 	}
-	for _, ns := range servers {
-		if ns.Name() == info.Cluster.Leader {
-			ns.Shutdown()
-		}
-	}
+	testenv.Kill(t, servers, info.Cluster.Leader)
 	close(store.release) // the projection fails now: a nak, mid-election
 	failed := time.Now()
 	testenv.Eventually(t, 15*time.Second, "the event projected on its redelivery", func() bool {

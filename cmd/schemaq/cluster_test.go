@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
@@ -53,11 +52,7 @@ func TestServeSurvivesANodeLoss(t *testing.T) {
 					return err == nil
 				})
 			}
-			nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
+			nc := testenv.ClusterConnect(t, servers)
 			js, _ := jetstream.New(nc)
 			cli, _ := client.New(nc)
 
@@ -141,12 +136,6 @@ func kill(t *testing.T, js jetstream.JetStream, servers []*server.Server, asset 
 		}
 		return leader != ""
 	})
-	for _, ns := range servers {
-		if ns.Name() == leader {
-			t.Logf("shutting down %s, the leader of %s", leader, asset)
-			ns.Shutdown()
-			return
-		}
-	}
-	t.Fatalf("no server is named %s", leader)
+	t.Logf("shutting down %s, the leader of %s", leader, asset)
+	testenv.Kill(t, servers, leader)
 }

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
@@ -269,11 +268,7 @@ func TestWaitIndexed(t *testing.T) {
 // retrying through the election.
 func TestPublishRidesOutALeaderElection(t *testing.T) {
 	servers := testenv.NATSCluster(t, 3)
-	nc, err := nats.Connect(testenv.ClusterURLs(servers), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := testenv.ClusterConnect(t, servers)
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -287,11 +282,7 @@ func TestPublishRidesOutALeaderElection(t *testing.T) {
 	if err != nil || info.Cluster == nil || info.Cluster.Leader == "" {
 		t.Fatalf("stream info: %v %+v", err, info)
 	}
-	for _, ns := range servers {
-		if ns.Name() == info.Cluster.Leader {
-			ns.Shutdown() // kill -9 of the leader, as far as the cluster can tell
-		}
-	}
+	testenv.Kill(t, servers, info.Cluster.Leader) // kill -9 of the leader, as far as the cluster can tell
 	cli, err := client.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -345,11 +336,7 @@ func TestWaitReportsProgress(t *testing.T) {
 // node was killed.
 func TestWaitOutlivesALetterStreamLeader(t *testing.T) {
 	servers := testenv.NATSCluster(t, 3)
-	nc, err := nats.Connect(testenv.ClusterURLs(servers), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := testenv.ClusterConnect(t, servers)
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -367,11 +354,7 @@ func TestWaitOutlivesALetterStreamLeader(t *testing.T) {
 	if err != nil || info.Cluster == nil || info.Cluster.Leader == "" {
 		t.Fatalf("dead-letter stream info: %v %+v", err, info)
 	}
-	for _, ns := range servers {
-		if ns.Name() == info.Cluster.Leader {
-			ns.Shutdown()
-		}
-	}
+	testenv.Kill(t, servers, info.Cluster.Leader)
 
 	cli, err := client.New(nc)
 	if err != nil {

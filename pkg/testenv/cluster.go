@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // NATSCluster starts n JetStream servers clustered on loopback, each with
@@ -95,4 +96,31 @@ func ClusterToken(token string) ClusterOption {
 // acknowledges it (sync_interval: always).
 func ClusterSyncAlways() ClusterOption {
 	return func(o *server.Options) { o.SyncAlways = true }
+}
+
+// ClusterConnect connects to servers, moving to another of them at once
+// when the one it uses dies (a test kills nodes under it); the connection
+// closes with the test.
+func ClusterConnect(t testing.TB, servers []*server.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(ClusterURLs(servers), nats.Name(t.Name()), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// Kill shuts down the server named name (a leader, as a stream's or a
+// consumer's info names it): to its clients and peers, a node that
+// vanished.
+func Kill(t testing.TB, servers []*server.Server, name string) {
+	t.Helper()
+	for _, ns := range servers {
+		if ns.Name() == name {
+			ns.Shutdown()
+			return
+		}
+	}
+	t.Fatalf("no server is named %q", name)
 }
