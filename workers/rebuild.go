@@ -102,7 +102,7 @@ func (w *Worker) fold(ctx context.Context, db string, evs []schemaEvent, want in
 			return err
 		}
 		if s := e.ev.Snapshot; s != nil {
-			next, err := catalog.Snapshot(db, s.Source, sql)
+			next, err := catalog.SnapshotContext(ctx, db, s.Source, sql)
 			if err != nil {
 				return nil // refused when it came, too
 			}
@@ -112,7 +112,7 @@ func (w *Worker) fold(ctx context.Context, db string, evs []schemaEvent, want in
 		}
 		m := e.ev.Migration
 		source, id := migrationNames(e.ev)
-		next, err := cat.Apply(source, sql, opts...)
+		next, err := cat.ApplyContext(ctx, source, sql, opts...)
 		if err != nil {
 			return nil
 		}

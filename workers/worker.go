@@ -844,7 +844,7 @@ func (w *Worker) schemaOnce(ctx context.Context, evs []*events.Event, streamSeqs
 			}
 			sql = text
 		}
-		next, err := catalog.Snapshot(ev.Database, source, sql)
+		next, err := catalog.SnapshotContext(ctx, ev.Database, source, sql)
 		if err != nil {
 			return with(outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, seq, err)})
 		}
@@ -934,7 +934,7 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 		if !w.cfg.StrictCatalog {
 			opts = append(opts, catalog.Tolerant())
 		}
-		n, err := next.Apply(source, m.SQL, opts...)
+		n, err := next.ApplyContext(ctx, source, m.SQL, opts...)
 		if err == nil {
 			w.reportDrift(ev.Database, m.Seq, n.Drift()[len(next.Drift()):])
 		}

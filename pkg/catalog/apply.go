@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -22,6 +24,13 @@ import (
 // control, …) are accepted and skipped. The returned catalog has c's
 // Version; callers set it.
 func (c *Catalog) Apply(source, sql string, opts ...ApplyOption) (*Catalog, error) {
+	return c.ApplyContext(context.Background(), source, sql, opts...)
+}
+
+// ApplyContext is Apply bounded by ctx as well as by its Limits: when ctx
+// ends, routines still running stop as drift and statements not yet
+// applied fail the Apply with ctx's error.
+func (c *Catalog) ApplyContext(ctx context.Context, source, sql string, opts ...ApplyOption) (*Catalog, error) {
 	var o applyOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -37,9 +46,11 @@ func (c *Catalog) Apply(source, sql string, opts ...ApplyOption) (*Catalog, erro
 	// from c with that statement left out: drift is rare, clones are not
 	// free.
 	skipped := map[int]*Error{}
+	spent := newBudget(ctx, o.limits)
+	defer spent.close()
 	for {
 		a := &applier{cat: c.Clone(), searchPath: []string{DefaultSchema},
-			source: source, sql: clean, tolerant: o.tolerant, skip: skipped}
+			source: source, sql: clean, tolerant: o.tolerant, skip: skipped, spent: spent}
 		err := a.run(tree)
 		if err == nil {
 			a.cat.drift = append(slices.Clip(c.drift), a.collectDrift()...)
@@ -58,7 +69,10 @@ func (c *Catalog) Apply(source, sql string, opts ...ApplyOption) (*Catalog, erro
 // ApplyOption changes how Apply treats a failing statement.
 type ApplyOption func(*applyOptions)
 
-type applyOptions struct{ tolerant bool }
+type applyOptions struct {
+	tolerant bool
+	limits   Limits
+}
 
 // Tolerant makes Apply skip a statement that fails only because it names
 // a table, column, constraint, index, type or schema the catalog does not
@@ -81,6 +95,9 @@ func (a *applier) run(tree *pg.ParseResult) error {
 		a.stmt, a.raw = i+1, raw
 		if a.skip[i+1] != nil {
 			continue
+		}
+		if err := a.spent.parent.Err(); err != nil {
+			return a.errorAt(i+1, raw, fmt.Errorf("apply cancelled: %w", err))
 		}
 		if err := a.statement(raw.Stmt); err != nil {
 			var c cleanErr
@@ -135,7 +152,12 @@ func (a *applier) collectDrift() []Drift {
 
 // Snapshot builds a fresh catalog for database from a whole schema dump.
 func Snapshot(database, source, sql string) (*Catalog, error) {
-	return New(database).Apply(source, sql)
+	return SnapshotContext(context.Background(), database, source, sql)
+}
+
+// SnapshotContext is Snapshot bounded by ctx, as ApplyContext is.
+func SnapshotContext(ctx context.Context, database, source, sql string) (*Catalog, error) {
+	return New(database).ApplyContext(ctx, source, sql)
 }
 
 // applier carries the session state of one Apply: the working copy and the
@@ -156,9 +178,14 @@ type applier struct {
 	// whose conditions we cannot evaluate; see do.
 	inDo bool
 	// trees caches routine bodies parsed for calls, by source; spent is
-	// what interpreting them has cost this run.
+	// what interpreting them has cost this Apply, and calls the
+	// interpretation under way.
 	trees map[string]map[string]any
-	spent budget
+	spent *budget
+	calls *callState
+	// savepoints are the exception blocks (and DO blocks) entered, whose
+	// errors undo what they changed.
+	savepoints []*savepoint
 	// stmt and raw locate the statement being applied, for errors found
 	// only at the end of the script.
 	stmt int
@@ -347,6 +374,9 @@ func excerptAround(s string, off int) string {
 
 // statement applies one parsed statement to the working catalog.
 func (a *applier) statement(n *pg.Node) error {
+	if err := a.beforeChange(n); err != nil {
+		return err
+	}
 	switch {
 	case n.GetCreateSchemaStmt() != nil:
 		return a.createSchema(n.GetCreateSchemaStmt())

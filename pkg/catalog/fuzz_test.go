@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -67,6 +68,12 @@ func FuzzInterpret(f *testing.F) {
 		"BEGIN IF EXISTS (SELECT 1 FROM pg_constraint c JOIN pg_class r ON r.oid = c.conrelid WHERE r.relname = x) THEN DROP TABLE t CASCADE; END IF; END",
 		"DECLARE v int := (SELECT count(*) FROM pg_tables); BEGIN WHILE v > 0 LOOP v := v - 1; END LOOP; END",
 		"BEGIN EXECUTE format('%2$s %1$I %%', x, 'CREATE TABLE'); END",
+		// The attacks the budgets answer (budget_test.go has each).
+		"BEGIN EXECUTE 'DO $x$ BEGIN PERFORM f(''t'', 3); END $x$'; END",
+		"DECLARE s text := x; BEGIN FOR i IN 1..40 LOOP s := s || s; END LOOP; IF s LIKE '%a%b%' THEN CREATE TABLE y (); END IF; END",
+		"DECLARE a text[] := ARRAY[x]; BEGIN FOR i IN 1..40 LOOP a := a || a; a := ARRAY[a]; END LOOP; END",
+		"BEGIN FOR i IN 1..100000 LOOP BEGIN EXECUTE 'CREATE TABLE x' || i || ' ()'; EXCEPTION WHEN others THEN NULL; END; END LOOP; END",
+		"DECLARE s text := ','; BEGIN FOR i IN 1..30 LOOP s := s || s; PERFORM string_to_array(s, ','); END LOOP; END",
 	} {
 		f.Add(s)
 	}
@@ -75,6 +82,10 @@ func FuzzInterpret(f *testing.F) {
 		f.Fatal(err)
 	}
 	before, _ := base.MarshalJSON()
+	// A runaway recursion or allocation is fatal to Go and fails the
+	// run: .ci/run fuzzes under ulimit -v, and a small stack makes an
+	// unbounded recursion show within seconds.
+	debug.SetMaxStack(256 << 20)
 	f.Fuzz(func(t *testing.T, body string) {
 		if strings.Contains(body, "$fz$") {
 			return

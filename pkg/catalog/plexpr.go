@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
 
@@ -16,11 +17,22 @@ import (
 
 // stopped says evaluation reached something a replay cannot know for
 // certain; what names the construct. The DDL applied before it stands.
-type stopped struct{ what string }
+type stopped struct {
+	what string
+	// budget marks a stop because a limit was reached (ErrBudget).
+	budget bool
+}
 
-func (s *stopped) Error() string { return s.what + " is not evaluated" }
+func (s *stopped) Error() string {
+	if s.budget {
+		return "stopped at " + s.what
+	}
+	return s.what + " is not evaluated"
+}
 
-func stop(format string, args ...any) error { return &stopped{fmt.Sprintf(format, args...)} }
+func (s *stopped) Is(target error) bool { return s.budget && target == ErrBudget }
+
+func stop(format string, args ...any) error { return &stopped{what: fmt.Sprintf(format, args...)} }
 
 // errUnknownValue is a decision that needs a value only the database
 // held.
@@ -151,7 +163,7 @@ func (e *evaluator) eval(n *pg.Node, r *row) (value, error) {
 			}
 			out = append(out, v)
 		}
-		return value{kind: vArray, arr: out}, nil
+		return e.made(value{kind: vArray, arr: out})
 	case n.GetAIndirection() != nil:
 		return e.indirection(n.GetAIndirection(), r)
 	case n.GetSubLink() != nil:
@@ -294,6 +306,9 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 		if v.kind != vText {
 			return unknown, stop("cast of %s to an array", v.String())
 		}
+		if err := e.reserve(int64(len(v.s)) * valueOverhead / 2); err != nil {
+			return unknown, err
+		}
 		els, err := parseArrayLiteral(v.s)
 		if err != nil {
 			return unknown, stop("%v", err)
@@ -302,6 +317,11 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 	}
 	switch typ {
 	case "text", "varchar", "bpchar", "name", "char":
+		if v.kind == vArray {
+			if err := e.reserve(2 * sizeOf(v)); err != nil {
+				return unknown, err
+			}
+		}
 		return str(v.String()), nil
 	case "int2", "int4", "int8", "integer", "bigint", "smallint":
 		i, ok := v.asInt()
@@ -411,11 +431,17 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 		if l.kind == vNull || p.kind == vNull {
 			return null, nil
 		}
+		if err := e.reserve(2 * (sizeOf(l) + sizeOf(p))); err != nil {
+			return unknown, err
+		}
 		ls, ps := l.String(), p.String()
 		if x.Kind == pg.A_Expr_Kind_AEXPR_ILIKE {
 			ls, ps = strings.ToLower(ls), strings.ToLower(ps)
 		}
-		m := likeMatch(ls, ps)
+		m, err := likeMatch(ls, ps, e.calls.step)
+		if err != nil {
+			return unknown, err
+		}
 		if strings.HasPrefix(op, "!") {
 			m = !m
 		}
@@ -487,6 +513,9 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 		}
 		if l.kind == vNull || rv.kind == vNull {
 			return null, nil
+		}
+		if err := e.reserve(sizeOf(l) + sizeOf(rv)); err != nil {
+			return unknown, err
 		}
 		if l.kind == vArray || rv.kind == vArray {
 			return concatArrays(l, rv), nil
@@ -661,31 +690,57 @@ func (e *evaluator) caseExpr(c *pg.CaseExpr, r *row) (value, error) {
 	return e.eval(c.Defresult, r)
 }
 
-// likeMatch implements LIKE with % and _ (and \ escapes).
-func likeMatch(s, p string) bool {
-	sr, pr := []rune(s), []rune(p)
-	var match func(i, j int) bool
-	memo := map[[2]int]bool{}
-	match = func(i, j int) bool {
-		k := [2]int{i, j}
-		if v, ok := memo[k]; ok {
-			return v
-		}
-		var res bool
-		switch {
-		case j == len(pr):
-			res = i == len(sr)
-		case pr[j] == '%':
-			res = match(i, j+1) || (i < len(sr) && match(i+1, j))
-		case pr[j] == '\\' && j+1 < len(pr):
-			res = i < len(sr) && sr[i] == pr[j+1] && match(i+1, j+2)
-		case i < len(sr) && (pr[j] == '_' || pr[j] == sr[i]):
-			res = match(i+1, j+1)
-		}
-		memo[k] = res
-		return res
+// likeMatch implements LIKE with % and _ (and \ escapes). It is the
+// two-pointer match that backtracks only to the last %: no recursion and
+// no memo, so its memory is the pattern's, and its time (at worst the
+// product of the lengths) is spent as steps.
+func likeMatch(s, p string, step func() error) (bool, error) {
+	type tok struct {
+		r    rune
+		kind byte // 'c' a character, '_' any one, '%' any run
 	}
-	return match(0, 0)
+	var pat []tok
+	pr := []rune(p)
+	for j := 0; j < len(pr); j++ {
+		switch {
+		case pr[j] == '%':
+			if len(pat) == 0 || pat[len(pat)-1].kind != '%' {
+				pat = append(pat, tok{kind: '%'})
+			}
+		case pr[j] == '_':
+			pat = append(pat, tok{kind: '_'})
+		case pr[j] == '\\' && j+1 < len(pr):
+			j++
+			pat = append(pat, tok{r: pr[j], kind: 'c'})
+		default:
+			pat = append(pat, tok{r: pr[j], kind: 'c'})
+		}
+	}
+	sr := []rune(s)
+	i, j, star, mark := 0, 0, -1, 0
+	for n := 0; i < len(sr); n++ {
+		if n%64 == 0 {
+			if err := step(); err != nil {
+				return false, err
+			}
+		}
+		switch {
+		case j < len(pat) && (pat[j].kind == '_' || pat[j].kind == 'c' && pat[j].r == sr[i]):
+			i, j = i+1, j+1
+		case j < len(pat) && pat[j].kind == '%':
+			star, mark = j, i
+			j++
+		case star >= 0:
+			mark++
+			i, j = mark, star+1
+		default:
+			return false, nil
+		}
+	}
+	for j < len(pat) && pat[j].kind == '%' {
+		j++
+	}
+	return j == len(pat), nil
 }
 
 // funcCall evaluates the functions DDL-generating code uses to build its
@@ -730,12 +785,18 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 			}
 		}
 	}
+	if err := e.reserveFor(name, args); err != nil {
+		return unknown, err
+	}
 	switch name {
 	case "format":
 		if len(args) == 0 || args[0].kind == vNull {
 			return null, nil
 		}
-		s, err := formatSQL(args[0].String(), args[1:])
+		s, err := formatSQL(args[0].String(), args[1:], e.maxText())
+		if errors.Is(err, errTooLong) {
+			return unknown, e.calls.budget.exceed("format() making a text of more than %d bytes (the byte budget)", e.maxText())
+		}
 		if err != nil {
 			return unknown, stop("format(): %v", err)
 		}
@@ -771,7 +832,7 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 		}
 	case "length", "char_length":
 		if len(args) == 1 {
-			return integer(int64(len([]rune(args[0].String())))), nil
+			return integer(int64(utf8.RuneCountInString(args[0].String()))), nil
 		}
 	case "array_length", "array_upper":
 		if len(args) == 2 && args[0].kind == vArray {
@@ -807,7 +868,7 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 					out = append(out, str(p))
 				}
 			}
-			return value{kind: vArray, arr: out}, nil
+			return e.made(value{kind: vArray, arr: out})
 		}
 	case "to_regclass":
 		if q, ok := e.a.regclass(args[0].String()); ok {
@@ -818,6 +879,48 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 		return str(e.a.creationSchema()), nil
 	}
 	return unknown, nil
+}
+
+// reserveFor charges what builtin name will make of args before it is
+// made: the functions that copy their arguments cost what they copy,
+// and the two that can multiply it (replace, string_to_array) what they
+// will make. format() is bounded as it writes (maxText).
+func (e *evaluator) reserveFor(name string, args []value) error {
+	var in int64
+	for _, a := range args {
+		in += sizeOf(a)
+	}
+	switch name {
+	case "quote_ident", "quote_literal", "quote_nullable":
+		return e.reserve(2*in + 3)
+	case "concat", "concat_ws", "lower", "upper", "split_part":
+		return e.reserve(in)
+	case "replace":
+		if len(args) == 3 && args[1].kind == vText && args[1].s != "" {
+			n := int64(strings.Count(args[0].String(), args[1].s))
+			return e.reserve(in + n*int64(len(args[2].String())))
+		}
+		return e.reserve(in)
+	case "string_to_array":
+		if len(args) == 2 {
+			sep := args[1].String()
+			n := int64(1)
+			if sep != "" {
+				n += int64(strings.Count(args[0].String(), sep))
+			}
+			return e.reserve(in + n*valueOverhead)
+		}
+	}
+	return nil
+}
+
+// maxText is the longest text one value may be, for what writes text
+// piece by piece.
+func (e *evaluator) maxText() int {
+	if e.calls == nil {
+		return int(DefaultLimits().Bytes / 8)
+	}
+	return int(e.calls.budget.maxValue())
 }
 
 var builtinNames = map[string]struct{}{

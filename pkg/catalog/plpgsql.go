@@ -23,34 +23,22 @@ import (
 // there, what it applied before stands (PostgreSQL ran it too), and a
 // tolerant Apply records the call as drift naming the construct.
 
-// Bounds for hostile input: a loop of a billion iterations, a recursion
-// without end, a query joining every table with every column.
-const (
-	maxLoopIterations = 100_000
-	maxSteps          = 2_000_000 // per Apply
-	maxCallDepth      = 16
-)
+// maxLoopIterations bounds one loop; the rest of the bounds for hostile
+// input (a recursion without end, a string doubled thirty times, a query
+// joining every table with every column) are the Apply's Limits.
+const maxLoopIterations = 100_000
 
-// callState is shared by every routine one top-level statement runs.
-// Its step and row counts belong to the whole Apply: a migration of a
-// thousand calls of a routine that loops forever must not cost a thousand
-// budgets.
+// callState is shared by every routine one top-level statement runs, and
+// by what they run in turn (an EXECUTE'd DO block calls routines in the
+// same state, so its depth counts). Its budget belongs to the whole
+// Apply: a migration of a thousand calls of a routine that loops forever
+// must not cost a thousand budgets.
 type callState struct {
 	budget *budget
 	depth  int
 	// parsed caches each routine source's PL/pgSQL tree: a helper is
 	// called once per table.
 	parsed map[string]map[string]any
-}
-
-// budget counts what one Apply's interpretation has spent, and keeps the
-// queries and expressions it parsed: a loop evaluates the same text each
-// iteration, and parsing through libpg_query costs more than evaluating.
-// Trees in the cache are only read (DDL is parsed afresh: applying it may
-// change its tree).
-type budget struct {
-	steps, rows int
-	parsed      map[string]parsed
 }
 
 type parsed struct {
@@ -63,6 +51,9 @@ const maxParsedCache = 4096
 func (c *callState) parse(sql string) (*pg.ParseResult, error) {
 	if p, ok := c.budget.parsed[sql]; ok {
 		return p.tree, p.err
+	}
+	if err := c.budget.text(sql); err != nil {
+		return nil, err
 	}
 	tree, err := pgtree.Parse(sql)
 	if c.budget.parsed == nil {
@@ -78,20 +69,21 @@ func (c *callState) step() error {
 	if c == nil {
 		return nil
 	}
-	c.budget.steps++
-	if c.budget.steps > maxSteps {
-		return stop("a routine running more than %d steps", maxSteps)
-	}
-	return nil
+	return c.budget.step(1)
 }
 
+// scan counts a row combined by a query: rows are cheaper than steps,
+// so they have a bound of their own, on top of the bytes they hold.
 func (c *callState) scan() error {
 	if c == nil {
 		return nil
 	}
 	c.budget.rows++
 	if c.budget.rows > maxQueryRows {
-		return stop("queries combining more than %d rows", maxQueryRows)
+		return c.budget.exceed("queries combining more than %d rows (the row budget)", maxQueryRows)
+	}
+	if c.budget.rows%checkEvery == 0 {
+		return c.budget.checkClock()
 	}
 	return nil
 }
@@ -286,8 +278,8 @@ func hasKey(m map[string]value, k string) bool { _, ok := m[k]; return ok }
 // run interprets one routine source (a CREATE FUNCTION or PROCEDURE as
 // deparsed) with args, returning what RETURN gave.
 func (e *evaluator) run(name, src string, args []value) (value, error) {
-	if e.calls.depth >= maxCallDepth {
-		return unknown, stop("routine calls nested more than %d deep", maxCallDepth)
+	if b := e.calls.budget; e.calls.depth >= b.limits.Depth {
+		return unknown, b.tooDeep()
 	}
 	fn, err := e.calls.function(src)
 	if err != nil {
@@ -497,13 +489,14 @@ func (fr *frame) block(n map[string]any) (flow, error) {
 		return fr.exec(asList(n["body"]))
 	}
 	a := fr.ev.a
-	saved, pending, path := a.cat.Clone(), len(a.pending), a.searchPath
+	sp := a.savepoint()
 	fl, err := fr.exec(asList(n["body"]))
 	var se *sqlError
 	if !errors.As(err, &se) {
+		a.release(sp)
 		return fl, err
 	}
-	a.cat, a.pending, a.searchPath = saved, a.pending[:pending], path
+	a.rollback(sp)
 	eb, _ := exc["PLpgSQL_exception_block"].(map[string]any)
 	for _, h := range asList(eb["exc_list"]) {
 		hm, _ := h.(map[string]any)["PLpgSQL_exception"].(map[string]any)
@@ -891,6 +884,9 @@ func (fr *frame) apply(sql string) error {
 			continue
 		}
 		if err := fr.ev.a.statement(n); err != nil {
+			if errors.Is(err, ErrBudget) {
+				return err // no handler catches a spent budget
+			}
 			return &sqlError{cond: condition(err), err: fmt.Errorf("%s: %w", excerpt(sql), err)}
 		}
 	}
@@ -944,46 +940,82 @@ func callsRoutine(a *applier, n *pg.Node) bool {
 
 // interpret runs a top-level statement that calls routines. The history
 // ran, so whatever stops the interpretation (a construct it cannot
-// evaluate, an error the database did not raise) is drift, never a
-// refusal: the statement was a no-op to the catalog before routines were
-// interpreted at all.
+// evaluate, an error the database did not raise, a spent budget) is
+// drift, never a refusal: the statement was a no-op to the catalog
+// before routines were interpreted at all.
 func (a *applier) interpret(run func(e *evaluator) error) error {
-	if a.trees == nil {
-		a.trees = map[string]map[string]any{}
-	}
 	// A statement a routine runs is not inferred from: an exception
 	// handler may have caught its error in the database.
 	saved := a.inDo
 	a.inDo = true
 	defer func() { a.inDo = saved }()
-	err := containPanic(func() error { return run(&evaluator{a: a, calls: &callState{parsed: a.trees, budget: &a.spent}}) })
-	if err != nil && a.tolerant {
-		d := driftOf(a.errorAt(a.stmt, a.raw, err), "")
-		d.Stopped = true
-		a.drift = append(a.drift, d)
+	calls, done := a.callState()
+	defer done()
+	err := containPanic(func() error { return run(&evaluator{a: a, calls: calls}) })
+	if err != nil {
+		a.recordStop(err)
 	}
 	return nil
 }
 
-// interpretDo runs a DO block's body. It reports false, with the catalog
-// as it was, when the block stops: the caller then applies its statements
-// leniently, as before blocks were interpreted.
-func (a *applier) interpretDo(src string) bool {
+// callState is the interpretation under way, or a new one: a statement
+// that a routine runs (EXECUTE of a DO block, of a CALL) goes on in the
+// state of its caller, so depth and budget count across them.
+func (a *applier) callState() (*callState, func()) {
+	if a.calls != nil {
+		return a.calls, func() {}
+	}
 	if a.trees == nil {
 		a.trees = map[string]map[string]any{}
 	}
-	saved, pending, path, inDo := a.cat.Clone(), len(a.pending), a.searchPath, a.inDo
+	a.calls = &callState{parsed: a.trees, budget: a.spent}
+	return a.calls, func() { a.calls = nil }
+}
+
+// recordStop notes where an interpretation stopped, once per top-level
+// statement: what a routine applied before that point stands, and the
+// catalog may differ from the database from there on.
+func (a *applier) recordStop(err error) {
+	if len(a.drift) > 0 {
+		last := a.drift[len(a.drift)-1]
+		if last.Stopped && last.Statement == a.stmt && last.Source == a.source {
+			return
+		}
+	}
+	d := driftOf(a.errorAt(a.stmt, a.raw, err), "")
+	d.Stopped = true
+	a.drift = append(a.drift, d)
+}
+
+// interpretDo runs a DO block's body. It reports false, with the catalog
+// as it was, when the block stops at a construct it cannot evaluate: the
+// caller then applies its statements leniently, as before blocks were
+// interpreted. Either way the stop is drift. A spent budget reports true:
+// nothing more of the block is tried.
+func (a *applier) interpretDo(src string) bool {
+	inDo := a.inDo
 	a.inDo = true
 	defer func() { a.inDo = inDo }()
-	e := &evaluator{a: a, calls: &callState{parsed: a.trees, budget: &a.spent}}
+	calls, done := a.callState()
+	defer done()
+	sp := a.savepoint()
+	e := &evaluator{a: a, calls: calls}
 	err := containPanic(func() error {
 		_, err := e.run("DO block", src, nil)
 		return err
 	})
 	if err == nil {
+		a.release(sp)
 		return true
 	}
-	a.cat, a.pending, a.searchPath = saved, a.pending[:pending], path
+	a.recordStop(err)
+	if errors.Is(err, ErrBudget) {
+		// No fallback runs: what the block applied stands, as a
+		// routine's does.
+		a.release(sp)
+		return true
+	}
+	a.rollback(sp)
 	return false
 }
 

@@ -141,6 +141,9 @@ func (e *evaluator) query(s *pg.SelectStmt, outer *row) (*result, error) {
 				return nil
 			}
 		}
+		if err := e.charge(int64(len(r.sources)+1) * valueOverhead); err != nil {
+			return err
+		}
 		matched = append(matched, r.copy())
 		return nil
 	})
@@ -266,6 +269,9 @@ func (e *evaluator) rangeFunction(rf *pg.RangeFunction, outer *row) (*relation, 
 	rel := &relation{name: name, cols: []string{col}}
 	switch {
 	case name == "unnest" && len(args) == 1 && args[0].kind == vArray:
+		if err := e.reserve(int64(len(args[0].arr)) * 2 * valueOverhead); err != nil {
+			return nil, "", err
+		}
 		for _, v := range args[0].arr {
 			rel.rows = append(rel.rows, []value{v})
 		}
@@ -294,6 +300,11 @@ func (e *evaluator) materialise(items []fromItem, where *pg.Node, outer *row) ([
 		if rel == nil {
 			eq := e.pinned(it, items, where, outer)
 			rel = it.def.build(e.a, eq)
+		}
+		// A system relation's rows are read from the catalog: a query in
+		// a loop reads them every turn.
+		if err := e.charge(int64(len(rel.rows)) * int64(len(rel.cols)+1) * valueOverhead); err != nil {
+			return nil, err
 		}
 		out = append(out, boundRel{alias: it.alias, rel: rel})
 	}

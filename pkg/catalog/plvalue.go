@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -239,12 +240,19 @@ func parseArrayLiteral(s string) ([]value, error) {
 	return out, nil
 }
 
+var errTooLong = errors.New("a text too long")
+
 // formatSQL implements PostgreSQL's format(): %s, %I, %L and %%, with
 // positions (%2$s); widths are refused rather than guessed.
-func formatSQL(f string, args []value) (string, error) {
+// The text it writes is bounded by max: a format of a thousand %1$s of a
+// long argument is input too.
+func formatSQL(f string, args []value, max int) (string, error) {
 	var b strings.Builder
 	next := 0
 	for i := 0; i < len(f); i++ {
+		if b.Len() > max {
+			return "", errTooLong
+		}
 		c := f[i]
 		if c != '%' {
 			b.WriteByte(c)

@@ -183,6 +183,12 @@ func TestPostgresCorpus(t *testing.T) {
 				c = next.Record(Applied{Seq: int64(i + 1), ID: f})
 			}
 			for _, d := range c.Drift() {
+				// A block that reads data stops, which says the catalog
+				// may differ there; the comparison below says whether it
+				// does. Skipped or inferred statements are errors here.
+				if d.Stopped {
+					continue
+				}
 				t.Errorf("drift on a history PostgreSQL replays in full: %s", d)
 			}
 			cols, keys := describe(p, t, in.name)
