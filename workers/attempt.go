@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -25,7 +26,10 @@ import (
 // and is dead-lettered before it is tried again. A first delivery is not
 // marked (it costs nothing where nothing went wrong), so one crash is
 // forgiven: it may have been a kill that had nothing to do with the
-// event.
+// event. An event whose apply may run PL/pgSQL (mayInterpret) is marked
+// from its first delivery, and handled alone: the interpreter runs on
+// budgets, but it is the one part of handling that evaluates what a
+// publisher wrote, so a crash it causes costs one process, not two.
 
 // attemptKey is an event's key in the attempts bucket: its stream
 // sequence, under the consumer that delivered it. Deliveries are counted
@@ -53,7 +57,7 @@ func (w *Worker) bindAttempts(ctx context.Context) {
 // done removes the mark once handling returns.
 func (w *Worker) attempt(ctx context.Context, it *item) (poisoned *outcome, done func()) {
 	done = func() {}
-	if w.attempts == nil || it.meta.NumDelivered < 2 {
+	if w.attempts == nil || (it.meta.NumDelivered < 2 && !mayInterpret(it)) {
 		return nil, done
 	}
 	key := attemptKey(it)
@@ -70,9 +74,13 @@ func (w *Worker) attempt(ctx context.Context, it *item) (poisoned *outcome, done
 			w.log.Error("event ended the process that handled it; dead-lettering it before it is tried again",
 				zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream), zap.Uint64("delivery", prev))
 			w.unmark(ctx, key)
+			before := ", nor did the one before"
+			if prev == 1 {
+				before = " (it may run PL/pgSQL, so its first delivery was marked)"
+			}
 			return &outcome{act: actDeadLetter, kind: events.DLQKindFailed, db: db, seq: it.seq, typ: eventType(it), reason: fmt.Sprintf(
-				"handling this event ended the process that handled it: delivery %d of it never finished, nor did the one before; "+
-					"dead-lettered before it is tried again (`schemaq dlq retry` once the cause is fixed)", prev)}, done
+				"handling this event ended the process that handled it: delivery %d of it never finished%s; "+
+					"dead-lettered before it is tried again (`schemaq dlq retry` once the cause is fixed)", prev, before)}, done
 		}
 	case !errors.Is(err, jetstream.ErrKeyNotFound):
 		w.log.Warn("attempts bucket unreadable; trying the event unmarked", zap.Error(err))
@@ -102,6 +110,27 @@ func (w *Worker) unmark(ctx context.Context, key string) {
 
 // unmarkFor bounds an unmark: an election takes seconds.
 const unmarkFor = 30 * time.Second
+
+// interpreting matches what makes an apply run PL/pgSQL: a DO block, a
+// CALL, a routine's body, or a top-level SELECT of a function. It errs
+// towards marking (a view's SELECT count( matches too): a mark costs two
+// bounded requests.
+var interpreting = regexp.MustCompile(`(?i)\bdo\b|\bcall\b|plpgsql|\bselect\s+[a-z_."]+\s*\(`)
+
+// mayInterpret reports whether applying it may run PL/pgSQL. A payload
+// compressed or in the object store is not read to tell: it is marked.
+func mayInterpret(it *item) bool {
+	if it.ev == nil {
+		return false
+	}
+	switch ev := it.ev; {
+	case ev.Migration != nil:
+		return ev.Migration.SQL == "" || interpreting.MatchString(ev.Migration.SQL)
+	case ev.Snapshot != nil:
+		return ev.Snapshot.SQL == "" || interpreting.MatchString(ev.Snapshot.SQL)
+	}
+	return false
+}
 
 func eventType(it *item) string {
 	if it.ev != nil {

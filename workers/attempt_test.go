@@ -117,6 +117,61 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "both tables searchable", func() bool { return e.count("shop") >= 2 })
 }
 
+// TestInterpretingEventCostsOneCrash: a migration that runs PL/pgSQL is
+// marked from its first delivery, so the process that dies applying it
+// is the only one: the next delivery is dead-lettered before it is
+// tried. (A migration of plain DDL keeps its forgiven first crash: the
+// test above.) The process "dies" here by losing its connection while
+// the interpreter works: a loop that changes a catalog of 3,000 tables
+// inside an exception block on every turn runs for about a second
+// before its step budget stops it.
+func TestInterpretingEventCostsOneCrash(t *testing.T) {
+	e := newEnv(t)
+	cfg := testConfig()
+	cfg.Consumer.AckWait = 3 * time.Second
+	cfg.MessageTimeout = 2 * time.Second
+	cfg.GapTimeout = 10 * time.Second
+	attempts, err := streams.Attempts(context.Background(), e.js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&schema, "CREATE TABLE t%d (id int PRIMARY KEY, note text);\n", i)
+	}
+	nc := testenv.Connect(t, e.ns)
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(context.Background(), "schemaq_catalogs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := workers.New(js, catalogkv.New(kv), e.store, e.emb, zaptest.NewLogger(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = w.Run(context.Background()) }()
+	e.publish(migration(t, "shop", 1, schema.String()))
+	e.waitVersion("shop", 1)
+	e.publish(migration(t, "shop", 2, `DO $$ BEGIN FOR i IN 1..100000 LOOP
+  BEGIN EXECUTE 'COMMENT ON TABLE t1 IS ''' || i || ''''; EXCEPTION WHEN others THEN NULL; END;
+END LOOP; END $$;`))
+	testenv.Eventually(t, 10*time.Second, "delivery 1 marked", func() bool {
+		m, err := attempts.Get(context.Background(), streams.Durable+".2")
+		return err == nil && string(m.Value()) == "1"
+	})
+	nc.Close() // the process is gone, mid-apply
+
+	time.Sleep(cfg.Consumer.AckWait)
+	e.startWorker(cfg, e.store)
+	dl := e.waitDeadLetters(1)
+	if !strings.Contains(dl[0].reason, "ended the process that handled it: delivery 1 of it never finished") {
+		t.Errorf("dead letter %+v", dl[0])
+	}
+	if v := e.version("shop"); v != 1 {
+		t.Errorf("catalog at version %d: the poison migration applied", v)
+	}
+}
+
 // scriptedStore runs each projection of an event through its own step:
 // steps[i] for call i (nil: the store's own write). The re-projection a
 // worker runs at start, which has no deadline, is not scripted: it

@@ -466,15 +466,16 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 // of the queue with the seqs that follow it, in order.
 func (w *Worker) run(q *queue, it *item) []*item {
 	// A redelivered event is handled alone, so that one that ends the
-	// process is told apart from its neighbours (attempt.go).
-	if !wellFormedMigration(it) || it.meta.NumDelivered > 1 {
+	// process is told apart from its neighbours (attempt.go); so is one
+	// that may run PL/pgSQL, which is marked from its first delivery.
+	if !wellFormedMigration(it) || it.meta.NumDelivered > 1 || mayInterpret(it) {
 		return []*item{it}
 	}
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
 	bySeq := map[int64]*item{}
 	for _, o := range q.items {
-		if o != it && wellFormedMigration(o) && o.meta.NumDelivered == 1 && o.seq > it.seq && o.seq <= it.seq+maxRun {
+		if o != it && wellFormedMigration(o) && o.meta.NumDelivered == 1 && !mayInterpret(o) && o.seq > it.seq && o.seq <= it.seq+maxRun {
 			if _, dup := bySeq[o.seq]; !dup {
 				bySeq[o.seq] = o
 			}
