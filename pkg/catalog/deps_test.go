@@ -2,8 +2,8 @@ package catalog
 
 import (
 	"go/parser"
-	"os"
 	"go/token"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
