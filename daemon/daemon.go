@@ -359,6 +359,10 @@ func adapt[Req any, PReq interface {
 	validator
 }, Resp any](d *Daemon, endpoint string, fn func(context.Context, PReq) (Resp, error), errReply func(*events.Error) any) micro.Handler {
 	return micro.HandlerFunc(func(raw micro.Request) {
+		if why := replyRefused(raw.Reply()); why != "" {
+			d.refuseReply(endpoint, raw.Reply(), why)
+			return
+		}
 		start := time.Now()
 		id := raw.Headers().Get(HeaderRequestID)
 		if id == "" {

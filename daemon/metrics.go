@@ -6,14 +6,17 @@ import (
 
 // Metrics of a daemon; build with NewMetrics on the process's registerer.
 type Metrics struct {
-	requests  *prometheus.CounterVec
-	seconds   *prometheus.HistogramVec
-	stage     *prometheus.HistogramVec
-	tokens    *prometheus.CounterVec
-	serving   prometheus.Gauge
-	forwards  *prometheus.CounterVec
-	cuts      *prometheus.CounterVec
-	ambiguous *prometheus.CounterVec
+	requests *prometheus.CounterVec
+	seconds  *prometheus.HistogramVec
+	stage    *prometheus.HistogramVec
+	tokens   *prometheus.CounterVec
+	serving  prometheus.Gauge
+	forwards *prometheus.CounterVec
+	// refusedReplies counts requests whose reply subject was not an
+	// inbox (replies.go).
+	refusedReplies *prometheus.CounterVec
+	cuts           *prometheus.CounterVec
+	ambiguous      *prometheus.CounterVec
 	// retrievalOnly counts asks answered without SQL because this daemon
 	// has no gateway: in a queue group that mixes replicas, the share of
 	// asks that went to the wrong one.
@@ -37,6 +40,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "LLM tokens by kind: prompt, completion, cached."}, []string{"kind"}),
 		serving: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_daemon_serving",
 			Help: "1 while the daemon is in the queue group (its store answers), 0 while it takes no requests."}),
+		refusedReplies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_refused_replies_total",
+			Help: "Requests dropped unanswered because their reply subject was not an inbox (a $JS, $KV, $O, $SRV or schemaq subject), by endpoint."}, []string{"endpoint"}),
 		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_forwarded_total",
 			Help: "Requests this daemon took while its store failed and handed to a replica, by outcome: answered (a replica replied) or failed (none could)."}, []string{"outcome"}),
 		cuts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_budget_cuts_total",
@@ -50,6 +55,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		staleExamples: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_stale_examples_total",
 			Help: "Worked examples retrieval found and left out, by endpoint, because their SQL reads a table or view the catalog no longer has (schemaq examples list --stale names them)."}, []string{"endpoint"}),
 	}
-	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.cuts, m.ambiguous, m.retrievalOnly, m.feedback, m.staleExamples)
+	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.refusedReplies, m.cuts, m.ambiguous, m.retrievalOnly, m.feedback, m.staleExamples)
 	return m
 }
