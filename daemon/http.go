@@ -35,6 +35,12 @@ type HTTPConfig struct {
 	Token string
 	// Version is reported in /openapi.json.
 	Version string
+	// AllowedHosts are the Host headers answered ("*" any); empty is the
+	// loopback names when Addr is on loopback, and any host beyond it
+	// (see allowedHosts).
+	AllowedHosts []string
+	// Addr is the address the API listens on, for AllowedHosts' default.
+	Addr string
 }
 
 // maxHTTPBody bounds a request body: a request is a question and its
@@ -66,7 +72,7 @@ func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, "", events.Errorf(events.CodeNotFound, "no such path %s: the API is POST /v1/search, /v1/ask, /v1/tables, /v1/feedback, GET /v1/databases; /openapi.json describes it", events.Quote(r.URL.Path)))
 	})
-	return mux
+	return newAllowedHosts(cfg.AllowedHosts, cfg.Addr).checkHost(mux)
 }
 
 // authorized requires the bearer token when one is configured. The
@@ -94,11 +100,12 @@ func (d *Daemon) httpEndpoint(ep endpoint) http.Handler {
 			return
 		}
 		id := r.Header.Get(HeaderRequestID)
-		if ct := r.Header.Get("Content-Type"); ct != "" {
-			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-				writeJSONError(w, http.StatusUnsupportedMediaType, id, events.Errorf(events.CodeBadRequest, "Content-Type %s: send application/json", events.Quote(ct)))
-				return
-			}
+		// Required, not only checked when sent: a page on another origin
+		// may POST without a preflight only with no Content-Type or a
+		// form's, never with application/json.
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			writeJSONError(w, http.StatusUnsupportedMediaType, id, events.Errorf(events.CodeBadRequest, "Content-Type %s: send Content-Type: application/json", events.Quote(r.Header.Get("Content-Type"))))
+			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
 		if err != nil {
@@ -282,6 +289,9 @@ func (d *Daemon) ListenHTTP(ctx context.Context, addr string, cfg HTTPConfig) er
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("http listener %s: %w", addr, err)
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = addr
 	}
 	srv := &http.Server{Handler: d.HTTPHandler(cfg), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}

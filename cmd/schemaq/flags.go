@@ -436,6 +436,8 @@ type roleFlags struct {
 	// http is the HTTP API's address ("" none) and httpToken its bearer
 	// token; httpOptional is as metricsOptional.
 	http, httpToken string
+	// httpHosts are the Host headers the HTTP API answers.
+	httpHosts []string
 	httpOptional    bool
 	// replica: the daemon opens only once the worker has caught up, as
 	// its index is its own.
@@ -534,6 +536,11 @@ func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
 		return err
 	}
 	fs.StringVar(&r.http, "http-addr", envString(e, "SCHEMAQ_HTTP_ADDR", ""), "serve the HTTP API (POST /v1/search, /v1/ask, /v1/tables, GET /v1/databases, /openapi.json) on this address; beyond loopback it requires SCHEMAQ_HTTP_TOKEN [SCHEMAQ_HTTP_ADDR]")
+	fs.Func("http-allowed-hosts", "comma-separated Host headers the HTTP API answers (* any); default: the loopback names on a loopback address, any host beyond it (where a token is required) [SCHEMAQ_HTTP_ALLOWED_HOSTS]", func(v string) error {
+		r.httpHosts = commaList(v)
+		return nil
+	})
+	r.httpHosts = commaList(e.getenv("SCHEMAQ_HTTP_ALLOWED_HOSTS"))
 	r.httpToken = e.getenv("SCHEMAQ_HTTP_TOKEN")
 	fs.BoolVar(&r.daemon.AllowSystemCatalogs, "allow-system-catalogs", envString(e, "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", "") == "1", "let an ask that asks for it (allow_system_catalogs) have SQL that reads pg_catalog, information_schema, reg* casts and the session's identity; off, such requests are narrowed to the database's own tables [SCHEMAQ_ALLOW_SYSTEM_CATALOGS=1]")
 	d := &r.daemon
