@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/safefile"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/migrate"
@@ -218,7 +219,7 @@ func snapshotEvent(ctx context.Context, cli *client.Client, db string, paths []s
 	if len(paths) != 1 {
 		return nil, usagef("publish snapshot: give exactly one schema file")
 	}
-	sql, err := os.ReadFile(paths[0])
+	sql, err := safefile.Read(filepath.Dir(paths[0]), paths[0], events.MaxSQLBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
@@ -324,7 +325,7 @@ func docEvents(db string, paths []string, tags tagFlags, now time.Time) ([]*even
 			if err != nil || d.IsDir() || !strings.HasSuffix(strings.ToLower(p), ".md") {
 				return err
 			}
-			body, err := os.ReadFile(p)
+			body, err := safefile.Read(base, p, events.MaxSQLBytes)
 			if err != nil {
 				return err
 			}
@@ -354,7 +355,7 @@ const examplesPerEvent = 100
 func exampleEvents(db string, paths []string, now time.Time) ([]*events.Event, error) {
 	var all []events.Example
 	for _, p := range paths {
-		f, err := os.Open(p)
+		f, err := safefile.Open(filepath.Dir(p), p, events.MaxSQLBytes)
 		if err != nil {
 			return nil, fmt.Errorf("examples: %w", err)
 		}

@@ -38,6 +38,9 @@ type File struct {
 	// Repeatable is a Flyway R__ migration: it has no version, runs after
 	// the versioned ones, and runs again whenever its content changes.
 	Repeatable bool
+	// Root is the directory the file was found under (its own for one
+	// named explicitly): a symlink is read only if it stays inside.
+	Root string
 }
 
 // ID is the migration's identity, as its tool knows it: the version's
@@ -130,7 +133,7 @@ func discoverDir(root string) ([]File, []string, error) {
 		case name == "up.sql":
 			dir := filepath.Base(filepath.Dir(path))
 			if path == filepath.Join(root, "up.sql") || !dieselDir.MatchString(dir) {
-				skipped = append(skipped, rel+": an up.sql outside a directory named <version>_name, so it has no version")
+				skipped = append(skipped, strconv.Quote(rel)+": an up.sql outside a directory named <version>_name, so it has no version")
 				return nil
 			}
 			files = append(files, File{Path: path, Name: rel, Version: versionOf(dir)})
@@ -144,16 +147,22 @@ func discoverDir(root string) ([]File, []string, error) {
 		case strings.HasPrefix(name, "R__"):
 			repeatable = append(repeatable, File{Path: path, Name: rel, Repeatable: true})
 		case flywayUndoRe.MatchString(name):
-			skipped = append(skipped, rel+": a Flyway undo migration, not applied (schemaq follows the forward history)")
+			skipped = append(skipped, strconv.Quote(rel)+": a Flyway undo migration, not applied (schemaq follows the forward history)")
 		case numberRe.MatchString(name):
 			files = append(files, File{Path: path, Name: rel, Version: versionOf(name)})
 		default:
-			skipped = append(skipped, rel+": its name carries no version (0001_name.sql, V1__name.sql, 20240101120000_name.up.sql), so its place in the history is unknown; name it on the command line to apply it")
+			skipped = append(skipped, strconv.Quote(rel)+": its name carries no version (0001_name.sql, V1__name.sql, 20240101120000_name.up.sql), so its place in the history is unknown; name it on the command line to apply it")
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("migrations in %s: %w", root, err)
+		return nil, nil, fmt.Errorf("migrations in %s: %w", strconv.Quote(root), err)
+	}
+	for i := range files {
+		files[i].Root = root
+	}
+	for i := range repeatable {
+		repeatable[i].Root = root
 	}
 	if downs > 0 {
 		skipped = append(skipped, fmt.Sprintf("%d down migration(s) (…down.sql): not applied, as schemaq follows the forward history", downs))
@@ -176,7 +185,7 @@ func discoverDir(root string) ([]File, []string, error) {
 	})
 	for i := 1; i < len(files); i++ {
 		if slices.Equal(files[i].Version, files[i-1].Version) {
-			return nil, nil, fmt.Errorf("migrations in %s: %s and %s have the same version", root, files[i-1].Name, files[i].Name)
+			return nil, nil, fmt.Errorf("migrations in %s: %s and %s have the same version", strconv.Quote(root), strconv.Quote(files[i-1].Name), strconv.Quote(files[i].Name))
 		}
 	}
 	// Flyway applies repeatable migrations after the versioned ones, in
@@ -188,6 +197,12 @@ func discoverDir(root string) ([]File, []string, error) {
 // explicitFile is a file named on the command line. A Diesel or
 // golang-migrate step named by its up.sql takes its directory's version.
 func explicitFile(p string) File {
+	f := explicitVersion(p)
+	f.Root = filepath.Dir(p)
+	return f
+}
+
+func explicitVersion(p string) File {
 	name := filepath.ToSlash(filepath.Clean(p))
 	base := filepath.Base(p)
 	if strings.HasPrefix(base, "R__") {

@@ -3,11 +3,13 @@ package migrate
 import (
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/safefile"
 )
 
 // Step is a migration file read for publishing.
@@ -23,12 +25,16 @@ type Step struct {
 func Read(files []File) ([]Step, error) {
 	out := make([]Step, 0, len(files))
 	for _, f := range files {
-		b, err := os.ReadFile(f.Path)
+		root := f.Root
+		if root == "" {
+			root = filepath.Dir(f.Path)
+		}
+		b, err := safefile.Read(root, f.Path, events.MaxSQLBytes)
 		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", f.Name, err)
+			return nil, fmt.Errorf("read migration %s: %w", strconv.Quote(f.Name), err)
 		}
 		if !utf8.Valid(b) {
-			return nil, fmt.Errorf("migration %s: not UTF-8 text (invalid byte at offset %d)", f.Name, events.InvalidUTF8Offset(b))
+			return nil, fmt.Errorf("migration %s: not UTF-8 text (invalid byte at offset %d)", strconv.Quote(f.Name), events.InvalidUTF8Offset(b))
 		}
 		// dbmate and goose keep the down steps in the file: only the up
 		// section is the migration (its checksum too, so an edit of the

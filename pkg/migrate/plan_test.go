@@ -100,7 +100,7 @@ func TestReadRefusesBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Read([]File{{Path: p, Name: "3_blob.sql"}})
-	if err == nil || !strings.Contains(err.Error(), "migration 3_blob.sql: not UTF-8 text (invalid byte at offset 19)") {
+	if err == nil || !strings.Contains(err.Error(), `migration "3_blob.sql": not UTF-8 text (invalid byte at offset 19)`) {
 		t.Errorf("got %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package migrate
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -82,8 +83,8 @@ func TestDiscoverNamesWhatItLeavesOut(t *testing.T) {
 	got := strings.Join(found.Skipped, "\n")
 	for _, want := range []string{
 		"2 down migration(s) (…down.sql): not applied",
-		"seed.sql: its name carries no version",
-		filepath.Join("misc", "up.sql") + ": an up.sql outside a directory named <version>_name",
+		`"seed.sql": its name carries no version`,
+		strconv.Quote(filepath.Join("misc", "up.sql")) + ": an up.sql outside a directory named <version>_name",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("skipped %q\nwant %q", found.Skipped, want)
