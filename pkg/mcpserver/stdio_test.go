@@ -105,3 +105,42 @@ func TestLineTransportGoesOnAfterBadLines(t *testing.T) {
 		t.Errorf("%d lines reported refused, want 5", refused)
 	}
 }
+
+// TestLineTransportAnswersWhatItReadBeforeEOF: a host that writes its
+// requests and closes stdin at once (a script, a pipe) gets every
+// answer. Closing the session at the end of the input dropped the
+// replies still pending, initialize's included.
+func TestLineTransportAnswersWhatItReadBeforeEOF(t *testing.T) {
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"three","method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}`,
+	}, "\n") + "\n"
+	var out strings.Builder
+	server := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+	tr := &LineTransport{In: strings.NewReader(in), Out: &out}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := server.Run(ctx, tr); err != nil && ctx.Err() != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var ids []string
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage
+			Result json.RawMessage
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.Result == nil {
+			t.Errorf("not a result: %s", sc.Text())
+			continue
+		}
+		ids = append(ids, string(m.ID))
+	}
+	slices.Sort(ids)
+	if want := []string{`"three"`, "1", "2", "4"}; !slices.Equal(ids, want) {
+		t.Fatalf("answered %v, want %v; output:\n%s", ids, want, out.String())
+	}
+}
