@@ -437,8 +437,8 @@ type roleFlags struct {
 	// token; httpOptional is as metricsOptional.
 	http, httpToken string
 	// httpHosts are the Host headers the HTTP API answers.
-	httpHosts []string
-	httpOptional    bool
+	httpHosts    []string
+	httpOptional bool
 	// replica: the daemon opens only once the worker has caught up, as
 	// its index is its own.
 	replica bool

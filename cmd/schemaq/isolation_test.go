@@ -177,11 +177,11 @@ func TestTenantIsolation(t *testing.T) {
 		}
 	}
 	writes := map[string]string{
-		"schemaq.schema.other":                       `{"spec":"1","id":"x","type":"schema.migration","database":"other","time":"2026-01-01T00:00:00Z","data":{"seq":2,"sql":"DROP TABLE t"}}`,
-		"schemaq.examples.other":                     `garbage`,
-		"$KV.schemaq_catalogs.other":                 `garbage`,
-		"$JS.API.STREAM.UPDATE.SCHEMAQ":              `{"name":"SCHEMAQ","max_msgs":1}`,
-		"$JS.API.STREAM.PURGE.SCHEMAQ":               `{}`,
+		"schemaq.schema.other":                      `{"spec":"1","id":"x","type":"schema.migration","database":"other","time":"2026-01-01T00:00:00Z","data":{"seq":2,"sql":"DROP TABLE t"}}`,
+		"schemaq.examples.other":                    `garbage`,
+		"$KV.schemaq_catalogs.other":                `garbage`,
+		"$JS.API.STREAM.UPDATE.SCHEMAQ":             `{"name":"SCHEMAQ","max_msgs":1}`,
+		"$JS.API.STREAM.PURGE.SCHEMAQ":              `{}`,
 		"$JS.API.STREAM.UPDATE.KV_schemaq_catalogs": `{"name":"KV_schemaq_catalogs","max_age":2000000000}`,
 	}
 	for subj, data := range writes {
@@ -215,8 +215,8 @@ func TestTenantIsolation(t *testing.T) {
 	// ci may publish, and may not administer the streams.
 	ci := connect("ci")
 	for subj, data := range map[string]string{
-		"$JS.API.STREAM.UPDATE.SCHEMAQ":              `{"name":"SCHEMAQ","subjects":["schemaq.schema.*","schemaq.docs.*","schemaq.examples.*"],"max_msgs":1}`,
-		"$JS.API.STREAM.PURGE.SCHEMAQ":               `{}`,
+		"$JS.API.STREAM.UPDATE.SCHEMAQ":             `{"name":"SCHEMAQ","subjects":["schemaq.schema.*","schemaq.docs.*","schemaq.examples.*"],"max_msgs":1}`,
+		"$JS.API.STREAM.PURGE.SCHEMAQ":              `{}`,
 		"$JS.API.STREAM.UPDATE.KV_schemaq_catalogs": `{"name":"KV_schemaq_catalogs","max_age":2000000000}`,
 		"$JS.API.STREAM.DELETE.KV_schemaq_catalogs": ``,
 	} {

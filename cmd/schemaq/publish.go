@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/safefile"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/migrate"
+	"github.com/schemaq/schemaq/pkg/safefile"
 )
 
 func runPublish(ctx context.Context, e *env, args []string) (err error) {
