@@ -114,9 +114,9 @@ func envFloat(e *env, key string, def float64) (float64, error) {
 // natsFlags are the connection settings of every command that talks to a
 // running schemaq.
 type natsFlags struct {
-	url, creds, nkey, user, password, token, ca, cert, key, name string
-	timeout                                                      time.Duration
-	envErr                                                       error // an unreadable SCHEMAQ_NATS_TIMEOUT, reported on connect
+	url, creds, nkey, user, password, token, ca, cert, key, name, inbox string
+	timeout                                                             time.Duration
+	envErr                                                              error // an unreadable SCHEMAQ_NATS_TIMEOUT, reported on connect
 }
 
 func (n *natsFlags) register(fs *flag.FlagSet, e *env) {
@@ -130,6 +130,7 @@ func (n *natsFlags) register(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&n.cert, "nats-cert", envString(e, "SCHEMAQ_NATS_CERT", ""), "client certificate for NATS TLS [SCHEMAQ_NATS_CERT]")
 	fs.StringVar(&n.key, "nats-key", envString(e, "SCHEMAQ_NATS_KEY", ""), "client key for NATS TLS [SCHEMAQ_NATS_KEY]")
 	fs.StringVar(&n.name, "nats-name", envString(e, "SCHEMAQ_NATS_NAME", "schemaq"), "connection name shown by the server [SCHEMAQ_NATS_NAME]")
+	fs.StringVar(&n.inbox, "nats-inbox-prefix", envString(e, "SCHEMAQ_NATS_INBOX_PREFIX", ""), "subject prefix of this user's reply inboxes instead of _INBOX, so that its permissions can grant it only its own [SCHEMAQ_NATS_INBOX_PREFIX]")
 	timeout, err := envDuration(e, "SCHEMAQ_NATS_TIMEOUT", 5*time.Second)
 	n.envErr = err
 	fs.DurationVar(&n.timeout, "nats-timeout", timeout, "timeout of the first connection [SCHEMAQ_NATS_TIMEOUT]")
@@ -137,7 +138,7 @@ func (n *natsFlags) register(fs *flag.FlagSet, e *env) {
 
 func (n *natsFlags) config() natsconn.Config {
 	return natsconn.Config{URLs: commaList(n.url), Name: n.name, Creds: n.creds, NKeySeed: n.nkey, User: n.user,
-		Password: n.password, Token: n.token, CAFile: n.ca, CertFile: n.cert, KeyFile: n.key, ConnectTimeout: n.timeout}
+		Password: n.password, Token: n.token, CAFile: n.ca, CertFile: n.cert, KeyFile: n.key, ConnectTimeout: n.timeout, InboxPrefix: n.inbox}
 }
 
 // credentials are the options that authenticate a connection as these
@@ -151,6 +152,9 @@ func (n *natsFlags) credentials() []nats.Option {
 		opts = append(opts, nats.Token(n.token))
 	case n.user != "":
 		opts = append(opts, nats.UserInfo(n.user, n.password))
+	}
+	if n.inbox != "" {
+		opts = append(opts, nats.CustomInboxPrefix(n.inbox))
 	}
 	return opts
 }
@@ -436,9 +440,9 @@ type roleFlags struct {
 	// http is the HTTP API's address ("" none) and httpToken its bearer
 	// token; httpOptional is as metricsOptional.
 	http, httpToken string
+	httpOptional    bool
 	// httpHosts are the Host headers the HTTP API answers.
-	httpHosts    []string
-	httpOptional bool
+	httpHosts []string
 	// replica: the daemon opens only once the worker has caught up, as
 	// its index is its own.
 	replica bool

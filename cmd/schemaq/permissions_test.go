@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
 	"github.com/schemaq/schemaq/pkg/natsembed"
@@ -90,7 +91,13 @@ func TestRolePermissions(t *testing.T) {
 		if user == "shop-app" {
 			pass = "app_pass"
 		}
-		return map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_NATS_USER": user, "SCHEMAQ_NATS_PASSWORD": pass}
+		vars := map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_NATS_USER": user, "SCHEMAQ_NATS_PASSWORD": pass}
+		if user == "shop-app" {
+			// Its replies come on its own inbox prefix, the only one it
+			// may read.
+			vars["SCHEMAQ_NATS_INBOX_PREFIX"] = "_INBOX.shop_app"
+		}
+		return vars
 	}
 	prefix := "permtest:" + nuid.Next() + ":" // one shared index for the worker and the daemon
 	role := func(user string, args ...string) {
@@ -205,6 +212,26 @@ func TestRolePermissions(t *testing.T) {
 	refused("ci", "publish", "migrations", "--db", "other", filepath.Join(shop, "migrations"))
 	refused("ci", "dlq", "purge")
 	refused("shop-app", "search", "--db", "other", "orders")
+	// shop-app reads its own inbox only, not everyone's replies.
+	violations := make(chan error, 4)
+	eve, err := nats.Connect(ns.ClientURL(), nats.UserInfo("shop-app", "app_pass"),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { violations <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eve.Close()
+	if _, err := eve.SubscribeSync("_INBOX.>"); err != nil {
+		t.Fatal(err)
+	}
+	_ = eve.Flush()
+	select {
+	case err := <-violations:
+		if !strings.Contains(err.Error(), "Permissions Violation") {
+			t.Errorf("shop-app's subscription to _INBOX.>: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("shop-app may subscribe to _INBOX.>, and so read every reply")
+	}
 	refused("shop-app", "publish", "docs", "--db", "shop", filepath.Join(shop, "docs"))
 	refused("shop-app", "dlq", "list")
 	refused("shop-app", "feedback", "--db", "other", "--question", "q", "--sql", "SELECT 1 FROM t")

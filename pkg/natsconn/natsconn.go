@@ -30,6 +30,10 @@ type Config struct {
 	KeyFile  string
 	// ConnectTimeout bounds the first connection.
 	ConnectTimeout time.Duration
+	// InboxPrefix replaces _INBOX in the subjects replies come back on:
+	// in an account shared by several users, each may then be granted
+	// subscribe on its own prefix only, not on every reply of _INBOX.>.
+	InboxPrefix string
 }
 
 // Validate checks the settings before anything dials out, naming every
@@ -55,6 +59,9 @@ func (c Config) Validate() error {
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, errors.New("nats tls: a client certificate needs both the certificate and the key file"))
+	}
+	if p := c.InboxPrefix; p != "" && (strings.ContainsAny(p, "*> \t\r\n") || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..")) {
+		errs = append(errs, fmt.Errorf("nats inbox prefix %q: a subject of literal tokens, such as _INBOX_shop", p))
 	}
 	if c.Password != "" && c.User == "" {
 		errs = append(errs, errors.New("nats auth: a password needs a user"))
@@ -99,6 +106,9 @@ func (c Config) Options(log *zap.Logger) ([]nats.Option, error) {
 	}
 	if c.ConnectTimeout > 0 {
 		opts = append(opts, nats.Timeout(c.ConnectTimeout))
+	}
+	if c.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
 	}
 	switch {
 	case c.Creds != "":

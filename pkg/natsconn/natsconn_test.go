@@ -20,6 +20,9 @@ func TestValidate(t *testing.T) {
 		{"two auth methods", Config{URLs: []string{"nats://a"}, Creds: "x.creds", Token: "t"}, "use one of"},
 		{"cert without key", Config{URLs: []string{"nats://a"}, CertFile: "c.pem"}, "both the certificate and the key"},
 		{"password without user", Config{URLs: []string{"nats://a"}, Password: "p"}, "a password needs a user"},
+		{"an inbox prefix", Config{URLs: []string{"nats://a"}, InboxPrefix: "_INBOX_shop.app"}, ""},
+		{"a wildcard inbox prefix", Config{URLs: []string{"nats://a"}, InboxPrefix: "_INBOX.>"}, "literal tokens"},
+		{"an inbox prefix ending in a dot", Config{URLs: []string{"nats://a"}, InboxPrefix: "_INBOX_shop."}, "literal tokens"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
