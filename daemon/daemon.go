@@ -399,6 +399,7 @@ func adapt[Req any, PReq interface {
 			ctx, cancel := context.WithTimeout(tracing.Extract(context.Background(), raw.Headers()), d.timeout(endpoint))
 			defer cancel()
 			ctx = context.WithValue(ctx, requestIDKey{}, id)
+			ctx = context.WithValue(ctx, callerKey{}, callerOf(raw))
 			ctx, span := tracing.Tracer().Start(ctx, events.ServiceName+"."+endpoint, trace.WithSpanKind(trace.SpanKindServer),
 				trace.WithAttributes(attribute.String("schemaq.request_id", id)))
 			defer span.End()

@@ -54,7 +54,7 @@ func (d *Daemon) feedback(ctx context.Context, req *events.FeedbackRequest) (*ev
 	ex := events.Example{
 		ID: events.FeedbackExampleID(req.Question, req.SQL), Question: strings.TrimSpace(req.Question), SQL: strings.TrimSpace(req.SQL),
 		Schema: req.Schema, Origin: events.OriginFeedback, AskID: req.AskID, Corrected: req.Corrected,
-		CatalogVersion: cat.Version, Tables: res.Tables,
+		CatalogVersion: cat.Version, Tables: res.Tables, Author: callerFrom(ctx),
 	}
 	ev, err := events.New("feedback-"+ex.ID, req.Database, time.Now(), &events.ExamplesUpsert{Examples: []events.Example{ex}})
 	if err != nil {
@@ -70,7 +70,7 @@ func (d *Daemon) feedback(ctx context.Context, req *events.FeedbackRequest) (*ev
 		return nil, events.Errorf(events.CodeStreamUnavailable, "the stream did not take the feedback (%v); nothing was stored, and sending it again is safe", err)
 	}
 	d.countFeedback("stored")
-	d.log.Info("feedback stored", zap.String("database", req.Database), zap.String("example", ex.ID), zap.Uint64("seq", pub.Sequence),
+	d.log.Info("feedback stored", zap.String("database", req.Database), zap.String("example", ex.ID), zap.String("author", ex.Author), zap.Uint64("seq", pub.Sequence),
 		zap.Bool("duplicate", pub.Duplicate), zap.Bool("corrected", req.Corrected), zap.String("ask_id", req.AskID))
 	return &events.FeedbackReply{Database: req.Database, Example: ex.ID, Version: cat.Version, Tables: res.Tables,
 		Seq: pub.Sequence, Duplicate: pub.Duplicate, Warnings: res.Warnings}, nil

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +40,10 @@ type HTTPConfig struct {
 	AllowedHosts []string
 	// Addr is the address the API listens on, for AllowedHosts' default.
 	Addr string
+	// Tokens grant bearer tokens some databases, to read or to write
+	// (LoadHTTPTokens); Token, when set too, is one more with every
+	// database.
+	Tokens []HTTPToken
 }
 
 // maxHTTPBody bounds a request body: a request is a question and its
@@ -53,10 +56,11 @@ const maxHTTPBody = events.DefaultMaxEventBytes
 // /v1/databases and GET /openapi.json.
 func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 	mux := http.NewServeMux()
+	ring := newKeyring(cfg.Token, cfg.Tokens)
 	for _, ep := range d.endpoints() {
-		mux.Handle("/v1/"+ep.name, d.authorized(cfg, d.httpEndpoint(ep)))
+		mux.Handle("/v1/"+ep.name, authorized(ring, d.httpEndpoint(ep)))
 	}
-	mux.Handle("/v1/databases", d.authorized(cfg, http.HandlerFunc(d.httpDatabases)))
+	mux.Handle("/v1/databases", authorized(ring, http.HandlerFunc(d.httpDatabases)))
 	spec, specErr := OpenAPI(cfg.Version)
 	mux.HandleFunc("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		if !allowMethod(w, r, http.MethodGet) {
@@ -73,24 +77,6 @@ func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 		httpError(w, "", events.Errorf(events.CodeNotFound, "no such path %s: the API is POST /v1/search, /v1/ask, /v1/tables, /v1/feedback, GET /v1/databases; /openapi.json describes it", events.Quote(r.URL.Path)))
 	})
 	return newAllowedHosts(cfg.AllowedHosts, cfg.Addr).checkHost(mux)
-}
-
-// authorized requires the bearer token when one is configured. The
-// comparison takes the same time whatever the guess.
-func (d *Daemon) authorized(cfg HTTPConfig, next http.Handler) http.Handler {
-	if cfg.Token == "" {
-		return next
-	}
-	want := []byte("Bearer " + cfg.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="schemaq"`)
-			writeJSONError(w, http.StatusUnauthorized, "", &events.Error{Code: "unauthorized", Message: "a bearer token is required: Authorization: Bearer <token> (the server's SCHEMAQ_HTTP_TOKEN)"})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // httpEndpoint runs one endpoint's handler for a POST.
@@ -117,7 +103,15 @@ func (d *Daemon) httpEndpoint(ep endpoint) http.Handler {
 			writeJSONError(w, http.StatusBadRequest, id, events.Errorf(events.CodeBadRequest, "read the request: %v", err))
 			return
 		}
-		req := &httpRequest{subject: events.ServiceName + "." + ep.name, data: body, headers: micro.Headers{}, out: make(chan *nats.Msg, 1)}
+		who := principalOf(r.Context())
+		if e := who.mayAsk(ep.name, body); e != nil {
+			httpError(w, id, e)
+			return
+		}
+		req := &httpRequest{subject: events.ServiceName + "." + ep.name, data: body, headers: micro.Headers{}, out: make(chan *nats.Msg, 1), caller: "http"}
+		if who != nil {
+			req.caller = "http:" + who.name
+		}
 		if id != "" {
 			req.headers[HeaderRequestID] = []string{id}
 		}
@@ -147,8 +141,12 @@ func (d *Daemon) httpDatabases(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		Databases []database `json:"databases"`
 	}{Databases: []database{}}
+	who := principalOf(r.Context())
 	if l, ok := d.cats.(interface{ Databases() []string }); ok {
 		for _, name := range l.Databases() {
+			if who != nil && !who.mayUse(name) {
+				continue // another team's: not even its name
+			}
 			if c := d.cats.Catalog(name); c != nil {
 				out.Databases = append(out.Databases, database{Name: name, Version: c.Version})
 			}
@@ -175,6 +173,8 @@ var httpStatus = map[string]int{
 	events.CodeNotFound:          http.StatusNotFound,
 	events.CodeTooLarge:          http.StatusRequestEntityTooLarge,
 	events.CodeBusy:              http.StatusTooManyRequests,
+	events.CodeRateLimited:       http.StatusTooManyRequests,
+	events.CodeForbidden:         http.StatusForbidden,
 	events.CodeTimeout:           http.StatusGatewayTimeout,
 	events.CodeStoreUnavailable:  http.StatusServiceUnavailable,
 	events.CodeNoDaemon:          http.StatusServiceUnavailable,
@@ -199,8 +199,11 @@ func writeReply(w http.ResponseWriter, m *nats.Msg) {
 		if s, ok := httpStatus[code]; ok {
 			status = s
 		}
-		if code == events.CodeBusy {
+		switch code {
+		case events.CodeBusy:
 			w.Header().Set("Retry-After", "1")
+		case events.CodeRateLimited:
+			w.Header().Set("Retry-After", "10")
 		}
 	}
 	if id := m.Header.Get(HeaderRequestID); id != "" {
@@ -237,6 +240,7 @@ type httpRequest struct {
 	data    []byte
 	headers micro.Headers
 	out     chan *nats.Msg
+	caller  string // who, as the token said (callerOf)
 }
 
 func (r *httpRequest) send(m *nats.Msg) error {
@@ -283,7 +287,7 @@ func (r *httpRequest) Reply() string { return "_HTTP" }
 // for any address beyond loopback: the API answers questions about the
 // schema, and a listener on every interface must not answer strangers.
 func (d *Daemon) ListenHTTP(ctx context.Context, addr string, cfg HTTPConfig) error {
-	if err := CheckHTTP(addr, cfg.Token); err != nil {
+	if err := CheckHTTP(addr, cfg.Token != "" || len(cfg.Tokens) > 0); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -300,8 +304,8 @@ func (d *Daemon) ListenHTTP(ctx context.Context, addr string, cfg HTTPConfig) er
 }
 
 // CheckHTTP refuses an address beyond loopback without a token.
-func CheckHTTP(addr, token string) error {
-	if token == "" && !loopbackOnly(addr) {
+func CheckHTTP(addr string, tokens bool) error {
+	if !tokens && !loopbackOnly(addr) {
 		return fmt.Errorf("--http-addr %s listens beyond loopback: set a bearer token (SCHEMAQ_HTTP_TOKEN, or SCHEMAQ_HTTP_TOKEN_FILE), or listen on 127.0.0.1", addr)
 	}
 	return nil

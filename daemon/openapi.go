@@ -42,6 +42,7 @@ func OpenAPI(version string) ([]byte, error) {
 			desc := map[int]string{
 				400: "bad_request: the body does not decode (unknown or repeated keys, wrong types) or a field is out of bounds",
 				401: "the bearer token is missing or wrong",
+				403: "forbidden: the token may not use that database, or may only read it (the tokens file)",
 				404: "unknown_database or not_found",
 				413: "the request is over 1 MiB",
 				415: "the Content-Type is not application/json (it is required)",
@@ -75,10 +76,10 @@ func OpenAPI(version string) ([]byte, error) {
 			"description": "Schema retrieval and text-to-SQL. The same requests and replies as the NATS endpoints (docs/api.md); every reply carries the request id in Schemaq-Request-Id, and every error reply an error object {code, message}.",
 		},
 		"paths": map[string]any{
-			"/v1/search":   post("Retrieve the tables, views, docs and examples that answer a question", "SearchRequest", "SearchReply", 400, 401, 404, 413, 415, 421, 429, 503, 504),
-			"/v1/ask":      post("Write checked SQL for a question (retrieval only without an LLM gateway)", "AskRequest", "AskReply", 400, 401, 404, 413, 415, 421, 422, 429, 502, 503, 504),
-			"/v1/feedback": post("Hand back SQL that answers a question; SQL the guard passes is stored as a worked example", "FeedbackRequest", "FeedbackReply", 400, 401, 404, 413, 415, 421, 422, 429, 503, 504),
-			"/v1/tables":   post("List a database's tables, describe one, or ask the indexed version of docs and examples", "TablesRequest", "TablesReply", 400, 401, 404, 413, 415, 421, 429, 503, 504),
+			"/v1/search":   post("Retrieve the tables, views, docs and examples that answer a question", "SearchRequest", "SearchReply", 400, 401, 403, 404, 413, 415, 421, 429, 503, 504),
+			"/v1/ask":      post("Write checked SQL for a question (retrieval only without an LLM gateway)", "AskRequest", "AskReply", 400, 401, 403, 404, 413, 415, 421, 422, 429, 502, 503, 504),
+			"/v1/feedback": post("Hand back SQL that answers a question; SQL the guard passes is stored as a worked example", "FeedbackRequest", "FeedbackReply", 400, 401, 403, 404, 413, 415, 421, 422, 429, 503, 504),
+			"/v1/tables":   post("List a database's tables, describe one, or ask the indexed version of docs and examples", "TablesRequest", "TablesReply", 400, 401, 403, 404, 413, 415, 421, 429, 503, 504),
 			"/v1/databases": map[string]any{"get": map[string]any{
 				"summary":     "The databases with a catalog, and their versions",
 				"operationId": "Databases",

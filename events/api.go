@@ -17,9 +17,15 @@ const (
 	CodeGatewayError     = "gateway_error"
 	// CodeGatewayAuth: the gateway refused the credentials (401, 403);
 	// retrying does not help until the key is fixed.
-	CodeGatewayAuth   = "gateway_auth"
-	CodeTimeout       = "timeout"
-	CodeBusy          = "busy"
+	CodeGatewayAuth = "gateway_auth"
+	CodeTimeout     = "timeout"
+	CodeBusy        = "busy"
+	// CodeForbidden: the caller's token may not use that database, or
+	// may only read it (HTTP tokens file).
+	CodeForbidden = "forbidden"
+	// CodeRateLimited: the caller, or the database, gave more feedback
+	// than its rate allows; retry after the Retry-After seconds.
+	CodeRateLimited   = "rate_limited"
 	CodeInternal      = "internal"
 	CodeUnsafeSQL     = "unsafe_sql"
 	CodeInvalidSQL    = "invalid_sql"

@@ -237,6 +237,11 @@ type Example struct {
 	// (schema.name) it reads there.
 	CatalogVersion int64    `json:"catalog_version,omitempty"`
 	Tables         []string `json:"tables,omitempty"`
+	// Author is who gave a feedback example: "http:<token name>",
+	// "nats:<account>[/<user>]" (as the NATS server reported it through a
+	// service import), "http" or "nats" when nothing more is known, or
+	// "mcp:<client>" through `schemaq mcp`.
+	Author string `json:"author,omitempty"`
 }
 
 // OriginFeedback marks an example that came through the feedback

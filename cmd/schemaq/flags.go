@@ -441,8 +441,11 @@ type roleFlags struct {
 	// token; httpOptional is as metricsOptional.
 	http, httpToken string
 	httpOptional    bool
-	// httpHosts are the Host headers the HTTP API answers.
-	httpHosts []string
+	// httpHosts are the Host headers the HTTP API answers;
+	// httpTokensFile grants tokens databases (daemon.LoadHTTPTokens).
+	httpHosts      []string
+	httpTokensFile string
+	httpTokens     []daemon.HTTPToken
 	// replica: the daemon opens only once the worker has caught up, as
 	// its index is its own.
 	replica bool
@@ -546,6 +549,7 @@ func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
 	})
 	r.httpHosts = commaList(e.getenv("SCHEMAQ_HTTP_ALLOWED_HOSTS"))
 	r.httpToken = e.getenv("SCHEMAQ_HTTP_TOKEN")
+	fs.StringVar(&r.httpTokensFile, "http-tokens-file", envString(e, "SCHEMAQ_HTTP_TOKENS_FILE", ""), "a JSON file of HTTP API tokens, each with its databases and read or write access (docs/api.md) [SCHEMAQ_HTTP_TOKENS_FILE]")
 	fs.BoolVar(&r.daemon.AllowSystemCatalogs, "allow-system-catalogs", envString(e, "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", "") == "1", "let an ask that asks for it (allow_system_catalogs) have SQL that reads pg_catalog, information_schema, reg* casts and the session's identity; off, such requests are narrowed to the database's own tables [SCHEMAQ_ALLOW_SYSTEM_CATALOGS=1]")
 	d := &r.daemon
 	for _, err := range []error{
@@ -569,8 +573,15 @@ func (r *roleFlags) check() error {
 	if r.streamReplicas < 0 {
 		return usagef("--stream-replicas must be zero (keep what exists) or more, got %d", r.streamReplicas)
 	}
+	if r.httpTokensFile != "" {
+		tokens, err := daemon.LoadHTTPTokens(r.httpTokensFile)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		r.httpTokens = tokens
+	}
 	if r.http != "" {
-		if err := daemon.CheckHTTP(r.http, r.httpToken); err != nil {
+		if err := daemon.CheckHTTP(r.http, r.httpToken != "" || len(r.httpTokens) > 0); err != nil {
 			return usagef("%v", err)
 		}
 	}

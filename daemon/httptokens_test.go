@@ -1,0 +1,130 @@
+package daemon_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schemaq/schemaq/daemon"
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/testenv"
+)
+
+// TestHTTPTokensPerDatabase: each token of the tokens file reaches its
+// own databases only, writes only with write access, lists only its
+// databases, and its name is the author of the feedback it gives. A
+// token from the file of another team is refused, as is any other.
+func TestHTTPTokensPerDatabase(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil, daemon.WithFeedback(r.cli))
+	r.publishShop()
+	ev, _ := events.New("other-1", "other", time.Now(), &events.Migration{Seq: 1, Source: "0001.sql",
+		SQL: "CREATE TABLE payroll (id int PRIMARY KEY, salary numeric);"})
+	if _, err := r.cli.Publish(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "other indexed", func() bool {
+		p, _ := r.store.Projected(context.Background(), "other")
+		return p == 1
+	})
+
+	writerHash := sha256.Sum256([]byte("other-writer-0123456789"))
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(file, []byte(`{"tokens": [
+  {"name": "shop-reader", "token": "shop-reader-0123456789", "databases": ["shop"], "access": "read"},
+  {"name": "other-writer", "sha256": "`+hex.EncodeToString(writerHash[:])+`", "databases": ["other"], "access": "write"}
+]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := daemon.LoadHTTPTokens(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(r.d.HTTPHandler(daemon.HTTPConfig{Tokens: tokens, Token: "global-token-0123456789"}))
+	defer srv.Close()
+
+	search := func(db string) string { return `{"database":"` + db + `","question":"salary"}` }
+	feedback := func(db, table string) string {
+		return `{"database":"` + db + `","question":"every row","sql":"SELECT * FROM ` + table + `"}`
+	}
+	cases := []struct {
+		name, token, path, body string
+		want                    int
+	}{
+		{"reader searches its database", "shop-reader-0123456789", "/v1/search", search("shop"), http.StatusOK},
+		{"reader searches another team's", "shop-reader-0123456789", "/v1/search", search("other"), http.StatusForbidden},
+		{"reader asks another team's", "shop-reader-0123456789", "/v1/ask", search("other"), http.StatusForbidden},
+		{"reader lists another team's tables", "shop-reader-0123456789", "/v1/tables", `{"database":"other"}`, http.StatusForbidden},
+		{"reader gives feedback", "shop-reader-0123456789", "/v1/feedback", feedback("shop", "orders"), http.StatusForbidden},
+		{"writer gives feedback to its database", "other-writer-0123456789", "/v1/feedback", feedback("other", "payroll"), http.StatusOK},
+		{"writer gives feedback to another team's", "other-writer-0123456789", "/v1/feedback", feedback("shop", "orders"), http.StatusForbidden},
+		{"the global token reads every database", "global-token-0123456789", "/v1/search", search("other"), http.StatusOK},
+		{"the hash is no token", "other-writer", "/v1/search", search("other"), http.StatusUnauthorized},
+		{"no token", "", "/v1/search", search("shop"), http.StatusUnauthorized},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := httpPost(t, srv.URL+tc.path, tc.token, tc.body)
+			if code != tc.want {
+				t.Fatalf("status %d, want %d: %s", code, tc.want, body)
+			}
+			if code == http.StatusForbidden && (strings.Contains(body, "payroll") || !strings.Contains(body, `"forbidden"`)) {
+				t.Errorf("a refusal: %s", body)
+			}
+		})
+	}
+
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/databases", nil)
+	req.Header.Set("Authorization", "Bearer shop-reader-0123456789")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Databases []struct{ Name string } }
+	_ = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list.Databases) != 1 || list.Databases[0].Name != "shop" {
+		t.Errorf("shop-reader lists %+v: want shop alone", list.Databases)
+	}
+
+	testenv.Eventually(t, 10*time.Second, "the feedback stored with its author", func() bool {
+		exs, err := r.cli.Examples(context.Background(), "other")
+		return err == nil && len(exs) == 1 && exs[0].Author == "http:other-writer"
+	})
+}
+
+// TestLoadHTTPTokensNamesEveryProblem: a tokens file that is wrong is
+// refused at start, each problem named.
+func TestLoadHTTPTokensNamesEveryProblem(t *testing.T) {
+	cases := []struct{ name, file, want string }{
+		{"not JSON", `tokens`, "invalid character"},
+		{"unknown key", `{"tokens": [], "admin": true}`, `unknown field "admin"`},
+		{"no tokens", `{"tokens": []}`, "no tokens"},
+		{"short token", `{"tokens": [{"name": "a", "token": "short", "databases": ["shop"], "access": "read"}]}`, "at least 16 bytes"},
+		{"token and hash", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "sha256": "00", "databases": ["shop"], "access": "read"}]}`, "one of them"},
+		{"bad hash", `{"tokens": [{"name": "a", "sha256": "xyz", "databases": ["shop"], "access": "read"}]}`, "64 hex digits"},
+		{"no databases", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "access": "read"}]}`, "list its databases"},
+		{"bad database", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "databases": ["shop.>"], "access": "read"}]}`, "not a database name"},
+		{"bad access", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "databases": ["shop"], "access": "admin"}]}`, `access is "read" or "write"`},
+		{"a name twice", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "databases": ["shop"], "access": "read"}, {"name": "a", "token": "0123456789abcdeg", "databases": ["shop"], "access": "read"}]}`, "used twice"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "tokens.json")
+			if err := os.WriteFile(file, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := daemon.LoadHTTPTokens(file); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
