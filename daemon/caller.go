@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/nats-io/nats.go/micro"
 )
@@ -40,11 +41,18 @@ func callerOf(r micro.Request) string {
 	return "nats"
 }
 
-// clipCaller bounds a caller's name: it is stored with every example.
+// clipCaller bounds a caller's name and makes it one word (an example's
+// author is an id): it is stored with every example.
 func clipCaller(s string) string {
 	const max = 128
+	s = strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, s)
 	if len(s) > max {
-		return s[:max]
+		s = strings.ToValidUTF8(s[:max], "")
 	}
 	return s
 }

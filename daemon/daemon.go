@@ -95,11 +95,14 @@ type Config struct {
 	// Store names the kind of index store it reads ("sqlite": its own,
 	// "redis": shared), announced in the service metadata.
 	Store string
+	// Feedback bounds the feedback it takes (zero fields: no bound).
+	Feedback FeedbackLimits
 }
 
 // DefaultConfig suits a replica on two cores.
 var DefaultConfig = Config{
 	Version: "0.0.0-dev", MaxConcurrent: 64, RequestTimeout: 10 * time.Second, DefaultK: 10,
+	Feedback: DefaultFeedbackLimits,
 	NoGatewayHint: "retrieval only: no LLM gateway is configured, so no SQL was written. Set SCHEMAQ_LLM_BASE_URL, " +
 		"SCHEMAQ_LLM_MODEL and SCHEMAQ_LLM_API_KEY (any OpenAI-compatible endpoint) and restart; the context below is what the model would see.",
 }
@@ -114,6 +117,8 @@ type Daemon struct {
 	log   *zap.Logger
 	cfg   Config
 	sem   chan struct{}
+	// feedbackByCaller and feedbackByDB rate feedback (feedbacklimits.go).
+	feedbackByCaller, feedbackByDB *rateLimiter
 	// replying counts handlers that gave their slot back and are still
 	// sending their reply; Run waits for them too.
 	replying sync.WaitGroup
@@ -186,7 +191,8 @@ func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker
 		cfg.DefaultK = 10
 	}
 	d := &Daemon{nc: nc, cats: cats, count: count, ret: ret, asker: asker, log: log, cfg: cfg, gwLog: newGatewayLog(),
-		sem: make(chan struct{}, cfg.MaxConcurrent)}
+		sem:              make(chan struct{}, cfg.MaxConcurrent),
+		feedbackByCaller: newRateLimiter(cfg.Feedback.PerCaller), feedbackByDB: newRateLimiter(cfg.Feedback.PerDatabase)}
 	for _, o := range opts {
 		o(d)
 	}

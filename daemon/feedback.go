@@ -41,6 +41,10 @@ func (d *Daemon) feedback(ctx context.Context, req *events.FeedbackRequest) (*ev
 	if cat == nil {
 		return nil, events.Errorf(events.CodeUnknownDatabase, "database %q has no catalog: feedback is checked against one; publish a migration or snapshot first", req.Database)
 	}
+	if e := d.admitFeedback(ctx, req.Database); e != nil {
+		d.countFeedback("limited")
+		return nil, e
+	}
 	res, err := sqlguard.CheckFeedback(req.SQL, req.Schema, cat)
 	if err != nil {
 		we := AskError(err)

@@ -51,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		retrievalOnly: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_daemon_retrieval_only_total",
 			Help: "Asks answered with retrieval only, no SQL, because this daemon has no LLM gateway."}),
 		feedback: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_feedback_total",
-			Help: "Feedback by outcome: stored (published as an example), refused (the guard or the catalog refused the SQL) or failed (the stream did not take it)."}, []string{"outcome"}),
+			Help: "Feedback by outcome: stored (published as an example), refused (the guard or the catalog refused the SQL), limited (over a rate or the bound on feedback examples) or failed (the stream did not take it)."}, []string{"outcome"}),
 		staleExamples: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_stale_examples_total",
 			Help: "Worked examples retrieval found and left out, by endpoint, because their SQL reads a table or view the catalog no longer has (schemaq examples list --stale names them)."}, []string{"endpoint"}),
 	}

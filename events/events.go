@@ -648,6 +648,11 @@ func validateProvenance(f string, ex Example) error {
 			return err
 		}
 	}
+	if ex.Author != "" {
+		if err := validateID(f+".author", ex.Author); err != nil {
+			return err
+		}
+	}
 	for i, t := range ex.Tables {
 		if err := validateID(fmt.Sprintf("%s.tables[%d]", f, i), t); err != nil {
 			return err

@@ -638,6 +638,9 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 		var chunks []chunk.Chunk
 		for _, ex := range ev.Examples.Examples {
 			c := chunk.Example(ev.Database, ex.Schema, ex.ID, ex.Question, ex.SQL)
+			if ex.Origin != "" {
+				c.Tags = map[string]string{chunk.TagOrigin: ex.Origin}
+			}
 			c.Version = int64(it.meta.Sequence.Stream)
 			chunks = append(chunks, c)
 		}

@@ -475,13 +475,15 @@ func TestDocsAndExamples(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "3 sections", func() bool { return e.count("shop") == 3 })
 	pub(&events.DocUpsert{DocID: "a.md", Body: "# A\n\nshorter now"}, "d2")
 	testenv.Eventually(t, 10*time.Second, "1 section after the edit", func() bool { return e.count("shop") == 1 })
-	pub(&events.ExamplesUpsert{Examples: []events.Example{{Question: "How many?", SQL: "SELECT 1"}, {Question: "Which orders?", SQL: "SELECT 2", Schema: "sales"}}}, "x1")
+	pub(&events.ExamplesUpsert{Examples: []events.Example{{Question: "How many?", SQL: "SELECT 1"},
+		{Question: "Which orders?", SQL: "SELECT 2", Schema: "sales", Origin: events.OriginFeedback, Author: "http:shop-app"}}}, "x1")
 	testenv.Eventually(t, 10*time.Second, "examples", func() bool { return e.count("shop") == 3 })
-	// An example's schema (its search_path) is kept with it.
+	// An example's schema (its search_path) is kept with it, and feedback
+	// is tagged as such: retrieval trusts it less than the team's log.
 	hits, err := e.store.SearchText(context.Background(), index.TextQuery{Filter: index.Filter{Database: "shop", Kinds: []string{chunk.KindExample}, Schemas: []string{"sales"}},
 		Terms: text.Terms("which orders"), Weights: index.DefaultWeights, Limit: 5})
-	if err != nil || len(hits) != 1 || hits[0].Chunk.Schema != "sales" {
-		t.Fatalf("the example written in sales: %v, %v", hits, err)
+	if err != nil || len(hits) != 1 || hits[0].Chunk.Schema != "sales" || hits[0].Chunk.Tags[chunk.TagOrigin] != events.OriginFeedback {
+		t.Fatalf("the feedback example written in sales: %+v, %v", hits, err)
 	}
 	pub(&events.DocDelete{DocID: "a.md"}, "d3")
 	testenv.Eventually(t, 10*time.Second, "doc deleted", func() bool { return e.count("shop") == 2 })

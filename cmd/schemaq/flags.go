@@ -559,6 +559,9 @@ func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
 		intVar(fs, e, &d.MaxConcurrent, "max-concurrent", "SCHEMAQ_MAX_CONCURRENT", d.MaxConcurrent, "requests one daemon serves at once before replying busy"),
 		durationVar(fs, e, &d.RequestTimeout, "request-timeout", "SCHEMAQ_REQUEST_TIMEOUT", d.RequestTimeout, "deadline of one search or tables request"),
 		durationVar(fs, e, &d.AskTimeout, "ask-timeout", "SCHEMAQ_ASK_TIMEOUT", 0, "deadline of one ask (default: with a gateway, two --llm-timeout for a call and its repair round, plus --request-timeout)"),
+		intVar(fs, e, &d.Feedback.PerCaller, "feedback-per-caller", "SCHEMAQ_FEEDBACK_PER_CALLER", d.Feedback.PerCaller, "feedback one caller (token, NATS account) may give a minute, on each daemon; 0: no limit"),
+		intVar(fs, e, &d.Feedback.PerDatabase, "feedback-per-database", "SCHEMAQ_FEEDBACK_PER_DATABASE", d.Feedback.PerDatabase, "feedback one database may take a minute, on each daemon; 0: no limit"),
+		intVar(fs, e, &d.Feedback.MaxExamples, "feedback-max-examples", "SCHEMAQ_FEEDBACK_MAX_EXAMPLES", d.Feedback.MaxExamples, "feedback examples a database keeps; past it feedback is refused until some are deleted; 0: no bound"),
 	} {
 		if err != nil {
 			return err

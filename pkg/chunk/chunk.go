@@ -415,6 +415,11 @@ func Example(db, schema, id, question, sql string) Chunk {
 	return ch
 }
 
+// TagOrigin is the tag an example chunk carries when it did not come
+// from the team's published log: events.OriginFeedback for SQL a caller
+// handed back, which retrieval trusts less.
+const TagOrigin = "origin"
+
 // ExampleSQL is the SQL of an example chunk (Example), "" for any other.
 func ExampleSQL(c Chunk) string {
 	if c.Kind != KindExample {

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
@@ -119,6 +120,11 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, terms [
 			continue
 		}
 		cov := coverage(own, h.Chunk.Title, q.Words)
+		if h.Chunk.Tags[chunk.TagOrigin] == events.OriginFeedback {
+			// What callers hand back is input, not the team's curated
+			// log: it must be specific to vote in full.
+			cov *= specificity(asked, h.Chunk.Title, q.Words)
+		}
 		voters = append(voters, voter{h.Chunk, cov})
 		for _, key := range keys {
 			votes[key] += 1 / (r.cfg.Fuse.RRFK + float64(i+1))
@@ -161,6 +167,40 @@ func sharesAWord(asked map[string]bool, question string, words []string) bool {
 	}
 	return false
 }
+
+// specificity discounts a feedback example that says more than it shares with
+// the question: the share of its own terms (its question's, and those
+// of the names its SQL reads) that the question asks, up to
+// minSpecificity and no further. A worked example like the question
+// shares a good part of its words; one whose question holds every word
+// of the catalog and of common asks (feedback stuffed so that its table
+// wins every question) covers any question and shares a sliver of
+// itself with each.
+func specificity(asked map[string]bool, question string, words []string) float64 {
+	all := map[string]bool{}
+	for _, t := range text.Terms(question) {
+		all[t] = true
+	}
+	for _, w := range words {
+		for _, t := range text.Terms(w) {
+			all[t] = true
+		}
+	}
+	if len(all) == 0 {
+		return 1
+	}
+	shared := 0
+	for t := range all {
+		if asked[t] {
+			shared++
+		}
+	}
+	return min(1, float64(shared)/float64(len(all))/minSpecificity)
+}
+
+// minSpecificity is the share of an example's terms the question must
+// ask for its vote to count in full.
+const minSpecificity = 0.5
 
 // coverage is the share of the question's own terms that an example's
 // question or the names its SQL reads hold.
