@@ -202,7 +202,7 @@ func runPublish(ctx context.Context, e *env, args []string) (err error) {
 		fmt.Fprintf(e.stdout, "%d %s of %s indexed and searchable\n", len(indexed), kind, *c.db)
 	}
 	if drift > 0 {
-		fmt.Fprintf(e.stderr, "warning: the catalog of %s has drift: %d statement(s) name objects it does not know and were skipped or inferred; `schemaq tables --db %s` lists them\n", *c.db, drift, *c.db)
+		fmt.Fprintf(e.stderr, "warning: the catalog of %s has drift: %d statement(s) were skipped, inferred or evaluated in part; `schemaq tables --db %s` lists them\n", *c.db, drift, *c.db)
 	}
 	return nil
 }

@@ -152,7 +152,7 @@ func runStatus(ctx context.Context, e *env, args []string) (err error) {
 	for _, n := range names {
 		line := fmt.Sprintf("  %-30s version %d", n, rep.Catalogs[n])
 		if d := rep.Drift[n]; d > 0 {
-			line += fmt.Sprintf(", drift: %d statement(s) skipped or inferred (schemaq tables --db %s)", d, n)
+			line += fmt.Sprintf(", drift: %d statement(s) skipped, inferred or evaluated in part (schemaq tables --db %s)", d, n)
 		}
 		fmt.Fprintln(e.stdout, line)
 	}

@@ -89,7 +89,7 @@ func printDrift(e *env, reply *events.TablesReply) {
 	if reply.DriftTotal == 0 {
 		return
 	}
-	fmt.Fprintf(e.stderr, "drift: %d statement(s) of the history name objects the catalog does not know (created by functions, or outside the history); a snapshot clears them\n", reply.DriftTotal)
+	fmt.Fprintf(e.stderr, "drift: %d statement(s) of the history name objects the catalog does not know (created by functions, or outside the history), or were evaluated in part; a snapshot clears them\n", reply.DriftTotal)
 	for _, d := range reply.Drift {
 		what := "skipped"
 		switch {
