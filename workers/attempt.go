@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,27 +20,35 @@ import (
 // an out-of-memory kill. The event that caused it comes back after the
 // restart and, tried again, ends the process again, on every replica it
 // reaches, until its deliveries run out (and then it is gone without a
-// letter). JetStream's delivery count survives restarts, so a redelivered
-// event (delivery 2 and on) is handled alone and marked, in a bucket all
-// workers share, while it is handled: one that arrives to find the mark
-// of an earlier delivery still there ended the process that handled it,
-// and is dead-lettered before it is tried again. A first delivery is not
-// marked (it costs nothing where nothing went wrong), so one crash is
-// forgiven: it may have been a kill that had nothing to do with the
-// event. An event whose apply may run PL/pgSQL (mayInterpret) is marked
-// from its first delivery, and handled alone: the interpreter runs on
-// budgets, but it is the one part of handling that evaluates what a
-// publisher wrote, so a crash it causes costs one process, not two.
+// letter). So an event is marked, in a bucket every worker and serve
+// replica shares, while it is handled: the mark names the process
+// (owner) and its delivery, under the event's stream sequence, the one
+// name every consumer gives it. A worker that finds another process's
+// mark older than any handling can last (staleMark) knows that process
+// ended while handling the event, and dead-letters it before trying it;
+// one that finds a fresh mark leaves the event to that process and tries
+// again later. One crash anywhere is what a poison event costs.
+//
+// A first delivery of plain DDL is not marked (it costs nothing where
+// nothing went wrong), so its crash is forgiven once: it may have been a
+// kill that had nothing to do with the event. An event whose apply may
+// run PL/pgSQL (mayInterpret) is marked from its first delivery and
+// handled alone: the interpreter runs on budgets, but it is the one part
+// of handling that evaluates what a publisher wrote.
 
 // attemptKey is an event's key in the attempts bucket: its stream
-// sequence, under the consumer that delivered it. Deliveries are counted
-// per consumer, and serve replicas each have their own: keyed by the
-// sequence alone, one replica's mark was taken by the other's next
-// delivery for a process that died, and a healthy event was
-// dead-lettered (two replicas retrying through a node's loss did that).
+// sequence. (Marks once were keyed by consumer too; those expire with the
+// bucket's TTL.)
 func attemptKey(it *item) string {
-	return it.meta.Consumer + "." + strconv.FormatUint(it.meta.Sequence.Stream, 10)
+	return "ev." + strconv.FormatUint(it.meta.Sequence.Stream, 10)
 }
+
+// staleMark is how old another process's mark must be to say that the
+// process ended while it handled the event: handling lasts at most the
+// message timeout, and the bucket's clock may be this far from ours.
+func (w *Worker) staleMark() time.Duration { return w.cfg.MessageTimeout + markClockSkew }
+
+const markClockSkew = 5 * time.Second
 
 // bindAttempts opens the attempts bucket; without it (a server set up by
 // an older schemaq) events are tried as before, with a warning.
@@ -52,10 +61,31 @@ func (w *Worker) bindAttempts(ctx context.Context) {
 	w.attempts = kv
 }
 
-// attempt reports, for a redelivered event, whether an earlier delivery
-// ended the process that handled it, and marks this delivery otherwise;
-// done removes the mark once handling returns.
-func (w *Worker) attempt(ctx context.Context, it *item) (poisoned *outcome, done func()) {
+// mark is what the bucket holds for an event being handled.
+type mark struct {
+	owner    string // the process (Worker.owner)
+	consumer string
+	delivery uint64
+}
+
+func (m mark) String() string {
+	return m.owner + " " + m.consumer + " " + strconv.FormatUint(m.delivery, 10)
+}
+
+func parseMark(v []byte) (mark, bool) {
+	f := strings.Fields(string(v))
+	if len(f) != 3 {
+		return mark{}, false
+	}
+	n, err := strconv.ParseUint(f[2], 10, 64)
+	return mark{owner: f[0], consumer: f[1], delivery: n}, err == nil
+}
+
+// attempt reports whether another process ended while it handled this
+// event (poisoned), or is handling it now (an outcome to retry later),
+// and marks this handling otherwise; done removes the mark once handling
+// returns.
+func (w *Worker) attempt(ctx context.Context, it *item) (settled *outcome, done func()) {
 	done = func() {}
 	if w.attempts == nil || (it.meta.NumDelivered < 2 && !mayInterpret(it)) {
 		return nil, done
@@ -68,31 +98,49 @@ func (w *Worker) attempt(ctx context.Context, it *item) (poisoned *outcome, done
 	e, err := streams.Bounded(ctx, streams.ReadAttempt, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return w.attempts.Get(ctx, key) })
 	switch {
 	case err == nil:
-		prev, _ := strconv.ParseUint(string(e.Value()), 10, 64)
-		if prev < it.meta.NumDelivered {
-			db := subjectDB(it.msg.Subject())
-			w.log.Error("event ended the process that handled it; dead-lettering it before it is tried again",
-				zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream), zap.Uint64("delivery", prev))
-			w.unmark(ctx, key)
-			before := ", nor did the one before"
-			if prev == 1 {
-				before = " (it may run PL/pgSQL, so its first delivery was marked)"
-			}
-			return &outcome{act: actDeadLetter, kind: events.DLQKindFailed, db: db, seq: it.seq, typ: eventType(it), reason: fmt.Sprintf(
-				"handling this event ended the process that handled it: delivery %d of it never finished%s; "+
-					"dead-lettered before it is tried again (`schemaq dlq retry` once the cause is fixed)", prev, before)}, done
+		if out := w.judgeMark(ctx, it, key, e); out != nil {
+			return out, done
 		}
 	case !errors.Is(err, jetstream.ErrKeyNotFound):
 		w.log.Warn("attempts bucket unreadable; trying the event unmarked", zap.Error(err))
 		return nil, done
 	}
-	mark := []byte(strconv.FormatUint(it.meta.NumDelivered, 10))
-	if _, err := streams.Bounded(ctx, streams.WriteAttempt, func(ctx context.Context) (uint64, error) { return w.attempts.Put(ctx, key, mark) }); err != nil {
+	m := mark{owner: w.owner, consumer: it.meta.Consumer, delivery: it.meta.NumDelivered}
+	if _, err := streams.Bounded(ctx, streams.WriteAttempt, func(ctx context.Context) (uint64, error) { return w.attempts.Put(ctx, key, []byte(m.String())) }); err != nil {
 		w.log.Warn("attempt not marked; trying the event unmarked", zap.Error(err))
 	}
 	// Unmarked even when the event's deadline is what ended its handling,
 	// and when the mark's write went unanswered: it may have landed.
 	return nil, func() { w.unmark(context.Background(), key) }
+}
+
+// judgeMark decides what a mark found on an event means: nothing (this
+// process's own, left by a handling whose unmark failed), another
+// process at work on it now (retry later), or one that ended while it
+// handled it (dead-letter).
+func (w *Worker) judgeMark(ctx context.Context, it *item, key string, e jetstream.KeyValueEntry) *outcome {
+	m, ok := parseMark(e.Value())
+	if !ok || m.owner == w.owner {
+		return nil
+	}
+	db := subjectDB(it.msg.Subject())
+	if age := time.Since(e.Created()); age < w.staleMark() {
+		// Tried again once the mark is stale, if it is still there:
+		// retries against it would only spend deliveries.
+		return &outcome{act: actRetry, db: db, seq: it.seq, typ: eventType(it), after: w.staleMark() - age + 100*time.Millisecond, reason: fmt.Sprintf(
+			"another process is handling this event (marked %v ago, by its delivery %d); tried again later", age.Round(time.Millisecond), m.delivery)}
+	}
+	w.log.Error("event ended the process that handled it; dead-lettering it before it is tried again",
+		zap.String("subject", it.msg.Subject()), zap.Uint64("stream_seq", it.meta.Sequence.Stream), zap.Uint64("delivery", m.delivery),
+		zap.String("consumer", m.consumer))
+	w.unmark(ctx, key)
+	why := ""
+	if m.delivery == 1 {
+		why = " (it may run PL/pgSQL, so its first delivery was marked)"
+	}
+	return &outcome{act: actDeadLetter, kind: events.DLQKindFailed, db: db, seq: it.seq, typ: eventType(it), reason: fmt.Sprintf(
+		"handling this event ended the process that handled it: delivery %d of it (consumer %s) never finished%s; "+
+			"dead-lettered before it is tried again (`schemaq dlq retry` once the cause is fixed)", m.delivery, m.consumer, why)}
 }
 
 // unmark removes an event's mark. A mark left behind would have the

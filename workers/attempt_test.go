@@ -86,8 +86,8 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 		// first delivery is not, and is under way once it is taken.
 		testenv.Eventually(t, 10*time.Second, fmt.Sprintf("delivery %d under way", delivery), func() bool {
 			if delivery > 1 {
-				m, err := attempts.Get(context.Background(), streams.Durable+".1")
-				return err == nil && string(m.Value()) == strconv.Itoa(delivery)
+				m, err := attempts.Get(context.Background(), "ev.1")
+				return err == nil && strings.HasSuffix(string(m.Value()), " "+streams.Durable+" "+strconv.Itoa(delivery))
 			}
 			c, err := e.js.Consumer(context.Background(), events.Stream, streams.Durable)
 			if err != nil {
@@ -107,7 +107,7 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 	time.Sleep(cfg.Consumer.AckWait)
 	e.startWorker(cfg, e.store)
 	dl := e.waitDeadLetters(1)
-	if !strings.Contains(dl[0].reason, "ended the process that handled it: delivery 2 of it never finished") {
+	if !strings.Contains(dl[0].reason, "ended the process that handled it: delivery 2 of it (consumer schemaq-worker) never finished") {
 		t.Errorf("dead letter %+v", dl[0])
 	}
 	// The database goes on: the catalog was written before the index
@@ -118,14 +118,24 @@ func TestEventThatEndsTheProcessIsDeadLettered(t *testing.T) {
 }
 
 // TestInterpretingEventCostsOneCrash: a migration that runs PL/pgSQL is
-// marked from its first delivery, so the process that dies applying it
-// is the only one: the next delivery is dead-lettered before it is
-// tried. (A migration of plain DDL keeps its forgiven first crash: the
+// marked from its first delivery, in the bucket every replica shares, so
+// the process that dies applying it is the only one: the next delivery,
+// on the same consumer or on another replica's, is dead-lettered before
+// it is tried. (A migration of plain DDL keeps its forgiven first crash: the
 // test above.) The process "dies" here by losing its connection while
 // the interpreter works: a loop that changes a catalog of 3,000 tables
 // inside an exception block on every turn runs for about a second
 // before its step budget stops it.
 func TestInterpretingEventCostsOneCrash(t *testing.T) {
+	for _, next := range []string{streams.Durable, "replica-b"} {
+		t.Run("then "+next, func(t *testing.T) { interpretingEventCostsOneCrash(t, next) })
+	}
+}
+
+// interpretingEventCostsOneCrash: the worker that gets the event after
+// the crash reads it on consumer next: the same durable, or a serve
+// replica's own, whose first delivery it is.
+func interpretingEventCostsOneCrash(t *testing.T, next string) {
 	e := newEnv(t)
 	cfg := testConfig()
 	cfg.Consumer.AckWait = 3 * time.Second
@@ -156,15 +166,17 @@ func TestInterpretingEventCostsOneCrash(t *testing.T) {
   BEGIN EXECUTE 'COMMENT ON TABLE t1 IS ''' || i || ''''; EXCEPTION WHEN others THEN NULL; END;
 END LOOP; END $$;`))
 	testenv.Eventually(t, 10*time.Second, "delivery 1 marked", func() bool {
-		m, err := attempts.Get(context.Background(), streams.Durable+".2")
-		return err == nil && string(m.Value()) == "1"
+		m, err := attempts.Get(context.Background(), "ev.2")
+		return err == nil && strings.HasSuffix(string(m.Value()), " "+streams.Durable+" 1")
 	})
 	nc.Close() // the process is gone, mid-apply
 
 	time.Sleep(cfg.Consumer.AckWait)
-	e.startWorker(cfg, e.store)
+	cfgNext := cfg
+	cfgNext.Consumer.Name = next
+	e.startWorker(cfgNext, e.store)
 	dl := e.waitDeadLetters(1)
-	if !strings.Contains(dl[0].reason, "ended the process that handled it: delivery 1 of it never finished") {
+	if !strings.Contains(dl[0].reason, "ended the process that handled it: delivery 1 of it (consumer schemaq-worker) never finished") {
 		t.Errorf("dead letter %+v", dl[0])
 	}
 	if v := e.version("shop"); v != 1 {
@@ -203,11 +215,12 @@ func (s *scriptedStore) ReplaceSchema(ctx context.Context, r index.SchemaReplace
 	return s.Store.ReplaceSchema(ctx, r)
 }
 
-// Replicas count deliveries each on their own consumer. One replica's
-// mark of its second delivery, there when the other replica's third
-// delivery of the same event arrives, is not that replica's: the event
-// is tried, not dead-lettered as one that ended a process (two replicas
-// retrying through a node's loss had healthy events dead-lettered so).
+// Replicas share the marks. Each counts deliveries on its own consumer,
+// so one replica's mark of its second delivery is there when the other's
+// third delivery of the same event arrives: a fresh mark of another
+// process is a handling under way, not one that died, and the event waits
+// for it instead of being dead-lettered (two replicas retrying through a
+// node's loss had healthy events dead-lettered before).
 func TestReplicasKeepTheirOwnAttemptMarks(t *testing.T) {
 	e := newEnv(t)
 	other, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), e.emb.Dimensions())
@@ -252,11 +265,16 @@ func TestReplicasKeepTheirOwnAttemptMarks(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("replica a never reached its second delivery")
 	}
-	testenv.Eventually(t, 20*time.Second, "replica b projected on its third delivery", func() bool {
-		p, err := other.Projected(context.Background(), "shop")
-		return err == nil && p == 1 || len(e.deadLetters()) > 0
-	})
+	// b's third delivery finds a's mark, fresh: it waits for a.
+	time.Sleep(3 * time.Second)
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Fatalf("dead-lettered while a handled it: %+v", dl)
+	}
 	close(release)
+	testenv.Eventually(t, 30*time.Second, "replica b projected once a was done", func() bool {
+		p, err := other.Projected(context.Background(), "shop")
+		return err == nil && p == 1
+	})
 	if dl := e.deadLetters(); len(dl) != 0 {
 		t.Fatalf("dead letters: %+v", dl)
 	}

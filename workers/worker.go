@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
@@ -128,8 +129,10 @@ type Worker struct {
 	// chunker renders catalogs, reusing the chunks of unchanged tables.
 	chunker *chunk.Chunker
 	// attempts marks redelivered events while they are handled (attempt.go);
-	// nil when the bucket is missing.
+	// nil when the bucket is missing. owner names this process in the
+	// marks.
 	attempts jetstream.KeyValue
+	owner    string
 	// pace makes indexing rest while a daemon in this process answers.
 	pace *pace.Gate
 	// prio has this process's projections go before its applies.
@@ -205,7 +208,7 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 		return nil, errors.New("worker: jetstream, catalogs, store, embedder and logger are required")
 	}
 	w := &Worker{js: js, cats: cats, store: store, emb: emb, chunker: chunk.NewChunker(cfg.Chunk), log: log, cfg: cfg, caughtUp: make(chan struct{}),
-		queues: map[string]*queue{}, refused: map[string]outcome{}, sem: make(chan struct{}, cfg.Concurrency)}
+		queues: map[string]*queue{}, refused: map[string]outcome{}, sem: make(chan struct{}, cfg.Concurrency), owner: nuid.Next()}
 	for _, o := range opts {
 		o(w)
 	}
@@ -256,6 +259,9 @@ type outcome struct {
 	wroteRev uint64 // its entry revision
 	// conflict: the catalog write found another worker's write first.
 	conflict bool
+	// after, for a retry, is the least time before the next try: a mark
+	// of another process is waited out, not retried against.
+	after time.Duration
 }
 
 // Run consumes until ctx ends, then stops fetching, lets in-flight events
@@ -1088,7 +1094,7 @@ func (w *Worker) settle(msg jetstream.Msg, meta *jetstream.MsgMetadata, out outc
 		}
 		return actAck
 	case actRetry:
-		delay := w.delay(meta.NumDelivered)
+		delay := max(w.delay(meta.NumDelivered), out.after)
 		log.Warn("event failed; retrying", zap.String("db", out.db), zap.String("reason", out.reason), zap.Duration("delay", delay))
 		w.retryAfter(msg, delay, log)
 		return out.act
