@@ -119,6 +119,8 @@ type Daemon struct {
 	sem   chan struct{}
 	// feedbackByCaller and feedbackByDB rate feedback (feedbacklimits.go).
 	feedbackByCaller, feedbackByDB *rateLimiter
+	// letters answers a wait's question for dead letters (letters.go).
+	letters letterBox
 	// replying counts handlers that gave their slot back and are still
 	// sending their reply; Run waits for them too.
 	replying sync.WaitGroup
@@ -804,14 +806,27 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 			return nil, err
 		}
 	}
+	var letter *events.LetterInfo
+	if req.LettersSince != nil {
+		letter = d.newestLetter(ctx, req.Database, *req.LettersSince)
+	}
 	cat := d.cats.Catalog(req.Database)
-	if cat == nil && objects != nil {
-		return &events.TablesReply{Database: req.Database, Tables: []events.TableInfo{}, Objects: objects}, nil
+	if cat == nil && (objects != nil || req.History || req.LettersSince != nil) {
+		// A publisher's questions about a database it has yet to give
+		// a catalog.
+		out := &events.TablesReply{Database: req.Database, Tables: []events.TableInfo{}, Objects: objects, Letter: letter}
+		if req.History {
+			out.History = &events.CatalogHistory{Database: req.Database}
+		}
+		return out, nil
 	}
 	if cat == nil {
 		return nil, events.Errorf(events.CodeUnknownDatabase, "database %q has no catalog; publish a migration or snapshot first", req.Database)
 	}
-	out := &events.TablesReply{Database: req.Database, Version: cat.Version, Objects: objects}
+	out := &events.TablesReply{Database: req.Database, Version: cat.Version, Objects: objects, Letter: letter}
+	if req.History {
+		out.History = cat.Lineage()
+	}
 	if len(cat.Drift()) > 0 {
 		out.Drift, out.DriftTotal = driftWire(cat)
 	}

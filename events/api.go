@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -228,6 +229,23 @@ type TablesRequest struct {
 	// as `publish docs --wait` does; the reply's Objects answers. A
 	// database with docs and no catalog yet can be asked.
 	Objects []IndexedRef `json:"objects,omitempty"`
+	// History asks for the catalog's history (its version, the
+	// migrations applied and the snapshot it starts from): what `publish
+	// migrations` plans against, for a producer that may not read the
+	// catalog bucket itself.
+	History bool `json:"history,omitempty"`
+	// LettersSince asks for the newest dead letter of the database
+	// written at or after this time, as `publish --wait` watches for one.
+	LettersSince *time.Time `json:"letters_since,omitempty"`
+}
+
+// LetterInfo is a dead letter, as a tables reply names it.
+type LetterInfo struct {
+	Seq    uint64    `json:"seq"` // in the dead-letter stream
+	Source string    `json:"source,omitempty"`
+	Kind   string    `json:"kind,omitempty"`
+	Reason string    `json:"reason"`
+	Time   time.Time `json:"time"`
 }
 
 // IndexedRef names a doc (by doc_id) or an example (by its id).
@@ -529,6 +547,10 @@ type TablesReply struct {
 	DriftTotal int     `json:"drift_total,omitempty"`
 	// Objects answers the request's Objects, in its order.
 	Objects []ObjectVersion `json:"objects,omitempty"`
+	// History answers the request's History; Letter its LettersSince
+	// (nil: no letter since then).
+	History *CatalogHistory `json:"history,omitempty"`
+	Letter  *LetterInfo     `json:"letter,omitempty"`
 	Error   *Error          `json:"error,omitempty"`
 }
 

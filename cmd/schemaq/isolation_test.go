@@ -56,8 +56,8 @@ func TestTenantIsolation(t *testing.T) {
 	}
 	ns := testenv.NATSWith(t, natsembed.Options{ConfigFile: conf})
 	as := func(user string) map[string]string {
-		return map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_NATS_USER": user,
-			"SCHEMAQ_NATS_PASSWORD": strings.SplitN(user, "-", 2)[0] + "_pass"}
+		pass := strings.ReplaceAll(strings.TrimSuffix(user, "-app"), "-", "_") + "_pass"
+		return map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_NATS_USER": user, "SCHEMAQ_NATS_PASSWORD": pass}
 	}
 	connect := func(user string) *nats.Conn {
 		t.Helper()
@@ -94,10 +94,21 @@ func TestTenantIsolation(t *testing.T) {
 		"CREATE TABLE payroll_zebracorn (id int PRIMARY KEY, salary numeric);\nCOMMENT ON TABLE payroll_zebracorn IS 'salaries, other team only';\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Each team's producer publishes from its own account, which has no
+	// JetStream: the plan and the wait go through the daemon.
 	for db, dir := range map[string]string{"shop": shop, "other": other} {
-		if out, ok := run("ci", "publish", "migrations", "--db", db, "--wait", "30s", dir); !ok {
-			t.Fatalf("ci publishes %s: %s", db, out)
+		if out, ok := run(db+"-ci", "publish", "migrations", "--db", db, "--wait", "30s", dir); !ok || !strings.Contains(out, "at version") {
+			t.Fatalf("%s-ci publishes %s: %s", db, db, out)
 		}
+	}
+	if out, ok := run("shop-ci", "publish", "migrations", "--db", "shop", "--wait", "30s", shop); !ok || !strings.Contains(out, "nothing to publish") && !strings.Contains(out, "0 event(s)") {
+		t.Errorf("shop-ci publishes shop again (planned against the daemon's history): %s", out)
+	}
+	if err := os.WriteFile(filepath.Join(other, "0002_bad.sql"), []byte("CREATE TABEL t (id int);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, ok := run("other-ci", "publish", "migrations", "--db", "other", "--wait", "30s", other); ok || !strings.Contains(out, "dead-lettered") {
+		t.Errorf("other-ci's refused migration, waited for: %s", out)
 	}
 
 	// What schemaq holds, read as its operator, to compare at the end.
@@ -212,16 +223,17 @@ func TestTenantIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// ci may publish, and may not administer the streams.
-	ci := connect("ci")
+	// shop-ci has no JetStream to administer, and no other team's subjects.
+	shopCI := connect("shop-ci")
 	for subj, data := range map[string]string{
-		"$JS.API.STREAM.UPDATE.SCHEMAQ":             `{"name":"SCHEMAQ","subjects":["schemaq.schema.*","schemaq.docs.*","schemaq.examples.*"],"max_msgs":1}`,
-		"$JS.API.STREAM.PURGE.SCHEMAQ":              `{}`,
-		"$JS.API.STREAM.UPDATE.KV_schemaq_catalogs": `{"name":"KV_schemaq_catalogs","max_age":2000000000}`,
-		"$JS.API.STREAM.DELETE.KV_schemaq_catalogs": ``,
+		"$JS.API.STREAM.UPDATE.SCHEMAQ":                                     `{"name":"SCHEMAQ","subjects":["schemaq.schema.*","schemaq.docs.*","schemaq.examples.*"],"max_msgs":1}`,
+		"$JS.API.STREAM.PURGE.SCHEMAQ":                                      `{}`,
+		"$JS.API.STREAM.UPDATE.KV_schemaq_catalogs":                         `{"name":"KV_schemaq_catalogs","max_age":2000000000}`,
+		"$JS.API.DIRECT.GET.KV_schemaq_catalogs.$KV.schemaq_catalogs.other": ``,
+		"schemaq.schema.other":                                              `{}`,
 	} {
-		if msg, err := ci.Request(subj, []byte(data), time.Second); err == nil && !jsRefused(msg) {
-			t.Errorf("ci's %s was answered: %s", subj, msg.Data)
+		if msg, err := shopCI.Request(subj, []byte(data), time.Second); err == nil && !jsRefused(msg) {
+			t.Errorf("shop-ci's %s was answered: %.300s", subj, msg.Data)
 		}
 	}
 

@@ -22,6 +22,9 @@ import (
 // empty one.
 func (c *Client) History(ctx context.Context, db string) (*events.CatalogHistory, error) {
 	e, err := c.catalogEntry(ctx, db)
+	if noJetStream(err) {
+		return c.daemonHistory(ctx, db)
+	}
 	if e == nil || err != nil {
 		return &events.CatalogHistory{Database: db}, err
 	}
@@ -57,10 +60,32 @@ func (c *Client) History(ctx context.Context, db string) (*events.CatalogHistory
 // the catalog's body is damaged.
 func (c *Client) CatalogVersion(ctx context.Context, db string) (int64, error) {
 	e, err := c.catalogEntry(ctx, db)
+	if noJetStream(err) {
+		h, err := c.daemonHistory(ctx, db)
+		if err != nil {
+			return 0, err
+		}
+		return h.Version, nil
+	}
 	if e == nil || err != nil {
 		return 0, err
 	}
 	return entryVersion(e)
+}
+
+// daemonHistory asks a daemon for db's history: a producer in a team's
+// own account (docs/deploy.md) has no JetStream to read the bucket with.
+// The daemon's copy follows the bucket by a watch, so it may lag a
+// publish made just before.
+func (c *Client) daemonHistory(ctx context.Context, db string) (*events.CatalogHistory, error) {
+	rep, err := c.Tables(ctx, &events.TablesRequest{Database: db, Limit: 1, History: true})
+	if err != nil {
+		return nil, fmt.Errorf("catalog history of %s (asked of a daemon: this account has no JetStream): %w", db, err)
+	}
+	if rep.History == nil {
+		return nil, fmt.Errorf("catalog history of %s: the daemon that answered predates history in tables replies; upgrade it, or publish from an account with JetStream", db)
+	}
+	return rep.History, nil
 }
 
 // catalogEntry is db's entry in the catalog bucket; nil without one (or

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -95,16 +96,22 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 }
 
 // letterWatch looks, once per poll of a wait, for a dead letter of db
-// written since a time.
+// written since a time: in the dead-letter stream, or, for a producer in
+// an account without JetStream (docs/deploy.md), by asking a daemon.
 type letterWatch struct {
+	c     *Client
 	js    jetstream.JetStream
 	db    string
 	since time.Time
 	box   *deadletter.Box // opened once the stream answers
+	// viaDaemon is set once the stream is out of this account's reach;
+	// asked is when the daemon was last asked.
+	viaDaemon bool
+	asked     time.Time
 }
 
 func (c *Client) watchLetters(db string, since time.Time) *letterWatch {
-	return &letterWatch{js: c.js, db: db, since: since}
+	return &letterWatch{c: c, js: c.js, db: db, since: since}
 }
 
 // letterPoll bounds each read of the dead-letter stream. A wait's own
@@ -120,14 +127,43 @@ const letterPoll = 2 * time.Second
 func (w *letterWatch) last(ctx context.Context) *deadletter.Letter {
 	ctx, cancel := context.WithTimeout(ctx, letterPoll)
 	defer cancel()
+	if w.viaDaemon {
+		return w.fromDaemon(ctx)
+	}
 	if w.box == nil {
 		box, err := deadletter.Open(ctx, w.js)
+		if noJetStream(err) {
+			w.viaDaemon = true
+			return w.fromDaemon(ctx)
+		}
 		if err != nil {
 			return nil
 		}
 		w.box = box
 	}
 	return w.box.Last(ctx, w.db, w.since)
+}
+
+// fromDaemon asks a daemon for the letter, once a second at most.
+func (w *letterWatch) fromDaemon(ctx context.Context) *deadletter.Letter {
+	if time.Since(w.asked) < time.Second {
+		return nil
+	}
+	w.asked = time.Now()
+	since := w.since
+	rep, err := w.c.Tables(ctx, &events.TablesRequest{Database: w.db, Limit: 1, LettersSince: &since})
+	if err != nil || rep.Letter == nil {
+		return nil
+	}
+	l := rep.Letter
+	return &deadletter.Letter{Seq: l.Seq, Database: w.db, Source: l.Source, Kind: l.Kind, Reason: l.Reason, Time: l.Time}
+}
+
+// noJetStream reports an error that says this connection's account has
+// no JetStream: a producer in a team's own account reads through the
+// daemons instead.
+func noJetStream(err error) bool {
+	return errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
 }
 
 // WaitProgress is where a wait for a catalog version stands, for a
