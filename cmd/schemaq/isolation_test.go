@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -23,24 +22,7 @@ import (
 // docsAccounts is the account-per-team NATS configuration of
 // docs/deploy.md, with its passwords defined.
 func docsAccounts(t *testing.T) string {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(raw), "For example, with accounts")
-	if !ok {
-		t.Fatal("docs/deploy.md: no accounts example")
-	}
-	m := regexp.MustCompile("(?s)```\n(accounts \\{.*?\n\\})\n```").FindStringSubmatch(after)
-	if m == nil {
-		t.Fatal("docs/deploy.md: the accounts example is not an accounts block")
-	}
-	var vars strings.Builder
-	for _, v := range regexp.MustCompile(`\$([A-Z_]+_PASS)`).FindAllStringSubmatch(m[1], -1) {
-		fmt.Fprintf(&vars, "%s: %q\n", v[1], strings.ToLower(v[1]))
-	}
-	return vars.String() + m[1]
+	return docsNATSConfig(t, "For example, with accounts", "accounts")
 }
 
 // TestTenantIsolation runs the attacks one team made on another through

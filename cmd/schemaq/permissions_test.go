@@ -23,18 +23,25 @@ import (
 // with its passwords defined: the test runs what the docs tell users to
 // write.
 func docsAuthorization(t *testing.T) string {
+	return docsNATSConfig(t, "For example, in the NATS server's configuration", "authorization")
+}
+
+// docsNATSConfig is the block (authorization, accounts) of the example
+// of docs/deploy.md that follows intro, with each $…_PASS defined as its
+// name in lower case.
+func docsNATSConfig(t *testing.T, intro, block string) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(raw), "For example, in the NATS server's configuration")
+	_, after, ok := strings.Cut(string(raw), intro)
 	if !ok {
-		t.Fatal("docs/deploy.md: no example NATS configuration")
+		t.Fatalf("docs/deploy.md: no example after %q", intro)
 	}
-	m := regexp.MustCompile("(?s)```\n(authorization \\{.*?\n\\})\n```").FindStringSubmatch(after)
+	m := regexp.MustCompile("(?s)```\n(" + block + " \\{.*?\n\\})\n```").FindStringSubmatch(after)
 	if m == nil {
-		t.Fatal("docs/deploy.md: the example is not an authorization block")
+		t.Fatalf("docs/deploy.md: the example after %q is not a %s block", intro, block)
 	}
 	var vars strings.Builder
 	for _, v := range regexp.MustCompile(`\$([A-Z_]+_PASS)`).FindAllStringSubmatch(m[1], -1) {
