@@ -133,6 +133,8 @@ type Worker struct {
 	// marks.
 	attempts jetstream.KeyValue
 	owner    string
+	// intake is Run's context, which SIGTERM ends (interruptible).
+	intake context.Context
 	// pace makes indexing rest while a daemon in this process answers.
 	pace *pace.Gate
 	// prio has this process's projections go before its applies.
@@ -273,9 +275,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.bindAttempts(ctx)
+	w.intake = ctx
 	// Processing gets its own context: SIGTERM stops intake, not the
 	// events already being applied; they are cut only after the grace
-	// period.
+	// period (an apply, which is all in memory, is cut at once: see
+	// interruptible).
 	workCtx, cancelWork := context.WithCancel(context.Background())
 	defer cancelWork()
 	if err := w.cats.Changes(ctx, w.catalogChanged); err != nil {
@@ -853,7 +857,13 @@ func (w *Worker) schemaOnce(ctx context.Context, evs []*events.Event, streamSeqs
 			}
 			sql = text
 		}
-		next, err := catalog.SnapshotContext(ctx, ev.Database, source, sql)
+		actx, cut := w.interruptible(ctx)
+		next, err := catalog.SnapshotContext(actx, ev.Database, source, sql)
+		wasCut := actx.Err() != nil
+		cut()
+		if wasCut {
+			return with(outcome{act: actRetry, reason: fmt.Sprintf("%s %d was cut while it applied (the worker is stopping, or the message timeout passed); tried again", ev.Type, seq)})
+		}
 		if err != nil {
 			return with(outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, seq, err)})
 		}
@@ -869,6 +879,19 @@ func (w *Worker) schemaOnce(ctx context.Context, evs []*events.Event, streamSeqs
 			"catalog %s is at version %d, so migration %d waits for %d", ev.Database, cat.Version, seq, cat.Version+1)})
 	}
 	return w.applyMigrations(ctx, cat, rev, evs, streamSeqs)
+}
+
+// interruptible is ctx, ended too when the worker is asked to stop. An
+// apply is all in memory until the catalog write, so cutting it costs
+// only a redelivery, where waiting for it costs the grace period: a
+// routine may run for its whole time budget.
+func (w *Worker) interruptible(ctx context.Context) (context.Context, func()) {
+	actx, cancel := context.WithCancel(ctx)
+	if w.intake == nil {
+		return actx, cancel
+	}
+	stop := context.AfterFunc(w.intake, cancel)
+	return actx, func() { stop(); cancel() }
 }
 
 // superseded reports whether an event at stream sequence at, carrying a
@@ -943,7 +966,18 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 		if !w.cfg.StrictCatalog {
 			opts = append(opts, catalog.Tolerant())
 		}
-		n, err := next.ApplyContext(ctx, source, m.SQL, opts...)
+		actx, cut := w.interruptible(ctx)
+		n, err := next.ApplyContext(actx, source, m.SQL, opts...)
+		wasCut := actx.Err() != nil
+		cut()
+		if wasCut {
+			// Cut while it applied: what it recorded (a stop for the
+			// cancellation) is not the migration's. Nothing is written
+			// for it; it is tried again.
+			out.act, out.reason = actRetry, fmt.Sprintf("%s %d was cut while it applied (the worker is stopping, or the message timeout passed); tried again", ev.Type, m.Seq)
+			outs = append(outs, out)
+			break
+		}
 		if err == nil {
 			w.reportDrift(ev.Database, m.Seq, n.Drift()[len(next.Drift()):])
 		}
