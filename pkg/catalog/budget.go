@@ -38,13 +38,17 @@ type Limits struct {
 
 // DefaultLimits are generous for real histories (a helper called once
 // per table of a few thousand, each wrapped in an exception block) and
-// small against the machine: well under a gigabyte, and seconds.
+// small against the machine: well under a gigabyte, and seconds. The
+// step budget is what bounds time in practice (about a second or two);
+// the time budget is the backstop for work no step counts, set high
+// enough that a slow or busy machine does not stop a history that a fast
+// one applies whole.
 func DefaultLimits() Limits {
 	return Limits{
 		Steps:   2_000_000,
 		Bytes:   128 << 20,
 		Objects: 20_000,
-		Time:    10 * time.Second,
+		Time:    30 * time.Second,
 		Depth:   16,
 		Text:    1 << 20,
 	}

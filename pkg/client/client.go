@@ -386,7 +386,10 @@ func (c *Client) ridingElections(ctx context.Context, stream string, op func(con
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := op(actx)
 		cancel()
-		if err == nil || !streams.Unanswered(err) || ctx.Err() != nil || time.Now().Add(wait).After(until) || !c.streamThere(ctx, stream, err) {
+		// "Not enabled for this account" is a 503 too, but an answer: a
+		// producer in a team's own account (docs/deploy.md) asks a
+		// daemon instead.
+		if err == nil || noJetStream(err) || !streams.Unanswered(err) || ctx.Err() != nil || time.Now().Add(wait).After(until) || !c.streamThere(ctx, stream, err) {
 			return err
 		}
 		if c.onRetry != nil {

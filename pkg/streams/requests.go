@@ -16,10 +16,6 @@ import (
 func Unanswered(err error) bool {
 	var api *jetstream.APIError
 	switch {
-	case errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
-		// A 503 too, but an answer: this account has no JetStream (a
-		// producer in a team's own account, docs/deploy.md).
-		return false
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
 		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
 		return true
