@@ -58,7 +58,7 @@ func (d *Daemon) feedback(ctx context.Context, req *events.FeedbackRequest) (*ev
 	ex := events.Example{
 		ID: events.FeedbackExampleID(req.Question, req.SQL), Question: strings.TrimSpace(req.Question), SQL: strings.TrimSpace(req.SQL),
 		Schema: req.Schema, Origin: events.OriginFeedback, AskID: req.AskID, Corrected: req.Corrected,
-		CatalogVersion: cat.Version, Tables: res.Tables, Author: callerFrom(ctx),
+		CatalogVersion: cat.Version, Tables: res.Tables, Author: callerFrom(ctx), Client: req.Client,
 	}
 	ev, err := events.New("feedback-"+ex.ID, req.Database, time.Now(), &events.ExamplesUpsert{Examples: []events.Example{ex}})
 	if err != nil {

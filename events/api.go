@@ -591,6 +591,10 @@ type FeedbackRequest struct {
 	// Corrected says the SQL is that answer corrected.
 	AskID     string `json:"ask_id,omitempty"`
 	Corrected bool   `json:"corrected,omitempty"`
+	// Client is the program that handed the feedback on, as it names
+	// itself ("mcp:<client name>" from `schemaq mcp`): recorded with the
+	// example beside its author, and not authenticated.
+	Client string `json:"client,omitempty"`
 }
 
 // Validate checks a feedback request.
@@ -610,6 +614,11 @@ func (r *FeedbackRequest) Validate() error {
 		return fieldErr("schema", "a schema name, without surrounding spaces")
 	case r.Corrected && r.AskID == "":
 		return fieldErr("ask_id", "required when corrected is set: the ask whose SQL was corrected")
+	}
+	if r.Client != "" {
+		if err := validateID("client", r.Client); err != nil {
+			return err
+		}
 	}
 	if r.AskID != "" {
 		return validateID("ask_id", r.AskID)

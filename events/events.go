@@ -242,6 +242,10 @@ type Example struct {
 	// service import), "http" or "nats" when nothing more is known, or
 	// "mcp:<client>" through `schemaq mcp`.
 	Author string `json:"author,omitempty"`
+	// Client is the program the feedback came through, as it named
+	// itself (FeedbackRequest.Client): a claim, where Author is what the
+	// transport established.
+	Client string `json:"client,omitempty"`
 }
 
 // OriginFeedback marks an example that came through the feedback
@@ -650,6 +654,11 @@ func validateProvenance(f string, ex Example) error {
 	}
 	if ex.Author != "" {
 		if err := validateID(f+".author", ex.Author); err != nil {
+			return err
+		}
+	}
+	if ex.Client != "" {
+		if err := validateID(f+".client", ex.Client); err != nil {
 			return err
 		}
 	}

@@ -203,6 +203,21 @@ func TestMCPTools(t *testing.T) {
 		}
 	}
 
+	// The feedback stored says which client it came through.
+	exs, err := cli.Examples(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var through []string
+	for _, ex := range exs {
+		if ex.Origin == events.OriginFeedback {
+			through = append(through, ex.Client+" "+ex.Author)
+		}
+	}
+	if len(through) != 1 || through[0] != "mcp:test-agent nats" {
+		t.Errorf("the feedback's client and author: %q, want \"mcp:test-agent nats\"", through)
+	}
+
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "schemaq://shop/tables/public.customers"})
 	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "CREATE TABLE public.customers") {
 		t.Errorf("resource: %+v %v", res, err)

@@ -339,12 +339,38 @@ type FeedbackOut struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-func (t *tools) submitFeedback(ctx context.Context, _ *mcp.CallToolRequest, in FeedbackIn) (*mcp.CallToolResult, FeedbackOut, error) {
-	r, err := t.b.Feedback(ctx, &events.FeedbackRequest{Database: in.Database, Question: in.Question, SQL: in.SQL, AskID: in.AskID, Corrected: in.Corrected, Schema: in.Schema})
+func (t *tools) submitFeedback(ctx context.Context, req *mcp.CallToolRequest, in FeedbackIn) (*mcp.CallToolResult, FeedbackOut, error) {
+	r, err := t.b.Feedback(ctx, &events.FeedbackRequest{Database: in.Database, Question: in.Question, SQL: in.SQL, AskID: in.AskID, Corrected: in.Corrected, Schema: in.Schema,
+		Client: clientOf(req)})
 	if err != nil {
 		return nil, FeedbackOut{}, toolError(err)
 	}
 	return nil, FeedbackOut{Example: r.Example, Version: r.Version, Tables: r.Tables, Warnings: r.Warnings}, nil
+}
+
+// clientOf names the MCP client that called, as it named itself at
+// initialize ("mcp:claude-desktop"), for the feedback it gives; "mcp"
+// when it gave no name.
+func clientOf(req *mcp.CallToolRequest) string {
+	name := ""
+	if req != nil && req.Session != nil {
+		if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
+			name = p.ClientInfo.Name
+		}
+	}
+	name = strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f {
+			return '-'
+		}
+		return r
+	}, strings.TrimSpace(name))
+	if len(name) > 100 {
+		name = strings.ToValidUTF8(name[:100], "")
+	}
+	if name == "" {
+		return "mcp"
+	}
+	return "mcp:" + name
 }
 
 // CheckIn is proposed migrations for a database.
