@@ -14,11 +14,11 @@ func TestRateLimiterRefillsPerMinute(t *testing.T) {
 		want  bool
 	}{
 		{"a", 0, true}, {"a", 0, true}, {"a", 0, true}, {"a", 0, false}, // a burst of three
-		{"b", 0, true},                    // another caller has its own
-		{"a", 19 * time.Second, false},    // not yet a token back
-		{"a", 21 * time.Second, true},     // one token a 20 s
-		{"a", 21 * time.Second, false},    // and only one
-		{"a", 10 * time.Minute, true},     // refilled, to the burst only
+		{"b", 0, true},                 // another caller has its own
+		{"a", 19 * time.Second, false}, // not yet a token back
+		{"a", 21 * time.Second, true},  // one token a 20 s
+		{"a", 21 * time.Second, false}, // and only one
+		{"a", 10 * time.Minute, true},  // refilled, to the burst only
 		{"a", 10 * time.Minute, true},
 		{"a", 10 * time.Minute, true},
 		{"a", 10 * time.Minute, false},
