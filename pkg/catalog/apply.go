@@ -352,6 +352,10 @@ func skipSpaceAndComments(s string, i, end int) int {
 const excerptLen = 80
 
 func excerpt(stmt string) string {
+	if len(stmt) > 16*excerptLen {
+		// A routine's text may be megabytes: only its start is shown.
+		stmt = strings.ToValidUTF8(stmt[:16*excerptLen], "")
+	}
 	s := strings.Join(strings.Fields(stmt), " ")
 	if utf8.RuneCountInString(s) > excerptLen {
 		s = string([]rune(s)[:excerptLen]) + "…"

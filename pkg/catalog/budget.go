@@ -211,8 +211,11 @@ const valueOverhead = 64
 
 // sizeOf is what v holds, arrays and records whole. It walks without
 // recursion (an array nested a hundred thousand deep is input too), and
-// keeps only the nested lists it has yet to walk.
-func sizeOf(v value) int64 {
+// keeps only the nested lists it has yet to walk. It stops past
+// sizeCap: an array built as ARRAY[a, a] of itself shares its parts, so
+// its size doubles each time while its memory does not, and a walk of
+// it all would take as long as the size says.
+func sizeOf(v value, sizeCap int64) int64 {
 	n := int64(valueOverhead + len(v.s))
 	var lists [][]value
 	push := func(x value) {
@@ -224,7 +227,7 @@ func sizeOf(v value) int64 {
 		}
 	}
 	push(v)
-	for len(lists) > 0 {
+	for len(lists) > 0 && n <= sizeCap {
 		l := lists[len(lists)-1]
 		lists = lists[:len(lists)-1]
 		for _, x := range l {
@@ -233,6 +236,37 @@ func sizeOf(v value) int64 {
 		}
 	}
 	return n
+}
+
+// size is sizeOf with the cap past which every budget is spent.
+func (e *evaluator) size(v value) int64 {
+	limit := DefaultLimits().Bytes
+	if e.calls != nil {
+		limit = e.calls.budget.limits.Bytes
+	}
+	return sizeOf(v, limit+1)
+}
+
+// read charges the bytes an operation reads of vals: a comparison of two
+// 16 MiB strings, a cast of one, is work the step budget does not see.
+func (e *evaluator) read(vals ...value) error {
+	var n int64
+	for _, v := range vals {
+		n += e.payload(v)
+	}
+	if n == 0 {
+		return nil
+	}
+	return e.charge(n)
+}
+
+// payload is what operating on v reads: its text, or an array whole. A
+// number or a boolean costs nothing, so loops that count are free.
+func (e *evaluator) payload(v value) int64 {
+	if v.kind == vArray || v.kind == vRecord {
+		return e.size(v)
+	}
+	return int64(len(v.s))
 }
 
 // maxValue is the most one value may hold: what the interpreter makes
@@ -266,7 +300,7 @@ func (e *evaluator) made(v value) (value, error) {
 	if v.kind != vText && v.kind != vArray && v.kind != vRecord {
 		return v, nil
 	}
-	if err := e.reserve(sizeOf(v)); err != nil {
+	if err := e.reserve(e.size(v)); err != nil {
 		return unknown, err
 	}
 	return v, nil

@@ -80,6 +80,15 @@ END $$;`,
 			stop: "the byte budget",
 		},
 		{
+			name: "comparing two 8 MiB strings on every turn of a loop",
+			sql: `DO $$ DECLARE s text := 'a'; t text; n int := 0; BEGIN
+  FOR i IN 1..23 LOOP s := s || s; END LOOP;
+  t := s;
+  FOR i IN 1..100000 LOOP IF s = t THEN n := n + 1; END IF; END LOOP;
+END $$;`,
+			stop: "the byte budget",
+		},
+		{
 			name: "string_to_array of millions of separators",
 			sql: `DO $$ DECLARE s text := ','; a text[]; BEGIN
   FOR i IN 1..22 LOOP s := s || s; END LOOP;

@@ -294,6 +294,9 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 	if !v.known() || v.kind == vNull {
 		return v, nil
 	}
+	if err := e.read(v); err != nil {
+		return unknown, err
+	}
 	names := pgtree.Strings(tn.Names)
 	if len(names) == 0 {
 		return unknown, stop("cast to a type given by reference")
@@ -304,7 +307,7 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 			return v, nil
 		}
 		if v.kind != vText {
-			return unknown, stop("cast of %s to an array", v.String())
+			return unknown, stop("cast of %s to an array", brief(v))
 		}
 		if err := e.reserve(int64(len(v.s)) * valueOverhead / 2); err != nil {
 			return unknown, err
@@ -318,7 +321,7 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 	switch typ {
 	case "text", "varchar", "bpchar", "name", "char":
 		if v.kind == vArray {
-			if err := e.reserve(2 * sizeOf(v)); err != nil {
+			if err := e.reserve(2 * e.size(v)); err != nil {
 				return unknown, err
 			}
 		}
@@ -326,13 +329,13 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 	case "int2", "int4", "int8", "integer", "bigint", "smallint":
 		i, ok := v.asInt()
 		if !ok {
-			return unknown, stop("cast of %q to %s", v.String(), typ)
+			return unknown, stop("cast of %q to %s", brief(v), typ)
 		}
 		return integer(i), nil
 	case "bool", "boolean":
 		b, ok := v.asBool()
 		if !ok {
-			return unknown, stop("cast of %q to boolean", v.String())
+			return unknown, stop("cast of %q to boolean", brief(v))
 		}
 		return boolean(b), nil
 	case "regclass":
@@ -341,12 +344,12 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 		}
 		q, ok := e.a.regclass(v.String())
 		if !ok {
-			return unknown, stop("regclass %q, which names no table or view the catalog holds", v.String())
+			return unknown, stop("regclass %q, which names no table or view the catalog holds", brief(v))
 		}
 		return value{kind: vOid, s: "r:" + q.String()}, nil
 	case "regnamespace":
 		if _, ok := e.a.cat.schemas[v.String()]; !ok {
-			return unknown, stop("regnamespace %q", v.String())
+			return unknown, stop("regnamespace %q", brief(v))
 		}
 		return value{kind: vOid, s: "n:" + v.String()}, nil
 	case "oid":
@@ -398,6 +401,9 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 			}
 			elems = append(elems, v)
 		}
+		if err := e.read(append(elems, l)...); err != nil {
+			return unknown, err
+		}
 		res := anyEqual(l, elems)
 		if op == "<>" {
 			return not(res), nil
@@ -416,7 +422,10 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 			return null, nil
 		}
 		if arr.kind != vArray || op != "=" {
-			return unknown, stop("%s ANY over %s", op, arr.String())
+			return unknown, stop("%s ANY over %s", op, brief(arr))
+		}
+		if err := e.read(l, arr); err != nil {
+			return unknown, err
 		}
 		return anyEqual(l, arr.arr), nil
 	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE:
@@ -431,7 +440,7 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 		if l.kind == vNull || p.kind == vNull {
 			return null, nil
 		}
-		if err := e.reserve(2 * (sizeOf(l) + sizeOf(p))); err != nil {
+		if err := e.reserve(2 * (e.size(l) + e.size(p))); err != nil {
 			return unknown, err
 		}
 		ls, ps := l.String(), p.String()
@@ -456,6 +465,9 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 			return unknown, err
 		}
 		same := l.kind == vNull && rv.kind == vNull
+		if err := e.read(l, rv); err != nil {
+			return unknown, err
+		}
 		if l.kind != vNull && rv.kind != vNull {
 			c, ok := compare(l, rv)
 			if !ok {
@@ -514,7 +526,7 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 		if l.kind == vNull || rv.kind == vNull {
 			return null, nil
 		}
-		if err := e.reserve(sizeOf(l) + sizeOf(rv)); err != nil {
+		if err := e.reserve(e.size(l) + e.size(rv)); err != nil {
 			return unknown, err
 		}
 		if l.kind == vArray || rv.kind == vArray {
@@ -533,7 +545,7 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 		x, ok1 := l.asInt()
 		y, ok2 := rv.asInt()
 		if !ok1 || !ok2 {
-			return unknown, stop("arithmetic on %q and %q", l.String(), rv.String())
+			return unknown, stop("arithmetic on %q and %q", brief(l), brief(rv))
 		}
 		switch op {
 		case "+":
@@ -550,6 +562,9 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 			return integer(x / y), nil
 		}
 		return integer(x % y), nil
+	}
+	if err := e.read(l, rv); err != nil {
+		return unknown, err
 	}
 	c, ok := compare(l, rv)
 	if !ok {
@@ -648,7 +663,7 @@ func (e *evaluator) indirection(ind *pg.A_Indirection, r *row) (value, error) {
 		}
 		n, ok := i.asInt()
 		if v.kind != vArray || !ok {
-			return unknown, stop("subscript of %s", v.String())
+			return unknown, stop("subscript of %s", brief(v))
 		}
 		if n < 1 || n > int64(len(v.arr)) {
 			v = null
@@ -675,7 +690,9 @@ func (e *evaluator) caseExpr(c *pg.CaseExpr, r *row) (value, error) {
 		if c.Arg != nil {
 			var x value
 			if x, err = e.eval(cw.Expr, r); err == nil {
-				cond = anyEqual(subject, []value{x})
+				if err = e.read(subject, x); err == nil {
+					cond = anyEqual(subject, []value{x})
+				}
 			}
 		} else {
 			cond, err = e.eval(cw.Expr, r)
@@ -785,6 +802,9 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 			}
 		}
 	}
+	if err := e.read(args...); err != nil {
+		return unknown, err
+	}
 	if err := e.reserveFor(name, args); err != nil {
 		return unknown, err
 	}
@@ -888,7 +908,7 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 func (e *evaluator) reserveFor(name string, args []value) error {
 	var in int64
 	for _, a := range args {
-		in += sizeOf(a)
+		in += e.size(a)
 	}
 	switch name {
 	case "quote_ident", "quote_literal", "quote_nullable":
@@ -957,6 +977,9 @@ func (e *evaluator) subLink(s *pg.SubLink, r *row) (value, error) {
 		var elems []value
 		for _, row := range res.rows {
 			elems = append(elems, row[0])
+		}
+		if err := e.read(append(elems, l)...); err != nil {
+			return unknown, err
 		}
 		v := anyEqual(l, elems)
 		if !res.complete && !(v.kind == vBool && v.b) {

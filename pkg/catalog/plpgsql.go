@@ -617,7 +617,7 @@ func (fr *frame) forInt(n map[string]any) (flow, error) {
 	h, ok2 := hi.asInt()
 	st, ok3 := step.asInt()
 	if lo.kind == vNull || hi.kind == vNull || !ok1 || !ok2 || !ok3 || st <= 0 {
-		return flowNext, stop("FOR over %s..%s", lo.String(), hi.String())
+		return flowNext, stop("FOR over %s..%s", brief(lo), brief(hi))
 	}
 	// REVERSE counts down from the first bound to the second.
 	rev, _ := n["reverse"].(bool)
@@ -668,7 +668,7 @@ func (fr *frame) forEach(n map[string]any) (flow, error) {
 		return flowNext, stop("FOREACH over a NULL array") // PostgreSQL raises here
 	}
 	if arr.kind != vArray {
-		return flowNext, stop("FOREACH over %s", arr.String())
+		return flowNext, stop("FOREACH over %s", brief(arr))
 	}
 	label, _ := n["label"].(string)
 	for _, el := range arr.arr {

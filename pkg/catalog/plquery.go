@@ -280,7 +280,7 @@ func (e *evaluator) rangeFunction(rf *pg.RangeFunction, outer *row) (*relation, 
 		lo, ok1 := args[0].asInt()
 		hi, ok2 := args[1].asInt()
 		if !ok1 || !ok2 || hi-lo > maxLoopIterations {
-			return nil, "", stop("generate_series(%s, %s)", args[0].String(), args[1].String())
+			return nil, "", stop("generate_series(%s, %s)", brief(args[0]), brief(args[1]))
 		}
 		for i := lo; i <= hi; i++ {
 			rel.rows = append(rel.rows, []value{integer(i)})

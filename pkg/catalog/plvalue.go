@@ -91,6 +91,19 @@ func (v value) String() string {
 	return ""
 }
 
+// brief shows v in a message: in full when short, else its start, or an
+// array's length. A stop's message is kept in the catalog's drift, and a
+// value may be megabytes.
+func brief(v value) string {
+	if v.kind == vArray && sizeOf(v, 1<<12) > 1<<12 {
+		return fmt.Sprintf("an array of %d elements", len(v.arr))
+	}
+	if v.kind == vText {
+		return excerpt(v.s)
+	}
+	return excerpt(v.String())
+}
+
 func needsArrayQuote(s string) bool {
 	return s == "" || strings.EqualFold(s, "null") || strings.ContainsAny(s, `{},"\ `+"\t\n")
 }
