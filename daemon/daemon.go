@@ -429,6 +429,13 @@ func adapt[Req any, PReq interface {
 			}
 			if t, ok := any(&req).(targeted); ok {
 				span.SetAttributes(attribute.String("schemaq.database", *t.Target()))
+				// The database the handler will use, decoded strictly:
+				// what an HTTP token may use is judged on it, not on a
+				// looser reading of the body.
+				if e := principalOfRequest(raw).mayAsk(endpoint, *t.Target()); e != nil {
+					d.reply(r, endpoint, nil, e, errReply)
+					return
+				}
 			}
 			resp, err := fn(ctx, &req)
 			if err != nil {

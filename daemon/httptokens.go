@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nats-io/nats.go/micro"
+
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/safefile"
 )
@@ -171,22 +173,27 @@ func (k *keyring) find(header string) *principal {
 	return found
 }
 
-// mayAsk checks a principal's right to one endpoint's request: its
-// database, and write access for feedback. The body is the request's;
-// it is decoded for its database only (the handler decodes it strictly).
-func (p *principal) mayAsk(endpoint string, body []byte) *events.Error {
+// mayAsk checks a principal's right to one endpoint's request about db:
+// the database, and write access for feedback. No principal (NATS, or an
+// API without tokens) may ask anything its transport let through.
+func (p *principal) mayAsk(endpoint, db string) *events.Error {
 	if p == nil {
 		return nil
 	}
-	var req struct {
-		Database string `json:"database"`
-	}
-	_ = json.Unmarshal(body, &req)
-	if !p.mayUse(req.Database) {
-		return events.Errorf(events.CodeForbidden, "token %q may not use database %s", p.name, events.Quote(req.Database))
+	if !p.mayUse(db) {
+		return events.Errorf(events.CodeForbidden, "token %q may not use database %s", p.name, events.Quote(db))
 	}
 	if endpoint == events.EndpointFeedback && !p.write {
-		return events.Errorf(events.CodeForbidden, "token %q may read database %s, not give feedback to it", p.name, events.Quote(req.Database))
+		return events.Errorf(events.CodeForbidden, "token %q may read database %s, not give feedback to it", p.name, events.Quote(db))
+	}
+	return nil
+}
+
+// principalOfRequest is the token holder of a request that came over
+// HTTP, nil for one over NATS.
+func principalOfRequest(r micro.Request) *principal {
+	if h, ok := r.(*httpRequest); ok {
+		return h.who
 	}
 	return nil
 }
