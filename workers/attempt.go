@@ -87,7 +87,7 @@ func parseMark(v []byte) (mark, bool) {
 // returns.
 func (w *Worker) attempt(ctx context.Context, it *item) (settled *outcome, done func()) {
 	done = func() {}
-	if w.attempts == nil || (it.meta.NumDelivered < 2 && !mayInterpret(it)) {
+	if w.attempts == nil || (it.meta.NumDelivered < 2 && !it.interprets) {
 		return nil, done
 	}
 	key := attemptKey(it)
@@ -165,13 +165,10 @@ const unmarkFor = 30 * time.Second
 // bounded requests.
 var interpreting = regexp.MustCompile(`(?i)\bdo\b|\bcall\b|plpgsql|\bselect\s+[a-z_."]+\s*\(`)
 
-// mayInterpret reports whether applying it may run PL/pgSQL. A payload
+// mayInterpret reports whether applying ev may run PL/pgSQL. A payload
 // compressed or in the object store is not read to tell: it is marked.
-func mayInterpret(it *item) bool {
-	if it.ev == nil {
-		return false
-	}
-	switch ev := it.ev; {
+func mayInterpret(ev *events.Event) bool {
+	switch {
 	case ev.Migration != nil:
 		return ev.Migration.SQL == "" || interpreting.MatchString(ev.Migration.SQL)
 	case ev.Snapshot != nil:

@@ -38,14 +38,17 @@ import (
 
 // item is one delivered event on its way through its database's queue.
 type item struct {
-	msg     jetstream.Msg
-	meta    *jetstream.MsgMetadata
-	ev      *events.Event // nil when it did not decode
-	err     error         // why it did not decode
-	schema  bool          // a migration or snapshot
-	seq     int64         // schema events: their seq
-	stop    func()        // stops the in-progress heartbeat
-	arrived time.Time
+	msg    jetstream.Msg
+	meta   *jetstream.MsgMetadata
+	ev     *events.Event // nil when it did not decode
+	err    error         // why it did not decode
+	schema bool          // a migration or snapshot
+	// interprets: applying it may run PL/pgSQL (mayInterpret), read once
+	// on arrival, since runs are planned over the queue again and again.
+	interprets bool
+	seq        int64  // schema events: their seq
+	stop       func() // stops the in-progress heartbeat
+	arrived    time.Time
 	// span follows the event from its delivery to its settling: the
 	// publisher's trace (traceparent) continues in it.
 	span trace.Span
@@ -468,14 +471,14 @@ func (w *Worker) run(q *queue, it *item) []*item {
 	// A redelivered event is handled alone, so that one that ends the
 	// process is told apart from its neighbours (attempt.go); so is one
 	// that may run PL/pgSQL, which is marked from its first delivery.
-	if !wellFormedMigration(it) || it.meta.NumDelivered > 1 || mayInterpret(it) {
+	if !wellFormedMigration(it) || it.meta.NumDelivered > 1 || it.interprets {
 		return []*item{it}
 	}
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
 	bySeq := map[int64]*item{}
 	for _, o := range q.items {
-		if o != it && wellFormedMigration(o) && o.meta.NumDelivered == 1 && !mayInterpret(o) && o.seq > it.seq && o.seq <= it.seq+maxRun {
+		if o != it && wellFormedMigration(o) && o.meta.NumDelivered == 1 && !o.interprets && o.seq > it.seq && o.seq <= it.seq+maxRun {
 			if _, dup := bySeq[o.seq]; !dup {
 				bySeq[o.seq] = o
 			}

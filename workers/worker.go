@@ -580,6 +580,7 @@ func (w *Worker) newItem(msg jetstream.Msg, meta *jetstream.MsgMetadata) *item {
 		case it.ev.Snapshot != nil:
 			it.schema, it.seq = true, it.ev.Snapshot.Seq
 		}
+		it.interprets = mayInterpret(it.ev)
 	}
 	return it
 }
