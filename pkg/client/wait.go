@@ -100,7 +100,6 @@ func (c *Client) WaitApplied(ctx context.Context, db string, want int64, since t
 // an account without JetStream (docs/deploy.md), by asking a daemon.
 type letterWatch struct {
 	c     *Client
-	js    jetstream.JetStream
 	db    string
 	since time.Time
 	box   *deadletter.Box // opened once the stream answers
@@ -111,7 +110,7 @@ type letterWatch struct {
 }
 
 func (c *Client) watchLetters(db string, since time.Time) *letterWatch {
-	return &letterWatch{c: c, js: c.js, db: db, since: since}
+	return &letterWatch{c: c, db: db, since: since}
 }
 
 // letterPoll bounds each read of the dead-letter stream. A wait's own
@@ -131,7 +130,7 @@ func (w *letterWatch) last(ctx context.Context) *deadletter.Letter {
 		return w.fromDaemon(ctx)
 	}
 	if w.box == nil {
-		box, err := deadletter.Open(ctx, w.js)
+		box, err := deadletter.Open(ctx, w.c.js)
 		if noJetStream(err) {
 			w.viaDaemon = true
 			return w.fromDaemon(ctx)
