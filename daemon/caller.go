@@ -3,9 +3,10 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/schemaq/schemaq/events"
 )
 
 // Who gave a request, for the record feedback keeps: an example stored
@@ -36,25 +37,10 @@ func callerOf(r micro.Request) string {
 		if info.User != "" {
 			who += "/" + info.User
 		}
-		return clipCaller(who)
+		// An author is an id, stored with every example.
+		return events.AsID(who, 128)
 	}
 	return "nats"
-}
-
-// clipCaller bounds a caller's name and makes it one word (an example's
-// author is an id): it is stored with every example.
-func clipCaller(s string) string {
-	const max = 128
-	s = strings.Map(func(r rune) rune {
-		if r <= ' ' || r == 0x7f {
-			return '_'
-		}
-		return r
-	}, s)
-	if len(s) > max {
-		s = strings.ToValidUTF8(s[:max], "")
-	}
-	return s
 }
 
 func callerFrom(ctx context.Context) string {

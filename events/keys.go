@@ -11,6 +11,22 @@ import (
 	"unicode/utf8"
 )
 
+// AsID makes a name someone gave (a NATS user, an MCP client's name)
+// usable as an id field: blanks and control characters become '_', and
+// it is cut to max bytes at a character boundary.
+func AsID(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, strings.TrimSpace(s))
+	if len(s) > max {
+		s = strings.ToValidUTF8(s[:max], "")
+	}
+	return s
+}
+
 // MaxEcho bounds how much of an input value an error message repeats: an
 // error that echoed a 600 KB field would not fit in a reply.
 const MaxEcho = 64

@@ -358,15 +358,7 @@ func clientOf(req *mcp.CallToolRequest) string {
 			name = p.ClientInfo.Name
 		}
 	}
-	name = strings.Map(func(r rune) rune {
-		if r <= ' ' || r == 0x7f {
-			return '-'
-		}
-		return r
-	}, strings.TrimSpace(name))
-	if len(name) > 100 {
-		name = strings.ToValidUTF8(name[:100], "")
-	}
+	name = events.AsID(name, 100)
 	if name == "" {
 		return "mcp"
 	}
