@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -51,7 +52,7 @@ const (
 // LoadHTTPTokens reads and checks a tokens file: a JSON object
 // {"tokens": [...]}, strictly decoded, every problem named.
 func LoadHTTPTokens(path string) ([]HTTPToken, error) {
-	raw, err := safefile.Read(dirOf(path), path, maxTokensFile)
+	raw, err := safefile.Read(filepath.Dir(path), path, maxTokensFile)
 	if err != nil {
 		return nil, fmt.Errorf("http tokens file: %w", err)
 	}
@@ -100,13 +101,6 @@ func LoadHTTPTokens(path string) ([]HTTPToken, error) {
 		errs = append(errs, fmt.Errorf("http tokens file %q: no tokens", path))
 	}
 	return f.Tokens, errors.Join(errs...)
-}
-
-func dirOf(path string) string {
-	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
-		return path[:i+1]
-	}
-	return "."
 }
 
 // principal is who a request authenticated as.
