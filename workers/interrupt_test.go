@@ -23,6 +23,10 @@ func TestStopCutsAnApply(t *testing.T) {
 	e := newEnv(t)
 	cfg := testConfig()
 	cfg.ShutdownTimeout = 30 * time.Second
+	// The apply takes seconds under the race detector: the message
+	// timeout must not be what cuts it (that is retried the same way,
+	// and this test is about the stop).
+	cfg.MessageTimeout, cfg.Consumer.AckWait, cfg.GapTimeout = time.Minute, 70*time.Second, 2*time.Minute
 	var schema strings.Builder
 	for i := range 3000 {
 		fmt.Fprintf(&schema, "CREATE TABLE t%d (id int PRIMARY KEY, note text);\n", i)
@@ -63,7 +67,7 @@ CREATE TABLE after_the_loop ();`))
 		t.Fatalf("catalog at version %d after the stop: the cut apply was written", v)
 	}
 	e.startWorker(cfg, e.store)
-	e.waitVersion("shop", 2)
+	testenv.Eventually(t, 2*time.Minute, "the next worker applied the migration", func() bool { return e.version("shop") == 2 })
 	c, _, err := e.cats.Get(context.Background(), "shop")
 	if err != nil {
 		t.Fatal(err)
