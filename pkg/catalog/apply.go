@@ -186,6 +186,8 @@ type applier struct {
 	// savepoints are the exception blocks (and DO blocks) entered, whose
 	// errors undo what they changed.
 	savepoints []*savepoint
+	// kin finds a table's children; see kinship.
+	kin kinship
 	// stmt and raw locate the statement being applied, for errors found
 	// only at the end of the script.
 	stmt int

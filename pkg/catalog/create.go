@@ -72,6 +72,7 @@ func (a *applier) createTable(s *pg.CreateStmt) error {
 		} else {
 			t.Inherits = append(t.Inherits, parent.QualName())
 		}
+		a.link(parent.QualName(), q)
 		for _, pc := range parent.Columns {
 			if t.Column(pc.Name) != nil {
 				continue // merged, as PostgreSQL merges same-named columns

@@ -238,6 +238,7 @@ func (a *applier) moveRelation(from, to QualName) error {
 }
 
 func (a *applier) repoint(from, to QualName) {
+	a.forgetKinship()
 	for _, t := range a.cat.tables {
 		for i := range t.ForeignKeys {
 			if t.ForeignKeys[i].RefTable == from {

@@ -60,6 +60,7 @@ func (a *applier) beforeChange(n *pg.Node) error {
 func (a *applier) rollback(sp *savepoint) {
 	if sp.cat != nil {
 		a.cat = sp.cat
+		a.forgetKinship()
 		// Enclosing blocks that began with this same catalog are back
 		// where they began; the copy is the working catalog now, so they
 		// wait for a new one.
