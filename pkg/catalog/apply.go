@@ -31,39 +31,72 @@ func (c *Catalog) Apply(source, sql string, opts ...ApplyOption) (*Catalog, erro
 // ends, routines still running stop as drift and statements not yet
 // applied fail the Apply with ctx's error.
 func (c *Catalog) ApplyContext(ctx context.Context, source, sql string, opts ...ApplyOption) (*Catalog, error) {
-	var o applyOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	clean := stripClientData(sql)
-	tree, err := pgtree.Parse(clean)
+	sc, err := prepare(source, sql, opts)
 	if err != nil {
-		return nil, parseError(source, clean, err)
+		return nil, err
 	}
-	// A statement is all or nothing, as in PostgreSQL, but the applier
-	// mutates its working copy as it goes. Rather than clone the catalog
-	// before every statement, a skipped statement restarts the script
-	// from c with that statement left out: drift is rare, clones are not
-	// free.
+	return c.applyCopy(ctx, sc)
+}
+
+// script is a migration parsed for Apply, with the options it runs under.
+type script struct {
+	source, clean string
+	tree          *pg.ParseResult
+	opts          applyOptions
+}
+
+func prepare(source, sql string, opts []ApplyOption) (*script, error) {
+	s := &script{source: source, clean: stripClientData(sql)}
+	for _, opt := range opts {
+		opt(&s.opts)
+	}
+	tree, err := pgtree.Parse(s.clean)
+	if err != nil {
+		return nil, parseError(source, s.clean, err)
+	}
+	s.tree = tree
+	return s, nil
+}
+
+// applyCopy applies s to copies of c until one takes it.
+//
+// A statement is all or nothing, as in PostgreSQL, but the applier
+// mutates its working copy as it goes. Rather than clone the catalog
+// before every statement, a skipped statement restarts the script from c
+// with that statement left out: drift is rare, clones are not free.
+func (c *Catalog) applyCopy(ctx context.Context, s *script) (*Catalog, error) {
 	skipped := map[int]*Error{}
-	spent := newBudget(ctx, o.limits)
+	spent := newBudget(ctx, s.opts.limits)
 	defer spent.close()
 	for {
-		a := &applier{cat: c.Clone(), searchPath: []string{DefaultSchema},
-			source: source, sql: clean, tolerant: o.tolerant, skip: skipped, spent: spent}
-		err := a.run(tree)
+		work, err := c.Clone().applyInPlace(s, skipped, spent)
 		if err == nil {
-			a.cat.drift = append(slices.Clip(c.drift), a.collectDrift()...)
-			a.cat.touched = a.touched
-			a.cat.finish()
-			return a.cat, nil
+			return work, nil
 		}
 		var ce *Error
-		if !o.tolerant || !errors.Is(err, ErrUndefined) || !errors.As(err, &ce) || skipped[ce.Statement] != nil {
+		if !s.opts.tolerant || !errors.Is(err, ErrUndefined) || !errors.As(err, &ce) || skipped[ce.Statement] != nil {
 			return nil, err
 		}
 		skipped[ce.Statement] = ce
 	}
+}
+
+// applyInPlace applies s to c itself, leaving out the statements in
+// skipped, and returns the catalog it ends in: c, or the copy an
+// exception block rolled back to. When it fails, c is half changed and
+// must be thrown away.
+func (c *Catalog) applyInPlace(s *script, skipped map[int]*Error, spent *budget) (*Catalog, error) {
+	a := &applier{cat: c, searchPath: []string{DefaultSchema},
+		source: s.source, sql: s.clean, tolerant: s.opts.tolerant, skip: skipped, spent: spent}
+	if err := a.run(s.tree); err != nil {
+		return nil, err
+	}
+	// The drift may share its array with the catalog this one was cloned
+	// from, up to that one's length: an append past it copies.
+	a.cat.drift = append(a.cat.drift, a.collectDrift()...)
+	a.cat.touched = a.touched
+	a.cat.finish()
+	return a.cat, nil
 }
 
 // ApplyOption changes how Apply treats a failing statement.
