@@ -90,12 +90,13 @@ func (w *Worker) schemaEvents(ctx context.Context, db string) ([]schemaEvent, er
 // fold replays evs from an empty catalog, stopping at version want (when
 // not negative).
 func (w *Worker) fold(ctx context.Context, db string, evs []schemaEvent, want int64) (*catalog.Catalog, error) {
-	cat := catalog.New(db)
 	waiting := map[int64][]schemaEvent{} // early migrations, by seq
 	var opts []catalog.ApplyOption
 	if !w.cfg.StrictCatalog {
 		opts = append(opts, catalog.Tolerant())
 	}
+	replay := catalog.NewReplay(catalog.New(db), opts...)
+	cat := replay.Catalog()
 	apply := func(e schemaEvent) error {
 		sql, err := w.eventSQL(ctx, e.ev)
 		if err != nil {
@@ -107,16 +108,20 @@ func (w *Worker) fold(ctx context.Context, db string, evs []schemaEvent, want in
 				return nil // refused when it came, too
 			}
 			next.Rebase(catalog.Base{Seq: s.Seq, Source: s.Source})
-			cat = next
+			replay.Reset(next)
+			cat = replay.Catalog()
 			return nil
 		}
 		m := e.ev.Migration
 		source, id := migrationNames(e.ev)
-		next, err := cat.ApplyContext(ctx, source, sql, opts...)
-		if err != nil {
-			return nil
+		a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: events.Checksum(sql), StreamSeq: e.streamSeq}
+		if err := replay.Apply(ctx, source, sql, a); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("rebuild %s: %w", db, ctx.Err())
+			}
+			return nil // refused when it came, too
 		}
-		cat = next.Record(catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: events.Checksum(sql), StreamSeq: e.streamSeq})
+		cat = replay.Catalog()
 		return nil
 	}
 	for _, e := range evs {

@@ -941,11 +941,18 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 	for _, a := range cat.History() {
 		applied[a.ID] = a
 	}
+	var opts []catalog.ApplyOption
+	if !w.cfg.StrictCatalog {
+		opts = append(opts, catalog.Tolerant())
+	}
+	// One replay for the batch: a hundred migrations do not copy the
+	// catalog a hundred times.
+	replay := catalog.NewReplay(cat, opts...)
 	var outs []outcome
-	next := cat
 	for i, ev := range evs {
 		m := ev.Migration
 		source, id := migrationNames(ev)
+		next := replay.Catalog()
 		out := outcome{source: source, seq: m.Seq, version: next.Version}
 		if a, ok := applied[id]; ok && !m.Repeatable {
 			out.act, out.kind = actDeadLetter, events.DLQKindConflict
@@ -963,24 +970,19 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 			}
 			m.SQL = text
 		}
-		var opts []catalog.ApplyOption
-		if !w.cfg.StrictCatalog {
-			opts = append(opts, catalog.Tolerant())
-		}
+		a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: events.Checksum(m.SQL), StreamSeq: streamSeqs[i]}
+		drifted := len(next.Drift())
 		actx, cut := w.interruptible(ctx)
-		n, err := next.ApplyContext(actx, source, m.SQL, opts...)
+		err := replay.Apply(actx, source, m.SQL, a)
 		wasCut := actx.Err() != nil
 		cut()
 		if wasCut {
 			// Cut while it applied: what it recorded (a stop for the
-			// cancellation) is not the migration's. Nothing is written
-			// for it; it is tried again.
+			// cancellation) is not the migration's, and the replay left
+			// it out. Nothing is written for it; it is tried again.
 			out.act, out.reason = actRetry, fmt.Sprintf("%s %d was cut while it applied (the worker is stopping, or the message timeout passed); tried again", ev.Type, m.Seq)
 			outs = append(outs, out)
 			break
-		}
-		if err == nil {
-			w.reportDrift(ev.Database, m.Seq, n.Drift()[len(next.Drift()):])
 		}
 		if err != nil {
 			out.act, out.kind = actDeadLetter, events.DLQKindRefused
@@ -988,8 +990,8 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 			outs = append(outs, out)
 			break
 		}
-		a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: events.Checksum(m.SQL), StreamSeq: streamSeqs[i]}
-		next, applied[id] = n.Record(a), a
+		w.reportDrift(ev.Database, m.Seq, replay.Catalog().Drift()[drifted:])
+		applied[id] = a
 		out.act, out.version = actAck, m.Seq
 		outs = append(outs, out)
 	}
@@ -1004,6 +1006,7 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 	}
 	// What the run did not change stays the objects of the catalog before
 	// it, so the chunker and the daemon redo only what did change.
+	next := replay.Catalog()
 	next.ShareWith(cat)
 	rev, err := w.cats.Put(ctx, next, rev)
 	if err != nil {

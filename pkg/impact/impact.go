@@ -8,6 +8,7 @@
 package impact
 
 import (
+	"context"
 	"errors"
 	"regexp"
 	"slices"
@@ -138,14 +139,14 @@ func (r *Report) apply(cat *catalog.Catalog, pending []Migration, strict bool) *
 		opts = append(opts, catalog.Tolerant())
 	}
 	drifted := len(cat.Drift())
+	replay := catalog.NewReplay(cat, opts...)
 	for _, m := range pending {
-		next, err := cat.Apply(m.Source, m.SQL, opts...)
-		if err != nil {
+		if err := replay.Apply(context.Background(), m.Source, m.SQL, catalog.Applied{Seq: m.Seq, ID: m.Source, Source: m.Source}); err != nil {
 			r.Refused = &Refusal{Migration: m, Error: err.Error()}
 			break
 		}
-		cat = next.Record(catalog.Applied{Seq: m.Seq, ID: m.Source, Source: m.Source})
 	}
+	cat = replay.Catalog()
 	if d := cat.Drift(); len(d) > drifted {
 		r.Drift = append(r.Drift, d[drifted:]...)
 	}
