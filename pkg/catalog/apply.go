@@ -86,6 +86,7 @@ func (c *Catalog) applyCopy(ctx context.Context, s *script) (*Catalog, error) {
 // exception block rolled back to. When it fails, c is half changed and
 // must be thrown away.
 func (c *Catalog) applyInPlace(s *script, skipped map[int]*Error, spent *budget) (*Catalog, error) {
+	c.order = nil // it is being built again: nothing sorted holds
 	a := &applier{cat: c, searchPath: []string{DefaultSchema},
 		source: s.source, sql: s.clean, tolerant: s.opts.tolerant, skip: skipped, spent: spent}
 	if err := a.run(s.tree); err != nil {

@@ -190,3 +190,19 @@ func TestReplayCutIsNotApplied(t *testing.T) {
 		t.Fatalf("the cut migration shows: version %d, tables %v", c.Version, c.Tables())
 	}
 }
+
+// TestReplaySeesItsOwnChanges checks that a migration applied in place
+// reads what it just did, not the sorted lists of the catalog before it.
+func TestReplaySeesItsOwnChanges(t *testing.T) {
+	r := NewReplay(New("db"))
+	if err := r.Apply(context.Background(), "1.sql", "CREATE TYPE mood AS ENUM ('ok'); CREATE TABLE x (id int);", Applied{Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.Catalog().Tables()); n != 1 { // a caller reads the catalog between
+		t.Fatalf("%d tables", n)
+	}
+	err := r.Apply(context.Background(), "2.sql", "CREATE TABLE y (m mood);\nDROP TYPE mood;", Applied{Seq: 2})
+	if !errors.Is(err, ErrDependent) {
+		t.Fatalf("got %v, want the type's new column to hold it", err)
+	}
+}
