@@ -463,8 +463,7 @@ func (a *applier) statement(n *pg.Node) error {
 			return err
 		})
 	case n.GetCreateFunctionStmt() != nil:
-		a.createFunction(n.GetCreateFunctionStmt())
-		return nil
+		return a.createFunction(n.GetCreateFunctionStmt())
 	case n.GetDefineStmt() != nil && n.GetDefineStmt().Kind == pg.ObjectType_OBJECT_AGGREGATE:
 		a.createAggregate(n.GetDefineStmt())
 		return nil

@@ -50,7 +50,7 @@ func (a *applier) do(s *pg.DoStmt) error {
 	if a.interpretDo(fn) {
 		return nil
 	}
-	out, err := pg.ParsePlPgSqlToJSON(fn)
+	out, err := plpgsqlJSON(fn)
 	if err != nil {
 		return fmt.Errorf("%w: in DO block: %s", ErrSyntax, err.Error())
 	}

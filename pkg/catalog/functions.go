@@ -40,14 +40,17 @@ var volatilityRank = map[string]int{"immutable": 0, "stable": 1, "volatile": 2}
 
 // createFunction records CREATE [OR REPLACE] FUNCTION; procedures are
 // called with CALL, which the guard refuses anyway.
-func (a *applier) createFunction(s *pg.CreateFunctionStmt) {
+func (a *applier) createFunction(s *pg.CreateFunctionStmt) error {
+	if err := functionBody(s); err != nil {
+		return err
+	}
 	schema, name := qualFromList(listStrings(&pg.Node{Node: &pg.Node_List{List: &pg.List{Items: s.Funcname}}}))
 	if schema == "" {
 		schema = a.creationSchema() // search_path may be empty: pg_dump empties it
 	}
 	a.recordRoutine(s, schema, name)
 	if s.IsProcedure {
-		return
+		return nil
 	}
 	f := &Function{Schema: schema, Name: name, Volatility: "volatile"}
 	for _, o := range s.Options {
@@ -74,6 +77,23 @@ func (a *applier) createFunction(s *pg.CreateFunctionStmt) {
 		}
 	}
 	a.recordFunction(f)
+	return nil
+}
+
+// functionBody refuses a routine without a body, as PostgreSQL does.
+func functionBody(s *pg.CreateFunctionStmt) error {
+	if s.SqlBody != nil {
+		if routineLanguage(s) != "sql" {
+			return invalid("inline SQL function body only valid for language SQL")
+		}
+		return nil
+	}
+	for _, o := range s.Options {
+		if d := o.GetDefElem(); d != nil && d.Defname == "as" {
+			return nil
+		}
+	}
+	return invalid("no function body specified")
 }
 
 // recordFunction adds f, merged with the overloads already recorded: the

@@ -74,6 +74,8 @@ func FuzzInterpret(f *testing.F) {
 		"DECLARE a text[] := ARRAY[x]; BEGIN FOR i IN 1..40 LOOP a := a || a; a := ARRAY[a]; END LOOP; END",
 		"BEGIN FOR i IN 1..100000 LOOP BEGIN EXECUTE 'CREATE TABLE x' || i || ' ()'; EXCEPTION WHEN others THEN NULL; END; END LOOP; END",
 		"DECLARE s text := ','; BEGIN FOR i IN 1..30 LOOP s := s || s; PERFORM string_to_array(s, ','); END LOOP; END",
+		// libpg_query's PL/pgSQL compiler asserts a routine has a body.
+		"BEGIN EXECUTE 'CREATE FUNCTION g() LANGUAGE plpgsql'; END",
 	} {
 		f.Add(s)
 	}

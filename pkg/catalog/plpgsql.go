@@ -307,7 +307,7 @@ func (c *callState) function(src string) (map[string]any, error) {
 	if fn, ok := c.parsed[src]; ok {
 		return fn, nil
 	}
-	out, err := pg.ParsePlPgSqlToJSON(src)
+	out, err := plpgsqlJSON(src)
 	if err != nil {
 		return nil, stop("a routine body PL/pgSQL does not parse (%v)", err)
 	}

@@ -110,7 +110,7 @@ func signature(s *pg.CreateFunctionStmt) string {
 // it executes dynamic SQL, a statement other than a query or DML, or calls
 // something that might.
 func changesSchema(src string) bool {
-	out, err := pg.ParsePlPgSqlToJSON(src)
+	out, err := plpgsqlJSON(src)
 	if err != nil {
 		return false
 	}
