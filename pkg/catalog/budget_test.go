@@ -220,6 +220,48 @@ END $$;`, Tolerant())
 	}
 }
 
+// TestExceptionBlocksAtScale runs the idempotent migration teams write
+// for every tenant table, a block per table, over ten thousand tables:
+// each block saves the one table it alters, so the loop fits the step
+// budget. When each block copied the catalog, the budget stopped it
+// after two hundred tables. Run twice, every block fails and is undone.
+func TestExceptionBlocksAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten thousand tables")
+	}
+	const n = 10_000
+	var schema strings.Builder
+	for i := range n {
+		fmt.Fprintf(&schema, "CREATE TABLE t%d (id int PRIMARY KEY, note text);\n", i)
+	}
+	c, err := New("db").Apply("0001.sql", schema.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := fmt.Sprintf(`DO $$ BEGIN
+  FOR i IN 0..%d LOOP
+    BEGIN
+      EXECUTE format('ALTER TABLE t%%s ADD COLUMN tenant_id int NOT NULL DEFAULT 1', i);
+    EXCEPTION WHEN duplicate_column THEN NULL;
+    END;
+  END LOOP;
+END $$;`, n-1)
+	for run := 1; run <= 2; run++ {
+		c, err = c.Apply(fmt.Sprintf("%04d.sql", run+1), loop, Tolerant())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := c.Drift(); len(d) > 0 {
+			t.Fatalf("run %d: %v", run, d[0])
+		}
+		for _, tb := range c.Tables() {
+			if cols := len(tb.Columns); cols != 3 {
+				t.Fatalf("run %d: %s has %d columns", run, tb.Name, cols)
+			}
+		}
+	}
+}
+
 // TestApplyStopsWhenCancelled: a routine that would run for hours stops
 // when the caller's context ends (a worker's --message-timeout, SIGTERM)
 // and when the time budget is spent; neither waits for the step budget.

@@ -366,8 +366,7 @@ func (c *Catalog) Clone() *Catalog {
 		n.routines[k] = r // a routine is replaced, never changed, once recorded
 	}
 	for k, f := range c.functions {
-		f2 := *f
-		n.functions[k] = &f2
+		n.functions[k] = cloneFunction(f)
 	}
 	for k, v := range c.schemas {
 		n.schemas[k] = v
@@ -379,9 +378,7 @@ func (c *Catalog) Clone() *Catalog {
 		n.views[k] = v.clone()
 	}
 	for k, e := range c.enums {
-		e2 := *e
-		e2.Labels = slices.Clone(e.Labels)
-		n.enums[k] = &e2
+		n.enums[k] = cloneEnum(e)
 	}
 	return n
 }

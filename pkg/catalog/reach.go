@@ -1,0 +1,172 @@
+package catalog
+
+import (
+	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
+)
+
+// reachOf says what statement n may change, for an exception block to
+// save first (see savepoint). It names objects only where it is sure; a
+// statement whose effects spread (a DROP and its cascade, a RENAME and
+// the references it repoints, a column or constraint drop and the
+// foreign keys that go with it) reaches everything.
+func (a *applier) reachOf(n *pg.Node) reach {
+	switch {
+	case n.GetCreateStmt() != nil:
+		return a.creating(n.GetCreateStmt().Relation, false)
+	case n.GetCreateForeignTableStmt() != nil && n.GetCreateForeignTableStmt().BaseStmt != nil:
+		return a.creating(n.GetCreateForeignTableStmt().BaseStmt.Relation, false)
+	case n.GetCreateTableAsStmt() != nil:
+		if into := n.GetCreateTableAsStmt().Into; into != nil {
+			return a.creating(into.Rel, true)
+		}
+		return reach{}
+	case n.GetViewStmt() != nil:
+		return a.creating(n.GetViewStmt().View, true)
+	case n.GetAlterTableStmt() != nil:
+		return a.altering(n.GetAlterTableStmt())
+	case n.GetCommentStmt() != nil:
+		return a.commenting(n.GetCommentStmt())
+	case n.GetCreateEnumStmt() != nil:
+		schema, name := qualFromList(pgtree.Strings(n.GetCreateEnumStmt().TypeName))
+		if schema == "" {
+			schema = a.creationSchema()
+		}
+		return reach{enums: []QualName{{schema, name}}}
+	case n.GetAlterEnumStmt() != nil:
+		s := n.GetAlterEnumStmt()
+		if s.OldVal != "" {
+			return reach{all: true} // a renamed label follows into defaults
+		}
+		q, _ := a.findEnum(qualFromList(pgtree.Strings(s.TypeName)))
+		return reach{enums: []QualName{q}}
+	case n.GetCreateSchemaStmt() != nil:
+		s := n.GetCreateSchemaStmt()
+		if len(s.SchemaElts) > 0 {
+			return reach{all: true}
+		}
+		name := s.Schemaname
+		if name == "" && s.Authrole != nil {
+			name = s.Authrole.Rolename
+		}
+		return reach{schemas: []string{name}}
+	case n.GetCreateFunctionStmt() != nil:
+		return a.defining(listStrings(&pg.Node{Node: &pg.Node_List{List: &pg.List{Items: n.GetCreateFunctionStmt().Funcname}}}))
+	case n.GetDefineStmt() != nil:
+		return a.defining(pgtree.Strings(n.GetDefineStmt().Defnames))
+	case n.GetRenameStmt() != nil, n.GetAlterObjectSchemaStmt() != nil:
+		return reach{all: true}
+	case n.GetDropStmt() != nil:
+		switch n.GetDropStmt().RemoveType {
+		case pg.ObjectType_OBJECT_INDEX, pg.ObjectType_OBJECT_SEQUENCE, pg.ObjectType_OBJECT_TRIGGER,
+			pg.ObjectType_OBJECT_POLICY, pg.ObjectType_OBJECT_RULE, pg.ObjectType_OBJECT_EXTENSION:
+			return reach{} // not modelled: DROP leaves the catalog as it is
+		}
+		return reach{all: true}
+	}
+	// DO blocks, routine calls and CREATE SCHEMA's elements change the
+	// catalog through statements that come here themselves; the rest
+	// (indexes, grants, DML, SET, …) change nothing a block must undo.
+	return reach{}
+}
+
+// creating reaches the relation rv names for creation, and its schema,
+// which creation may make implicitly (see target).
+func (a *applier) creating(rv *pg.RangeVar, view bool) reach {
+	if rv == nil {
+		return reach{}
+	}
+	schema := rv.Schemaname
+	if schema == "" {
+		schema = a.creationSchema()
+	}
+	q := QualName{schema, rv.Relname}
+	r := reach{schemas: []string{schema}, tables: []QualName{q}}
+	if view {
+		r.views = []QualName{q}
+	}
+	return r
+}
+
+// onlyTheTable are the ALTER TABLE subcommands that change the table
+// itself, its partitions and inheritance children, and nothing else.
+func onlyTheTable(t pg.AlterTableType) bool {
+	switch t {
+	case pg.AlterTableType_AT_DropColumn, pg.AlterTableType_AT_DropConstraint:
+		return false // foreign keys of other tables may go with them
+	}
+	return true
+}
+
+// altering reaches the table an ALTER TABLE changes, its descendants, and
+// a partition it attaches or detaches.
+func (a *applier) altering(s *pg.AlterTableStmt) reach {
+	if s.Relation == nil {
+		return reach{}
+	}
+	var also []QualName
+	for _, c := range s.Cmds {
+		cmd := c.GetAlterTableCmd()
+		if cmd == nil {
+			continue
+		}
+		if !onlyTheTable(cmd.Subtype) {
+			return reach{all: true}
+		}
+		if pc := cmd.Def.GetPartitionCmd(); pc != nil && pc.Name != nil {
+			if q, kind := a.resolveRV(pc.Name); kind == relTable {
+				also = append(also, q)
+			}
+		}
+	}
+	q, kind := a.resolveRV(s.Relation)
+	if kind != relTable {
+		return reach{tables: also}
+	}
+	r := reach{tables: append(also, q)}
+	seen := map[QualName]bool{q: true}
+	for i := len(also); i < len(r.tables); i++ {
+		for _, child := range a.children(r.tables[i]) {
+			if cq := child.QualName(); !seen[cq] {
+				seen[cq] = true
+				r.tables = append(r.tables, cq)
+			}
+		}
+	}
+	return r
+}
+
+// commenting reaches the object a COMMENT ON sets.
+func (a *applier) commenting(s *pg.CommentStmt) reach {
+	parts := listStrings(s.Object)
+	switch s.Objtype {
+	case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW,
+		pg.ObjectType_OBJECT_FOREIGN_TABLE, pg.ObjectType_OBJECT_COLUMN:
+		if s.Objtype == pg.ObjectType_OBJECT_COLUMN {
+			if len(parts) < 2 {
+				return reach{}
+			}
+			parts = parts[:len(parts)-1]
+		}
+		q, _ := a.resolve(qualFromList(parts))
+		return reach{tables: []QualName{q}, views: []QualName{q}}
+	case pg.ObjectType_OBJECT_TYPE:
+		q, _ := a.findEnum(qualFromList(parts))
+		return reach{enums: []QualName{q}}
+	case pg.ObjectType_OBJECT_SCHEMA:
+		return reach{schemas: parts}
+	}
+	return reach{}
+}
+
+// defining reaches a function or aggregate and the routine recorded with
+// it.
+func (a *applier) defining(parts []string) reach {
+	schema, name := qualFromList(parts)
+	if schema == "" {
+		schema = a.creationSchema()
+	}
+	q := QualName{schema, name}
+	return reach{functions: []QualName{q}, routines: []QualName{q}}
+}
