@@ -719,8 +719,7 @@ func deepExample(ev *events.Event) (outcome, bool) {
 
 // checkExamples warns of the examples whose SQL cannot count as evidence
 // for retrieval in the database's catalog as it stands: SQL that does not
-// parse, or that reads tables the catalog lacks on the example's
-// search_path. They are indexed all the same (a few-shot example need not
+// parse, or that does not fit it (sqlguard.Fit). They are indexed all the same (a few-shot example need not
 // be exact), but they vote for no table, and the producer should know.
 // A database with no catalog yet is not checked: its schema may follow.
 func (w *Worker) checkExamples(ctx context.Context, ev *events.Event, chunks []chunk.Chunk) {

@@ -26,7 +26,7 @@ import (
 // exampleView is an example as examples list and show print it.
 type exampleView struct {
 	client.StoredExample
-	// Stale says why the example reads what the current catalog lacks
+	// Stale says why the example no longer fits the current catalog
 	// (--stale, and show).
 	Stale string `json:"stale,omitempty"`
 }
@@ -40,7 +40,7 @@ func runExamples(ctx context.Context, e *env, args []string) (err error) {
 	var c clientFlags
 	defer func() { err = c.jsonFailure(e, err) }()
 	c.register(fs, e)
-	stale := fs.Bool("stale", false, "list: only the examples whose SQL reads relations the current catalog lacks, with why")
+	stale := fs.Bool("stale", false, "list: only the examples whose SQL no longer fits the current catalog (a relation or column gone), with why")
 	wait := fs.Duration("wait", 0, "delete: wait up to this long until the index no longer has them")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
@@ -146,9 +146,9 @@ func printExample(e *env, v exampleView) {
 }
 
 // markStale checks each example's SQL against the database's current
-// catalog, as the worker does when it indexes one: SQL that does not
-// parse, or reads relations the catalog lacks on the example's
-// search_path, votes for nothing. only keeps just those.
+// catalog with the verdict retrieval and check give (sqlguard.Fit): SQL
+// that does not parse or does not fit votes for nothing. only keeps just
+// those.
 func markStale(ctx context.Context, c *clientFlags, db string, views []exampleView, only bool) ([]exampleView, error) {
 	cat, err := currentCatalog(ctx, c, db)
 	if err != nil {

@@ -236,15 +236,16 @@ func (r *Report) checkExamples(before, after *catalog.Catalog, examples []Exampl
 		if err != nil {
 			continue // stale already: it does not parse
 		}
-		keys, missing := q.Place(was, ex.Schema)
-		if len(missing) > 0 {
+		if q.Fit(was, ex.Schema).Err() != nil {
 			continue // stale already
 		}
+		now := q.Fit(will, ex.Schema)
 		var reasons []string
-		now := q.PlaceAll(will, ex.Schema)
-		if len(now.Missing) > 0 {
+		switch {
+		case len(now.Missing) > 0:
 			// What it read before and the new catalog lacks, less what a
 			// rename it follows moved.
+			keys, _ := q.Place(was, ex.Schema)
 			for _, k := range keys {
 				q := qualName(k)
 				moved := slices.ContainsFunc(now.Followed, func(f sqlguard.Followed) bool { return f.From == q })
@@ -255,30 +256,18 @@ func (r *Report) checkExamples(before, after *catalog.Catalog, examples []Exampl
 			if len(reasons) == 0 { // still there, no longer placeable: a name made ambiguous
 				reasons = append(reasons, "reads "+strings.Join(now.Missing, ", ")+", which the new catalog cannot place")
 			}
-		}
-		if len(reasons) == 0 {
-			// Relations stay, or follow a rename; a qualified column that
-			// goes breaks it, one renamed is followed.
-			cols := q.FollowColumns(will, now)
-			sql := q.Rewrite(ex.SQL, now.Followed, cols)
-			_, cerr := sqlguard.CheckWith(sql, after, sqlguard.Options{Schema: ex.Schema})
-			var rej *sqlguard.Rejection
-			if errors.As(cerr, &rej) && errors.Is(cerr, sqlguard.ErrUnknownColumn) {
-				if _, berr := sqlguard.CheckWith(ex.SQL, before, sqlguard.Options{Schema: ex.Schema}); berr == nil {
-					reasons = append(reasons, rej.Reason)
-				}
+		case len(now.Unknown) > 0:
+			reasons = now.Unknown
+		case len(now.Followed) > 0 || len(now.Columns) > 0:
+			var fs []string
+			for _, f := range now.Followed {
+				fs = append(fs, f.From.Key()+" → "+f.To.Key())
 			}
-			if len(reasons) == 0 && (len(now.Followed) > 0 || len(cols) > 0) {
-				var fs []string
-				for _, f := range now.Followed {
-					fs = append(fs, f.From.Key()+" → "+f.To.Key())
-				}
-				for _, f := range cols {
-					fs = append(fs, "column "+f.Table.Key()+"."+f.From+" → "+f.To)
-				}
-				r.Followed = append(r.Followed, BrokenExample{ID: ex.ID, Question: ex.Question,
-					Reason: "reads " + strings.Join(fs, ", ") + ": it follows the rename, and prompts show it rewritten"})
+			for _, f := range now.Columns {
+				fs = append(fs, "column "+f.Table.Key()+"."+f.From+" → "+f.To)
 			}
+			r.Followed = append(r.Followed, BrokenExample{ID: ex.ID, Question: ex.Question,
+				Reason: "reads " + strings.Join(fs, ", ") + ": it follows the rename, and prompts show it rewritten"})
 		}
 		if len(reasons) > 0 {
 			r.Examples = append(r.Examples, BrokenExample{ID: ex.ID, Question: ex.Question, Reason: strings.Join(reasons, "; ")})

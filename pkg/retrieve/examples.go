@@ -114,11 +114,13 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, terms [
 		}
 		// An example that does not fit the catalog (a table it names is
 		// not there) was written for another database, whatever names
-		// the two share: it votes for nothing.
-		keys, missing := q.Place(g.names, h.Chunk.Schema)
-		if len(missing) > 0 {
+		// the two share, or is stale (a column it names is gone): it
+		// votes for nothing.
+		fit := q.Fit(g.names, h.Chunk.Schema)
+		if fit.Err() != nil {
 			continue
 		}
+		keys := fit.Keys
 		cov := coverage(own, h.Chunk.Title, q.Words)
 		if h.Chunk.Tags[chunk.TagOrigin] == events.OriginFeedback {
 			// What callers hand back is input, not the team's curated
@@ -249,13 +251,13 @@ func (p *run) freshenExamples() {
 			kept = append(kept, o) // SQL that does not parse: a few-shot example still
 			continue
 		}
-		pl := qs[0].PlaceAll(g.names, o.cand.Schema)
-		if len(pl.Missing) > 0 {
+		fit := qs[0].Fit(g.names, o.cand.Schema)
+		if fit.Err() != nil {
 			p.res.Stale++
 			continue
 		}
-		if cols := qs[0].FollowColumns(g.names, pl); len(pl.Followed) > 0 || len(cols) > 0 {
-			o.cand.Text = renamedExample(o.cand.Chunks[0], qs[0], pl.Followed, cols)
+		if len(fit.Followed) > 0 || len(fit.Columns) > 0 {
+			o.cand.Text = renamedExample(o.cand.Chunks[0], qs[0], fit.Followed, fit.Columns)
 		}
 		kept = append(kept, o)
 	}

@@ -31,6 +31,14 @@ type Query struct {
 	spans   []span
 	columns []columnSpan
 	aliases map[string]catalog.QualName
+	// refs are every column reference's names, qualifier first; named
+	// what the query itself names a column (output names, CTE and alias
+	// column lists, subquery and CTE names); opaque is set when a source
+	// has columns no name lists (a function, VALUES without names), so an
+	// unqualified name may come from there.
+	refs   [][]string
+	named  map[string]bool
+	opaque bool
 }
 
 // columnSpan is a column reference: its names as written (qualifier
@@ -69,9 +77,10 @@ func ParseQuery(sql string) (*Query, error) {
 	}
 	ctes := map[string]bool{}
 	var rvs []*pg.RangeVar
-	q := &Query{}
+	q := &Query{named: map[string]bool{}}
 	for _, st := range tree.Stmts {
 		pgtree.Walk(st.Stmt, func(n *pg.Node) {
+			q.noteNames(n)
 			switch {
 			case n.GetCommonTableExpr() != nil:
 				ctes[strings.ToLower(n.GetCommonTableExpr().Ctename)] = true
@@ -96,6 +105,9 @@ func ParseQuery(sql string) (*Query, error) {
 			case n.GetColumnRef() != nil:
 				fields := pgtree.Strings(n.GetColumnRef().Fields)
 				q.Words = append(q.Words, fields...)
+				if len(fields) == len(n.GetColumnRef().Fields) && len(fields) > 0 {
+					q.refs = append(q.refs, fields)
+				}
 				if len(fields) == len(n.GetColumnRef().Fields) && len(fields) > 0 {
 					if sp, ok := columnSpanAt(sql, int(n.GetColumnRef().Location), len(fields)); ok {
 						sp.fields = fields
@@ -496,23 +508,13 @@ func identEnd(sql string, i int) (int, bool) {
 
 // CheckExample says why an example written in schema (its search_path;
 // "" for none) cannot count as evidence in the catalog names indexes:
-// its SQL does not parse, or it reads relations the catalog does not
-// have. nil: it fits.
+// its SQL does not parse, or does not fit (see Fit). nil: it fits.
 func CheckExample(sql, schema string, names *Names) error {
 	q, err := ParseQuery(sql)
 	if err != nil {
 		return err
 	}
-	_, missing := q.Place(names, schema)
-	cat := names.cat
-	switch {
-	case len(missing) == 0:
-		return nil
-	case schema != "":
-		return fmt.Errorf("reads %s, not in schema %s or public of database %s (catalog version %d)", strings.Join(missing, ", "), schema, cat.Database, cat.Version)
-	default:
-		return fmt.Errorf("reads %s, which database %s (catalog version %d) has neither in public nor in one schema alone (say the example's schema)", strings.Join(missing, ", "), cat.Database, cat.Version)
-	}
+	return q.Fit(names, schema).Err()
 }
 
 // ErrNoRelation: feedback SQL that reads none of the database's tables
@@ -530,6 +532,15 @@ func CheckFeedback(sql, schema string, cat *catalog.Catalog) (*Result, error) {
 	}
 	if len(res.Tables) == 0 {
 		return nil, reject(ErrNoRelation, "reads no table or view of database %s (catalog version %d), so it can teach retrieval nothing", cat.Database, cat.Version)
+	}
+	// What would be stored must fit as a stored example is judged, or
+	// it would be stale the moment it was stored.
+	q, err := ParseQuery(sql)
+	if err != nil {
+		return nil, reject(ErrInvalid, "%v", err)
+	}
+	if f := q.Fit(NewNames(cat), schema); len(f.Unknown) > 0 {
+		return nil, reject(ErrUnknownColumn, "%s", strings.Join(f.Unknown, "; "))
 	}
 	return res, nil
 }
