@@ -41,3 +41,23 @@ func lockDataDir(dir string) (release func(), err error) {
 	_, _ = f.WriteAt([]byte("schemaq pid "+strconv.Itoa(os.Getpid())+" since "+time.Now().UTC().Format(time.RFC3339)+"\n"), 0)
 	return func() { _ = funlock(f); f.Close() }, nil
 }
+
+// dataDirWriter reports whether a process holds dir's lock, as a worker
+// writing its index does, and who.
+func dataDirWriter(dir string) (holder string, held bool) {
+	if !locksTell {
+		return "", true // cannot tell: assume the documented setup
+	}
+	path := filepath.Join(dir, "LOCK")
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if err := flock(f); err != nil {
+		b, _ := os.ReadFile(path)
+		return strings.TrimSpace(string(b)), true
+	}
+	_ = funlock(f)
+	return "", false
+}

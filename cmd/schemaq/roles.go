@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -393,6 +394,14 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 		// comes back it replays the stream into a fresh index.
 		r.worker.Consumer.InactiveThreshold = 24 * time.Hour
 		r.replica = true
+	}
+	if name == "daemon" && !r.store.shared() {
+		// A daemon over a local index answers from what a worker on this
+		// host writes there. Without one it would take its share of
+		// searches and answer them from an index nobody fills.
+		if _, held := dataDirWriter(*r.dataDir); !held {
+			return fmt.Errorf("daemon: no worker writes the index in %s (its lock is free), so this daemon would answer every search it takes from an empty or outdated index; run `schemaq worker --data-dir %s` on this host first, `schemaq serve` (a worker and a daemon in one process), or give workers and daemons a shared Redis index (SCHEMAQ_REDIS_URL)", *r.dataDir, *r.dataDir)
+		}
 	}
 	if worker && !r.store.shared() {
 		// The index file is this process's alone.
