@@ -112,6 +112,26 @@ func TestFeedbackLoop(t *testing.T) {
 	run(exitUsage, "examples", "show", "--db", "shop")
 	run(exitFailure, "examples", "show", "--db", "shop", "no-such-example")
 
+	// Deleting what is not there, or listing a database that is not, is
+	// an error naming it, in JSON too.
+	_, errOut = run(exitFailure, "examples", "delete", "--db", "shop", "no-such-example")
+	if !strings.Contains(errOut, `shop has no example "no-such-example"`) || !strings.Contains(errOut, "nothing was deleted") {
+		t.Errorf("deleting an unknown example: %s", errOut)
+	}
+	out, _ = run(exitOK, "examples", "list", "--db", "shop")
+	if !strings.HasSuffix(out, "3 example(s) of shop\n") {
+		t.Errorf("a refused delete deleted:\n%s", out)
+	}
+	out, _ = run(exitFailure, "examples", "list", "--db", "nope", "--json")
+	var failed struct{ Error struct{ Code, Message string } }
+	if err := json.Unmarshal([]byte(out), &failed); err != nil || failed.Error.Code != "unknown_database" {
+		t.Errorf("examples list --json of an unknown database: %v %q", err, out)
+	}
+	_, errOut = run(exitFailure, "docs", "delete", "--db", "shop", "nosuch.md")
+	if !strings.Contains(errOut, `shop has no doc "nosuch.md"`) {
+		t.Errorf("deleting an unknown doc: %s", errOut)
+	}
+
 	out, _ = run(exitOK, "docs", "list", "--db", "shop")
 	if !strings.Contains(out, "refunds.md") || !strings.HasSuffix(out, "2 doc(s) of shop\n") {
 		t.Errorf("docs list:\n%s", out)

@@ -70,6 +70,11 @@ func runExamples(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	if len(stored) == 0 {
+		if err := knownDatabase(rctx, cli, *c.db); err != nil {
+			return err
+		}
+	}
 	views := make([]exampleView, len(stored))
 	for i, s := range stored {
 		views[i] = exampleView{StoredExample: s}
@@ -207,6 +212,15 @@ func deleteExamples(ctx, rctx context.Context, e *env, cli *client.Client, c *cl
 			return usagef("examples delete: id %d (%s) is empty, over 256 bytes or has white space", i+1, events.Quote(id))
 		}
 	}
+	stored, err := cli.Examples(rctx, *c.db)
+	if err != nil {
+		return err
+	}
+	if err := allStored(ids, len(stored), func(id string) bool {
+		return slices.ContainsFunc(stored, func(s client.StoredExample) bool { return s.ID == id })
+	}, "example", *c.db); err != nil {
+		return err
+	}
 	since := time.Now()
 	pubs, err := cli.DeleteExamples(rctx, *c.db, ids)
 	if err != nil {
@@ -255,11 +269,16 @@ func runDocs(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	defer done()
-	if verb == "list" {
-		docs, err := cli.Docs(rctx, *c.db)
-		if err != nil {
+	docs, err := cli.Docs(rctx, *c.db)
+	if err != nil {
+		return err
+	}
+	if len(docs) == 0 {
+		if err := knownDatabase(rctx, cli, *c.db); err != nil {
 			return err
 		}
+	}
+	if verb == "list" {
 		if *c.asJSON {
 			return json.NewEncoder(e.stdout).Encode(docs)
 		}
@@ -268,6 +287,11 @@ func runDocs(ctx context.Context, e *env, args []string) (err error) {
 		}
 		fmt.Fprintf(e.stdout, "%d doc(s) of %s\n", len(docs), *c.db)
 		return nil
+	}
+	if err := allStored(fs.Args(), len(docs), func(id string) bool {
+		return slices.ContainsFunc(docs, func(d client.StoredDoc) bool { return d.DocID == id })
+	}, "doc", *c.db); err != nil {
+		return err
 	}
 	since := time.Now()
 	refs := make([]events.IndexedRef, 0, fs.NArg())
@@ -287,6 +311,36 @@ func runDocs(ctx context.Context, e *env, args []string) (err error) {
 	}
 	fmt.Fprintf(e.stdout, "deleted %d doc(s) of %s\n", fs.NArg(), *c.db)
 	return nil
+}
+
+// allStored refuses a delete naming what the stream does not hold:
+// deleting nothing is not a success to report.
+func allStored(ids []string, n int, stored func(string) bool, kind, db string) error {
+	var unknown []string
+	for _, id := range ids {
+		if !stored(id) {
+			unknown = append(unknown, events.Quote(id))
+		}
+	}
+	if len(unknown) > 0 {
+		return &events.Error{Code: events.CodeNotFound, Message: fmt.Sprintf("%s has no %s %s (%s list shows %d); nothing was deleted", db, kind, strings.Join(unknown, ", "), kind+"s", n)}
+	}
+	return nil
+}
+
+// knownDatabase refuses a database schemaq has no catalog for, so that an
+// empty listing of a misspelt name is not read as "none". When the
+// catalogs cannot be listed (an account without JetStream) it says
+// nothing.
+func knownDatabase(ctx context.Context, cli *client.Client, db string) error {
+	dbs, err := cli.Databases(ctx)
+	if err != nil {
+		return nil
+	}
+	if slices.ContainsFunc(dbs, func(d client.Database) bool { return d.Name == db }) {
+		return nil
+	}
+	return &events.Error{Code: events.CodeUnknownDatabase, Message: fmt.Sprintf("no database %s: schemaq has no catalog, example or doc for it (`schemaq databases` lists them)", events.Quote(db))}
 }
 
 // waitRemoved is client.WaitRemoved for up to limit.
