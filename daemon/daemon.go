@@ -450,6 +450,8 @@ func adapt[Req any, PReq interface {
 				d.reply(r, endpoint, nil, we, errReply)
 				return
 			}
+			// What a reply spent counts whether or not it answered.
+			d.observeStages(resp)
 			// A reply may carry its own error (ask: the rejected SQL).
 			if w, ok := any(resp).(interface{ WireError() *events.Error }); ok && w.WireError() != nil {
 				b, _ := json.Marshal(resp)
@@ -458,7 +460,6 @@ func adapt[Req any, PReq interface {
 				}
 				return
 			}
-			d.observeStages(resp)
 			d.reply(r, endpoint, resp, nil, errReply)
 		}()
 	})
@@ -630,6 +631,7 @@ func (d *Daemon) observeStages(resp any) {
 			d.m.tokens.WithLabelValues("prompt").Add(float64(r.Usage.PromptTokens))
 			d.m.tokens.WithLabelValues("completion").Add(float64(r.Usage.CompletionTokens))
 			d.m.tokens.WithLabelValues("cached").Add(float64(r.Usage.CachedTokens))
+			d.m.llmCalls.Add(float64(r.Usage.LLMCalls))
 		}
 	case *events.SearchReply:
 		timings = r.Timings

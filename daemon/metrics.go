@@ -10,6 +10,7 @@ type Metrics struct {
 	seconds  *prometheus.HistogramVec
 	stage    *prometheus.HistogramVec
 	tokens   *prometheus.CounterVec
+	llmCalls prometheus.Counter
 	serving  prometheus.Gauge
 	forwards *prometheus.CounterVec
 	// refusedReplies counts requests whose reply subject was not an
@@ -23,7 +24,7 @@ type Metrics struct {
 	retrievalOnly prometheus.Counter
 	feedback      *prometheus.CounterVec
 	// staleExamples counts the worked examples retrieval found and left
-	// out because their SQL reads what the catalog no longer has.
+	// out because their SQL no longer fits the catalog.
 	staleExamples *prometheus.CounterVec
 }
 
@@ -37,7 +38,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "schemaq_daemon_stage_seconds",
 			Help: "Latency of request stages: retrieve, llm, guard.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"stage"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_llm_tokens_total",
-			Help: "LLM tokens by kind: prompt, completion, cached."}, []string{"kind"}),
+			Help: "LLM tokens by kind: prompt, completion, cached; of every gateway call, those of asks that failed and of repair rounds included."}, []string{"kind"}),
+		llmCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_daemon_llm_calls_total",
+			Help: "LLM gateway calls, failed ones and repair rounds included."}),
 		serving: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_daemon_serving",
 			Help: "1 while the daemon is in the queue group (its store answers), 0 while it takes no requests."}),
 		refusedReplies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_refused_replies_total",
@@ -53,8 +56,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		feedback: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_feedback_total",
 			Help: "Feedback by outcome: stored (published as an example), refused (the guard or the catalog refused the SQL), limited (over a rate or the bound on feedback examples) or failed (the stream did not take it)."}, []string{"outcome"}),
 		staleExamples: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_daemon_stale_examples_total",
-			Help: "Worked examples retrieval found and left out, by endpoint, because their SQL reads a table or view the catalog no longer has (schemaq examples list --stale names them)."}, []string{"endpoint"}),
+			Help: "Worked examples retrieval found and left out, by endpoint, because their SQL no longer fits the catalog: a relation or column gone (schemaq examples list --stale names them)."}, []string{"endpoint"}),
 	}
-	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.serving, m.forwards, m.refusedReplies, m.cuts, m.ambiguous, m.retrievalOnly, m.feedback, m.staleExamples)
+	reg.MustRegister(m.requests, m.seconds, m.stage, m.tokens, m.llmCalls, m.serving, m.forwards, m.refusedReplies, m.cuts, m.ambiguous, m.retrievalOnly, m.feedback, m.staleExamples)
 	return m
 }

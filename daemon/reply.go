@@ -33,7 +33,7 @@ func (d *Daemon) askReply(req *events.AskRequest, cat *catalog.Catalog, res *ret
 		out.Context = contextItems(res, false)
 		out.Timings = map[string]float64{"retrieve": ms(res.Timings.Total), "llm": ms(ans.LLM), "guard": ms(ans.Guard)}
 		out.Warnings = append(append(out.Warnings, res.Warnings...), ans.Warnings...)
-		out.Usage = &events.Usage{PromptTokens: ans.Usage.Prompt, CompletionTokens: ans.Usage.Completion, CachedTokens: ans.Usage.Cached}
+		out.Usage = &events.Usage{PromptTokens: ans.Usage.Prompt, CompletionTokens: ans.Usage.Completion, CachedTokens: ans.Usage.Cached, LLMCalls: ans.Usage.Calls}
 		out.SQL, out.Explanation, out.RejectedSQL, out.Tables = ans.SQL, ans.Explanation, ans.RejectedSQL, ans.Tables
 		if ans.Err != nil {
 			out.Error = AskError(ans.Err)

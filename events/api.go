@@ -335,6 +335,9 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	CachedTokens     int `json:"cached_tokens"`
+	// LLMCalls are the gateway calls the ask made: 2 after a repair
+	// round, failed calls included.
+	LLMCalls int `json:"llm_calls,omitempty"`
 }
 
 // QueryTerm is one term of the BM25 query and where it came from:

@@ -115,6 +115,7 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req Request, res 
 	try := func(msgs []Message) (*attempt, error) {
 		t0 := time.Now()
 		lctx, span := tracer.Start(ctx, "llm", trace.WithSpanKind(trace.SpanKindClient))
+		ans.Usage.Calls++
 		out, err := a.gw.Complete(lctx, Completion{Messages: msgs, JSON: true})
 		if err != nil {
 			span.SetStatus(codes.Error, "gateway failed")

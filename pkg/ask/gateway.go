@@ -28,12 +28,16 @@ type Completion struct {
 // Usage counts tokens of one or more completions.
 type Usage struct {
 	Prompt, Completion, Cached int
+	// Calls are the gateway calls an ask made, failed ones and the
+	// repair round's included.
+	Calls int
 }
 
 func (u *Usage) add(o Usage) {
 	u.Prompt += o.Prompt
 	u.Completion += o.Completion
 	u.Cached += o.Cached
+	u.Calls += o.Calls
 }
 
 // Reply is a completion's text and usage.
