@@ -123,7 +123,9 @@ func TestFeedbackLoop(t *testing.T) {
 		t.Errorf("a refused delete deleted:\n%s", out)
 	}
 	out, _ = run(exitFailure, "examples", "list", "--db", "nope", "--json")
-	var failed struct{ Error struct{ Code, Message string } }
+	var failed struct {
+		Error struct{ Code, Message string }
+	}
 	if err := json.Unmarshal([]byte(out), &failed); err != nil || failed.Error.Code != "unknown_database" {
 		t.Errorf("examples list --json of an unknown database: %v %q", err, out)
 	}
