@@ -117,10 +117,19 @@ type natsFlags struct {
 	url, creds, nkey, user, password, token, ca, cert, key, name, inbox string
 	timeout                                                             time.Duration
 	envErr                                                              error // an unreadable SCHEMAQ_NATS_TIMEOUT, reported on connect
+	// local is the data directory whose running `up` a connection
+	// without a URL given goes to (see localEndpoints).
+	local string
 }
 
+// defaultNATSURL is where a connection goes when nothing says where.
+const defaultNATSURL = "nats://127.0.0.1:4222"
+
 func (n *natsFlags) register(fs *flag.FlagSet, e *env) {
-	fs.StringVar(&n.url, "nats-url", envString(e, "SCHEMAQ_NATS_URL", "nats://127.0.0.1:4222"), "NATS server URLs, comma-separated [SCHEMAQ_NATS_URL]")
+	fs.StringVar(&n.url, "nats-url", envString(e, "SCHEMAQ_NATS_URL", defaultNATSURL), "NATS server URLs, comma-separated; when neither this nor SCHEMAQ_NATS_URL is given, the `schemaq up` running on SCHEMAQ_DATA_DIR (.schemaq) is used, else the default [SCHEMAQ_NATS_URL]")
+	if e.getenv("SCHEMAQ_NATS_URL") == "" {
+		n.local = envString(e, "SCHEMAQ_DATA_DIR", ".schemaq")
+	}
 	fs.StringVar(&n.creds, "nats-creds", envString(e, "SCHEMAQ_NATS_CREDS", ""), "NATS credentials file [SCHEMAQ_NATS_CREDS]")
 	fs.StringVar(&n.nkey, "nats-nkey", envString(e, "SCHEMAQ_NATS_NKEY", ""), "NATS nkey seed file [SCHEMAQ_NATS_NKEY]")
 	fs.StringVar(&n.user, "nats-user", envString(e, "SCHEMAQ_NATS_USER", ""), "NATS user [SCHEMAQ_NATS_USER]")
@@ -137,7 +146,13 @@ func (n *natsFlags) register(fs *flag.FlagSet, e *env) {
 }
 
 func (n *natsFlags) config() natsconn.Config {
-	return natsconn.Config{URLs: commaList(n.url), Name: n.name, Creds: n.creds, NKeySeed: n.nkey, User: n.user,
+	url := n.url
+	if url == defaultNATSURL && n.local != "" {
+		if ep := localEndpoints(n.local); ep != nil && ep.NATS != "" {
+			url = ep.NATS
+		}
+	}
+	return natsconn.Config{URLs: commaList(url), Name: n.name, Creds: n.creds, NKeySeed: n.nkey, User: n.user,
 		Password: n.password, Token: n.token, CAFile: n.ca, CertFile: n.cert, KeyFile: n.key, ConnectTimeout: n.timeout, InboxPrefix: n.inbox}
 }
 

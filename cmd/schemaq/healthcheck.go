@@ -15,7 +15,7 @@ import (
 // so container health checks call the binary itself.
 func runHealthcheck(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "healthcheck", "[flags]")
-	addr := fs.String("addr", envString(e, "SCHEMAQ_METRICS_ADDR", ":9090"), "the process's metrics address [SCHEMAQ_METRICS_ADDR]")
+	addr := fs.String("addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "the process's metrics address (default: that of the `schemaq up` running on SCHEMAQ_DATA_DIR (.schemaq), else :9090, a container's) [SCHEMAQ_METRICS_ADDR]")
 	path := fs.String("path", "/readyz", "what to probe: /readyz (ready to serve) or /healthz (alive)")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	if err := parseFlags(fs, args); err != nil {
@@ -23,6 +23,15 @@ func runHealthcheck(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usagef("healthcheck takes no arguments")
+	}
+	if *addr == "" {
+		*addr = ":9090"
+		if ep := localEndpoints(envString(e, "SCHEMAQ_DATA_DIR", ".schemaq")); ep != nil {
+			if ep.Metrics == "" {
+				return fmt.Errorf("healthcheck: the schemaq up running on %s serves no health endpoint (its address was taken); give --addr", envString(e, "SCHEMAQ_DATA_DIR", ".schemaq"))
+			}
+			*addr = strings.TrimPrefix(ep.Metrics, "http://")
+		}
 	}
 	host, port, err := net.SplitHostPort(*addr)
 	if err != nil {

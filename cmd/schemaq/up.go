@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"go.uber.org/zap"
@@ -40,12 +42,20 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fs.Visit(func(f *flag.Flag) { metricsSet = metricsSet || f.Name == "metrics-addr" })
 	if !metricsSet {
 		r.metrics, r.metricsOptional = upMetricsAddr, true
+		if !free(r.metrics) {
+			fmt.Fprintf(e.stderr, "schemaq: no health or metrics endpoint: %s is taken (another schemaq up?); set --metrics-addr (SCHEMAQ_METRICS_ADDR)\n", r.metrics)
+			r.metrics = ""
+		}
 	}
 	// The HTTP API likewise, on loopback, where it needs no token.
 	httpSet := e.getenv("SCHEMAQ_HTTP_ADDR") != ""
 	fs.Visit(func(f *flag.Flag) { httpSet = httpSet || f.Name == "http-addr" })
 	if !httpSet {
 		r.http, r.httpOptional = upHTTPAddr, true
+		if !free(r.http) {
+			fmt.Fprintf(e.stderr, "schemaq: no HTTP API: %s is taken (another schemaq up?); set --http-addr (SCHEMAQ_HTTP_ADDR)\n", r.http)
+			r.http = ""
+		}
 	}
 	// The embedded server's credentials, the ones its clients are given;
 	// its own in-process clients present them too.
@@ -70,11 +80,23 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 	log.Info("schemaq up", zap.String("version", buildInfo().Version), zap.String("nats", em.url),
 		zap.String("data_dir", *r.dataDir), zap.String("metrics", r.metrics))
+	ep := endpoints{NATS: em.url, PID: os.Getpid()}
 	health := ""
 	if r.metrics != "" {
-		health = ", health and metrics on http://" + r.metrics
+		ep.Metrics = "http://" + r.metrics
+		health = ", health and metrics on " + ep.Metrics
+	}
+	if r.http != "" {
+		ep.HTTP = "http://" + r.http
+	}
+	remove, err := writeEndpoints(*r.dataDir, ep)
+	if err != nil {
+		_ = em.shutdown()
+		return err
 	}
 	fmt.Fprintf(e.stderr, "schemaq is up: NATS on %s%s, data in %s. Publish with `schemaq publish`, ask with `schemaq ask`. Ctrl-C stops.\n", em.url, health, *r.dataDir)
+	fmt.Fprintf(e.stderr, "Commands run here find it in %s; from elsewhere: export SCHEMAQ_NATS_URL=%s\n", filepath.Join(*r.dataDir, endpointsFile), em.url)
 	<-ctx.Done()
+	remove()
 	return em.shutdown()
 }
