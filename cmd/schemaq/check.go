@@ -176,7 +176,9 @@ func printImpact(e *env, r *impact.Report) {
 		return
 	}
 	fmt.Fprintf(e.stdout, "%s: %d pending migration(s) would take the catalog from version %d to %d\n", r.Database, len(r.Pending), r.Version, r.After)
-	if f := r.Refused; f != nil {
+	if f := r.Refused; f != nil && f.Postgres {
+		fmt.Fprintf(e.stdout, "refused: PostgreSQL will refuse migration %d (%s), and schemaq would dead-letter it: %s\n", f.Seq, f.Source, f.Error)
+	} else if f != nil {
 		fmt.Fprintf(e.stdout, "refused: migration %d (%s) would be dead-lettered: %s\n", f.Seq, f.Source, f.Error)
 	}
 	for _, d := range r.Dropped {

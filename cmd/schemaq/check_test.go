@@ -72,8 +72,20 @@ func TestCheckBeforePublishing(t *testing.T) {
 	// A migration the catalog refuses would be a dead letter; drift is
 	// reported, and fails the check unless allowed.
 	out, _ = run(exitBreaks, "check", "--db", "shop", pr(map[string]string{"0007_bad.sql": "DROP TABLE orders;\n"}))
-	if !strings.Contains(out, "refused: migration 7 (0007_bad.sql) would be dead-lettered") {
+	if !strings.Contains(out, "refused: PostgreSQL will refuse migration 7 (0007_bad.sql), and schemaq would dead-letter it") {
 		t.Errorf("refused: %s", out)
+	}
+	// Columns a view reads: PostgreSQL refuses to drop or retype them,
+	// and so does check.
+	for _, sql := range []string{"ALTER TABLE orders DROP COLUMN customer_id;\n", "ALTER TABLE orders ALTER COLUMN placed_at TYPE text;\n"} {
+		out, _ = run(exitBreaks, "check", "--db", "shop", pr(map[string]string{"0007_view_column.sql": sql}))
+		if !strings.Contains(out, "refused: PostgreSQL will refuse migration 7 (0007_view_column.sql)") || !strings.Contains(out, "view public.order_totals") {
+			t.Errorf("check of %q: %s", sql, out)
+		}
+	}
+	out, _ = run(exitBreaks, "check", "--db", "shop", pr(map[string]string{"0007_parse.sql": "CREATE TABEL t (id int);\n"}))
+	if !strings.Contains(out, "refused: migration 7 (0007_parse.sql) would be dead-lettered") {
+		t.Errorf("a syntax error: %s", out)
 	}
 	drift := pr(map[string]string{"0007_drift.sql": "ALTER TABLE audit_log ADD COLUMN at timestamptz;\n"})
 	out, _ = run(exitBreaks, "check", "--db", "shop", drift)

@@ -111,6 +111,9 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 		if err != nil {
 			return err
 		}
+		if views := a.viewsUsing(t, col.Name); len(views) > 0 {
+			return dependent("cannot alter type of a column used by a view or rule: view %s depends on column %s of %s", views[0], QuoteIdent(col.Name), t.QualName())
+		}
 		spec, err := a.typeOf(def.TypeName)
 		if err != nil {
 			return err
@@ -304,6 +307,14 @@ func (a *applier) noCycle(child, parent QualName) error {
 // column go only with CASCADE.
 func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
 	q := t.QualName()
+	if views := a.viewsUsing(t, name); len(views) > 0 {
+		if !cascade {
+			return dependent("cannot drop column %s of table %s because view %s depends on it (use CASCADE)", QuoteIdent(name), q, views[0])
+		}
+		if err := a.dropRelations(views, true); err != nil {
+			return err
+		}
+	}
 	for _, other := range a.cat.tables {
 		if other == t {
 			continue

@@ -86,6 +86,11 @@ type Report struct {
 type Refusal struct {
 	Migration
 	Error string `json:"error"`
+	// Postgres is set when PostgreSQL refuses the statement too (an
+	// object that depends on what it drops or retypes, one that exists
+	// already, an invalid definition): the migration fails there as
+	// well, not only in schemaq.
+	Postgres bool `json:"postgres"`
 }
 
 // BrokenExample is an example the new catalog breaks.
@@ -142,7 +147,8 @@ func (r *Report) apply(cat *catalog.Catalog, pending []Migration, strict bool) *
 	replay := catalog.NewReplay(cat, opts...)
 	for _, m := range pending {
 		if err := replay.Apply(context.Background(), m.Source, m.SQL, catalog.Applied{Seq: m.Seq, ID: m.Source, Source: m.Source}); err != nil {
-			r.Refused = &Refusal{Migration: m, Error: err.Error()}
+			r.Refused = &Refusal{Migration: m, Error: err.Error(),
+				Postgres: errors.Is(err, catalog.ErrDependent) || errors.Is(err, catalog.ErrDuplicate) || errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrUndefined)}
 			break
 		}
 	}

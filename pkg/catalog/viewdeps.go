@@ -1,0 +1,151 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
+)
+
+// viewsUsing lists the views that read column col of table t, as
+// PostgreSQL records a view's dependency on each column it names: by a
+// reference qualified with the table's name or alias, by an unqualified
+// name that only t among the view's relations has, or by a * over t
+// (expanded when the view was made). A reference it cannot place is not
+// counted: refusing a migration PostgreSQL would take is worse than
+// missing one it would refuse.
+func (a *applier) viewsUsing(t *Table, col string) []QualName {
+	tq := t.QualName()
+	var out []QualName
+	for _, v := range a.cat.views {
+		if !slices.Contains(v.Reads, tq) {
+			continue
+		}
+		if a.viewUses(v, tq, col) {
+			out = append(out, v.QualName())
+		}
+	}
+	slices.SortFunc(out, compareQual)
+	return out
+}
+
+func (a *applier) viewUses(v *View, tq QualName, col string) bool {
+	tree, err := pgtree.Parse(v.Definition)
+	if err != nil || len(tree.Stmts) == 0 {
+		return false
+	}
+	aliases := map[string]QualName{} // alias or name as written → relation
+	var rels []QualName
+	var refs []*pg.ColumnRef
+	pgtree.Walk(tree.Stmts[0].Stmt, func(n *pg.Node) {
+		switch {
+		case n.GetRangeVar() != nil:
+			rv := n.GetRangeVar()
+			q, kind := a.resolve(rv.Schemaname, rv.Relname)
+			if kind == relNone {
+				return
+			}
+			as := rv.Relname
+			if rv.Alias != nil {
+				as = rv.Alias.Aliasname
+			}
+			aliases[as] = q
+			if !slices.Contains(rels, q) {
+				rels = append(rels, q)
+			}
+		case n.GetColumnRef() != nil:
+			refs = append(refs, n.GetColumnRef())
+		}
+	})
+	if a.starOver(tree.Stmts[0].Stmt, tq) {
+		return true
+	}
+	for _, ref := range refs {
+		fields := ref.Fields
+		if len(fields) == 0 {
+			continue
+		}
+		last := fields[len(fields)-1]
+		star := last.GetAStar() != nil
+		name := ""
+		if s := last.GetString_(); s != nil {
+			name = s.Sval
+		}
+		if len(fields) >= 2 {
+			q := fields[len(fields)-2].GetString_()
+			if q == nil || aliases[q.Sval] != tq {
+				continue
+			}
+			if star || name == col {
+				return true
+			}
+			continue
+		}
+		if !star && name == col && a.onlyHas(rels, tq, col) {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyHas reports whether t is the one relation of rels with column col,
+// so that an unqualified reference to it is t's.
+func (a *applier) onlyHas(rels []QualName, tq QualName, col string) bool {
+	if !slices.Contains(rels, tq) {
+		return false
+	}
+	for _, q := range rels {
+		if q == tq {
+			continue
+		}
+		if t := a.cat.tables[q]; t != nil && t.Column(col) != nil {
+			return false
+		}
+		if v := a.cat.views[q]; v != nil && slices.ContainsFunc(v.Columns, func(c *Column) bool { return strings.EqualFold(c.Name, col) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// starOver reports whether a SELECT * of the view reads t: a * covers
+// the FROM of its own query level only, not its subqueries'.
+func (a *applier) starOver(root *pg.Node, tq QualName) bool {
+	found := false
+	pgtree.Walk(root, func(n *pg.Node) {
+		sel := n.GetSelectStmt()
+		if found || sel == nil {
+			return
+		}
+		star := false
+		for _, rt := range sel.TargetList {
+			if cr := rt.GetResTarget().GetVal().GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetAStar() != nil {
+				star = true
+			}
+		}
+		if !star {
+			return
+		}
+		for _, from := range sel.FromClause {
+			if a.fromReads(from, tq) {
+				found = true
+				return
+			}
+		}
+	})
+	return found
+}
+
+// fromReads reports whether a FROM item is t, or a join over it.
+func (a *applier) fromReads(n *pg.Node, tq QualName) bool {
+	switch {
+	case n.GetRangeVar() != nil:
+		q, _ := a.resolve(n.GetRangeVar().Schemaname, n.GetRangeVar().Relname)
+		return q == tq
+	case n.GetJoinExpr() != nil:
+		return a.fromReads(n.GetJoinExpr().Larg, tq) || a.fromReads(n.GetJoinExpr().Rarg, tq)
+	}
+	return false
+}
