@@ -68,3 +68,37 @@ CREATE TABLE u (id int PRIMARY KEY, name text, avatar text);
 		})
 	}
 }
+
+// TestPostgresSequenceRenames renames and moves sequences that column
+// defaults call, in PostgreSQL 15 and in the catalog, and wants the same
+// defaults.
+func TestPostgresSequenceRenames(t *testing.T) {
+	p := testenv.StartPostgres(t)
+	tests := []struct{ name, sql string }{
+		{"ALTER SEQUENCE RENAME", "CREATE TABLE a (id serial PRIMARY KEY); ALTER SEQUENCE a_id_seq RENAME TO b_id_seq;"},
+		{"qualified", "CREATE TABLE a (id serial PRIMARY KEY); ALTER SEQUENCE public.a_id_seq RENAME TO b_id_seq;"},
+		{"ALTER TABLE RENAME of a sequence", "CREATE TABLE a (id serial PRIMARY KEY); ALTER TABLE a_id_seq RENAME TO c_id_seq;"},
+		{"a table renamed, then its sequence", "CREATE TABLE lsif_dumps (id serial PRIMARY KEY); ALTER TABLE lsif_dumps RENAME TO scip_uploads; ALTER SEQUENCE lsif_dumps_id_seq RENAME TO scip_uploads_id_seq;"},
+		{"SET SCHEMA", "CREATE SCHEMA s; CREATE SEQUENCE q; CREATE TABLE a (id int DEFAULT nextval('q')); ALTER SEQUENCE q SET SCHEMA s;"},
+		{"SET SCHEMA and back", "CREATE SCHEMA s; CREATE SEQUENCE q; CREATE TABLE a (id int DEFAULT nextval('q')); ALTER SEQUENCE q SET SCHEMA s; ALTER SEQUENCE s.q RENAME TO r; ALTER SEQUENCE s.r SET SCHEMA public;"},
+		{"a sequence of its own", "CREATE SEQUENCE q; CREATE TABLE a (id int DEFAULT nextval('q')); ALTER SEQUENCE q RENAME TO q2;"},
+		{"IF EXISTS", "CREATE TABLE a (id serial PRIMARY KEY); ALTER SEQUENCE IF EXISTS a_id_seq RENAME TO d_id_seq;"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := fmt.Sprintf("seqs%d", i)
+			p.CreateDB(t, db)
+			if _, err := p.Query(db, tt.sql); err != nil {
+				t.Fatal(err)
+			}
+			c, err := New(db).Apply("0001.sql", tt.sql, Tolerant())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols, keys := describe(p, t, db)
+			if d := diffCatalog(cols, keys, c); len(d) > 0 {
+				t.Errorf("the catalog differs from PostgreSQL:\n%s", strings.Join(d, "\n"))
+			}
+		})
+	}
+}

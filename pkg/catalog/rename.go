@@ -14,6 +14,11 @@ func (a *applier) rename(s *pg.RenameStmt) error {
 	case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW,
 		pg.ObjectType_OBJECT_FOREIGN_TABLE:
 		q, _, ok, err := a.existing(s.Relation, s.MissingOk)
+		if !ok && s.RenameType == pg.ObjectType_OBJECT_TABLE && a.sequenceInUse(s.Relation) {
+			// ALTER TABLE renames a sequence too.
+			a.moveSequence(s.Relation, QualName{a.sequenceSchema(s.Relation), s.Newname})
+			return nil
+		}
 		if !ok {
 			return clean(err)
 		}
@@ -47,21 +52,51 @@ func (a *applier) rename(s *pg.RenameStmt) error {
 	case pg.ObjectType_OBJECT_SCHEMA:
 		return a.renameSchema(s.Subname, s.Newname)
 	case pg.ObjectType_OBJECT_SEQUENCE:
-		a.renameSequence(s.Relation, s.Newname)
+		a.moveSequence(s.Relation, QualName{a.sequenceSchema(s.Relation), s.Newname})
 	}
 	return nil
 }
 
-// renameSequence follows a sequence rename into the defaults that call
-// nextval on it. Sequences are not modelled otherwise, so a rename of one
-// the catalog never saw is accepted.
-func (a *applier) renameSequence(rv *pg.RangeVar, to string) {
-	schema := rv.Schemaname
-	if schema == "" {
-		schema = a.creationSchema()
+// sequenceSchema is the schema a sequence named by rv is in, as far as
+// the defaults that call it tell: the one written, else the first on the
+// search path whose name a default uses, else where it would be created.
+func (a *applier) sequenceSchema(rv *pg.RangeVar) string {
+	if rv.Schemaname != "" {
+		return rv.Schemaname
 	}
-	from := sequenceDefaultOf(QualName{schema, rv.Relname})
-	repl := sequenceDefaultOf(QualName{schema, to})
+	for _, schema := range a.lookupPath() {
+		if a.sequenceUsed(QualName{schema, rv.Relname}) {
+			return schema
+		}
+	}
+	return a.creationSchema()
+}
+
+// sequenceInUse reports whether a default calls nextval on the sequence
+// rv names.
+func (a *applier) sequenceInUse(rv *pg.RangeVar) bool {
+	return a.sequenceUsed(QualName{a.sequenceSchema(rv), rv.Relname})
+}
+
+func (a *applier) sequenceUsed(seq QualName) bool {
+	from := sequenceDefaultOf(seq)
+	for _, t := range a.cat.tables {
+		for _, c := range t.Columns {
+			if c.Default == from {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// moveSequence follows a sequence's rename or move to another schema
+// into the defaults that call nextval on it, as PostgreSQL shows them
+// (the default holds the sequence's OID). Sequences are not modelled
+// otherwise, so one the catalog never saw is accepted.
+func (a *applier) moveSequence(rv *pg.RangeVar, to QualName) {
+	from := sequenceDefaultOf(QualName{a.sequenceSchema(rv), rv.Relname})
+	repl := sequenceDefaultOf(to)
 	for _, t := range a.cat.tables {
 		for _, c := range t.Columns {
 			if c.Default == from {
@@ -368,6 +403,8 @@ func (a *applier) setSchema(s *pg.AlterObjectSchemaStmt) error {
 		if q, ok := a.findEnum(schema, name); ok {
 			return a.moveEnum(q, QualName{s.Newschema, q.Name})
 		}
+	case pg.ObjectType_OBJECT_SEQUENCE:
+		a.moveSequence(s.Relation, QualName{s.Newschema, s.Relation.Relname})
 	}
 	return nil
 }
