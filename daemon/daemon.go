@@ -849,6 +849,13 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 	if req.Table != "" {
 		desc := d.ret.Graph(cat).Describe(req.Table)
 		if desc == nil {
+			// A former name answers with the relation it became.
+			if now, r, ok := cat.Former(req.Table); ok {
+				desc = d.ret.Graph(cat).Describe(now.Schema + "." + now.Name)
+				out.RenamedTo = &events.RenamedTo{From: r.From, To: now.Key(), Source: r.Source}
+			}
+		}
+		if desc == nil {
 			return nil, events.Errorf(events.CodeNotFound, "table %q is not in database %s (version %d), nor a view of that name", req.Table, req.Database, cat.Version)
 		}
 		out.Tables = []events.TableInfo{tableInfo(desc)}

@@ -554,7 +554,17 @@ type TablesReply struct {
 	// (nil: no letter since then).
 	History *CatalogHistory `json:"history,omitempty"`
 	Letter  *LetterInfo     `json:"letter,omitempty"`
-	Error   *Error          `json:"error,omitempty"`
+	// RenamedTo says, when the Table asked for is a former name, what it
+	// was renamed to and by which migration; Tables describes that one.
+	RenamedTo *RenamedTo `json:"renamed_to,omitempty"`
+	Error     *Error     `json:"error,omitempty"`
+}
+
+// RenamedTo is where a former name went.
+type RenamedTo struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Source string `json:"source,omitempty"` // the migration that renamed it
 }
 
 // Errorf builds a wire error.

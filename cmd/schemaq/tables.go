@@ -43,6 +43,13 @@ func runTables(ctx context.Context, e *env, args []string) (err error) {
 		return json.NewEncoder(e.stdout).Encode(reply)
 	}
 	if fs.NArg() == 1 {
+		if r := reply.RenamedTo; r != nil {
+			via := ""
+			if r.Source != "" {
+				via = " in migration " + r.Source
+			}
+			fmt.Fprintf(e.stdout, "-- %s was renamed to %s%s\n", r.From, r.To, via)
+		}
 		fmt.Fprint(e.stdout, reply.Tables[0].DDL)
 		t := reply.Tables[0]
 		for _, r := range t.Renamed {

@@ -320,6 +320,33 @@ func (c *Catalog) Lookup(name string) *Table { return lookup(c.tables, name) }
 // LookupView finds a view as Lookup finds a table.
 func (c *Catalog) LookupView(name string) *View { return lookup(c.views, name) }
 
+// Former finds the table or view a former name (schema.name, or name
+// alone, in any case) was renamed to, with that rename; ok is false when
+// no relation, or more than one, had the name.
+func (c *Catalog) Former(name string) (now QualName, r Rename, ok bool) {
+	schema, rel, qualified := strings.Cut(name, ".")
+	if !qualified {
+		rel, schema = schema, ""
+	}
+	n := 0
+	match := func(q QualName, renamed []Rename) {
+		for _, x := range renamed {
+			fs, fn, _ := strings.Cut(x.From, ".")
+			if strings.EqualFold(fn, rel) && (!qualified || strings.EqualFold(fs, schema)) {
+				now, r, n = q, x, n+1
+				return
+			}
+		}
+	}
+	for q, t := range c.tables {
+		match(q, t.Renamed)
+	}
+	for q, v := range c.views {
+		match(q, v.Renamed)
+	}
+	return now, r, n == 1
+}
+
 func lookup[T any](m map[QualName]T, name string) T {
 	var zero T
 	schema, rel, qualified := strings.Cut(name, ".")

@@ -24,7 +24,7 @@ func (p *run) rescore() {
 	// catalog: the names it reads are the team's own answer to a
 	// question like this one.
 	if len(p.voters) > 0 && p.voters[0].coverage >= p.cfg.Rescore.ExampleCoverage {
-		rq += "\n" + chunk.ExampleSQL(p.voters[0].Chunk)
+		rq += "\n" + p.currentSQL(p.voters[0].Chunk)
 	}
 	rerank.Schema(p.cfg.Rescore.Weights, rq, p.cands[:window])
 	for i, c := range p.cands[:window] {
@@ -49,4 +49,23 @@ func (p *run) rerank() {
 		o := p.byName[c.Kind+"\x00"+c.Name]
 		o.ex.RerankRank, o.ex.RerankScore = i+1, c.Score
 	}
+}
+
+// currentSQL is an example's SQL with the relations and columns renamed
+// since written by their current names, as prompts show it: the names it
+// lends the rescoring must be the ones the candidates now have.
+func (p *run) currentSQL(c chunk.Chunk) string {
+	sql := chunk.ExampleSQL(c)
+	if p.cat == nil {
+		return sql
+	}
+	qs := p.r.reads.queries(c)
+	if len(qs) == 0 {
+		return sql
+	}
+	fit := qs[0].Fit(p.r.graphs.get(p.cat).names, c.Schema)
+	if len(fit.Followed) == 0 && len(fit.Columns) == 0 {
+		return sql
+	}
+	return qs[0].Rewrite(sql, fit.Followed, fit.Columns)
 }
