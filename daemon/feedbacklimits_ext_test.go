@@ -22,7 +22,7 @@ func TestFeedbackIsBounded(t *testing.T) {
 	ctx := context.Background()
 	give := func(r *rig, i int) error {
 		_, err := r.cli.Feedback(ctx, &events.FeedbackRequest{Database: "shop", Question: fmt.Sprintf("orders number %d", i),
-			SQL: fmt.Sprintf("SELECT order_id FROM orders LIMIT %d", i+1)})
+			SQL: fmt.Sprintf("SELECT id FROM orders LIMIT %d", i+1)})
 		return err
 	}
 	t.Run("rate per caller", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -284,4 +285,118 @@ func TestOpenAPIDescribesTheTypes(t *testing.T) {
 	if !bytes.Contains(raw, []byte(`"bearer"`)) {
 		t.Error("the document does not describe the bearer token")
 	}
+}
+
+// TestEveryReplyMatchesItsDeclaredSchema sends requests that each end in
+// a different status, handlers' and the transport's, and holds each
+// reply against the schema the document declares for that path and
+// status; every reply carries a request id.
+func TestEveryReplyMatchesItsDeclaredSchema(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil, daemon.WithFeedback(r.cli))
+	r.publishShop()
+	srv := httptest.NewServer(r.d.HTTPHandler(daemon.HTTPConfig{Version: "1", Token: "s3cret", AllowedHosts: []string{"*"}}))
+	defer srv.Close()
+	spec, err := daemon.OpenAPI("1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Servers []struct{ URL string } `json:"servers"`
+		Paths   map[string]map[string]struct {
+			Responses map[string]struct {
+				Content map[string]struct {
+					Schema map[string]any `json:"schema"`
+				} `json:"content"`
+			} `json:"responses"`
+		} `json:"paths"`
+		Components struct {
+			Schemas map[string]*jsonschema.Schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Servers) == 0 {
+		t.Error("the document names no servers")
+	}
+	matches := func(ref, body string) error {
+		s := doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")]
+		if s == nil {
+			return fmt.Errorf("no schema %s", ref)
+		}
+		res, err := s.Resolve(nil)
+		if err != nil {
+			return err
+		}
+		var v any
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			return err
+		}
+		return res.Validate(v)
+	}
+	huge := `{"database":"shop","question":"` + strings.Repeat("x", 2<<20) + `"}`
+	tests := []struct {
+		name, method, path, ctype, token, host, body string
+		status                                       int
+	}{
+		{"a search", "POST", "/v1/search", "application/json", "s3cret", "", `{"database":"shop","question":"refunds"}`, 200},
+		{"an unknown database", "POST", "/v1/search", "application/json", "s3cret", "", `{"database":"nope","question":"q"}`, 404},
+		{"a body that does not decode", "POST", "/v1/search", "application/json", "s3cret", "", `{"database":"shop","questio":"q"}`, 400},
+		{"no token", "POST", "/v1/search", "application/json", "", "", `{"database":"shop","question":"q"}`, 401},
+		{"no Content-Type", "POST", "/v1/search", "", "s3cret", "", `{"database":"shop","question":"q"}`, 415},
+		{"too big", "POST", "/v1/search", "application/json", "s3cret", "", huge, 413},
+		{"refused feedback", "POST", "/v1/feedback", "application/json", "s3cret", "", `{"database":"shop","question":"ghosts","sql":"SELECT * FROM ghosts"}`, 422},
+		{"the databases", "GET", "/v1/databases", "", "s3cret", "", "", 200},
+		{"the databases without a token", "GET", "/v1/databases", "", "", "", "", 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
+			if tt.ctype != "" {
+				req.Header.Set("Content-Type", tt.ctype)
+			}
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %.300s", resp.StatusCode, tt.status, b)
+			}
+			if resp.Header.Get(daemon.HeaderRequestID) == "" {
+				t.Error("no request id")
+			}
+			declared, ok := doc.Paths[tt.path][strings.ToLower(tt.method)].Responses[fmt.Sprint(tt.status)]
+			if !ok {
+				t.Fatalf("%s %s declares no %d", tt.method, tt.path, tt.status)
+			}
+			schema := declared.Content["application/json"].Schema
+			var refs []string
+			if ref, ok := schema["$ref"].(string); ok {
+				refs = append(refs, ref)
+			}
+			for _, alt := range asSlice(schema["anyOf"]) {
+				refs = append(refs, alt.(map[string]any)["$ref"].(string))
+			}
+			var errs []error
+			for _, ref := range refs {
+				if err := matches(ref, string(b)); err == nil {
+					return
+				} else {
+					errs = append(errs, err)
+				}
+			}
+			t.Errorf("the reply matches none of %v: %v\n%.300s", refs, errs, b)
+		})
+	}
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }

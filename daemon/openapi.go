@@ -36,6 +36,12 @@ func OpenAPI(version string) ([]byte, error) {
 	jsonBody := func(name string) map[string]any {
 		return map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": ref(name)}}}
 	}
+	// Errors the transport answers before a handler runs (the token, the
+	// body's size and type, the Host) are an ErrorReply; those a handler
+	// answers are the endpoint's reply with its error set; a 400 or 500
+	// may be either.
+	transport := map[int]bool{401: true, 413: true, 415: true, 421: true}
+	either := map[int]bool{400: true, 500: true}
 	errorResponses := func(reply string, codes ...int) map[string]any {
 		out := map[string]any{}
 		for _, c := range codes {
@@ -52,14 +58,24 @@ func OpenAPI(version string) ([]byte, error) {
 				502: "gateway_error or gateway_auth: the LLM gateway failed or refused the credentials",
 				503: "store_unavailable: the index store does not answer; stream_unavailable: the event stream did not take the feedback",
 				504: "timeout: the request's deadline passed",
+				500: "internal: the daemon failed in a way it did not expect (its log has the request id)",
 			}[c]
-			out[fmt.Sprint(c)] = map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": ref(reply)}}}
+			schema := ref(reply)
+			switch {
+			case transport[c]:
+				schema = ref("ErrorReply")
+			case either[c]:
+				schema = map[string]any{"anyOf": []any{ref(reply), ref("ErrorReply")}}
+			}
+			out[fmt.Sprint(c)] = map[string]any{"description": desc,
+				"headers": map[string]any{HeaderRequestID: requestIDHeader},
+				"content": map[string]any{"application/json": map[string]any{"schema": schema}}}
 		}
 		return out
 	}
 	post := func(summary, req, reply string, codes ...int) map[string]any {
-		responses := errorResponses(reply, codes...)
-		responses["200"] = map[string]any{"description": "the reply", "content": jsonBody(reply)["content"]}
+		responses := errorResponses(reply, append(codes, 500)...)
+		responses["200"] = map[string]any{"description": "the reply", "headers": map[string]any{HeaderRequestID: requestIDHeader}, "content": jsonBody(reply)["content"]}
 		return map[string]any{"post": map[string]any{
 			"summary":     summary,
 			"operationId": req[:len(req)-len("Request")],
@@ -83,13 +99,18 @@ func OpenAPI(version string) ([]byte, error) {
 			"/v1/databases": map[string]any{"get": map[string]any{
 				"summary":     "The databases with a catalog, and their versions",
 				"operationId": "Databases",
+				"parameters":  []any{requestIDParam},
 				"responses": map[string]any{
-					"200": map[string]any{"description": "the databases", "content": jsonBody("Databases")["content"]},
-					"401": map[string]any{"description": "the bearer token is missing or wrong", "content": jsonBody("ErrorReply")["content"]},
-					"421": map[string]any{"description": "the Host header is not one the API answers (--http-allowed-hosts)", "content": jsonBody("ErrorReply")["content"]},
+					"200": map[string]any{"description": "the databases", "headers": map[string]any{HeaderRequestID: requestIDHeader}, "content": jsonBody("Databases")["content"]},
+					"401": map[string]any{"description": "the bearer token is missing or wrong", "headers": map[string]any{HeaderRequestID: requestIDHeader}, "content": jsonBody("ErrorReply")["content"]},
+					"421": map[string]any{"description": "the Host header is not one the API answers (--http-allowed-hosts)", "headers": map[string]any{HeaderRequestID: requestIDHeader}, "content": jsonBody("ErrorReply")["content"]},
+					"500": map[string]any{"description": "internal", "headers": map[string]any{HeaderRequestID: requestIDHeader}, "content": jsonBody("ErrorReply")["content"]},
 				},
 			}},
 		},
+		// Relative: the API is where this document was read from (schemaq
+		// up serves both on http://127.0.0.1:8080 by default).
+		"servers": []any{map[string]any{"url": "/", "description": "the server this document came from"}},
 		"components": map[string]any{
 			"schemas": schemas,
 			"securitySchemes": map[string]any{
@@ -98,7 +119,45 @@ func OpenAPI(version string) ([]byte, error) {
 		},
 		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{}},
 	}
-	return json.MarshalIndent(doc, "", "  ")
+	// JSON Schema allows true for "any value"; code generators built on
+	// OpenAPI 3.0's object-only schemas (oapi-codegen, kin-openapi) refuse
+	// it, so an open field is {} with a word instead.
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(openSchemas(tree, ""), "", "  ")
+}
+
+// openSchemas replaces the schema true, where a schema is expected, with
+// an empty one.
+func openSchemas(v any, key string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			if key == "properties" || k == "items" {
+				if b, ok := c.(bool); ok && b {
+					x[k] = map[string]any{"description": "any JSON value"}
+					continue
+				}
+			}
+			x[k] = openSchemas(c, k)
+		}
+	case []any:
+		for i, c := range x {
+			x[i] = openSchemas(c, key)
+		}
+	}
+	return v
+}
+
+var requestIDHeader = map[string]any{
+	"description": "the request's id: the one sent, or one made",
+	"schema":      map[string]any{"type": "string"},
 }
 
 var requestIDParam = map[string]any{
