@@ -52,7 +52,8 @@ func TestRetireDatabase(t *testing.T) {
 	if out := run(exitOK, "dlq", "list", "--db", "shop"); !strings.Contains(out, "0 dead letter(s)") {
 		t.Errorf("dead letters of the retired database: %s", out)
 	}
-	if out := run(exitOK, "examples", "list", "--db", "shop"); !strings.Contains(out, "0 example(s)") {
+	// Gone, as for search: not an empty list of a database that is.
+	if out := run(exitFailure, "examples", "list", "--db", "shop"); !strings.Contains(out, "unknown_database") {
 		t.Errorf("examples of the retired database: %s", out)
 	}
 	if out := run(exitOK, "search", "--db", "video", "comedy films"); !strings.Contains(out, "film") {

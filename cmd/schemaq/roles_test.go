@@ -21,7 +21,17 @@ func TestRolesRefuseServerWithoutJetStream(t *testing.T) {
 	}
 	t.Cleanup(ns.Shutdown)
 	for _, role := range []string{"worker", "daemon", "serve"} {
-		_, stderr, code := runCLI(t, role, "--nats-url", ns.ClientURL(), "--data-dir", t.TempDir(), "--log-level", "error")
+		dir := t.TempDir()
+		if role == "daemon" {
+			// A daemon over a local index needs a worker on its directory
+			// before it goes as far as the server.
+			release, err := lockDataDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer release()
+		}
+		_, stderr, code := runCLI(t, role, "--nats-url", ns.ClientURL(), "--data-dir", dir, "--log-level", "error")
 		if code == exitOK || !strings.Contains(stderr, "JetStream is not enabled") {
 			t.Errorf("%s: exit %d, stderr %q; want a refusal naming JetStream", role, code, stderr)
 		}

@@ -201,7 +201,9 @@ func TestBIRDQuality(t *testing.T) {
 	}{
 		{"question alone", "", nil, nil, benchmark.Pools{}, map[string]float64{"5": 0.635, "15": 0.80}, false, false},
 		{"with hints", "evidence", nil, nil, benchmark.Pools{}, map[string]float64{"5": 0.78, "15": 0.905}, false, false},
-		{"with worked examples", "", examples, nil, benchmark.Pools{}, map[string]float64{"5": 0.81, "15": 0.92}, false, false},
+		// 0.806 / 0.917: the 216 examples whose SQL names a column BIRD's
+		// schema lacks are stale and do not vote (sqlguard.Fit).
+		{"with worked examples", "", examples, nil, benchmark.Pools{}, map[string]float64{"5": 0.80, "15": 0.91}, false, false},
 		{"with the other hints as docs", "", nil, docs, benchmark.Pools{}, map[string]float64{"5": 0.685, "15": 0.845}, false, false},
 		// BIRD's dev split pools 11 databases; ten such pools of the
 		// train databases (seed 1) measure 0.796 / 0.944.
