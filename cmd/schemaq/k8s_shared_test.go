@@ -209,7 +209,8 @@ func TestKubernetesSharedIndex(t *testing.T) {
 				read := envRead(t, c.Args[0])
 				vars := podEnv(t, c, c.Name+"-0", cms)
 				for k := range vars {
-					if !read[k] {
+					// OTEL_* are the OpenTelemetry SDK's own (pkg/tracing).
+					if !read[k] && !strings.HasPrefix(k, "OTEL_") {
 						t.Errorf("container %s sets %s, which `schemaq %s` does not read", c.Name, k, c.Args[0])
 					}
 				}
@@ -250,6 +251,12 @@ func TestKubernetesSharedIndex(t *testing.T) {
 				}
 				vars["SCHEMAQ_METRICS_ADDR"] = freePort(t)
 				vars["SCHEMAQ_DATA_DIR"] = t.TempDir()
+				if role == "daemon" {
+					if vars["SCHEMAQ_HTTP_ADDR"] != fmt.Sprintf(":%d", containerPort(dc, "http")) || vars["SCHEMAQ_HTTP_TOKEN"] != k8sTestHTTPToken {
+						t.Fatalf("the daemon serves no HTTP API on its http port with the Secret schemaq-http's token: %q", vars["SCHEMAQ_HTTP_ADDR"])
+					}
+					vars["SCHEMAQ_HTTP_ADDR"] = freePort(t)
+				}
 				startService(t, role, []string{role}, vars)
 				testenv.Eventually(t, 30*time.Second, role+" passes its readiness probe", func() bool {
 					_, err := runVars(context.Background(), []string{"healthcheck", "--path", "/readyz"}, vars)
@@ -258,6 +265,7 @@ func TestKubernetesSharedIndex(t *testing.T) {
 			}
 			runExampleJob(t, natsURL)
 			searchPublished(t, natsURL)
+			checkHTTPAPI(t, running["daemon"]["SCHEMAQ_HTTP_ADDR"], k8sTestHTTPToken)
 			if aclUser != "" {
 				noDenials(t, adminURL, aclUser)
 			}

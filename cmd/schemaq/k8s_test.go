@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,6 +154,9 @@ func checkPodSpec(t *testing.T, where string, spec *corev1.PodSpec, longRunning 
 // k8sTestToken stands for the Secret schemaq-nats's token in the tests.
 const k8sTestToken = "k8stest-token"
 
+// k8sTestHTTPToken stands for the Secret schemaq-http's token.
+const k8sTestHTTPToken = "k8stest-http-token"
+
 // k8sTestRedisPassword stands for the Secret schemaq-redis's password.
 const k8sTestRedisPassword = "k8stest-redis-password"
 
@@ -185,6 +189,8 @@ func podEnv(t *testing.T, c corev1.Container, podName string, cms map[string]*co
 		case e.ValueFrom.SecretKeyRef != nil && strings.HasPrefix(e.ValueFrom.SecretKeyRef.Name, "schemaq-nats") && e.ValueFrom.SecretKeyRef.Key == "token":
 			// The test's own value; its NATS server requires the same.
 			vars[e.Name] = k8sTestToken
+		case e.ValueFrom.SecretKeyRef != nil && strings.HasPrefix(e.ValueFrom.SecretKeyRef.Name, "schemaq-http") && e.ValueFrom.SecretKeyRef.Key == "token":
+			vars[e.Name] = k8sTestHTTPToken
 		case e.ValueFrom.SecretKeyRef != nil && strings.HasPrefix(e.ValueFrom.SecretKeyRef.Name, "schemaq-redis") && e.ValueFrom.SecretKeyRef.Key == "password":
 			// The test's own value too, for a Redis user it creates.
 			vars[e.Name] = k8sTestRedisPassword
@@ -306,7 +312,8 @@ func TestKubernetesManifests(t *testing.T) {
 			c := spec.Containers[0]
 			vars := podEnv(t, c, ss.Name+"-0", cms)
 			for k := range vars {
-				if !serveEnv[k] {
+				// OTEL_* are the OpenTelemetry SDK's own (pkg/tracing).
+				if !serveEnv[k] && !strings.HasPrefix(k, "OTEL_") {
 					t.Errorf("container %s sets %s, which `schemaq %s` does not read", c.Name, k, c.Args[0])
 				}
 			}
@@ -333,6 +340,11 @@ func TestKubernetesManifests(t *testing.T) {
 			vars["SCHEMAQ_NATS_URL"] = natsURL
 			vars["SCHEMAQ_DATA_DIR"] = t.TempDir()
 			vars["SCHEMAQ_METRICS_ADDR"] = freePort(t)
+			if vars["SCHEMAQ_HTTP_ADDR"] != fmt.Sprintf(":%d", containerPort(c, "http")) || vars["SCHEMAQ_HTTP_TOKEN"] != k8sTestHTTPToken {
+				t.Fatalf("the pod serves no HTTP API on its http port with the Secret schemaq-http's token: %q", vars["SCHEMAQ_HTTP_ADDR"])
+			}
+			httpAddr := freePort(t)
+			vars["SCHEMAQ_HTTP_ADDR"] = httpAddr
 			startService(t, ss.Name+"-0", c.Args, vars)
 			probe := []string{"healthcheck", "--path", c.ReadinessProbe.HTTPGet.Path}
 			testenv.Eventually(t, 30*time.Second, "the readiness probe passes", func() bool {
@@ -340,6 +352,7 @@ func TestKubernetesManifests(t *testing.T) {
 				return err == nil
 			})
 			runExampleJob(t, natsURL)
+			checkHTTPAPI(t, httpAddr, k8sTestHTTPToken)
 		})
 	}
 }
@@ -490,9 +503,14 @@ func TestKubernetesNetworkPolicies(t *testing.T) {
 					if w.labels["app.kubernetes.io/part-of"] != "schemaq" {
 						t.Errorf("%s: pods lack app.kubernetes.io/part-of=schemaq, which NATS and Redis admit", w.name)
 					}
+					// Metrics, and the HTTP API where the pods serve it
+					// (each request needs its token).
 					for _, r := range p.Spec.Ingress {
-						if len(r.Ports) != 1 || r.Ports[0].Port == nil || r.Ports[0].Port.String() != "metrics" {
-							t.Errorf("%s: NetworkPolicy %s lets in more than the metrics port: %+v", w.name, p.Name, r.Ports)
+						if len(r.Ports) != 1 || r.Ports[0].Port == nil || (r.Ports[0].Port.String() != "metrics" && r.Ports[0].Port.String() != "http") {
+							t.Errorf("%s: NetworkPolicy %s lets in more than the metrics and HTTP ports: %+v", w.name, p.Name, r.Ports)
+						}
+						if r.Ports[0].Port != nil && r.Ports[0].Port.String() == "http" && !servesHTTP(objs, w.labels) {
+							t.Errorf("%s: NetworkPolicy %s lets in an HTTP port its pods do not serve", w.name, p.Name)
 						}
 					}
 				default: // the development NATS and Redis
@@ -511,4 +529,68 @@ func TestKubernetesNetworkPolicies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// containerPort is the number of a container's named port, or 0.
+func containerPort(c corev1.Container, name string) int32 {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p.ContainerPort
+		}
+	}
+	return 0
+}
+
+// checkHTTPAPI searches over a pod's HTTP API with its token, as a caller
+// through the Service schemaq-http would, and is refused without it.
+func checkHTTPAPI(t *testing.T, addr, token string) {
+	t.Helper()
+	search := func(token string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/search", strings.NewReader(`{"database":"shop","question":"payments"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var status int
+	var body string
+	testenv.Eventually(t, 30*time.Second, "the HTTP API answers a search", func() bool {
+		status, body = search(token)
+		return status == http.StatusOK && strings.Contains(body, "public.payments")
+	})
+	if status, _ := search(""); status != http.StatusUnauthorized {
+		t.Errorf("a search without the token: %d, want 401", status)
+	}
+}
+
+// servesHTTP reports whether the workload whose pods carry podLabels has
+// a port named http.
+func servesHTTP(objs []kruntime.Object, podLabels map[string]string) bool {
+	for _, o := range objs {
+		var tpl *corev1.PodTemplateSpec
+		switch v := o.(type) {
+		case *appsv1.Deployment:
+			tpl = &v.Spec.Template
+		case *appsv1.StatefulSet:
+			tpl = &v.Spec.Template
+		default:
+			continue
+		}
+		if !labels.SelectorFromSet(podLabels).Matches(labels.Set(tpl.Labels)) {
+			continue
+		}
+		for _, c := range tpl.Spec.Containers {
+			if containerPort(c, "http") != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
