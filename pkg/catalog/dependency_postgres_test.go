@@ -35,6 +35,13 @@ CREATE TABLE u (id int PRIMARY KEY, name text, avatar text);
 		{"a join's key dropped", "CREATE VIEW v AS SELECT o.id, u.name FROM o JOIN u ON u.id = o.id;", "ALTER TABLE u DROP COLUMN id CASCADE"},
 		{"a join's other column dropped", "CREATE VIEW v AS SELECT o.id, u.name FROM o JOIN u ON u.id = o.id;", "ALTER TABLE u DROP COLUMN avatar"},
 		{"a view over a view", "CREATE VIEW v AS SELECT c, x FROM o; CREATE VIEW w AS SELECT c FROM v;", "ALTER TABLE o DROP COLUMN x"},
+		// A view follows a column's rename: the renamed column is still
+		// what it reads, under its new name, and its own column keeps the
+		// old one.
+		{"a renamed column dropped", "CREATE VIEW v AS SELECT c FROM o;", "ALTER TABLE o RENAME COLUMN c TO d; ALTER TABLE o DROP COLUMN d"},
+		{"a renamed qualified column retyped", "CREATE VIEW v AS SELECT o.c, o.x AS ex FROM o;", "ALTER TABLE o RENAME COLUMN c TO d; ALTER TABLE o ALTER COLUMN d TYPE bigint"},
+		{"another column after a rename", "CREATE VIEW v AS SELECT c FROM o;", "ALTER TABLE o RENAME COLUMN c TO d; ALTER TABLE o DROP COLUMN x"},
+		{"a column named as the renamed one was", "CREATE VIEW v AS SELECT c FROM o;", "ALTER TABLE o RENAME COLUMN c TO d; ALTER TABLE o ADD COLUMN c int; ALTER TABLE o DROP COLUMN c"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

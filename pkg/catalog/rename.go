@@ -199,6 +199,11 @@ func (a *applier) renameColumn(s *pg.RenameStmt) error {
 	if slices.ContainsFunc(cols, func(c *Column) bool { return c.Name == s.Newname }) {
 		return duplicate("column %s of relation %s already exists", QuoteIdent(s.Newname), q)
 	}
+	if kind == relTable {
+		// Before the rename: an unqualified reference is the table's
+		// while no other relation of the view has the name.
+		a.renameInViews(a.cat.tables[q], s.Subname, s.Newname)
+	}
 	cols[i].Name = s.Newname
 	cols[i].Renamed = addRename(cols[i].Renamed, Rename{From: s.Subname, Source: a.source})
 	if kind != relTable {

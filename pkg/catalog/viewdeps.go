@@ -32,13 +32,21 @@ func (a *applier) viewsUsing(t *Table, col string) []QualName {
 }
 
 func (a *applier) viewUses(v *View, tq QualName, col string) bool {
+	_, refs, star := a.columnRefs(v, tq, col)
+	return star || len(refs) > 0
+}
+
+// columnRefs parses v's definition and finds its references to column
+// col of t, and whether a * over t reads it; tree is nil when the
+// definition does not parse.
+func (a *applier) columnRefs(v *View, tq QualName, col string) (tree *pg.ParseResult, refs []*pg.ColumnRef, star bool) {
 	tree, err := pgtree.Parse(v.Definition)
 	if err != nil || len(tree.Stmts) == 0 {
-		return false
+		return nil, nil, false
 	}
 	aliases := map[string]QualName{} // alias or name as written → relation
 	var rels []QualName
-	var refs []*pg.ColumnRef
+	var all []*pg.ColumnRef
 	pgtree.Walk(tree.Stmts[0].Stmt, func(n *pg.Node) {
 		switch {
 		case n.GetRangeVar() != nil:
@@ -56,38 +64,65 @@ func (a *applier) viewUses(v *View, tq QualName, col string) bool {
 				rels = append(rels, q)
 			}
 		case n.GetColumnRef() != nil:
-			refs = append(refs, n.GetColumnRef())
+			all = append(all, n.GetColumnRef())
 		}
 	})
-	if a.starOver(tree.Stmts[0].Stmt, tq) {
-		return true
-	}
-	for _, ref := range refs {
+	for _, ref := range all {
 		fields := ref.Fields
 		if len(fields) == 0 {
 			continue
 		}
-		last := fields[len(fields)-1]
-		star := last.GetAStar() != nil
 		name := ""
-		if s := last.GetString_(); s != nil {
+		if s := fields[len(fields)-1].GetString_(); s != nil {
 			name = s.Sval
 		}
+		if name != col {
+			continue
+		}
 		if len(fields) >= 2 {
-			q := fields[len(fields)-2].GetString_()
-			if q == nil || aliases[q.Sval] != tq {
-				continue
-			}
-			if star || name == col {
-				return true
+			if q := fields[len(fields)-2].GetString_(); q != nil && aliases[q.Sval] == tq {
+				refs = append(refs, ref)
 			}
 			continue
 		}
-		if !star && name == col && a.onlyHas(rels, tq, col) {
-			return true
+		if a.onlyHas(rels, tq, col) {
+			refs = append(refs, ref)
 		}
 	}
-	return false
+	return tree, refs, a.starOver(tree.Stmts[0].Stmt, tq)
+}
+
+// renameInViews follows a column rename into the definitions of the
+// views that name it, as PostgreSQL shows them (a view holds columns by
+// number): the reference takes the new name, and the view's column keeps
+// its old one (SELECT o.d AS c).
+func (a *applier) renameInViews(t *Table, from, to string) {
+	tq := t.QualName()
+	for _, v := range a.cat.views {
+		if !slices.Contains(v.Reads, tq) {
+			continue
+		}
+		tree, refs, _ := a.columnRefs(v, tq, from)
+		if len(refs) == 0 {
+			continue
+		}
+		// An output the reference alone named keeps that name.
+		pgtree.Walk(tree.Stmts[0].Stmt, func(n *pg.Node) {
+			rt := n.GetResTarget()
+			if rt == nil || rt.Name != "" {
+				return
+			}
+			if cr := rt.GetVal().GetColumnRef(); cr != nil && slices.Contains(refs, cr) {
+				rt.Name = from
+			}
+		})
+		for _, ref := range refs {
+			ref.Fields[len(ref.Fields)-1] = &pg.Node{Node: &pg.Node_String_{String_: &pg.String{Sval: to}}}
+		}
+		if def := deparseQuery(tree.Stmts[0].Stmt); def != "" {
+			v.Definition = def
+		}
+	}
 }
 
 // onlyHas reports whether t is the one relation of rels with column col,
