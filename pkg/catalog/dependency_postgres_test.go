@@ -41,6 +41,12 @@ CREATE TABLE u (id int PRIMARY KEY, name text, avatar text);
 		{"a renamed column dropped", "CREATE VIEW v AS SELECT c FROM o;", "ALTER TABLE o RENAME COLUMN c TO d; ALTER TABLE o DROP COLUMN d"},
 		{"a renamed qualified column retyped", "CREATE VIEW v AS SELECT o.c, o.x AS ex FROM o;", "ALTER TABLE o RENAME COLUMN c TO d; ALTER TABLE o ALTER COLUMN d TYPE bigint"},
 		{"another column after a rename", "CREATE VIEW v AS SELECT c FROM o;", "ALTER TABLE o RENAME COLUMN c TO d; ALTER TABLE o DROP COLUMN x"},
+		{"a generated column's source dropped", "CREATE TABLE g (a int, b int GENERATED ALWAYS AS (a * 2) STORED);", "ALTER TABLE g DROP COLUMN a"},
+		{"a generated column's source dropped with CASCADE", "CREATE TABLE g (a int, b int GENERATED ALWAYS AS (a * 2) STORED, k int);", "ALTER TABLE g DROP COLUMN a CASCADE"},
+		{"a generated column's source retyped", "CREATE TABLE g (a int, b int GENERATED ALWAYS AS (a * 2) STORED);", "ALTER TABLE g ALTER COLUMN a TYPE bigint"},
+		{"a column beside a generated one dropped", "CREATE TABLE g (a int, b int GENERATED ALWAYS AS (a * 2) STORED, k int);", "ALTER TABLE g DROP COLUMN k"},
+		{"a column of a two-column key dropped", "CREATE TABLE kk (a int, b int, PRIMARY KEY (a, b));", "ALTER TABLE kk DROP COLUMN a"},
+		{"a column of a check dropped", "CREATE TABLE ck (a int, b int, CHECK (a < b));", "ALTER TABLE ck DROP COLUMN a"},
 		{"a column named as the renamed one was", "CREATE VIEW v AS SELECT c FROM o;", "ALTER TABLE o RENAME COLUMN c TO d; ALTER TABLE o ADD COLUMN c int; ALTER TABLE o DROP COLUMN c"},
 	}
 	for i, tt := range tests {
