@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +13,7 @@ import (
 // nothing; a clean change exits 0.
 func TestCheckBeforePublishing(t *testing.T) {
 	st := upWithShop(t)
-	shop, run := st.shop, st.run
+	run := st.run
 
 	// The described table shows the migrations that made it.
 	out, _ := run(exitOK, "tables", "--db", "shop", "orders")
@@ -24,18 +22,7 @@ func TestCheckBeforePublishing(t *testing.T) {
 	}
 
 	// A pull request's migrations directory: the six applied, and more.
-	pr := func(extra map[string]string) string {
-		d := t.TempDir()
-		entries, _ := os.ReadDir(filepath.Join(shop, "migrations"))
-		for _, e := range entries {
-			b, _ := os.ReadFile(filepath.Join(shop, "migrations", e.Name()))
-			_ = os.WriteFile(filepath.Join(d, e.Name()), b, 0o644)
-		}
-		for name, sql := range extra {
-			_ = os.WriteFile(filepath.Join(d, name), []byte(sql), 0o644)
-		}
-		return d
-	}
+	pr := st.migrationsWith
 	out, _ = run(exitOK, "check", "--db", "shop", pr(nil))
 	if !strings.Contains(out, "shop is at version 6: no migration is pending") {
 		t.Errorf("nothing pending: %s", out)

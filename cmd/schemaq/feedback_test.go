@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,7 +16,7 @@ import (
 func TestFeedbackLoop(t *testing.T) {
 	llm := fakeLLM(t)
 	st := upWithShop(t, "SCHEMAQ_LLM_BASE_URL", llm.URL+"/v1", "SCHEMAQ_LLM_MODEL", "m", "SCHEMAQ_LLM_RETRIES", "0")
-	shop, run := st.shop, st.run
+	run := st.run
 
 	out, _ := run(exitOK, "ask", "--db", "shop", "How many orders are there?")
 	m := regexp.MustCompile(`-- ask id: (\S+)`).FindStringSubmatch(out)
@@ -85,13 +83,7 @@ func TestFeedbackLoop(t *testing.T) {
 	}
 
 	// Dropping payments makes the two examples that read it stale.
-	migs := t.TempDir()
-	entries, _ := os.ReadDir(filepath.Join(shop, "migrations"))
-	for _, e := range entries {
-		b, _ := os.ReadFile(filepath.Join(shop, "migrations", e.Name()))
-		_ = os.WriteFile(filepath.Join(migs, e.Name()), b, 0o644)
-	}
-	_ = os.WriteFile(filepath.Join(migs, "0007_drop_payments.sql"), []byte("DROP TABLE payments;\n"), 0o644)
+	migs := st.migrationsWith(map[string]string{"0007_drop_payments.sql": "DROP TABLE payments;\n"})
 	run(exitOK, "publish", "migrations", "--db", "shop", "--wait", "20s", migs)
 	out, _ = run(exitOK, "examples", "list", "--db", "shop", "--stale")
 	if !strings.Contains(out, id[1]) || !strings.Contains(out, "What was net revenue last month?") ||

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,14 +10,8 @@ import (
 // in a search.
 func TestOldNamesAnswer(t *testing.T) {
 	st := upWithShop(t)
-	shop, run := st.shop, st.run
-	migs := t.TempDir()
-	entries, _ := os.ReadDir(filepath.Join(shop, "migrations"))
-	for _, e := range entries {
-		b, _ := os.ReadFile(filepath.Join(shop, "migrations", e.Name()))
-		_ = os.WriteFile(filepath.Join(migs, e.Name()), b, 0o644)
-	}
-	_ = os.WriteFile(filepath.Join(migs, "0007_catalog_items.sql"), []byte("ALTER TABLE products RENAME TO catalog_items;\n"), 0o644)
+	run := st.run
+	migs := st.migrationsWith(map[string]string{"0007_catalog_items.sql": "ALTER TABLE products RENAME TO catalog_items;\n"})
 	run(exitOK, "publish", "migrations", "--db", "shop", "--wait", "20s", migs)
 
 	out, _ := run(exitOK, "tables", "--db", "shop", "products")

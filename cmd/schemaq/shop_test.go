@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -36,4 +37,30 @@ func (s *shopStack) run(want int, args ...string) (string, string) {
 		s.t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out, errOut)
 	}
 	return out, errOut
+}
+
+// migrationsWith is a pull request's migrations directory: the shop's
+// six, and extra (file name → SQL).
+func (s *shopStack) migrationsWith(extra map[string]string) string {
+	s.t.Helper()
+	d := s.t.TempDir()
+	entries, err := os.ReadDir(filepath.Join(s.shop, "migrations"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(s.shop, "migrations", e.Name()))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, e.Name()), b, 0o644); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	for name, sql := range extra {
+		if err := os.WriteFile(filepath.Join(d, name), []byte(sql), 0o644); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	return d
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,15 +14,8 @@ import (
 // followed everywhere.
 func TestOneVerdictOnStaleExamples(t *testing.T) {
 	st := upWithShop(t)
-	shop, run := st.shop, st.run
-	migs := t.TempDir()
-	entries, _ := os.ReadDir(filepath.Join(shop, "migrations"))
-	for _, e := range entries {
-		b, _ := os.ReadFile(filepath.Join(shop, "migrations", e.Name()))
-		_ = os.WriteFile(filepath.Join(migs, e.Name()), b, 0o644)
-	}
-	_ = os.WriteFile(filepath.Join(migs, "0007_drop_columns.sql"), []byte(
-		"ALTER TABLE customers DROP COLUMN name;\nALTER TABLE payments DROP COLUMN paid_at;\nALTER TABLE products RENAME COLUMN title TO label;\n"), 0o644)
+	run := st.run
+	migs := st.migrationsWith(map[string]string{"0007_drop_columns.sql": "ALTER TABLE customers DROP COLUMN name;\nALTER TABLE payments DROP COLUMN paid_at;\nALTER TABLE products RENAME COLUMN title TO label;\n"})
 
 	cases := []struct {
 		question, why string
