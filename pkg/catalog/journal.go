@@ -1,6 +1,9 @@
 package catalog
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // journal holds catalog objects as a block found them. Every open block
 // saves an object before the first statement under it changes the
@@ -129,25 +132,11 @@ func (a *applier) keepAll() int {
 		return 0
 	}
 	c := a.cat
-	n := 0
-	for q := range c.tables {
-		n += keepOne(a, q, c.tables, func(j *journal) *map[QualName]kept[Table] { return &j.tables }, (*Table).clone)
-	}
-	for q := range c.views {
-		n += keepOne(a, q, c.views, func(j *journal) *map[QualName]kept[View] { return &j.views }, (*View).clone)
-	}
-	for q := range c.enums {
-		n += keepOne(a, q, c.enums, func(j *journal) *map[QualName]kept[Enum] { return &j.enums }, cloneEnum)
-	}
-	for q := range c.functions {
-		n += keepOne(a, q, c.functions, func(j *journal) *map[QualName]kept[Function] { return &j.functions }, cloneFunction)
-	}
-	for q := range c.routines {
-		n += keepOne(a, q, c.routines, func(j *journal) *map[QualName]kept[Routine] { return &j.routines }, sameRoutine)
-	}
-	for s := range c.schemas {
-		a.keepSchema(s)
-	}
+	n := a.keep(reach{
+		tables: slices.Collect(maps.Keys(c.tables)), views: slices.Collect(maps.Keys(c.views)),
+		enums: slices.Collect(maps.Keys(c.enums)), functions: slices.Collect(maps.Keys(c.functions)),
+		routines: slices.Collect(maps.Keys(c.routines)), schemas: slices.Collect(maps.Keys(c.schemas)),
+	})
 	for _, sp := range a.savepoints {
 		sp.saved.whole = true
 	}
