@@ -14,10 +14,12 @@ func (a *applier) rename(s *pg.RenameStmt) error {
 	case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW,
 		pg.ObjectType_OBJECT_FOREIGN_TABLE:
 		q, _, ok, err := a.existing(s.Relation, s.MissingOk)
-		if !ok && s.RenameType == pg.ObjectType_OBJECT_TABLE && a.sequenceInUse(s.Relation) {
+		if !ok && s.RenameType == pg.ObjectType_OBJECT_TABLE {
 			// ALTER TABLE renames a sequence too.
-			a.moveSequence(s.Relation, QualName{a.sequenceSchema(s.Relation), s.Newname})
-			return nil
+			if seq, used := a.sequenceAt(s.Relation); used {
+				a.moveSequence(seq, QualName{seq.Schema, s.Newname})
+				return nil
+			}
 		}
 		if !ok {
 			return clean(err)
@@ -52,30 +54,27 @@ func (a *applier) rename(s *pg.RenameStmt) error {
 	case pg.ObjectType_OBJECT_SCHEMA:
 		return a.renameSchema(s.Subname, s.Newname)
 	case pg.ObjectType_OBJECT_SEQUENCE:
-		a.moveSequence(s.Relation, QualName{a.sequenceSchema(s.Relation), s.Newname})
+		seq, _ := a.sequenceAt(s.Relation)
+		a.moveSequence(seq, QualName{seq.Schema, s.Newname})
 	}
 	return nil
 }
 
-// sequenceSchema is the schema a sequence named by rv is in, as far as
-// the defaults that call it tell: the one written, else the first on the
-// search path whose name a default uses, else where it would be created.
-func (a *applier) sequenceSchema(rv *pg.RangeVar) string {
+// sequenceAt is the sequence rv names, as far as the defaults that call
+// it tell: in the schema written, else the first on the search path
+// whose sequence of that name a default uses (used), else where it would
+// be created.
+func (a *applier) sequenceAt(rv *pg.RangeVar) (seq QualName, used bool) {
 	if rv.Schemaname != "" {
-		return rv.Schemaname
+		seq = QualName{rv.Schemaname, rv.Relname}
+		return seq, a.sequenceUsed(seq)
 	}
 	for _, schema := range a.lookupPath() {
-		if a.sequenceUsed(QualName{schema, rv.Relname}) {
-			return schema
+		if seq := (QualName{schema, rv.Relname}); a.sequenceUsed(seq) {
+			return seq, true
 		}
 	}
-	return a.creationSchema()
-}
-
-// sequenceInUse reports whether a default calls nextval on the sequence
-// rv names.
-func (a *applier) sequenceInUse(rv *pg.RangeVar) bool {
-	return a.sequenceUsed(QualName{a.sequenceSchema(rv), rv.Relname})
+	return QualName{a.creationSchema(), rv.Relname}, false
 }
 
 func (a *applier) sequenceUsed(seq QualName) bool {
@@ -94,12 +93,11 @@ func (a *applier) sequenceUsed(seq QualName) bool {
 // into the defaults that call nextval on it, as PostgreSQL shows them
 // (the default holds the sequence's OID). Sequences are not modelled
 // otherwise, so one the catalog never saw is accepted.
-func (a *applier) moveSequence(rv *pg.RangeVar, to QualName) {
-	from := sequenceDefaultOf(QualName{a.sequenceSchema(rv), rv.Relname})
-	repl := sequenceDefaultOf(to)
+func (a *applier) moveSequence(from, to QualName) {
+	old, repl := sequenceDefaultOf(from), sequenceDefaultOf(to)
 	for _, t := range a.cat.tables {
 		for _, c := range t.Columns {
-			if c.Default == from {
+			if c.Default == old {
 				c.Default = repl
 			}
 		}
@@ -409,7 +407,8 @@ func (a *applier) setSchema(s *pg.AlterObjectSchemaStmt) error {
 			return a.moveEnum(q, QualName{s.Newschema, q.Name})
 		}
 	case pg.ObjectType_OBJECT_SEQUENCE:
-		a.moveSequence(s.Relation, QualName{s.Newschema, s.Relation.Relname})
+		seq, _ := a.sequenceAt(s.Relation)
+		a.moveSequence(seq, QualName{s.Newschema, seq.Name})
 	}
 	return nil
 }
