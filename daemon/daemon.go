@@ -372,10 +372,7 @@ func adapt[Req any, PReq interface {
 			return
 		}
 		start := time.Now()
-		id := raw.Headers().Get(HeaderRequestID)
-		if id == "" {
-			id = nuid.Next()
-		}
+		id := requestIDOr(raw.Headers().Get(HeaderRequestID))
 		r := &tracked{Request: raw, d: d, endpoint: endpoint, id: id, start: start, send: d.nc.PublishMsg}
 		if s, ok := raw.(sender); ok {
 			r.send = s.send // HTTP: the reply goes to the response, not a subject
@@ -468,6 +465,15 @@ func adapt[Req any, PReq interface {
 // requestIDKey carries a request's id in its context: an ask's reply
 // returns it as the ask id that feedback cites.
 type requestIDKey struct{}
+
+// requestIDOr is the id a caller sent, or a new one: every request and
+// every reply has one.
+func requestIDOr(id string) string {
+	if id == "" {
+		return nuid.Next()
+	}
+	return id
+}
 
 func requestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
-	"github.com/nats-io/nuid"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
@@ -149,11 +148,7 @@ func (d *Daemon) httpDatabases(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	id := r.Header.Get(HeaderRequestID)
-	if id == "" {
-		id = nuid.Next()
-	}
-	w.Header().Set(HeaderRequestID, id)
+	w.Header().Set(HeaderRequestID, requestIDOr(r.Header.Get(HeaderRequestID)))
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
 }
@@ -225,12 +220,8 @@ func httpError(w http.ResponseWriter, id string, e *events.Error) {
 }
 
 func writeJSONError(w http.ResponseWriter, status int, id string, e *events.Error) {
-	// Every reply carries a request id, the ones no handler answered
-	// too: the sender's, or one made.
-	if id == "" {
-		id = nuid.Next()
-	}
-	w.Header().Set(HeaderRequestID, id)
+	// Every reply carries a request id, the ones no handler answered too.
+	w.Header().Set(HeaderRequestID, requestIDOr(id))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(struct {
