@@ -242,7 +242,8 @@ func (r *Report) checkExamples(before, after *catalog.Catalog, examples []Exampl
 		if err != nil {
 			continue // stale already: it does not parse
 		}
-		if q.Fit(was, ex.Schema).Err() != nil {
+		before := q.Fit(was, ex.Schema)
+		if before.Err() != nil {
 			continue // stale already
 		}
 		now := q.Fit(will, ex.Schema)
@@ -251,8 +252,7 @@ func (r *Report) checkExamples(before, after *catalog.Catalog, examples []Exampl
 		case len(now.Missing) > 0:
 			// What it read before and the new catalog lacks, less what a
 			// rename it follows moved.
-			keys, _ := q.Place(was, ex.Schema)
-			for _, k := range keys {
+			for _, k := range before.Keys {
 				q := qualName(k)
 				moved := slices.ContainsFunc(now.Followed, func(f sqlguard.Followed) bool { return f.From == q })
 				if !moved && after.Table(q) == nil && after.View(q) == nil {
