@@ -43,11 +43,12 @@ func (q *Query) Fit(n *Names, schema string) Fit {
 			followed[strings.Join(q.columns[i].fields, ".")] = true
 		}
 	}
+	sets := &columnSets{cat: n.cat, sets: map[catalog.QualName]map[string]bool{}}
 	for _, ref := range q.refs {
 		if followed[strings.Join(ref, ".")] {
 			continue
 		}
-		if why := q.unresolved(n, f.Placement, ref); why != "" && !slices.Contains(f.Unknown, why) {
+		if why := q.unresolved(sets, f.Placement, ref); why != "" && !slices.Contains(f.Unknown, why) {
 			f.Unknown = append(f.Unknown, why)
 		}
 	}
@@ -68,7 +69,7 @@ func (f Fit) Err() error {
 }
 
 // unresolved says why a column reference resolves to nothing, or "".
-func (q *Query) unresolved(n *Names, p Placement, ref []string) string {
+func (q *Query) unresolved(sets *columnSets, p Placement, ref []string) string {
 	// Names match in any case, as relations are placed: examples come
 	// from query logs of tools that fold differently.
 	col := strings.ToLower(ref[len(ref)-1])
@@ -81,7 +82,7 @@ func (q *Query) unresolved(n *Names, p Placement, ref []string) string {
 		if !ok {
 			return "" // a subquery's, a CTE's or a function's row
 		}
-		cols, known := columnsOf(n.cat, p.at[written])
+		cols, known := sets.of(p.at[written])
 		if !known || cols[col] {
 			return ""
 		}
@@ -99,7 +100,7 @@ func (q *Query) unresolved(n *Names, p Placement, ref []string) string {
 		if !ok {
 			continue
 		}
-		cols, known := columnsOf(n.cat, at)
+		cols, known := sets.of(at)
 		if !known || cols[col] {
 			return ""
 		}
@@ -111,22 +112,33 @@ func (q *Query) unresolved(n *Names, p Placement, ref []string) string {
 	return fmt.Sprintf("column %s is in none of the relations it reads (%s)", ref[len(ref)-1], strings.Join(read, ", "))
 }
 
-// columnsOf is the lower-case column names of a table or view; known is
-// false when the catalog does not know them (a view it could not derive).
-func columnsOf(cat *catalog.Catalog, q catalog.QualName) (cols map[string]bool, known bool) {
+// columnSets are the lower-case column names of the relations one Fit
+// resolves against, each made once however many references read it.
+type columnSets struct {
+	cat  *catalog.Catalog
+	sets map[catalog.QualName]map[string]bool // nil: not known
+}
+
+// of is a table's or view's column names; known is false when the
+// catalog does not know them (a view it could not derive).
+func (s *columnSets) of(q catalog.QualName) (cols map[string]bool, known bool) {
+	if cols, ok := s.sets[q]; ok {
+		return cols, cols != nil
+	}
 	var list []*catalog.Column
-	if t := cat.Table(q); t != nil {
-		list = t.Columns
-	} else if v := cat.View(q); v != nil && len(v.Columns) > 0 {
-		list = v.Columns
-	} else {
-		return nil, false
+	if t := s.cat.Table(q); t != nil {
+		list, known = t.Columns, true
+	} else if v := s.cat.View(q); v != nil && len(v.Columns) > 0 {
+		list, known = v.Columns, true
 	}
-	cols = make(map[string]bool, len(list))
-	for _, c := range list {
-		cols[strings.ToLower(c.Name)] = true
+	if known {
+		cols = make(map[string]bool, len(list))
+		for _, c := range list {
+			cols[strings.ToLower(c.Name)] = true
+		}
 	}
-	return cols, true
+	s.sets[q] = cols
+	return cols, known
 }
 
 // noteNames records the column names a query makes itself, and sources
