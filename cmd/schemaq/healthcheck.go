@@ -26,9 +26,10 @@ func runHealthcheck(ctx context.Context, e *env, args []string) error {
 	}
 	if *addr == "" {
 		*addr = ":9090"
-		if ep := localEndpoints(envString(e, "SCHEMAQ_DATA_DIR", ".schemaq")); ep != nil {
+		dir := envString(e, "SCHEMAQ_DATA_DIR", ".schemaq")
+		if ep := localEndpoints(dir); ep != nil {
 			if ep.Metrics == "" {
-				return fmt.Errorf("healthcheck: the schemaq up running on %s serves no health endpoint (its address was taken); give --addr", envString(e, "SCHEMAQ_DATA_DIR", ".schemaq"))
+				return fmt.Errorf("healthcheck: the schemaq up running on %s serves no health endpoint (its address was taken); give --addr", dir)
 			}
 			*addr = strings.TrimPrefix(ep.Metrics, "http://")
 		}
