@@ -71,6 +71,7 @@ var journalStatements = []string{
 	"COMMENT ON SCHEMA app IS 'changed'",
 	"COMMENT ON SCHEMA public IS 'changed'",
 	"CREATE TYPE mood2 AS ENUM ('x')",
+	"CREATE TYPE elsewhere.mood3 AS ENUM ('x')",
 	"ALTER TYPE mood ADD VALUE 'glad'",
 	"ALTER TYPE mood ADD VALUE 'glad' BEFORE 'ok'",
 	"ALTER TYPE mood RENAME VALUE 'ok' TO 'fine'",

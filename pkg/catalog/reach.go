@@ -33,7 +33,9 @@ func (a *applier) reachOf(n *pg.Node) reach {
 		if schema == "" {
 			schema = a.creationSchema()
 		}
-		return reach{enums: []QualName{{schema, name}}}
+		// The schema too: an enum made in one the script never created
+		// makes it, as a table does.
+		return reach{enums: []QualName{{schema, name}}, schemas: []string{schema}}
 	case n.GetAlterEnumStmt() != nil:
 		s := n.GetAlterEnumStmt()
 		if s.OldVal != "" {
