@@ -78,7 +78,8 @@ func TestPublishFollowsTheAppliedHistory(t *testing.T) {
 	dir := t.TempDir()
 	addr := freePort(t)
 	url := "nats://" + addr
-	startUp(t, filepath.Join(dir, "data"), addr)
+	stop := startUp(t, filepath.Join(dir, "data"), addr)
+	t.Cleanup(func() { stop() }) // before the data directory is removed
 	mig := filepath.Join(dir, "migrations")
 	tableNames := func() []string {
 		var names []string
@@ -176,7 +177,8 @@ func TestDeadLetterCommands(t *testing.T) {
 	dir := t.TempDir()
 	addr := freePort(t)
 	url := "nats://" + addr
-	startUp(t, filepath.Join(dir, "data"), addr)
+	stop := startUp(t, filepath.Join(dir, "data"), addr)
+	t.Cleanup(func() { stop() }) // before the data directory is removed
 	for _, db := range []string{"one", "two"} {
 		mig := filepath.Join(dir, db)
 		writeFiles(t, mig, map[string]string{"1_bad.sql": "CREATE TABLE t (x int GENERATED ALWAYS AS (1) VIRTUAL);", "2_next.sql": "CREATE TABLE u ();"})
@@ -209,7 +211,8 @@ func TestOneProcessPerDataDir(t *testing.T) {
 	addr := freePort(t)
 	url := "nats://" + addr
 	data := filepath.Join(dir, "data")
-	startUp(t, data, addr)
+	stop := startUp(t, data, addr)
+	t.Cleanup(func() { stop() }) // before the data directory is removed
 	_, errOut, code := runAt(t, url, "up", "--data-dir", data, "--listen", freePort(t))
 	if code != exitFailure || !strings.Contains(errOut, "data directory "+data+" is in use by schemaq pid "+strconv.Itoa(os.Getpid())) {
 		t.Errorf("second up on one data dir (exit %d): %s", code, errOut)
@@ -247,7 +250,8 @@ func TestLemmyWithDefaults(t *testing.T) {
 	dir := t.TempDir()
 	addr := freePort(t)
 	url := "nats://" + addr
-	startUp(t, filepath.Join(dir, "data"), addr)
+	stop := startUp(t, filepath.Join(dir, "data"), addr)
+	t.Cleanup(func() { stop() }) // before the data directory is removed
 	out, errOut, code := runAt(t, url, "publish", "migrations", "--db", "lemmy", "--wait", "120s", lemmy)
 	if code != exitOK || !strings.Contains(out, "published 342 event(s)") || !strings.Contains(out, "catalog lemmy is at version 342 and searchable") {
 		t.Fatalf("publish lemmy (exit %d): %s %s", code, out[max(0, len(out)-500):], errOut)
