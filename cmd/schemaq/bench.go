@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/pkg/benchmark"
-	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/retrieve"
 )
@@ -40,38 +40,208 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	return usagef("bench: unknown benchmark %q", args[0])
 }
 
+// runBenchRetrieval is parse, read the inputs, run benchmark.Retrieval,
+// print: the flags are a retrieve.Config to tune, inputs to read and
+// ablations to switch off.
 func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "bench retrieval", "--schema FILE.sql --questions FILE.jsonl [flags]")
-	schema := fs.String("schema", "", "schema SQL, applied as one snapshot (required)")
-	questions := fs.String("questions", "", "questions JSONL: question, gold_tables (required)")
-	hintsField := fs.String("hints-field", "", "a string field of each question line to send as the request's hints (BIRD: evidence)")
-	docsFile := fs.String("docs", "", "JSONL whose --docs-field of each line is indexed beside the schema as a doc section; lines whose id or question is one of --questions' are left out")
-	docsField := fs.String("docs-field", "text", "the string field of each --docs line that is its section (BIRD: evidence)")
-	feedback := fs.Bool("feedback", false, "with --examples: index only the examples the feedback endpoint would store (the SQL passes the guard against the schema), as a deployment that learns from feedback has them")
-	sqliteSQL := fs.Bool("sqlite-sql", false, "with --feedback: the examples' SQL is SQLite's (BIRD's, Spider's); rewrite what is mechanical (backticks, the case of names, LIMIT a, b, SQLite's functions) for PostgreSQL first")
-	examplesFile := fs.String("examples", "", "worked examples JSONL (question and sql or gold_sql) to index beside the schema; lines whose id or question is one of --questions' are left out")
-	ks := fs.String("k", "1,3,5,10,15,20", "comma-separated cut-offs")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	db := fs.String("db", "bench", "database name to index the schema under")
-	misses := fs.Int("misses", 0, "print up to N questions whose gold tables were not all retrieved")
-	warm := fs.Bool("warm", false, "run every question once before the measured pass (latency of a daemon whose caches are warm)")
-	goldSchema := fs.Bool("gold-schema", false, "filter each question to its gold tables' schema (single-database asks)")
-	var pools benchmark.Pools
-	fs.IntVar(&pools.Size, "pool", 0, "run on pools of N schemas sampled from the schema's, each asked the questions whose gold tables it holds, and report them together (0: the whole schema)")
-	fs.IntVar(&pools.Count, "pools", benchmark.DefaultPools, "with --pool, how many pools to sample")
-	fs.Uint64Var(&pools.Seed, "seed", 1, "with --pool, the first pool's random seed (pool i uses seed+i)")
-	storeName := fs.String("store", "sqlite", "index store: sqlite (embedded) or redis (needs --redis-url)")
-	profile := fs.String("cpuprofile", "", "write a CPU profile of the run (indexing and questions) to this file, for go tool pprof")
-	var sf storeFlags
-	if err := sf.register(fs, e); err != nil {
+	var b benchRetrieval
+	if err := b.parse(e, args); err != nil {
 		return err
 	}
-	cfg := retrieve.DefaultConfig
-	noBM25 := fs.Bool("no-bm25", false, "ablation: no BM25 candidates")
-	noKNN := fs.Bool("no-knn", false, "ablation: no vector candidates")
-	noSchema := fs.Bool("no-schema-rerank", false, "ablation: no schema-aware rescoring")
-	noFK := fs.Bool("no-fk", false, "ablation: no foreign-key bridge tables")
-	reranker := fs.String("reranker", "none", "reranker after schema rescoring: none or lexical")
+	stopProfile, err := startCPUProfile(b.profile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	rc, err := b.inputs()
+	if err != nil {
+		return err
+	}
+	rc.Progress = progressWriter(e.stderr)
+	rep, err := benchmark.Retrieval(ctx, rc)
+	if err != nil {
+		return err
+	}
+	if b.asJSON {
+		return json.NewEncoder(e.stdout).Encode(rep)
+	}
+	printRetrievalReport(e, rep, b.clarify, b.misses)
+	return nil
+}
+
+// benchRetrieval is one `bench retrieval` run's flags.
+type benchRetrieval struct {
+	schema, questions, hintsField     string
+	docsFile, docsField, examplesFile string
+	feedback, sqliteSQL, goldSchema   bool
+	warm, asJSON                      bool
+	ks, db, storeName, reranker       string
+	profile                           string
+	misses, clarify                   int
+	renameShare                       float64
+	pools                             benchmark.Pools
+	store                             storeFlags
+	cfg                               retrieve.Config
+	off                               retrievalAblations
+	cuts                              []int
+}
+
+func (b *benchRetrieval) parse(e *env, args []string) error {
+	fs := newFlags(e, "bench retrieval", "--schema FILE.sql --questions FILE.jsonl [flags]")
+	b.registerInputs(fs)
+	if err := b.store.register(fs, e); err != nil {
+		return err
+	}
+	b.cfg = retrieve.DefaultConfig
+	b.off.register(fs)
+	registerTuning(fs, &b.cfg)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if b.schema == "" || b.questions == "" {
+		fs.Usage()
+		return usagef("bench retrieval: --schema and --questions are required")
+	}
+	return b.check()
+}
+
+func (b *benchRetrieval) registerInputs(fs *flag.FlagSet) {
+	fs.StringVar(&b.schema, "schema", "", "schema SQL, applied as one snapshot (required)")
+	fs.StringVar(&b.questions, "questions", "", "questions JSONL: question, gold_tables (required)")
+	fs.StringVar(&b.hintsField, "hints-field", "", "a string field of each question line to send as the request's hints (BIRD: evidence)")
+	fs.StringVar(&b.docsFile, "docs", "", "JSONL whose --docs-field of each line is indexed beside the schema as a doc section; lines whose id or question is one of --questions' are left out")
+	fs.StringVar(&b.docsField, "docs-field", "text", "the string field of each --docs line that is its section (BIRD: evidence)")
+	fs.BoolVar(&b.feedback, "feedback", false, "with --examples: index only the examples the feedback endpoint would store (the SQL passes the guard against the schema), as a deployment that learns from feedback has them")
+	fs.BoolVar(&b.sqliteSQL, "sqlite-sql", false, "with --feedback: the examples' SQL is SQLite's (BIRD's, Spider's); rewrite what is mechanical (backticks, the case of names, LIMIT a, b, SQLite's functions) for PostgreSQL first")
+	fs.StringVar(&b.examplesFile, "examples", "", "worked examples JSONL (question and sql or gold_sql) to index beside the schema; lines whose id or question is one of --questions' are left out")
+	fs.StringVar(&b.ks, "k", "1,3,5,10,15,20", "comma-separated cut-offs")
+	fs.BoolVar(&b.asJSON, "json", false, "print one JSON object")
+	fs.StringVar(&b.db, "db", "bench", "database name to index the schema under")
+	fs.IntVar(&b.misses, "misses", 0, "print up to N questions whose gold tables were not all retrieved")
+	fs.BoolVar(&b.warm, "warm", false, "run every question once before the measured pass (latency of a daemon whose caches are warm)")
+	fs.BoolVar(&b.goldSchema, "gold-schema", false, "filter each question to its gold tables' schema (single-database asks)")
+	fs.IntVar(&b.pools.Size, "pool", 0, "run on pools of N schemas sampled from the schema's, each asked the questions whose gold tables it holds, and report them together (0: the whole schema)")
+	fs.IntVar(&b.pools.Count, "pools", benchmark.DefaultPools, "with --pool, how many pools to sample")
+	fs.Uint64Var(&b.pools.Seed, "seed", 1, "with --pool, the first pool's random seed (pool i uses seed+i)")
+	fs.StringVar(&b.storeName, "store", "sqlite", "index store: sqlite (embedded) or redis (needs --redis-url)")
+	fs.StringVar(&b.profile, "cpuprofile", "", "write a CPU profile of the run (indexing and questions) to this file, for go tool pprof")
+	fs.StringVar(&b.reranker, "reranker", "none", "reranker after schema rescoring: none or lexical")
+	fs.Float64Var(&b.renameShare, "rename-share", 0, "rename this share of the tables (0.5: every other one) in a migration after the schema, to names that share no word with the old; the questions keep their words, the gold tables follow. Measures what former names are worth to search")
+	fs.IntVar(&b.clarify, "clarify", 0, "play a caller who answers an ambiguous result: a question whose schema is among the first N the result lists is asked again with it named (0: off)")
+}
+
+// check refuses flags that contradict each other and reads the cut-offs.
+func (b *benchRetrieval) check() error {
+	if b.clarify < 0 || b.cfg.Route.AmbiguousShare < 0 {
+		return usagef("bench retrieval: --clarify %d --ambiguous-share %v: both are 0 (off) or more", b.clarify, b.cfg.Route.AmbiguousShare)
+	}
+	if b.pools.Size < 0 || b.pools.Count < 1 {
+		return usagef("bench retrieval: --pool %d --pools %d: the pool size is 0 (off) or more, and at least one pool is drawn", b.pools.Size, b.pools.Count)
+	}
+	if err := oneOf("reranker", b.reranker, "none", "lexical"); err != nil {
+		return err
+	}
+	if err := oneOf("store", b.storeName, "sqlite", "redis"); err != nil {
+		return err
+	}
+	if b.storeName == "redis" && !b.store.shared() {
+		return usagef("bench retrieval: --store redis needs --redis-url (SCHEMAQ_REDIS_URL)")
+	}
+	for _, s := range strings.Split(b.ks, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || k <= 0 {
+			return usagef("--k: %q is not a list of positive integers", b.ks)
+		}
+		b.cuts = append(b.cuts, k)
+	}
+	return nil
+}
+
+// inputs reads the schema, questions, examples and docs into the
+// benchmark's configuration.
+func (b *benchRetrieval) inputs() (benchmark.RetrievalConfig, error) {
+	cfg := b.cfg
+	b.off.apply(&cfg)
+	if b.reranker == "lexical" {
+		cfg.Reranker = rerank.Lexical{}
+	}
+	rc := benchmark.RetrievalConfig{Database: b.db, Source: b.schema, Ks: b.cuts, Retrieve: cfg,
+		GoldSchema: b.goldSchema, Feedback: b.feedback, SQLiteSQL: b.sqliteSQL, Warm: b.warm, Pool: b.pools,
+		Clarify: b.clarify, RenameShare: b.renameShare}
+	if b.storeName == "redis" {
+		rc.OpenStore = b.store.benchStore
+	}
+	sql, err := os.ReadFile(b.schema)
+	if err != nil {
+		return rc, fmt.Errorf("bench retrieval: %w", err)
+	}
+	rc.Schema = string(sql)
+	if rc.Questions, err = readBenchFile(b.questions, func(r io.Reader) ([]benchmark.Question, error) {
+		return benchmark.ReadQuestions(r, b.hintsField)
+	}); err != nil {
+		return rc, err
+	}
+	if rc.Examples, err = readBenchFile(b.examplesFile, benchmark.ReadExamples); err != nil {
+		return rc, err
+	}
+	rc.Docs, err = readBenchFile(b.docsFile, func(r io.Reader) ([]benchmark.Doc, error) {
+		return benchmark.ReadDocs(r, b.docsField)
+	})
+	return rc, err
+}
+
+// readBenchFile reads one JSONL input; no name, no input.
+func readBenchFile[T any](name string, read func(io.Reader) ([]T, error)) ([]T, error) {
+	if name == "" {
+		return nil, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("bench retrieval: %w", err)
+	}
+	defer f.Close()
+	out, err := read(f)
+	if err != nil {
+		return nil, fmt.Errorf("bench retrieval: %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// retrievalAblations switch stages of the default configuration off.
+type retrievalAblations struct {
+	bm25, knn, schema, fk, routing, propagation, inferredJoins bool
+	routingFeatures, corrections, compounds, values, keepDates bool
+}
+
+func (a *retrievalAblations) register(fs *flag.FlagSet) {
+	fs.BoolVar(&a.bm25, "no-bm25", false, "ablation: no BM25 candidates")
+	fs.BoolVar(&a.knn, "no-knn", false, "ablation: no vector candidates")
+	fs.BoolVar(&a.schema, "no-schema-rerank", false, "ablation: no schema-aware rescoring")
+	fs.BoolVar(&a.fk, "no-fk", false, "ablation: no foreign-key bridge tables")
+	fs.BoolVar(&a.routing, "no-routing", false, "ablation: no schema routing")
+	fs.BoolVar(&a.propagation, "no-propagation", false, "ablation: no foreign-key score propagation")
+	fs.BoolVar(&a.inferredJoins, "no-inferred-joins", false, "ablation: propagation follows declared foreign keys only, not the joins column names imply")
+	fs.BoolVar(&a.routingFeatures, "no-routing-features", false, "ablation: schema routing by the fused ranking alone, without the features that may put another schema first")
+	fs.BoolVar(&a.corrections, "no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
+	fs.BoolVar(&a.compounds, "no-compounds", false, "ablation: no run-together identifiers for the question words they are made of")
+	fs.BoolVar(&a.values, "no-value-classes", false, "ablation: no attributes (day, month, gender, country…) for the well-known values a question names")
+	fs.BoolVar(&a.keepDates, "keep-dates", false, "ablation: search the numbers of the dates and times a question writes (2017/3/27, 3:43:54)")
+}
+
+func (a retrievalAblations) apply(cfg *retrieve.Config) {
+	cfg.Gather.BM25, cfg.Gather.KNN, cfg.Rescore.Enabled, cfg.Expand.Enabled = !a.bm25, !a.knn, !a.schema, !a.fk
+	cfg.Route.Enabled, cfg.Propagate.Enabled = !a.routing, !a.propagation
+	cfg.Analyse.Corrections = cfg.Analyse.Corrections && !a.corrections
+	cfg.Route.Features = cfg.Route.Features && !a.routingFeatures
+	cfg.Propagate.InferJoins = cfg.Propagate.InferJoins && !a.inferredJoins
+	cfg.Analyse.Compounds = cfg.Analyse.Compounds && !a.compounds
+	cfg.Analyse.ValueClasses = cfg.Analyse.ValueClasses && !a.values
+	cfg.Analyse.DropDates = cfg.Analyse.DropDates && !a.keepDates
+}
+
+// registerTuning binds the retrieval pipeline's weights and sizes to
+// flags, each defaulting to the shipped configuration.
+func registerTuning(fs *flag.FlagSet, cfg *retrieve.Config) {
 	fs.IntVar(&cfg.Gather.Candidates, "candidates", cfg.Gather.Candidates, "candidates taken from each of BM25 and KNN")
 	fs.Float64Var(&cfg.Fuse.RRFK, "rrf-k", cfg.Fuse.RRFK, "k of Reciprocal Rank Fusion")
 	fs.Float64Var(&cfg.Fuse.BM25Weight, "bm25-weight", cfg.Fuse.BM25Weight, "weight of the BM25 list in fusion")
@@ -85,12 +255,8 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.Fuse.DocWeight, "doc-weight", cfg.Fuse.DocWeight, "weight of the list of tables the most similar doc sections name (0: off)")
 	fs.IntVar(&cfg.Gather.DocCandidates, "doc-candidates", cfg.Gather.DocCandidates, "how many of the most similar doc sections vote for the tables they name")
 	fs.Float64Var(&cfg.Route.AmbiguousShare, "ambiguous-share", cfg.Route.AmbiguousShare, "a result says the question fits several schemas when the likeliest has less than this share of the routing's odds (0: never)")
-	renameShare := fs.Float64("rename-share", 0, "rename this share of the tables (0.5: every other one) in a migration after the schema, to names that share no word with the old; the questions keep their words, the gold tables follow. Measures what former names are worth to search")
-	clarify := fs.Int("clarify", 0, "play a caller who answers an ambiguous result: a question whose schema is among the first N the result lists is asked again with it named (0: off)")
 	fs.Float64Var(&cfg.Fuse.HintWeight, "hint-weight", cfg.Fuse.HintWeight, "weight of the hints' BM25 list in fusion (with --hints-field)")
 	fs.IntVar(&cfg.Rescore.Window, "schema-window", cfg.Rescore.Window, "how many fused candidates the schema rescoring reorders")
-	noRouting := fs.Bool("no-routing", false, "ablation: no schema routing")
-	noPropagation := fs.Bool("no-propagation", false, "ablation: no foreign-key score propagation")
 	fs.Float64Var(&cfg.Route.Weight, "routing-weight", cfg.Route.Weight, "schema routing: weight of the schema list")
 	fs.Float64Var(&cfg.Route.K, "routing-k", cfg.Route.K, "schema routing: k of the schema list")
 	fs.IntVar(&cfg.Route.Depth, "routing-depth", cfg.Route.Depth, "schema routing: how many of a schema's best candidates count")
@@ -98,12 +264,6 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.Propagate.Weight, "propagation-weight", cfg.Propagate.Weight, "propagation: share of a seed's score lent")
 	fs.IntVar(&cfg.Propagate.Seeds, "propagation-seeds", cfg.Propagate.Seeds, "propagation: how many of the best tables lend")
 	fs.Float64Var(&cfg.Propagate.Own, "propagation-own", cfg.Propagate.Own, "propagation: share of a lifted table's own score added to its floor (0: floor alone)")
-	noInferredJoins := fs.Bool("no-inferred-joins", false, "ablation: propagation follows declared foreign keys only, not the joins column names imply")
-	noRoutingFeatures := fs.Bool("no-routing-features", false, "ablation: schema routing by the fused ranking alone, without the features that may put another schema first")
-	noCorrections := fs.Bool("no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
-	noCompounds := fs.Bool("no-compounds", false, "ablation: no run-together identifiers for the question words they are made of")
-	noValues := fs.Bool("no-value-classes", false, "ablation: no attributes (day, month, gender, country…) for the well-known values a question names")
-	keepDates := fs.Bool("keep-dates", false, "ablation: search the numbers of the dates and times a question writes (2017/3/27, 3:43:54)")
 	fs.Float64Var(&cfg.Route.Likelihood, "routing-likelihood", cfg.Route.Likelihood, "schema routing: weight of the schemas' query likelihood (0: off)")
 	fs.Float64Var(&cfg.Route.Mu, "routing-mu", cfg.Route.Mu, "schema routing: Dirichlet mu of the query likelihood")
 	fs.IntVar(&cfg.Route.Head, "routing-head", cfg.Route.Head, "schema routing: keep the routed order for this many candidates, then interleave it with the unrouted order (0: routed throughout)")
@@ -118,102 +278,12 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&cfg.Gather.Weights.Schema, "f-schema", cfg.Gather.Weights.Schema, "BM25 weight of the schema field")
 	fs.Float64Var(&cfg.Gather.Weights.Columns, "f-columns", cfg.Gather.Weights.Columns, "BM25 weight of the columns field")
 	fs.Float64Var(&cfg.Gather.Weights.Body, "f-body", cfg.Gather.Weights.Body, "BM25 weight of the body field")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *schema == "" || *questions == "" {
-		fs.Usage()
-		return usagef("bench retrieval: --schema and --questions are required")
-	}
-	if *clarify < 0 || cfg.Route.AmbiguousShare < 0 {
-		return usagef("bench retrieval: --clarify %d --ambiguous-share %v: both are 0 (off) or more", *clarify, cfg.Route.AmbiguousShare)
-	}
-	if pools.Size < 0 || pools.Count < 1 {
-		return usagef("bench retrieval: --pool %d --pools %d: the pool size is 0 (off) or more, and at least one pool is drawn", pools.Size, pools.Count)
-	}
-	stopProfile, err := startCPUProfile(*profile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	if err := oneOf("reranker", *reranker, "none", "lexical"); err != nil {
-		return err
-	}
-	if err := oneOf("store", *storeName, "sqlite", "redis"); err != nil {
-		return err
-	}
-	var openStore func(ctx context.Context, dim int) (index.Store, string, error)
-	if *storeName == "redis" {
-		if !sf.shared() {
-			return usagef("bench retrieval: --store redis needs --redis-url (SCHEMAQ_REDIS_URL)")
-		}
-		openStore = sf.benchStore
-	}
-	var cuts []int
-	for _, s := range strings.Split(*ks, ",") {
-		k, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || k <= 0 {
-			return usagef("--k: %q is not a list of positive integers", *ks)
-		}
-		cuts = append(cuts, k)
-	}
-	cfg.Gather.BM25, cfg.Gather.KNN, cfg.Rescore.Enabled, cfg.Expand.Enabled = !*noBM25, !*noKNN, !*noSchema, !*noFK
-	cfg.Route.Enabled, cfg.Propagate.Enabled = !*noRouting, !*noPropagation
-	cfg.Analyse.Corrections = cfg.Analyse.Corrections && !*noCorrections
-	cfg.Route.Features = cfg.Route.Features && !*noRoutingFeatures
-	cfg.Propagate.InferJoins = cfg.Propagate.InferJoins && !*noInferredJoins
-	cfg.Analyse.Compounds = cfg.Analyse.Compounds && !*noCompounds
-	cfg.Analyse.ValueClasses = cfg.Analyse.ValueClasses && !*noValues
-	cfg.Analyse.DropDates = cfg.Analyse.DropDates && !*keepDates
-	if *reranker == "lexical" {
-		cfg.Reranker = rerank.Lexical{}
-	}
-	sql, err := os.ReadFile(*schema)
-	if err != nil {
-		return fmt.Errorf("bench retrieval: %w", err)
-	}
-	qf, err := os.Open(*questions)
-	if err != nil {
-		return fmt.Errorf("bench retrieval: %w", err)
-	}
-	qs, err := benchmark.ReadQuestions(qf, *hintsField)
-	qf.Close()
-	if err != nil {
-		return fmt.Errorf("bench retrieval: %s: %w", *questions, err)
-	}
-	var examples []benchmark.Example
-	if *examplesFile != "" {
-		ef, err := os.Open(*examplesFile)
-		if err != nil {
-			return fmt.Errorf("bench retrieval: %w", err)
-		}
-		examples, err = benchmark.ReadExamples(ef)
-		ef.Close()
-		if err != nil {
-			return fmt.Errorf("bench retrieval: %s: %w", *examplesFile, err)
-		}
-	}
-	var docs []benchmark.Doc
-	if *docsFile != "" {
-		df, err := os.Open(*docsFile)
-		if err != nil {
-			return fmt.Errorf("bench retrieval: %w", err)
-		}
-		docs, err = benchmark.ReadDocs(df, *docsField)
-		df.Close()
-		if err != nil {
-			return fmt.Errorf("bench retrieval: %s: %w", *docsFile, err)
-		}
-	}
-	rep, err := benchmark.Retrieval(ctx, benchmark.RetrievalConfig{Database: *db, Schema: string(sql), Source: *schema,
-		Questions: qs, Ks: cuts, Retrieve: cfg, Progress: progressWriter(e.stderr), GoldSchema: *goldSchema, OpenStore: openStore,
-		Examples: examples, Feedback: *feedback, SQLiteSQL: *sqliteSQL, Docs: docs, Warm: *warm, Pool: pools, Clarify: *clarify, RenameShare: *renameShare})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return json.NewEncoder(e.stdout).Encode(rep)
-	}
+}
+
+// printRetrievalReport prints a report for a person: the figures at each
+// cut-off, latency, and up to misses questions whose gold tables were
+// not all retrieved, with each gold table's way through the stages.
+func printRetrievalReport(e *env, rep *benchmark.RetrievalReport, clarify, misses int) {
 	keys := make([]int, 0, len(rep.Recall))
 	for k := range rep.Recall {
 		n, _ := strconv.Atoi(k)
@@ -246,14 +316,14 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "first table in the gold schema: %.3f\n", rep.SchemaFirst)
 	if rep.Ambiguous > 0 {
 		fmt.Fprintf(e.stdout, "fit several schemas: %.3f of the questions (the likeliest was theirs for %.3f of them)", rep.Ambiguous, rep.AmbiguousRight)
-		if *clarify > 0 {
+		if clarify > 0 {
 			fmt.Fprintf(e.stdout, "; asked again with their schema named: %.3f", rep.Clarified)
 		}
 		fmt.Fprintln(e.stdout)
 	}
 	fmt.Fprintf(e.stdout, "latency ms: p50 %.2f  p95 %.2f  p99 %.2f\n", rep.LatencyMS["p50"], rep.LatencyMS["p95"], rep.LatencyMS["p99"])
 	for i, m := range rep.Misses {
-		if i >= *misses {
+		if i >= misses {
 			break
 		}
 		fmt.Fprintf(e.stdout, "miss: %s\n  gold %v\n  got  %v\n", m.Question, m.Gold, m.Got)
@@ -262,7 +332,6 @@ func runBenchRetrieval(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "  %s: %s\n", p.Name, stagePath(p))
 		}
 	}
-	return nil
 }
 
 // stagePath is a gold table's way through the stages, for --misses:

@@ -309,6 +309,24 @@ func TestCLIBenchSearchAskAndFreshness(t *testing.T) {
 	}
 }
 
+// TestCLIBenchIngest runs the generated history through an embedded
+// schemaq of two workers: every migration applied, the last one
+// searchable, nothing dead-lettered.
+func TestCLIBenchIngest(t *testing.T) {
+	out, errOut, code := runCLI(t, "bench", "ingest", "--migrations", "40", "--databases", "3", "--workers", "2", "--timeout", "2m", "--json")
+	var rep ingestReport
+	if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("bench ingest (exit %d): %s %s", code, out, errOut)
+	}
+	if rep.Migrations != 120 || rep.Databases != 3 || rep.Workers != 2 || rep.AppliedSecs <= 0 || rep.PerSecond <= 0 ||
+		rep.SearchableMS <= 0 || rep.IndexedMS <= 0 || rep.SearchableMS < rep.IndexedMS || rep.DeadLetters != 0 {
+		t.Errorf("bench ingest report: %+v", rep)
+	}
+	if _, errOut, code := runCLI(t, "bench", "ingest", "--migrations", "0"); code != exitUsage || !strings.Contains(errOut, "must be positive") {
+		t.Errorf("--migrations 0: exit %d, %s", code, errOut)
+	}
+}
+
 func TestStagePath(t *testing.T) {
 	for _, tc := range []struct {
 		ex   retrieve.Explain

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -21,163 +22,238 @@ import (
 	"github.com/schemaq/schemaq/pkg/safefile"
 )
 
+// publishKinds are what `publish` takes, in the order usage names them.
+var publishKinds = []string{"migrations", "snapshot", "docs", "examples"}
+
+// runPublish is parse, make the events, publish them, wait, report: one
+// method of publishCmd a stage.
 func runPublish(ctx context.Context, e *env, args []string) (err error) {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(e.stderr, "Usage: schemaq publish migrations|snapshot|docs|examples --db NAME [flags] PATH...")
-		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			return nil
-		}
-		return usagef("publish: say what to publish: migrations, snapshot, docs or examples")
+	kind, args, err := publishKind(e, args)
+	if err != nil || kind == "" {
+		return err
 	}
-	kind, args := args[0], args[1:]
-	var closeAfter []func()
-	fs := newFlags(e, "publish "+kind, "--db NAME [flags] PATH...")
-	var c clientFlags
-	defer func() { err = c.jsonFailure(e, err) }()
-	c.register(fs, e)
-	var plan migrate.PlanOptions
-	fs.Int64Var(&plan.Positional, "from", 0, "migrations: number files by position (the first is seq 1) and publish those from seq N on, whatever the catalog records")
-	fs.StringVar(&plan.Baseline, "baseline", "", "migrations: the last migration (version or name) that a catalog without a recorded history already includes, e.g. one built from a snapshot")
-	fs.BoolVar(&plan.AcceptChanged, "accept-changed", false, "migrations: go on past applied migrations whose file changed (they are not applied again)")
-	seq := fs.Int64("seq", 0, "snapshot: the version the snapshot sets (default: the catalog's version + 1)")
-	wait := fs.Duration("wait", 0, "wait up to this long until what was published is applied and searchable (the last migration or snapshot; every doc and example); fail at once if one is dead-lettered (0: do not wait)")
-	var tags tagFlags
-	fs.Var(&tags, "tag", "docs: a tag KEY=VALUE for every doc (repeatable)")
+	p := &publishCmd{e: e, kind: kind}
+	defer func() { err = p.c.jsonFailure(e, err) }()
+	if err := p.parse(args); err != nil {
+		return err
+	}
+	defer p.close()
+	now := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, *p.c.timeout)
+	defer cancel()
+	evs, err := p.events(pctx, now)
+	if err != nil {
+		return err
+	}
+	if err := p.connect(); err != nil {
+		return err
+	}
+	p.narrate()
+	out, err := p.publish(pctx, evs)
+	if err != nil {
+		return err
+	}
+	// Publishing is done: the report says what was published even when
+	// the wait fails.
+	p.wait(ctx, out, now)
+	return p.report(out)
+}
+
+// publishKind takes the first argument, the kind; "" with no error is a
+// help request already answered.
+func publishKind(e *env, args []string) (string, []string, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(e.stderr, "Usage: schemaq publish %s --db NAME [flags] PATH...\n", strings.Join(publishKinds, "|"))
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+			return "", nil, nil
+		}
+		return "", nil, usagef("publish: say what to publish: migrations, snapshot, docs or examples")
+	}
+	for _, k := range publishKinds {
+		if args[0] == k {
+			return k, args[1:], nil
+		}
+	}
+	return "", nil, usagef("publish: unknown kind %q (migrations, snapshot, docs, examples)", args[0])
+}
+
+// publishCmd is one `schemaq publish KIND` run.
+type publishCmd struct {
+	e         *env
+	kind      string
+	c         clientFlags
+	plan      migrate.PlanOptions
+	seq       int64
+	waitLimit time.Duration
+	tags      tagFlags
+	paths     []string
+
+	// One connection, made when first needed: planning migrations and
+	// numbering a snapshot read the catalog; docs and examples are read
+	// from their files first.
+	cli       *client.Client
+	closeConn func()
+}
+
+func (p *publishCmd) parse(args []string) error {
+	fs := newFlags(p.e, "publish "+p.kind, "--db NAME [flags] PATH...")
+	p.c.register(fs, p.e)
+	p.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := c.requireDB(); err != nil {
+	if err := p.c.requireDB(); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
-		return usagef("publish %s: give the files or directories to publish", kind)
+		return usagef("publish %s: give the files or directories to publish", p.kind)
 	}
-	// One connection, made when first needed: planning migrations and
-	// numbering a snapshot read the catalog; docs and examples are read
-	// from their files first.
-	var cli *client.Client
-	connect := func() error {
-		if cli != nil {
-			return nil
-		}
-		var closeConn func()
-		var err error
-		if cli, closeConn, err = c.client(); err == nil {
-			closeAfter = append(closeAfter, closeConn)
-		}
-		return err
+	p.paths = fs.Args()
+	return nil
+}
+
+func (p *publishCmd) register(fs *flag.FlagSet) {
+	fs.Int64Var(&p.plan.Positional, "from", 0, "migrations: number files by position (the first is seq 1) and publish those from seq N on, whatever the catalog records")
+	fs.StringVar(&p.plan.Baseline, "baseline", "", "migrations: the last migration (version or name) that a catalog without a recorded history already includes, e.g. one built from a snapshot")
+	fs.BoolVar(&p.plan.AcceptChanged, "accept-changed", false, "migrations: go on past applied migrations whose file changed (they are not applied again)")
+	fs.Int64Var(&p.seq, "seq", 0, "snapshot: the version the snapshot sets (default: the catalog's version + 1)")
+	fs.DurationVar(&p.waitLimit, "wait", 0, "wait up to this long until what was published is applied and searchable (the last migration or snapshot; every doc and example); fail at once if one is dead-lettered (0: do not wait)")
+	fs.Var(&p.tags, "tag", "docs: a tag KEY=VALUE for every doc (repeatable)")
+}
+
+func (p *publishCmd) connect() error {
+	if p.cli != nil {
+		return nil
 	}
-	defer func() {
-		for _, f := range closeAfter {
-			f()
-		}
-	}()
-	var evs []*events.Event
-	now := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, *c.timeout)
-	defer cancel()
-	switch kind {
-	case "migrations":
-		var warnings []string
-		if err = connect(); err == nil {
-			evs, warnings, err = cli.MigrationEvents(pctx, *c.db, fs.Args(), plan, now)
-		}
-		for _, w := range warnings {
-			fmt.Fprintln(e.stderr, "warning:", w)
-		}
-	case "snapshot":
-		if err = connect(); err == nil {
-			evs, err = snapshotEvent(pctx, cli, *c.db, fs.Args(), *seq, now)
-		}
-	case "docs":
-		evs, err = docEvents(*c.db, fs.Args(), tags, now)
-	case "examples":
-		evs, err = exampleEvents(*c.db, fs.Args(), now)
-	default:
-		return usagef("publish: unknown kind %q (migrations, snapshot, docs, examples)", kind)
-	}
+	cli, closeConn, err := p.c.client()
 	if err != nil {
 		return err
 	}
-	if err := connect(); err != nil {
-		return err
+	p.cli, p.closeConn = cli, closeConn
+	return nil
+}
+
+func (p *publishCmd) close() {
+	if p.closeConn != nil {
+		p.closeConn()
 	}
-	cli.OnPublishRetry(func(attempt int, err error) {
-		fmt.Fprintf(e.stderr, "publish: JetStream did not answer (%v); retrying (attempt %d): a cluster electing a new leader takes seconds\n", err, attempt)
+}
+
+// events reads the files into the events to publish.
+func (p *publishCmd) events(ctx context.Context, now time.Time) ([]*events.Event, error) {
+	db := *p.c.db
+	switch p.kind {
+	case "migrations":
+		if err := p.connect(); err != nil {
+			return nil, err
+		}
+		evs, warnings, err := p.cli.MigrationEvents(ctx, db, p.paths, p.plan, now)
+		for _, w := range warnings {
+			fmt.Fprintln(p.e.stderr, "warning:", w)
+		}
+		return evs, err
+	case "snapshot":
+		if err := p.connect(); err != nil {
+			return nil, err
+		}
+		return snapshotEvent(ctx, p.cli, db, p.paths, p.seq, now)
+	case "docs":
+		return docEvents(db, p.paths, p.tags, now)
+	default:
+		return exampleEvents(db, p.paths, now)
+	}
+}
+
+// narrate says on stderr why a publish or a wait takes long.
+func (p *publishCmd) narrate() {
+	stderr := p.e.stderr
+	p.cli.OnPublishRetry(func(attempt int, err error) {
+		fmt.Fprintf(stderr, "publish: JetStream did not answer (%v); retrying (attempt %d): a cluster electing a new leader takes seconds\n", err, attempt)
 	})
-	cli.OnWaitProgress(func(p client.WaitProgress) {
+	p.cli.OnWaitProgress(func(w client.WaitProgress) {
 		switch {
-		case p.Catalog < p.Want:
-			fmt.Fprintf(e.stderr, "publish: waiting: catalog %s at version %d of %d\n", p.Database, p.Catalog, p.Want)
-		case p.Unconfirmed != nil:
-			fmt.Fprintf(e.stderr, "publish: waiting: catalog %s at version %d; no daemon confirms the index yet (%v)\n", p.Database, p.Catalog, p.Unconfirmed)
+		case w.Catalog < w.Want:
+			fmt.Fprintf(stderr, "publish: waiting: catalog %s at version %d of %d\n", w.Database, w.Catalog, w.Want)
+		case w.Unconfirmed != nil:
+			fmt.Fprintf(stderr, "publish: waiting: catalog %s at version %d; no daemon confirms the index yet (%v)\n", w.Database, w.Catalog, w.Unconfirmed)
 		default:
-			fmt.Fprintf(e.stderr, "publish: waiting: catalog %s at version %d, the index at %d\n", p.Database, p.Catalog, p.Indexed)
+			fmt.Fprintf(stderr, "publish: waiting: catalog %s at version %d, the index at %d\n", w.Database, w.Catalog, w.Indexed)
 		}
 	})
-	type result struct {
-		ID        string `json:"id"`
-		Type      string `json:"type"`
-		Seq       int64  `json:"seq,omitempty"`
-		Source    string `json:"source,omitempty"`
-		Stream    uint64 `json:"stream_seq"`
-		Duplicate bool   `json:"duplicate"`
-	}
-	results := []result{} // [] in JSON when nothing was published, never null
-	dups := 0
-	var last int64
-	// Docs and examples have no catalog version: each is searchable once
-	// its chunks are indexed at the stream sequence it was published at
-	// (a duplicate's is the original's).
-	indexed := map[events.IndexedRef]int64{}
+}
+
+// published is one event's line in the report.
+type published struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	Seq       int64  `json:"seq,omitempty"`
+	Source    string `json:"source,omitempty"`
+	Stream    uint64 `json:"stream_seq"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+// publishOutcome is what a run did, for the report.
+type publishOutcome struct {
+	results []published // [] in JSON when nothing was published, never null
+	dups    int
+	// last is the catalog version the last migration or snapshot sets.
+	last int64
+	// indexed: docs and examples have no catalog version; each is
+	// searchable once its chunks are indexed at the stream sequence it
+	// was published at (a duplicate's is the original's).
+	indexed map[events.IndexedRef]int64
+	drift   int
+	waitErr error
+}
+
+func (p *publishCmd) publish(ctx context.Context, evs []*events.Event) (*publishOutcome, error) {
+	out := &publishOutcome{results: []published{}, indexed: map[events.IndexedRef]int64{}}
 	for _, ev := range evs {
-		p, err := cli.Publish(pctx, ev)
+		ack, err := p.cli.Publish(ctx, ev)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		r := result{ID: ev.ID, Type: ev.Type, Stream: p.Sequence, Duplicate: p.Duplicate}
+		r := published{ID: ev.ID, Type: ev.Type, Stream: ack.Sequence, Duplicate: ack.Duplicate}
 		if m := ev.Migration; m != nil {
-			r.Seq, r.Source, last = m.Seq, m.Source, m.Seq
+			r.Seq, r.Source, out.last = m.Seq, m.Source, m.Seq
 		}
 		if s := ev.Snapshot; s != nil {
-			r.Seq, r.Source, last = s.Seq, s.Source, s.Seq
+			r.Seq, r.Source, out.last = s.Seq, s.Source, s.Seq
 		}
-		if p.Duplicate {
-			dups++
+		if ack.Duplicate {
+			out.dups++
 		}
-		results = append(results, r)
+		out.results = append(out.results, r)
 		for _, ref := range searchableObjects(ev) {
-			indexed[ref] = int64(p.Sequence)
+			out.indexed[ref] = int64(ack.Sequence)
 		}
 	}
-	// Publishing is done: say what was published before waiting, so a
-	// failed wait still shows it.
-	var waitErr error
-	drift := 0
+	return out, nil
+}
+
+// wait waits, when asked to, for what was published to be searchable.
+func (p *publishCmd) wait(ctx context.Context, out *publishOutcome, since time.Time) {
+	db := *p.c.db
 	switch {
-	case *wait > 0 && last > 0:
-		drift, waitErr = waitApplied(ctx, cli, *c.db, last, now, *wait)
-	case *wait > 0 && len(indexed) > 0:
-		waitErr = waitIndexed(ctx, cli, *c.db, indexed, now, *wait)
-	}
-	if *c.asJSON {
-		out := map[string]any{"database": *c.db, "published": results, "duplicates": dups}
-		if waitErr != nil {
-			out["error"] = jsonError(waitErr)
-		}
-		if drift > 0 {
-			out["drift"] = drift
-		}
-		if err := json.NewEncoder(e.stdout).Encode(out); err != nil {
+	case p.waitLimit > 0 && out.last > 0:
+		out.waitErr = waitFor(ctx, db, p.waitLimit, func(ctx context.Context) (err error) {
+			out.drift, err = p.cli.WaitApplied(ctx, db, out.last, since)
 			return err
-		}
-		if waitErr != nil {
-			return &reportedError{waitErr} // said in the JSON above
-		}
-		return nil
+		})
+	case p.waitLimit > 0 && len(out.indexed) > 0:
+		out.waitErr = waitFor(ctx, db, p.waitLimit, func(ctx context.Context) error {
+			return p.cli.WaitIndexed(ctx, db, out.indexed, since)
+		})
 	}
-	for _, r := range results {
+}
+
+func (p *publishCmd) report(out *publishOutcome) error {
+	if *p.c.asJSON {
+		return p.reportJSON(out)
+	}
+	db, stdout := *p.c.db, p.e.stdout
+	for _, r := range out.results {
 		status := "ok"
 		if r.Duplicate {
 			status = "duplicate (already published)"
@@ -186,23 +262,40 @@ func runPublish(ctx context.Context, e *env, args []string) (err error) {
 		if r.Source != "" {
 			label = fmt.Sprintf("%d %s", r.Seq, r.Source)
 		}
-		fmt.Fprintf(e.stdout, "%-10s %s: %s\n", strings.TrimPrefix(r.Type, "schema."), label, status)
+		fmt.Fprintf(stdout, "%-10s %s: %s\n", strings.TrimPrefix(r.Type, "schema."), label, status)
 	}
-	fmt.Fprintf(e.stdout, "published %d event(s) to %s, %d duplicate(s)\n", len(results), *c.db, dups)
-	if kind == "migrations" && len(evs) == 0 {
-		fmt.Fprintf(e.stdout, "nothing to publish: every migration is applied to %s\n", *c.db)
+	fmt.Fprintf(stdout, "published %d event(s) to %s, %d duplicate(s)\n", len(out.results), db, out.dups)
+	if p.kind == "migrations" && len(out.results) == 0 {
+		fmt.Fprintf(stdout, "nothing to publish: every migration is applied to %s\n", db)
 	}
-	if waitErr != nil {
-		return waitErr
+	if out.waitErr != nil {
+		return out.waitErr
 	}
 	switch {
-	case *wait > 0 && last > 0:
-		fmt.Fprintf(e.stdout, "catalog %s is at version %d and searchable\n", *c.db, last)
-	case *wait > 0 && len(indexed) > 0:
-		fmt.Fprintf(e.stdout, "%d %s of %s indexed and searchable\n", len(indexed), kind, *c.db)
+	case p.waitLimit > 0 && out.last > 0:
+		fmt.Fprintf(stdout, "catalog %s is at version %d and searchable\n", db, out.last)
+	case p.waitLimit > 0 && len(out.indexed) > 0:
+		fmt.Fprintf(stdout, "%d %s of %s indexed and searchable\n", len(out.indexed), p.kind, db)
 	}
-	if drift > 0 {
-		fmt.Fprintf(e.stderr, "warning: the catalog of %s has drift: %d statement(s) were skipped, inferred or evaluated in part; `schemaq tables --db %s` lists them\n", *c.db, drift, *c.db)
+	if out.drift > 0 {
+		fmt.Fprintf(p.e.stderr, "warning: the catalog of %s has drift: %d statement(s) were skipped, inferred or evaluated in part; `schemaq tables --db %s` lists them\n", db, out.drift, db)
+	}
+	return nil
+}
+
+func (p *publishCmd) reportJSON(out *publishOutcome) error {
+	doc := map[string]any{"database": *p.c.db, "published": out.results, "duplicates": out.dups}
+	if out.waitErr != nil {
+		doc["error"] = jsonError(out.waitErr)
+	}
+	if out.drift > 0 {
+		doc["drift"] = out.drift
+	}
+	if err := json.NewEncoder(p.e.stdout).Encode(doc); err != nil {
+		return err
+	}
+	if out.waitErr != nil {
+		return &reportedError{out.waitErr} // said in the JSON above
 	}
 	return nil
 }
@@ -239,22 +332,6 @@ func snapshotEvent(ctx context.Context, cli *client.Client, db string, paths []s
 		return nil, fmt.Errorf("snapshot %s: %w", paths[0], err)
 	}
 	return []*events.Event{ev}, nil
-}
-
-// waitApplied is client.WaitApplied for up to limit, with the way out of
-// a dead letter.
-func waitApplied(ctx context.Context, cli *client.Client, db string, want int64, since time.Time, limit time.Duration) (int, error) {
-	wctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	drift, err := cli.WaitApplied(wctx, db, want, since)
-	var dl *client.DeadLetteredError
-	switch {
-	case errors.As(err, &dl):
-		return 0, fmt.Errorf("%w\nsee `schemaq dlq list --db %s`; docs/events.md#recovery says what to do", err, db)
-	case err != nil && ctx.Err() == nil:
-		return 0, fmt.Errorf("after %v: %w", limit, err)
-	}
-	return drift, err
 }
 
 // searchableObjects lists the docs and examples an event makes

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 	"github.com/schemaq/schemaq/pkg/streams"
@@ -49,6 +51,7 @@ type statusReport struct {
 	Warnings []string       `json:"warnings,omitempty"`
 }
 
+// runStatus is parse, gather each part of the report, print.
 func runStatus(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "status", "[flags]")
 	var c clientFlags
@@ -62,16 +65,55 @@ func runStatus(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	defer done()
-	var rep statusReport
+	rep, err := gatherStatus(ctx, js)
+	if err != nil {
+		return err
+	}
+	if *c.asJSON {
+		return json.NewEncoder(e.stdout).Encode(rep)
+	}
+	rep.print(e)
+	return nil
+}
+
+// gatherStatus reads the event stream and its consumers, which must be
+// there, then what else is: catalogs, dead letters, the object store
+// and the daemons answering.
+func gatherStatus(ctx context.Context, js jetstream.JetStream) (*statusReport, error) {
+	rep := &statusReport{Catalogs: map[string]int64{}}
 	s, err := js.Stream(ctx, events.Stream)
 	if err != nil {
-		return fmt.Errorf("stream %s: %w (has schemaq run against this server yet?)", events.Stream, err)
+		return nil, fmt.Errorf("stream %s: %w (has schemaq run against this server yet?)", events.Stream, err)
 	}
 	si, err := s.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", events.Stream, err)
+		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
 	rep.Stream.Messages, rep.Stream.Bytes, rep.Stream.LastSeq = si.State.Msgs, si.State.Bytes, si.State.LastSeq
+	if err := rep.gatherConsumers(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := rep.gatherCatalogs(ctx, js); err != nil {
+		return nil, err
+	}
+	if d, err := js.Stream(ctx, events.DeadLetterStream); err == nil {
+		if di, err := d.Info(ctx); err == nil {
+			rep.DeadLetters = di.State.Msgs
+		}
+	}
+	if obj, err := streams.Objects(ctx, js); err == nil {
+		if st, err := obj.Status(ctx); err == nil {
+			rep.ObjectBytes = st.Size()
+		}
+	}
+	if ds, err := listDaemons(ctx, js.Conn()); err == nil {
+		rep.Daemons = ds
+		rep.Warnings = daemonWarnings(ds)
+	}
+	return rep, nil
+}
+
+func (rep *statusReport) gatherConsumers(ctx context.Context, s jetstream.Stream) error {
 	rep.Consumers = []consumerReport{}
 	lister := s.ListConsumers(ctx)
 	for ci := range lister.Info() {
@@ -90,52 +132,46 @@ func runStatus(ctx context.Context, e *env, args []string) (err error) {
 		return fmt.Errorf("list consumers of %s: %w", events.Stream, err)
 	}
 	sort.Slice(rep.Consumers, func(i, j int) bool { return rep.Consumers[i].Name < rep.Consumers[j].Name })
-	rep.Catalogs = map[string]int64{}
-	if kv, err := js.KeyValue(ctx, events.CatalogBucket); err == nil {
-		var opts []catalogkv.Option
-		if objs, err := streams.Objects(ctx, js); err == nil {
-			opts = append(opts, catalogkv.WithObjects(objs)) // big catalogs live there
-		}
-		store := catalogkv.New(kv, opts...)
-		keys, err := store.Keys(ctx)
+	return nil
+}
+
+// gatherCatalogs reads every catalog's version and drift; one that does
+// not decode is named with why, and the others are reported all the same.
+func (rep *statusReport) gatherCatalogs(ctx context.Context, js jetstream.JetStream) error {
+	kv, err := js.KeyValue(ctx, events.CatalogBucket)
+	if err != nil {
+		return nil // no catalog written yet
+	}
+	var opts []catalogkv.Option
+	if objs, err := streams.Objects(ctx, js); err == nil {
+		opts = append(opts, catalogkv.WithObjects(objs)) // big catalogs live there
+	}
+	store := catalogkv.New(kv, opts...)
+	keys, err := store.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		cat, _, err := store.Get(ctx, k)
 		if err != nil {
-			return err
-		}
-		for _, k := range keys {
-			cat, _, err := store.Get(ctx, k)
-			if err != nil {
-				if rep.Unreadable == nil {
-					rep.Unreadable = map[string]string{}
-				}
-				rep.Unreadable[k] = err.Error()
-				continue
+			if rep.Unreadable == nil {
+				rep.Unreadable = map[string]string{}
 			}
-			rep.Catalogs[k] = cat.Version
-			if n := len(cat.Drift()); n > 0 {
-				if rep.Drift == nil {
-					rep.Drift = map[string]int{}
-				}
-				rep.Drift[k] = n
+			rep.Unreadable[k] = err.Error()
+			continue
+		}
+		rep.Catalogs[k] = cat.Version
+		if n := len(cat.Drift()); n > 0 {
+			if rep.Drift == nil {
+				rep.Drift = map[string]int{}
 			}
+			rep.Drift[k] = n
 		}
 	}
-	if d, err := js.Stream(ctx, events.DeadLetterStream); err == nil {
-		if di, err := d.Info(ctx); err == nil {
-			rep.DeadLetters = di.State.Msgs
-		}
-	}
-	if obj, err := streams.Objects(ctx, js); err == nil {
-		if st, err := obj.Status(ctx); err == nil {
-			rep.ObjectBytes = st.Size()
-		}
-	}
-	if ds, err := listDaemons(ctx, js.Conn()); err == nil {
-		rep.Daemons = ds
-		rep.Warnings = daemonWarnings(ds)
-	}
-	if *c.asJSON {
-		return json.NewEncoder(e.stdout).Encode(rep)
-	}
+	return nil
+}
+
+func (rep *statusReport) print(e *env) {
 	fmt.Fprintf(e.stdout, "stream %s: %d events (%d bytes), last seq %d\n", events.Stream, rep.Stream.Messages, rep.Stream.Bytes, rep.Stream.LastSeq)
 	if len(rep.Consumers) == 0 {
 		fmt.Fprintln(e.stdout, "consumers: none (no worker or replica has started)")
@@ -143,11 +179,17 @@ func runStatus(ctx context.Context, e *env, args []string) (err error) {
 	for _, c := range rep.Consumers {
 		fmt.Fprintf(e.stdout, "consumer %s: %d pending, %d in flight, %d redelivered\n", c.Name, c.Pending, c.AckPending, c.Redelivered)
 	}
-	names := make([]string, 0, len(rep.Catalogs))
-	for k := range rep.Catalogs {
-		names = append(names, k)
+	rep.printCatalogs(e)
+	fmt.Fprintf(e.stdout, "dead letters: %d\n", rep.DeadLetters)
+	fmt.Fprintf(e.stdout, "object store %s: %d bytes\n", events.ObjectBucket, rep.ObjectBytes)
+	rep.printDaemons(e)
+	for _, w := range rep.Warnings {
+		fmt.Fprintln(e.stderr, "warning:", w)
 	}
-	sort.Strings(names)
+}
+
+func (rep *statusReport) printCatalogs(e *env) {
+	names := slices.Sorted(maps.Keys(rep.Catalogs))
 	fmt.Fprintf(e.stdout, "catalogs: %d\n", len(names))
 	for _, n := range names {
 		line := fmt.Sprintf("  %-30s version %d", n, rep.Catalogs[n])
@@ -159,8 +201,9 @@ func runStatus(ctx context.Context, e *env, args []string) (err error) {
 	for _, n := range slices.Sorted(maps.Keys(rep.Unreadable)) {
 		fmt.Fprintf(e.stdout, "  %-30s UNREADABLE: %s\n", n, rep.Unreadable[n])
 	}
-	fmt.Fprintf(e.stdout, "dead letters: %d\n", rep.DeadLetters)
-	fmt.Fprintf(e.stdout, "object store %s: %d bytes\n", events.ObjectBucket, rep.ObjectBytes)
+}
+
+func (rep *statusReport) printDaemons(e *env) {
 	fmt.Fprintf(e.stdout, "daemons: %d\n", len(rep.Daemons))
 	for _, d := range rep.Daemons {
 		line := fmt.Sprintf("  %s version %s", d.ID, d.Version)
@@ -175,8 +218,4 @@ func runStatus(ctx context.Context, e *env, args []string) (err error) {
 		}
 		fmt.Fprintln(e.stdout, line)
 	}
-	for _, w := range rep.Warnings {
-		fmt.Fprintln(e.stderr, "warning:", w)
-	}
-	return nil
 }
