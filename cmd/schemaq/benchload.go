@@ -289,38 +289,14 @@ func runBenchAsk(ctx context.Context, e *env, args []string) error {
 	})
 }
 
+// runBenchFreshness is parse, start or reach a schemaq, publish probe
+// migrations (under a search load when asked), print.
 func runBenchFreshness(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "bench freshness", "[--schema FILE.sql | --nats-url URL --db NAME] [flags]")
-	var sys benchSystemFlags
-	sys.register(fs, e)
-	n := fs.Int("migrations", 50, "how many migrations to publish, one at a time")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	searchC := fs.Int("search-concurrency", 0, "also run searches at this concurrency while the migrations land, and before them for as long (idle), to measure search under ingest (needs --questions)")
-	questions := fs.String("questions", "", "questions JSONL (field question) for --search-concurrency")
-	timeout := fs.Duration("timeout", 5*time.Second, "deadline of one search of --search-concurrency")
-	if err := parseFlags(fs, args); err != nil {
+	var f freshnessFlags
+	if err := f.parse(e, args); err != nil {
 		return err
 	}
-	if *n <= 0 {
-		return usagef("--migrations must be positive")
-	}
-	if *sys.schema == "" && sys.nats.url == "" {
-		return usagef("bench freshness: give --schema or --nats-url")
-	}
-	var qs []benchmark.Question
-	if *searchC > 0 {
-		if *questions == "" {
-			return usagef("bench freshness: --search-concurrency needs --questions")
-		}
-		if *timeout <= 0 {
-			return usagef("bench freshness: --timeout must be positive")
-		}
-		var err error
-		if qs, err = readQuestions("bench freshness", *questions); err != nil {
-			return err
-		}
-	}
-	s, err := sys.start(ctx, e)
+	s, err := f.sys.start(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -329,97 +305,167 @@ func runBenchFreshness(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench freshness: %w", err)
 	}
-	search := func(ctx context.Context, i int) error {
-		_, err := s.cli.Search(ctx, &events.SearchRequest{Database: s.db, Question: qs[i%len(qs)].Question, K: 10})
+	r := &freshnessRun{s: s, f: &f}
+	if f.searchC > 0 {
+		err = r.underLoad(ctx, tb.Version)
+	} else {
+		r.lat, err = r.ingest(ctx, tb.Version, f.n)
+	}
+	if err != nil {
 		return err
 	}
-	loadCfg := benchmark.LoadConfig{Concurrency: *searchC, Timeout: *timeout, Code: errorCode}
-	// The load runs first idle, for as long as the ingest took the
-	// first time round (a quick calibration run), then during the ingest.
-	var idle *benchmark.LoadReport
-	ingest := func(first int64, count int) ([]time.Duration, error) {
-		run := time.Now().UnixNano()
-		var lat []time.Duration
-		for i := 1; i <= count; i++ {
-			seq := first + int64(i)
-			table := fmt.Sprintf("freshness_probe_%d_%d", run%100000, i)
-			ev, err := events.New(fmt.Sprintf("fresh-%d-%d", run, i), s.db, time.Now(),
-				&events.Migration{Seq: seq, Source: table + ".sql", SQL: "CREATE TABLE " + table + " (probe_id int, observed_at timestamptz);"})
-			if err != nil {
-				return nil, err
-			}
-			t0 := time.Now()
-			if _, err := s.cli.Publish(ctx, ev); err != nil {
-				return nil, err
-			}
-			// Polled with the tables listing, which says what the index
-			// reflects at a fraction of a search's cost, and confirmed by a
-			// search: polled by searches alone, the probe was a search load
-			// of its own on the ingest it measures.
-			for {
-				tb, err := s.cli.Tables(ctx, &events.TablesRequest{Database: s.db, Limit: 1})
-				if err == nil && tb.Indexed >= seq {
-					r, err := s.cli.Search(ctx, &events.SearchRequest{Database: s.db, Question: table, K: 1, Kinds: []string{"table"}})
-					if err == nil && len(r.Results) > 0 && r.Results[0].Name == "public."+table {
-						break
-					}
-				}
-				if time.Since(t0) > 30*time.Second {
-					return nil, fmt.Errorf("bench freshness: migration %d was not searchable within 30s", seq)
-				}
-				time.Sleep(time.Millisecond)
-			}
-			lat = append(lat, time.Since(t0))
-		}
-		return lat, nil
+	if f.asJSON {
+		return json.NewEncoder(e.stdout).Encode(r.json())
 	}
-	var lat []time.Duration
-	var under *benchmark.LoadReport
-	if *searchC > 0 {
-		t0 := time.Now()
-		if _, err := ingest(tb.Version, 3); err != nil {
-			return err
-		}
-		base := tb.Version + 3
-		calib := time.Since(t0) / 3 * time.Duration(*n)
-		loadCfg.Duration = max(calib, 2*time.Second)
-		idleRep := benchmark.Load(ctx, loadCfg, search)
-		idle = &idleRep
-		stop := make(chan struct{})
-		loadCfg.Duration, loadCfg.Stop = time.Hour, stop
-		done := make(chan benchmark.LoadReport, 1)
-		go func() { done <- benchmark.Load(ctx, loadCfg, search) }()
-		lat, err = ingest(base, *n)
-		close(stop)
-		underRep := <-done
-		under = &underRep
-		if err != nil {
-			return err
-		}
-	} else if lat, err = ingest(tb.Version, *n); err != nil {
-		return err
-	}
-	p := benchmark.Percentiles(lat)
-	if *asJSON {
-		out := map[string]any{"migrations": *n, "freshness_ms": p}
-		if under != nil {
-			out["search_idle"], out["search_during_ingest"] = idle, under
-			out["search_kept"] = keptShare(idle, under)
-		}
-		return json.NewEncoder(e.stdout).Encode(out)
-	}
-	fmt.Fprintf(e.stdout, "%d migrations, publish → searchable ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", *n, p["p50"], p["p95"], p["p99"], p["max"])
-	if under != nil {
-		for _, r := range []struct {
-			what string
-			rep  *benchmark.LoadReport
-		}{{"idle", idle}, {"during ingest", under}} {
-			fmt.Fprintf(e.stdout, "search %s at concurrency %d: %.0f/s, p50 %.2f  p99 %.2f ms, %d failed, %d timed out\n",
-				r.what, r.rep.Concurrency, r.rep.Throughput, r.rep.LatencyMS["p50"], r.rep.LatencyMS["p99"], r.rep.Failed, r.rep.TimedOut)
-		}
-		fmt.Fprintf(e.stdout, "search kept %.0f%% of its idle throughput during the ingest\n", 100*keptShare(idle, under))
-	}
+	r.print(e)
 	return nil
+}
+
+// freshnessFlags are one `bench freshness` run's flags.
+type freshnessFlags struct {
+	sys     benchSystemFlags
+	n       int
+	asJSON  bool
+	searchC int
+	timeout time.Duration
+	qs      []benchmark.Question
+}
+
+func (f *freshnessFlags) parse(e *env, args []string) error {
+	fs := newFlags(e, "bench freshness", "[--schema FILE.sql | --nats-url URL --db NAME] [flags]")
+	f.sys.register(fs, e)
+	fs.IntVar(&f.n, "migrations", 50, "how many migrations to publish, one at a time")
+	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object")
+	fs.IntVar(&f.searchC, "search-concurrency", 0, "also run searches at this concurrency while the migrations land, and before them for as long (idle), to measure search under ingest (needs --questions)")
+	questions := fs.String("questions", "", "questions JSONL (field question) for --search-concurrency")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "deadline of one search of --search-concurrency")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if f.n <= 0 {
+		return usagef("--migrations must be positive")
+	}
+	if *f.sys.schema == "" && f.sys.nats.url == "" {
+		return usagef("bench freshness: give --schema or --nats-url")
+	}
+	if f.searchC <= 0 {
+		return nil
+	}
+	if *questions == "" {
+		return usagef("bench freshness: --search-concurrency needs --questions")
+	}
+	if f.timeout <= 0 {
+		return usagef("bench freshness: --timeout must be positive")
+	}
+	var err error
+	f.qs, err = readQuestions("bench freshness", *questions)
+	return err
+}
+
+// freshnessRun is one run's system and measurements.
+type freshnessRun struct {
+	s           *benchSystem
+	f           *freshnessFlags
+	lat         []time.Duration
+	idle, under *benchmark.LoadReport
+}
+
+// ingest publishes count probe migrations after version first, one at a
+// time, each timed until a search finds its table.
+func (r *freshnessRun) ingest(ctx context.Context, first int64, count int) ([]time.Duration, error) {
+	run := time.Now().UnixNano()
+	var lat []time.Duration
+	for i := 1; i <= count; i++ {
+		seq := first + int64(i)
+		table := fmt.Sprintf("freshness_probe_%d_%d", run%100000, i)
+		ev, err := events.New(fmt.Sprintf("fresh-%d-%d", run, i), r.s.db, time.Now(),
+			&events.Migration{Seq: seq, Source: table + ".sql", SQL: "CREATE TABLE " + table + " (probe_id int, observed_at timestamptz);"})
+		if err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		if _, err := r.s.cli.Publish(ctx, ev); err != nil {
+			return nil, err
+		}
+		if err := r.awaitSearchable(ctx, seq, table, t0); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return lat, nil
+}
+
+// awaitSearchable polls with the tables listing, which says what the
+// index reflects at a fraction of a search's cost, and confirms with a
+// search: polled by searches alone, the probe was a search load of its
+// own on the ingest it measures.
+func (r *freshnessRun) awaitSearchable(ctx context.Context, seq int64, table string, since time.Time) error {
+	for {
+		tb, err := r.s.cli.Tables(ctx, &events.TablesRequest{Database: r.s.db, Limit: 1})
+		if err == nil && tb.Indexed >= seq {
+			res, err := r.s.cli.Search(ctx, &events.SearchRequest{Database: r.s.db, Question: table, K: 1, Kinds: []string{"table"}})
+			if err == nil && len(res.Results) > 0 && res.Results[0].Name == "public."+table {
+				return nil
+			}
+		}
+		if time.Since(since) > 30*time.Second {
+			return fmt.Errorf("bench freshness: migration %d was not searchable within 30s", seq)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// underLoad runs the search load first idle, for as long as the ingest
+// took the first time round (a quick calibration run), then during the
+// ingest.
+func (r *freshnessRun) underLoad(ctx context.Context, version int64) error {
+	search := func(ctx context.Context, i int) error {
+		_, err := r.s.cli.Search(ctx, &events.SearchRequest{Database: r.s.db, Question: r.f.qs[i%len(r.f.qs)].Question, K: 10})
+		return err
+	}
+	loadCfg := benchmark.LoadConfig{Concurrency: r.f.searchC, Timeout: r.f.timeout, Code: errorCode}
+	t0 := time.Now()
+	if _, err := r.ingest(ctx, version, 3); err != nil {
+		return err
+	}
+	loadCfg.Duration = max(time.Since(t0)/3*time.Duration(r.f.n), 2*time.Second)
+	idle := benchmark.Load(ctx, loadCfg, search)
+	r.idle = &idle
+	stop := make(chan struct{})
+	loadCfg.Duration, loadCfg.Stop = time.Hour, stop
+	done := make(chan benchmark.LoadReport, 1)
+	go func() { done <- benchmark.Load(ctx, loadCfg, search) }()
+	var err error
+	r.lat, err = r.ingest(ctx, version+3, r.f.n)
+	close(stop)
+	under := <-done
+	r.under = &under
+	return err
+}
+
+func (r *freshnessRun) json() map[string]any {
+	out := map[string]any{"migrations": r.f.n, "freshness_ms": benchmark.Percentiles(r.lat)}
+	if r.under != nil {
+		out["search_idle"], out["search_during_ingest"] = r.idle, r.under
+		out["search_kept"] = keptShare(r.idle, r.under)
+	}
+	return out
+}
+
+func (r *freshnessRun) print(e *env) {
+	p := benchmark.Percentiles(r.lat)
+	fmt.Fprintf(e.stdout, "%d migrations, publish → searchable ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", r.f.n, p["p50"], p["p95"], p["p99"], p["max"])
+	if r.under == nil {
+		return
+	}
+	for _, l := range []struct {
+		what string
+		rep  *benchmark.LoadReport
+	}{{"idle", r.idle}, {"during ingest", r.under}} {
+		fmt.Fprintf(e.stdout, "search %s at concurrency %d: %.0f/s, p50 %.2f  p99 %.2f ms, %d failed, %d timed out\n",
+			l.what, l.rep.Concurrency, l.rep.Throughput, l.rep.LatencyMS["p50"], l.rep.LatencyMS["p99"], l.rep.Failed, l.rep.TimedOut)
+	}
+	fmt.Fprintf(e.stdout, "search kept %.0f%% of its idle throughput during the ingest\n", 100*keptShare(r.idle, r.under))
 }
 
 // keptShare is the throughput under ingest as a share of idle.

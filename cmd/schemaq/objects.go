@@ -31,6 +31,7 @@ type exampleView struct {
 	Stale string `json:"stale,omitempty"`
 }
 
+// runExamples is parse, then list, show or delete.
 func runExamples(ctx context.Context, e *env, args []string) (err error) {
 	verb, helped, err := verbOf(e, "examples", args, []string{"list", "show", "delete"}, "list --db NAME [--stale] | show --db NAME ID | delete --db NAME [--wait DUR] ID...")
 	if helped || err != nil {
@@ -48,58 +49,68 @@ func runExamples(ctx context.Context, e *env, args []string) (err error) {
 	if err := c.requireDB(); err != nil {
 		return err
 	}
-	switch {
-	case verb == "list" && fs.NArg() > 0:
-		return usagef("examples list takes no ids: use examples show ID")
-	case verb == "show" && fs.NArg() != 1:
-		return usagef("examples show: give one example id (see examples list)")
-	case verb == "delete" && fs.NArg() == 0:
-		return usagef("examples delete: give the ids of the examples to delete (see examples list)")
-	case verb != "list" && *stale:
-		return usagef("examples %s: --stale is for list", verb)
+	if err := checkExampleArgs(verb, fs.NArg(), *stale); err != nil {
+		return err
 	}
 	cli, rctx, done, err := c.session(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if verb == "delete" {
+	switch verb {
+	case "delete":
 		return deleteExamples(ctx, rctx, e, cli, &c, fs.Args(), *wait)
+	case "show":
+		return showExample(rctx, e, cli, &c, fs.Arg(0))
 	}
-	stored, err := cli.Examples(rctx, *c.db)
+	return listExamples(rctx, e, cli, &c, *stale)
+}
+
+func checkExampleArgs(verb string, ids int, stale bool) error {
+	switch {
+	case verb == "list" && ids > 0:
+		return usagef("examples list takes no ids: use examples show ID")
+	case verb == "show" && ids != 1:
+		return usagef("examples show: give one example id (see examples list)")
+	case verb == "delete" && ids == 0:
+		return usagef("examples delete: give the ids of the examples to delete (see examples list)")
+	case verb != "list" && stale:
+		return usagef("examples %s: --stale is for list", verb)
+	}
+	return nil
+}
+
+// storedExamples lists db's examples from the stream; none from a
+// database nobody published to is an error, not an empty list.
+func storedExamples(ctx context.Context, cli *client.Client, db string) ([]exampleView, error) {
+	stored, err := cli.Examples(ctx, db)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(stored) == 0 {
-		if err := knownDatabase(rctx, cli, *c.db); err != nil {
-			return err
+		if err := knownDatabase(ctx, cli, db); err != nil {
+			return nil, err
 		}
 	}
 	views := make([]exampleView, len(stored))
 	for i, s := range stored {
 		views[i] = exampleView{StoredExample: s}
 	}
-	if verb == "show" {
-		i := slices.IndexFunc(views, func(v exampleView) bool { return v.ID == fs.Arg(0) })
-		if i < 0 {
-			return fmt.Errorf("examples show: %s has no example %s (examples list shows %d)", *c.db, events.Quote(fs.Arg(0)), len(views))
-		}
-		views = views[i : i+1]
+	return views, nil
+}
+
+func listExamples(ctx context.Context, e *env, cli *client.Client, c *clientFlags, stale bool) error {
+	views, err := storedExamples(ctx, cli, *c.db)
+	if err != nil {
+		return err
 	}
-	if *stale || verb == "show" {
-		if views, err = markStale(rctx, &c, *c.db, views, *stale); err != nil {
+	if stale {
+		if views, err = markStale(ctx, c, *c.db, views, true); err != nil {
 			return err
 		}
 	}
 	if *c.asJSON {
-		if verb == "show" {
-			return json.NewEncoder(e.stdout).Encode(views[0])
-		}
 		return json.NewEncoder(e.stdout).Encode(views)
-	}
-	if verb == "show" {
-		printExample(e, views[0])
-		return nil
 	}
 	for _, v := range views {
 		line := fmt.Sprintf("%s\t%d\t%s\t%s", v.ID, v.Seq, origin(v.Example), clip(v.Question, 80))
@@ -109,10 +120,30 @@ func runExamples(ctx context.Context, e *env, args []string) (err error) {
 		fmt.Fprintln(e.stdout, line)
 	}
 	what := "example(s)"
-	if *stale {
+	if stale {
 		what = "stale example(s)"
 	}
 	fmt.Fprintf(e.stdout, "%d %s of %s\n", len(views), what, *c.db)
+	return nil
+}
+
+// showExample prints one example, with whether it still fits.
+func showExample(ctx context.Context, e *env, cli *client.Client, c *clientFlags, id string) error {
+	views, err := storedExamples(ctx, cli, *c.db)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(views, func(v exampleView) bool { return v.ID == id })
+	if i < 0 {
+		return fmt.Errorf("examples show: %s has no example %s (examples list shows %d)", *c.db, events.Quote(id), len(views))
+	}
+	if views, err = markStale(ctx, c, *c.db, views[i:i+1], false); err != nil {
+		return err
+	}
+	if *c.asJSON {
+		return json.NewEncoder(e.stdout).Encode(views[0])
+	}
+	printExample(e, views[0])
 	return nil
 }
 

@@ -357,6 +357,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	return runRole(ctx, e, args, "serve", true, true)
 }
 
+// runRole is parse, refuse what cannot work, take the data directory,
+// connect, run.
 func runRole(ctx context.Context, e *env, args []string, name string, worker, serve bool) error {
 	fs := newFlags(e, name, "[flags]")
 	var r roleFlags
@@ -373,34 +375,14 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 	if err := r.check(); err != nil {
 		return err
 	}
-	if replica != nil && *replica == "" {
-		*replica = defaultReplicaID(*r.dataDir)
-	}
-	if replica != nil && r.store.shared() {
-		return usagef("serve keeps an index per replica; with a shared Redis index (--redis-url, SCHEMAQ_REDIS_URL) run `schemaq worker` and `schemaq daemon` instead")
-	}
 	if replica != nil {
-		id := strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-				return r
-			}
-			return '_'
-		}, *replica)
-		if id == "" {
-			return usagef("--replica-id: give this replica a name")
+		if err := r.asReplica(*replica); err != nil {
+			return err
 		}
-		r.worker.Consumer.Name = "schemaq-replica-" + id
-		// A replica that is gone for a day loses its consumer; when it
-		// comes back it replays the stream into a fresh index.
-		r.worker.Consumer.InactiveThreshold = 24 * time.Hour
-		r.replica = true
 	}
-	if name == "daemon" && !r.store.shared() {
-		// A daemon over a local index answers from what a worker on this
-		// host writes there. Without one it would take its share of
-		// searches and answer them from an index nobody fills.
-		if _, held := dataDirWriter(*r.dataDir); !held {
-			return fmt.Errorf("daemon: no worker writes the index in %s (its lock is free), so this daemon would answer every search it takes from an empty or outdated index; run `schemaq worker --data-dir %s` on this host first, `schemaq serve` (a worker and a daemon in one process), or give workers and daemons a shared Redis index (SCHEMAQ_REDIS_URL)", *r.dataDir, *r.dataDir)
+	if name == "daemon" {
+		if err := r.daemonHasAWriter(); err != nil {
+			return err
 		}
 	}
 	if worker && !r.store.shared() {
@@ -428,6 +410,45 @@ func runRole(ctx context.Context, e *env, args []string, name string, worker, se
 	log.Info("schemaq "+name+" starting", zap.String("version", buildInfo().Version), zap.String("nats", nc.ConnectedUrlRedacted()),
 		zap.String("data_dir", *r.dataDir), zap.String("embedder", rt.emb.Model()))
 	return rt.run(ctx, &r, worker, serve)
+}
+
+// asReplica makes this process a serve replica named id (default: after
+// its host and data directory), on a consumer of its own.
+func (r *roleFlags) asReplica(id string) error {
+	if r.store.shared() {
+		return usagef("serve keeps an index per replica; with a shared Redis index (--redis-url, SCHEMAQ_REDIS_URL) run `schemaq worker` and `schemaq daemon` instead")
+	}
+	if id == "" {
+		id = defaultReplicaID(*r.dataDir)
+	}
+	id = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, id)
+	if id == "" {
+		return usagef("--replica-id: give this replica a name")
+	}
+	r.worker.Consumer.Name = "schemaq-replica-" + id
+	// A replica that is gone for a day loses its consumer; when it comes
+	// back it replays the stream into a fresh index.
+	r.worker.Consumer.InactiveThreshold = 24 * time.Hour
+	r.replica = true
+	return nil
+}
+
+// daemonHasAWriter refuses a daemon over a local index that no worker on
+// this host writes: it would take its share of searches and answer them
+// from an index nobody fills.
+func (r *roleFlags) daemonHasAWriter() error {
+	if r.store.shared() {
+		return nil
+	}
+	if _, held := dataDirWriter(*r.dataDir); !held {
+		return fmt.Errorf("daemon: no worker writes the index in %s (its lock is free), so this daemon would answer every search it takes from an empty or outdated index; run `schemaq worker --data-dir %s` on this host first, `schemaq serve` (a worker and a daemon in one process), or give workers and daemons a shared Redis index (SCHEMAQ_REDIS_URL)", *r.dataDir, *r.dataDir)
+	}
+	return nil
 }
 
 // defaultReplicaID names a replica after its host and its data directory:
