@@ -50,6 +50,7 @@ func (a *applier) alterTable(s *pg.AlterTableStmt) error {
 	}
 	t := a.cat.tables[q]
 	a.touch(t, touchAltered)
+	var retyped []string
 	for i, c := range s.Cmds {
 		cmd := c.GetAlterTableCmd()
 		if cmd == nil {
@@ -62,6 +63,19 @@ func (a *applier) alterTable(s *pg.AlterTableStmt) error {
 				return clean(err)
 			}
 			return err
+		}
+		if cmd.Subtype == pg.AlterTableType_AT_AlterColumnType {
+			retyped = append(retyped, cmd.Name)
+		}
+	}
+	// As PostgreSQL, the foreign keys are checked once every column the
+	// statement retypes has its type: one that retypes a key and the
+	// column referencing it together keeps them comparable.
+	for _, name := range retyped {
+		if col := t.Column(name); col != nil {
+			if err := a.keysStillJoin(t, col); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -329,10 +343,14 @@ func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
 		}
 	}
 	for _, other := range a.cat.tables {
-		if other == t {
-			continue
-		}
 		for _, fk := range other.ForeignKeys {
+			// A table's own key that references the column goes with it
+			// when it is also the key's column (its constraint involves
+			// the column); one that only references it, as a parent_id
+			// does its table's id, depends on it like another table's.
+			if other == t && slices.Contains(fk.Columns, name) {
+				continue
+			}
 			if fk.RefTable == q && slices.Contains(fk.RefColumns, name) && !cascade {
 				return dependent("cannot drop column %s of %s: constraint %s on %s depends on it (use CASCADE)",
 					QuoteIdent(name), q, QuoteIdent(fk.Name), other.QualName())

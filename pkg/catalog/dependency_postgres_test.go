@@ -47,6 +47,31 @@ CREATE TABLE u (id int PRIMARY KEY, name text, avatar text);
 		{"a column beside a generated one dropped", "CREATE TABLE g (a int, b int GENERATED ALWAYS AS (a * 2) STORED, k int);", "ALTER TABLE g DROP COLUMN k"},
 		{"a column of a two-column key dropped", "CREATE TABLE kk (a int, b int, PRIMARY KEY (a, b));", "ALTER TABLE kk DROP COLUMN a"},
 		{"a column of a check dropped", "CREATE TABLE ck (a int, b int, CHECK (a < b));", "ALTER TABLE ck DROP COLUMN a"},
+		// Foreign keys: a key another table references is a dependency
+		// PostgreSQL guards; the referencing side's constraint goes with
+		// its column.
+		{"a referenced key dropped", "CREATE TABLE r (id int PRIMARY KEY, o_id int REFERENCES o(id));", "ALTER TABLE o DROP COLUMN id"},
+		{"a referenced key dropped with CASCADE", "CREATE TABLE r (id int PRIMARY KEY, o_id int REFERENCES o(id));", "ALTER TABLE o DROP COLUMN id CASCADE"},
+		{"a referencing column dropped", "CREATE TABLE r (id int PRIMARY KEY, o_id int REFERENCES o(id));", "ALTER TABLE r DROP COLUMN o_id"},
+		{"a referenced unique column dropped", "CREATE TABLE q (code text UNIQUE); CREATE TABLE r (code text REFERENCES q(code));", "ALTER TABLE q DROP COLUMN code"},
+		{"a self-referenced key dropped", "CREATE TABLE t (id int PRIMARY KEY, parent int REFERENCES t(id));", "ALTER TABLE t DROP COLUMN id"},
+		{"a referenced table dropped", "CREATE TABLE r (id int PRIMARY KEY, o_id int REFERENCES o(id));", "DROP TABLE o"},
+		{"a referenced table dropped with CASCADE", "CREATE TABLE r (id int PRIMARY KEY, o_id int REFERENCES o(id));", "DROP TABLE o CASCADE"},
+		{"a referenced key retyped alike", "CREATE TABLE r (id int PRIMARY KEY, o_id int REFERENCES o(id));", "ALTER TABLE o ALTER COLUMN id TYPE bigint"},
+		{"a referenced key retyped apart", "CREATE TABLE r (id int PRIMARY KEY, o_id int REFERENCES o(id));", "ALTER TABLE o ALTER COLUMN id TYPE text"},
+		{"a referencing column retyped apart", "CREATE TABLE r (id int PRIMARY KEY, o_id int REFERENCES o(id));", "ALTER TABLE r ALTER COLUMN o_id TYPE text"},
+		{"a referenced key retyped to what it casts to", "CREATE TABLE r (id int PRIMARY KEY, o_id int REFERENCES o);", "ALTER TABLE o ALTER COLUMN id TYPE numeric(12,2)"},
+		{"a referencing column retyped to a float", "CREATE TABLE r (id int PRIMARY KEY, o_id int REFERENCES o);", "ALTER TABLE r ALTER COLUMN o_id TYPE real"},
+		{"a referencing uuid retyped to text", "CREATE TABLE q (id uuid PRIMARY KEY); CREATE TABLE r (q_id uuid REFERENCES q);", "ALTER TABLE r ALTER COLUMN q_id TYPE text"},
+		{"a referencing date retyped to a timestamp", "CREATE TABLE q (d date PRIMARY KEY); CREATE TABLE r (d date REFERENCES q);", "ALTER TABLE r ALTER COLUMN d TYPE timestamp(3) with time zone"},
+		{"a referencing text retyped to char", "CREATE TABLE q (code text PRIMARY KEY); CREATE TABLE r (code text REFERENCES q);", "ALTER TABLE r ALTER COLUMN code TYPE char(3)"},
+		{"a self-referencing key retyped", "CREATE TABLE t (id int PRIMARY KEY, parent int REFERENCES t(id));", "ALTER TABLE t ALTER COLUMN id TYPE text"},
+		{"a self-referencing key and its column retyped together", "CREATE TABLE t (id int PRIMARY KEY, parent int REFERENCES t(id));", "ALTER TABLE t ALTER COLUMN id TYPE text, ALTER COLUMN parent TYPE text"},
+		{"a key of an enum retyped", "CREATE TYPE mood AS ENUM ('a'); CREATE TABLE q (m mood PRIMARY KEY); CREATE TABLE r (m mood REFERENCES q);", "ALTER TABLE r ALTER COLUMN m TYPE text"},
+		{"a self-referenced key whose column it is dropped", "CREATE TABLE t (id int PRIMARY KEY REFERENCES t(id), k int);", "ALTER TABLE t DROP COLUMN id"},
+		{"a self-referencing column dropped", "CREATE TABLE t (id int PRIMARY KEY, parent int REFERENCES t(id));", "ALTER TABLE t DROP COLUMN parent"},
+		{"an indexed column dropped", "CREATE INDEX o_cx ON o (c, x);", "ALTER TABLE o DROP COLUMN c"},
+		{"a column of a unique constraint dropped", "CREATE TABLE q (a int, b int, UNIQUE (a, b));", "ALTER TABLE q DROP COLUMN a"},
 		{"a column named as the renamed one was", "CREATE VIEW v AS SELECT c FROM o;", "ALTER TABLE o RENAME COLUMN c TO d; ALTER TABLE o ADD COLUMN c int; ALTER TABLE o DROP COLUMN c"},
 	}
 	for i, tt := range tests {
@@ -68,8 +93,12 @@ CREATE TABLE u (id int PRIMARY KEY, name text, avatar text);
 			case pgErr == nil && ourErr != nil:
 				t.Fatalf("PostgreSQL applies it; the catalog refuses: %v", ourErr)
 			case pgErr != nil:
-				if !errors.Is(ourErr, ErrDependent) {
-					t.Errorf("the catalog refuses as %v, want a dependency", ourErr)
+				want := ErrDependent
+				if strings.Contains(pgErr.Error(), "cannot be implemented") {
+					want = ErrInvalid // a key whose types no longer compare
+				}
+				if !errors.Is(ourErr, want) {
+					t.Errorf("the catalog refuses as %v, want %v", ourErr, want)
 				}
 				t.Logf("PostgreSQL: %v\ncatalog: %v", pgErr, ourErr)
 				return
