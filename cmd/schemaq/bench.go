@@ -18,6 +18,7 @@ import (
 )
 
 func runBench(ctx context.Context, e *env, args []string) error {
+	e.declareVerbs([]string{"retrieval", "search", "ask", "freshness", "ingest"})
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
 		fmt.Fprintln(e.stderr, "Usage: schemaq bench retrieval|search|ask|freshness|ingest [flags]\n\nBenchmarks:\n  retrieval  recall and complete recall @k and latency of retrieval over a schema and questions\n  search     throughput and latency of the search endpoint through NATS under concurrent load\n  ask        the same for ask, with a real gateway (without one: search)\n  freshness  time from publishing a migration until it is searchable\n  ingest     migrations per second of a generated history, time to searchable, dead letters")
 		if len(args) == 0 {

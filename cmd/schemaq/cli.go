@@ -64,6 +64,10 @@ type env struct {
 	stdin          io.Reader // nil: none (tests)
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// flagSet and verbs, when set, hear what a command declares: shell
+	// completion runs commands with --help to learn their flags and verbs.
+	flagSet func(*flag.FlagSet)
+	verbs   func([]string)
 }
 
 type command struct {
@@ -94,6 +98,7 @@ func commands() map[string]command {
 		"healthcheck": {"probe a running process's /readyz; exits non-zero unless ready (container health checks)", runHealthcheck},
 		"mcp":         {"serve schemaq's tools to AI agents (Model Context Protocol, stdio or HTTP)", runMCP},
 		"version":     {"print the version, the revision it was built from and the Go release (also --version)", runVersion},
+		"completion":  {"print a shell completion script (completion bash|zsh; source <(schemaq completion bash))", runCompletion},
 	}
 }
 
@@ -118,6 +123,9 @@ func runEnv(ctx context.Context, args []string, e *env) error {
 			return usagef("no command given")
 		}
 		return nil
+	}
+	if args[0] == completeCommand {
+		return runComplete(ctx, e, args[1:])
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
@@ -197,6 +205,9 @@ func printUsage(w io.Writer, cmds map[string]command) {
 func newFlags(e *env, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	if e.flagSet != nil {
+		e.flagSet(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: schemaq %s %s\n\nFlags:\n", name, usage)
 		fs.PrintDefaults()
@@ -245,6 +256,7 @@ func oneOf(flagName, value string, allowed ...string) error {
 // show): its first argument, one of verbs. --help prints the usage and
 // ends the command (done).
 func verbOf(e *env, name string, args, verbs []string, usage string) (verb string, done bool, err error) {
+	e.declareVerbs(verbs)
 	if len(args) > 0 && slices.Contains(verbs, args[0]) {
 		return args[0], false, nil
 	}

@@ -62,6 +62,7 @@ func runPublish(ctx context.Context, e *env, args []string) (err error) {
 // publishKind takes the first argument, the kind; "" with no error is a
 // help request already answered.
 func publishKind(e *env, args []string) (string, []string, error) {
+	e.declareVerbs(publishKinds)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintf(e.stderr, "Usage: schemaq publish %s --db NAME [flags] PATH...\n", strings.Join(publishKinds, "|"))
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
