@@ -75,6 +75,7 @@ type benchRetrieval struct {
 	schema, questions, hintsField     string
 	docsFile, docsField, examplesFile string
 	feedback, sqliteSQL, goldSchema   bool
+	stablePrefix                      bool
 	warm, asJSON                      bool
 	ks, db, storeName, reranker       string
 	profile                           string
@@ -128,6 +129,7 @@ func (b *benchRetrieval) registerInputs(fs *flag.FlagSet) {
 	fs.StringVar(&b.profile, "cpuprofile", "", "write a CPU profile of the run (indexing and questions) to this file, for go tool pprof")
 	fs.StringVar(&b.reranker, "reranker", "none", "reranker after schema rescoring: none or lexical")
 	fs.Float64Var(&b.renameShare, "rename-share", 0, "rename this share of the tables (0.5: every other one) in a migration after the schema, to names that share no word with the old; the questions keep their words, the gold tables follow. Measures what former names are worth to search")
+	fs.BoolVar(&b.stablePrefix, "stable-prefix", false, "ask every question again at each smaller --k and report the share whose first k results differ from the first k of the longest list")
 	fs.IntVar(&b.clarify, "clarify", 0, "play a caller who answers an ambiguous result: a question whose schema is among the first N the result lists is asked again with it named (0: off)")
 }
 
@@ -168,7 +170,7 @@ func (b *benchRetrieval) inputs() (benchmark.RetrievalConfig, error) {
 	}
 	rc := benchmark.RetrievalConfig{Database: b.db, Source: b.schema, Ks: b.cuts, Retrieve: cfg,
 		GoldSchema: b.goldSchema, Feedback: b.feedback, SQLiteSQL: b.sqliteSQL, Warm: b.warm, Pool: b.pools,
-		Clarify: b.clarify, RenameShare: b.renameShare}
+		Clarify: b.clarify, RenameShare: b.renameShare, StablePrefix: b.stablePrefix}
 	if b.storeName == "redis" {
 		rc.OpenStore = b.store.benchStore
 	}
@@ -269,6 +271,8 @@ func registerTuning(fs *flag.FlagSet, cfg *retrieve.Config) {
 	fs.Float64Var(&cfg.Route.Mu, "routing-mu", cfg.Route.Mu, "schema routing: Dirichlet mu of the query likelihood")
 	fs.IntVar(&cfg.Route.Head, "routing-head", cfg.Route.Head, "schema routing: keep the routed order for this many candidates, then interleave it with the unrouted order (0: routed throughout)")
 	fs.IntVar(&cfg.Analyse.PrefixMin, "prefix-min", cfg.Analyse.PrefixMin, "BM25: add identifier terms of at least N letters that abbreviate a question word (0: off)")
+	fs.IntVar(&cfg.Expand.MaxBridges, "max-bridges", cfg.Expand.MaxBridges, "join completion: at most this many tables that join two of the strongest")
+	fs.IntVar(&cfg.Expand.Depth, "bridge-depth", cfg.Expand.Depth, "join completion: look for bridges among the first N candidates")
 	fs.IntVar(&cfg.Route.Expansion, "schema-expansion", cfg.Route.Expansion, "add up to N unfound tables of the best schema")
 	fs.Float64Var(&cfg.Rescore.Weights.Table, "w-table", cfg.Rescore.Weights.Table, "schema rescoring: weight of a table-name hit")
 	fs.Float64Var(&cfg.Rescore.Weights.Column, "w-column", cfg.Rescore.Weights.Column, "schema rescoring: weight of a column hit")
@@ -314,7 +318,15 @@ func printRetrievalReport(e *env, rep *benchmark.RetrievalReport, clarify, misse
 		s := strconv.Itoa(k)
 		fmt.Fprintf(e.stdout, "%-6d %8.3f %8.3f\n", k, rep.Recall[s], rep.CompleteRecall[s])
 	}
+	printByGoldSize(e, rep, keys)
 	fmt.Fprintf(e.stdout, "first table in the gold schema: %.3f\n", rep.SchemaFirst)
+	if len(rep.PrefixUnstable) > 0 {
+		fmt.Fprint(e.stdout, "first k results that differ when more are asked for:")
+		for _, k := range keys[:len(keys)-1] {
+			fmt.Fprintf(e.stdout, "  k=%d %.3f", k, rep.PrefixUnstable[strconv.Itoa(k)])
+		}
+		fmt.Fprintln(e.stdout)
+	}
 	if rep.Ambiguous > 0 {
 		fmt.Fprintf(e.stdout, "fit several schemas: %.3f of the questions (the likeliest was theirs for %.3f of them)", rep.Ambiguous, rep.AmbiguousRight)
 		if clarify > 0 {
@@ -394,4 +406,25 @@ func (l lineWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// printByGoldSize prints complete recall at each cut-off for the
+// questions that need 1, 2, 3 and 4 or more tables.
+func printByGoldSize(e *env, rep *benchmark.RetrievalReport, keys []int) {
+	fmt.Fprintf(e.stdout, "complete recall by the number of tables a question needs:\n%-6s %9s", "tables", "questions")
+	for _, k := range keys {
+		fmt.Fprintf(e.stdout, " %6s", "CR@"+strconv.Itoa(k))
+	}
+	fmt.Fprintln(e.stdout)
+	for _, size := range []string{"1", "2", "3", "4+"} {
+		g := rep.ByGoldSize[size]
+		if g == nil {
+			continue
+		}
+		fmt.Fprintf(e.stdout, "%-6s %9d", size, g.Questions)
+		for _, k := range keys {
+			fmt.Fprintf(e.stdout, " %6.3f", g.CompleteRecall[strconv.Itoa(k)])
+		}
+		fmt.Fprintln(e.stdout)
+	}
 }

@@ -133,7 +133,7 @@ func TestCLICatalogJSONAndChunks(t *testing.T) {
 
 func TestCLIBenchRetrieval(t *testing.T) {
 	out, errOut, code := runCLI(t, "bench", "retrieval", "--schema", "testdata/bench_schema.sql",
-		"--questions", "testdata/bench_questions.jsonl", "--k", "1,5", "--json")
+		"--questions", "testdata/bench_questions.jsonl", "--k", "1,5", "--stable-prefix", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -151,6 +151,12 @@ func TestCLIBenchRetrieval(t *testing.T) {
 		Ambiguous      float64            `json:"ambiguous"`
 		IndexSeconds   float64            `json:"index_seconds"`
 		LatencyMS      map[string]float64 `json:"latency_ms"`
+		ByGoldSize     map[string]struct {
+			Questions      int                `json:"questions"`
+			Recall         map[string]float64 `json:"recall"`
+			CompleteRecall map[string]float64 `json:"complete_recall"`
+		} `json:"by_gold_size"`
+		PrefixUnstable map[string]float64 `json:"prefix_unstable"`
 	}
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
@@ -163,6 +169,13 @@ func TestCLIBenchRetrieval(t *testing.T) {
 	// Every gold table of this small set is in the top 5.
 	if rep.CompleteRecall["5"] != 1 || rep.Recall["5"] != 1 || rep.SchemaFirst != 1 {
 		t.Errorf("recall@5 %v CR@5 %v schema_first %v, want 1", rep.Recall["5"], rep.CompleteRecall["5"], rep.SchemaFirst)
+	}
+	// Three questions need one table, two need two.
+	if one, two := rep.ByGoldSize["1"], rep.ByGoldSize["2"]; len(rep.ByGoldSize) != 2 || one.Questions != 3 || two.Questions != 2 || two.CompleteRecall["5"] != 1 {
+		t.Errorf("by_gold_size %+v", rep.ByGoldSize)
+	}
+	if u, ok := rep.PrefixUnstable["1"]; !ok || u != 0 || len(rep.PrefixUnstable) != 1 {
+		t.Errorf("prefix_unstable %v, want the first result the same at k=1 and k=5", rep.PrefixUnstable)
 	}
 	if !strings.Contains(errOut, "questions 5/5") {
 		t.Errorf("no progress on stderr: %q", errOut)

@@ -318,6 +318,10 @@ type RetrievalConfig struct {
 	// questions keep their words and the gold tables follow the renames.
 	// It measures what a table's former names are worth to search.
 	RenameShare float64
+	// StablePrefix asks every question again at each smaller cut-off k
+	// and counts the questions whose first k results differ from the
+	// first k of the longest list (RetrievalReport.PrefixUnstable).
+	StablePrefix bool
 }
 
 // RetrievalReport is the outcome; its JSON shape is stable because other
@@ -354,9 +358,32 @@ type RetrievalReport struct {
 	// once for each pool that asked it.
 	Pool      *PoolReport        `json:"pool,omitempty"`
 	LatencyMS map[string]float64 `json:"latency_ms"`
+	// ByGoldSize splits the figures by how many tables a question needs:
+	// "1", "2", "3" and "4+".
+	ByGoldSize map[string]*GoldSizeReport `json:"by_gold_size"`
+	// PrefixUnstable is, for each cut-off k below the largest (with
+	// RetrievalConfig.StablePrefix), the share of questions whose first k
+	// results asked for k differ from the first k asked for the largest.
+	PrefixUnstable map[string]float64 `json:"prefix_unstable,omitempty"`
 	// Misses lists questions whose gold tables were not all in the top
 	// max(k), for study; it is not part of the JSON output.
 	Misses []Miss `json:"-"`
+}
+
+// GoldSizeReport is the figures of the questions that need one number of
+// tables.
+type GoldSizeReport struct {
+	Questions      int                `json:"questions"`
+	Recall         map[string]float64 `json:"recall"`
+	CompleteRecall map[string]float64 `json:"complete_recall"`
+}
+
+// goldSize names the class of a question that needs n tables.
+func goldSize(n int) string {
+	if n >= 4 {
+		return "4+"
+	}
+	return strconv.Itoa(n)
 }
 
 // Miss is a question that lost a gold table.
@@ -426,10 +453,47 @@ type tally struct {
 	n                           int
 	lat                         []time.Duration
 	misses                      []Miss
+	// bySize tallies the questions of each goldSize; unstable counts,
+	// per cut-off, the questions whose prefix moved (StablePrefix).
+	bySize   map[string]*sizeTally
+	unstable []int
+	asked    bool // StablePrefix ran
+}
+
+type sizeTally struct {
+	n                int
+	recall, complete []float64
 }
 
 func newTally(ks []int) *tally {
-	return &tally{ks: ks, recall: make([]float64, len(ks)), complete: make([]float64, len(ks))}
+	return &tally{ks: ks, recall: make([]float64, len(ks)), complete: make([]float64, len(ks)),
+		bySize: map[string]*sizeTally{}, unstable: make([]int, len(ks))}
+}
+
+// add counts one question's results got against its gold tables.
+func (t *tally) add(gold, got []string) {
+	size := t.bySize[goldSize(len(gold))]
+	if size == nil {
+		size = &sizeTally{recall: make([]float64, len(t.ks)), complete: make([]float64, len(t.ks))}
+		t.bySize[goldSize(len(gold))] = size
+	}
+	size.n++
+	for i, k := range t.ks {
+		top := got[:min(k, len(got))]
+		found := 0
+		for _, g := range gold {
+			if slices.Contains(top, g) {
+				found++
+			}
+		}
+		r := float64(found) / float64(len(gold))
+		t.recall[i] += r
+		size.recall[i] += r
+		if found == len(gold) {
+			t.complete[i]++
+			size.complete[i]++
+		}
+	}
 }
 
 // report writes the tally's shares and latency percentiles into rep.
@@ -447,6 +511,21 @@ func (t *tally) report(rep *RetrievalReport) {
 		rep.AmbiguousRight = round3(float64(t.right) / float64(t.ambiguous))
 	}
 	rep.Clarified = round3(float64(t.clarified) / n)
+	rep.ByGoldSize = map[string]*GoldSizeReport{}
+	for size, st := range t.bySize {
+		g := &GoldSizeReport{Questions: st.n, Recall: map[string]float64{}, CompleteRecall: map[string]float64{}}
+		for i, k := range t.ks {
+			g.Recall[strconv.Itoa(k)] = round3(st.recall[i] / float64(st.n))
+			g.CompleteRecall[strconv.Itoa(k)] = round3(st.complete[i] / float64(st.n))
+		}
+		rep.ByGoldSize[size] = g
+	}
+	if t.asked {
+		rep.PrefixUnstable = map[string]float64{}
+		for i, k := range t.ks[:len(t.ks)-1] {
+			rep.PrefixUnstable[strconv.Itoa(k)] = round3(float64(t.unstable[i]) / n)
+		}
+	}
 	sort.Slice(t.lat, func(i, j int) bool { return t.lat[i] < t.lat[j] })
 	rep.LatencyMS = map[string]float64{"p50": ms(percentile(t.lat, 50)), "p95": ms(percentile(t.lat, 95)), "p99": ms(percentile(t.lat, 99))}
 	rep.Misses = t.misses
@@ -560,14 +639,7 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 		}
 		t.lat = append(t.lat, time.Since(t0))
 		t.n++
-		// Views answer questions as tables do: a gold view ranked first
-		// is found (it counted as missing, even at k=20).
-		var got []string
-		for _, it := range res.Items {
-			if it.Kind == chunk.KindTable || it.Kind == chunk.KindView {
-				got = append(got, strings.ToLower(it.Name))
-			}
-		}
+		got := relations(res)
 		gold := make([]string, len(q.GoldTables))
 		for i, g := range q.GoldTables {
 			gold[i] = strings.ToLower(g)
@@ -579,17 +651,10 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 				t.schemaFirst++
 			}
 		}
-		for i, k := range cfg.Ks {
-			top := got[:min(k, len(got))]
-			found := 0
-			for _, g := range gold {
-				if slices.Contains(top, g) {
-					found++
-				}
-			}
-			t.recall[i] += float64(found) / float64(len(gold))
-			if found == len(gold) {
-				t.complete[i]++
+		t.add(gold, got)
+		if cfg.StablePrefix {
+			if err := t.comparePrefixes(ctx, ret, req, got); err != nil {
+				return nil, fmt.Errorf("bench: question %v: %w", q.ID, err)
 			}
 		}
 		if !allIn(gold, got[:min(maxK, len(got))]) {
@@ -676,4 +741,36 @@ func renameTables(cat *catalog.Catalog, share float64, qs []Question) (*catalog.
 		}
 	}
 	return next, out, nil
+}
+
+// relations are a result's tables and views, lower case, in order. Views
+// answer questions as tables do: a gold view ranked first is found.
+func relations(res *retrieve.Result) []string {
+	var got []string
+	for _, it := range res.Items {
+		if it.Kind == chunk.KindTable || it.Kind == chunk.KindView {
+			got = append(got, strings.ToLower(it.Name))
+		}
+	}
+	return got
+}
+
+// comparePrefixes asks req again at each smaller cut-off k and counts
+// the cut-offs whose first k differ from the first k of got, the answer
+// at the largest: a caller that pages, or asks for 5 then 10, must not
+// see the order change.
+func (t *tally) comparePrefixes(ctx context.Context, ret *retrieve.Retriever, req retrieve.Request, got []string) error {
+	t.asked = true
+	for i, k := range t.ks[:len(t.ks)-1] {
+		req.K = k
+		res, err := ret.Retrieve(ctx, req)
+		if err != nil {
+			return err
+		}
+		short := relations(res)
+		if !slices.Equal(short[:min(k, len(short))], got[:min(k, len(got))]) {
+			t.unstable[i]++
+		}
+	}
+	return nil
 }

@@ -185,10 +185,12 @@ type RescoreConfig struct {
 	ExampleCoverage float64
 }
 
-// ExpandConfig adds up to MaxBridges tables that join two chosen tables.
+// ExpandConfig adds up to MaxBridges tables that join two of the first
+// Depth candidates.
 type ExpandConfig struct {
 	Enabled    bool
 	MaxBridges int
+	Depth      int
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -211,5 +213,5 @@ var DefaultConfig = Config{
 		AmbiguousShare: 0.6},
 	Propagate: PropagateConfig{Enabled: true, Weight: 0.9, Seeds: 5, Own: 0.1, InferJoins: true},
 	Rescore:   RescoreConfig{Enabled: true, Weights: rerank.DefaultWeights, Window: 5, ExampleCoverage: 0.5},
-	Expand:    ExpandConfig{Enabled: true, MaxBridges: 3},
+	Expand:    ExpandConfig{Enabled: true, MaxBridges: 3, Depth: 20},
 }

@@ -8,96 +8,125 @@ import (
 	"github.com/schemaq/schemaq/pkg/rerank"
 )
 
-// expand adds bridge tables: a table not yet chosen that is linked by
-// foreign keys to two chosen tables that are not linked to each other (the
-// junction of a many-to-many, the middle of a chain). A question joining
-// the two needs it even when it names neither. Each bridge goes right
-// after the later of the two tables it joins.
-func (r *Retriever) expand(cat *catalog.Catalog, items []Item, limit int, schemas []string) []Item {
+// complete connects the ranking's strongest tables through the join
+// graph. Walking the first depth candidates in rank order, when the
+// table at a position has a neighbour that also joins a table ranked
+// above it, and the two do not join each other, that neighbour (the
+// junction of a many-to-many, the middle of a chain) goes right after
+// it: a question joining the two needs it even when it names neither.
+// A neighbour ranked lower is moved up; one not ranked at all is added.
+// Up to limit bridges, the earliest first. Nothing here depends on how
+// many results were asked for, so a longer list starts with a shorter
+// one (cut).
+func (r *Retriever) complete(cat *catalog.Catalog, cands []rerank.Candidate, depth, limit int, schemas []string) []Item {
 	g := r.graphs.get(cat)
-	pos := map[string]int{}
-	for i, it := range items {
-		if it.Kind == chunk.KindTable {
-			pos[it.Name] = i
+	items := make([]Item, len(cands))
+	pos := make(map[string]int, len(cands))
+	for i, c := range cands {
+		items[i] = Item{Candidate: c}
+		if c.Kind == chunk.KindTable {
+			pos[c.Name] = i
 		}
 	}
-	type bridge struct {
-		key    string
-		a, b   string
-		after  int
-		reason string
-	}
-	// A bridge is a neighbour of a chosen table: look only there, not
-	// through the whole graph.
-	cands := map[string]bool{}
-	for key := range pos {
-		for n := range g.Neighbours(key) {
-			if _, chosen := pos[n]; !chosen {
-				cands[n] = true
-			}
-		}
-	}
-	var found []bridge
-	for key := range cands {
-		nbrs := g.Neighbours(key)
-		if t := g.tables[key]; t == nil || (len(schemas) > 0 && !slices.Contains(schemas, t.Schema)) {
+	bridges := 0
+	for i := 0; i < min(depth+bridges, len(items)) && bridges < limit; i++ {
+		if items[i].Kind != chunk.KindTable {
 			continue
 		}
-		best := bridge{after: 1 << 30}
-		for a := range nbrs {
-			ia, ok := pos[a]
-			if !ok {
-				continue
+		// Every bridge the table at i needs goes right after it, the one
+		// joining the best-ranked partner first.
+		for placed := i; bridges < limit; placed++ {
+			b, partner := bridgeAt(g, items, pos, i, placed, schemas)
+			if b == "" {
+				break
 			}
-			for b := range nbrs {
-				ib, ok := pos[b]
-				if !ok || a >= b || g.Neighbours(a)[b] {
-					continue
-				}
-				if after := max(ia, ib); after < best.after {
-					best = bridge{key: key, a: a, b: b, after: after}
+			it := Item{Bridge: "joins " + partner + " and " + items[i].Name}
+			if at, ranked := pos[b]; ranked {
+				it.Candidate = items[at].Candidate
+				items = slices.Delete(items, at, at+1)
+			} else {
+				it.Candidate = bridgeCandidate(g, b)
+			}
+			items = slices.Insert(items, placed+1, it)
+			for j := placed + 1; j < len(items); j++ {
+				if items[j].Kind == chunk.KindTable {
+					pos[items[j].Name] = j
 				}
 			}
+			bridges++
 		}
-		if best.key != "" {
-			best.reason = "joins " + best.a + " and " + best.b
-			found = append(found, best)
-		}
-	}
-	// Bridges between the best-ranked tables first; names break ties.
-	for i := 1; i < len(found); i++ {
-		for j := i; j > 0 && (found[j].after < found[j-1].after || (found[j].after == found[j-1].after && found[j].key < found[j-1].key)); j-- {
-			found[j], found[j-1] = found[j-1], found[j]
-		}
-	}
-	if len(found) > limit {
-		found = found[:limit]
-	}
-	// Insert from the back so earlier positions stay valid.
-	for i := len(found) - 1; i >= 0; i-- {
-		b := found[i]
-		t := g.tables[b.key]
-		chunks := g.chunks.Table(t)
-		it := Item{Bridge: b.reason, Candidate: rerank.Candidate{Kind: chunk.KindTable, Name: b.key,
-			Title: t.Name, Schema: t.Schema, Chunks: chunks}}
-		for _, c := range chunks {
-			it.Columns = append(it.Columns, c.Columns...)
-			it.Text += c.Text
-		}
-		at := b.after + 1
-		items = append(items[:at], append([]Item{it}, items[at:]...)...)
 	}
 	return items
 }
 
-// expand takes the first k candidates and adds the tables that join two
-// of them (expand.go).
+// bridgeAt finds a table not yet placed (at or above placed) that joins
+// the table at position i to one ranked above it that it does not join
+// itself: among those, the one joining the best-ranked partner, then the
+// best-ranked bridge (an unranked one last), then the first name.
+func bridgeAt(g *graph, items []Item, pos map[string]int, i, placed int, schemas []string) (bridge, partner string) {
+	key := items[i].Name
+	own := g.Neighbours(key)
+	bestPartner, bestAt := len(items), len(items)+1
+	for b := range own {
+		at, ranked := pos[b]
+		if ranked && at <= placed {
+			continue // placed already
+		}
+		if t := g.tables[b]; t == nil || (len(schemas) > 0 && !slices.Contains(schemas, t.Schema)) {
+			continue
+		}
+		if !ranked {
+			at = len(items)
+		}
+		for a := range g.Neighbours(b) {
+			pa, ok := pos[a]
+			if !ok || pa >= i || a == key || own[a] {
+				continue
+			}
+			if pa < bestPartner || (pa == bestPartner && (at < bestAt || (at == bestAt && b < bridge))) {
+				bridge, partner, bestPartner, bestAt = b, a, pa, at
+			}
+		}
+	}
+	return bridge, partner
+}
+
+// bridgeCandidate renders a table no list ranked, as the index would.
+func bridgeCandidate(g *graph, key string) rerank.Candidate {
+	t := g.tables[key]
+	c := rerank.Candidate{Kind: chunk.KindTable, Name: key, Title: t.Name, Schema: t.Schema, Chunks: g.chunks.Table(t)}
+	for _, ch := range c.Chunks {
+		c.Columns = append(c.Columns, ch.Columns...)
+		c.Text += ch.Text
+	}
+	return c
+}
+
+// cut keeps the first k results that are not bridges and the bridges
+// among them: a bridge joins two of the k, and a caller asking for k
+// tables that join gets the k and what joins them.
+func cut(items []Item, k int) []Item {
+	ranked := 0
+	for i, it := range items {
+		if it.Bridge == "" {
+			if ranked == k {
+				return items[:i]
+			}
+			ranked++
+		}
+	}
+	return items
+}
+
+// expand completes the ranking with the tables that join its strongest
+// ones, then keeps the first k (complete, cut).
 func (p *run) expand() {
-	p.items = make([]Item, 0, min(p.k, len(p.cands)))
-	for _, c := range p.cands[:min(p.k, len(p.cands))] {
-		p.items = append(p.items, Item{Candidate: c})
+	items := make([]Item, len(p.cands))
+	for i, c := range p.cands {
+		items[i] = Item{Candidate: c}
 	}
 	if p.cfg.Expand.Enabled && p.cat != nil && (len(p.req.Kinds) == 0 || slices.Contains(p.req.Kinds, chunk.KindTable)) {
-		p.items = p.r.expand(p.cat, p.items, p.cfg.Expand.MaxBridges, p.req.Schemas)
+		items = p.r.complete(p.cat, p.cands, p.cfg.Expand.Depth, p.cfg.Expand.MaxBridges, p.req.Schemas)
 	}
+	p.items = cut(items, p.k)
 }

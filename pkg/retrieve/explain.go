@@ -41,13 +41,25 @@ func (p *run) explain() {
 	for i, it := range p.res.Items {
 		final[it.Kind+"\x00"+it.Name] = i + 1
 	}
+	// A candidate moved up as a bridge says so in its own record; a
+	// bridge no list ranked gets one of its own.
+	bridges := map[string]string{}
+	for _, it := range p.res.Items {
+		if it.Bridge != "" {
+			bridges[it.Kind+"\x00"+it.Name] = it.Bridge
+		}
+	}
 	for _, o := range p.all {
 		o.ex.FinalRank = final[o.key]
+		if b, ok := bridges[o.key]; ok {
+			o.ex.Bridge = b
+			delete(bridges, o.key)
+		}
 		p.res.Explain = append(p.res.Explain, o.ex)
 	}
 	for i, it := range p.res.Items {
-		if it.Bridge != "" {
-			p.res.Explain = append(p.res.Explain, Explain{Kind: it.Kind, Name: it.Name, FinalRank: i + 1, Bridge: it.Bridge})
+		if b, ok := bridges[it.Kind+"\x00"+it.Name]; ok {
+			p.res.Explain = append(p.res.Explain, Explain{Kind: it.Kind, Name: it.Name, FinalRank: i + 1, Bridge: b})
 		}
 	}
 }

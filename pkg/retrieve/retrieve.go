@@ -51,8 +51,9 @@ type Request struct {
 // Item is one retrieved object with all its chunks.
 type Item struct {
 	rerank.Candidate
-	// Bridge, when set, says why the item was added by foreign-key
-	// expansion ("joins public.a and public.b").
+	// Bridge, when set, says why join completion placed the item where
+	// it is ("joins public.a and public.b"): added, or moved up from
+	// further down. A bridge is one beyond the k results asked for.
 	Bridge string
 }
 
