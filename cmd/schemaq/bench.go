@@ -82,6 +82,7 @@ type benchRetrieval struct {
 	misses, clarify                   int
 	renameShare                       float64
 	pools                             benchmark.Pools
+	lookAlike                         benchmark.LookAlike
 	store                             storeFlags
 	cfg                               retrieve.Config
 	off                               retrievalAblations
@@ -125,6 +126,9 @@ func (b *benchRetrieval) registerInputs(fs *flag.FlagSet) {
 	fs.IntVar(&b.pools.Size, "pool", 0, "run on pools of N schemas sampled from the schema's, each asked the questions whose gold tables it holds, and report them together (0: the whole schema)")
 	fs.IntVar(&b.pools.Count, "pools", benchmark.DefaultPools, "with --pool, how many pools to sample")
 	fs.Uint64Var(&b.pools.Seed, "seed", 1, "with --pool, the first pool's random seed (pool i uses seed+i)")
+	fs.IntVar(&b.lookAlike.Copies, "look-alike", 0, "pool N databases for each of the schema's (itself included): copies that each lost --look-alike-drop of their columns, keys kept; the questions stay the originals' (0: off)")
+	fs.Float64Var(&b.lookAlike.Drop, "look-alike-drop", 0.3, "with --look-alike, the share of a copy's columns dropped")
+	fs.Uint64Var(&b.lookAlike.Seed, "look-alike-seed", 1, "with --look-alike, the random seed of the columns dropped")
 	fs.StringVar(&b.storeName, "store", "sqlite", "index store: sqlite (embedded) or redis (needs --redis-url)")
 	fs.StringVar(&b.profile, "cpuprofile", "", "write a CPU profile of the run (indexing and questions) to this file, for go tool pprof")
 	fs.StringVar(&b.reranker, "reranker", "none", "reranker after schema rescoring: none or lexical")
@@ -170,7 +174,7 @@ func (b *benchRetrieval) inputs() (benchmark.RetrievalConfig, error) {
 	}
 	rc := benchmark.RetrievalConfig{Database: b.db, Source: b.schema, Ks: b.cuts, Retrieve: cfg,
 		GoldSchema: b.goldSchema, Feedback: b.feedback, SQLiteSQL: b.sqliteSQL, Warm: b.warm, Pool: b.pools,
-		Clarify: b.clarify, RenameShare: b.renameShare, StablePrefix: b.stablePrefix}
+		Clarify: b.clarify, RenameShare: b.renameShare, StablePrefix: b.stablePrefix, LookAlike: b.lookAlike}
 	if b.storeName == "redis" {
 		rc.OpenStore = b.store.benchStore
 	}

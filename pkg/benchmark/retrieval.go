@@ -318,6 +318,8 @@ type RetrievalConfig struct {
 	// questions keep their words and the gold tables follow the renames.
 	// It measures what a table's former names are worth to search.
 	RenameShare float64
+	// LookAlike pools perturbed copies of every database beside it.
+	LookAlike LookAlike
 	// StablePrefix asks every question again at each smaller cut-off k
 	// and counts the questions whose first k results differ from the
 	// first k of the longest list (RetrievalReport.PrefixUnstable).
@@ -422,6 +424,9 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	cat, err := catalog.Snapshot(cfg.Database, cfg.Source, cfg.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("bench: apply schema: %w", err)
+	}
+	if cat, err = lookAlike(cat, cfg.Source, cfg.Schema, cfg.LookAlike); err != nil {
+		return nil, err
 	}
 	if cfg.RenameShare > 0 {
 		if cat, cfg.Questions, err = renameTables(cat, cfg.RenameShare, cfg.Questions); err != nil {

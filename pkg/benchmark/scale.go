@@ -34,13 +34,14 @@ func Replicate(sql string, tables int) ([]string, error) {
 		return nil, fmt.Errorf("replicate: the schema has no CREATE TABLE")
 	}
 	copies := max(1, (tables+per-1)/per)
+	format := copyFormat(schemas, copies)
 	out := []string{sql}
 	for k := 2; k <= copies; k++ {
 		c, err := pgtree.Parse(sql)
 		if err != nil {
 			return nil, err
 		}
-		suffix := fmt.Sprintf("_%d", k)
+		suffix := fmt.Sprintf(format, k)
 		// rename moves a schema-qualified type name to the copy's schema.
 		rename := func(names []*pg.Node) {
 			if len(names) == 2 {
@@ -77,4 +78,22 @@ func Replicate(sql string, tables int) ([]string, error) {
 		out = append(out, strings.Join(extra, "\n")+"\n"+body+";")
 	}
 	return out, nil
+}
+
+// copyFormat is the suffix of the copies' schemas: _2, _3 … unless the
+// schema has a schema of such a name already (BIRD has food_inspection
+// and food_inspection_2), then _copy2 …, and so on.
+func copyFormat(schemas map[string]bool, copies int) string {
+	for _, format := range []string{"_%d", "_copy%d", "_lookalike%d"} {
+		clash := false
+		for s := range schemas {
+			for k := 2; k <= copies && !clash; k++ {
+				clash = schemas[s+fmt.Sprintf(format, k)]
+			}
+		}
+		if !clash {
+			return format
+		}
+	}
+	return "_schemaq_copy%d"
 }
