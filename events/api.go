@@ -320,10 +320,12 @@ type ContextItem struct {
 	Name  string  `json:"name"`
 	Score float64 `json:"score"`
 	Text  string  `json:"text,omitempty"`
-	// Bridge, when set, says why foreign-key expansion added the table
+	// Bridge, when set, says why join completion placed the table here
 	// ("joins public.orders and public.products"): it joins two results
-	// that do not reference each other. Bridges come on top of the k
-	// ranked results and have no score of their own.
+	// that do not reference each other, and goes right after the later
+	// of them, moved up from further down the ranking (with its score
+	// there) or added (score 0). Bridges come on top of the k ranked
+	// results.
 	Bridge string `json:"bridge,omitempty"`
 	// Title is what a person reads the item by: a doc section's heading
 	// path, an example's question (its Name is an id).

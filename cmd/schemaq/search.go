@@ -45,9 +45,8 @@ func runSearch(ctx context.Context, e *env, args []string) (err error) {
 	if *c.asJSON {
 		return json.NewEncoder(e.stdout).Encode(reply)
 	}
-	// The ranked results, then the bridge tables foreign-key expansion
-	// added, apart and labelled: they have no score, and come on top of
-	// --k.
+	// The ranked results, then the bridge tables join completion placed
+	// among them, apart and labelled: they come on top of --k.
 	rank := 0
 	var bridges []events.ContextItem
 	for _, r := range reply.Results {
