@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/console"
 	"github.com/schemaq/schemaq/pkg/telemetry"
 )
 
@@ -44,6 +45,9 @@ type HTTPConfig struct {
 	// (LoadHTTPTokens); Token, when set too, is one more with every
 	// database.
 	Tokens []HTTPToken
+	// NoConsole leaves the web console out: / and the pages under it
+	// answer the API's JSON 404.
+	NoConsole bool
 }
 
 // maxHTTPBody bounds a request body: a request is a question and its
@@ -52,8 +56,8 @@ type HTTPConfig struct {
 const maxHTTPBody = events.DefaultMaxEventBytes
 
 // HTTPHandler serves POST /v1/search, /v1/ask, /v1/tables and
-// /v1/feedback, GET
-// /v1/databases and GET /openapi.json.
+// /v1/feedback, GET /v1/databases, GET /openapi.json, and the web console
+// (pkg/console) on every other path a browser GETs.
 func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 	mux := http.NewServeMux()
 	ring := newKeyring(cfg.Token, cfg.Tokens)
@@ -73,8 +77,18 @@ func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(spec)
 	})
+	var ui http.Handler
+	if !cfg.NoConsole {
+		ui = console.Handler()
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		httpError(w, "", events.Errorf(events.CodeNotFound, "no such path %s: the API is POST /v1/search, /v1/ask, /v1/tables, /v1/feedback, GET /v1/databases; /openapi.json describes it", events.Quote(r.URL.Path)))
+		// The console is every other page a browser GETs; the API's own
+		// paths and every other method get the API's JSON 404.
+		if ui == nil || strings.HasPrefix(r.URL.Path, "/v1/") || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+			httpError(w, "", events.Errorf(events.CodeNotFound, "no such path %s: the API is POST /v1/search, /v1/ask, /v1/tables, /v1/feedback, GET /v1/databases; /openapi.json describes it", events.Quote(r.URL.Path)))
+			return
+		}
+		ui.ServeHTTP(w, r)
 	})
 	return newAllowedHosts(cfg.AllowedHosts, cfg.Addr).checkHost(mux)
 }

@@ -1,0 +1,327 @@
+// schemaq console: one module, no dependencies. Every view is a path
+// (History API, plain links), every datum comes from the HTTP API with
+// the token the user typed, and everything users wrote (doc sections,
+// comments, SQL, names) is put in the page as text, never as markup.
+
+const view = document.getElementById('view');
+const crumbs = document.getElementById('crumbs');
+const tokenKey = 'schemaq.token';
+const historyKey = (db) => 'schemaq.questions.' + db;
+
+// h builds an element: attrs are properties set on it (never HTML), and
+// children are nodes or strings, which become text.
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k === 'for') el.htmlFor = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k.startsWith('aria-') || k === 'role') el.setAttribute(k, v);
+    else el[k] = v;
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+// link is an internal link the router follows.
+const link = (path, text, attrs) => h('a', { href: path, ...attrs }, text);
+const dbPath = (db, ...rest) => '/db/' + [db, ...rest].map(encodeURIComponent).join('/');
+
+// api calls the HTTP API with the token, and turns an error reply into
+// a thrown Error naming its code.
+async function api(method, path, body) {
+  const headers = { Accept: 'application/json' };
+  const token = sessionStorage.getItem(tokenKey);
+  if (token) headers.Authorization = 'Bearer ' + token;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit' });
+  let data;
+  try {
+    data = await resp.json();
+  } catch {
+    throw new Error(`${resp.status} ${resp.statusText}: the reply is not JSON`);
+  }
+  if (data && data.error) {
+    const e = new Error(data.error.message);
+    e.code = data.error.code;
+    throw e;
+  }
+  if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}`);
+  return data;
+}
+
+function setCrumbs(...parts) {
+  crumbs.replaceChildren(...parts.flatMap((p, i) => (i ? [h('span', { 'aria-hidden': 'true' }, ' / '), p] : [p])));
+}
+
+function show(...nodes) {
+  view.replaceChildren(...nodes);
+  view.focus({ preventScroll: true });
+}
+
+function failure(err) {
+  const hint = err.code === 'unauthorized' || err.code === 'forbidden' ? ' Type a token for this database above.' : '';
+  return h('p', { class: 'error', role: 'alert' }, (err.code ? err.code + ': ' : '') + err.message + hint);
+}
+
+// ---- views ----
+
+async function home() {
+  setCrumbs();
+  document.title = 'schemaq';
+  const { databases } = await api('GET', '/v1/databases');
+  if (!databases.length) {
+    return show(h('h1', {}, 'Databases'), h('p', {}, 'No database yet: publish migrations (schemaq publish migrations --db NAME DIR).'));
+  }
+  show(h('h1', {}, 'Databases'),
+    h('ul', { class: 'list' }, databases.map((d) => h('li', {}, link(dbPath(d.name), d.name), h('span', { class: 'muted' }, ` version ${d.version}`)))));
+}
+
+function questionForm(db, mode, q) {
+  const input = h('input', { id: 'q', type: 'search', name: 'q', value: q || '', required: true, placeholder: 'Which customers have unpaid orders?' });
+  const select = h('select', { id: 'mode', name: 'mode' },
+    h('option', { value: 'search', selected: mode !== 'ask' }, 'Search'),
+    h('option', { value: 'ask', selected: mode === 'ask' }, 'Ask (writes SQL)'));
+  return h('form', {
+    class: 'ask', role: 'search',
+    onsubmit: (ev) => {
+      ev.preventDefault();
+      go(dbPath(db, select.value) + '?q=' + encodeURIComponent(input.value));
+    },
+  }, h('label', { for: 'q' }, 'Question'), input, h('label', { for: 'mode', class: 'sr' }, 'What to do'), select, h('button', { type: 'submit' }, 'Go'));
+}
+
+function remember(db, mode, q) {
+  const list = JSON.parse(sessionStorage.getItem(historyKey(db)) || '[]').filter((e) => !(e.q === q && e.mode === mode));
+  list.unshift({ q, mode });
+  sessionStorage.setItem(historyKey(db), JSON.stringify(list.slice(0, 20)));
+}
+
+async function database(db, params) {
+  if (params.get('q')) {
+    // The question form, submitted without its script's handler (a
+    // browser's own submit), lands here: on to the view it asks for.
+    const mode = params.get('mode') === 'ask' ? 'ask' : 'search';
+    history.replaceState(null, '', dbPath(db, mode) + '?q=' + encodeURIComponent(params.get('q')));
+    return render();
+  }
+  setCrumbs(link(dbPath(db), db));
+  document.title = db + ' · schemaq';
+  const past = JSON.parse(sessionStorage.getItem(historyKey(db)) || '[]');
+  const filter = h('input', { id: 'filter', type: 'search', placeholder: 'a table, or a name it had', value: params.get('table') || '' });
+  const tableForm = h('form', {
+    class: 'filter',
+    onsubmit: (ev) => {
+      ev.preventDefault();
+      if (filter.value.trim()) go(dbPath(db, 'tables', filter.value.trim()));
+    },
+  }, h('label', { for: 'filter' }, 'Open a table'), filter, h('button', { type: 'submit' }, 'Open'));
+  const list = h('ul', { class: 'list tables' });
+  const more = h('p', {});
+  show(h('h1', {}, db), questionForm(db, 'search', ''),
+    past.length ? h('section', {}, h('h2', {}, 'Asked in this session'),
+      h('ul', { class: 'list' }, past.map((e) => h('li', {}, link(dbPath(db, e.mode) + '?q=' + encodeURIComponent(e.q), e.q), h('span', { class: 'muted' }, ' ' + e.mode))))) : '',
+    h('section', {}, h('h2', {}, 'Tables and views'), tableForm, list, more));
+  const page = async (after) => {
+    const r = await api('POST', '/v1/tables', { database: db, limit: 200, after });
+    for (const t of r.tables) {
+      list.append(h('li', {}, link(dbPath(db, 'tables', t.name), t.name), h('span', { class: 'muted' }, ` ${t.view ? 'view, ' : ''}${t.columns} columns`), t.comment ? h('span', { class: 'comment' }, ' — ' + t.comment) : ''));
+    }
+    more.replaceChildren(`${list.children.length} of ${r.total} (catalog version ${r.version}, index at ${r.indexed})`);
+    if (r.next) more.append(' ', h('button', { type: 'button', onclick: () => page(r.next) }, 'More'));
+    if (r.drift_total) more.append(h('p', { class: 'warning' }, `${r.drift_total} statement(s) of the history the catalog could not follow: see a table's page for its notes.`));
+  };
+  await page('');
+}
+
+// stages are the ranks an explain record carries, in pipeline order.
+const stages = [
+  ['bm25_rank', 'BM25'], ['knn_rank', 'vector'], ['hint_rank', 'hints'], ['identifier_rank', 'identifier'],
+  ['example_rank', 'examples'], ['doc_rank', 'docs'], ['schema_route_rank', 'schema routing'],
+  ['fused_rank', 'fused'], ['schema_rank', 'rescored'], ['final_rank', 'final'],
+];
+
+// explainPicture draws each result's way through the stages: one bar a
+// stage, longer for a better rank, labelled with the rank.
+function explainPicture(results, explain) {
+  if (!Array.isArray(explain) || !explain.length) return '';
+  const byName = new Map(explain.map((e) => [e.kind + '\u0000' + e.name, e]));
+  const rows = results.map((r) => {
+    const e = byName.get(r.kind + '\u0000' + r.name);
+    if (!e) return null;
+    const cells = stages.map(([key]) => {
+      const rank = e[key];
+      const bar = h('div', { class: 'bar' + (rank ? '' : ' none') });
+      bar.style.width = rank ? Math.max(8, 100 / Math.sqrt(rank)) + '%' : '0';
+      return h('td', {}, bar, h('span', { class: 'rank' }, rank ? String(rank) : '–'));
+    });
+    const why = [];
+    if (e.identifier) why.push('named as ' + e.identifier);
+    if (e.example) why.push('voted by example ' + e.example);
+    if (e.doc) why.push('named by doc ' + e.doc);
+    if (e.lifted_to) why.push('lifted by a join');
+    if (e.bridge) why.push(e.bridge);
+    return h('tr', {}, h('th', { scope: 'row' }, r.name, why.length ? h('div', { class: 'muted' }, why.join('; ')) : ''), cells);
+  }).filter(Boolean);
+  return h('section', {}, h('h2', {}, 'Why each result, stage by stage'),
+    h('div', { class: 'scroll' }, h('table', { class: 'explain' },
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'result'), stages.map(([, label]) => h('th', { scope: 'col' }, label)))),
+      h('tbody', {}, rows))),
+    h('p', { class: 'muted' }, 'Each bar is a rank: the longer, the better; – the stage did not rank it.'));
+}
+
+function resultList(db, results) {
+  return h('ol', { class: 'results' }, results.map((r) => h('li', {},
+    h('div', { class: 'head' },
+      h('span', { class: 'kind' }, r.kind),
+      r.kind === 'table' || r.kind === 'view' ? link(dbPath(db, 'tables', r.name), r.name) : h('span', {}, r.title || r.name),
+      r.bridge ? h('span', { class: 'bridge' }, r.bridge) : h('span', { class: 'muted' }, ' score ' + Number(r.score).toFixed(3))),
+    r.text ? h('details', {}, h('summary', {}, 'DDL and text'), h('pre', {}, r.text)) : '')));
+}
+
+function notes(reply) {
+  const out = [];
+  for (const w of reply.warnings || []) out.push(h('p', { class: 'warning' }, w));
+  if (reply.ambiguous && reply.schemas) {
+    out.push(h('p', { class: 'warning' }, 'The question fits several schemas: ' + reply.schemas.map((s) => `${s.schema} (${Math.round(s.share * 100)}%)`).join(', ')));
+  }
+  return out;
+}
+
+async function search(db, params) {
+  const q = params.get('q') || '';
+  setCrumbs(link(dbPath(db), db), h('span', {}, 'search'));
+  document.title = q + ' · ' + db;
+  show(h('h1', {}, 'Search ' + db), questionForm(db, 'search', q), h('p', {}, 'Searching…'));
+  if (!q) return;
+  remember(db, 'search', q);
+  const k = Math.min(50, Math.max(1, Number(params.get('k')) || 10));
+  const r = await api('POST', '/v1/search', { database: db, question: q, k, explain: true });
+  show(h('h1', {}, 'Search ' + db), questionForm(db, 'search', q), notes(r),
+    h('section', {}, h('h2', {}, `${r.results.length} result(s)`), resultList(db, r.results)),
+    explainPicture(r.results, r.explain),
+    r.query_terms ? h('p', { class: 'muted' }, 'Terms searched: ' + r.query_terms.map((t) => t.term + (t.why ? ` (${t.why})` : '')).join(', ')) : '');
+}
+
+async function ask(db, params) {
+  const q = params.get('q') || '';
+  setCrumbs(link(dbPath(db), db), h('span', {}, 'ask'));
+  document.title = q + ' · ' + db;
+  show(h('h1', {}, 'Ask ' + db), questionForm(db, 'ask', q), h('p', {}, 'Asking…'));
+  if (!q) return;
+  remember(db, 'ask', q);
+  const r = await api('POST', '/v1/ask', { database: db, question: q, explain: true });
+  const parts = [h('h1', {}, 'Ask ' + db), questionForm(db, 'ask', q), notes(r)];
+  if (r.retrieval_only || !r.sql) {
+    parts.push(h('p', { class: 'warning' }, 'No SQL: this daemon has no LLM gateway, so it answers with the context a model would get.'));
+  } else {
+    parts.push(h('section', { class: 'sql' }, h('h2', {}, 'SQL, checked by the guard'), h('pre', { id: 'sql' }, r.sql),
+      r.explanation ? h('p', {}, r.explanation) : '', feedbackForm(db, q, r)));
+  }
+  if (r.rejected_sql) parts.push(h('details', {}, h('summary', {}, 'SQL the guard refused'), h('pre', {}, r.rejected_sql)));
+  parts.push(h('section', {}, h('h2', {}, 'Context'), resultList(db, r.context || [])), explainPicture(r.context || [], r.explain));
+  show(...parts);
+}
+
+// feedbackForm hands the SQL back as accepted, or corrected, through
+// POST /v1/feedback, as `schemaq feedback` does.
+function feedbackForm(db, question, reply) {
+  const status = h('p', { role: 'status' });
+  const edit = h('textarea', { id: 'corrected', rows: 6, value: reply.sql });
+  const send = async (corrected) => {
+    status.replaceChildren('Sending…');
+    try {
+      const r = await api('POST', '/v1/feedback', { database: db, question, sql: corrected ? edit.value : reply.sql, ask_id: reply.ask_id, corrected, client: 'console' });
+      status.replaceChildren(h('span', { class: 'ok' }, `Stored as example ${r.example}` + (r.duplicate ? ' (already stored)' : '') + `, reading ${(r.tables || []).join(', ')}.`));
+    } catch (err) {
+      status.replaceChildren(failure(err));
+    }
+  };
+  return h('div', { class: 'feedback' },
+    h('button', { type: 'button', id: 'accept', onclick: () => send(false) }, 'Accept as an example'),
+    h('details', {}, h('summary', {}, 'Correct it'), h('label', { for: 'corrected' }, 'Corrected SQL'), edit,
+      h('button', { type: 'button', id: 'send-corrected', onclick: () => send(true) }, 'Send the correction')),
+    status);
+}
+
+const refLink = (db, text) => {
+  // "customer_id → public.customers.id" and "public.orders.customer_id → id":
+  // link the table named.
+  const m = /([A-Za-z_][\w$]*\.[A-Za-z_][\w$]*)(\.[\w$]+)?/.exec(text.split('→').pop().includes('.') ? text.split('→').pop() : text);
+  return m ? h('span', {}, text + ' ', link(dbPath(db, 'tables', m[1]), 'open')) : text;
+};
+
+async function table(db, name) {
+  setCrumbs(link(dbPath(db), db), h('span', {}, name));
+  document.title = name + ' · ' + db;
+  const r = await api('POST', '/v1/tables', { database: db, table: name });
+  const t = r.tables[0];
+  const parts = [];
+  if (r.renamed_to) parts.push(h('p', { class: 'warning' }, `${r.renamed_to.from} was renamed to `, link(dbPath(db, 'tables', r.renamed_to.to), r.renamed_to.to), r.renamed_to.source ? ` in ${r.renamed_to.source}` : '', '.'));
+  const list = (title, items, f) => (items && items.length ? h('section', {}, h('h2', {}, title), h('ul', { class: 'list' }, items.map((x) => h('li', {}, f ? f(x) : x)))) : '');
+  show(h('h1', {}, t.name, t.view ? h('span', { class: 'muted' }, ' (view)') : ''), ...parts,
+    t.comment ? h('p', { class: 'comment' }, t.comment) : '',
+    h('section', {}, h('h2', {}, 'DDL'), h('pre', { class: 'ddl' }, t.ddl || '')),
+    list('References', t.references, (x) => refLink(db, x)),
+    list('Referenced by', t.referenced_by, (x) => refLink(db, x)),
+    list('Joins the names imply', t.joins),
+    list('Enums', t.enums),
+    list('Former names', t.renamed),
+    list('History', t.history),
+    list('Drift notes (the whole catalog)', (r.drift || []).map((d) => `${d.source} statement ${d.statement} (line ${d.line}): ${d.error}`)));
+}
+
+// ---- router ----
+
+const routes = [
+  [/^\/$/, () => home()],
+  [/^\/db\/([^/]+)\/?$/, (m, p) => database(m[1], p)],
+  [/^\/db\/([^/]+)\/search$/, (m, p) => search(m[1], p)],
+  [/^\/db\/([^/]+)\/ask$/, (m, p) => ask(m[1], p)],
+  [/^\/db\/([^/]+)\/tables\/(.+)$/, (m) => table(m[1], m[2])],
+];
+
+async function render() {
+  const path = location.pathname;
+  for (const [re, f] of routes) {
+    const m = re.exec(path);
+    if (!m) continue;
+    const args = m.map((s, i) => (i ? decodeURIComponent(s) : s));
+    try {
+      await f(args, new URLSearchParams(location.search));
+    } catch (err) {
+      show(h('h1', {}, 'schemaq'), failure(err));
+    }
+    return;
+  }
+  setCrumbs();
+  show(h('h1', {}, 'Not found'), h('p', {}, 'No view at ' + path + '. '), link('/', 'Databases'));
+}
+
+function go(path) {
+  history.pushState(null, '', path);
+  render();
+}
+
+document.addEventListener('click', (ev) => {
+  const a = ev.target.closest('a');
+  if (!a || a.origin !== location.origin || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.button !== 0) return;
+  ev.preventDefault();
+  go(a.pathname + a.search);
+});
+window.addEventListener('popstate', render);
+
+const tokenInput = document.getElementById('token');
+tokenInput.value = sessionStorage.getItem(tokenKey) || '';
+document.getElementById('token-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  if (tokenInput.value) sessionStorage.setItem(tokenKey, tokenInput.value);
+  else sessionStorage.removeItem(tokenKey);
+  render();
+});
+
+render();
