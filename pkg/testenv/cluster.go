@@ -33,6 +33,7 @@ func NATSCluster(t testing.TB, n int, opts ...ClusterOption) []*server.Server {
 		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
 	}
 	servers := make([]*server.Server, n)
+	var token string
 	for i := range servers {
 		o := &server.Options{
 			ServerName: fmt.Sprintf("n%d", i+1),
@@ -48,6 +49,7 @@ func NATSCluster(t testing.TB, n int, opts ...ClusterOption) []*server.Server {
 		for _, opt := range opts {
 			opt(o)
 		}
+		token = o.Authorization
 		ns, err := server.NewServer(o)
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +71,38 @@ func NATSCluster(t testing.TB, n int, opts ...ClusterOption) []*server.Server {
 		}
 		return false
 	})
+	placeable(t, servers, n, token)
 	return servers
+}
+
+// placeable waits until the cluster places a stream of n replicas: a
+// leader can count every peer current before it counts every peer
+// online for placement, and a test's first stream then fails with "no
+// suitable peers for placement" (it did in CI).
+func placeable(t testing.TB, servers []*server.Server, n int, token string) {
+	t.Helper()
+	var opts []nats.Option
+	if token != "" {
+		opts = append(opts, nats.Token(token))
+	}
+	nc, err := nats.Connect(ClusterURLs(servers), opts...)
+	if err != nil {
+		t.Fatalf("connect to place a probe stream: %v", err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	Eventually(t, 30*time.Second, "a stream of every server's replica placed", func() bool {
+		_, last = js.AddStream(&nats.StreamConfig{Name: "schemaq_placement_probe", Subjects: []string{"_schemaq.placement.probe"}, Replicas: n, Storage: nats.MemoryStorage})
+		if last != nil {
+			return false
+		}
+		last = js.DeleteStream("schemaq_placement_probe")
+		return last == nil
+	})
 }
 
 // ClusterURLs is the client URLs of servers, for a connection that fails
