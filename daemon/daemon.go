@@ -865,6 +865,9 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 			return nil, events.Errorf(events.CodeNotFound, "table %q is not in database %s (version %d), nor a view of that name", req.Table, req.Database, cat.Version)
 		}
 		out.Tables = []events.TableInfo{tableInfo(desc)}
+		if req.Neighbourhood > 0 {
+			out.Graph = tableGraph(d.ret.Graph(cat), desc.Name, req.Neighbourhood)
+		}
 		return out, nil
 	}
 	// A listing is paged: fifty thousand names do not fit in a reply.
@@ -948,4 +951,24 @@ func (d *Daemon) capabilities() map[string]string {
 		events.CapabilityAllowSystemCatalogs: strconv.FormatBool(d.cfg.AllowSystemCatalogs),
 		events.CapabilityStore:               d.cfg.Store,
 	}
+}
+
+// tableGraph is the join graph around the table named (schema.table).
+func tableGraph(g *catalog.Graph, name string, hops int) *events.TableGraph {
+	n, ok := g.Neighbourhood(strings.ToLower(name), hops, events.MaxGraphTables)
+	out := &events.TableGraph{Tables: []events.GraphTable{}, Joins: []events.GraphJoin{}}
+	if !ok {
+		return out // a view: no joins of its own
+	}
+	names := map[string]string{}
+	for _, nd := range n.Nodes {
+		q := nd.Table.Schema + "." + nd.Table.Name
+		names[strings.ToLower(q)] = q
+		out.Tables = append(out.Tables, events.GraphTable{Name: q, Hops: nd.Hops, Columns: len(nd.Table.Columns), Comment: nd.Table.Comment})
+	}
+	for _, e := range n.Edges {
+		out.Joins = append(out.Joins, events.GraphJoin{From: names[e.From], FromColumns: e.FromColumns, To: names[e.To], ToColumns: e.ToColumns, Declared: e.Declared})
+	}
+	out.Truncated = n.Truncated
+	return out
 }

@@ -237,6 +237,47 @@ type TablesRequest struct {
 	// LettersSince asks for the newest dead letter of the database
 	// written at or after this time, as `publish --wait` watches for one.
 	LettersSince *time.Time `json:"letters_since,omitempty"`
+	// Neighbourhood, with Table, asks for the join graph around it: the
+	// tables up to this many joins away (1 to MaxNeighbourhood), declared
+	// or implied by names, and the joins among them (the reply's Graph).
+	Neighbourhood int `json:"neighbourhood,omitempty"`
+}
+
+// MaxNeighbourhood bounds TablesRequest.Neighbourhood, and
+// MaxGraphTables the tables a TableGraph holds: a neighbourhood three
+// joins out can be the whole database, and a reply must fit one message.
+const (
+	MaxNeighbourhood = 3
+	MaxGraphTables   = 150
+)
+
+// TableGraph is the join graph around a table.
+type TableGraph struct {
+	// Tables are nearest first (hops 0 is the table asked about), by name
+	// within a distance.
+	Tables []GraphTable `json:"tables"`
+	Joins  []GraphJoin  `json:"joins"`
+	// Truncated says more tables were that near than MaxGraphTables: the
+	// nearest are kept.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// GraphTable is one table of a TableGraph.
+type GraphTable struct {
+	Name    string `json:"name"` // schema.table
+	Hops    int    `json:"hops"`
+	Columns int    `json:"columns"`
+	Comment string `json:"comment,omitempty"`
+}
+
+// GraphJoin is a join between two tables of a TableGraph: a foreign key
+// (Declared) or one the column names imply.
+type GraphJoin struct {
+	From        string   `json:"from"` // schema.table
+	FromColumns []string `json:"from_columns"`
+	To          string   `json:"to"`
+	ToColumns   []string `json:"to_columns"`
+	Declared    bool     `json:"declared"`
 }
 
 // LetterInfo is a dead letter, as a tables reply names it.
@@ -287,6 +328,12 @@ func (r *TablesRequest) Validate() error {
 	}
 	if len(r.Objects) > MaxObjectsAsked {
 		return fieldErr("objects", "more than %d, got %d", MaxObjectsAsked, len(r.Objects))
+	}
+	switch {
+	case r.Neighbourhood < 0 || r.Neighbourhood > MaxNeighbourhood:
+		return fieldErr("neighbourhood", "must be between 0 and %d joins, got %d", MaxNeighbourhood, r.Neighbourhood)
+	case r.Neighbourhood > 0 && r.Table == "":
+		return fieldErr("neighbourhood", "is the graph around a table: give table too")
 	}
 	for i, o := range r.Objects {
 		if o.Kind != "doc" && o.Kind != "example" {
@@ -559,7 +606,9 @@ type TablesReply struct {
 	// RenamedTo says, when the Table asked for is a former name, what it
 	// was renamed to and by which migration; Tables describes that one.
 	RenamedTo *RenamedTo `json:"renamed_to,omitempty"`
-	Error     *Error     `json:"error,omitempty"`
+	// Graph answers the request's Neighbourhood.
+	Graph *TableGraph `json:"graph,omitempty"`
+	Error *Error      `json:"error,omitempty"`
 }
 
 // RenamedTo is where a former name went.

@@ -31,6 +31,8 @@ type Graph struct {
 	infOnce sync.Once
 	// inferred lists each inferred join under both of its tables' keys.
 	inferred map[string][]InferredJoin
+	keysOnce sync.Once
+	byKey    map[string]*Table
 }
 
 // Incoming is From's foreign key From.ForeignKeys[Index], which
