@@ -190,6 +190,31 @@ func TestConsoleJourneys(t *testing.T) {
 	if err != nil {
 		failed(t, ctx, pics, "table journey", err)
 	}
+	var nodes, solid int
+	var graphText, graphURL string
+	err = journey(ctx,
+		// The join graph around a table, then around one of its neighbours.
+		chromedp.Navigate(base+"/db/shop/tables/public.orders"),
+		chromedp.Click(css(`main a[href^="/db/shop/graph/public.orders"]`)),
+		chromedp.WaitVisible(css(`svg.graph .node`)),
+		into(&nodes, chromedp.Evaluate[int](`document.querySelectorAll('svg.graph .node').length`)),
+		into(&solid, chromedp.Evaluate[int](`document.querySelectorAll('svg.graph .edge.declared').length`)),
+		into(&graphText, chromedp.Text(css(`main`))),
+		shot(t, pics, "7-graph"),
+		chromedp.Click(css(`svg.graph a[href^="/db/shop/graph/public.customers"] circle`)),
+		chromedp.WaitVisible(css(`svg.graph .node.hops0`)),
+		chromedp.Sleep(100*time.Millisecond),
+		into(&graphURL, chromedp.Location()),
+	)
+	if err != nil {
+		failed(t, ctx, pics, "graph journey", err)
+	}
+	if nodes < 5 || solid < 4 || !strings.Contains(graphText, "public.order_lines(order_id) → public.orders(id)") {
+		t.Errorf("graph around public.orders: %d tables, %d foreign keys drawn; %q", nodes, solid, graphText)
+	}
+	if !strings.HasSuffix(graphURL, "/db/shop/graph/public.customers?hops=2") {
+		t.Errorf("a table of the graph led to %s, want its own graph", graphURL)
+	}
 	if !strings.Contains(ddl, "CREATE TABLE public.orders") || !strings.Contains(text, "History") || !strings.Contains(text, "0003_orders.sql") || !strings.Contains(text, "Referenced by") {
 		t.Errorf("table page: %q", text)
 	}
@@ -290,6 +315,7 @@ func TestConsoleAt500Tables(t *testing.T) {
 		{"database (first 200 of 500 tables)", "/db/wide", `.tables li:nth-child(200)`},
 		{"search with explain", "/db/wide/search?q=customers%20referred%20by%20another%20customer", `table.explain .bar`},
 		{"table", "/db/wide/tables/public.t250_customers", `pre.ddl`},
+		{"join graph, 3 joins out", "/db/wide/graph/public.t250_customers?hops=3", `svg.graph .node`},
 	}
 	for _, p := range pages {
 		var best time.Duration

@@ -265,6 +265,7 @@ async function table(db, name) {
   const list = (title, items, f) => (items && items.length ? h('section', {}, h('h2', {}, title), h('ul', { class: 'list' }, items.map((x) => h('li', {}, f ? f(x) : x)))) : '');
   show(h('h1', {}, t.name, t.view ? h('span', { class: 'muted' }, ' (view)') : ''), ...parts,
     t.comment ? h('p', { class: 'comment' }, t.comment) : '',
+    t.view ? '' : h('p', {}, link(dbPath(db, 'graph', t.name) + '?hops=2', 'Join graph around ' + t.name)),
     h('section', {}, h('h2', {}, 'DDL'), h('pre', { class: 'ddl' }, t.ddl || '')),
     list('References', t.references, (x) => refLink(db, x)),
     list('Referenced by', t.referenced_by, (x) => refLink(db, x)),
@@ -275,6 +276,100 @@ async function table(db, name) {
     list('Drift notes (the whole catalog)', (r.drift || []).map((d) => `${d.source} statement ${d.statement} (line ${d.line}): ${d.error}`)));
 }
 
+// ---- join graph ----
+
+const svgNS = 'http://www.w3.org/2000/svg';
+
+// svg builds an SVG element; attrs are attributes (numbers and names we
+// computed), children nodes or text.
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(svgNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+// layout places the table asked about in the middle and each ring of
+// tables one join further out on a circle of its own, each table near
+// the one that brought it in, so that few joins cross.
+function layout(graph) {
+  const pos = new Map();
+  const parent = new Map();
+  for (const j of graph.joins) {
+    for (const [a, b] of [[j.from, j.to], [j.to, j.from]]) {
+      if (!parent.has(b)) parent.set(b, []);
+      parent.get(b).push(a);
+    }
+  }
+  const rings = [];
+  for (const t of graph.tables) (rings[t.hops] ||= []).push(t);
+  let radius = 0;
+  rings.forEach((ring, d) => {
+    if (d === 0) {
+      pos.set(ring[0].name, { x: 0, y: 0, angle: 0 });
+      return;
+    }
+    radius = Math.max(radius + 130, (ring.length * 26) / (2 * Math.PI));
+    const angleOf = (t) => {
+      const ps = (parent.get(t.name) || []).map((p) => pos.get(p)).filter(Boolean);
+      return ps.length ? ps[0].angle : 0;
+    };
+    ring.sort((a, b) => angleOf(a) - angleOf(b) || a.name.localeCompare(b.name));
+    ring.forEach((t, i) => {
+      const angle = (2 * Math.PI * i) / ring.length + (d % 2 ? 0 : Math.PI / ring.length);
+      pos.set(t.name, { x: radius * Math.cos(angle), y: radius * Math.sin(angle), angle });
+    });
+  });
+  return { pos, radius };
+}
+
+function graphPicture(db, graph) {
+  const { pos, radius } = layout(graph);
+  const pad = 110;
+  const size = 2 * (radius + pad);
+  const edges = graph.joins.map((j) => {
+    const a = pos.get(j.from);
+    const b = pos.get(j.to);
+    if (!a || !b) return null;
+    return svg('line', { x1: a.x, y1: a.y, x2: b.x, y2: b.y, class: j.declared ? 'edge declared' : 'edge inferred' },
+      svg('title', {}, `${j.from}(${j.from_columns.join(', ')}) → ${j.to}(${j.to_columns.join(', ')})${j.declared ? '' : ', implied by the names'}`));
+  });
+  const nodes = graph.tables.map((t) => {
+    const p = pos.get(t.name);
+    const label = t.name.length > 28 ? t.name.slice(0, 27) + '…' : t.name;
+    return svg('a', { href: dbPath(db, 'graph', t.name) + '?hops=' + (new URLSearchParams(location.search).get('hops') || 2), class: 'node hops' + t.hops },
+      svg('title', {}, `${t.name}: ${t.columns} columns${t.comment ? ' — ' + t.comment : ''}`),
+      svg('circle', { cx: p.x, cy: p.y, r: t.hops ? 7 : 11 }),
+      svg('text', { x: p.x, y: p.y - 14, 'text-anchor': 'middle' }, label));
+  });
+  return svg('svg', { viewBox: `${-size / 2} ${-size / 2} ${size} ${size}`, role: 'img', 'aria-label': `Join graph around ${graph.tables[0].name}`, class: 'graph' },
+    svg('g', {}, edges.filter(Boolean)), svg('g', {}, nodes));
+}
+
+async function graphView(db, name, params) {
+  const hops = Math.min(3, Math.max(1, Number(params.get('hops')) || 2));
+  setCrumbs(link(dbPath(db), db), link(dbPath(db, 'tables', name), name), h('span', {}, 'join graph'));
+  document.title = 'joins of ' + name + ' · ' + db;
+  const r = await api('POST', '/v1/tables', { database: db, table: name, neighbourhood: hops });
+  const g = r.graph;
+  const center = r.tables[0].name;
+  const hopLinks = [1, 2, 3].map((n) => (n === hops ? h('strong', {}, `${n} join${n > 1 ? 's' : ''}`) : link(dbPath(db, 'graph', center) + '?hops=' + n, `${n} join${n > 1 ? 's' : ''}`)));
+  const declared = g.joins.filter((j) => j.declared).length;
+  show(h('h1', {}, 'Joins around ' + center),
+    h('p', {}, 'Out to: ', hopLinks.flatMap((x, i) => (i ? [' · ', x] : [x]))),
+    h('p', { class: 'muted' }, `${g.tables.length} tables, ${declared} foreign keys (solid), ${g.joins.length - declared} joins the column names imply (dashed). Select a table to center on it; its page is linked below.`),
+    g.truncated ? h('p', { class: 'warning' }, `More tables are that near than the ${g.tables.length} shown: the nearest are kept.`) : '',
+    h('div', { class: 'graph-box' }, graphPicture(db, g)),
+    h('section', {}, h('h2', {}, 'Joins'),
+      h('ul', { class: 'list joins' }, g.joins.map((j) => h('li', { class: j.declared ? '' : 'muted' },
+        `${j.from}(${j.from_columns.join(', ')}) → ${j.to}(${j.to_columns.join(', ')})`, j.declared ? '' : ' (implied)')))),
+    h('section', {}, h('h2', {}, 'Tables'),
+      h('ul', { class: 'list' }, g.tables.map((t) => h('li', {}, link(dbPath(db, 'tables', t.name), t.name), h('span', { class: 'muted' }, ` ${t.hops} join(s) away, ${t.columns} columns`))))));
+}
+
 // ---- router ----
 
 const routes = [
@@ -283,6 +378,7 @@ const routes = [
   [/^\/db\/([^/]+)\/search$/, (m, p) => search(m[1], p)],
   [/^\/db\/([^/]+)\/ask$/, (m, p) => ask(m[1], p)],
   [/^\/db\/([^/]+)\/tables\/(.+)$/, (m) => table(m[1], m[2])],
+  [/^\/db\/([^/]+)\/graph\/(.+)$/, (m, p) => graphView(m[1], m[2], p)],
 ];
 
 async function render() {
@@ -309,9 +405,12 @@ function go(path) {
 
 document.addEventListener('click', (ev) => {
   const a = ev.target.closest('a');
-  if (!a || a.origin !== location.origin || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.button !== 0) return;
+  if (!a || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.button !== 0) return;
+  // An SVG link (the join graph's tables) has its href as an attribute.
+  const url = new URL(a instanceof SVGElement ? a.getAttribute('href') : a.href, location.href);
+  if (url.origin !== location.origin) return;
   ev.preventDefault();
-  go(a.pathname + a.search);
+  go(url.pathname + url.search);
 });
 window.addEventListener('popstate', render);
 
