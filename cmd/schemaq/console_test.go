@@ -331,3 +331,65 @@ func TestConsoleAt500Tables(t *testing.T) {
 		t.Logf("%s usable in %v (best of 3)", p.name, best.Round(time.Millisecond))
 	}
 }
+
+// TestConsoleTokens runs the console against up with a tokens file, as
+// docs/console.md promises: without a token nothing is read, with one
+// the page sees its databases only, another database answers forbidden,
+// and the token lives in the tab's session storage, never in a cookie.
+func TestConsoleTokens(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	const shopToken = "console-shop-read-token-0123456789"
+	tokens := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(tokens, []byte(`{"tokens": [
+  {"name": "shop-reader", "token": "`+shopToken+`", "databases": ["shop"], "access": "read"},
+  {"name": "admin", "token": "console-admin-token-0123456789", "databases": ["*"], "access": "write"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	schema := filepath.Join(dir, "hr.sql")
+	if err := os.WriteFile(schema, []byte("CREATE TABLE salaries (id int PRIMARY KEY, amount numeric);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, api := freePort(t), freePort(t)
+	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_HTTP_ADDR", api, "SCHEMAQ_HTTP_TOKENS_FILE", tokens)
+	defer stop()
+	for _, args := range [][]string{
+		{"publish", "migrations", "--db", "shop", "--wait", "20s", filepath.Join("..", "..", "examples", "shop", "migrations")},
+		{"publish", "snapshot", "--db", "hr", "--wait", "20s", schema},
+	} {
+		if out, errOut, code := runAt(t, "nats://"+addr, args...); code != exitOK {
+			t.Fatalf("%v (exit %d): %s %s", args, code, out, errOut)
+		}
+	}
+	base := "http://" + api
+	var before, listed, hr, cookie, stored string
+	err := journey(ctx,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(css(`main .error`)),
+		into(&before, chromedp.Text(css(`main`))),
+		chromedp.SendKeys(css(`#token`), shopToken),
+		chromedp.Click(css(`#token-form button`)),
+		chromedp.WaitVisible(css(`main a[href="/db/shop"]`)),
+		into(&listed, chromedp.Text(css(`main`))),
+		chromedp.Navigate(base+"/db/hr/tables/public.salaries"),
+		chromedp.WaitVisible(css(`main .error`)),
+		into(&hr, chromedp.Text(css(`main`))),
+		into(&cookie, chromedp.Evaluate[string](`document.cookie`)),
+		into(&stored, chromedp.Evaluate[string](`sessionStorage.getItem('schemaq.token') || ''`)),
+	)
+	if err != nil {
+		failed(t, ctx, t.TempDir(), "token journey", err)
+	}
+	if !strings.Contains(before, "unauthorized") || !strings.Contains(before, "Type a token") {
+		t.Errorf("without a token the page says %q", before)
+	}
+	if strings.Contains(listed, "hr") {
+		t.Errorf("a shop token lists %q", listed)
+	}
+	if !strings.Contains(hr, "forbidden") || strings.Contains(hr, "salaries (") {
+		t.Errorf("another database's table with a shop token: %q", hr)
+	}
+	if cookie != "" || stored != shopToken {
+		t.Errorf("the token is in a cookie (%q) or not in session storage (%q)", cookie, stored)
+	}
+}
