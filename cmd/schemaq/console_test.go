@@ -280,6 +280,27 @@ func TestConsoleJourneys(t *testing.T) {
 	if xss != "undefined" {
 		t.Errorf("script ran: %q", xss)
 	}
+	// On a phone's width the pages reflow: nothing wider than the screen
+	// but the explain table, which scrolls in its own box.
+	for _, page := range []string{"/db/shop", "/db/shop/search?q=which%20customers%20have%20pending%20orders", "/db/shop/tables/public.orders", "/db/shop/graph/public.orders?hops=2"} {
+		var overflow int
+		err = journey(ctx,
+			chromedp.EmulateViewport(390, 844),
+			chromedp.Navigate(base+page),
+			chromedp.WaitVisible(css(`main h1`)),
+			chromedp.Sleep(300*time.Millisecond),
+			into(&overflow, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)),
+		)
+		if err != nil {
+			failed(t, ctx, pics, "phone "+page, err)
+		}
+		if overflow > 1 {
+			t.Errorf("%s is %d px wider than a phone's screen", page, overflow)
+		}
+	}
+	if err := journey(ctx, shot(t, pics, "8-phone-graph"), chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
 	// The accepted SQL is now an example of the shop, as the CLI sees it.
 	if out, errOut, code := runAt(t, "nats://"+addr, "examples", "list", "--db", "shop"); code != exitOK || !strings.Contains(out, "which customers have pending orders") {
 		t.Errorf("examples list after the console's feedback (exit %d): %s %s", code, out, errOut)
