@@ -148,6 +148,7 @@ func TestConsoleJourneys(t *testing.T) {
 	pics := screenshots(t)
 	var text, href, ddl, status, xss, path string
 	var results int
+	var filtered string
 	err := journey(ctx,
 		// The databases, then the shop by a plain link.
 		chromedp.Navigate(base+"/"),
@@ -157,6 +158,9 @@ func TestConsoleJourneys(t *testing.T) {
 		chromedp.WaitVisible(css(`#q`)),
 		chromedp.WaitVisible(css(`.tables li`)),
 		shot(t, pics, "2-database"),
+		// Typing narrows the tables listed.
+		chromedp.SendKeys(css(`#filter`), "order"),
+		into(&filtered, chromedp.Evaluate[string](`[...document.querySelectorAll('.tables li:not([hidden]) a')].map(a => a.textContent).join(' ')`)),
 		// A search, with results and the explain picture.
 		chromedp.SendKeys(css(`#q`), "which customers have pending orders"),
 		chromedp.Click(css(`form.ask button[type=submit]`)),
@@ -168,6 +172,9 @@ func TestConsoleJourneys(t *testing.T) {
 	)
 	if err != nil {
 		failed(t, ctx, pics, "search journey", err)
+	}
+	if filtered != "public.order_lines public.order_totals public.orders" {
+		t.Errorf("the tables that hold \"order\": %q", filtered)
 	}
 	if !strings.Contains(text, "public.orders") || !strings.Contains(text, "public.customers") || results < 2 {
 		t.Errorf("search results: %d, %q", results, text)

@@ -119,9 +119,16 @@ async function database(db, params) {
       ev.preventDefault();
       if (filter.value.trim()) go(dbPath(db, 'tables', filter.value.trim()));
     },
-  }, h('label', { for: 'filter' }, 'Open a table'), filter, h('button', { type: 'submit' }, 'Open'));
+  }, h('label', { for: 'filter' }, 'Find a table'), filter, h('button', { type: 'submit' }, 'Open'));
   const list = h('ul', { class: 'list tables' });
   const more = h('p', {});
+  // Typing narrows the tables listed to those whose name holds the text;
+  // Open goes to the table of that name, current or former.
+  const narrow = () => {
+    const want = filter.value.trim().toLowerCase();
+    for (const li of list.children) li.hidden = want !== '' && !li.dataset.name.includes(want);
+  };
+  filter.addEventListener('input', narrow);
   show(h('h1', {}, db), questionForm(db, 'search', ''),
     past.length ? h('section', {}, h('h2', {}, 'Asked in this session'),
       h('ul', { class: 'list' }, past.map((e) => h('li', {}, link(dbPath(db, e.mode) + '?q=' + encodeURIComponent(e.q), e.q), h('span', { class: 'muted' }, ' ' + e.mode))))) : '',
@@ -129,8 +136,11 @@ async function database(db, params) {
   const page = async (after) => {
     const r = await api('POST', '/v1/tables', { database: db, limit: 200, after });
     for (const t of r.tables) {
-      list.append(h('li', {}, link(dbPath(db, 'tables', t.name), t.name), h('span', { class: 'muted' }, ` ${t.view ? 'view, ' : ''}${t.columns} columns`), t.comment ? h('span', { class: 'comment' }, ' — ' + t.comment) : ''));
+      const li = h('li', {}, link(dbPath(db, 'tables', t.name), t.name), h('span', { class: 'muted' }, ` ${t.view ? 'view, ' : ''}${t.columns} columns`), t.comment ? h('span', { class: 'comment' }, ' — ' + t.comment) : '');
+      li.dataset.name = t.name.toLowerCase();
+      list.append(li);
     }
+    narrow();
     more.replaceChildren(`${list.children.length} of ${r.total} (catalog version ${r.version}, index at ${r.indexed})`);
     if (r.next) more.append(' ', h('button', { type: 'button', onclick: () => page(r.next) }, 'More'));
     if (r.drift_total) more.append(h('p', { class: 'warning' }, `${r.drift_total} statement(s) of the history the catalog could not follow: see a table's page for its notes.`));
