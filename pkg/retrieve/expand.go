@@ -18,14 +18,12 @@ import (
 // Up to limit bridges, the earliest first. Nothing here depends on how
 // many results were asked for, so a longer list starts with a shorter
 // one (cut).
-func (r *Retriever) complete(cat *catalog.Catalog, cands []rerank.Candidate, depth, limit int, schemas []string) []Item {
+func (r *Retriever) complete(cat *catalog.Catalog, items []Item, depth, limit int, schemas []string) []Item {
 	g := r.graphs.get(cat)
-	items := make([]Item, len(cands))
-	pos := make(map[string]int, len(cands))
-	for i, c := range cands {
-		items[i] = Item{Candidate: c}
-		if c.Kind == chunk.KindTable {
-			pos[c.Name] = i
+	pos := make(map[string]int, len(items))
+	for i, it := range items {
+		if it.Kind == chunk.KindTable {
+			pos[it.Name] = i
 		}
 	}
 	bridges := 0
@@ -126,7 +124,7 @@ func (p *run) expand() {
 		items[i] = Item{Candidate: c}
 	}
 	if p.cfg.Expand.Enabled && p.cat != nil && (len(p.req.Kinds) == 0 || slices.Contains(p.req.Kinds, chunk.KindTable)) {
-		items = p.r.complete(p.cat, p.cands, p.cfg.Expand.Depth, p.cfg.Expand.MaxBridges, p.req.Schemas)
+		items = p.r.complete(p.cat, items, p.cfg.Expand.Depth, p.cfg.Expand.MaxBridges, p.req.Schemas)
 	}
 	p.items = cut(items, p.k)
 }

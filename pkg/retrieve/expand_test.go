@@ -67,11 +67,11 @@ func TestJoinCompletion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var cands []rerank.Candidate
+			var ranked []Item
 			for _, n := range tt.ranked {
-				cands = append(cands, rerank.Candidate{Kind: chunk.KindTable, Name: qualify(n)})
+				ranked = append(ranked, Item{Candidate: rerank.Candidate{Kind: chunk.KindTable, Name: qualify(n)}})
 			}
-			items := r.complete(cat, cands, tt.depth, tt.limit, tt.schemas)
+			items := r.complete(cat, ranked, tt.depth, tt.limit, tt.schemas)
 			var got []string
 			for _, it := range items {
 				n := strings.TrimPrefix(it.Name, "public.")
