@@ -102,11 +102,10 @@ func (g *Graph) edgesAmong(keys map[string]int, byKey map[string]*Table) []Neigh
 			out = append(out, e)
 		}
 	}
-	for _, t := range g.cat.Tables() {
-		from := g.cat.PartitionRoot(t).QualName().Key()
-		if _, in := keys[from]; !in {
-			continue
-		}
+	// A root's keys are its own and its partitions': walk down from each
+	// table of the neighbourhood, not through the whole catalog.
+	var declared func(from string, t *Table)
+	declared = func(from string, t *Table) {
 		for _, fk := range t.ForeignKeys {
 			to := fk.RefTable.Key()
 			if rt := g.cat.Table(fk.RefTable); rt != nil {
@@ -116,6 +115,12 @@ func (g *Graph) edgesAmong(keys map[string]int, byKey map[string]*Table) []Neigh
 				add(NeighbourEdge{From: from, To: to, FromColumns: fk.Columns, ToColumns: fk.RefColumns, Declared: true})
 			}
 		}
+		for _, p := range g.partitions[t.QualName()] {
+			declared(from, p)
+		}
+	}
+	for k := range keys {
+		declared(k, byKey[k])
 	}
 	for k := range keys {
 		for _, j := range g.Inferred(k) {
@@ -133,7 +138,7 @@ func (g *Graph) edgesAmong(keys map[string]int, byKey map[string]*Table) []Neigh
 			}
 			return 1
 		}
-		return strings.Compare(x.From+"\x00"+x.To, y.From+"\x00"+y.To)
+		return strings.Compare(x.From+"\x00"+x.To+"\x00"+strings.Join(x.FromColumns, ","), y.From+"\x00"+y.To+"\x00"+strings.Join(y.FromColumns, ","))
 	})
 	return out
 }

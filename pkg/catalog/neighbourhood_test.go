@@ -17,6 +17,8 @@ CREATE TABLE reviews (id int, product_id int, stars int);
 CREATE TABLE events (id int PRIMARY KEY, payload jsonb) PARTITION BY RANGE (id);
 CREATE TABLE events_1 PARTITION OF events FOR VALUES FROM (0) TO (100);
 CREATE TABLE event_tags (event_id int REFERENCES events_1 (id), tag text);
+CREATE TABLE sources (id int PRIMARY KEY);
+ALTER TABLE events_1 ADD COLUMN source_id int REFERENCES sources;
 CREATE TABLE lonely (x int);`)
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +42,8 @@ CREATE TABLE lonely (x int);`)
 		{"public.orders", 2, 2, []string{"orders@0", "customers@1"}, []string{"orders>customers"}, true},
 		// A partition's key is its root's.
 		{"public.event_tags", 1, 100, []string{"event_tags@0", "events@1"}, []string{"event_tags>events"}, false},
+		// A partition's own key is its root's join too.
+		{"public.events", 1, 100, []string{"events@0", "event_tags@1", "sources@1"}, []string{"event_tags>events", "events>sources"}, false},
 		{"public.lonely", 3, 100, []string{"lonely@0"}, nil, false},
 	}
 	for _, tt := range tests {
