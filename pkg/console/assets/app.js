@@ -202,30 +202,36 @@ function notes(reply) {
   return out;
 }
 
-async function search(db, params) {
+// questionPage starts a search or ask page: crumbs, title and the
+// question form with busy under it until the reply. It returns the
+// question ('' when none: the form alone) and the page's head, to show
+// again above the reply.
+function questionPage(db, mode, title, busy, params) {
   const q = params.get('q') || '';
-  setCrumbs(link(dbPath(db), db), h('span', {}, 'search'));
+  setCrumbs(link(dbPath(db), db), h('span', {}, mode));
   document.title = q + ' · ' + db;
-  show(h('h1', {}, 'Search ' + db), questionForm(db, 'search', q), h('p', {}, 'Searching…'));
+  const head = () => [h('h1', {}, title + ' ' + db), questionForm(db, mode, q)];
+  show(...head(), h('p', {}, busy));
+  if (q) remember(db, mode, q);
+  return { q, head };
+}
+
+async function search(db, params) {
+  const { q, head } = questionPage(db, 'search', 'Search', 'Searching…', params);
   if (!q) return;
-  remember(db, 'search', q);
   const k = Math.min(50, Math.max(1, Number(params.get('k')) || 10));
   const r = await api('POST', '/v1/search', { database: db, question: q, k, explain: true });
-  show(h('h1', {}, 'Search ' + db), questionForm(db, 'search', q), notes(r),
+  show(...head(), notes(r),
     h('section', {}, h('h2', {}, `${r.results.length} result(s)`), resultList(db, r.results)),
     explainPicture(r.results, r.explain),
     r.query_terms ? h('p', { class: 'muted' }, 'Terms searched: ' + r.query_terms.map((t) => t.term + (t.why ? ` (${t.why})` : '')).join(', ')) : '');
 }
 
 async function ask(db, params) {
-  const q = params.get('q') || '';
-  setCrumbs(link(dbPath(db), db), h('span', {}, 'ask'));
-  document.title = q + ' · ' + db;
-  show(h('h1', {}, 'Ask ' + db), questionForm(db, 'ask', q), h('p', {}, 'Asking…'));
+  const { q, head } = questionPage(db, 'ask', 'Ask', 'Asking…', params);
   if (!q) return;
-  remember(db, 'ask', q);
   const r = await api('POST', '/v1/ask', { database: db, question: q, explain: true });
-  const parts = [h('h1', {}, 'Ask ' + db), questionForm(db, 'ask', q), notes(r)];
+  const parts = [...head(), notes(r)];
   if (r.retrieval_only || !r.sql) {
     parts.push(h('p', { class: 'warning' }, 'No SQL: this daemon has no LLM gateway, so it answers with the context a model would get.'));
   } else {
@@ -258,11 +264,13 @@ function feedbackForm(db, question, reply) {
     status);
 }
 
+// refLink links the table a reference names: the right side of
+// "customer_id → public.customers.id", the left of
+// "public.orders.customer_id → id".
 const refLink = (db, text) => {
-  // "customer_id → public.customers.id" and "public.orders.customer_id → id":
-  // link the table named.
-  const m = /([A-Za-z_][\w$]*\.[A-Za-z_][\w$]*)(\.[\w$]+)?/.exec(text.split('→').pop().includes('.') ? text.split('→').pop() : text);
-  return m ? h('span', {}, text + ' ', link(dbPath(db, 'tables', m[1]), 'open')) : text;
+  const right = text.split('→').pop();
+  const m = /[A-Za-z_][\w$]*\.[A-Za-z_][\w$]*/.exec(right.includes('.') ? right : text);
+  return m ? h('span', {}, text + ' ', link(dbPath(db, 'tables', m[0]), 'open')) : text;
 };
 
 async function table(db, name) {
