@@ -14,9 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -184,11 +184,7 @@ func helped(err error) error {
 }
 
 func printUsage(w io.Writer, cmds map[string]command) {
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(cmds))
 	width := 0
 	for _, n := range names {
 		width = max(width, len(n))

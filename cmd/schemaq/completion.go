@@ -5,8 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -65,12 +65,7 @@ func runComplete(ctx context.Context, e *env, words []string) error {
 		if len(words) == 1 {
 			prefix = words[0]
 		}
-		names := make([]string, 0, len(cmds))
-		for n := range cmds {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return printMatches(e.stdout, names, prefix)
+		return printMatches(e.stdout, slices.Sorted(maps.Keys(cmds)), prefix)
 	}
 	c, ok := cmds[words[0]]
 	if !ok {
