@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -192,12 +193,19 @@ func ensureAsset(ctx context.Context, ensure func(context.Context) error) error 
 }
 
 // racing reports whether err is one a retry may clear: no answer in
-// time, a stream without a leader, or one another process is creating.
+// time, a stream without a leader, one another process is creating, or
+// a placement that failed because a peer is offline for now (a loaded
+// cluster's peer misses a heartbeat; one more replica than servers says
+// "no suitable peers" without it, and is not retried).
 func racing(err error) bool {
 	var api *jetstream.APIError
 	return Unanswered(err) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
-		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamNameInUse
+		errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamNameInUse ||
+			api.ErrorCode == jsClusterNoPeers && strings.Contains(api.Description, "peer offline"))
 }
+
+// jsClusterNoPeers is JetStream's "no suitable peers for placement".
+const jsClusterNoPeers jetstream.ErrorCode = 10005
 
 // existingReplicas is how many replicas stream has, 0 when it does not
 // exist yet.
