@@ -19,22 +19,54 @@ import (
 // down sooner: a node dying).
 func NATSCluster(t testing.TB, n int, opts ...ClusterOption) []*server.Server {
 	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	var servers []*server.Server
+	var token string
+	var err error
+	// The route ports are chosen free and then given up before the servers
+	// bind them: under a loaded CI another process can take one between,
+	// and that server never listens. A fresh set of ports is tried then.
+	for attempt := 1; ; attempt++ {
+		servers, token, err = startCluster(t, n, opts)
+		if err == nil {
+			break
 		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+		for _, ns := range servers {
+			ns.Shutdown()
+		}
+		if attempt == 3 {
+			t.Fatalf("cluster of %d: %v", n, err)
+		}
+		t.Logf("cluster of %d, attempt %d: %v; trying new ports", n, attempt, err)
+	}
+	for _, ns := range servers {
+		t.Cleanup(ns.Shutdown)
+	}
+	Eventually(t, 30*time.Second, "a JetStream meta leader with every server as a current peer", func() bool {
+		for _, ns := range servers {
+			if ns.JetStreamIsLeader() && len(ns.JetStreamClusterPeers()) == n {
+				return true
+			}
+		}
+		return false
+	})
+	placeable(t, servers, n, token)
+	return servers
+}
+
+// startCluster starts n servers routed to each other on ports free a
+// moment ago and waits until each listens.
+func startCluster(t testing.TB, n int, opts []ClusterOption) ([]*server.Server, string, error) {
+	ports, err := freePorts(n)
+	if err != nil {
+		return nil, "", err
 	}
 	var routes []*url.URL
 	for _, p := range ports {
 		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
 	}
-	servers := make([]*server.Server, n)
+	var servers []*server.Server
 	var token string
-	for i := range servers {
+	for i := range n {
 		o := &server.Options{
 			ServerName: fmt.Sprintf("n%d", i+1),
 			Host:       "127.0.0.1",
@@ -52,27 +84,30 @@ func NATSCluster(t testing.TB, n int, opts ...ClusterOption) []*server.Server {
 		token = o.Authorization
 		ns, err := server.NewServer(o)
 		if err != nil {
-			t.Fatal(err)
+			return servers, "", err
 		}
 		go ns.Start()
-		t.Cleanup(ns.Shutdown)
-		servers[i] = ns
+		servers = append(servers, ns)
 	}
 	for _, ns := range servers {
-		if !ns.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("server %s did not start", ns.Name())
+		if !ns.ReadyForConnections(20 * time.Second) {
+			return servers, "", fmt.Errorf("server %s did not start listening", ns.Name())
 		}
 	}
-	Eventually(t, 30*time.Second, "a JetStream meta leader with every server as a current peer", func() bool {
-		for _, ns := range servers {
-			if ns.JetStreamIsLeader() && len(ns.JetStreamClusterPeers()) == n {
-				return true
-			}
+	return servers, token, nil
+}
+
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("a free port: %w", err)
 		}
-		return false
-	})
-	placeable(t, servers, n, token)
-	return servers
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	return ports, nil
 }
 
 // placeable waits until the cluster places a stream of n replicas: a
