@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/status"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
@@ -176,8 +177,8 @@ func TestStatusWarnsOfMixedDaemons(t *testing.T) {
 	}
 	jsonOut, _, code := runAt(t, url, "status", "--json")
 	var rep struct {
-		Daemons  []daemonReport `json:"daemons"`
-		Warnings []string       `json:"warnings"`
+		Daemons  []status.Daemon `json:"daemons"`
+		Warnings []string        `json:"warnings"`
 	}
 	if code != exitOK || json.Unmarshal([]byte(jsonOut), &rep) != nil || len(rep.Daemons) != 2 || len(rep.Warnings) != 1 {
 		t.Errorf("status --json: %s", jsonOut)

@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/schemaq/schemaq/events"
 )
 
-// daemonReport is one replica of the query service, as it announces
+// Daemon is one replica of the query service, as it announces
 // itself on $SRV.INFO.
-type daemonReport struct {
+type Daemon struct {
 	ID      string `json:"id"`
 	Version string `json:"version"`
 	// Gateway is "configured" or "none"; AllowSystemCatalogs "true" or
@@ -32,9 +32,9 @@ type daemonReport struct {
 // replicas answer within milliseconds; the request context bounds it all.
 const daemonsQuiet = 300 * time.Millisecond
 
-// listDaemons asks every replica of the service for its info. A
+// ListDaemons asks every replica of the service for its info. A
 // connection not allowed to ask (its role has no $SRV.INFO) finds none.
-func listDaemons(ctx context.Context, nc *nats.Conn) ([]daemonReport, error) {
+func ListDaemons(ctx context.Context, nc *nats.Conn) ([]Daemon, error) {
 	inbox := nc.NewRespInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
@@ -44,7 +44,7 @@ func listDaemons(ctx context.Context, nc *nats.Conn) ([]daemonReport, error) {
 	if err := nc.PublishRequest("$SRV.INFO."+events.ServiceName, inbox, nil); err != nil {
 		return nil, fmt.Errorf("list daemons: %w", err)
 	}
-	out := []daemonReport{}
+	out := []Daemon{}
 	for {
 		wait := daemonsQuiet
 		if len(out) == 0 {
@@ -68,7 +68,7 @@ func listDaemons(ctx context.Context, nc *nats.Conn) ([]daemonReport, error) {
 		if json.Unmarshal(msg.Data, &info) != nil || info.ID == "" {
 			continue // not a micro info reply
 		}
-		out = append(out, daemonReport{ID: info.ID, Version: info.Version,
+		out = append(out, Daemon{ID: info.ID, Version: info.Version,
 			Gateway: info.Metadata[events.CapabilityGateway], AllowSystemCatalogs: info.Metadata[events.CapabilityAllowSystemCatalogs],
 			Store: info.Metadata[events.CapabilityStore]})
 		if len(out) >= 1000 {
@@ -79,12 +79,12 @@ func listDaemons(ctx context.Context, nc *nats.Conn) ([]daemonReport, error) {
 	return out, nil
 }
 
-// daemonWarnings says where replicas of the one queue group would answer
+// DaemonWarnings says where replicas of the one queue group would answer
 // the same request differently: NATS spreads requests over them at
 // random, so an ask gets SQL from one and retrieval only from another.
-func daemonWarnings(ds []daemonReport) []string {
+func DaemonWarnings(ds []Daemon) []string {
 	var out []string
-	differ := func(what string, get func(daemonReport) string, describe func(string) string) {
+	differ := func(what string, get func(Daemon) string, describe func(string) string) {
 		counts := map[string]int{}
 		for _, d := range ds {
 			counts[get(d)]++
@@ -99,7 +99,7 @@ func daemonWarnings(ds []daemonReport) []string {
 		out = append(out, fmt.Sprintf("the %d daemons of the %s queue group differ in %s: %s; requests go to any of them, so the same request gets different answers: configure them alike",
 			len(ds), events.ServiceName, what, strings.Join(parts, ", ")))
 	}
-	differ("their LLM gateway", func(d daemonReport) string { return d.Gateway }, func(v string) string {
+	differ("their LLM gateway", func(d Daemon) string { return d.Gateway }, func(v string) string {
 		switch v {
 		case "configured":
 			return "with a gateway (ask writes SQL)"
@@ -108,7 +108,7 @@ func daemonWarnings(ds []daemonReport) []string {
 		}
 		return "that do not say (older than this schemaq)"
 	})
-	differ("--allow-system-catalogs", func(d daemonReport) string { return d.AllowSystemCatalogs }, func(v string) string {
+	differ("--allow-system-catalogs", func(d Daemon) string { return d.AllowSystemCatalogs }, func(v string) string {
 		switch v {
 		case "true":
 			return "allowing the system catalogs"
@@ -117,7 +117,7 @@ func daemonWarnings(ds []daemonReport) []string {
 		}
 		return "that do not say (older than this schemaq)"
 	})
-	differ("their index", func(d daemonReport) string { return d.Store }, func(v string) string {
+	differ("their index", func(d Daemon) string { return d.Store }, func(v string) string {
 		switch v {
 		case "sqlite":
 			return "with an index of their own"
@@ -126,6 +126,6 @@ func daemonWarnings(ds []daemonReport) []string {
 		}
 		return "that do not say (older than this schemaq)"
 	})
-	differ("version", func(d daemonReport) string { return d.Version }, func(v string) string { return "at " + v })
+	differ("version", func(d Daemon) string { return d.Version }, func(v string) string { return "at " + v })
 	return out
 }
