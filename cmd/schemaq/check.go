@@ -71,7 +71,7 @@ func runCheck(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	in.Strict = *strict
-	rep := impact.Check(*in)
+	rep := impact.Check(rctx, *in)
 	for _, w := range warnings {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
@@ -167,7 +167,7 @@ func (s *impactSource) Check(ctx context.Context, db string, migrations []mcpser
 	for i, m := range migrations {
 		in.Pending = append(in.Pending, impact.Migration{Seq: in.Catalog.Version + int64(i) + 1, Source: m.Name, SQL: m.SQL})
 	}
-	return impact.Check(*in), nil
+	return impact.Check(ctx, *in), nil
 }
 
 func printImpact(e *env, r *impact.Report) {

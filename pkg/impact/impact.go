@@ -122,12 +122,13 @@ func (r *Report) Breaks(allowDrift bool) bool {
 
 // Check replays in.Pending on in.Catalog and reports what they would
 // break. Only what breaks because of them counts: an example that does
-// not fit the catalog as it is now is stale already, not news.
-func Check(in Input) *Report {
+// not fit the catalog as it is now is stale already, not news. A
+// migration still applying when ctx ends is reported refused.
+func Check(ctx context.Context, in Input) *Report {
 	before := in.Catalog
 	rep := &Report{Database: before.Database, Version: before.Version, Pending: in.Pending,
 		Examples: []BrokenExample{}, Followed: []BrokenExample{}, Docs: []StaleDoc{}, Views: []BrokenView{}, Drift: []catalog.Drift{}, Dropped: []string{}, Renamed: []string{}}
-	after := rep.apply(before, in.Pending, in.Strict)
+	after := rep.apply(ctx, before, in.Pending, in.Strict)
 	rep.After = after.Version
 	gone := rep.compare(before, after)
 	rep.checkExamples(before, after, in.Examples)
@@ -138,7 +139,7 @@ func Check(in Input) *Report {
 
 // apply replays the pending migrations as a worker would, stopping at
 // the first the catalog refuses.
-func (r *Report) apply(cat *catalog.Catalog, pending []Migration, strict bool) *catalog.Catalog {
+func (r *Report) apply(ctx context.Context, cat *catalog.Catalog, pending []Migration, strict bool) *catalog.Catalog {
 	var opts []catalog.ApplyOption
 	if !strict {
 		opts = append(opts, catalog.Tolerant())
@@ -146,7 +147,7 @@ func (r *Report) apply(cat *catalog.Catalog, pending []Migration, strict bool) *
 	drifted := len(cat.Drift())
 	replay := catalog.NewReplay(cat, opts...)
 	for _, m := range pending {
-		if err := replay.Apply(context.Background(), m.Source, m.SQL, catalog.Applied{Seq: m.Seq, ID: m.Source, Source: m.Source}); err != nil {
+		if err := replay.Apply(ctx, m.Source, m.SQL, catalog.Applied{Seq: m.Seq, ID: m.Source, Source: m.Source}); err != nil {
 			r.Refused = &Refusal{Migration: m, Error: err.Error(),
 				Postgres: errors.Is(err, catalog.ErrDependent) || errors.Is(err, catalog.ErrDuplicate) || errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrUndefined)}
 			break

@@ -1,6 +1,7 @@
 package impact
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -56,7 +57,7 @@ func TestCheck(t *testing.T) {
 		{name: "drift", sql: "ALTER TABLE audit_log ADD COLUMN at timestamptz;", drift: 1, breaks: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := Check(Input{Catalog: cat, Pending: []Migration{{Seq: 7, Source: "0007_x.sql", SQL: tc.sql}}, Examples: examples, Docs: docs})
+			rep := Check(context.Background(), Input{Catalog: cat, Pending: []Migration{{Seq: 7, Source: "0007_x.sql", SQL: tc.sql}}, Examples: examples, Docs: docs})
 			if len(rep.Examples) != tc.examples || len(rep.Docs) != tc.docs || len(rep.Views) != tc.views || len(rep.Drift) != tc.drift || len(rep.Followed) != tc.followed {
 				t.Errorf("examples %v, docs %v, views %v, drift %v, followed %v", rep.Examples, rep.Docs, rep.Views, rep.Drift, rep.Followed)
 			}
@@ -121,7 +122,7 @@ func TestCheckAtScale(t *testing.T) {
 		pending = append(pending, Migration{Seq: int64(m + 1), Source: fmt.Sprintf("%04d.sql", m+1),
 			SQL: fmt.Sprintf("DROP TABLE t%05d; ALTER TABLE t%05d RENAME TO renamed_%05d;", m*2, m*2+1, m*2+1)})
 	}
-	rep := Check(Input{Catalog: cat, Pending: pending, Examples: exs, Docs: []Doc{{ID: "values.md", Title: "Values", Body: body.String()}}})
+	rep := Check(context.Background(), Input{Catalog: cat, Pending: pending, Examples: exs, Docs: []Doc{{ID: "values.md", Title: "Values", Body: body.String()}}})
 	if rep.Refused != nil || rep.After != 100 {
 		t.Fatalf("refused %+v, after %d", rep.Refused, rep.After)
 	}
