@@ -137,6 +137,9 @@ type Daemon struct {
 	state  atomic.Pointer[string]
 	gwLog  *gatewayLog
 	pub    Publisher // nil: feedback is refused
+	// records reads examples and docs for the console (records.go);
+	// nil: those pages answer stream_unavailable.
+	records Records
 }
 
 // Option configures a Daemon.

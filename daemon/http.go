@@ -56,8 +56,9 @@ type HTTPConfig struct {
 const maxHTTPBody = events.DefaultMaxEventBytes
 
 // HTTPHandler serves POST /v1/search, /v1/ask, /v1/tables and
-// /v1/feedback, GET /v1/databases, GET /openapi.json, and the web console
-// (pkg/console) on every other path a browser GETs.
+// /v1/feedback, GET /v1/databases, the console's own endpoints
+// (consoleapi.go), GET /openapi.json, and the web console (pkg/console)
+// on every other path a browser GETs.
 func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 	mux := http.NewServeMux()
 	ring := newKeyring(cfg.Token, cfg.Tokens)
@@ -65,6 +66,12 @@ func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 		mux.Handle("/v1/"+ep.name, authorized(ring, d.httpEndpoint(ep)))
 	}
 	mux.Handle("/v1/databases", authorized(ring, http.HandlerFunc(d.httpDatabases)))
+	for name, h := range d.recordsRoutes() {
+		mux.Handle("/v1/"+name, authorized(ring, h))
+	}
+	for name, h := range d.operationsRoutes() {
+		mux.Handle("/v1/"+name, authorized(ring, h))
+	}
 	spec, specErr := OpenAPI(cfg.Version)
 	mux.HandleFunc("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		if !allowMethod(w, r, http.MethodGet) {
@@ -85,7 +92,7 @@ func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 		// The console is every other page a browser GETs; the API's own
 		// paths and every other method get the API's JSON 404.
 		if ui == nil || strings.HasPrefix(r.URL.Path, "/v1/") || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
-			httpError(w, "", events.Errorf(events.CodeNotFound, "no such path %s: the API is POST /v1/search, /v1/ask, /v1/tables, /v1/feedback, GET /v1/databases; /openapi.json describes it", events.Quote(r.URL.Path)))
+			httpError(w, "", events.Errorf(events.CodeNotFound, "no such path %s: the API is POST /v1/search, /v1/ask, /v1/tables, /v1/feedback, GET /v1/databases, and the console's POST /v1/examples, /v1/docs, /v1/check, /v1/operations and /v1/deadletters/…; /openapi.json describes it", events.Quote(r.URL.Path)))
 			return
 		}
 		ui.ServeHTTP(w, r)

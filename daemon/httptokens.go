@@ -36,13 +36,16 @@ type HTTPToken struct {
 	SHA256 string `json:"sha256,omitempty"`
 	// Databases it may use; "*" is every database.
 	Databases []string `json:"databases"`
-	// Access is "read" or "write".
+	// Access is "read", "write" (feedback, deleting examples) or
+	// "admin" (write, and the console's operations: the stream's state
+	// and the dead letters of its databases, retried or deleted).
 	Access string `json:"access"`
 }
 
 const (
 	accessRead  = "read"
 	accessWrite = "write"
+	accessAdmin = "admin"
 	// minTokenBytes keeps a token out of a guesser's reach.
 	minTokenBytes = 16
 	// maxTokensFile bounds the file: it is read at start.
@@ -93,8 +96,8 @@ func LoadHTTPTokens(path string) ([]HTTPToken, error) {
 				errs = append(errs, fmt.Errorf("%s (%s): database %s is not a database name", at, t.Name, events.Quote(db)))
 			}
 		}
-		if t.Access != accessRead && t.Access != accessWrite {
-			errs = append(errs, fmt.Errorf("%s (%s): access is %q or %q", at, t.Name, accessRead, accessWrite))
+		if t.Access != accessRead && t.Access != accessWrite && t.Access != accessAdmin {
+			errs = append(errs, fmt.Errorf("%s (%s): access is %q, %q or %q", at, t.Name, accessRead, accessWrite, accessAdmin))
 		}
 	}
 	if len(f.Tokens) == 0 {
@@ -108,6 +111,15 @@ type principal struct {
 	name      string
 	databases []string // "*" for every one
 	write     bool
+	admin     bool
+}
+
+// nameOr is the token's name, or def without tokens.
+func (p *principal) nameOr(def string) string {
+	if p == nil {
+		return def
+	}
+	return p.name
 }
 
 func (p *principal) mayUse(db string) bool {
@@ -131,7 +143,7 @@ type keyring struct {
 func newKeyring(global string, tokens []HTTPToken) *keyring {
 	k := &keyring{}
 	if global != "" {
-		k.add(sha256.Sum256([]byte(global)), &principal{name: "token", databases: []string{"*"}, write: true})
+		k.add(sha256.Sum256([]byte(global)), &principal{name: "token", databases: []string{"*"}, write: true, admin: true})
 	}
 	for _, t := range tokens {
 		h := sha256.Sum256([]byte(t.Token))
@@ -139,7 +151,7 @@ func newKeyring(global string, tokens []HTTPToken) *keyring {
 			b, _ := hex.DecodeString(t.SHA256)
 			copy(h[:], b)
 		}
-		k.add(h, &principal{name: t.Name, databases: t.Databases, write: t.Access == accessWrite})
+		k.add(h, &principal{name: t.Name, databases: t.Databases, write: t.Access != accessRead, admin: t.Access == accessAdmin})
 	}
 	return k
 }

@@ -113,7 +113,7 @@ func TestLoadHTTPTokensNamesEveryProblem(t *testing.T) {
 		{"bad hash", `{"tokens": [{"name": "a", "sha256": "xyz", "databases": ["shop"], "access": "read"}]}`, "64 hex digits"},
 		{"no databases", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "access": "read"}]}`, "list its databases"},
 		{"bad database", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "databases": ["shop.>"], "access": "read"}]}`, "not a database name"},
-		{"bad access", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "databases": ["shop"], "access": "admin"}]}`, `access is "read" or "write"`},
+		{"bad access", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "databases": ["shop"], "access": "root"}]}`, `access is "read", "write" or "admin"`},
 		{"a name twice", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "databases": ["shop"], "access": "read"}, {"name": "a", "token": "0123456789abcdeg", "databases": ["shop"], "access": "read"}]}`, "used twice"},
 	}
 	for _, tc := range cases {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -30,23 +31,32 @@ const letterRead = 2 * time.Second
 func (d *Daemon) newestLetter(ctx context.Context, db string, since time.Time) *events.LetterInfo {
 	ctx, cancel := context.WithTimeout(ctx, letterRead)
 	defer cancel()
-	d.letters.mu.Lock()
-	box := d.letters.box
-	if box == nil {
-		js, err := jetstream.New(d.nc)
-		if err == nil {
-			box, err = deadletter.Open(ctx, js)
-		}
-		if err != nil {
-			d.letters.mu.Unlock()
-			return nil
-		}
-		d.letters.box = box
+	box, err := d.letterBox(ctx)
+	if err != nil {
+		return nil
 	}
-	d.letters.mu.Unlock()
 	l := box.Last(ctx, db, since)
 	if l == nil {
 		return nil
 	}
 	return &events.LetterInfo{Seq: l.Seq, Source: l.Source, Kind: l.Kind, Reason: l.Reason, Time: l.Time}
+}
+
+// letterBox is the dead-letter stream, opened on first use.
+func (d *Daemon) letterBox(ctx context.Context) (*deadletter.Box, error) {
+	d.letters.mu.Lock()
+	defer d.letters.mu.Unlock()
+	if d.letters.box != nil {
+		return d.letters.box, nil
+	}
+	js, err := jetstream.New(d.nc)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	box, err := deadletter.Open(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	d.letters.box = box
+	return box, nil
 }

@@ -25,6 +25,19 @@ func OpenAPI(version string) ([]byte, error) {
 		"FeedbackReply":   jsonschema.For[events.FeedbackReply],
 		"Databases":       jsonschema.For[databasesReply],
 		"ErrorReply":      jsonschema.For[errorReply],
+		// The console's own endpoints (consoleapi.go).
+		"ExamplesRequest":       jsonschema.For[ExamplesRequest],
+		"ExamplesReply":         jsonschema.For[ExamplesReply],
+		"ExamplesDeleteRequest": jsonschema.For[ExamplesDeleteRequest],
+		"ExamplesDeleteReply":   jsonschema.For[ExamplesDeleteReply],
+		"DocsRequest":           jsonschema.For[DocsRequest],
+		"DocsReply":             jsonschema.For[DocsReply],
+		"CheckRequest":          jsonschema.For[CheckRequest],
+		"CheckReply":            jsonschema.For[CheckReply],
+		"OperationsRequest":     jsonschema.For[OperationsRequest],
+		"OperationsReply":       jsonschema.For[OperationsReply],
+		"LetterRequest":         jsonschema.For[LetterRequest],
+		"LetterReply":           jsonschema.For[LetterReply],
 	} {
 		s, err := f(nil)
 		if err != nil {
@@ -64,7 +77,7 @@ func OpenAPI(version string) ([]byte, error) {
 			switch {
 			case transport[c]:
 				schema = ref("ErrorReply")
-			case either[c]:
+			case either[c] && reply != "ErrorReply":
 				schema = map[string]any{"anyOf": []any{ref(reply), ref("ErrorReply")}}
 			}
 			out[fmt.Sprint(c)] = map[string]any{"description": desc,
@@ -84,6 +97,17 @@ func OpenAPI(version string) ([]byte, error) {
 			"responses":   responses,
 		}}
 	}
+	// The console's endpoints answer every error as an ErrorReply.
+	consolePost := func(summary, op, req, reply string, codes ...int) map[string]any {
+		responses := errorResponses("ErrorReply", append([]int{400, 401, 403, 413, 415, 421, 429, 504}, codes...)...)
+		responses["200"] = map[string]any{"description": "the reply", "headers": map[string]any{HeaderRequestID: requestIDHeader}, "content": jsonBody(reply)["content"]}
+		return map[string]any{"post": map[string]any{
+			"summary": summary, "operationId": op, "tags": []any{"console"},
+			"requestBody": map[string]any{"required": true, "content": jsonBody(req)["content"]},
+			"parameters":  []any{requestIDParam},
+			"responses":   responses,
+		}}
+	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
@@ -92,10 +116,17 @@ func OpenAPI(version string) ([]byte, error) {
 			"description": "Schema retrieval and text-to-SQL. The same requests and replies as the NATS endpoints (docs/api.md); every reply carries the request id in Schemaq-Request-Id, and every error reply an error object {code, message}.",
 		},
 		"paths": map[string]any{
-			"/v1/search":   post("Retrieve the tables, views, docs and examples that answer a question", "SearchRequest", "SearchReply", 400, 401, 403, 404, 413, 415, 421, 429, 503, 504),
-			"/v1/ask":      post("Write checked SQL for a question (retrieval only without an LLM gateway)", "AskRequest", "AskReply", 400, 401, 403, 404, 413, 415, 421, 422, 429, 502, 503, 504),
-			"/v1/feedback": post("Hand back SQL that answers a question; SQL the guard passes is stored as a worked example", "FeedbackRequest", "FeedbackReply", 400, 401, 403, 404, 413, 415, 421, 422, 429, 503, 504),
-			"/v1/tables":   post("List a database's tables, describe one, or ask the indexed version of docs and examples", "TablesRequest", "TablesReply", 400, 401, 403, 404, 413, 415, 421, 429, 503, 504),
+			"/v1/search":             post("Retrieve the tables, views, docs and examples that answer a question", "SearchRequest", "SearchReply", 400, 401, 403, 404, 413, 415, 421, 429, 503, 504),
+			"/v1/ask":                post("Write checked SQL for a question (retrieval only without an LLM gateway)", "AskRequest", "AskReply", 400, 401, 403, 404, 413, 415, 421, 422, 429, 502, 503, 504),
+			"/v1/feedback":           post("Hand back SQL that answers a question; SQL the guard passes is stored as a worked example", "FeedbackRequest", "FeedbackReply", 400, 401, 403, 404, 413, 415, 421, 422, 429, 503, 504),
+			"/v1/tables":             post("List a database's tables, describe one, or ask the indexed version of docs and examples", "TablesRequest", "TablesReply", 400, 401, 403, 404, 413, 415, 421, 429, 503, 504),
+			"/v1/examples":           consolePost("List a database's examples, with why each no longer fits the catalog (read)", "ListExamples", "ExamplesRequest", "ExamplesReply", 404, 500, 503),
+			"/v1/examples/delete":    consolePost("Delete examples by id (write)", "DeleteExamples", "ExamplesDeleteRequest", "ExamplesDeleteReply", 404, 500, 503),
+			"/v1/docs":               consolePost("List a database's docs with their sections and tags (read)", "ListDocs", "DocsRequest", "DocsReply", 404, 500, 503),
+			"/v1/check":              consolePost("Check migrations not yet published, as schemaq check does (read)", "CheckMigrations", "CheckRequest", "CheckReply", 500, 503),
+			"/v1/operations":         consolePost("The stream, its consumers, the daemons and the dead letters of the token's databases (admin)", "Operations", "OperationsRequest", "OperationsReply", 500, 503),
+			"/v1/deadletters/retry":  consolePost("Publish a dead letter's event again, to its own subject (admin)", "RetryDeadLetter", "LetterRequest", "LetterReply", 404, 500, 503),
+			"/v1/deadletters/delete": consolePost("Delete a dead letter (admin)", "DeleteDeadLetter", "LetterRequest", "LetterReply", 404, 500, 503),
 			"/v1/databases": map[string]any{"get": map[string]any{
 				"summary":     "The databases with a catalog, and their versions",
 				"operationId": "Databases",

@@ -119,22 +119,7 @@ func (s *impactSource) input(ctx context.Context, db string, pending []impact.Mi
 	if err != nil {
 		return nil, err
 	}
-	in := &impact.Input{Catalog: cat, Pending: pending}
-	exs, err := s.cli.Examples(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	for _, ex := range exs {
-		in.Examples = append(in.Examples, impact.Example{ID: ex.ID, Question: ex.Question, SQL: ex.SQL, Schema: ex.Schema})
-	}
-	docs, err := s.cli.Docs(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range docs {
-		in.Docs = append(in.Docs, impact.Doc{ID: d.DocID, Title: d.Title, Body: d.Body})
-	}
-	return in, nil
+	return impact.Gather(ctx, s.cli, cat, pending)
 }
 
 // pending plans the migration files at paths as publish plans them.

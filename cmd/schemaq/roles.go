@@ -291,13 +291,14 @@ func (rt *runtime) startDaemon(g *group, r *roleFlags, q queryParts, written *ca
 	if r.store.shared() {
 		r.daemon.Store = "redis"
 	}
-	// Feedback is published as an example event, on this connection.
+	// Feedback is published as an example event, on this connection; the
+	// console's examples, docs and check pages read the stream through it.
 	pub, err := client.New(rt.nc)
 	if err != nil {
 		return nil, err
 	}
 	d, err := daemon.New(rt.nc, watcher, rt.store, ret, q.asker, rt.log.Named("daemon"), r.daemon,
-		daemon.WithMetrics(daemon.NewMetrics(rt.reg)), daemon.WithHealth(rt.check), daemon.WithPace(gate), daemon.WithFeedback(pub))
+		daemon.WithMetrics(daemon.NewMetrics(rt.reg)), daemon.WithHealth(rt.check), daemon.WithPace(gate), daemon.WithFeedback(pub), daemon.WithRecords(pub))
 	if err != nil {
 		return nil, usagef("%v", err)
 	}

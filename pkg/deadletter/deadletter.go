@@ -43,6 +43,10 @@ type Letter struct {
 // ErrNotFound is a letter that is not, or no longer, in the box.
 var ErrNotFound = errors.New("no such dead letter")
 
+// ErrUnsendable is a letter whose event cannot be re-sent: it does not
+// decode, or it names another database than the letter's.
+var ErrUnsendable = errors.New("its event cannot be re-sent")
+
 // read is a stored letter.
 func read(seq uint64, subject string, h nats.Header, at time.Time, data []byte) Letter {
 	l := Letter{Seq: seq, Database: strings.TrimPrefix(subject, events.DeadLetterSubject("")), Subject: h.Get(events.HeaderDLQSubject),
@@ -159,7 +163,7 @@ func (b *Box) Retry(ctx context.Context, seq uint64) (string, error) {
 	}
 	target, err := events.ResendSubject(events.DeadLetterSubject(l.Database), l.Data)
 	if err != nil {
-		return "", fmt.Errorf("retry dead letter %d: %w; nothing was published (dlq show %d prints it, dlq delete %d removes it)", seq, err, seq, seq)
+		return "", fmt.Errorf("retry dead letter %d: %w (%w); nothing was published (dlq show %d prints it, dlq delete %d removes it)", seq, err, ErrUnsendable, seq, seq)
 	}
 	msg := nats.NewMsg(target)
 	msg.Data = l.Data

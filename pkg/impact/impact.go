@@ -10,6 +10,7 @@ package impact
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
 )
 
@@ -365,4 +367,32 @@ func viewProblems(v *catalog.View, cat *catalog.Catalog) []string {
 		}
 	}
 	return out
+}
+
+// Records is what a check reads of a database's published examples and
+// docs; *client.Client reads them from the stream.
+type Records interface {
+	Examples(ctx context.Context, db string) ([]client.StoredExample, error)
+	Docs(ctx context.Context, db string) ([]client.StoredDoc, error)
+}
+
+// Gather is the input of a check of pending on cat: the examples and
+// docs published for cat's database, read through recs.
+func Gather(ctx context.Context, recs Records, cat *catalog.Catalog, pending []Migration) (*Input, error) {
+	in := &Input{Catalog: cat, Pending: pending}
+	exs, err := recs.Examples(ctx, cat.Database)
+	if err != nil {
+		return nil, fmt.Errorf("examples of %s: %w", cat.Database, err)
+	}
+	for _, ex := range exs {
+		in.Examples = append(in.Examples, Example{ID: ex.ID, Question: ex.Question, SQL: ex.SQL, Schema: ex.Schema})
+	}
+	docs, err := recs.Docs(ctx, cat.Database)
+	if err != nil {
+		return nil, fmt.Errorf("docs of %s: %w", cat.Database, err)
+	}
+	for _, d := range docs {
+		in.Docs = append(in.Docs, Doc{ID: d.DocID, Title: d.Title, Body: d.Body})
+	}
+	return in, nil
 }

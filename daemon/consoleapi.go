@@ -1,0 +1,166 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/events"
+)
+
+// The console's own endpoints. The request endpoints (search, ask,
+// tables, feedback) answer over NATS and HTTP alike; what people do in
+// the console beyond them (list and delete examples, read docs, check a
+// migration, watch the stream and handle its dead letters) the CLI does
+// over NATS with its own rights, and only the HTTP API offers to a
+// browser, under the tokens file's rights. Each is a POST of JSON,
+// strictly decoded, inside a slot of the concurrency limit and a
+// deadline, as the request endpoints are.
+
+// access is what a console endpoint asks of a token.
+type access int
+
+const (
+	mayRead access = iota
+	mayWrite
+	mayAdmin
+)
+
+func (a access) String() string {
+	return [...]string{accessRead, accessWrite, accessAdmin}[a]
+}
+
+// databaseScoped is a console request about one database, whose name is
+// checked and whose use the token must be granted.
+type databaseScoped interface{ databaseName() string }
+
+// consoleRoute serves one console endpoint: fn gets the decoded request
+// and the token's holder (nil without tokens) and returns the reply.
+func consoleRoute[Req any](d *Daemon, name string, need access, timeout time.Duration, fn func(context.Context, *principal, *Req) (any, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowMethod(w, r, http.MethodPost) {
+			return
+		}
+		id := requestIDOr(r.Header.Get(HeaderRequestID))
+		var req Req
+		if e := decodeConsoleRequest(w, r, &req); e != nil {
+			writeJSONError(w, e.status, id, e.err)
+			return
+		}
+		who := principalOf(r.Context())
+		if e := who.mayConsole(name, need, &req); e != nil {
+			httpError(w, id, e)
+			return
+		}
+		select {
+		case d.sem <- struct{}{}:
+			defer func() { <-d.sem }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			httpError(w, id, events.Errorf(events.CodeBusy, "the daemon is at its limit of %d concurrent requests; retry shortly", cap(d.sem)))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		reply, err := runConsole(ctx, d.log, name, id, who, &req, fn)
+		if err != nil {
+			httpError(w, id, d.consoleError(ctx, name, id, err))
+			return
+		}
+		w.Header().Set(HeaderRequestID, id)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(reply)
+	})
+}
+
+// runConsole runs fn, turning a panic into an internal error: nothing a
+// browser sends may take the daemon down.
+func runConsole[Req any](ctx context.Context, log *zap.Logger, name, id string, who *principal, req *Req, fn func(context.Context, *principal, *Req) (any, error)) (reply any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("console handler panic", zap.String("endpoint", name), zap.String("request_id", id), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			reply, err = nil, events.Errorf(events.CodeInternal, "internal error")
+		}
+	}()
+	return fn(ctx, who, req)
+}
+
+// consoleFailure is a request refused before its handler ran.
+type consoleFailure struct {
+	status int
+	err    *events.Error
+}
+
+// decodeConsoleRequest reads a JSON body of at most maxHTTPBody into v,
+// strictly: unknown and repeated keys are refused, as on the request
+// endpoints.
+func decodeConsoleRequest(w http.ResponseWriter, r *http.Request, v any) *consoleFailure {
+	// Required, not only checked when sent: a page on another origin may
+	// POST without a preflight only with no Content-Type or a form's.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return &consoleFailure{http.StatusUnsupportedMediaType, events.Errorf(events.CodeBadRequest, "Content-Type %s: send Content-Type: application/json", events.Quote(r.Header.Get("Content-Type")))}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &consoleFailure{http.StatusRequestEntityTooLarge, events.Errorf(events.CodeTooLarge, "the request is over %d bytes", maxHTTPBody)}
+		}
+		return &consoleFailure{http.StatusBadRequest, events.Errorf(events.CodeBadRequest, "read the request: %v", err)}
+	}
+	if err := events.DecodeRequest(body, v); err != nil {
+		return &consoleFailure{http.StatusBadRequest, events.Errorf(events.CodeBadRequest, "%v", err)}
+	}
+	if s, ok := v.(databaseScoped); ok && s.databaseName() != "" {
+		if err := events.ValidateDatabase(s.databaseName()); err != nil {
+			return &consoleFailure{http.StatusBadRequest, events.Errorf(events.CodeBadRequest, "field database: %v", err)}
+		}
+	}
+	return nil
+}
+
+// mayConsole checks a principal's right to a console endpoint: the
+// access it needs and, for a request about one database, that
+// database. No principal (an API without tokens, on loopback) may do
+// everything.
+func (p *principal) mayConsole(endpoint string, need access, req any) *events.Error {
+	if p == nil {
+		return nil
+	}
+	if s, ok := req.(databaseScoped); ok && s.databaseName() != "" && !p.mayUse(s.databaseName()) {
+		return events.Errorf(events.CodeForbidden, "token %q may not use database %s", p.name, events.Quote(s.databaseName()))
+	}
+	granted := mayRead
+	switch {
+	case p.admin:
+		granted = mayAdmin
+	case p.write:
+		granted = mayWrite
+	}
+	if granted < need {
+		return events.Errorf(events.CodeForbidden, "token %q has %s access; %s needs %s", p.name, granted, endpoint, need)
+	}
+	return nil
+}
+
+// consoleError is the wire error of a failed console request: its own,
+// a timeout, or an internal one, logged with its detail and sent
+// without it.
+func (d *Daemon) consoleError(ctx context.Context, endpoint, id string, err error) *events.Error {
+	var we *events.Error
+	switch {
+	case errors.As(err, &we):
+		return we
+	case ctx.Err() != nil:
+		return events.Errorf(events.CodeTimeout, "%s did not finish within its deadline", endpoint)
+	}
+	d.log.Error("console request failed", zap.String("endpoint", endpoint), zap.String("request_id", id), zap.Error(err))
+	return events.Errorf(events.CodeInternal, "%s failed; the daemon's log has request %s", endpoint, id)
+}

@@ -1,0 +1,232 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/schemaq/schemaq/daemon"
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/deadletter"
+	"github.com/schemaq/schemaq/pkg/testenv"
+)
+
+// consoleRig is the example shop with two examples (one of them stale),
+// a doc and a dead letter of shop and one of another team's database,
+// behind the HTTP API with a token of each kind.
+func consoleRig(t *testing.T) (*rig, *httptest.Server) {
+	t.Helper()
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil, daemon.WithFeedback(r.cli), daemon.WithRecords(r.cli))
+	r.publishShop()
+	ctx := context.Background()
+	ev, err := events.New("shop-examples", "shop", time.Now(), &events.ExamplesUpsert{Examples: []events.Example{
+		{ID: "per-customer", Question: "orders per customer", SQL: "SELECT customer_id, count(*) FROM orders GROUP BY 1"},
+		{ID: "ghosts", Question: "how many ghosts", SQL: "SELECT count(*) FROM ghosts"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.cli.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	for i, db := range []string{"shop", "other"} {
+		doc, err := events.New(db+"-guide", db, time.Now(), &events.DocUpsert{DocID: "guide.md", Body: "# Guide"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := doc.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := deadletter.Publish(ctx, r.js, deadletter.Letter{Database: db, Subject: events.DocsSubject(db), Source: db + "/guide.md",
+			Kind: events.DLQKindInvalid, Reason: "field data.body: not UTF-8", StreamSeq: uint64(7 + i), Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tokens := []daemon.HTTPToken{
+		{Name: "shop-reader", Token: "shop-reader-0123456789", Databases: []string{"shop"}, Access: "read"},
+		{Name: "shop-writer", Token: "shop-writer-0123456789", Databases: []string{"shop"}, Access: "write"},
+		{Name: "shop-admin", Token: "shop-admin-01234567890", Databases: []string{"shop"}, Access: "admin"},
+		{Name: "other-admin", Token: "other-admin-0123456789", Databases: []string{"other"}, Access: "admin"},
+	}
+	srv := httptest.NewServer(r.d.HTTPHandler(daemon.HTTPConfig{Tokens: tokens}))
+	t.Cleanup(srv.Close)
+	return r, srv
+}
+
+// TestConsoleEndpoints runs each console endpoint as each token, and
+// the reply's status and body are what the token may see.
+func TestConsoleEndpoints(t *testing.T) {
+	r, srv := consoleRig(t)
+	testenv.Eventually(t, 10*time.Second, "examples listed", func() bool {
+		_, _, body := httpPost(t, srv.URL+"/v1/examples", "shop-reader-0123456789", `{"database":"shop"}`)
+		return strings.Contains(body, "ghosts")
+	})
+	replySchema := openAPISchemas(t, srv.URL)
+	schemaOf := map[string]string{"/v1/examples": "ExamplesReply", "/v1/examples/delete": "ExamplesDeleteReply", "/v1/docs": "DocsReply",
+		"/v1/check": "CheckReply", "/v1/operations": "OperationsReply", "/v1/deadletters/retry": "LetterReply", "/v1/deadletters/delete": "LetterReply"}
+	for _, tc := range []struct {
+		name, path, token, body string
+		status                  int
+		has, hasNot             []string
+	}{
+		{"examples with why stale", "/v1/examples", "shop-reader-0123456789", `{"database":"shop"}`, 200,
+			[]string{`"per-customer"`, `"ghosts"`, `"stale":"`, `ghosts`}, nil},
+		{"only the stale", "/v1/examples", "shop-reader-0123456789", `{"database":"shop","stale":true}`, 200,
+			[]string{`"ghosts"`}, []string{`"per-customer"`}},
+		{"another team's examples", "/v1/examples", "shop-reader-0123456789", `{"database":"other"}`, 403, []string{"forbidden"}, []string{"ghosts"}},
+		{"a database with no catalog", "/v1/examples", "shop-admin-01234567890", `{"database":"shop"}`, 200, nil, nil},
+		{"an unknown field", "/v1/examples", "shop-reader-0123456789", `{"database":"shop","stalest":true}`, 400, []string{"stalest"}, nil},
+		{"a bad database name", "/v1/examples", "shop-reader-0123456789", `{"database":"../etc"}`, 400, []string{"field database"}, nil},
+		{"docs as sections", "/v1/docs", "shop-reader-0123456789", `{"database":"shop"}`, 200, []string{`"refunds.md"`, `"sections":[{"heading":`}, nil},
+		{"a reader deletes", "/v1/examples/delete", "shop-reader-0123456789", `{"database":"shop","ids":["ghosts"]}`, 403, []string{"read access", "needs write"}, nil},
+		{"a delete of what is not there", "/v1/examples/delete", "shop-writer-0123456789", `{"database":"shop","ids":["nosuchid"]}`, 404, []string{"nosuchid", "nothing was deleted"}, nil},
+		{"a writer deletes", "/v1/examples/delete", "shop-writer-0123456789", `{"database":"shop","ids":["ghosts"]}`, 200, []string{`"deleted":["ghosts"]`}, nil},
+		{"a check PostgreSQL refuses", "/v1/check", "shop-reader-0123456789",
+			`{"database":"shop","migrations":[{"name":"0007_drop.sql","sql":"ALTER TABLE orders DROP COLUMN customer_id;"}]}`, 200,
+			[]string{`"breaks":true`, `"postgres":true`, "order_totals"}, nil},
+		{"a check that passes", "/v1/check", "shop-reader-0123456789",
+			`{"database":"shop","migrations":[{"name":"0007_add.sql","sql":"ALTER TABLE orders ADD COLUMN note text;"}]}`, 200,
+			[]string{`"breaks":false`, `"after":7`}, nil},
+		{"a check with no migrations", "/v1/check", "shop-reader-0123456789", `{"database":"shop","migrations":[]}`, 400, []string{"at least one"}, nil},
+		{"a check of another team's", "/v1/check", "shop-reader-0123456789", `{"database":"other","migrations":[{"name":"a.sql","sql":"CREATE TABLE t (id int);"}]}`, 403, nil, nil},
+		{"operations as a writer", "/v1/operations", "shop-writer-0123456789", `{}`, 403, []string{"needs admin"}, []string{"guide.md"}},
+		{"operations as shop's admin", "/v1/operations", "shop-admin-01234567890", `{}`, 200,
+			[]string{`"shop/guide.md"`, `"catalogs":{"shop":6}`, `"dead_letters":1`}, []string{"other/guide.md", `"other"`}},
+		{"operations as other's admin", "/v1/operations", "other-admin-0123456789", `{}`, 200,
+			[]string{`"other/guide.md"`, `"catalogs":{}`}, []string{"shop/guide.md", `"shop"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, h, body := httpPost(t, srv.URL+tc.path, tc.token, tc.body)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d: %s", status, tc.status, body)
+			}
+			if h.Get(daemon.HeaderRequestID) == "" {
+				t.Error("no request id")
+			}
+			schema := "ErrorReply"
+			if status == 200 {
+				schema = schemaOf[tc.path]
+			}
+			if err := replySchema(schema, body); err != nil {
+				t.Errorf("the reply does not match %s: %v\n%s", schema, err, body)
+			}
+			for _, s := range tc.has {
+				if !strings.Contains(body, s) {
+					t.Errorf("the reply lacks %s: %s", s, body)
+				}
+			}
+			for _, s := range tc.hasNot {
+				if strings.Contains(body, s) {
+					t.Errorf("the reply has %s: %s", s, body)
+				}
+			}
+		})
+	}
+
+	// Dead letters: another team's is not there for this token, and
+	// one's own is re-sent to its own subject, then deleted.
+	ctx := context.Background()
+	box, err := deadletter.Open(ctx, r.js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	letters, err := box.List(ctx, "")
+	if err != nil || len(letters) != 2 {
+		t.Fatalf("letters: %v %+v", err, letters)
+	}
+	seqOf := map[string]uint64{}
+	for _, l := range letters {
+		seqOf[l.Database] = l.Seq
+	}
+	if status, _, body := httpPost(t, srv.URL+"/v1/deadletters/retry", "shop-admin-01234567890", jsonOf(t, map[string]any{"seq": seqOf["other"]})); status != 404 {
+		t.Errorf("shop's admin retried other's letter: %d %s", status, body)
+	}
+	if status, _, body := httpPost(t, srv.URL+"/v1/deadletters/delete", "shop-writer-0123456789", jsonOf(t, map[string]any{"seq": seqOf["shop"]})); status != 403 {
+		t.Errorf("a writer deleted a letter: %d %s", status, body)
+	}
+	status, _, body := httpPost(t, srv.URL+"/v1/deadletters/retry", "shop-admin-01234567890", jsonOf(t, map[string]any{"seq": seqOf["shop"]}))
+	if status != 200 || !strings.Contains(body, `"retried":"`+events.DocsSubject("shop")+`"`) {
+		t.Errorf("retry: %d %s", status, body)
+	}
+	status, _, body = httpPost(t, srv.URL+"/v1/deadletters/delete", "other-admin-0123456789", jsonOf(t, map[string]any{"seq": seqOf["other"]}))
+	if status != 200 || !strings.Contains(body, `"deleted":true`) {
+		t.Errorf("delete: %d %s", status, body)
+	}
+	if left, _ := box.List(ctx, ""); len(left) != 0 {
+		t.Errorf("letters left: %+v", left)
+	}
+}
+
+// The console's endpoints are POSTs of JSON: a form post from another
+// origin (no preflight) is refused before it does anything.
+func TestConsoleEndpointsRefuseForms(t *testing.T) {
+	_, srv := consoleRig(t)
+	for _, path := range []string{"/v1/examples/delete", "/v1/deadletters/delete", "/v1/check"} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(`{"database":"shop","ids":["per-customer"],"seq":1}`))
+		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set("Authorization", "Bearer shop-admin-01234567890")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnsupportedMediaType {
+			t.Errorf("%s as text/plain: %d", path, resp.StatusCode)
+		}
+		if status, _, _ := httpPost(t, srv.URL+path, "", `{}`); status != http.StatusUnauthorized {
+			t.Errorf("%s without a token: %d", path, status)
+		}
+	}
+}
+
+// openAPISchemas reads the API's document and returns a validator of a
+// reply against one of its schemas.
+func openAPISchemas(t *testing.T, base string) func(schema, body string) error {
+	t.Helper()
+	resp, err := http.Get(base + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Components struct {
+			Schemas map[string]*jsonschema.Schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	return func(schema, body string) error {
+		s := doc.Components.Schemas[schema]
+		if s == nil {
+			return fmt.Errorf("no schema %s", schema)
+		}
+		res, err := s.Resolve(nil)
+		if err != nil {
+			return err
+		}
+		var inst any
+		if err := json.Unmarshal([]byte(body), &inst); err != nil {
+			return err
+		}
+		return res.Validate(inst)
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

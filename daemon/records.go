@@ -1,0 +1,297 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/impact"
+	"github.com/schemaq/schemaq/pkg/sqlguard"
+)
+
+// The console's pages about what a team published: its examples (with
+// whether each still fits the catalog), its docs as sections, and the
+// check of a migration not yet published. They read the stream, as
+// `schemaq examples`, `docs` and `check` do, and the catalog this daemon
+// holds.
+
+// Records is what was published for a database, read from the stream,
+// and the deletes the console publishes; *client.Client is one.
+type Records interface {
+	Examples(ctx context.Context, db string) ([]client.StoredExample, error)
+	Docs(ctx context.Context, db string) ([]client.StoredDoc, error)
+	DeleteExamples(ctx context.Context, db string, ids []string) ([]client.Published, error)
+}
+
+// WithRecords lets the console list examples and docs, delete examples
+// and check migrations through r. Without it those pages answer
+// stream_unavailable.
+func WithRecords(r Records) Option { return func(d *Daemon) { d.records = r } }
+
+// Bounds of the console's requests: one page deletes a page of examples,
+// and a check is of what one pull request adds.
+const (
+	maxConsoleIDs        = events.MaxExamplesDeleted
+	maxCheckedMigrations = 200
+	maxMigrationName     = 1024
+)
+
+// ExamplesRequest lists a database's examples.
+type ExamplesRequest struct {
+	Database string `json:"database"`
+	// Stale keeps only those that no longer fit the catalog.
+	Stale bool `json:"stale,omitempty"`
+}
+
+func (r *ExamplesRequest) databaseName() string { return r.Database }
+
+// ExampleRecord is a stored example and, when it no longer fits the
+// catalog, why.
+type ExampleRecord struct {
+	client.StoredExample
+	Stale string `json:"stale,omitempty"`
+}
+
+// ExamplesReply lists examples, oldest first.
+type ExamplesReply struct {
+	Database string          `json:"database"`
+	Version  int64           `json:"version"`
+	Examples []ExampleRecord `json:"examples"`
+}
+
+// ExamplesDeleteRequest deletes examples by id.
+type ExamplesDeleteRequest struct {
+	Database string   `json:"database"`
+	IDs      []string `json:"ids"`
+}
+
+func (r *ExamplesDeleteRequest) databaseName() string { return r.Database }
+
+// ExamplesDeleteReply says what was deleted, by which stream sequences.
+type ExamplesDeleteReply struct {
+	Database string   `json:"database"`
+	Deleted  []string `json:"deleted"`
+	Seqs     []uint64 `json:"seqs"`
+}
+
+// DocsRequest lists a database's docs.
+type DocsRequest struct {
+	Database string `json:"database"`
+}
+
+func (r *DocsRequest) databaseName() string { return r.Database }
+
+// DocSection is one section of a doc, as retrieval indexes it.
+type DocSection struct {
+	Heading string `json:"heading"`
+	Text    string `json:"text"`
+}
+
+// DocRecord is a stored doc with its sections.
+type DocRecord struct {
+	client.StoredDoc
+	Sections []DocSection `json:"sections"`
+}
+
+// DocsReply lists docs, oldest first.
+type DocsReply struct {
+	Database string      `json:"database"`
+	Docs     []DocRecord `json:"docs"`
+}
+
+// CheckRequest checks migrations not yet published, in order, after the
+// catalog's version, as `schemaq check` does.
+type CheckRequest struct {
+	Database   string           `json:"database"`
+	Migrations []CheckMigration `json:"migrations"`
+	// Strict applies as workers started with --strict-catalog do.
+	Strict bool `json:"strict,omitempty"`
+	// AllowDrift keeps drift from making the check fail.
+	AllowDrift bool `json:"allow_drift,omitempty"`
+}
+
+// CheckMigration is one migration file: its name and its SQL.
+type CheckMigration struct {
+	Name string `json:"name"`
+	SQL  string `json:"sql"`
+}
+
+func (r *CheckRequest) databaseName() string { return r.Database }
+
+// CheckReply is check's report, and whether it fails a CI gate.
+type CheckReply struct {
+	*impact.Report
+	Breaks bool `json:"breaks"`
+}
+
+func (d *Daemon) recordsRoutes() map[string]http.Handler {
+	long := 3 * d.cfg.RequestTimeout // a check replays DDL; a listing reads the stream
+	return map[string]http.Handler{
+		"examples":        consoleRoute(d, "examples", mayRead, long, d.listExamples),
+		"examples/delete": consoleRoute(d, "examples/delete", mayWrite, long, d.deleteExamples),
+		"docs":            consoleRoute(d, "docs", mayRead, long, d.listDocs),
+		"check":           consoleRoute(d, "check", mayRead, long, d.checkMigrations),
+	}
+}
+
+// heldCatalog is db's catalog as this daemon holds it, or unknown_database.
+func (d *Daemon) heldCatalog(db string) (*catalog.Catalog, error) {
+	if db == "" {
+		return nil, events.Errorf(events.CodeBadRequest, "field database is required")
+	}
+	cat := d.cats.Catalog(db)
+	if cat == nil {
+		return nil, events.Errorf(events.CodeUnknownDatabase, "database %s has no catalog here", events.Quote(db))
+	}
+	return cat, nil
+}
+
+func (d *Daemon) recordsOrUnavailable() (Records, error) {
+	if d.records == nil {
+		return nil, events.Errorf(events.CodeStreamUnavailable, "this daemon was started without a way to read the stream")
+	}
+	return d.records, nil
+}
+
+func (d *Daemon) listExamples(ctx context.Context, _ *principal, req *ExamplesRequest) (any, error) {
+	cat, err := d.heldCatalog(req.Database)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := d.recordsOrUnavailable()
+	if err != nil {
+		return nil, err
+	}
+	stored, err := recs.Examples(ctx, req.Database)
+	if err != nil {
+		return nil, fmt.Errorf("examples of %s: %w", req.Database, err)
+	}
+	// The one check of whether SQL still fits, as `examples list --stale`
+	// and retrieval use.
+	names := sqlguard.NewNames(cat)
+	out := &ExamplesReply{Database: req.Database, Version: cat.Version, Examples: []ExampleRecord{}}
+	for _, s := range stored {
+		rec := ExampleRecord{StoredExample: s}
+		if err := sqlguard.CheckExample(s.SQL, s.Schema, names); err != nil {
+			rec.Stale = err.Error()
+		}
+		if rec.Stale != "" || !req.Stale {
+			out.Examples = append(out.Examples, rec)
+		}
+	}
+	return out, nil
+}
+
+func (d *Daemon) deleteExamples(ctx context.Context, who *principal, req *ExamplesDeleteRequest) (any, error) {
+	if _, err := d.heldCatalog(req.Database); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(req.IDs) == 0:
+		return nil, events.Errorf(events.CodeBadRequest, "field ids: give the ids of the examples to delete")
+	case len(req.IDs) > maxConsoleIDs:
+		return nil, events.Errorf(events.CodeBadRequest, "field ids: %d ids, at most %d in one request", len(req.IDs), maxConsoleIDs)
+	}
+	recs, err := d.recordsOrUnavailable()
+	if err != nil {
+		return nil, err
+	}
+	stored, err := recs.Examples(ctx, req.Database)
+	if err != nil {
+		return nil, fmt.Errorf("examples of %s: %w", req.Database, err)
+	}
+	// A delete of an id that is not there is a mistake to name, not a
+	// success to report.
+	var missing []string
+	for _, id := range req.IDs {
+		if !slices.ContainsFunc(stored, func(s client.StoredExample) bool { return s.ID == id }) {
+			missing = append(missing, events.Quote(id))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, events.Errorf(events.CodeNotFound, "%s has no example %s; nothing was deleted", req.Database, strings.Join(missing, ", "))
+	}
+	pubs, err := recs.DeleteExamples(ctx, req.Database, req.IDs)
+	if err != nil {
+		return nil, events.Errorf(events.CodeStreamUnavailable, "the stream did not take the delete (%v); sending it again is safe", err)
+	}
+	out := &ExamplesDeleteReply{Database: req.Database, Deleted: req.IDs}
+	for _, p := range pubs {
+		out.Seqs = append(out.Seqs, p.Sequence)
+	}
+	d.log.Info("examples deleted from the console", zap.String("database", req.Database), zap.Int("examples", len(req.IDs)), zap.String("by", who.nameOr("http")))
+	return out, nil
+}
+
+func (d *Daemon) listDocs(ctx context.Context, _ *principal, req *DocsRequest) (any, error) {
+	if _, err := d.heldCatalog(req.Database); err != nil {
+		return nil, err
+	}
+	recs, err := d.recordsOrUnavailable()
+	if err != nil {
+		return nil, err
+	}
+	stored, err := recs.Docs(ctx, req.Database)
+	if err != nil {
+		return nil, fmt.Errorf("docs of %s: %w", req.Database, err)
+	}
+	out := &DocsReply{Database: req.Database, Docs: []DocRecord{}}
+	for _, s := range stored {
+		rec := DocRecord{StoredDoc: s, Sections: []DocSection{}}
+		// The sections retrieval indexes, so a page shows what a
+		// search can find.
+		for _, c := range chunk.Doc(req.Database, s.DocID, s.Title, s.Body, s.Tags, chunk.Options{}) {
+			rec.Sections = append(rec.Sections, DocSection{Heading: c.Title, Text: c.Text})
+		}
+		out.Docs = append(out.Docs, rec)
+	}
+	return out, nil
+}
+
+func (d *Daemon) checkMigrations(ctx context.Context, _ *principal, req *CheckRequest) (any, error) {
+	switch {
+	case req.Database == "":
+		return nil, events.Errorf(events.CodeBadRequest, "field database is required")
+	case len(req.Migrations) == 0:
+		return nil, events.Errorf(events.CodeBadRequest, "field migrations: give at least one migration")
+	case len(req.Migrations) > maxCheckedMigrations:
+		return nil, events.Errorf(events.CodeBadRequest, "field migrations: %d migrations, at most %d in one check", len(req.Migrations), maxCheckedMigrations)
+	}
+	for i, m := range req.Migrations {
+		if strings.TrimSpace(m.Name) == "" || len(m.Name) > maxMigrationName {
+			return nil, events.Errorf(events.CodeBadRequest, "field migrations[%d].name: a file name of at most %d bytes is required", i, maxMigrationName)
+		}
+	}
+	recs, err := d.recordsOrUnavailable()
+	if err != nil {
+		return nil, err
+	}
+	// A database nobody published to yet is checked from an empty
+	// catalog, as its first migrations would apply.
+	cat := d.cats.Catalog(req.Database)
+	if cat == nil {
+		cat = catalog.New(req.Database)
+	}
+	var pending []impact.Migration
+	for i, m := range req.Migrations {
+		pending = append(pending, impact.Migration{Seq: cat.Version + int64(i) + 1, Source: m.Name, SQL: m.SQL})
+	}
+	in, err := impact.Gather(ctx, recs, cat, pending)
+	if err != nil {
+		return nil, err
+	}
+	in.Strict = req.Strict
+	rep := impact.Check(ctx, *in)
+	if err := ctx.Err(); err != nil {
+		return nil, events.Errorf(events.CodeTimeout, "the check did not finish within its deadline")
+	}
+	return &CheckReply{Report: rep, Breaks: rep.Breaks(req.AllowDrift)}, nil
+}
