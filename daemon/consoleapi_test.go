@@ -14,7 +14,9 @@ import (
 
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/deadletter"
+	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
@@ -30,6 +32,7 @@ func consoleRig(t *testing.T) (*rig, *httptest.Server) {
 	ev, err := events.New("shop-examples", "shop", time.Now(), &events.ExamplesUpsert{Examples: []events.Example{
 		{ID: "per-customer", Question: "orders per customer", SQL: "SELECT customer_id, count(*) FROM orders GROUP BY 1"},
 		{ID: "ghosts", Question: "how many ghosts", SQL: "SELECT count(*) FROM ghosts"},
+		{ID: "fb-1", Question: "paid orders", SQL: "SELECT count(*) FROM orders", Origin: events.OriginFeedback, Author: "http:someone"},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +73,9 @@ func TestConsoleEndpoints(t *testing.T) {
 		_, _, body := httpPost(t, srv.URL+"/v1/examples", "shop-reader-0123456789", `{"database":"shop"}`)
 		return strings.Contains(body, "ghosts")
 	})
+	testenv.Eventually(t, 10*time.Second, "one feedback example counted", func() bool { return feedbackCount(t, r) == 1 })
 	replySchema := openAPISchemas(t, srv.URL)
-	schemaOf := map[string]string{"/v1/examples": "ExamplesReply", "/v1/examples/delete": "ExamplesDeleteReply", "/v1/docs": "DocsReply",
+	schemaOf := map[string]string{"/v1/examples": "ExamplesReply", "/v1/examples/delete": "ExamplesDeleteReply", "/v1/examples/approve": "ExamplesApproveReply", "/v1/docs": "DocsReply",
 		"/v1/check": "CheckReply", "/v1/operations": "OperationsReply", "/v1/deadletters/retry": "LetterReply", "/v1/deadletters/delete": "LetterReply"}
 	for _, tc := range []struct {
 		name, path, token, body string
@@ -90,6 +94,11 @@ func TestConsoleEndpoints(t *testing.T) {
 		{"a reader deletes", "/v1/examples/delete", "shop-reader-0123456789", `{"database":"shop","ids":["ghosts"]}`, 403, []string{"read access", "needs write"}, nil},
 		{"a delete of what is not there", "/v1/examples/delete", "shop-writer-0123456789", `{"database":"shop","ids":["nosuchid"]}`, 404, []string{"nosuchid", "nothing was deleted"}, nil},
 		{"a writer deletes", "/v1/examples/delete", "shop-writer-0123456789", `{"database":"shop","ids":["ghosts"]}`, 200, []string{`"deleted":["ghosts"]`}, nil},
+		{"a reader approves", "/v1/examples/approve", "shop-reader-0123456789", `{"database":"shop","ids":["fb-1"]}`, 403, []string{"needs write"}, nil},
+		{"an approval of a published example", "/v1/examples/approve", "shop-writer-0123456789", `{"database":"shop","ids":["per-customer"]}`, 400, []string{"not a feedback example"}, nil},
+		{"an approval of what is not there", "/v1/examples/approve", "shop-writer-0123456789", `{"database":"shop","ids":["nope"]}`, 404, []string{"no such example"}, nil},
+		{"a writer approves", "/v1/examples/approve", "shop-writer-0123456789", `{"database":"shop","ids":["fb-1"]}`, 200, []string{`"approved_by":"http:shop-writer"`}, []string{`"duplicate"`}},
+		{"the approval is stored", "/v1/examples", "shop-reader-0123456789", `{"database":"shop"}`, 200, []string{`"approved_by":"http:shop-writer"`, `"origin":"feedback"`, `"author":"http:someone"`}, nil},
 		{"a check PostgreSQL refuses", "/v1/check", "shop-reader-0123456789",
 			`{"database":"shop","migrations":[{"name":"0007_drop.sql","sql":"ALTER TABLE orders DROP COLUMN customer_id;"}]}`, 200,
 			[]string{`"breaks":true`, `"postgres":true`, "order_totals"}, nil},
@@ -131,6 +140,10 @@ func TestConsoleEndpoints(t *testing.T) {
 			}
 		})
 	}
+
+	// The approved feedback example is indexed as the team's own now: it
+	// leaves the feedback cap's count.
+	testenv.Eventually(t, 10*time.Second, "no feedback example counted", func() bool { return feedbackCount(t, r) == 0 })
 
 	// Dead letters: another team's is not there for this token, and
 	// one's own is re-sent to its own subject, then deleted.
@@ -220,6 +233,15 @@ func openAPISchemas(t *testing.T, base string) func(schema, body string) error {
 		}
 		return res.Validate(inst)
 	}
+}
+
+// feedbackCount is how many examples the index holds as feedback.
+func feedbackCount(t *testing.T, r *rig) int {
+	n, err := r.store.Count(context.Background(), index.Filter{Database: "shop", Kinds: []string{chunk.KindExample}, Tags: map[string]string{chunk.TagOrigin: events.OriginFeedback}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func jsonOf(t *testing.T, v any) string {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -29,6 +30,7 @@ type Records interface {
 	Examples(ctx context.Context, db string) ([]client.StoredExample, error)
 	Docs(ctx context.Context, db string) ([]client.StoredDoc, error)
 	DeleteExamples(ctx context.Context, db string, ids []string) ([]client.Published, error)
+	ApproveExamples(ctx context.Context, db string, ids []string, by string) (client.Published, error)
 }
 
 // WithRecords lets the console list examples and docs, delete examples
@@ -67,19 +69,30 @@ type ExamplesReply struct {
 	Examples []ExampleRecord `json:"examples"`
 }
 
-// ExamplesDeleteRequest deletes examples by id.
-type ExamplesDeleteRequest struct {
+// ExampleIDsRequest names examples of a database, to delete or approve.
+type ExampleIDsRequest struct {
 	Database string   `json:"database"`
 	IDs      []string `json:"ids"`
 }
 
-func (r *ExamplesDeleteRequest) databaseName() string { return r.Database }
+func (r *ExampleIDsRequest) databaseName() string { return r.Database }
 
 // ExamplesDeleteReply says what was deleted, by which stream sequences.
 type ExamplesDeleteReply struct {
 	Database string   `json:"database"`
 	Deleted  []string `json:"deleted"`
 	Seqs     []uint64 `json:"seqs"`
+}
+
+// ExamplesApproveReply says which examples were approved, by whom, at
+// which stream sequence.
+type ExamplesApproveReply struct {
+	Database   string   `json:"database"`
+	Approved   []string `json:"approved"`
+	ApprovedBy string   `json:"approved_by"`
+	Seq        uint64   `json:"seq,omitempty"`
+	// Duplicate: they were approved already; nothing new was stored.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // DocsRequest lists a database's docs.
@@ -135,10 +148,11 @@ type CheckReply struct {
 func (d *Daemon) recordsRoutes() map[string]http.Handler {
 	long := 3 * d.cfg.RequestTimeout // a check replays DDL; a listing reads the stream
 	return map[string]http.Handler{
-		"examples":        consoleRoute(d, "examples", mayRead, long, d.listExamples),
-		"examples/delete": consoleRoute(d, "examples/delete", mayWrite, long, d.deleteExamples),
-		"docs":            consoleRoute(d, "docs", mayRead, long, d.listDocs),
-		"check":           consoleRoute(d, "check", mayRead, long, d.checkMigrations),
+		"examples":         consoleRoute(d, "examples", mayRead, long, d.listExamples),
+		"examples/delete":  consoleRoute(d, "examples/delete", mayWrite, long, d.deleteExamples),
+		"examples/approve": consoleRoute(d, "examples/approve", mayWrite, long, d.approveExamples),
+		"docs":             consoleRoute(d, "docs", mayRead, long, d.listDocs),
+		"check":            consoleRoute(d, "check", mayRead, long, d.checkMigrations),
 	}
 }
 
@@ -190,7 +204,7 @@ func (d *Daemon) listExamples(ctx context.Context, _ *principal, req *ExamplesRe
 	return out, nil
 }
 
-func (d *Daemon) deleteExamples(ctx context.Context, who *principal, req *ExamplesDeleteRequest) (any, error) {
+func (d *Daemon) deleteExamples(ctx context.Context, who *principal, req *ExampleIDsRequest) (any, error) {
 	if _, err := d.heldCatalog(req.Database); err != nil {
 		return nil, err
 	}
@@ -229,6 +243,38 @@ func (d *Daemon) deleteExamples(ctx context.Context, who *principal, req *Exampl
 	}
 	d.log.Info("examples deleted from the console", zap.String("database", req.Database), zap.Int("examples", len(req.IDs)), zap.String("by", who.nameOr("http")))
 	return out, nil
+}
+
+func (d *Daemon) approveExamples(ctx context.Context, who *principal, req *ExampleIDsRequest) (any, error) {
+	if _, err := d.heldCatalog(req.Database); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(req.IDs) == 0:
+		return nil, events.Errorf(events.CodeBadRequest, "field ids: give the ids of the examples to approve")
+	case len(req.IDs) > maxConsoleIDs:
+		return nil, events.Errorf(events.CodeBadRequest, "field ids: %d ids, at most %d in one request", len(req.IDs), maxConsoleIDs)
+	}
+	recs, err := d.recordsOrUnavailable()
+	if err != nil {
+		return nil, err
+	}
+	// The approver is who the token says, as feedback's author is.
+	by := "http"
+	if who != nil {
+		by = "http:" + who.name
+	}
+	pub, err := recs.ApproveExamples(ctx, req.Database, req.IDs, by)
+	switch {
+	case errors.Is(err, client.ErrNoExample):
+		return nil, events.Errorf(events.CodeNotFound, "%v; nothing was approved", err)
+	case errors.Is(err, client.ErrNotFeedback):
+		return nil, events.Errorf(events.CodeBadRequest, "%v; nothing was approved", err)
+	case err != nil:
+		return nil, events.Errorf(events.CodeStreamUnavailable, "the stream did not take the approval (%v); sending it again is safe", err)
+	}
+	d.log.Info("examples approved from the console", zap.String("database", req.Database), zap.Strings("examples", req.IDs), zap.String("by", by))
+	return &ExamplesApproveReply{Database: req.Database, Approved: req.IDs, ApprovedBy: by, Seq: pub.Sequence, Duplicate: pub.Duplicate}, nil
 }
 
 func (d *Daemon) listDocs(ctx context.Context, _ *principal, req *DocsRequest) (any, error) {

@@ -246,6 +246,10 @@ type Example struct {
 	// itself (FeedbackRequest.Client): a claim, where Author is what the
 	// transport established.
 	Client string `json:"client,omitempty"`
+	// ApprovedBy is who approved a feedback example (as Author names a
+	// caller): once approved it is the team's own, as a published one
+	// is. It votes in full in retrieval and leaves the feedback cap.
+	ApprovedBy string `json:"approved_by,omitempty"`
 }
 
 // OriginFeedback marks an example that came through the feedback
@@ -659,6 +663,11 @@ func validateProvenance(f string, ex Example) error {
 	}
 	if ex.Client != "" {
 		if err := validateID(f+".client", ex.Client); err != nil {
+			return err
+		}
+	}
+	if ex.ApprovedBy != "" {
+		if err := validateID(f+".approved_by", ex.ApprovedBy); err != nil {
 			return err
 		}
 	}

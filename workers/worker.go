@@ -649,7 +649,10 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 		var chunks []chunk.Chunk
 		for _, ex := range ev.Examples.Examples {
 			c := chunk.Example(ev.Database, ex.Schema, ex.ID, ex.Question, ex.SQL)
-			if ex.Origin != "" {
+			// An approved feedback example is the team's own: it is
+			// indexed as a published one is, so it votes in full and
+			// leaves the feedback cap.
+			if ex.Origin != "" && ex.ApprovedBy == "" {
 				c.Tags = map[string]string{chunk.TagOrigin: ex.Origin}
 			}
 			c.Version = int64(it.meta.Sequence.Stream)

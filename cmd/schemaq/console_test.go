@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // browser starts a headless Chromium for the test, or skips it where
@@ -287,9 +289,137 @@ func TestConsoleJourneys(t *testing.T) {
 	if xss != "undefined" {
 		t.Errorf("script ran: %q", xss)
 	}
+	var exText, approved string
+	var gone int
+	err = journey(ctx,
+		// The examples, the hostile one as text; one is deleted, on a
+		// second press of its button.
+		chromedp.Navigate(base+"/db/shop"),
+		chromedp.Click(css(`nav.tabs a[href="/db/shop/examples"]`)),
+		chromedp.WaitVisible(css(`li.record[data-id="x1"]`)),
+		into(&exText, chromedp.Text(css(`main`))),
+		shot(t, pics, "9-examples"),
+		// The accepted SQL is approved: the team's own from now on.
+		chromedp.Click(css(`li.record[data-id^="fb-"] button.approve`)),
+		chromedp.WaitVisible(css(`main [role=status] .ok`)),
+		into(&approved, chromedp.Text(css(`main [role=status]`))),
+		chromedp.Click(css(`li.record[data-id="x1"] button.danger`)),
+		chromedp.Click(css(`li.record[data-id="x1"] button.danger`)),
+		chromedp.WaitVisible(css(`li.record.gone`)),
+		into(&status, chromedp.Text(css(`main [role=status]`))),
+		into(&gone, chromedp.Evaluate[int](`document.querySelectorAll('li.record.gone').length`)),
+		into(&xss, chromedp.Evaluate[string](`String(window.__xss)`)),
+	)
+	if err != nil {
+		failed(t, ctx, pics, "examples journey", err)
+	}
+	if !strings.Contains(exText, `onerror="window.__xss='example'"`) || !strings.Contains(exText, "accepted feedback by http through console") {
+		t.Errorf("examples page: %q", exText)
+	}
+	if !strings.Contains(approved, "as http: it counts as the team's own") {
+		t.Errorf("approve: %q", approved)
+	}
+	if gone != 1 || !strings.Contains(status, "Deleted x1") || xss != "undefined" {
+		t.Errorf("delete: %d gone, %q; window.__xss = %q", gone, status, xss)
+	}
+	testenv.Eventually(t, 20*time.Second, "the example deleted, as the CLI sees it", func() bool {
+		out, _, code := runAt(t, "nats://"+addr, "examples", "list", "--db", "shop")
+		return code == exitOK && !strings.Contains(out, "x1\t") && strings.Contains(out, "feedback (approved)")
+	})
+	var docText string
+	err = journey(ctx,
+		// The docs, section by section, the hostile one as text.
+		chromedp.Navigate(base+"/db/shop/docs"),
+		chromedp.WaitVisible(css(`li.record h2`)),
+		into(new(any), chromedp.Evaluate[any](`document.querySelectorAll('main details').forEach(d => d.open = true)`)),
+		chromedp.Sleep(100*time.Millisecond),
+		into(&docText, chromedp.Text(css(`main`))),
+		into(&xss, chromedp.Evaluate[string](`String(window.__xss)`)),
+		shot(t, pics, "10-docs"),
+	)
+	if err != nil {
+		failed(t, ctx, pics, "docs journey", err)
+	}
+	if !strings.Contains(docText, "<script>window.__xss = 'doc heading'</script>") || !strings.Contains(docText, "section(s), as retrieval indexes them") || xss != "undefined" {
+		t.Errorf("docs page (window.__xss = %q): %q", xss, docText)
+	}
+	var verdict, refused, checkURL, again string
+	err = journey(ctx,
+		// Check a migration PostgreSQL refuses; the report's URL holds
+		// the file, so opening it again shows the same report.
+		chromedp.Navigate(base+"/db/shop/check"),
+		chromedp.WaitVisible(css(`.file-sql`)),
+		chromedp.SendKeys(css(`.file-name`), "0007_drop_customer.sql"),
+		chromedp.SendKeys(css(`.file-sql`), "ALTER TABLE orders DROP COLUMN customer_id;"),
+		chromedp.Click(css(`#run-check`)),
+		chromedp.WaitVisible(css(`#verdict`)),
+		into(&verdict, chromedp.Text(css(`#verdict`))),
+		into(&refused, chromedp.Text(css(`#refused`))),
+		into(&checkURL, chromedp.Location()),
+		shot(t, pics, "11-check"),
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(css(`main a[href="/db/shop"]`)),
+	)
+	if err != nil {
+		failed(t, ctx, pics, "check journey", err)
+	}
+	if err := journey(ctx, chromedp.Navigate(checkURL), chromedp.WaitVisible(css(`#refused`)), into(&again, chromedp.Text(css(`#refused`)))); err != nil {
+		failed(t, ctx, pics, "check link", err)
+	}
+	if !strings.HasPrefix(verdict, "Breaks") || !strings.Contains(refused, "PostgreSQL will refuse migration 7 (0007_drop_customer.sql)") || !strings.Contains(refused, "order_totals") {
+		t.Errorf("check report: %q / %q", verdict, refused)
+	}
+	if !strings.Contains(checkURL, "file=0007_drop_customer.sql") || again != refused {
+		t.Errorf("the check's link %s shows %q, want %q", checkURL, again, refused)
+	}
+	// A migration the catalog refuses is published: its dead letter is
+	// on the operations page, and retried from there.
+	migrations := filepath.Join(dir, "migrations")
+	if err := os.CopyFS(migrations, os.DirFS(filepath.Join(shop, "migrations"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(migrations, "0007_drop_customer.sql"), []byte("ALTER TABLE orders DROP COLUMN customer_id;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runAt(t, "nats://"+addr, "publish", "migrations", "--db", "shop", migrations); code != exitOK {
+		t.Fatalf("publish 0007 (exit %d): %s %s", code, out, errOut)
+	}
+	firstLetter := ""
+	testenv.Eventually(t, 20*time.Second, "migration 7 dead-lettered", func() bool {
+		out, _, _ := runAt(t, "nats://"+addr, "dlq", "list", "--db", "shop")
+		firstLetter, _, _ = strings.Cut(out, "\t")
+		return strings.Contains(out, "0007_drop_customer.sql")
+	})
+	var opsText string
+	err = journey(ctx,
+		chromedp.Navigate(base+"/"),
+		chromedp.Click(css(`main a[href="/operations"]`)),
+		chromedp.WaitVisible(css(`tr[data-seq="`+firstLetter+`"]`)),
+		into(&opsText, chromedp.Text(css(`main`))),
+		shot(t, pics, "12-operations"),
+		chromedp.Click(css(`tr[data-seq="`+firstLetter+`"] button:not(.danger)`)),
+		chromedp.WaitVisible(css(`main [role=status] .ok`)),
+		into(&status, chromedp.Text(css(`main [role=status]`))),
+	)
+	if err != nil {
+		failed(t, ctx, pics, "operations journey", err)
+	}
+	if !strings.Contains(opsText, "schemaq-") || !strings.Contains(opsText, "Daemons answering") || !strings.Contains(opsText, "cannot drop column customer_id") {
+		t.Errorf("operations page: %q", opsText)
+	}
+	if !strings.Contains(status, "re-sent to schemaq.schema.shop") {
+		t.Errorf("retry: %q", status)
+	}
+	// The re-sent migration is refused again, as a new letter.
+	testenv.Eventually(t, 20*time.Second, "the retried migration dead-lettered again", func() bool {
+		out, _, _ := runAt(t, "nats://"+addr, "dlq", "list", "--db", "shop")
+		seq, _, _ := strings.Cut(out, "\t")
+		return strings.Contains(out, "0007_drop_customer.sql") && seq != firstLetter
+	})
 	// On a phone's width the pages reflow: nothing wider than the screen
 	// but the explain table, which scrolls in its own box.
-	for _, page := range []string{"/db/shop", "/db/shop/search?q=which%20customers%20have%20pending%20orders", "/db/shop/tables/public.orders", "/db/shop/graph/public.orders?hops=2"} {
+	for _, page := range []string{"/db/shop", "/db/shop/search?q=which%20customers%20have%20pending%20orders", "/db/shop/tables/public.orders", "/db/shop/graph/public.orders?hops=2",
+		"/db/shop/examples", "/db/shop/docs", strings.TrimPrefix(checkURL, base), "/operations"} {
 		var overflow int
 		err = journey(ctx,
 			chromedp.EmulateViewport(390, 844),
@@ -390,7 +520,7 @@ func TestConsoleTokens(t *testing.T) {
 		}
 	}
 	base := "http://" + api
-	var before, listed, hr, cookie, stored string
+	var before, listed, hr, cookie, stored, ops string
 	err := journey(ctx,
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(css(`main .error`)),
@@ -404,6 +534,10 @@ func TestConsoleTokens(t *testing.T) {
 		into(&hr, chromedp.Text(css(`main`))),
 		into(&cookie, chromedp.Evaluate[string](`document.cookie`)),
 		into(&stored, chromedp.Evaluate[string](`sessionStorage.getItem('schemaq.token') || ''`)),
+		// Operations need an admin token; a reader is told so.
+		chromedp.Navigate(base+"/operations"),
+		chromedp.WaitVisible(css(`main .error`)),
+		into(&ops, chromedp.Text(css(`main`))),
 	)
 	if err != nil {
 		failed(t, ctx, t.TempDir(), "token journey", err)
@@ -416,6 +550,9 @@ func TestConsoleTokens(t *testing.T) {
 	}
 	if !strings.Contains(hr, "forbidden") || strings.Contains(hr, "salaries (") {
 		t.Errorf("another database's table with a shop token: %q", hr)
+	}
+	if !strings.Contains(ops, "forbidden") || !strings.Contains(ops, "operations needs admin") {
+		t.Errorf("operations with a read token: %q", ops)
 	}
 	if cookie != "" || stored != shopToken {
 		t.Errorf("the token is in a cookie (%q) or not in session storage (%q)", cookie, stored)

@@ -77,6 +77,21 @@ func TestFeedbackLoop(t *testing.T) {
 			t.Errorf("examples show lacks %q:\n%s", want, out)
 		}
 	}
+	// A person approves it: it is the team's own from then on; a
+	// published example has nothing to approve.
+	out, _ = run(exitOK, "examples", "approve", "--db", "shop", "--by", "cli:reviewer", id[1])
+	if !strings.Contains(out, "approved 1 example(s) of shop as cli:reviewer") {
+		t.Errorf("examples approve: %s", out)
+	}
+	out, _ = run(exitOK, "examples", "show", "--db", "shop", id[1])
+	if !strings.Contains(out, "origin:   feedback (approved)") || !strings.Contains(out, "approved: by cli:reviewer") {
+		t.Errorf("examples show after approve:\n%s", out)
+	}
+	_, errOut = run(exitFailure, "examples", "approve", "--db", "shop", listed[0].ID)
+	if !strings.Contains(errOut, "not a feedback example") || !strings.Contains(errOut, "nothing was approved") {
+		t.Errorf("approving a published example: %s", errOut)
+	}
+	run(exitUsage, "examples", "approve", "--db", "shop")
 	out, _ = run(exitOK, "examples", "list", "--db", "shop", "--stale")
 	if !strings.HasSuffix(out, "0 stale example(s) of shop\n") {
 		t.Errorf("nothing is stale yet:\n%s", out)

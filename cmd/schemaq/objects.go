@@ -33,7 +33,7 @@ type exampleView struct {
 
 // runExamples is parse, then list, show or delete.
 func runExamples(ctx context.Context, e *env, args []string) (err error) {
-	verb, helped, err := verbOf(e, "examples", args, []string{"list", "show", "delete"}, "list --db NAME [--stale] | show --db NAME ID | delete --db NAME [--wait DUR] ID...")
+	verb, helped, err := verbOf(e, "examples", args, []string{"list", "show", "approve", "delete"}, "list --db NAME [--stale] | show --db NAME ID | approve --db NAME [--by NAME] ID... | delete --db NAME [--wait DUR] ID...")
 	if helped || err != nil {
 		return err
 	}
@@ -43,6 +43,7 @@ func runExamples(ctx context.Context, e *env, args []string) (err error) {
 	c.register(fs, e)
 	stale := fs.Bool("stale", false, "list: only the examples whose SQL no longer fits the current catalog (a relation or column gone), with why")
 	wait := fs.Duration("wait", 0, "delete: wait up to this long until the index no longer has them")
+	by := fs.String("by", "", "approve: who approves, recorded on the examples (default cli:$USER)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -60,6 +61,8 @@ func runExamples(ctx context.Context, e *env, args []string) (err error) {
 	switch verb {
 	case "delete":
 		return deleteExamples(ctx, rctx, e, cli, &c, fs.Args(), *wait)
+	case "approve":
+		return approveExamples(rctx, e, cli, &c, fs.Args(), approver(e, *by))
 	case "show":
 		return showExample(rctx, e, cli, &c, fs.Arg(0))
 	}
@@ -74,6 +77,8 @@ func checkExampleArgs(verb string, ids int, stale bool) error {
 		return usagef("examples show: give one example id (see examples list)")
 	case verb == "delete" && ids == 0:
 		return usagef("examples delete: give the ids of the examples to delete (see examples list)")
+	case verb == "approve" && ids == 0:
+		return usagef("examples approve: give the ids of the feedback examples to approve (see examples list)")
 	case verb != "list" && stale:
 		return usagef("examples %s: --stale is for list", verb)
 	}
@@ -151,6 +156,8 @@ func origin(ex events.Example) string {
 	switch {
 	case ex.Origin == "":
 		return "published"
+	case ex.ApprovedBy != "":
+		return ex.Origin + " (approved)"
 	case ex.Corrected:
 		return ex.Origin + " (corrected)"
 	}
@@ -161,6 +168,12 @@ func printExample(e *env, v exampleView) {
 	fmt.Fprintf(e.stdout, "id:       %s\n", v.ID)
 	fmt.Fprintf(e.stdout, "question: %s\n", v.Question)
 	fmt.Fprintf(e.stdout, "origin:   %s\n", origin(v.Example))
+	if v.Author != "" {
+		fmt.Fprintf(e.stdout, "author:   %s\n", v.Author)
+	}
+	if v.ApprovedBy != "" {
+		fmt.Fprintf(e.stdout, "approved: by %s\n", v.ApprovedBy)
+	}
 	if v.AskID != "" {
 		fmt.Fprintf(e.stdout, "ask id:   %s\n", v.AskID)
 	}
@@ -270,6 +283,34 @@ func deleteExamples(ctx, rctx context.Context, e *env, cli *client.Client, c *cl
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"database": *c.db, "deleted": ids, "events": len(pubs)})
 	}
 	fmt.Fprintf(e.stdout, "deleted %d example(s) of %s\n", len(ids), *c.db)
+	return nil
+}
+
+// approver is who approves: --by, or the user running the command.
+func approver(e *env, by string) string {
+	if by != "" {
+		return by
+	}
+	if u := e.getenv("USER"); u != "" && !strings.ContainsFunc(u, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return "cli:" + u
+	}
+	return "cli"
+}
+
+// approveExamples marks feedback examples as the team's own.
+func approveExamples(ctx context.Context, e *env, cli *client.Client, c *clientFlags, ids []string, by string) error {
+	pub, err := cli.ApproveExamples(ctx, *c.db, ids, by)
+	if err != nil {
+		return fmt.Errorf("examples approve: %w; nothing was approved", err)
+	}
+	if *c.asJSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"database": *c.db, "approved": ids, "approved_by": by, "seq": pub.Sequence, "duplicate": pub.Duplicate})
+	}
+	if pub.Duplicate {
+		fmt.Fprintf(e.stdout, "%d example(s) of %s were approved already\n", len(ids), *c.db)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "approved %d example(s) of %s as %s: they count as the team's own from now on\n", len(ids), *c.db, by)
 	return nil
 }
 

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -134,6 +136,58 @@ func (c *Client) DeleteExamples(ctx context.Context, db string, ids []string) ([
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// ErrNoExample is an id the database has no example of.
+var ErrNoExample = errors.New("no such example")
+
+// ErrNotFeedback is an approval of an example that is not feedback: a
+// published example is the team's own already.
+var ErrNotFeedback = errors.New("not a feedback example")
+
+// ApproveExamples marks db's feedback examples ids approved by by: each
+// is published again, as it was, with ApprovedBy set, and from then on
+// counts as the team's own. Every id must be a stored feedback example
+// (ErrNoExample, ErrNotFeedback); those approved already are left as
+// they are. The event is named by the examples and their stored
+// versions, so the same approval twice stores once.
+func (c *Client) ApproveExamples(ctx context.Context, db string, ids []string, by string) (Published, error) {
+	stored, err := c.Examples(ctx, db)
+	if err != nil {
+		return Published{}, err
+	}
+	byID := make(map[string]StoredExample, len(stored))
+	for _, s := range stored {
+		byID[s.ID] = s
+	}
+	var approve []events.Example
+	name := "examples-approve"
+	for _, id := range ids {
+		s, ok := byID[id]
+		switch {
+		case !ok:
+			return Published{}, fmt.Errorf("example %s: %w", events.Quote(id), ErrNoExample)
+		case s.Origin != events.OriginFeedback:
+			return Published{}, fmt.Errorf("example %s: %w: a published example is the team's own already", events.Quote(id), ErrNotFeedback)
+		case s.ApprovedBy != "":
+			continue
+		}
+		ex := s.Example
+		ex.ApprovedBy = by
+		approve = append(approve, ex)
+		name += fmt.Sprintf("-%s.%d", id, s.Seq)
+	}
+	if len(approve) == 0 {
+		return Published{Duplicate: true}, nil
+	}
+	if len(name) > 200 {
+		name = fmt.Sprintf("examples-approve-%x", sha256.Sum256([]byte(name)))
+	}
+	ev, err := events.New(name, db, time.Now(), &events.ExamplesUpsert{Examples: approve})
+	if err != nil {
+		return Published{}, err
+	}
+	return c.Publish(ctx, ev)
 }
 
 // DeleteDoc publishes a docs.delete event.

@@ -17,7 +17,7 @@ function h(tag, attrs, ...children) {
     if (k === 'class') el.className = v;
     else if (k === 'for') el.htmlFor = v;
     else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
-    else if (k.startsWith('aria-') || k === 'role') el.setAttribute(k, v);
+    else if (k.startsWith('aria-') || k.startsWith('data-') || k === 'role') el.setAttribute(k, v);
     else el[k] = v;
   }
   for (const c of children.flat()) {
@@ -78,6 +78,7 @@ async function home() {
     return show(h('h1', {}, 'Databases'), h('p', {}, 'No database yet: publish migrations (schemaq publish migrations --db NAME DIR).'));
   }
   show(h('h1', {}, 'Databases'),
+    h('p', {}, link('/operations', 'Operations'), h('span', { class: 'muted' }, ': the stream, the daemons and the dead letters (an admin token)')),
     h('ul', { class: 'list' }, databases.map((d) => h('li', {}, link(dbPath(d.name), d.name), h('span', { class: 'muted' }, ` version ${d.version}`)))));
 }
 
@@ -129,7 +130,7 @@ async function database(db, params) {
     for (const li of list.children) li.hidden = want !== '' && !li.dataset.name.includes(want);
   };
   filter.addEventListener('input', narrow);
-  show(h('h1', {}, db), questionForm(db, 'search', ''),
+  show(h('h1', {}, db), sectionNav(db, ''), questionForm(db, 'search', ''),
     past.length ? h('section', {}, h('h2', {}, 'Asked in this session'),
       h('ul', { class: 'list' }, past.map((e) => h('li', {}, link(dbPath(db, e.mode) + '?q=' + encodeURIComponent(e.q), e.q), h('span', { class: 'muted' }, ' ' + e.mode))))) : '',
     h('section', {}, h('h2', {}, 'Tables and views'), tableForm, list, more));
@@ -388,6 +389,250 @@ async function graphView(db, name, params) {
       h('ul', { class: 'list' }, g.tables.map((t) => h('li', {}, link(dbPath(db, 'tables', t.name), t.name), h('span', { class: 'muted' }, ` ${t.hops} join(s) away, ${t.columns} columns`))))));
 }
 
+// ---- examples and docs ----
+
+// confirmButton acts on a second press: the first asks, in the button
+// itself, so the page needs no dialog (a keyboard and a test drive it
+// alike).
+function confirmButton(label, ask, act) {
+  const b = h('button', {
+    type: 'button', class: 'danger', 'aria-label': label,
+    onclick: async () => {
+      if (b.dataset.armed !== '1') {
+        b.dataset.armed = '1';
+        b.textContent = ask;
+        return;
+      }
+      b.dataset.armed = '';
+      b.textContent = 'Delete';
+      await act(b);
+    },
+  }, 'Delete');
+  return b;
+}
+
+// sectionNav links a database's pages.
+function sectionNav(db, here) {
+  const pages = [['', 'Tables'], ['examples', 'Examples'], ['docs', 'Docs'], ['check', 'Check a migration']];
+  return h('nav', { class: 'tabs', 'aria-label': db + ' pages' }, pages.map(([p, label]) => (p === here
+    ? h('span', { 'aria-current': 'page' }, label)
+    : link(p ? dbPath(db, p) : dbPath(db), label))));
+}
+
+function exampleItem(db, ex, status) {
+  const who = [ex.origin === 'feedback' ? (ex.corrected ? 'corrected feedback' : 'accepted feedback') : 'published',
+    ex.author ? 'by ' + ex.author : '', ex.client ? 'through ' + ex.client : '', ex.time ? 'on ' + ex.time.slice(0, 10) : '',
+    ex.approved_by ? '· approved by ' + ex.approved_by : ''].filter(Boolean).join(' ');
+  // Feedback is a caller's word until a person approves it; then it is
+  // the team's own, as a published example is.
+  const approve = ex.origin === 'feedback' && !ex.approved_by ? h('button', {
+    type: 'button', class: 'approve', 'aria-label': 'Approve example ' + ex.id,
+    onclick: async () => {
+      approve.disabled = true;
+      try {
+        const r = await api('POST', '/v1/examples/approve', { database: db, ids: [ex.id] });
+        status.replaceChildren(h('span', { class: 'ok' }, `Approved ${r.approved.join(', ')} as ${r.approved_by}: it counts as the team's own now.`));
+        approve.replaceWith(h('span', { class: 'ok' }, 'approved by ' + r.approved_by));
+      } catch (err) {
+        approve.disabled = false;
+        status.replaceChildren(failure(err));
+      }
+    },
+  }, 'Approve') : '';
+  const del = confirmButton('Delete example ' + ex.id, 'Press again to delete', async (b) => {
+    b.disabled = true;
+    try {
+      const r = await api('POST', '/v1/examples/delete', { database: db, ids: [ex.id] });
+      status.replaceChildren(h('span', { class: 'ok' }, `Deleted ${r.deleted.join(', ')} (stream seq ${r.seqs.join(', ')}); retrieval stops showing it once the workers apply the delete.`));
+      item.classList.add('gone');
+    } catch (err) {
+      b.disabled = false;
+      status.replaceChildren(failure(err));
+    }
+  });
+  const item = h('li', { class: 'record', 'data-id': ex.id },
+    h('div', { class: 'head' }, h('strong', {}, ex.question), ' ', h('span', { class: 'muted' }, ex.id)),
+    h('p', { class: 'muted' }, who + `, stream seq ${ex.seq}`),
+    ex.stale ? h('p', { class: 'warning' }, 'Stale: ' + ex.stale) : '',
+    h('pre', {}, ex.sql), h('div', { class: 'actions' }, approve, del));
+  return item;
+}
+
+async function examples(db, params) {
+  setCrumbs(link(dbPath(db), db), h('span', {}, 'examples'));
+  document.title = 'examples · ' + db;
+  const stale = params.get('stale') === '1';
+  const r = await api('POST', '/v1/examples', { database: db, stale });
+  const status = h('div', { role: 'status' });
+  show(h('h1', {}, 'Examples of ' + db), sectionNav(db, 'examples'),
+    h('p', {}, stale ? link(dbPath(db, 'examples'), 'Show every example') : link(dbPath(db, 'examples') + '?stale=1', 'Show only the stale ones'),
+      h('span', { class: 'muted' }, ` · catalog version ${r.version}`)),
+    status,
+    r.examples.length
+      ? h('ol', { class: 'records' }, r.examples.map((ex) => exampleItem(db, ex, status)))
+      : h('p', {}, stale ? 'No example is stale: each one fits the catalog.' : 'No example yet: publish some (schemaq publish examples) or accept an ask\'s SQL.'));
+}
+
+async function docs(db) {
+  setCrumbs(link(dbPath(db), db), h('span', {}, 'docs'));
+  document.title = 'docs · ' + db;
+  const r = await api('POST', '/v1/docs', { database: db });
+  show(h('h1', {}, 'Docs of ' + db), sectionNav(db, 'docs'),
+    r.docs.length ? h('ol', { class: 'records' }, r.docs.map((d) => h('li', { class: 'record' },
+      h('h2', {}, d.title || d.doc_id), h('p', { class: 'muted' }, `${d.doc_id}, ${d.bytes} bytes, stream seq ${d.seq}`),
+      d.tags ? h('p', { class: 'tags' }, Object.entries(d.tags).map(([k, v]) => h('span', { class: 'tag' }, k + '=' + v))) : '',
+      h('details', {}, h('summary', {}, `${d.sections.length} section(s), as retrieval indexes them`),
+        d.sections.map((sec) => h('section', { class: 'doc-section' }, h('h3', {}, sec.heading), h('pre', {}, sec.text)))))))
+      : h('p', {}, 'No doc yet: publish some (schemaq publish docs).'));
+}
+
+// ---- check a migration ----
+
+// A check's URL carries its files (file=NAME&sql=TEXT, in order), so a
+// report can be shared; one too large for a link is shown, not linked.
+const maxCheckURL = 32000;
+
+function checkFiles(params) {
+  const names = params.getAll('file');
+  const sqls = params.getAll('sql');
+  return names.map((name, i) => ({ name, sql: sqls[i] || '' }));
+}
+
+let fileSeq = 0;
+
+function fileEditor(list, f) {
+  const n = ++fileSeq;
+  const name = h('input', { id: 'name-' + n, value: f.name, required: true, placeholder: `000${n}_change.sql`, class: 'file-name' });
+  const sql = h('textarea', { id: 'sql-' + n, rows: 8, value: f.sql, required: true, class: 'file-sql', placeholder: 'ALTER TABLE …;' });
+  const row = h('fieldset', { class: 'file' }, h('legend', {}, 'Migration file'),
+    h('label', { for: 'name-' + n }, 'File name'), name, h('label', { for: 'sql-' + n }, 'SQL'), sql,
+    h('button', { type: 'button', class: 'secondary', onclick: () => row.remove() }, 'Remove this file'));
+  list.append(row);
+}
+
+async function checkPage(db, params) {
+  setCrumbs(link(dbPath(db), db), h('span', {}, 'check'));
+  document.title = 'check · ' + db;
+  const files = checkFiles(params);
+  const list = h('div', { class: 'files' });
+  for (const f of files.length ? files : [{ name: '', sql: '' }]) fileEditor(list, f);
+  const upload = h('input', {
+    id: 'upload', type: 'file', multiple: true, accept: '.sql,text/plain',
+    onchange: async () => {
+      // Files are read here, in the browser, and sorted by name as a
+      // migration directory is; nothing is sent until Check.
+      const picked = [...upload.files].sort((a, b) => a.name.localeCompare(b.name));
+      for (const file of picked) fileEditor(list, { name: file.name, sql: await file.text() });
+      for (const row of [...list.children]) if (!row.querySelector('.file-sql').value.trim() && list.children.length > 1) row.remove();
+    },
+  });
+  const strict = h('input', { id: 'strict', type: 'checkbox', checked: params.get('strict') === '1' });
+  const out = h('div', { id: 'report' });
+  const form = h('form', {
+    class: 'check',
+    onsubmit: (ev) => {
+      ev.preventDefault();
+      const q = new URLSearchParams();
+      for (const row of list.children) {
+        q.append('file', row.querySelector('.file-name').value);
+        q.append('sql', row.querySelector('.file-sql').value);
+      }
+      if (strict.checked) q.set('strict', '1');
+      const url = dbPath(db, 'check') + '?' + q;
+      if (url.length <= maxCheckURL) return go(url);
+      runCheck(db, [...list.children].map((row) => ({ name: row.querySelector('.file-name').value, sql: row.querySelector('.file-sql').value })), strict.checked, out, false);
+    },
+  }, list,
+  h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => fileEditor(list, { name: '', sql: '' }) }, 'Add a file'), ' ',
+    h('label', { for: 'upload' }, 'or upload .sql files'), ' ', upload),
+  h('p', {}, strict, ' ', h('label', { for: 'strict' }, 'Strict catalog (as workers with --strict-catalog apply)')),
+  h('button', { type: 'submit', id: 'run-check' }, 'Check'));
+  show(h('h1', {}, 'Check a migration on ' + db), sectionNav(db, 'check'),
+    h('p', { class: 'muted' }, 'What `schemaq check` reports: whether PostgreSQL and the catalog take the files, and the examples, docs and views they break. Nothing is published.'),
+    form, out);
+  if (files.length) await runCheck(db, files, params.get('strict') === '1', out, true);
+}
+
+async function runCheck(db, files, strict, out, linked) {
+  out.replaceChildren(h('p', {}, 'Checking…'));
+  try {
+    const r = await api('POST', '/v1/check', { database: db, migrations: files, strict });
+    out.replaceChildren(checkReport(r, linked));
+  } catch (err) {
+    out.replaceChildren(failure(err));
+  }
+}
+
+function checkReport(r, linked) {
+  const items = (title, list, f) => (list && list.length ? h('section', {}, h('h3', {}, title), h('ul', { class: 'list' }, list.map((x) => h('li', {}, f(x))))) : '');
+  const f = r.refused;
+  return h('section', { class: 'report' },
+    h('h2', {}, 'Report'),
+    h('p', { class: r.breaks ? 'error' : 'ok', id: 'verdict' }, r.breaks
+      ? 'Breaks: publishing these would break what depends on the schema (check exits 3).'
+      : 'Passes: nothing that depends on the schema breaks.'),
+    h('p', {}, `${r.pending.length} migration(s) would take ${r.database} from version ${r.version} to ${r.after}.`),
+    f ? h('p', { class: 'error', id: 'refused' }, f.postgres
+      ? `PostgreSQL will refuse migration ${f.seq} (${f.source}), and schemaq would dead-letter it: ${f.error}`
+      : `Migration ${f.seq} (${f.source}) would be dead-lettered: ${f.error}`) : '',
+    items('Drops', r.dropped, (x) => x),
+    items('Renames', r.renamed, (x) => x),
+    items('Examples that would go stale', r.examples, (x) => `${x.id} (${x.question}): ${x.reason}`),
+    items('Examples that follow a rename', r.followed, (x) => `${x.id} (${x.question}): ${x.reason}`),
+    items('Doc sections naming what is dropped', r.docs, (x) => `${x.doc_id}${x.section ? ' § ' + x.section : ''}: ${x.names.join(', ')}`),
+    items('Views that would not resolve', r.views, (x) => `${x.view}: ${x.reason}`),
+    items('Drift', r.drift, (x) => `${x.source} statement ${x.statement} (line ${x.line}): ${x.error}`),
+    linked ? h('p', { class: 'muted' }, 'This page\'s address holds the files: share it to share the report.') : h('p', { class: 'muted' }, 'The files are too large to hold in a link; this report is not shareable.'));
+}
+
+// ---- operations ----
+
+function letterRow(l, status) {
+  const act = async (what) => {
+    for (const b of row.querySelectorAll('button')) b.disabled = true;
+    try {
+      const r = await api('POST', '/v1/deadletters/' + what, { seq: l.seq });
+      status.replaceChildren(h('span', { class: 'ok' }, r.retried ? `Letter ${l.seq} re-sent to ${r.retried}.` : `Letter ${l.seq} deleted.`));
+      row.classList.add('gone');
+    } catch (err) {
+      for (const b of row.querySelectorAll('button')) b.disabled = false;
+      status.replaceChildren(failure(err));
+    }
+  };
+  const row = h('tr', { 'data-seq': String(l.seq) },
+    h('td', {}, String(l.seq)), h('td', {}, l.database), h('td', {}, l.kind || ''), h('td', {}, l.source || l.subject),
+    h('td', { class: 'reason' }, l.reason), h('td', {}, (l.time || '').replace('T', ' ').slice(0, 19)),
+    h('td', {}, h('button', { type: 'button', 'aria-label': 'Retry dead letter ' + l.seq, onclick: () => act('retry') }, 'Retry'), ' ',
+      confirmButton('Delete dead letter ' + l.seq, 'Press again: its event is never applied', () => act('delete'))));
+  return row;
+}
+
+function grid(caption, head, rows) {
+  return h('table', { class: 'grid' }, h('caption', {}, caption), h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, c)))), h('tbody', {}, rows));
+}
+
+async function operations() {
+  setCrumbs(h('span', {}, 'operations'));
+  document.title = 'operations · schemaq';
+  const r = await api('POST', '/v1/operations', {});
+  const status = h('div', { role: 'status' });
+  const cats = Object.entries(r.catalogs || {}).sort(([a], [b]) => a.localeCompare(b));
+  show(h('h1', {}, 'Operations'),
+    h('p', {}, `Stream: ${r.stream.messages} events (${r.stream.bytes} bytes), last seq ${r.stream.last_seq}. Object store: ${r.object_bytes} bytes.`),
+    grid('Consumers: how far behind each is', ['consumer', 'pending', 'in flight', 'redelivered', 'delivered up to'],
+      r.consumers.map((c) => h('tr', {}, h('td', {}, c.name), h('td', { class: c.pending ? 'warn' : '' }, String(c.pending)), h('td', {}, String(c.ack_pending)), h('td', {}, String(c.redelivered)), h('td', {}, String(c.delivered_seq))))),
+    grid('Daemons answering', ['id', 'version', 'gateway', 'store', 'system catalogs'],
+      r.daemons.map((d) => h('tr', {}, h('td', {}, d.id), h('td', {}, d.version), h('td', {}, d.gateway || '?'), h('td', {}, d.store || '?'), h('td', {}, d.allow_system_catalogs || '?')))),
+    (r.warnings || []).map((w) => h('p', { class: 'warning' }, w)),
+    grid('Catalogs', ['database', 'version', 'drift'],
+      cats.map(([db, v]) => h('tr', {}, h('td', {}, link(dbPath(db), db)), h('td', {}, String(v)), h('td', {}, String((r.drift || {})[db] || 0))))),
+    Object.entries(r.unreadable || {}).map(([db, why]) => h('p', { class: 'error' }, `Catalog ${db} does not decode: ${why}`)),
+    h('h2', {}, `Dead letters: ${r.dead_letters}`), status,
+    r.letters.length
+      ? grid('Dead letters and why', ['seq', 'database', 'kind', 'source', 'reason', 'when', ''], r.letters.map((l) => letterRow(l, status)))
+      : h('p', {}, 'No dead letter.'));
+}
+
 // ---- router ----
 
 const routes = [
@@ -397,6 +642,10 @@ const routes = [
   [/^\/db\/([^/]+)\/ask$/, (m, p) => ask(m[1], p)],
   [/^\/db\/([^/]+)\/tables\/(.+)$/, (m) => table(m[1], m[2])],
   [/^\/db\/([^/]+)\/graph\/(.+)$/, (m, p) => graphView(m[1], m[2], p)],
+  [/^\/db\/([^/]+)\/examples$/, (m, p) => examples(m[1], p)],
+  [/^\/db\/([^/]+)\/docs$/, (m) => docs(m[1])],
+  [/^\/db\/([^/]+)\/check$/, (m, p) => checkPage(m[1], p)],
+  [/^\/operations$/, () => operations()],
 ];
 
 async function render() {
