@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
@@ -45,8 +46,12 @@ type LetterReply struct {
 	Deleted bool   `json:"deleted,omitempty"`
 }
 
-// maxListedLetters bounds the letters one page lists.
-const maxListedLetters = 1000
+const (
+	// maxListedLetters bounds the letters one page lists.
+	maxListedLetters = 1000
+	// retryAckWait bounds a retry's wait for the stream's acknowledgement.
+	retryAckWait = 5 * time.Second
+)
 
 func (d *Daemon) operationsRoutes() map[string]http.Handler {
 	long := 3 * d.cfg.RequestTimeout
@@ -123,11 +128,19 @@ func (d *Daemon) retryLetter(ctx context.Context, who *principal, req *LetterReq
 	if err != nil {
 		return nil, err
 	}
-	target, err := box.Retry(ctx, req.Seq)
-	if errors.Is(err, deadletter.ErrUnsendable) {
+	// NATS drops a publish its permissions refuse and tells only the
+	// connection's error handler: the stream's acknowledgement never
+	// comes. A short wait, and a reply that names the likely cause.
+	pctx, cancel := context.WithTimeout(ctx, retryAckWait)
+	defer cancel()
+	target, err := box.Retry(pctx, req.Seq)
+	switch {
+	case errors.Is(err, deadletter.ErrUnsendable):
 		return nil, events.Errorf(events.CodeBadRequest, "%v", err)
-	}
-	if err != nil {
+	case err != nil && pctx.Err() != nil && ctx.Err() == nil:
+		return nil, events.Errorf(events.CodeStreamUnavailable, "dead letter %d was not re-sent: the stream did not acknowledge within %s; "+
+			"may this daemon's NATS user publish on %s? (docs/api.md, the console's endpoints)", req.Seq, retryAckWait, l.Subject)
+	case err != nil:
 		return nil, events.Errorf(events.CodeStreamUnavailable, "dead letter %d was not re-sent: %v", req.Seq, err)
 	}
 	d.log.Info("dead letter re-sent from the console", zap.Uint64("seq", req.Seq), zap.String("database", l.Database), zap.String("subject", target), zap.String("by", who.nameOr("http")))

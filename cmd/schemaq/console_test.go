@@ -468,12 +468,26 @@ func TestConsoleAt500Tables(t *testing.T) {
 	if out, errOut, code := runAt(t, "nats://"+addr, "publish", "snapshot", "--db", "wide", "--wait", "60s", snap); code != exitOK {
 		t.Fatalf("publish snapshot (exit %d): %s %s", code, out, errOut)
 	}
+	var exs strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&exs, `{"id":"e%03d","question":"who referred customer %d","sql":"SELECT r.full_name FROM t%03d_customers c JOIN t%03d_customers r ON r.id = c.referrer_id"}`+"\n", i, i, i%499+1, i%499)
+	}
+	exFile := filepath.Join(dir, "examples.jsonl")
+	if err := os.WriteFile(exFile, []byte(exs.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runAt(t, "nats://"+addr, "publish", "examples", "--db", "wide", "--wait", "60s", exFile); code != exitOK {
+		t.Fatalf("publish examples (exit %d): %s %s", code, out, errOut)
+	}
 	base := "http://" + api
 	pages := []struct{ name, path, ready string }{
 		{"database (first 200 of 500 tables)", "/db/wide", `.tables li:nth-child(200)`},
 		{"search with explain", "/db/wide/search?q=customers%20referred%20by%20another%20customer", `table.explain .bar`},
 		{"table", "/db/wide/tables/public.t250_customers", `pre.ddl`},
 		{"join graph, 3 joins out", "/db/wide/graph/public.t250_customers?hops=3", `svg.graph .node`},
+		{"examples (300, each checked against the catalog)", "/db/wide/examples", `li.record:nth-child(300)`},
+		{"check of a migration", "/db/wide/check?file=0002_drop.sql&sql=ALTER+TABLE+t250_customers+DROP+COLUMN+referrer_id%3B", `#verdict`},
+		{"operations", "/operations", `table.grid`},
 	}
 	for _, p := range pages {
 		var best time.Duration
