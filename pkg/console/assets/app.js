@@ -629,7 +629,7 @@ async function operations() {
     Object.entries(r.unreadable || {}).map(([db, why]) => h('p', { class: 'error' }, `Catalog ${db} does not decode: ${why}`)),
     h('h2', {}, `Dead letters: ${r.dead_letters}`), status,
     r.letters.length
-      ? grid('Dead letters and why', ['seq', 'database', 'kind', 'source', 'reason', 'when', ''], r.letters.map((l) => letterRow(l, status)))
+      ? grid('Dead letters and why', ['seq', 'database', 'kind', 'source', 'reason', 'when', 'action'], r.letters.map((l) => letterRow(l, status)))
       : h('p', {}, 'No dead letter.'));
 }
 
