@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -210,12 +211,23 @@ func openAPISchemas(t *testing.T, base string) func(schema, body string) error {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	spec, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schemaValidator(t, spec)
+}
+
+// schemaValidator validates a JSON body against a schema of the
+// OpenAPI document spec.
+func schemaValidator(t *testing.T, spec []byte) func(schema, body string) error {
+	t.Helper()
 	var doc struct {
 		Components struct {
 			Schemas map[string]*jsonschema.Schema `json:"schemas"`
 		} `json:"components"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+	if err := json.Unmarshal(spec, &doc); err != nil {
 		t.Fatal(err)
 	}
 	return func(schema, body string) error {

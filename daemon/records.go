@@ -204,17 +204,23 @@ func (d *Daemon) listExamples(ctx context.Context, _ *principal, req *ExamplesRe
 	return out, nil
 }
 
-func (d *Daemon) deleteExamples(ctx context.Context, who *principal, req *ExampleIDsRequest) (any, error) {
+// exampleIDs checks a request naming examples to act on (verb: delete,
+// approve) and returns the records to act through.
+func (d *Daemon) exampleIDs(req *ExampleIDsRequest, verb string) (Records, error) {
 	if _, err := d.heldCatalog(req.Database); err != nil {
 		return nil, err
 	}
 	switch {
 	case len(req.IDs) == 0:
-		return nil, events.Errorf(events.CodeBadRequest, "field ids: give the ids of the examples to delete")
+		return nil, events.Errorf(events.CodeBadRequest, "field ids: give the ids of the examples to %s", verb)
 	case len(req.IDs) > maxConsoleIDs:
 		return nil, events.Errorf(events.CodeBadRequest, "field ids: %d ids, at most %d in one request", len(req.IDs), maxConsoleIDs)
 	}
-	recs, err := d.recordsOrUnavailable()
+	return d.recordsOrUnavailable()
+}
+
+func (d *Daemon) deleteExamples(ctx context.Context, who *principal, req *ExampleIDsRequest) (any, error) {
+	recs, err := d.exampleIDs(req, "delete")
 	if err != nil {
 		return nil, err
 	}
@@ -246,16 +252,7 @@ func (d *Daemon) deleteExamples(ctx context.Context, who *principal, req *Exampl
 }
 
 func (d *Daemon) approveExamples(ctx context.Context, who *principal, req *ExampleIDsRequest) (any, error) {
-	if _, err := d.heldCatalog(req.Database); err != nil {
-		return nil, err
-	}
-	switch {
-	case len(req.IDs) == 0:
-		return nil, events.Errorf(events.CodeBadRequest, "field ids: give the ids of the examples to approve")
-	case len(req.IDs) > maxConsoleIDs:
-		return nil, events.Errorf(events.CodeBadRequest, "field ids: %d ids, at most %d in one request", len(req.IDs), maxConsoleIDs)
-	}
-	recs, err := d.recordsOrUnavailable()
+	recs, err := d.exampleIDs(req, "approve")
 	if err != nil {
 		return nil, err
 	}
