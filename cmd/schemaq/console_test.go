@@ -106,11 +106,39 @@ func journey(ctx context.Context, steps ...chromedp.Action[chromedp.Void]) error
 
 // TestConsoleJourneys drives the web console in headless Chromium
 // against a running up with the example shop, a doc and an example that
-// carry script, and a scripted OpenAI-compatible gateway: browse to the
-// database, search with its explain picture, open a table and its
-// history, go back, ask, and hand the SQL back as feedback. Nothing
-// users wrote may run as script.
+// carry script, and a scripted OpenAI-compatible gateway, through every
+// page: the databases, a search with its explain picture, a table and
+// its history, the join graph, a former name, ask and feedback, the
+// examples (approve, delete) and docs, a check of a migration
+// PostgreSQL refuses, and the operations page retrying its dead letter.
+// Nothing users wrote may run as script.
 func TestConsoleJourneys(t *testing.T) {
+	c := newConsoleShop(t)
+	searchURL := c.search()
+	c.tableAndGraph(searchURL)
+	c.formerName()
+	c.hostileSearch()
+	c.askAndAccept()
+	c.examples()
+	c.docs()
+	checkURL := c.check()
+	c.operations()
+	c.phoneWidths(checkURL)
+	// The accepted SQL is now an example of the shop, as the CLI sees it.
+	if out, errOut, code := runAt(t, "nats://"+c.addr, "examples", "list", "--db", "shop"); code != exitOK || !strings.Contains(out, "which customers have pending orders") {
+		t.Errorf("examples list after the console's feedback (exit %d): %s %s", code, out, errOut)
+	}
+}
+
+// consoleShop is up with the example shop, a hostile doc and example,
+// and a scripted gateway, and a browser tab to drive it.
+type consoleShop struct {
+	t                           *testing.T
+	ctx                         context.Context
+	base, addr, dir, shop, pics string
+}
+
+func newConsoleShop(t *testing.T) *consoleShop {
 	ctx := browser(t)
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "model": "m",
@@ -118,12 +146,12 @@ func TestConsoleJourneys(t *testing.T) {
 				"content": `{"sql": "SELECT c.name FROM customers c JOIN orders o ON o.customer_id = c.id WHERE o.status = 'pending'", "explanation": "customers with pending orders"}`}}},
 			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 	}))
-	defer gw.Close()
+	t.Cleanup(gw.Close)
 	dir := t.TempDir()
 	addr, api := freePort(t), freePort(t)
 	stop := startUp(t, filepath.Join(dir, "data"), addr, "SCHEMAQ_HTTP_ADDR", api,
 		"SCHEMAQ_LLM_BASE_URL", gw.URL+"/v1", "SCHEMAQ_LLM_MODEL", "m")
-	defer stop()
+	t.Cleanup(func() { stop() })
 	shop := filepath.Join("..", "..", "examples", "shop")
 	docs := filepath.Join(dir, "docs")
 	if err := os.MkdirAll(docs, 0o755); err != nil {
@@ -146,11 +174,15 @@ func TestConsoleJourneys(t *testing.T) {
 			t.Fatalf("%v (exit %d): %s %s", args, code, out, errOut)
 		}
 	}
-	base := "http://" + api
-	pics := screenshots(t)
-	var text, href, ddl, status, xss, path string
+	return &consoleShop{t: t, ctx: ctx, base: "http://" + api, addr: addr, dir: dir, shop: shop, pics: screenshots(t)}
+}
+
+// search: the databases, the shop by a plain link, the tables narrowed
+// by typing, and a search with its explain; it returns the search's URL.
+func (c *consoleShop) search() string {
+	t, ctx, base, pics := c.t, c.ctx, c.base, c.pics
+	var text, href, filtered string
 	var results int
-	var filtered string
 	err := journey(ctx,
 		// The databases, then the shop by a plain link.
 		chromedp.Navigate(base+"/"),
@@ -184,8 +216,15 @@ func TestConsoleJourneys(t *testing.T) {
 	if !strings.Contains(href, "/db/shop/search?q=which+customers") && !strings.Contains(href, "/db/shop/search?q=which%20customers") {
 		t.Errorf("the search's URL %s does not carry its question", href)
 	}
-	searchURL := href
-	err = journey(ctx,
+	return href
+}
+
+// tableAndGraph: a table's page and back to the search, then the join
+// graph around it and around a neighbour.
+func (c *consoleShop) tableAndGraph(searchURL string) {
+	t, ctx, base, pics := c.t, c.ctx, c.base, c.pics
+	var text, href, ddl string
+	err := journey(ctx,
 		// A table's page, its DDL and history, then back to the search.
 		chromedp.Click(css(`.results a[href="/db/shop/tables/public.orders"]`)),
 		chromedp.WaitVisible(css(`pre.ddl`)),
@@ -230,7 +269,12 @@ func TestConsoleJourneys(t *testing.T) {
 	if href != searchURL {
 		t.Errorf("back went to %s, want the search %s", href, searchURL)
 	}
-	err = journey(ctx,
+}
+
+func (c *consoleShop) formerName() {
+	t, ctx, base, pics := c.t, c.ctx, c.base, c.pics
+	var text string
+	err := journey(ctx,
 		// A former name finds the table it became.
 		chromedp.Navigate(base+"/db/shop/tables/addresses"),
 		chromedp.WaitVisible(css(`pre.ddl`)),
@@ -242,7 +286,12 @@ func TestConsoleJourneys(t *testing.T) {
 	if !strings.Contains(text, "renamed to public.shipping_addresses") || !strings.Contains(text, "CREATE TABLE public.shipping_addresses") {
 		t.Errorf("a former name's page: %q", text)
 	}
-	err = journey(ctx,
+}
+
+func (c *consoleShop) hostileSearch() {
+	t, ctx, base, pics := c.t, c.ctx, c.base, c.pics
+	var text, xss string
+	err := journey(ctx,
 		// The hostile doc and example come back as text.
 		chromedp.Navigate(base+"/db/shop/search?q=refunds%20paid%20back"),
 		chromedp.WaitVisible(css(`.results`)),
@@ -261,7 +310,12 @@ func TestConsoleJourneys(t *testing.T) {
 	if !strings.Contains(text, "<script>") && !strings.Contains(text, "onerror") {
 		t.Errorf("the hostile doc is not shown as text: %q", text)
 	}
-	err = journey(ctx,
+}
+
+func (c *consoleShop) askAndAccept() {
+	t, ctx, base, pics := c.t, c.ctx, c.base, c.pics
+	var text, path, status, xss string
+	err := journey(ctx,
 		// Ask, then accept the SQL as a worked example.
 		chromedp.Navigate(base+"/db/shop"),
 		chromedp.WaitVisible(css(`#q`)),
@@ -289,9 +343,13 @@ func TestConsoleJourneys(t *testing.T) {
 	if xss != "undefined" {
 		t.Errorf("script ran: %q", xss)
 	}
-	var exText, approved string
+}
+
+func (c *consoleShop) examples() {
+	t, ctx, base, pics, addr := c.t, c.ctx, c.base, c.pics, c.addr
+	var exText, approved, status, xss string
 	var gone int
-	err = journey(ctx,
+	err := journey(ctx,
 		// The examples, the hostile one as text; one is deleted, on a
 		// second press of its button.
 		chromedp.Navigate(base+"/db/shop"),
@@ -326,8 +384,12 @@ func TestConsoleJourneys(t *testing.T) {
 		out, _, code := runAt(t, "nats://"+addr, "examples", "list", "--db", "shop")
 		return code == exitOK && !strings.Contains(out, "x1\t") && strings.Contains(out, "feedback (approved)")
 	})
-	var docText string
-	err = journey(ctx,
+}
+
+func (c *consoleShop) docs() {
+	t, ctx, base, pics := c.t, c.ctx, c.base, c.pics
+	var docText, xss string
+	err := journey(ctx,
 		// The docs, section by section, the hostile one as text.
 		chromedp.Navigate(base+"/db/shop/docs"),
 		chromedp.WaitVisible(css(`li.record h2`)),
@@ -343,8 +405,13 @@ func TestConsoleJourneys(t *testing.T) {
 	if !strings.Contains(docText, "<script>window.__xss = 'doc heading'</script>") || !strings.Contains(docText, "section(s), as retrieval indexes them") || xss != "undefined" {
 		t.Errorf("docs page (window.__xss = %q): %q", xss, docText)
 	}
+}
+
+// check returns the report's URL.
+func (c *consoleShop) check() string {
+	t, ctx, base, pics := c.t, c.ctx, c.base, c.pics
 	var verdict, refused, checkURL, again string
-	err = journey(ctx,
+	err := journey(ctx,
 		// Check a migration PostgreSQL refuses; the report's URL holds
 		// the file, so opening it again shows the same report.
 		chromedp.Navigate(base+"/db/shop/check"),
@@ -372,6 +439,11 @@ func TestConsoleJourneys(t *testing.T) {
 	if !strings.Contains(checkURL, "file=0007_drop_customer.sql") || again != refused {
 		t.Errorf("the check's link %s shows %q, want %q", checkURL, again, refused)
 	}
+	return checkURL
+}
+
+func (c *consoleShop) operations() {
+	t, ctx, base, pics, addr, dir, shop := c.t, c.ctx, c.base, c.pics, c.addr, c.dir, c.shop
 	// A migration the catalog refuses is published: its dead letter is
 	// on the operations page, and retried from there.
 	migrations := filepath.Join(dir, "migrations")
@@ -390,8 +462,8 @@ func TestConsoleJourneys(t *testing.T) {
 		firstLetter, _, _ = strings.Cut(out, "\t")
 		return strings.Contains(out, "0007_drop_customer.sql")
 	})
-	var opsText string
-	err = journey(ctx,
+	var opsText, status string
+	err := journey(ctx,
 		chromedp.Navigate(base+"/"),
 		chromedp.Click(css(`main a[href="/operations"]`)),
 		chromedp.WaitVisible(css(`tr[data-seq="`+firstLetter+`"]`)),
@@ -416,12 +488,17 @@ func TestConsoleJourneys(t *testing.T) {
 		seq, _, _ := strings.Cut(out, "\t")
 		return strings.Contains(out, "0007_drop_customer.sql") && seq != firstLetter
 	})
+}
+
+// phoneWidths: on a phone's width the pages reflow.
+func (c *consoleShop) phoneWidths(checkURL string) {
+	t, ctx, base, pics := c.t, c.ctx, c.base, c.pics
 	// On a phone's width the pages reflow: nothing wider than the screen
 	// but the explain table, which scrolls in its own box.
 	for _, page := range []string{"/db/shop", "/db/shop/search?q=which%20customers%20have%20pending%20orders", "/db/shop/tables/public.orders", "/db/shop/graph/public.orders?hops=2",
 		"/db/shop/examples", "/db/shop/docs", strings.TrimPrefix(checkURL, base), "/operations"} {
 		var overflow int
-		err = journey(ctx,
+		err := journey(ctx,
 			chromedp.EmulateViewport(390, 844),
 			chromedp.Navigate(base+page),
 			chromedp.WaitVisible(css(`main h1`)),
@@ -437,10 +514,6 @@ func TestConsoleJourneys(t *testing.T) {
 	}
 	if err := journey(ctx, shot(t, pics, "8-phone-graph"), chromedp.EmulateViewport(1280, 900)); err != nil {
 		t.Fatal(err)
-	}
-	// The accepted SQL is now an example of the shop, as the CLI sees it.
-	if out, errOut, code := runAt(t, "nats://"+addr, "examples", "list", "--db", "shop"); code != exitOK || !strings.Contains(out, "which customers have pending orders") {
-		t.Errorf("examples list after the console's feedback (exit %d): %s %s", code, out, errOut)
 	}
 }
 
