@@ -264,3 +264,37 @@ func jsonOf(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// A check runs SQL a browser sent: deep nesting, a statement of a
+// megabyte and the most migrations one check takes are answered with a
+// report or a clear refusal, within the deadline, and the daemon goes on.
+func TestConsoleCheckOfHostileSQL(t *testing.T) {
+	_, srv := consoleRig(t)
+	many := make([]map[string]string, 200)
+	for i := range many {
+		many[i] = map[string]string{"name": fmt.Sprintf("%04d.sql", i+7), "sql": fmt.Sprintf("CREATE TABLE t%d (id int PRIMARY KEY, parent int REFERENCES t%d (id));", i, max(i-1, 0))}
+	}
+	many[0]["sql"] = "CREATE TABLE t0 (id int PRIMARY KEY, parent int);"
+	for _, tc := range []struct {
+		name       string
+		migrations any
+		status     int
+		has        string
+	}{
+		{"nesting past the parser's depth", []map[string]string{{"name": "0007.sql", "sql": "CREATE VIEW v AS SELECT " + strings.Repeat("(", 100000) + "1" + strings.Repeat(")", 100000) + ";"}}, 200, `"refused"`},
+		{"a statement of nearly a megabyte", []map[string]string{{"name": "0007.sql", "sql": "COMMENT ON TABLE orders IS '" + strings.Repeat("x", 1000000) + "';"}}, 200, `"breaks":false`},
+		{"two hundred migrations", many, 200, `"after":206`},
+		{"one more", append(many, map[string]string{"name": "x.sql", "sql": "SELECT 1;"}), 400, "at most 200"},
+		{"a migration without a name", []map[string]string{{"name": " ", "sql": "SELECT 1;"}}, 400, "migrations[0].name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body := httpPost(t, srv.URL+"/v1/check", "shop-reader-0123456789", jsonOf(t, map[string]any{"database": "shop", "migrations": tc.migrations}))
+			if status != tc.status || !strings.Contains(body, tc.has) {
+				t.Errorf("status %d, want %d with %s: %.300s", status, tc.status, tc.has, body)
+			}
+		})
+	}
+	if status, _, body := httpPost(t, srv.URL+"/v1/examples", "shop-reader-0123456789", `{"database":"shop"}`); status != 200 {
+		t.Errorf("the daemon after the hostile checks: %d %s", status, body)
+	}
+}
