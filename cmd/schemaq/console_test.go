@@ -439,7 +439,44 @@ func (c *consoleShop) check() string {
 	if !strings.Contains(checkURL, "file=0007_drop_customer.sql") || again != refused {
 		t.Errorf("the check's link %s shows %q, want %q", checkURL, again, refused)
 	}
+	c.checkUploads()
 	return checkURL
+}
+
+// checkUploads: files picked from disk are read in the page, in name
+// order, into one editor each; a file over the API's megabyte is named
+// and not read.
+func (c *consoleShop) checkUploads() {
+	t, ctx, base, pics := c.t, c.ctx, c.base, c.pics
+	up := t.TempDir()
+	files := map[string]string{"0008_b.sql": "ALTER TABLE orders ADD COLUMN note text;", "0007_a.sql": "CREATE TABLE notes (id int PRIMARY KEY);",
+		"huge.sql": "-- " + strings.Repeat("x", 1<<20)}
+	var paths []string
+	for name, sql := range files {
+		paths = append(paths, filepath.Join(up, name))
+		if err := os.WriteFile(paths[len(paths)-1], []byte(sql), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names, warning, verdict string
+	err := journey(ctx,
+		chromedp.Navigate(base+"/db/shop/check"),
+		chromedp.WaitVisible(css(`#upload`)),
+		chromedp.SetUploadFiles(css(`#upload`), paths),
+		chromedp.WaitVisible(css(`#report .error`)),
+		chromedp.Sleep(200*time.Millisecond),
+		into(&names, chromedp.Evaluate[string](`[...document.querySelectorAll('.file-name')].map(i => i.value).join(' ')`)),
+		into(&warning, chromedp.Text(css(`#report .error`))),
+		chromedp.Click(css(`#run-check`)),
+		chromedp.WaitVisible(css(`#verdict`)),
+		into(&verdict, chromedp.Text(css(`#verdict`))),
+	)
+	if err != nil {
+		failed(t, ctx, pics, "check uploads", err)
+	}
+	if names != "0007_a.sql 0008_b.sql" || !strings.Contains(warning, "huge.sql: over 1 MiB") || !strings.HasPrefix(verdict, "Passes") {
+		t.Errorf("uploaded %q, warned %q, verdict %q", names, warning, verdict)
+	}
 }
 
 func (c *consoleShop) operations() {

@@ -491,6 +491,9 @@ async function docs(db) {
 // A check's URL carries its files (file=NAME&sql=TEXT, in order), so a
 // report can be shared; one too large for a link is shown, not linked.
 const maxCheckURL = 32000;
+// maxCheckBytes is the API's bound on a request: a file over it is not
+// read into the page at all.
+const maxCheckBytes = 1 << 20;
 
 function checkFiles(params) {
   const names = params.getAll('file');
@@ -522,7 +525,9 @@ async function checkPage(db, params) {
       // Files are read here, in the browser, and sorted by name as a
       // migration directory is; nothing is sent until Check.
       const picked = [...upload.files].sort((a, b) => a.name.localeCompare(b.name));
-      for (const file of picked) fileEditor(list, { name: file.name, sql: await file.text() });
+      const tooBig = picked.filter((f) => f.size > maxCheckBytes).map((f) => f.name);
+      out.replaceChildren(tooBig.length ? failure(new Error(`${tooBig.join(', ')}: over 1 MiB, which is what one check takes in all; not read.`)) : '');
+      for (const file of picked) if (file.size <= maxCheckBytes) fileEditor(list, { name: file.name, sql: await file.text() });
       for (const row of [...list.children]) if (!row.querySelector('.file-sql').value.trim() && list.children.length > 1) row.remove();
     },
   });
