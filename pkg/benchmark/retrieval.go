@@ -378,6 +378,9 @@ type GoldSizeReport struct {
 	Questions      int                `json:"questions"`
 	Recall         map[string]float64 `json:"recall"`
 	CompleteRecall map[string]float64 `json:"complete_recall"`
+	// SchemaFirst is the share of them whose first table is in their
+	// gold tables' schema.
+	SchemaFirst float64 `json:"schema_first"`
 }
 
 // goldSize names the class of a question that needs n tables.
@@ -466,7 +469,7 @@ type tally struct {
 }
 
 type sizeTally struct {
-	n                int
+	n, schemaFirst   int
 	recall, complete []float64
 }
 
@@ -483,6 +486,14 @@ func (t *tally) add(gold, got []string) {
 		t.bySize[goldSize(len(gold))] = size
 	}
 	size.n++
+	if len(got) > 0 {
+		first, _, _ := strings.Cut(got[0], ".")
+		want, _, _ := strings.Cut(gold[0], ".")
+		if first == want {
+			t.schemaFirst++
+			size.schemaFirst++
+		}
+	}
 	for i, k := range t.ks {
 		top := got[:min(k, len(got))]
 		found := 0
@@ -518,7 +529,8 @@ func (t *tally) report(rep *RetrievalReport) {
 	rep.Clarified = round3(float64(t.clarified) / n)
 	rep.ByGoldSize = map[string]*GoldSizeReport{}
 	for size, st := range t.bySize {
-		g := &GoldSizeReport{Questions: st.n, Recall: map[string]float64{}, CompleteRecall: map[string]float64{}}
+		g := &GoldSizeReport{Questions: st.n, Recall: map[string]float64{}, CompleteRecall: map[string]float64{},
+			SchemaFirst: round3(float64(st.schemaFirst) / float64(st.n))}
 		for i, k := range t.ks {
 			g.Recall[strconv.Itoa(k)] = round3(st.recall[i] / float64(st.n))
 			g.CompleteRecall[strconv.Itoa(k)] = round3(st.complete[i] / float64(st.n))
@@ -648,13 +660,6 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 		gold := make([]string, len(q.GoldTables))
 		for i, g := range q.GoldTables {
 			gold[i] = strings.ToLower(g)
-		}
-		if len(got) > 0 {
-			first, _, _ := strings.Cut(got[0], ".")
-			want, _, _ := strings.Cut(gold[0], ".")
-			if first == want {
-				t.schemaFirst++
-			}
 		}
 		t.add(gold, got)
 		if cfg.StablePrefix {
