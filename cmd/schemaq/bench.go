@@ -216,8 +216,8 @@ func readBenchFile[T any](name string, read func(io.Reader) ([]T, error)) ([]T, 
 
 // retrievalAblations switch stages of the default configuration off.
 type retrievalAblations struct {
-	bm25, knn, schema, fk, routing, propagation, inferredJoins bool
-	routingFeatures, corrections, compounds, values, keepDates bool
+	bm25, knn, schema, fk, routing, propagation, inferredJoins        bool
+	routingFeatures, corrections, compounds, values, names, keepDates bool
 }
 
 func (a *retrievalAblations) register(fs *flag.FlagSet) {
@@ -232,6 +232,7 @@ func (a *retrievalAblations) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.corrections, "no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
 	fs.BoolVar(&a.compounds, "no-compounds", false, "ablation: no run-together identifiers for the question words they are made of")
 	fs.BoolVar(&a.values, "no-value-classes", false, "ablation: no attributes (day, month, gender, country…) for the well-known values a question names")
+	fs.BoolVar(&a.names, "no-proper-names", false, "ablation: no attributes (name, person) for the capitalised names a question writes that no identifier uses")
 	fs.BoolVar(&a.keepDates, "keep-dates", false, "ablation: search the numbers of the dates and times a question writes (2017/3/27, 3:43:54)")
 }
 
@@ -243,6 +244,7 @@ func (a retrievalAblations) apply(cfg *retrieve.Config) {
 	cfg.Propagate.InferJoins = cfg.Propagate.InferJoins && !a.inferredJoins
 	cfg.Analyse.Compounds = cfg.Analyse.Compounds && !a.compounds
 	cfg.Analyse.ValueClasses = cfg.Analyse.ValueClasses && !a.values
+	cfg.Analyse.ProperNames = cfg.Analyse.ProperNames && !a.names
 	cfg.Analyse.DropDates = cfg.Analyse.DropDates && !a.keepDates
 }
 

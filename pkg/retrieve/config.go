@@ -55,6 +55,10 @@ type AnalyseConfig struct {
 	// where the database's identifiers use it: "female cast" is about a
 	// gender column though no identifier says female.
 	ValueClasses bool
+	// ProperNames adds, for a run of capitalised words that no
+	// identifier uses ("Michael Bay", "Harrison Ford"), the attributes
+	// that hold names: a name column, a table of people.
+	ProperNames bool
 }
 
 // GatherConfig chooses the ranked lists and their lengths.
@@ -206,7 +210,7 @@ const (
 // top few, where its term counting sharpens the order instead of
 // overriding BM25's finer scores.
 var DefaultConfig = Config{
-	Analyse: AnalyseConfig{PrefixMin: 4, Corrections: true, Compounds: true, CommonHeads: 0.1, DropDates: true, ValueClasses: true},
+	Analyse: AnalyseConfig{PrefixMin: 4, Corrections: true, Compounds: true, CommonHeads: 0.1, DropDates: true, ValueClasses: true, ProperNames: true},
 	Gather:  GatherConfig{BM25: true, KNN: true, Candidates: 50, Weights: index.DefaultWeights, ExampleCandidates: 5, ExampleTrust: 2, DocCandidates: 3},
 	Fuse:    FuseConfig{RRFK: 60, BM25Weight: 1, KNNWeight: LocalKNNWeight, HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 4, DocWeight: 1},
 	Route: RouteConfig{Enabled: true, Weight: 0.02, K: 1, Depth: 1, Head: 5, Likelihood: 1.75, Mu: 50, Features: true,

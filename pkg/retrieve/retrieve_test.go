@@ -530,6 +530,48 @@ CREATE TABLE critics.ratings (film_id int REFERENCES critics.films, rating_score
 	}
 }
 
+// A name no identifier uses ("Michael Bay") is a value: of a name
+// column, or of a table of people, which the question then reaches; a
+// name the schema does use ("Movie Keywords") adds nothing.
+func TestProperNamesBringTheirTable(t *testing.T) {
+	cat, err := catalog.Snapshot("films", "films.sql", `
+CREATE TABLE person (person_id int PRIMARY KEY, person_name text);
+CREATE TABLE movie (movie_id int PRIMARY KEY, title text, budget numeric);
+CREATE TABLE movie_crew (movie_id int REFERENCES movie, person_id int REFERENCES person, job text);
+CREATE TABLE movie_keywords (movie_id int REFERENCES movie, keyword text);
+CREATE TABLE movie_genres (movie_id int REFERENCES movie, genre text);
+CREATE TABLE movie_company (movie_id int REFERENCES movie, company text);
+CREATE TABLE movie_languages (movie_id int REFERENCES movie, language text);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	ask := func(q string, on bool) (from string, crew, person int) {
+		cfg := retrieve.DefaultConfig
+		cfg.Analyse.ProperNames = on
+		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "films", Question: q, K: 7})
+		for _, term := range res.Terms {
+			if term.Term == "person" && term.Why == retrieve.FromValue {
+				from = term.From
+			}
+		}
+		got := names(res.Items)
+		return from, slices.Index(got, "public.movie_crew") + 1, slices.Index(got, "public.person") + 1
+	}
+	const bay = "How many movies were directed by Michael Bay?"
+	fromOn, crewOn, personOn := ask(bay, true)
+	fromOff, crewOff, personOff := ask(bay, false)
+	// The crew table (it holds person_id) and the person table rise
+	// with the name: the two tables the answer joins.
+	if fromOn != "Michael Bay" || fromOff != "" || crewOn != 1 || crewOff <= crewOn || personOn == 0 || personOn >= personOff {
+		t.Errorf("%q: person term from %q with proper names, %q without; movie_crew ranks %d and %d, person %d and %d", bay, fromOn, fromOff, crewOn, crewOff, personOn, personOff)
+	}
+	if from, _, _ := ask("Which films have Movie Keywords?", true); from != "" {
+		t.Errorf("a name the schema uses counted as a person's: %q", from)
+	}
+}
+
 // A value of a well-known class (female, Sunday, Japan) brings in the
 // attribute that holds it, where the database has one.
 func TestValueClassesNameTheirAttributes(t *testing.T) {

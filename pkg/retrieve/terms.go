@@ -73,16 +73,31 @@ func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
 }
 
 // valueTerms adds to terms the attributes that hold the values s names
-// (text.ValueClasses), those the database's identifiers use.
+// (text.ValueClasses, text.ProperNames), those the database's
+// identifiers use.
 func (r *Retriever) valueTerms(s string, terms []Term, cat *catalog.Catalog) []Term {
 	if !r.cfg.Analyse.ValueClasses || cat == nil {
 		return terms
 	}
 	classes, from := text.ValueClasses(s)
+	v := r.graphs.get(cat).vocab
+	if r.cfg.Analyse.ProperNames {
+		// A name no identifier uses is a value: of a name column, or of
+		// a table of people ("directed by Michael Bay").
+		names, of := text.ProperNames(s)
+		for _, n := range names {
+			if !slices.ContainsFunc(n, func(w string) bool {
+				return slices.ContainsFunc(text.QueryTerms(w), func(t string) bool { return v.df[t] > 0 })
+			}) {
+				for _, c := range of {
+					classes, from = append(classes, c), append(from, strings.Join(n, " "))
+				}
+			}
+		}
+	}
 	if len(classes) == 0 {
 		return terms
 	}
-	v := r.graphs.get(cat).vocab
 	for i, c := range classes {
 		if v.df[c] > 0 && !slices.ContainsFunc(terms, func(t Term) bool { return t.Term == c }) {
 			terms = append(terms, Term{Term: c, Why: FromValue, From: from[i]})

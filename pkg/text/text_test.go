@@ -211,6 +211,32 @@ func TestValueClasses(t *testing.T) {
 	}
 }
 
+func TestProperNames(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"How many movies were directed by Michael Bay?", "Michael Bay"},
+		{"Which movies have the participation of actor Harrison Ford?", "Harrison Ford"},
+		{"When did Mrs. Ira Deckow have the test?", "Ira Deckow"}, // "Mrs." ends at its dot
+		{"List the books of John Ronald Reuel Tolkien and Jane Austen.", "John Ronald Reuel Tolkien|Jane Austen"},
+		{"Dawn of the Planet of the Apes", ""}, // the first word, then one at a time
+		{"Orders from New York, Boston or Los Angeles", "New York|Los Angeles"},
+		{"How many orders were placed?", ""},
+		{"Sales of 'Life Without Fear' in Massachusetts", "Life Without Fear"}, // a quotation is its own run
+		{"ABC Corp and X", ""}, // "ABC" is the first word, "Corp" alone
+	} {
+		names, classes := ProperNames(tc.in)
+		var got []string
+		for _, n := range names {
+			got = append(got, strings.Join(n, " "))
+		}
+		if g := strings.Join(got, "|"); g != tc.want {
+			t.Errorf("ProperNames(%q) = %q, want %q", tc.in, g, tc.want)
+		}
+		if (len(names) > 0) != (len(classes) == 2) {
+			t.Errorf("ProperNames(%q): classes %v", tc.in, classes)
+		}
+	}
+}
+
 func TestQueryTermsDropDatesAndTimes(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"complaints filed on 2017/3/27 by Rachel", "complaint fil rachel"},

@@ -1,6 +1,9 @@
 package text
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
 // valueClass maps words that are values of a few closed, well-known
 // classes to the attribute that holds them.
@@ -34,4 +37,42 @@ func ValueClasses(s string) (classes, from []string) {
 		}
 	}
 	return classes, from
+}
+
+// nameClasses are the attributes a proper name is a value of: a name
+// column, or a table of people.
+var nameClasses = []string{"name", "person"}
+
+// ProperNames returns the runs of two or more capitalised words of s
+// after its first, within one clause ("Michael Bay", "Harrison Ford",
+// "Dawn of the Planet" stops at "of"), each with the classes that hold
+// such values, analysed. A question names the person or company it asks
+// about by value; the caller keeps only the names no identifier uses.
+func ProperNames(s string) (names [][]string, classes []string) {
+	var cur []string
+	flush := func() {
+		if len(cur) >= 2 {
+			names = append(names, cur)
+		}
+		cur = nil
+	}
+	for i, f := range strings.Fields(s) {
+		w := strings.TrimFunc(f, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		if i > 0 && w != "" && unicode.IsUpper([]rune(w)[0]) && len(Words(w)) > 0 {
+			cur = append(cur, w)
+		} else {
+			flush()
+		}
+		if strings.ContainsAny(f, ".,;:!?()\"") {
+			flush() // a clause or a quotation ends here
+		}
+	}
+	flush()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	for _, c := range nameClasses {
+		classes = append(classes, term(c))
+	}
+	return names, classes
 }
