@@ -38,7 +38,8 @@ func TestRetireDatabase(t *testing.T) {
 	})
 
 	run(exitUsage, "databases", "retire", "--db", "shop")
-	out := run(exitOK, "databases", "retire", "--db", "shop", "--yes", "--wait", "20s")
+	// 60 s as the publishes above: a loaded CI once took over 20 s.
+	out := run(exitOK, "databases", "retire", "--db", "shop", "--yes", "--wait", "60s")
 	if !strings.Contains(out, "retired shop: 11 event(s), 1 dead letter(s), 1 object(s) removed") {
 		t.Errorf("retire: %s", out)
 	}
