@@ -7,17 +7,22 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/nats-io/nats.go"
 
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/deadletter"
 	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/natsembed"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
@@ -296,5 +301,71 @@ func TestConsoleCheckOfHostileSQL(t *testing.T) {
 	}
 	if status, _, body := httpPost(t, srv.URL+"/v1/examples", "shop-reader-0123456789", `{"database":"shop"}`); status != 200 {
 		t.Errorf("the daemon after the hostile checks: %d %s", status, body)
+	}
+}
+
+// The daemon row of docs/deploy.md's NATS permissions grants no publish
+// on the schema and docs subjects. A retry from the console, run by a
+// daemon as that user, is dropped by NATS with no reply to wait for: it
+// answers stream_unavailable within its short wait, naming the subject,
+// and the letter stays, as docs/api.md says. Operations still answer.
+func TestConsoleRetryAsTheDocumentedDaemon(t *testing.T) {
+	conf := testenv.DocsNATSConfig(t, filepath.Join("..", "docs", "deploy.md"), "For example, in the NATS server's configuration", "authorization")
+	// An unrestricted user sets up the streams and runs the worker.
+	conf = strings.Replace(conf, "users = [\n", "users = [\n    { user: admin, password: admin_pass }\n", 1)
+	path := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.NATSWith(t, natsembed.Options{ConfigFile: path})
+	connect := func(user string) *nats.Conn {
+		nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo(user, user+"_pass"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		if err != nil {
+			t.Fatalf("connect as %s: %v", user, err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	r := newRigConn(t, ns, connect("admin"))
+	r.publishShop()
+	dnc := connect("daemon")
+	dcli, err := client.New(dnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.nc = dnc
+	r.daemon(daemon.DefaultConfig, nil, daemon.WithRecords(dcli))
+	srv := httptest.NewServer(r.d.HTTPHandler(daemon.HTTPConfig{}))
+	defer srv.Close()
+
+	ctx := context.Background()
+	doc, _ := events.New("shop-guide", "shop", time.Now(), &events.DocUpsert{DocID: "guide.md", Body: "# Guide"})
+	data, _ := doc.Encode()
+	if err := deadletter.Publish(ctx, r.js, deadletter.Letter{Database: "shop", Subject: events.DocsSubject("shop"), Source: "guide.md",
+		Kind: events.DLQKindInvalid, Reason: "field data.body: not UTF-8", StreamSeq: 9, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	box, err := deadletter.Open(ctx, r.js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	letters, err := box.List(ctx, "shop")
+	if err != nil || len(letters) != 1 {
+		t.Fatalf("letters: %v %+v", err, letters)
+	}
+	if status, _, body := httpPost(t, srv.URL+"/v1/operations", "", `{}`); status != 200 || !strings.Contains(body, `"guide.md"`) {
+		t.Errorf("operations as the documented daemon: %d %.300s", status, body)
+	}
+	start := time.Now()
+	status, _, body := httpPost(t, srv.URL+"/v1/deadletters/retry", "", jsonOf(t, map[string]any{"seq": letters[0].Seq}))
+	took := time.Since(start)
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "may this daemon's NATS user publish on schemaq.docs.shop") {
+		t.Errorf("retry without the permission: %d %s", status, body)
+	}
+	if took > 15*time.Second {
+		t.Errorf("the retry took %v: it waited past its short wait", took)
+	}
+	if _, err := box.Get(ctx, letters[0].Seq); err != nil {
+		t.Errorf("the letter is gone after a retry that published nothing: %v", err)
 	}
 }

@@ -54,7 +54,12 @@ func newRig(t *testing.T) *rig {
 
 func newRigOn(t *testing.T, ns *server.Server) *rig {
 	t.Helper()
-	nc := testenv.Connect(t, ns)
+	return newRigConn(t, ns, testenv.Connect(t, ns))
+}
+
+// newRigConn is a rig whose worker, client and daemon use nc.
+func newRigConn(t *testing.T, ns *server.Server, nc *nats.Conn) *rig {
+	t.Helper()
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

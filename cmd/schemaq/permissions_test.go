@@ -27,27 +27,9 @@ func docsAuthorization(t *testing.T) string {
 }
 
 // docsNATSConfig is the block (authorization, accounts) of the example
-// of docs/deploy.md that follows intro, with each $…_PASS defined as its
-// name in lower case.
+// of docs/deploy.md that follows intro, passwords defined.
 func docsNATSConfig(t *testing.T, intro, block string) string {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(raw), intro)
-	if !ok {
-		t.Fatalf("docs/deploy.md: no example after %q", intro)
-	}
-	m := regexp.MustCompile("(?s)```\n(" + block + " \\{.*?\n\\})\n```").FindStringSubmatch(after)
-	if m == nil {
-		t.Fatalf("docs/deploy.md: the example after %q is not a %s block", intro, block)
-	}
-	var vars strings.Builder
-	for _, v := range regexp.MustCompile(`\$([A-Z_]+_PASS)`).FindAllStringSubmatch(m[1], -1) {
-		fmt.Fprintf(&vars, "%s: %q\n", v[1], strings.ToLower(v[1]))
-	}
-	return vars.String() + m[1]
+	return testenv.DocsNATSConfig(t, filepath.Join("..", "..", "docs", "deploy.md"), intro, block)
 }
 
 // withReplica adds to conf a user replica with the worker's and the
