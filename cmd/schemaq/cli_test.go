@@ -155,6 +155,7 @@ func TestCLIBenchRetrieval(t *testing.T) {
 			Questions      int                `json:"questions"`
 			Recall         map[string]float64 `json:"recall"`
 			CompleteRecall map[string]float64 `json:"complete_recall"`
+			SchemaFirst    float64            `json:"schema_first"`
 		} `json:"by_gold_size"`
 		PrefixUnstable map[string]float64 `json:"prefix_unstable"`
 	}
@@ -171,7 +172,7 @@ func TestCLIBenchRetrieval(t *testing.T) {
 		t.Errorf("recall@5 %v CR@5 %v schema_first %v, want 1", rep.Recall["5"], rep.CompleteRecall["5"], rep.SchemaFirst)
 	}
 	// Three questions need one table, two need two.
-	if one, two := rep.ByGoldSize["1"], rep.ByGoldSize["2"]; len(rep.ByGoldSize) != 2 || one.Questions != 3 || two.Questions != 2 || two.CompleteRecall["5"] != 1 {
+	if one, two := rep.ByGoldSize["1"], rep.ByGoldSize["2"]; len(rep.ByGoldSize) != 2 || one.Questions != 3 || two.Questions != 2 || two.CompleteRecall["5"] != 1 || one.SchemaFirst != 1 || two.SchemaFirst != 1 {
 		t.Errorf("by_gold_size %+v", rep.ByGoldSize)
 	}
 	if u, ok := rep.PrefixUnstable["1"]; !ok || u != 0 || len(rep.PrefixUnstable) != 1 {
