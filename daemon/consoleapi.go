@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"mime"
 	"net/http"
 	"runtime/debug"
 	"time"
@@ -50,8 +48,8 @@ func consoleRoute[Req any](d *Daemon, name string, need access, timeout time.Dur
 		}
 		id := requestIDOr(r.Header.Get(HeaderRequestID))
 		var req Req
-		if e := decodeConsoleRequest(w, r, &req); e != nil {
-			writeJSONError(w, e.status, id, e.err)
+		if status, e := decodeConsoleRequest(w, r, &req); e != nil {
+			writeJSONError(w, status, id, e)
 			return
 		}
 		who := principalOf(r.Context())
@@ -92,38 +90,23 @@ func runConsole[Req any](ctx context.Context, log *zap.Logger, name, id string, 
 	return fn(ctx, who, req)
 }
 
-// consoleFailure is a request refused before its handler ran.
-type consoleFailure struct {
-	status int
-	err    *events.Error
-}
-
-// decodeConsoleRequest reads a JSON body of at most maxHTTPBody into v,
+// decodeConsoleRequest reads a JSON body (readJSONBody) into v,
 // strictly: unknown and repeated keys are refused, as on the request
-// endpoints.
-func decodeConsoleRequest(w http.ResponseWriter, r *http.Request, v any) *consoleFailure {
-	// Required, not only checked when sent: a page on another origin may
-	// POST without a preflight only with no Content-Type or a form's.
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return &consoleFailure{http.StatusUnsupportedMediaType, events.Errorf(events.CodeBadRequest, "Content-Type %s: send Content-Type: application/json", events.Quote(r.Header.Get("Content-Type")))}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &consoleFailure{http.StatusRequestEntityTooLarge, events.Errorf(events.CodeTooLarge, "the request is over %d bytes", maxHTTPBody)}
-		}
-		return &consoleFailure{http.StatusBadRequest, events.Errorf(events.CodeBadRequest, "read the request: %v", err)}
+// endpoints. It returns the status and error of a refusal.
+func decodeConsoleRequest(w http.ResponseWriter, r *http.Request, v any) (int, *events.Error) {
+	body, status, e := readJSONBody(w, r)
+	if e != nil {
+		return status, e
 	}
 	if err := events.DecodeRequest(body, v); err != nil {
-		return &consoleFailure{http.StatusBadRequest, events.Errorf(events.CodeBadRequest, "%v", err)}
+		return http.StatusBadRequest, events.Errorf(events.CodeBadRequest, "%v", err)
 	}
 	if s, ok := v.(databaseScoped); ok && s.databaseName() != "" {
 		if err := events.ValidateDatabase(s.databaseName()); err != nil {
-			return &consoleFailure{http.StatusBadRequest, events.Errorf(events.CodeBadRequest, "field database: %v", err)}
+			return http.StatusBadRequest, events.Errorf(events.CodeBadRequest, "field database: %v", err)
 		}
 	}
-	return nil
+	return 0, nil
 }
 
 // mayConsole checks a principal's right to a console endpoint: the

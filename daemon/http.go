@@ -100,6 +100,26 @@ func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 	return newAllowedHosts(cfg.AllowedHosts, cfg.Addr).checkHost(mux)
 }
 
+// readJSONBody reads a request's JSON body of at most maxHTTPBody, or
+// says why not with the status to answer.
+func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *events.Error) {
+	// Required, not only checked when sent: a page on another origin may
+	// POST without a preflight only with no Content-Type or a form's,
+	// never with application/json.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, http.StatusUnsupportedMediaType, events.Errorf(events.CodeBadRequest, "Content-Type %s: send Content-Type: application/json", events.Quote(r.Header.Get("Content-Type")))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, http.StatusRequestEntityTooLarge, events.Errorf(events.CodeTooLarge, "the request is over %d bytes", maxHTTPBody)
+		}
+		return nil, http.StatusBadRequest, events.Errorf(events.CodeBadRequest, "read the request: %v", err)
+	}
+	return body, 0, nil
+}
+
 // httpEndpoint runs one endpoint's handler for a POST.
 func (d *Daemon) httpEndpoint(ep endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -107,21 +127,9 @@ func (d *Daemon) httpEndpoint(ep endpoint) http.Handler {
 			return
 		}
 		id := r.Header.Get(HeaderRequestID)
-		// Required, not only checked when sent: a page on another origin
-		// may POST without a preflight only with no Content-Type or a
-		// form's, never with application/json.
-		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-			writeJSONError(w, http.StatusUnsupportedMediaType, id, events.Errorf(events.CodeBadRequest, "Content-Type %s: send Content-Type: application/json", events.Quote(r.Header.Get("Content-Type"))))
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				writeJSONError(w, http.StatusRequestEntityTooLarge, id, events.Errorf(events.CodeTooLarge, "the request is over %d bytes", maxHTTPBody))
-				return
-			}
-			writeJSONError(w, http.StatusBadRequest, id, events.Errorf(events.CodeBadRequest, "read the request: %v", err))
+		body, status, e := readJSONBody(w, r)
+		if e != nil {
+			writeJSONError(w, status, id, e)
 			return
 		}
 		who := principalOf(r.Context())
