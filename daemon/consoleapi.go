@@ -117,8 +117,10 @@ func (p *principal) mayConsole(endpoint string, need access, req any) *events.Er
 	if p == nil {
 		return nil
 	}
-	if s, ok := req.(databaseScoped); ok && s.databaseName() != "" && !p.mayUse(s.databaseName()) {
-		return events.Errorf(events.CodeForbidden, "token %q may not use database %s", p.name, events.Quote(s.databaseName()))
+	if s, ok := req.(databaseScoped); ok && s.databaseName() != "" {
+		if e := p.useOf(s.databaseName()); e != nil {
+			return e
+		}
 	}
 	granted := mayRead
 	switch {

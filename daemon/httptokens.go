@@ -122,6 +122,14 @@ func (p *principal) nameOr(def string) string {
 	return p.name
 }
 
+// useOf is forbidden when p may not use db.
+func (p *principal) useOf(db string) *events.Error {
+	if !p.mayUse(db) {
+		return events.Errorf(events.CodeForbidden, "token %q may not use database %s", p.name, events.Quote(db))
+	}
+	return nil
+}
+
 func (p *principal) mayUse(db string) bool {
 	return slices.Contains(p.databases, "*") || slices.Contains(p.databases, db)
 }
@@ -186,8 +194,8 @@ func (p *principal) mayAsk(endpoint, db string) *events.Error {
 	if p == nil {
 		return nil
 	}
-	if !p.mayUse(db) {
-		return events.Errorf(events.CodeForbidden, "token %q may not use database %s", p.name, events.Quote(db))
+	if e := p.useOf(db); e != nil {
+		return e
 	}
 	if endpoint == events.EndpointFeedback && !p.write {
 		return events.Errorf(events.CodeForbidden, "token %q may read database %s, not give feedback to it", p.name, events.Quote(db))
