@@ -537,15 +537,16 @@ async function checkPage(db, params) {
     class: 'check',
     onsubmit: (ev) => {
       ev.preventDefault();
+      const files = [...list.children].map((row) => ({ name: row.querySelector('.file-name').value, sql: row.querySelector('.file-sql').value }));
       const q = new URLSearchParams();
-      for (const row of list.children) {
-        q.append('file', row.querySelector('.file-name').value);
-        q.append('sql', row.querySelector('.file-sql').value);
+      for (const f of files) {
+        q.append('file', f.name);
+        q.append('sql', f.sql);
       }
       if (strict.checked) q.set('strict', '1');
       const url = dbPath(db, 'check') + '?' + q;
       if (url.length <= maxCheckURL) return go(url);
-      runCheck(db, [...list.children].map((row) => ({ name: row.querySelector('.file-name').value, sql: row.querySelector('.file-sql').value })), strict.checked, out, false);
+      runCheck(db, files, strict.checked, out, false);
     },
   }, list,
   h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => fileEditor(list, { name: '', sql: '' }) }, 'Add a file'), ' ',
