@@ -57,6 +57,13 @@ func consoleRoute[Req any](d *Daemon, name string, need access, timeout time.Dur
 			httpError(w, id, e)
 			return
 		}
+		caller := who.nameOr("http")
+		if !d.console.acquire(caller) {
+			w.Header().Set("Retry-After", "1")
+			httpError(w, id, events.Errorf(events.CodeBusy, "%s has %d console requests running already, the most one caller may; retry when one is done", events.Quote(caller), consolePerCaller))
+			return
+		}
+		defer d.console.release(caller)
 		select {
 		case d.sem <- struct{}{}:
 			defer func() { <-d.sem }()

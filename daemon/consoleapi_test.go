@@ -369,3 +369,57 @@ func TestConsoleRetryAsTheDocumentedDaemon(t *testing.T) {
 		t.Errorf("the letter is gone after a retry that published nothing: %v", err)
 	}
 }
+
+// blockingRecords holds every listing until release is closed.
+type blockingRecords struct {
+	daemon.Records
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingRecords) Examples(ctx context.Context, db string) ([]client.StoredExample, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.Records.Examples(ctx, db)
+}
+
+// One token's console requests cannot hold every slot: past a few at
+// once it is told to wait, while another team's token is answered.
+func TestConsoleLimitsEachCaller(t *testing.T) {
+	r := newRig(t)
+	recs := &blockingRecords{Records: r.cli, entered: make(chan struct{}, 16), release: make(chan struct{})}
+	r.daemon(daemon.DefaultConfig, nil, daemon.WithRecords(recs))
+	r.publishShop()
+	tokens := []daemon.HTTPToken{
+		{Name: "shop-reader", Token: "shop-reader-0123456789", Databases: []string{"shop"}, Access: "read"},
+		{Name: "other-admin", Token: "other-admin-0123456789", Databases: []string{"other"}, Access: "admin"},
+	}
+	srv := httptest.NewServer(r.d.HTTPHandler(daemon.HTTPConfig{Tokens: tokens}))
+	defer srv.Close()
+	done := make(chan int, 8)
+	for range 4 {
+		go func() {
+			status, _, _ := httpPost(t, srv.URL+"/v1/examples", "shop-reader-0123456789", `{"database":"shop"}`)
+			done <- status
+		}()
+	}
+	for range 4 {
+		<-recs.entered
+	}
+	status, h, body := httpPost(t, srv.URL+"/v1/examples", "shop-reader-0123456789", `{"database":"shop"}`)
+	if status != http.StatusTooManyRequests || h.Get("Retry-After") == "" || !strings.Contains(body, "console requests running already") {
+		t.Errorf("a fifth request of one token: %d %s", status, body)
+	}
+	if status, _, body := httpPost(t, srv.URL+"/v1/operations", "other-admin-0123456789", `{}`); status != 200 {
+		t.Errorf("another team while the first holds its slots: %d %.200s", status, body)
+	}
+	close(recs.release)
+	for range 4 {
+		if s := <-done; s != 200 {
+			t.Errorf("a held request answered %d", s)
+		}
+	}
+	if status, _, body := httpPost(t, srv.URL+"/v1/examples", "shop-reader-0123456789", `{"database":"shop"}`); status != 200 {
+		t.Errorf("after the slots were given back: %d %.200s", status, body)
+	}
+}

@@ -137,6 +137,8 @@ type Daemon struct {
 	state  atomic.Pointer[string]
 	gwLog  *gatewayLog
 	pub    Publisher // nil: feedback is refused
+	// console counts each caller's console requests (consoleslots.go).
+	console *callerSlots
 	// records reads examples and docs for the console (records.go);
 	// nil: those pages answer stream_unavailable.
 	records Records
@@ -197,7 +199,8 @@ func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker
 	}
 	d := &Daemon{nc: nc, cats: cats, count: count, ret: ret, asker: asker, log: log, cfg: cfg, gwLog: newGatewayLog(),
 		sem:              make(chan struct{}, cfg.MaxConcurrent),
-		feedbackByCaller: newRateLimiter(cfg.Feedback.PerCaller), feedbackByDB: newRateLimiter(cfg.Feedback.PerDatabase)}
+		feedbackByCaller: newRateLimiter(cfg.Feedback.PerCaller), feedbackByDB: newRateLimiter(cfg.Feedback.PerDatabase),
+		console: newCallerSlots(consolePerCaller)}
 	for _, o := range opts {
 		o(d)
 	}
