@@ -802,6 +802,11 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 			}
 		}
 	}
+	if _, ok := oneArg[name]; ok && len(args) != 1 {
+		// PostgreSQL has no such function of another arity: not
+		// evaluated, as other calls it would refuse are not.
+		return unknown, nil
+	}
 	if err := e.read(args...); err != nil {
 		return unknown, err
 	}
@@ -941,6 +946,11 @@ func (e *evaluator) maxText() int {
 		return int(DefaultLimits().Bytes / 8)
 	}
 	return int(e.calls.budget.maxValue())
+}
+
+// oneArg are the builtins that take exactly one argument.
+var oneArg = map[string]struct{}{
+	"quote_ident": {}, "quote_literal": {}, "quote_nullable": {}, "lower": {}, "upper": {}, "to_regclass": {},
 }
 
 var builtinNames = map[string]struct{}{
