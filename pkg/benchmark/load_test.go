@@ -3,6 +3,7 @@ package benchmark
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -101,7 +102,7 @@ CREATE TABLE shop_2.items (sku text PRIMARY KEY, title text, price numeric, weig
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := lookAlike(cat, "s.sql", sql, LookAlike{Copies: 3, Drop: 0.5, Seed: 7})
+	got, _, err := lookAlike(cat, "s.sql", sql, LookAlike{Copies: 3, Drop: 0.5, Seed: 7}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ CREATE TABLE shop_2.items (sku text PRIMARY KEY, title text, price numeric, weig
 	if dropped == 0 || kept <= 6 {
 		t.Errorf("copies dropped %d columns and kept %d: want some of each", dropped, kept)
 	}
-	again, err := lookAlike(cat, "s.sql", sql, LookAlike{Copies: 3, Drop: 0.5, Seed: 7})
+	again, _, err := lookAlike(cat, "s.sql", sql, LookAlike{Copies: 3, Drop: 0.5, Seed: 7}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,114 @@ CREATE TABLE shop_2.items (sku text PRIMARY KEY, title text, price numeric, weig
 			t.Errorf("%s differs between two runs of one seed", tb.QualName())
 		}
 	}
-	if _, err := lookAlike(cat, "s.sql", sql, LookAlike{Copies: 2, Drop: 1}); err == nil {
+	if _, _, err := lookAlike(cat, "s.sql", sql, LookAlike{Copies: 2, Drop: 1}, nil); err == nil {
 		t.Error("dropping every column is refused")
+	}
+}
+
+// TestLookAlikeWords has copies say their words another way: every
+// copy's names in its own words (no former names remembered), joins
+// intact, and each question asked of one database in its words, with
+// its gold tables there.
+func TestLookAlikeWords(t *testing.T) {
+	sql := `CREATE SCHEMA shop;
+CREATE TABLE shop.customers (id int PRIMARY KEY, name text, email text, "CustomerCity" text);
+CREATE TABLE shop.orders (id int PRIMARY KEY, customer_id int REFERENCES shop.customers (id), placed_at date, total numeric);
+CREATE TABLE shop.order_products (order_id int REFERENCES shop.orders (id), product_id int, quantity int);`
+	cat, err := catalog.Snapshot("db", "s.sql", sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs []Question
+	for i := range 40 {
+		qs = append(qs, Question{ID: i, Question: "Which Customers ordered the most products?", GoldTables: []string{"shop.customers", "shop.orders", "shop.order_products"}})
+	}
+	la := LookAlike{Copies: 4, Words: 1, Seed: 3}
+	got, asked, err := lookAlike(cat, "s.sql", sql, la, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.Tables()); n != 12 {
+		t.Fatalf("%d tables, want 4 databases of 3", n)
+	}
+	copied := 0
+	for _, tb := range got.Tables() {
+		if len(tb.Renamed) > 0 {
+			t.Errorf("%s remembers former names %v: search would read the original's words", tb.QualName(), tb.Renamed)
+		}
+		if tb.Schema == "shop" {
+			continue
+		}
+		if strings.Contains(strings.ToLower(tb.DDL()), "customer") {
+			t.Errorf("a copy with every word said another way still says customer:\n%s", tb.DDL())
+		}
+		copied++
+	}
+	if copied != 9 {
+		t.Errorf("%d copy tables, want 9", copied)
+	}
+	moved := 0
+	for i, q := range asked {
+		if len(q.GoldTables) != 3 {
+			t.Fatalf("question %d: gold %v", i, q.GoldTables)
+		}
+		for _, g := range q.GoldTables {
+			sch, name, _ := strings.Cut(g, ".")
+			tb := findTable(got, sch, name)
+			if tb == nil {
+				t.Fatalf("question %d (%q): gold table %s is not in the catalog", i, q.Question, g)
+			}
+			if len(tb.ForeignKeys) == 0 && tb.PrimaryKey == nil {
+				t.Errorf("%s lost its keys", g)
+			}
+		}
+		if q.Question == qs[i].Question {
+			if !strings.HasPrefix(q.GoldTables[0], "shop.") {
+				t.Errorf("question %d asked in the original's words of %v", i, q.GoldTables)
+			}
+			continue
+		}
+		moved++
+		if strings.Contains(q.Question, "Customers") || !strings.HasPrefix(q.Question, "Which ") || !strings.HasSuffix(q.Question, "?") {
+			t.Errorf("question %d reworded to %q", i, q.Question)
+		}
+	}
+	if moved == 0 || moved == len(qs) {
+		t.Errorf("%d of %d questions asked of a copy: want some, not all", moved, len(qs))
+	}
+	again, asked2, err := lookAlike(cat, "s.sql", sql, la, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.DDL() != got.DDL() || !slices.EqualFunc(asked, asked2, func(a, b Question) bool { return a.Question == b.Question }) {
+		t.Error("two runs of one seed differ")
+	}
+}
+
+func findTable(cat *catalog.Catalog, schema, name string) *catalog.Table {
+	for _, tb := range cat.Tables() {
+		if strings.EqualFold(tb.Schema, schema) && strings.EqualFold(tb.Name, name) {
+			return tb
+		}
+	}
+	return nil
+}
+
+func TestSayAnotherWay(t *testing.T) {
+	words := map[string]string{"customer": "client", "order": "purchase", "category": "kind", "person": "individual"}
+	for _, tc := range []struct{ in, want string }{
+		{"customer_id", "client_id"},
+		{"CustomerID", "ClientID"},
+		{"CUSTOMER_ORDERS", "CLIENT_PURCHASES"},
+		{"How many customers placed orders?", "How many clients placed purchases?"},
+		{"categories", "kinds"},
+		{"people", "individuals"},
+		{"ordered", "ordered"},
+		{"customer2", "client2"},
+		{"Customer City", "Client City"},
+	} {
+		if got := sayAnotherWay(tc.in, words); got != tc.want {
+			t.Errorf("sayAnotherWay(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

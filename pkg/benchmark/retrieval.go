@@ -428,7 +428,7 @@ func Retrieval(ctx context.Context, cfg RetrievalConfig) (*RetrievalReport, erro
 	if err != nil {
 		return nil, fmt.Errorf("bench: apply schema: %w", err)
 	}
-	if cat, err = lookAlike(cat, cfg.Source, cfg.Schema, cfg.LookAlike); err != nil {
+	if cat, cfg.Questions, err = lookAlike(cat, cfg.Source, cfg.Schema, cfg.LookAlike, cfg.Questions); err != nil {
 		return nil, err
 	}
 	if cfg.RenameShare > 0 {
