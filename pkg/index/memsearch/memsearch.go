@@ -65,16 +65,15 @@ func (d *doc) dot(q []float32) float32 {
 	if d.vec != nil {
 		return embed.Cosine(q, d.vec)
 	}
-	var s0, s1 float32
-	i := 0
-	for ; i+2 <= len(d.idx); i += 2 {
-		s0 += d.val[i] * q[d.idx[i]]
-		s1 += d.val[i+1] * q[d.idx[i+1]]
+	// One sum in the order of the dimensions, each product rounded on
+	// its own (the conversion keeps the compiler from fusing it into the
+	// add): the vector index adds the same products in the same order, so
+	// a chunk scores the same scanned or looked up.
+	var s float32
+	for i, j := range d.idx {
+		s += float32(d.val[i] * q[j])
 	}
-	if i < len(d.idx) {
-		s0 += d.val[i] * q[d.idx[i]]
-	}
-	return s0 + s1
+	return s
 }
 
 // setVector keeps v sparse when under two thirds of it is non-zero: then
@@ -124,6 +123,7 @@ type Snapshot struct {
 	// that have any, sorted.
 	kindTokens map[string]int64
 	kindNames  []string
+	vecs       *vectors
 }
 
 // postingKey is the key of a term's postings among a kind's chunks.
@@ -131,7 +131,7 @@ func postingKey(kind, term string) string { return kind + "\x00" + term }
 
 // New returns an empty snapshot for vectors of dim dimensions.
 func New(dim int) *Snapshot {
-	return &Snapshot{dim: dim,
+	return &Snapshot{dim: dim, vecs: &vectors{},
 		ids:      newLayered(func(v int32) bool { return v < 0 }),
 		postings: newLayered(func(v []posting) bool { return len(v) == 0 }),
 		schemas:  newLayered(func(v []int32) bool { return len(v) == 0 }),
@@ -168,7 +168,7 @@ func (s *Snapshot) With(upserts []Doc, removed []string) *Snapshot {
 		return s
 	}
 	n := &Snapshot{dim: s.dim, docs: slices.Clone(s.docs), free: slices.Clone(s.free), live: s.live, tokens: s.tokens,
-		kindTokens: maps.Clone(s.kindTokens)}
+		kindTokens: maps.Clone(s.kindTokens), vecs: s.vecs.inherit(len(upserts) + len(removed))}
 	if n.kindTokens == nil {
 		n.kindTokens = map[string]int64{}
 	}
@@ -469,12 +469,29 @@ func (s *Snapshot) SearchVector(q index.VectorQuery) []index.Hit {
 		return nil
 	}
 	top := newTopK(q.Limit)
-	offer := func(num int32) {
-		if d := s.docs[num]; d != nil && s.admits(q.Filter, d) {
-			top.offer(num, float64(d.dot(q.Vector)), d.chunk.ID)
-		}
+	all, within := s.admitted(q.Filter)
+	n := len(within)
+	if all {
+		n = s.live
 	}
-	if all, within := s.admitted(q.Filter); all {
+	acc, vi := s.vectorScores(q.Vector, n)
+	if acc != nil {
+		defer s.release(acc)
+	}
+	offer := func(num int32) {
+		d := s.docs[num]
+		if d == nil || !s.admits(q.Filter, d) {
+			return
+		}
+		var score float32
+		if vi != nil && int(num) < len(vi.indexed) && vi.indexed[num] == d && d.vec == nil {
+			score = (*acc)[num]
+		} else {
+			score = d.dot(q.Vector)
+		}
+		top.offer(num, float64(score), d.chunk.ID)
+	}
+	if all {
 		for num := range s.docs {
 			offer(int32(num))
 		}

@@ -1,0 +1,170 @@
+package memsearch
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// A KNN search scores every chunk, and at scale it was most of a
+// question's cost (about 6 ms of 8.4 at 35,000 tables). The local
+// embedder's vectors are sparse, the question's as much as the chunks':
+// turned around, per dimension, the entries a sparse question meets are
+// a small share of all of them. vectorIndex is that inversion; a snapshot
+// builds it on its first search that gains by it, and a snapshot made
+// from it by With keeps it: the chunks changed since are scored directly
+// until they are too many, and then the index is built again.
+
+// dimEntry is one chunk's non-zero value in one dimension.
+type dimEntry struct {
+	num int32
+	val float32
+}
+
+// vectorIndex lists, per dimension, the sparse chunks with a non-zero
+// entry there, by number.
+type vectorIndex struct {
+	dims [][]dimEntry
+	// indexed is the doc each number held when the index was built: a
+	// number that holds another since is scored directly.
+	indexed []*doc
+	// entries is the non-zero entries of every chunk indexed: what
+	// scoring every one directly costs.
+	entries int
+}
+
+// minIndexedDocs is the fewest chunks worth an index: below it a direct
+// scan costs microseconds.
+const minIndexedDocs = 256
+
+// staleShare is the share of chunks changed since the index was built
+// above which it is built again.
+const staleShare = 8 // one in eight
+
+func buildVectorIndex(dim int, docs []*doc) *vectorIndex {
+	counts := make([]int, dim)
+	for _, d := range docs {
+		if d != nil && d.vec == nil {
+			for _, j := range d.idx {
+				counts[j]++
+			}
+		}
+	}
+	vi := &vectorIndex{dims: make([][]dimEntry, dim), indexed: docs}
+	for _, c := range counts {
+		vi.entries += c
+	}
+	// One backing array: a question's dimensions are read in order, and
+	// each dimension's entries lie together.
+	all := make([]dimEntry, vi.entries)
+	for j, c := range counts {
+		vi.dims[j], all = all[:0:c], all[c:]
+	}
+	for num, d := range docs {
+		if d != nil && d.vec == nil {
+			for i, j := range d.idx {
+				vi.dims[j] = append(vi.dims[j], dimEntry{int32(num), d.val[i]})
+			}
+		}
+	}
+	return vi
+}
+
+// vectors is a snapshot's vector index, built when first needed.
+type vectors struct {
+	mu  sync.Mutex // held while building
+	idx atomic.Pointer[vectorIndex]
+	// stale counts the chunk numbers changed since idx was built.
+	stale atomic.Int64
+	acc   sync.Pool // of *[]float32, one score per chunk number
+}
+
+// inherit is the vectors of a snapshot made from one with these: the
+// same index, with changed more numbers stale.
+func (v *vectors) inherit(changed int) *vectors {
+	n := &vectors{}
+	if idx := v.idx.Load(); idx != nil {
+		n.idx.Store(idx)
+		n.stale.Store(v.stale.Load() + int64(changed))
+	}
+	return n
+}
+
+// vectorIndex returns the snapshot's index, building it when there is none or
+// too much has changed since. A search that finds another building it
+// scans directly (nil) rather than wait.
+func (s *Snapshot) vectorIndex() *vectorIndex {
+	v := s.vecs
+	idx := v.idx.Load()
+	if idx != nil && v.stale.Load()*staleShare <= int64(s.live) {
+		return idx
+	}
+	if !v.mu.TryLock() {
+		return nil
+	}
+	defer v.mu.Unlock()
+	if idx = v.idx.Load(); idx != nil && v.stale.Load()*staleShare <= int64(s.live) {
+		return idx
+	}
+	idx = buildVectorIndex(s.dim, s.docs)
+	v.idx.Store(idx)
+	v.stale.Store(0)
+	return idx
+}
+
+// vectorScores returns the score of every chunk the index holds, with
+// the index, when that is cheaper than scoring the n chunks a search
+// admits directly; else nil. A dense question, a small snapshot, a search
+// of a small part of it, or one whose index another search is building,
+// is scanned.
+func (s *Snapshot) vectorScores(q []float32, n int) (*[]float32, *vectorIndex) {
+	if s.live < minIndexedDocs || n*staleShare < s.live {
+		// A search of a small part (a schema named) scans it: cheaper
+		// than the index, which it then need not build.
+		return nil, nil
+	}
+	var nz int
+	for _, x := range q {
+		if x != 0 {
+			nz++
+		}
+	}
+	if nz*3 >= 2*len(q) {
+		return nil, nil
+	}
+	vi := s.vectorIndex()
+	if vi == nil {
+		return nil, nil
+	}
+	// The entries this question meets, against what scoring the n chunks
+	// directly costs (the average chunk's entries each); a scattered
+	// add costs about twice a direct one.
+	cost := 0
+	for j, x := range q {
+		if x != 0 {
+			cost += len(vi.dims[j])
+		}
+	}
+	if 2*cost >= vi.entries*n/max(s.live, 1) {
+		return nil, nil
+	}
+	p, _ := s.vecs.acc.Get().(*[]float32)
+	if p == nil || len(*p) < len(s.docs) {
+		b := make([]float32, len(s.docs))
+		p = &b
+	}
+	acc := *p
+	for j, x := range q {
+		if x != 0 {
+			for _, e := range vi.dims[j] {
+				acc[e.num] += float32(x * e.val)
+			}
+		}
+	}
+	return p, vi
+}
+
+// release clears a score array and returns it for the next search.
+func (s *Snapshot) release(p *[]float32) {
+	clear(*p)
+	s.vecs.acc.Put(p)
+}
