@@ -2,6 +2,7 @@ package benchmark
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -102,13 +103,7 @@ func usedWords(cat *catalog.Catalog, schema string) []string {
 			add(c.Name)
 		}
 	}
-	return slices.Sorted(func(yield func(string) bool) {
-		for w := range seen {
-			if !yield(w) {
-				return
-			}
-		}
-	})
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // apply renames every copy's columns, constraints, tables and schema to
@@ -124,13 +119,7 @@ func (w *wording) apply(whole *catalog.Catalog) (*catalog.Catalog, error) {
 		}
 		w.renameTable(&sql, t, cw)
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range w.copies {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(w.copies)) {
 		if cw := w.copies[name]; cw.schema != name {
 			fmt.Fprintf(&sql, "ALTER SCHEMA %s RENAME TO %s;\n", catalog.QuoteIdent(name), catalog.QuoteIdent(cw.schema))
 		}
