@@ -55,31 +55,37 @@ func newWording(cat, whole *catalog.Catalog, la LookAlike, rng *rand.Rand) *word
 			if !slices.Contains(whole.Schemas(), name) {
 				continue
 			}
-			cw := &copyWords{original: orig, words: map[string]string{}, tables: map[string]string{}}
-			taken := map[string]bool{}
-			for _, word := range used {
-				g := groups[word]
-				if g == nil || rng.Float64() >= la.Words {
-					continue
-				}
-				var others []string
-				for _, o := range g {
-					if o != word && !taken[o] && !slices.Contains(used, o) {
-						others = append(others, o)
-					}
-				}
-				if len(others) == 0 {
-					continue
-				}
-				to := others[rng.IntN(len(others))]
-				cw.words[word], taken[to] = to, true
-			}
+			cw := &copyWords{original: orig, words: otherWords(used, groups, la.Words, rng), tables: map[string]string{}}
 			cw.schema = sayAnotherWay(name, cw.words)
 			w.copies[name] = cw
 			w.of[orig] = append(w.of[orig], name)
 		}
 	}
 	return w
+}
+
+// otherWords picks, for a share of the words used that have synonyms,
+// another word of the group that is not used and not picked already.
+func otherWords(used []string, groups map[string][]string, share float64, rng *rand.Rand) map[string]string {
+	words, taken := map[string]string{}, map[string]bool{}
+	for _, word := range used {
+		g := groups[word]
+		if g == nil || rng.Float64() >= share {
+			continue
+		}
+		var others []string
+		for _, o := range g {
+			if o != word && !taken[o] && !slices.Contains(used, o) {
+				others = append(others, o)
+			}
+		}
+		if len(others) == 0 {
+			continue
+		}
+		to := others[rng.IntN(len(others))]
+		words[word], taken[to] = to, true
+	}
+	return words
 }
 
 // usedWords are the singular, lower-case words of a schema's name and

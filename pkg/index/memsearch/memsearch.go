@@ -479,17 +479,9 @@ func (s *Snapshot) SearchVector(q index.VectorQuery) []index.Hit {
 		defer s.release(acc)
 	}
 	offer := func(num int32) {
-		d := s.docs[num]
-		if d == nil || !s.admits(q.Filter, d) {
-			return
+		if d := s.docs[num]; d != nil && s.admits(q.Filter, d) {
+			top.offer(num, float64(vi.score(acc, num, d, q.Vector)), d.chunk.ID)
 		}
-		var score float32
-		if vi != nil && int(num) < len(vi.indexed) && vi.indexed[num] == d && d.vec == nil {
-			score = (*acc)[num]
-		} else {
-			score = d.dot(q.Vector)
-		}
-		top.offer(num, float64(score), d.chunk.ID)
 	}
 	if all {
 		for num := range s.docs {

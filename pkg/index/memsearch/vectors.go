@@ -113,38 +113,10 @@ func (s *Snapshot) vectorIndex() *vectorIndex {
 
 // vectorScores returns the score of every chunk the index holds, with
 // the index, when that is cheaper than scoring the n chunks a search
-// admits directly; else nil. A dense question, a small snapshot, a search
-// of a small part of it, or one whose index another search is building,
-// is scanned.
+// admits directly; else nil.
 func (s *Snapshot) vectorScores(q []float32, n int) (*[]float32, *vectorIndex) {
-	if s.live < minIndexedDocs || n*staleShare < s.live {
-		// A search of a small part (a schema named) scans it: cheaper
-		// than the index, which it then need not build.
-		return nil, nil
-	}
-	var nz int
-	for _, x := range q {
-		if x != 0 {
-			nz++
-		}
-	}
-	if nz*3 >= 2*len(q) {
-		return nil, nil
-	}
-	vi := s.vectorIndex()
+	vi := s.worthIndexing(q, n)
 	if vi == nil {
-		return nil, nil
-	}
-	// The entries this question meets, against what scoring the n chunks
-	// directly costs (the average chunk's entries each); a scattered
-	// add costs about twice a direct one.
-	cost := 0
-	for j, x := range q {
-		if x != 0 {
-			cost += len(vi.dims[j])
-		}
-	}
-	if 2*cost >= vi.entries*n/max(s.live, 1) {
 		return nil, nil
 	}
 	p, _ := s.vecs.acc.Get().(*[]float32)
@@ -161,6 +133,54 @@ func (s *Snapshot) vectorScores(q []float32, n int) (*[]float32, *vectorIndex) {
 		}
 	}
 	return p, vi
+}
+
+// worthIndexing returns the index when looking q up costs less than
+// scoring the n chunks a search admits; else nil. A small snapshot, a
+// search of a small part of one (a schema named), a dense question, or
+// one that finds another search building the index, scans.
+func (s *Snapshot) worthIndexing(q []float32, n int) *vectorIndex {
+	if s.live < minIndexedDocs || n*staleShare < s.live || !sparse(q) {
+		return nil
+	}
+	vi := s.vectorIndex()
+	if vi == nil {
+		return nil
+	}
+	// The entries this question meets, against the average chunk's
+	// entries for each of the n; a scattered add costs about twice a
+	// direct one.
+	cost := 0
+	for j, x := range q {
+		if x != 0 {
+			cost += len(vi.dims[j])
+		}
+	}
+	if 2*cost >= vi.entries*n/max(s.live, 1) {
+		return nil
+	}
+	return vi
+}
+
+// sparse says whether under two thirds of v is non-zero, as setVector
+// decides how to keep a chunk's vector.
+func sparse(v []float32) bool {
+	nz := 0
+	for _, x := range v {
+		if x != 0 {
+			nz++
+		}
+	}
+	return nz*3 < 2*len(v)
+}
+
+// score is a chunk's cosine with q: from the index's scores when the
+// index holds the chunk as it is now, else directly.
+func (vi *vectorIndex) score(acc *[]float32, num int32, d *doc, q []float32) float32 {
+	if vi != nil && int(num) < len(vi.indexed) && vi.indexed[num] == d && d.vec == nil {
+		return (*acc)[num]
+	}
+	return d.dot(q)
 }
 
 // release clears a score array and returns it for the next search.
