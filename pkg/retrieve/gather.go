@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -26,17 +27,41 @@ type textResult struct {
 func (p *run) searchText(f index.Filter, limit int, terms []Term) <-chan textResult {
 	done := make(chan textResult, 1)
 	ctx := p.ctx
+	go func() { done <- p.bm25(ctx, f, limit, terms) }()
+	return done
+}
+
+// bm25 runs one BM25 search, timed.
+func (p *run) bm25(ctx context.Context, f index.Filter, limit int, terms []Term) textResult {
+	t0 := time.Now()
+	search, err := p.searcher()
+	if err != nil {
+		return textResult{nil, err, time.Since(t0)}
+	}
+	ts := termStrings(terms)
+	hits, err := search.SearchText(ctx, index.TextQuery{Filter: f, Terms: ts, NoCompounds: p.r.commonPhrases(ts, p.cat),
+		Weights: p.cfg.Gather.Weights, Limit: limit})
+	return textResult{hits, err, time.Since(t0)}
+}
+
+// searchDocsVote is the docs' list for a request that names schemas or
+// kinds: tables, views and docs of the whole database together, as a
+// section's standing is its rank among the tables. That search costs the
+// whole database however small the schema named, so it runs only when
+// some doc section matches the question at all (a search of docs alone
+// reads their postings only); a database without docs pays nothing.
+func (p *run) searchDocsVote(limit int) <-chan textResult {
+	done := make(chan textResult, 1)
+	ctx, db := p.ctx, p.req.Database
 	go func() {
-		t0 := time.Now()
-		search, err := p.searcher()
-		if err != nil {
-			done <- textResult{nil, err, time.Since(t0)}
+		r := p.bm25(ctx, index.Filter{Database: db, Kinds: []string{chunk.KindDoc}}, 1, p.res.Terms)
+		if r.err != nil || len(r.hits) == 0 {
+			done <- r
 			return
 		}
-		ts := termStrings(terms)
-		hits, err := search.SearchText(ctx, index.TextQuery{Filter: f, Terms: ts, NoCompounds: p.r.commonPhrases(ts, p.cat),
-			Weights: p.cfg.Gather.Weights, Limit: limit})
-		done <- textResult{hits, err, time.Since(t0)}
+		all := p.bm25(ctx, index.Filter{Database: db, Kinds: []string{chunk.KindTable, chunk.KindView, chunk.KindDoc}}, limit, p.res.Terms)
+		all.took += r.took
+		done <- all
 	}()
 	return done
 }
@@ -73,7 +98,7 @@ func (p *run) startSearches() {
 	// asks for some kinds or schemas only.
 	p.docsVote = cfg.Gather.BM25 && cfg.Fuse.DocWeight > 0 && cfg.Gather.DocCandidates > 0 && p.cat != nil && len(req.Tags) == 0 && admitsRelations(req.Kinds)
 	if p.docsVote && (len(req.Kinds) > 0 || len(req.Schemas) > 0) {
-		p.doc = p.searchText(index.Filter{Database: req.Database, Kinds: []string{chunk.KindTable, chunk.KindView, chunk.KindDoc}}, cfg.Gather.Candidates, p.res.Terms)
+		p.doc = p.searchDocsVote(cfg.Gather.Candidates)
 	}
 	if p.hintTerms != nil {
 		p.hint = p.searchText(p.filter, cfg.Gather.Candidates, p.hintTerms)

@@ -14,6 +14,7 @@
 package memsearch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -433,23 +434,19 @@ func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
 		if idf <= 0 {
 			idf = 1e-6
 		}
-		for _, p := range lists {
-			for _, ps := range p {
-				if !all {
-					if _, ok := slices.BinarySearch(within, ps.doc); !ok {
-						continue
-					}
-				}
-				freq := 0.0
-				for f := range fields {
-					freq += weights[f] * float64(ps.tf[f])
-				}
-				d := float64(s.docs[ps.doc].length)
-				if sc.val[ps.doc] == 0 {
-					sc.touched = append(sc.touched, ps.doc)
-				}
-				sc.val[ps.doc] += idf * (freq * (k1 + 1)) / (freq + k1*(1-b+b*d/avgdl))
+		add := func(ps posting) {
+			freq := 0.0
+			for f := range fields {
+				freq += weights[f] * float64(ps.tf[f])
 			}
+			d := float64(s.docs[ps.doc].length)
+			if sc.val[ps.doc] == 0 {
+				sc.touched = append(sc.touched, ps.doc)
+			}
+			sc.val[ps.doc] += idf * (freq * (k1 + 1)) / (freq + k1*(1-b+b*d/avgdl))
+		}
+		for _, p := range lists {
+			eachAdmitted(p, all, within, add)
 		}
 	}
 	top := newTopK(q.Limit)
@@ -461,6 +458,33 @@ func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
 		}
 	}
 	return s.hits(top.sorted())
+}
+
+// eachAdmitted calls fn for the postings of p whose chunks are within
+// (all of them when all), by number. It walks whichever list is shorter:
+// a search of one schema among thousands reads that schema's chunks in a
+// common term's list, not the whole list, so its cost follows the
+// schema's size.
+func eachAdmitted(p []posting, all bool, within []int32, fn func(posting)) {
+	if all {
+		for _, ps := range p {
+			fn(ps)
+		}
+		return
+	}
+	if len(within) < len(p)/8 {
+		for _, num := range within {
+			if i, ok := slices.BinarySearchFunc(p, num, func(ps posting, n int32) int { return cmp.Compare(ps.doc, n) }); ok {
+				fn(p[i])
+			}
+		}
+		return
+	}
+	for _, ps := range p {
+		if _, ok := slices.BinarySearch(within, ps.doc); ok {
+			fn(ps)
+		}
+	}
 }
 
 // SearchVector ranks chunks by cosine similarity to q's vector.

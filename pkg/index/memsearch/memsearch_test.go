@@ -353,3 +353,33 @@ func hitIDs(hs []index.Hit) []string {
 	}
 	return out
 }
+
+// A search of one small schema among many ranks and scores its chunks
+// exactly as the whole database's search does (the statistics are the
+// database's either way), whether it walks the schema's chunks or the
+// terms' postings: the first for a schema small beside a common term's
+// list, so that naming a schema keeps a search at the schema's size.
+func TestSchemaSearchScoresAsTheWholeDoes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	docs := corpus(rng, 3000)
+	for i, d := range corpus(rng, 24) {
+		d.Chunk.Schema, d.Fields.Schema = "tiny", "tiny"
+		d.Chunk.ID = fmt.Sprintf("db:tiny:%d", i)
+		docs = append(docs, d)
+	}
+	s := New(3).With(docs, nil)
+	terms := []string{"w0", "w1", "w3", "w7", "w20", "w150"}
+	whole := s.SearchText(index.TextQuery{Filter: index.Filter{Database: "db"}, Terms: terms, Limit: len(docs)})
+	for _, schemas := range [][]string{{"tiny"}, {"hr"}, {"tiny", "public"}} {
+		got := s.SearchText(index.TextQuery{Filter: index.Filter{Database: "db", Schemas: schemas}, Terms: terms, Limit: len(docs)})
+		var want []index.Hit
+		for _, h := range whole {
+			if slices.Contains(schemas, h.Chunk.Schema) {
+				want = append(want, h)
+			}
+		}
+		if len(got) == 0 || !slices.EqualFunc(got, want, func(a, b index.Hit) bool { return a.Chunk.ID == b.Chunk.ID && a.Score == b.Score }) {
+			t.Errorf("schemas %v: %d hits, want the whole search's %d, in its order and scores", schemas, len(got), len(want))
+		}
+	}
+}
