@@ -52,14 +52,16 @@ func (p *run) bm25(ctx context.Context, f index.Filter, limit int, terms []Term)
 // reads their postings only); a database without docs pays nothing.
 func (p *run) searchDocsVote(limit int) <-chan textResult {
 	done := make(chan textResult, 1)
-	ctx, db := p.ctx, p.req.Database
+	// The terms as they are now: collect appends the hints' to them
+	// while this runs.
+	ctx, db, terms := p.ctx, p.req.Database, p.res.Terms
 	go func() {
-		r := p.bm25(ctx, index.Filter{Database: db, Kinds: []string{chunk.KindDoc}}, 1, p.res.Terms)
+		r := p.bm25(ctx, index.Filter{Database: db, Kinds: []string{chunk.KindDoc}}, 1, terms)
 		if r.err != nil || len(r.hits) == 0 {
 			done <- r
 			return
 		}
-		all := p.bm25(ctx, index.Filter{Database: db, Kinds: []string{chunk.KindTable, chunk.KindView, chunk.KindDoc}}, limit, p.res.Terms)
+		all := p.bm25(ctx, index.Filter{Database: db, Kinds: []string{chunk.KindTable, chunk.KindView, chunk.KindDoc}}, limit, terms)
 		all.took += r.took
 		done <- all
 	}()

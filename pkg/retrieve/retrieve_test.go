@@ -989,6 +989,7 @@ CREATE TABLE products (product_id bigint PRIMARY KEY, title text, price numeric)
 		{"a section unlike the question", "# Carriers\n\nParcels go by `payments.provider` when invoiced.", on, retrieve.Request{}, false},
 		{"a request for tables only", named, on, retrieve.Request{Kinds: []string{chunk.KindTable}}, true},
 		{"a request naming its schema", named, on, retrieve.Request{Schemas: []string{"public"}}, true},
+		{"a request naming its schema, with hints", named, on, retrieve.Request{Schemas: []string{"public"}, Hints: "a refund is money paid back"}, true},
 		{"a request filtered by tag", named, on, retrieve.Request{Tags: map[string]string{"team": "billing"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
