@@ -384,23 +384,9 @@ func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
 	if len(terms) == 0 || q.Limit <= 0 || s.live == 0 {
 		return nil
 	}
-	w := q.Weights
-	if w == (index.Weights{}) {
-		w = index.DefaultWeights
-	}
-	weights := [fields]float64{w.Name, w.Schema, w.Columns, w.Body}
-	kinds := s.kindNames
-	if len(q.Kinds) > 0 {
-		kinds = slices.Compact(slices.Sorted(slices.Values(q.Kinds)))
-	}
-	var rows, tokens float64
-	for _, k := range kinds {
-		l, _ := s.kinds.get(k)
-		rows += float64(len(l))
-		tokens += float64(s.kindTokens[k])
-	}
+	st := s.bm25Stats(q)
 	all, within := s.admitted(index.Filter{Schemas: q.Schemas})
-	if rows == 0 || (!all && len(within) == 0) {
+	if st.rows == 0 || (!all && len(within) == 0) {
 		return nil
 	}
 	sc := scratch.Get().(*scores)
@@ -410,43 +396,11 @@ func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
 	}
 	sc.val = sc.val[:len(s.docs)]
 	sc.touched = sc.touched[:0]
-	avgdl := tokens / rows
 	seen := map[string]bool{}
-	lists := make([][]posting, 0, len(kinds))
 	for _, t := range terms {
-		t = Fold(t)
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
-		lists = lists[:0]
-		df := 0
-		for _, k := range kinds {
-			if p, _ := s.postings.get(postingKey(k, t)); len(p) > 0 {
-				lists = append(lists, p)
-				df += len(p)
-			}
-		}
-		if df == 0 {
-			continue
-		}
-		idf := math.Log((rows - float64(df) + 0.5) / (float64(df) + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
-		}
-		add := func(ps posting) {
-			freq := 0.0
-			for f := range fields {
-				freq += weights[f] * float64(ps.tf[f])
-			}
-			d := float64(s.docs[ps.doc].length)
-			if sc.val[ps.doc] == 0 {
-				sc.touched = append(sc.touched, ps.doc)
-			}
-			sc.val[ps.doc] += idf * (freq * (k1 + 1)) / (freq + k1*(1-b+b*d/avgdl))
-		}
-		for _, p := range lists {
-			eachAdmitted(p, all, within, add)
+		if t = Fold(t); !seen[t] {
+			seen[t] = true
+			s.scoreTerm(sc, st, t, all, within)
 		}
 	}
 	top := newTopK(q.Limit)
@@ -458,6 +412,70 @@ func (s *Snapshot) SearchText(q index.TextQuery) []index.Hit {
 		}
 	}
 	return s.hits(top.sorted())
+}
+
+// bm25Stats are the statistics one search scores by: over the kinds it
+// searches, with its field weights.
+type bm25Stats struct {
+	kinds       []string
+	rows, avgdl float64
+	weights     [fields]float64
+}
+
+func (s *Snapshot) bm25Stats(q index.TextQuery) bm25Stats {
+	w := q.Weights
+	if w == (index.Weights{}) {
+		w = index.DefaultWeights
+	}
+	st := bm25Stats{kinds: s.kindNames, weights: [fields]float64{w.Name, w.Schema, w.Columns, w.Body}}
+	if len(q.Kinds) > 0 {
+		st.kinds = slices.Compact(slices.Sorted(slices.Values(q.Kinds)))
+	}
+	var tokens float64
+	for _, k := range st.kinds {
+		l, _ := s.kinds.get(k)
+		st.rows += float64(len(l))
+		tokens += float64(s.kindTokens[k])
+	}
+	if st.rows > 0 {
+		st.avgdl = tokens / st.rows
+	}
+	return st
+}
+
+// scoreTerm adds one term's BM25 to the scores of the admitted chunks
+// that have it.
+func (s *Snapshot) scoreTerm(sc *scores, st bm25Stats, t string, all bool, within []int32) {
+	var buf [4][]posting // a database has a few kinds
+	lists := buf[:0]
+	df := 0
+	for _, k := range st.kinds {
+		if p, _ := s.postings.get(postingKey(k, t)); len(p) > 0 {
+			lists = append(lists, p)
+			df += len(p)
+		}
+	}
+	if df == 0 {
+		return
+	}
+	idf := math.Log((st.rows - float64(df) + 0.5) / (float64(df) + 0.5))
+	if idf <= 0 {
+		idf = 1e-6
+	}
+	add := func(ps posting) {
+		freq := 0.0
+		for f := range fields {
+			freq += st.weights[f] * float64(ps.tf[f])
+		}
+		d := float64(s.docs[ps.doc].length)
+		if sc.val[ps.doc] == 0 {
+			sc.touched = append(sc.touched, ps.doc)
+		}
+		sc.val[ps.doc] += idf * (freq * (k1 + 1)) / (freq + k1*(1-b+b*d/st.avgdl))
+	}
+	for _, p := range lists {
+		eachAdmitted(p, all, within, add)
+	}
 }
 
 // eachAdmitted calls fn for the postings of p whose chunks are within
