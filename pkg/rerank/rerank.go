@@ -30,6 +30,42 @@ type Candidate struct {
 	Text    string   // everything else: DDL, comments, enum labels, prose
 	Chunks  []chunk.Chunk
 	Score   float64
+	// Analysed is the rescoring's reading of the candidate (Analyse),
+	// when the caller keeps one; nil: read it anew.
+	Analysed *Analysed `json:"-"`
+}
+
+// Analysed is what the schema rescoring reads of a candidate: the
+// analysed terms of its names (former ones included), its columns and
+// the rest of its text, and its former names. It follows from the
+// candidate's chunks alone, so a caller that scores the same tables
+// question after question can keep it rather than analyse their DDL
+// every time.
+type Analysed struct {
+	Name, Columns, Other        map[string]bool
+	FormerTables, FormerColumns []string
+}
+
+// Analyse reads c as the rescoring does.
+func Analyse(c *Candidate) *Analysed {
+	a := &Analysed{}
+	if c.Kind != chunk.KindTable && c.Kind != chunk.KindView {
+		a.Other = termSet(c.Title, c.Text)
+		return a
+	}
+	a.FormerTables, a.FormerColumns = formerNames(c)
+	a.Name = termSet(append([]string{c.Title}, a.FormerTables...)...)
+	a.Columns = termSet(append(slices.Clip(c.Columns), a.FormerColumns...)...)
+	a.Other = termSet(c.Schema, c.Text)
+	return a
+}
+
+// analysed is c's reading, kept or made.
+func (c *Candidate) analysed() *Analysed {
+	if c.Analysed != nil {
+		return c.Analysed
+	}
+	return Analyse(c)
 }
 
 // Reranker reorders candidates for a query. It returns all of them, best
@@ -69,33 +105,23 @@ var DefaultWeights = Weights{Table: 3.0, Column: 1.0, Other: 0.25, Fusion: 1.5, 
 // they are not pushed to the bottom.
 func SchemaScore(w Weights, qterms []string, c *Candidate, position float64) float64 {
 	total := position * w.Fusion
+	a := c.analysed()
 	if c.Kind != chunk.KindTable && c.Kind != chunk.KindView {
-		body := termSet(c.Title, c.Text)
 		for _, t := range qterms {
-			if body[t] {
+			if a.Other[t] {
 				total += w.Other
 			}
 		}
 		return total
 	}
-	// A table's former names name it as its current one does.
-	formerTables, formerCols := formerNames(c)
-	name := termSet(append([]string{c.Title}, formerTables...)...)
-	cols := termSet(append(slices.Clip(c.Columns), formerCols...)...)
-	var other map[string]bool
 	for _, t := range qterms {
 		switch {
-		case name[t]:
+		case a.Name[t]:
 			total += w.Table
-		case cols[t]:
+		case a.Columns[t]:
 			total += w.Column
-		default:
-			if other == nil {
-				other = termSet(c.Schema, c.Text)
-			}
-			if other[t] {
-				total += w.Other
-			}
+		case a.Other[t]:
+			total += w.Other
 		}
 	}
 	return total
@@ -110,13 +136,13 @@ func IdentifierScore(w Weights, ids []string, c *Candidate) float64 {
 		return 0
 	}
 	var total float64
+	a := c.analysed()
 	for _, id := range ids {
 		if table, col, ok := strings.Cut(id, "."); ok && strings.EqualFold(table, c.Title) {
 			id = col
 		}
-		formerTables, formerCols := formerNames(c)
 		same := func(n string) bool { return strings.EqualFold(n, id) }
-		if same(c.Title) || same(c.Name) || slices.ContainsFunc(c.Columns, same) || slices.ContainsFunc(formerTables, same) || slices.ContainsFunc(formerCols, same) {
+		if same(c.Title) || same(c.Name) || slices.ContainsFunc(c.Columns, same) || slices.ContainsFunc(a.FormerTables, same) || slices.ContainsFunc(a.FormerColumns, same) {
 			total += w.Identifier
 		}
 	}

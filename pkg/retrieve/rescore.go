@@ -26,6 +26,9 @@ func (p *run) rescore() {
 	if len(p.voters) > 0 && p.voters[0].coverage >= p.cfg.Rescore.ExampleCoverage {
 		rq += "\n" + p.currentSQL(p.voters[0].Chunk)
 	}
+	for i := range p.cands[:window] {
+		p.cands[i].Analysed = p.r.analysed.get(&p.cands[i])
+	}
 	rerank.Schema(p.cfg.Rescore.Weights, rq, p.cands[:window])
 	for i, c := range p.cands[:window] {
 		o := p.byName[c.Kind+"\x00"+c.Name]

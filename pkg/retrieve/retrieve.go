@@ -114,6 +114,7 @@ type Retriever struct {
 	cfg      Config
 	graphs   *graphCache
 	reads    readsCache
+	analysed analysedCache
 }
 
 // Option sets what a retriever needs besides its Config.
