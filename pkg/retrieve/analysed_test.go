@@ -69,3 +69,25 @@ func TestAnalysedIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// A graph renders a table once per catalog version and hands out the
+// same chunks the Tabler does; a caller appending to them does not
+// reach the kept slice.
+func TestTableChunksAreRenderedOnce(t *testing.T) {
+	cat, err := catalog.Snapshot("db", "s.sql", "CREATE TABLE orders (id int PRIMARY KEY, total numeric);\nCREATE TABLE items (order_id int REFERENCES orders, sku text);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := buildGraph(cat, nil)
+	tb := cat.Table(catalog.QualName{Schema: "public", Name: "orders"})
+	first := g.tableChunks(tb)
+	want := g.chunks.Table(tb)
+	if len(first) != len(want) || first[0].Hash != want[0].Hash || first[0].Text != want[0].Text {
+		t.Fatalf("rendered %+v, the Tabler renders %+v", first, want)
+	}
+	_ = append(first, chunk.Chunk{ID: "appended"})
+	again := g.tableChunks(tb)
+	if len(again) != len(want) || &again[0] != &first[0] {
+		t.Errorf("the second call rendered again or saw an append: %d chunks", len(again))
+	}
+}

@@ -92,7 +92,7 @@ func bridgeAt(g *graph, items []Item, pos map[string]int, i, placed int, schemas
 // bridgeCandidate renders a table no list ranked, as the index would.
 func bridgeCandidate(g *graph, key string) rerank.Candidate {
 	t := g.tables[key]
-	c := rerank.Candidate{Kind: chunk.KindTable, Name: key, Title: t.Name, Schema: t.Schema, Chunks: g.chunks.Table(t)}
+	c := rerank.Candidate{Kind: chunk.KindTable, Name: key, Title: t.Name, Schema: t.Schema, Chunks: g.tableChunks(t)}
 	for _, ch := range c.Chunks {
 		c.Columns = append(c.Columns, ch.Columns...)
 		c.Text += ch.Text

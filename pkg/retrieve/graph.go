@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -22,6 +23,39 @@ type graph struct {
 	names  *sqlguard.Names // places worked examples' SQL
 	chunks *chunk.Tabler   // renders bridge tables as the index would
 	vocab  *vocab          // scores schemas for routing
+	// rendered keeps tables rendered for this catalog version:
+	// propagation renders the neighbours of the best tables for every
+	// question, mostly the same ones.
+	rendered renderCache
+}
+
+// maxRendered bounds the tables kept rendered.
+const maxRendered = 2048
+
+type renderCache struct {
+	mu sync.Mutex
+	m  map[string][]chunk.Chunk
+}
+
+// tableChunks returns the chunks of t as the index holds them, rendered
+// once per catalog version (up to maxRendered tables). The slice is the
+// cache's: callers may append to it but not write its elements.
+func (g *graph) tableChunks(t *catalog.Table) []chunk.Chunk {
+	key := t.QualName().Key()
+	g.rendered.mu.Lock()
+	cs, ok := g.rendered.m[key]
+	g.rendered.mu.Unlock()
+	if ok {
+		return slices.Clip(cs)
+	}
+	cs = g.chunks.Table(t)
+	g.rendered.mu.Lock()
+	defer g.rendered.mu.Unlock()
+	if g.rendered.m == nil || len(g.rendered.m) >= maxRendered {
+		g.rendered.m = make(map[string][]chunk.Chunk, 64)
+	}
+	g.rendered.m[key] = cs
+	return slices.Clip(cs)
 }
 
 // graphCache keeps the graph of the latest catalog seen per database.
@@ -125,7 +159,7 @@ func (g *graph) relation(key string) (schema, name string) {
 // holds them.
 func (g *graph) render(key string) []chunk.Chunk {
 	if t := g.tables[key]; t != nil {
-		return g.chunks.Table(t)
+		return g.tableChunks(t)
 	}
 	if v := g.views[key]; v != nil {
 		return []chunk.Chunk{chunk.View(g.cat, v)}

@@ -57,7 +57,7 @@ func (r *Retriever) propagate(cat *catalog.Catalog, schemas []string, objects fu
 			continue
 		}
 		var o *object
-		for _, c := range g.chunks.Table(t) {
+		for _, c := range g.tableChunks(t) {
 			o = get(c)
 		}
 		if o == nil {

@@ -177,7 +177,7 @@ func (r *Retriever) route(cat *catalog.Catalog, words []string, terms []Term, ob
 				continue
 			}
 			before := len(objects())
-			for _, c := range g.chunks.Table(t) {
+			for _, c := range g.tableChunks(t) {
 				get(c)
 			}
 			if len(objects()) > before {
