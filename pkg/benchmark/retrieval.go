@@ -562,119 +562,31 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-
-	cat.Version = 1
-	var store index.Store
-	var err error
-	storeName := "sqlite"
-	if cfg.OpenStore != nil {
-		store, storeName, err = cfg.OpenStore(ctx, cfg.Embedder.Dimensions())
-	} else {
-		store, err = sqlite.Open(ctx, filepath.Join(dir, "index.db"), cfg.Embedder.Dimensions())
+	b := &benchRun{cfg: cfg, cat: cat, t: t, maxK: cfg.Ks[len(cfg.Ks)-1]}
+	if err := b.open(ctx, dir); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	defer store.Close()
-	if _, err := indexer.Catalog(ctx, store, cfg.Embedder, cat, chunk.NewChunker(chunk.Options{})); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	examples := heldOut(cfg.Examples, cfg.Questions, func(ex Example) (string, string) { return ex.ID, ex.Question })
-	var refused map[string]int
-	if cfg.Feedback {
-		examples, refused = asFeedback(examples, cat, cfg.SQLiteSQL)
-	}
-	if len(examples) > 0 {
-		chunks := make([]chunk.Chunk, len(examples))
-		for i, ex := range examples {
-			chunks[i] = chunk.Example(cfg.Database, ex.Schema, ex.ID, ex.Question, ex.SQL)
-		}
-		if _, err := indexer.Chunks(ctx, store, cfg.Embedder, chunks); err != nil {
-			return nil, fmt.Errorf("bench: index examples: %w", err)
-		}
-	}
-	docs := heldOut(cfg.Docs, cfg.Questions, func(d Doc) (string, string) { return d.ID, d.Question })
-	if len(docs) > 0 {
-		var chunks []chunk.Chunk
-		for i, d := range docs {
-			chunks = append(chunks, chunk.Doc(cfg.Database, fmt.Sprintf("doc-%d-%s", i, d.ID), "", d.Text, nil, chunk.Options{})...)
-		}
-		if _, err := indexer.Chunks(ctx, store, cfg.Embedder, chunks); err != nil {
-			return nil, fmt.Errorf("bench: index docs: %w", err)
-		}
+	defer b.store.Close()
+	if err := b.index(ctx); err != nil {
+		return nil, err
 	}
 	indexSeconds := time.Since(start).Seconds()
-
-	ret, err := retrieve.New(store, cfg.Embedder, staticCatalogs{cat}, cfg.Retrieve)
+	ret, err := retrieve.New(b.store, cfg.Embedder, staticCatalogs{cat}, cfg.Retrieve)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	maxK := cfg.Ks[len(cfg.Ks)-1]
-	request := func(q Question) retrieve.Request {
-		req := retrieve.Request{Database: cfg.Database, Question: q.Question, K: maxK, Hints: q.Hints}
-		if len(examples) > 0 || len(docs) > 0 {
-			req.Kinds = []string{chunk.KindTable, chunk.KindView}
-		}
-		if cfg.GoldSchema {
-			if schema, _, ok := strings.Cut(strings.ToLower(q.GoldTables[0]), "."); ok {
-				req.Schemas = []string{schemaOf(cat, schema)}
-			}
-		}
-		return req
-	}
+	b.ret = ret
 	if cfg.Warm {
 		for _, q := range cfg.Questions {
-			if _, err := ret.Retrieve(ctx, request(q)); err != nil {
+			if _, err := ret.Retrieve(ctx, b.request(q)); err != nil {
 				return nil, fmt.Errorf("bench: warming with question %v: %w", q.ID, err)
 			}
 		}
 	}
-	rep := &RetrievalReport{Store: storeName, Tables: len(cat.Tables()), Examples: len(examples), FeedbackRefused: refused, Docs: len(docs), IndexSeconds: round3(indexSeconds)}
+	rep := &RetrievalReport{Store: b.storeName, Tables: len(cat.Tables()), Examples: len(b.examples), FeedbackRefused: b.refused, Docs: len(b.docs), IndexSeconds: round3(indexSeconds)}
 	for qi, q := range cfg.Questions {
-		t0 := time.Now()
-		req := request(q)
-		res, err := ret.Retrieve(ctx, req)
-		if err != nil {
-			return nil, fmt.Errorf("bench: question %v: %w", q.ID, err)
-		}
-		if res.Ambiguous {
-			t.ambiguous++
-			own, _, _ := strings.Cut(q.GoldTables[0], ".")
-			if strings.EqualFold(res.Schemas[0].Schema, own) {
-				t.right++
-			}
-			for _, s := range res.Schemas[:min(cfg.Clarify, len(res.Schemas))] {
-				if strings.EqualFold(s.Schema, own) {
-					req.Schemas = []string{s.Schema}
-					if res, err = ret.Retrieve(ctx, req); err != nil {
-						return nil, fmt.Errorf("bench: question %v, asked again in schema %s: %w", q.ID, s.Schema, err)
-					}
-					t.clarified++
-					break
-				}
-			}
-		}
-		t.lat = append(t.lat, time.Since(t0))
-		t.n++
-		got := relations(res)
-		gold := make([]string, len(q.GoldTables))
-		for i, g := range q.GoldTables {
-			gold[i] = strings.ToLower(g)
-		}
-		t.add(gold, got)
-		if cfg.StablePrefix {
-			if err := t.comparePrefixes(ctx, ret, req, got); err != nil {
-				return nil, fmt.Errorf("bench: question %v: %w", q.ID, err)
-			}
-		}
-		if !allIn(gold, got[:min(maxK, len(got))]) {
-			m := Miss{Question: q.Question, Gold: gold, Got: got[:min(maxK, len(got))], Terms: res.Terms}
-			for _, ex := range res.Explain {
-				if slices.Contains(gold, strings.ToLower(ex.Name)) {
-					m.Paths = append(m.Paths, ex)
-				}
-			}
-			t.misses = append(t.misses, m)
+		if err := b.ask(ctx, q); err != nil {
+			return nil, err
 		}
 		if cfg.Progress != nil && ((qi+1)%25 == 0 || qi+1 == len(cfg.Questions)) {
 			fmt.Fprintf(cfg.Progress, "\rquestions %d/%d", qi+1, len(cfg.Questions))
@@ -684,6 +596,151 @@ func runOnce(ctx context.Context, cfg RetrievalConfig, cat *catalog.Catalog, sta
 		fmt.Fprintln(cfg.Progress)
 	}
 	return rep, nil
+}
+
+// benchRun is one run of the questions over one index: the store it
+// fills, what it indexed beside the schema, and the tally it adds to.
+type benchRun struct {
+	cfg       RetrievalConfig
+	cat       *catalog.Catalog
+	store     index.Store
+	storeName string
+	examples  []Example
+	refused   map[string]int
+	docs      []Doc
+	ret       *retrieve.Retriever
+	maxK      int
+	t         *tally
+}
+
+// open opens the run's store: the configured one, or an embedded one in
+// dir.
+func (b *benchRun) open(ctx context.Context, dir string) error {
+	b.cat.Version = 1
+	var err error
+	b.storeName = "sqlite"
+	if b.cfg.OpenStore != nil {
+		b.store, b.storeName, err = b.cfg.OpenStore(ctx, b.cfg.Embedder.Dimensions())
+	} else {
+		b.store, err = sqlite.Open(ctx, filepath.Join(dir, "index.db"), b.cfg.Embedder.Dimensions())
+	}
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
+
+// index indexes the schema, and the examples and docs that are not the
+// questions'.
+func (b *benchRun) index(ctx context.Context) error {
+	cfg := b.cfg
+	if _, err := indexer.Catalog(ctx, b.store, cfg.Embedder, b.cat, chunk.NewChunker(chunk.Options{})); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	b.examples = heldOut(cfg.Examples, cfg.Questions, func(ex Example) (string, string) { return ex.ID, ex.Question })
+	if cfg.Feedback {
+		b.examples, b.refused = asFeedback(b.examples, b.cat, cfg.SQLiteSQL)
+	}
+	if len(b.examples) > 0 {
+		chunks := make([]chunk.Chunk, len(b.examples))
+		for i, ex := range b.examples {
+			chunks[i] = chunk.Example(cfg.Database, ex.Schema, ex.ID, ex.Question, ex.SQL)
+		}
+		if _, err := indexer.Chunks(ctx, b.store, cfg.Embedder, chunks); err != nil {
+			return fmt.Errorf("bench: index examples: %w", err)
+		}
+	}
+	b.docs = heldOut(cfg.Docs, cfg.Questions, func(d Doc) (string, string) { return d.ID, d.Question })
+	if len(b.docs) > 0 {
+		var chunks []chunk.Chunk
+		for i, d := range b.docs {
+			chunks = append(chunks, chunk.Doc(cfg.Database, fmt.Sprintf("doc-%d-%s", i, d.ID), "", d.Text, nil, chunk.Options{})...)
+		}
+		if _, err := indexer.Chunks(ctx, b.store, cfg.Embedder, chunks); err != nil {
+			return fmt.Errorf("bench: index docs: %w", err)
+		}
+	}
+	return nil
+}
+
+// request is the request a question makes: tables and views only when
+// examples or docs are indexed beside them, in its own schema with
+// GoldSchema.
+func (b *benchRun) request(q Question) retrieve.Request {
+	req := retrieve.Request{Database: b.cfg.Database, Question: q.Question, K: b.maxK, Hints: q.Hints}
+	if len(b.examples) > 0 || len(b.docs) > 0 {
+		req.Kinds = []string{chunk.KindTable, chunk.KindView}
+	}
+	if b.cfg.GoldSchema {
+		if schema, _, ok := strings.Cut(strings.ToLower(q.GoldTables[0]), "."); ok {
+			req.Schemas = []string{schemaOf(b.cat, schema)}
+		}
+	}
+	return req
+}
+
+// ask asks one question, as a caller who clarifies would, and tallies
+// the answer: recall, latency, the stable prefix, and a miss with its
+// explanation.
+func (b *benchRun) ask(ctx context.Context, q Question) error {
+	t0 := time.Now()
+	req := b.request(q)
+	res, err := b.ret.Retrieve(ctx, req)
+	if err != nil {
+		return fmt.Errorf("bench: question %v: %w", q.ID, err)
+	}
+	if res.Ambiguous {
+		if res, req, err = b.clarify(ctx, q, req, res); err != nil {
+			return err
+		}
+	}
+	t := b.t
+	t.lat = append(t.lat, time.Since(t0))
+	t.n++
+	got := relations(res)
+	gold := make([]string, len(q.GoldTables))
+	for i, g := range q.GoldTables {
+		gold[i] = strings.ToLower(g)
+	}
+	t.add(gold, got)
+	if b.cfg.StablePrefix {
+		if err := t.comparePrefixes(ctx, b.ret, req, got); err != nil {
+			return fmt.Errorf("bench: question %v: %w", q.ID, err)
+		}
+	}
+	if !allIn(gold, got[:min(b.maxK, len(got))]) {
+		m := Miss{Question: q.Question, Gold: gold, Got: got[:min(b.maxK, len(got))], Terms: res.Terms}
+		for _, ex := range res.Explain {
+			if slices.Contains(gold, strings.ToLower(ex.Name)) {
+				m.Paths = append(m.Paths, ex)
+			}
+		}
+		t.misses = append(t.misses, m)
+	}
+	return nil
+}
+
+// clarify counts a result that fits several schemas, and plays the
+// caller who names the question's schema when it is among the first
+// Clarify listed and asks again.
+func (b *benchRun) clarify(ctx context.Context, q Question, req retrieve.Request, res *retrieve.Result) (*retrieve.Result, retrieve.Request, error) {
+	b.t.ambiguous++
+	own, _, _ := strings.Cut(q.GoldTables[0], ".")
+	if strings.EqualFold(res.Schemas[0].Schema, own) {
+		b.t.right++
+	}
+	for _, s := range res.Schemas[:min(b.cfg.Clarify, len(res.Schemas))] {
+		if strings.EqualFold(s.Schema, own) {
+			req.Schemas = []string{s.Schema}
+			again, err := b.ret.Retrieve(ctx, req)
+			if err != nil {
+				return nil, req, fmt.Errorf("bench: question %v, asked again in schema %s: %w", q.ID, s.Schema, err)
+			}
+			b.t.clarified++
+			return again, req, nil
+		}
+	}
+	return res, req, nil
 }
 
 // schemaOf finds the catalog's spelling of a lower-cased schema name.
