@@ -2,7 +2,6 @@ package retrieve
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/schemaq/schemaq/pkg/rerank"
 )
@@ -18,9 +17,10 @@ const maxAnalysed = 2048
 // reach the window again and again. A chunk's hash covers its content,
 // so a table changed by a migration is read anew. When full it starts
 // over, which costs one reading per table.
-type analysedCache struct {
-	mu sync.Mutex
-	m  map[string]*rerank.Analysed
+type analysedCache struct{ kept[*rerank.Analysed] }
+
+func newAnalysedCache() *analysedCache {
+	return &analysedCache{kept[*rerank.Analysed]{max: maxAnalysed}}
 }
 
 func (c *analysedCache) get(cand *rerank.Candidate) *rerank.Analysed {
@@ -32,19 +32,5 @@ func (c *analysedCache) get(cand *rerank.Candidate) *rerank.Analysed {
 		}
 		key.WriteString("\x00" + ch.ID + "\x00" + ch.Hash)
 	}
-	k := key.String()
-	c.mu.Lock()
-	a := c.m[k]
-	c.mu.Unlock()
-	if a != nil {
-		return a
-	}
-	a = rerank.Analyse(cand)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxAnalysed {
-		c.m = make(map[string]*rerank.Analysed, 64)
-	}
-	c.m[k] = a
-	return a
+	return c.kept.get(key.String(), func() *rerank.Analysed { return rerank.Analyse(cand) })
 }

@@ -30,7 +30,7 @@ func tableCandidate(t *testing.T, ddl, table string) rerank.Candidate {
 // retriever lives through every migration, and a kept reading of an old
 // table would score the question against columns it no longer has.
 func TestAnalysedFollowsTheChunks(t *testing.T) {
-	var c analysedCache
+	c := newAnalysedCache()
 	before := tableCandidate(t, "CREATE TABLE orders (id int PRIMARY KEY, total numeric);", "orders")
 	first := c.get(&before)
 	if again := c.get(&before); again != first {
@@ -57,15 +57,15 @@ func TestAnalysedFollowsTheChunks(t *testing.T) {
 
 // The cache holds at most maxAnalysed readings.
 func TestAnalysedIsBounded(t *testing.T) {
-	var c analysedCache
+	c := newAnalysedCache()
 	base := tableCandidate(t, "CREATE TABLE orders (id int PRIMARY KEY, total numeric);", "orders")
 	for i := range maxAnalysed + 10 {
 		cand := base
 		cand.Chunks = []chunk.Chunk{base.Chunks[0]}
 		cand.Chunks[0].Hash = fmt.Sprint(i)
 		c.get(&cand)
-		if len(c.m) > maxAnalysed {
-			t.Fatalf("%d readings kept, at most %d", len(c.m), maxAnalysed)
+		if n := c.kept.len(); n > maxAnalysed {
+			t.Fatalf("%d readings kept, at most %d", n, maxAnalysed)
 		}
 	}
 }

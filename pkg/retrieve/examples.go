@@ -3,7 +3,6 @@ package retrieve
 import (
 	"math"
 	"strings"
-	"sync"
 
 	"go.uber.org/zap"
 
@@ -25,22 +24,20 @@ const readsCacheMax = 100_000
 // catalog versions, and placing it in the catalog is a few map lookups
 // per request.
 type readsCache struct {
-	mu  sync.Mutex
-	m   map[string][]*sqlguard.Query
-	log *zap.Logger
+	kept kept[[]*sqlguard.Query]
+	log  *zap.Logger
 }
 
 // queries returns the chunk's SQL as parsed: an example's, or the
 // blocks of a doc section that parse (chunk.DocSQL). SQL that does not
 // parse names nothing.
 func (rc *readsCache) queries(c chunk.Chunk) []*sqlguard.Query {
-	key := c.Database + "\x00" + c.Kind + "\x00" + c.Hash
-	rc.mu.Lock()
-	got, ok := rc.m[key]
-	rc.mu.Unlock()
-	if ok {
-		return got
-	}
+	return rc.kept.get(c.Database+"\x00"+c.Kind+"\x00"+c.Hash, func() []*sqlguard.Query { return rc.parse(c) })
+}
+
+// parse parses the chunk's SQL; what does not parse is left out, and a
+// chunk with none is remembered empty: a miss is not parsed again.
+func (rc *readsCache) parse(c chunk.Chunk) []*sqlguard.Query {
 	var sqls []string
 	switch c.Kind {
 	case chunk.KindExample:
@@ -48,7 +45,7 @@ func (rc *readsCache) queries(c chunk.Chunk) []*sqlguard.Query {
 	case chunk.KindDoc:
 		sqls = chunk.DocSQL(c)
 	}
-	got = []*sqlguard.Query{} // remembered empty too: a miss is not parsed again
+	got := []*sqlguard.Query{}
 	for _, sql := range sqls {
 		q, err := sqlguard.ParseQuery(sql)
 		if err != nil {
@@ -64,12 +61,6 @@ func (rc *readsCache) queries(c chunk.Chunk) []*sqlguard.Query {
 		}
 		got = append(got, q)
 	}
-	rc.mu.Lock()
-	if rc.m == nil || len(rc.m) >= readsCacheMax {
-		rc.m = map[string][]*sqlguard.Query{}
-	}
-	rc.m[key] = got
-	rc.mu.Unlock()
 	return got
 }
 

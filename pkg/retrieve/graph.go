@@ -26,36 +26,17 @@ type graph struct {
 	// rendered keeps tables rendered for this catalog version:
 	// propagation renders the neighbours of the best tables for every
 	// question, mostly the same ones.
-	rendered renderCache
+	rendered kept[[]chunk.Chunk]
 }
 
 // maxRendered bounds the tables kept rendered.
 const maxRendered = 2048
 
-type renderCache struct {
-	mu sync.Mutex
-	m  map[string][]chunk.Chunk
-}
-
 // tableChunks returns the chunks of t as the index holds them, rendered
 // once per catalog version (up to maxRendered tables). The slice is the
 // cache's: callers may append to it but not write its elements.
 func (g *graph) tableChunks(t *catalog.Table) []chunk.Chunk {
-	key := t.QualName().Key()
-	g.rendered.mu.Lock()
-	cs, ok := g.rendered.m[key]
-	g.rendered.mu.Unlock()
-	if ok {
-		return slices.Clip(cs)
-	}
-	cs = g.chunks.Table(t)
-	g.rendered.mu.Lock()
-	defer g.rendered.mu.Unlock()
-	if g.rendered.m == nil || len(g.rendered.m) >= maxRendered {
-		g.rendered.m = make(map[string][]chunk.Chunk, 64)
-	}
-	g.rendered.m[key] = cs
-	return slices.Clip(cs)
+	return slices.Clip(g.rendered.get(t.QualName().Key(), func() []chunk.Chunk { return g.chunks.Table(t) }))
 }
 
 // graphCache keeps the graph of the latest catalog seen per database.
@@ -117,7 +98,7 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 		pv = prev.vocab
 	}
 	g := &graph{Graph: catalog.NewGraph(cat), cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat),
-		chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv)}
+		chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv), rendered: kept[[]chunk.Chunk]{max: maxRendered}}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
 	}

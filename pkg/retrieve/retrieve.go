@@ -114,7 +114,7 @@ type Retriever struct {
 	cfg      Config
 	graphs   *graphCache
 	reads    readsCache
-	analysed analysedCache
+	analysed *analysedCache
 }
 
 // Option sets what a retriever needs besides its Config.
@@ -145,8 +145,8 @@ func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config
 	case cfg.Fuse.ExampleWeight < 0 || cfg.Fuse.DocWeight < 0:
 		return nil, fmt.Errorf("retriever: example and doc weights must be zero or more, got %v and %v", cfg.Fuse.ExampleWeight, cfg.Fuse.DocWeight)
 	}
-	r := &Retriever{search: search, embedder: embedder, catalogs: catalogs, cfg: cfg, graphs: newGraphCache()}
-	r.reads.log = zap.NewNop()
+	r := &Retriever{search: search, embedder: embedder, catalogs: catalogs, cfg: cfg, graphs: newGraphCache(), analysed: newAnalysedCache()}
+	r.reads.log, r.reads.kept.max = zap.NewNop(), readsCacheMax
 	for _, opt := range opts {
 		opt(r)
 	}
