@@ -81,13 +81,8 @@ func (d *doc) dot(q []float32) float32 {
 // the entries take less room than the dense vector, and a dot product
 // fewer steps.
 func (d *doc) setVector(v []float32) {
-	nz := 0
-	for _, x := range v {
-		if x != 0 {
-			nz++
-		}
-	}
-	if len(v) > math.MaxUint16 || nz*3 >= 2*len(v) {
+	nz := nonZero(v)
+	if len(v) > math.MaxUint16 || !sparseAt(nz, len(v)) {
 		d.vec = v
 		return
 	}

@@ -89,23 +89,28 @@ func (v *vectors) inherit(changed int) *vectors {
 	return n
 }
 
-// vectorIndex returns the snapshot's index, building it when there is none or
-// too much has changed since. A search that finds another building it
-// scans directly (nil) rather than wait.
+// vectorIndex returns the snapshot's index, building it when there is
+// none or too much has changed since. A search that finds another
+// building it scans directly (nil) rather than wait.
 func (s *Snapshot) vectorIndex() *vectorIndex {
 	v := s.vecs
-	idx := v.idx.Load()
-	if idx != nil && v.stale.Load()*staleShare <= int64(s.live) {
+	current := func() *vectorIndex {
+		if idx := v.idx.Load(); idx != nil && v.stale.Load()*staleShare <= int64(s.live) {
+			return idx
+		}
+		return nil
+	}
+	if idx := current(); idx != nil {
 		return idx
 	}
 	if !v.mu.TryLock() {
 		return nil
 	}
 	defer v.mu.Unlock()
-	if idx = v.idx.Load(); idx != nil && v.stale.Load()*staleShare <= int64(s.live) {
+	if idx := current(); idx != nil {
 		return idx
 	}
-	idx = buildVectorIndex(s.dim, s.docs)
+	idx := buildVectorIndex(s.dim, s.docs)
 	v.idx.Store(idx)
 	v.stale.Store(0)
 	return idx
@@ -140,7 +145,7 @@ func (s *Snapshot) vectorScores(q []float32, n int) (*[]float32, *vectorIndex) {
 // search of a small part of one (a schema named), a dense question, or
 // one that finds another search building the index, scans.
 func (s *Snapshot) worthIndexing(q []float32, n int) *vectorIndex {
-	if s.live < minIndexedDocs || n*staleShare < s.live || !sparse(q) {
+	if s.live < minIndexedDocs || n*staleShare < s.live || !sparseAt(nonZero(q), len(q)) {
 		return nil
 	}
 	vi := s.vectorIndex()
@@ -162,17 +167,22 @@ func (s *Snapshot) worthIndexing(q []float32, n int) *vectorIndex {
 	return vi
 }
 
-// sparse says whether under two thirds of v is non-zero, as setVector
-// decides how to keep a chunk's vector.
-func sparse(v []float32) bool {
+// nonZero counts v's non-zero entries.
+func nonZero(v []float32) int {
 	nz := 0
 	for _, x := range v {
 		if x != 0 {
 			nz++
 		}
 	}
-	return nz*3 < 2*len(v)
+	return nz
 }
+
+// sparseAt says whether a vector of n entries, nz of them non-zero, is
+// sparse: under two thirds non-zero. A chunk's vector so kept takes less
+// room as its entries (setVector), and a question so made is cheaper
+// looked up in the index.
+func sparseAt(nz, n int) bool { return nz*3 < 2*n }
 
 // score is a chunk's cosine with q: from the index's scores when the
 // index holds the chunk as it is now, else directly.
