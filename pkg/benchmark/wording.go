@@ -13,8 +13,8 @@ import (
 )
 
 // wording is how each look-alike copy says its words (LookAlike.Words):
-// per copy schema, its own words for the original's, the original schema
-// it copies, and the renames that follow.
+// per copy schema, its own words for the original's and the renames that
+// follow.
 type wording struct {
 	copies map[string]*copyWords // by the copy's schema name before renaming
 	// of lists each original schema's copies, in copy order (2, 3, …).
@@ -23,10 +23,9 @@ type wording struct {
 
 // copyWords is one copy's wording.
 type copyWords struct {
-	original string
-	words    map[string]string // original word → the copy's, lower case, singular
-	schema   string            // the copy's schema name after renaming
-	tables   map[string]string // lower-case original table name → the copy's
+	words  map[string]string // original word → the copy's, lower case, singular
+	schema string            // the copy's schema name after renaming
+	tables map[string]string // lower-case original table name → the copy's
 }
 
 // newWording picks, for each copy in whole of a schema of cat, another
@@ -47,15 +46,19 @@ func newWording(cat, whole *catalog.Catalog, la LookAlike, rng *rand.Rand) *word
 		schemas[s] = true
 	}
 	format := copyFormat(schemas, la.Copies)
+	copied := map[string]bool{}
+	for _, s := range whole.Schemas() {
+		copied[s] = !schemas[s]
+	}
 	w := &wording{copies: map[string]*copyWords{}, of: map[string][]string{}}
 	for _, orig := range cat.Schemas() {
 		used := usedWords(cat, orig)
 		for k := 2; k <= la.Copies; k++ {
 			name := orig + fmt.Sprintf(format, k)
-			if !slices.Contains(whole.Schemas(), name) {
+			if !copied[name] {
 				continue
 			}
-			cw := &copyWords{original: orig, words: otherWords(used, groups, la.Words, rng), tables: map[string]string{}}
+			cw := &copyWords{words: otherWords(used, groups, la.Words, rng), tables: map[string]string{}}
 			cw.schema = sayAnotherWay(name, cw.words)
 			w.copies[name] = cw
 			w.of[orig] = append(w.of[orig], name)
