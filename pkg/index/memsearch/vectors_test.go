@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -56,19 +57,9 @@ func scan(s *Snapshot, q index.VectorQuery) []index.Hit {
 		case a.Score < b.Score:
 			return 1
 		}
-		return compareIDs(a.Chunk.ID, b.Chunk.ID)
+		return strings.Compare(a.Chunk.ID, b.Chunk.ID)
 	})
 	return hits[:min(q.Limit, len(hits))]
-}
-
-func compareIDs(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // The vector index answers exactly as scoring every chunk does, the
