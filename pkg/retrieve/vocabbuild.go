@@ -1,0 +1,417 @@
+package retrieve
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// A vocabulary is built per catalog version, and a search waits for it
+// after a migration. Rebuilt whole, most of its cost went to analysing
+// names that had not changed. So each schema's share is kept apart
+// (schemaVocab), reused while the schema's tables and views are the same
+// objects (catalogs share what a migration did not change), and the
+// whole is the previous version's with only the changed schemas taken
+// out and put back in. vocab_test.go holds the result to a plain
+// rebuild.
+
+// schemaVocab is one schema's share of a vocabulary.
+type schemaVocab struct {
+	objs    []any // its tables and views, in catalog order: what it was built from
+	names   map[string]bool
+	columns map[string]bool
+	post    map[string]float64 // term → weighted count (names twice, columns once), compounds too
+	length  float64
+	heads   map[string][]string // head → this schema's compounds ending in it
+	idents  map[string][]string // table, view and column name, lower case → this schema's tables and views that have it
+	objDF   map[string]int      // term → how many of its tables and views have it in their name or columns
+	counted int                 // its tables and views, partitions aside: what objDF counts
+}
+
+func newSchemaVocab(schema string, objs []any) *schemaVocab {
+	p := &schemaVocab{objs: objs, names: map[string]bool{}, columns: map[string]bool{}, post: map[string]float64{}, heads: map[string][]string{},
+		idents: map[string][]string{}, objDF: map[string]int{}}
+	schemaTerms := text.Terms(schema)
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *catalog.Table:
+			// A partition is its parent's rows, not a table of its own:
+			// it counts in neither objDF nor the identifiers. Its parent
+			// is the table a query names, and a table of many partitions
+			// would make every word of it common and push every one of
+			// its names past maxIdentifierOwners.
+			p.object(schemaTerms, o.Name, o.Renamed, o.Columns, o.PartitionOf == nil)
+			if o.PartitionOf == nil {
+				p.identify(o.QualName().Key(), o.Name, o.Renamed, o.Columns)
+			}
+		case *catalog.View:
+			p.object(schemaTerms, o.Name, o.Renamed, o.Columns, true)
+			p.identify(o.QualName().Key(), o.Name, o.Renamed, o.Columns)
+		}
+	}
+	p.fileHeads()
+	return p
+}
+
+// object files the terms of one table's or view's names and columns;
+// counted says whether it counts in objDF.
+func (p *schemaVocab) object(schemaTerms []string, name string, renamed []catalog.Rename, columns []*catalog.Column, counted bool) {
+	for _, t := range schemaTerms {
+		p.names[t] = true
+	}
+	has := map[string]bool{}
+	// Former names are names of the object too, a question may still
+	// use them; each is its own phrase for compounds.
+	for _, n := range namesOf(name, renamed) {
+		ts := text.Terms(n)
+		for _, t := range ts {
+			p.names[t] = true
+			has[t] = true
+		}
+		p.count(ts, 2)
+	}
+	for _, c := range columns {
+		for _, n := range columnNamesOf(c) {
+			ts := text.Terms(n)
+			for _, t := range ts {
+				p.columns[t] = true
+				has[t] = true
+			}
+			p.count(ts, 1)
+		}
+	}
+	if counted {
+		for t := range has {
+			p.objDF[t]++
+		}
+		p.counted++
+	}
+}
+
+// count adds one phrase's terms and compounds to the schema as a
+// document, each with weight w.
+func (p *schemaVocab) count(terms []string, w float64) {
+	for _, t := range append(terms, text.Compounds(terms)...) {
+		p.post[t] += w
+		p.length += w
+	}
+}
+
+// identify files the relation key under its name, former names and
+// column names, lower case.
+func (p *schemaVocab) identify(key, name string, renamed []catalog.Rename, columns []*catalog.Column) {
+	p.ident(name, key)
+	for _, r := range renamed {
+		p.ident(formerName(r), key)
+	}
+	for _, c := range columns {
+		p.ident(c.Name, key)
+	}
+}
+
+func (p *schemaVocab) ident(name, key string) {
+	n := strings.ToLower(name)
+	// One table's names come together: a repeat (a column named like
+	// its table) is the last key.
+	if l := p.idents[n]; len(l) == 0 || l[len(l)-1] != key {
+		p.idents[n] = append(l, key)
+	}
+}
+
+// fileHeads files each run-together term under its head, the last part.
+// Only the head leads to the compound: a productcategory is a kind of
+// category record, and a question about products is not about it. With
+// both parts, the compound's rare term pulled it to the top of every
+// question about products.
+func (p *schemaVocab) fileHeads() {
+	uses := func(t string) bool { return p.names[t] || p.columns[t] }
+	for _, m := range []map[string]bool{p.names, p.columns} {
+		for t := range m {
+			if _, head, ok := split(t, uses); ok && !slices.Contains(p.heads[head], t) {
+				p.heads[head] = append(p.heads[head], t)
+			}
+		}
+	}
+}
+
+// words calls fn with each distinct term of the schema's names and
+// columns (what df counts).
+func (p *schemaVocab) words(fn func(string)) {
+	for t := range p.names {
+		fn(t)
+	}
+	for t := range p.columns {
+		if !p.names[t] {
+			fn(t)
+		}
+	}
+}
+
+// objectsBySchema groups cat's tables, then its views, by schema.
+func objectsBySchema(cat *catalog.Catalog) map[string][]any {
+	out := map[string][]any{}
+	for _, t := range cat.Tables() {
+		out[t.Schema] = append(out[t.Schema], t)
+	}
+	for _, v := range cat.Views() {
+		out[v.Schema] = append(out[v.Schema], v)
+	}
+	return out
+}
+
+// newVocab builds cat's vocabulary from prev's (nil: from nothing),
+// analysing only the schemas whose objects changed.
+func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
+	if prev == nil {
+		prev = emptyVocab()
+	}
+	parts, gone, came := schemaChanges(cat, prev)
+	u := newVocabUpdate(prev, parts)
+	for _, schema := range gone {
+		u.remove(schema, prev.parts[schema])
+	}
+	for _, schema := range came {
+		u.add(schema, parts[schema])
+	}
+	u.sumCollection()
+	u.refileDeletions()
+	u.settleHeads()
+	return u.v
+}
+
+// schemaChanges returns cat's schemas' shares, reusing prev's where the
+// objects are the same, with the schemas whose share leaves (gone) and
+// comes in (came): a changed schema is both.
+func schemaChanges(cat *catalog.Catalog, prev *vocab) (parts map[string]*schemaVocab, gone, came []string) {
+	parts = map[string]*schemaVocab{}
+	for schema, objs := range objectsBySchema(cat) {
+		if old := prev.parts[schema]; old != nil && slices.Equal(old.objs, objs) {
+			parts[schema] = old
+			continue
+		}
+		parts[schema] = newSchemaVocab(schema, objs)
+		came = append(came, schema)
+		if prev.parts[schema] != nil {
+			gone = append(gone, schema)
+		}
+	}
+	for schema := range prev.parts {
+		if parts[schema] == nil {
+			gone = append(gone, schema)
+		}
+	}
+	return parts, gone, came
+}
+
+// vocabUpdate is one build of a vocabulary from the previous one. Inner
+// maps are shared with prev until changed: each is copied once, on its
+// first change, and the owned sets record which; the last stages visit
+// only what changed.
+type vocabUpdate struct {
+	prev, v                    *vocab
+	posted, headed, identified map[string]bool
+	words                      map[string]bool // terms whose df changed
+}
+
+func newVocabUpdate(prev *vocab, parts map[string]*schemaVocab) *vocabUpdate {
+	return &vocabUpdate{
+		prev: prev,
+		v: &vocab{
+			parts:    parts,
+			names:    maps.Clone(prev.names),
+			columns:  maps.Clone(prev.columns),
+			df:       maps.Clone(prev.df),
+			postings: maps.Clone(prev.postings),
+			length:   maps.Clone(prev.length),
+			coll:     maps.Clone(prev.coll),
+			deletes:  maps.Clone(prev.deletes),
+			heads:    maps.Clone(prev.heads),
+			headRefs: maps.Clone(prev.headRefs),
+			idents:   maps.Clone(prev.idents),
+			objDF:    maps.Clone(prev.objDF),
+			objects:  prev.objects,
+		},
+		posted: map[string]bool{}, headed: map[string]bool{}, identified: map[string]bool{}, words: map[string]bool{},
+	}
+}
+
+func (u *vocabUpdate) posting(t string) map[string]float64 {
+	return ownInner(u.v.postings, u.posted, t)
+}
+
+func (u *vocabUpdate) identifying(n string) map[string]int {
+	return ownInner(u.v.idents, u.identified, n)
+}
+
+func (u *vocabUpdate) heading(h string) map[string]int {
+	return ownInner(u.v.headRefs, u.headed, h)
+}
+
+// remove takes schema's share p out.
+func (u *vocabUpdate) remove(schema string, p *schemaVocab) {
+	v := u.v
+	delete(v.names, schema)
+	delete(v.columns, schema)
+	delete(v.length, schema)
+	for t := range p.post {
+		delete(u.posting(t), schema)
+	}
+	for n := range p.idents {
+		delete(u.identifying(n), schema)
+	}
+	for t, n := range p.objDF {
+		if v.objDF[t] -= n; v.objDF[t] == 0 {
+			delete(v.objDF, t)
+		}
+	}
+	v.objects -= p.counted
+	p.words(func(t string) { v.df[t]--; u.words[t] = true })
+	for h, cs := range p.heads {
+		refs := u.heading(h)
+		for _, c := range cs {
+			refs[c]--
+		}
+	}
+}
+
+// add puts schema's share p in.
+func (u *vocabUpdate) add(schema string, p *schemaVocab) {
+	v := u.v
+	v.names[schema], v.columns[schema], v.length[schema] = p.names, p.columns, p.length
+	for t, w := range p.post {
+		u.posting(t)[schema] = w
+	}
+	for n, keys := range p.idents {
+		u.identifying(n)[schema] = len(keys)
+	}
+	for t, n := range p.objDF {
+		v.objDF[t] += n
+	}
+	v.objects += p.counted
+	p.words(func(t string) { v.df[t]++; u.words[t] = true })
+	for h, cs := range p.heads {
+		refs := u.heading(h)
+		for _, c := range cs {
+			refs[c]++
+		}
+	}
+}
+
+// sumCollection sums the changed terms' collection counts and the total
+// length again from the postings, rather than adjusting them, so that
+// no rounding builds up over a long history; and drops the postings and
+// identifiers no schema has any more.
+func (u *vocabUpdate) sumCollection() {
+	v := u.v
+	for t := range u.posted {
+		if len(v.postings[t]) == 0 {
+			delete(v.postings, t)
+			delete(v.coll, t)
+			continue
+		}
+		var sum float64
+		for _, w := range v.postings[t] {
+			sum += w
+		}
+		v.coll[t] = sum
+	}
+	for n := range u.identified {
+		if len(v.idents[n]) == 0 {
+			delete(v.idents, n)
+		}
+	}
+	v.total = 0
+	for _, l := range v.length {
+		v.total += l
+	}
+}
+
+// refileDeletions files the terms that came into the vocabulary in the
+// symmetric-delete index, and takes out those that left it.
+func (u *vocabUpdate) refileDeletions() {
+	v := u.v
+	for t := range u.words {
+		was, is := u.prev.df[t] > 0, v.df[t] > 0
+		if !is {
+			delete(v.df, t)
+		}
+		switch {
+		case is && !was:
+			deletions(t, func(d string) { v.deletes[d] = append(slices.Clip(v.deletes[d]), t) })
+		case was && !is:
+			deletions(t, func(d string) {
+				rest := slices.DeleteFunc(slices.Clone(v.deletes[d]), func(x string) bool { return x == t })
+				if len(rest) == 0 {
+					delete(v.deletes, d)
+				} else {
+					v.deletes[d] = rest
+				}
+			})
+		}
+	}
+}
+
+// settleHeads lists again the compounds of each changed head that some
+// schema still has.
+func (u *vocabUpdate) settleHeads() {
+	v := u.v
+	for h := range u.headed {
+		var cs []string
+		for c, n := range v.headRefs[h] {
+			if n > 0 {
+				cs = append(cs, c)
+			} else {
+				delete(v.headRefs[h], c)
+			}
+		}
+		if len(cs) == 0 {
+			delete(v.heads, h)
+			delete(v.headRefs, h)
+			continue
+		}
+		slices.Sort(cs) // map order must not leak into query order
+		v.heads[h] = cs
+	}
+}
+
+// ownInner returns m[k] for writing: a copy of the inner map shared with
+// the previous vocabulary, made on the first call for k (recorded in
+// owned).
+func ownInner[V any](m map[string]map[string]V, owned map[string]bool, k string) map[string]V {
+	if !owned[k] {
+		owned[k] = true
+		m[k] = maps.Clone(m[k])
+		if m[k] == nil {
+			m[k] = map[string]V{}
+		}
+	}
+	return m[k]
+}
+
+// emptyVocab is the vocabulary of no catalog, the start of a build from
+// nothing: its maps exist, so that their clones do too.
+func emptyVocab() *vocab {
+	return &vocab{names: map[string]map[string]bool{}, columns: map[string]map[string]bool{}, df: map[string]int{},
+		postings: map[string]map[string]float64{}, length: map[string]float64{}, coll: map[string]float64{},
+		deletes: map[string][]string{}, heads: map[string][]string{}, headRefs: map[string]map[string]int{},
+		idents: map[string]map[string]int{}, objDF: map[string]int{}}
+}
+
+// deletions calls fn with the keys a term is filed under in the
+// symmetric-delete index: itself and each one-letter deletion (a doubled
+// letter deletes to one variant). Terms under three letters are not
+// filed.
+func deletions(t string, fn func(string)) {
+	if len(t) < 3 {
+		return
+	}
+	fn(t)
+	for i := range len(t) {
+		if i == 0 || t[i] != t[i-1] {
+			fn(t[:i] + t[i+1:])
+		}
+	}
+}
