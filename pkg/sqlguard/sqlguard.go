@@ -105,8 +105,37 @@ func Check(sql string, cat *catalog.Catalog) (*Result, error) {
 	return CheckWith(sql, cat, Options{})
 }
 
-// CheckWith is Check with options.
+// CheckWith is Check with options. It reads as its stages: one
+// statement, a walk that refuses what writes or leaks and collects what
+// the query names, then the names checked against the catalog.
 func CheckWith(sql string, cat *catalog.Catalog, opts Options) (*Result, error) {
+	root, err := oneQuery(sql)
+	if err != nil {
+		return nil, err
+	}
+	q := &queryScan{opts: opts, cat: cat, ctes: map[string]bool{}, aliases: map[string]bool{}, warnings: recursionWarning(root.GetSelectStmt())}
+	pgtree.Walk(root, q.visit)
+	if q.problem != nil {
+		return nil, q.problem
+	}
+	res := &Result{Warnings: q.warnings}
+	if cat == nil {
+		return res, nil
+	}
+	read, err := q.resolveReads(res)
+	if err != nil {
+		return nil, err
+	}
+	if bad := unknownColumns(read, q.colRefs); len(bad) > 0 {
+		return nil, reject(ErrUnknownColumn, "%s", strings.Join(bad, "; "))
+	}
+	res.Warnings = append(res.Warnings, columnWarnings(read, q.colRefs, q.aliases)...)
+	return res, nil
+}
+
+// oneQuery parses sql as exactly one read-only query and returns its
+// statement.
+func oneQuery(sql string) (*pg.Node, error) {
 	tree, err := pgtree.Parse(sql)
 	if err != nil {
 		return nil, reject(ErrInvalid, "%v", err)
@@ -118,91 +147,107 @@ func CheckWith(sql string, cat *catalog.Catalog, opts Options) (*Result, error) 
 		return nil, reject(ErrUnsafe, "%d statements; exactly one is allowed", n)
 	}
 	root := tree.Stmts[0].Stmt
-	sel := root.GetSelectStmt()
-	if sel == nil {
+	if root.GetSelectStmt() == nil {
 		return nil, reject(ErrUnsafe, "%s is not a read-only query; only SELECT, WITH … SELECT and VALUES are allowed", statementKind(root))
 	}
-	var problem *Rejection
-	ctes := map[string]bool{}
-	var rels []*pg.RangeVar
-	var colRefs [][]string
-	aliases := map[string]bool{}
-	warnings := recursionWarning(sel)
-	pgtree.Walk(root, func(n *pg.Node) {
-		if problem != nil {
-			return
-		}
-		rej, warn := exposure(n, opts)
-		if rej != nil {
-			problem = rej
-			return
-		}
-		for _, w := range warn {
-			warnings = appendOnce(warnings, w)
-		}
-		switch {
-		case n.GetSelectStmt() != nil:
-			s := n.GetSelectStmt()
-			if s.IntoClause != nil {
-				problem = reject(ErrUnsafe, "SELECT … INTO creates a table")
-			} else if len(s.LockingClause) > 0 {
-				problem = reject(ErrUnsafe, "FOR UPDATE/SHARE takes row locks")
-			}
-		case n.GetInsertStmt() != nil, n.GetUpdateStmt() != nil, n.GetDeleteStmt() != nil, n.GetMergeStmt() != nil:
-			problem = reject(ErrUnsafe, "a data-modifying statement (%s) inside the query", statementKind(n))
-		case n.GetCommonTableExpr() != nil:
-			ctes[n.GetCommonTableExpr().Ctename] = true
-			for _, c := range pgtree.Strings(n.GetCommonTableExpr().Aliascolnames) {
-				aliases[c] = true
-			}
-		case n.GetFuncCall() != nil:
-			names := pgtree.Strings(n.GetFuncCall().Funcname)
-			switch name := strings.ToLower(names[len(names)-1]); {
-			case hasSideEffects(name):
-				problem = reject(ErrUnsafe, "function %s() has side effects", strings.Join(names, "."))
-			default:
-				if ok, why := functionAllowed(names, cat); !ok {
-					problem = reject(ErrUnsafe, "function %s() %s (see docs/ask.md)", strings.Join(names, "."), why)
-				}
-			}
-		case n.GetRangeVar() != nil:
-			rels = append(rels, n.GetRangeVar())
-		case n.GetColumnRef() != nil:
-			colRefs = append(colRefs, pgtree.Strings(n.GetColumnRef().Fields))
-		case n.GetResTarget() != nil && n.GetResTarget().Name != "":
-			aliases[n.GetResTarget().Name] = true
-		case n.GetAlias() != nil:
-			aliases[n.GetAlias().Aliasname] = true
-			for _, c := range pgtree.Strings(n.GetAlias().Colnames) {
-				aliases[c] = true
-			}
-		}
-	})
-	if problem != nil {
-		return nil, problem
+	return root, nil
+}
+
+// queryScan is one walk over a query's tree: the first problem it meets,
+// and the relations, columns and aliases the query names.
+type queryScan struct {
+	opts     Options
+	cat      *catalog.Catalog
+	problem  *Rejection
+	warnings []string
+	ctes     map[string]bool
+	rels     []*pg.RangeVar
+	colRefs  [][]string
+	aliases  map[string]bool
+}
+
+func (q *queryScan) visit(n *pg.Node) {
+	if q.problem != nil {
+		return
 	}
-	res := &Result{Warnings: warnings}
-	if cat == nil {
-		return res, nil
+	rej, warn := exposure(n, q.opts)
+	if rej != nil {
+		q.problem = rej
+		return
 	}
+	for _, w := range warn {
+		q.warnings = appendOnce(q.warnings, w)
+	}
+	switch {
+	case n.GetSelectStmt() != nil:
+		s := n.GetSelectStmt()
+		if s.IntoClause != nil {
+			q.problem = reject(ErrUnsafe, "SELECT … INTO creates a table")
+		} else if len(s.LockingClause) > 0 {
+			q.problem = reject(ErrUnsafe, "FOR UPDATE/SHARE takes row locks")
+		}
+	case n.GetInsertStmt() != nil, n.GetUpdateStmt() != nil, n.GetDeleteStmt() != nil, n.GetMergeStmt() != nil:
+		q.problem = reject(ErrUnsafe, "a data-modifying statement (%s) inside the query", statementKind(n))
+	case n.GetCommonTableExpr() != nil:
+		q.ctes[n.GetCommonTableExpr().Ctename] = true
+		q.alias("", n.GetCommonTableExpr().Aliascolnames)
+	case n.GetFuncCall() != nil:
+		q.problem = q.function(pgtree.Strings(n.GetFuncCall().Funcname))
+	case n.GetRangeVar() != nil:
+		q.rels = append(q.rels, n.GetRangeVar())
+	case n.GetColumnRef() != nil:
+		q.colRefs = append(q.colRefs, pgtree.Strings(n.GetColumnRef().Fields))
+	case n.GetResTarget() != nil && n.GetResTarget().Name != "":
+		q.aliases[n.GetResTarget().Name] = true
+	case n.GetAlias() != nil:
+		q.alias(n.GetAlias().Aliasname, n.GetAlias().Colnames)
+	}
+}
+
+// alias records a name (if any) and column names the query gives.
+func (q *queryScan) alias(name string, cols []*pg.Node) {
+	if name != "" {
+		q.aliases[name] = true
+	}
+	for _, c := range pgtree.Strings(cols) {
+		q.aliases[c] = true
+	}
+}
+
+// function refuses a call with side effects or one the catalog does not
+// allow.
+func (q *queryScan) function(names []string) *Rejection {
+	if hasSideEffects(strings.ToLower(names[len(names)-1])) {
+		return reject(ErrUnsafe, "function %s() has side effects", strings.Join(names, "."))
+	}
+	if ok, why := functionAllowed(names, q.cat); !ok {
+		return reject(ErrUnsafe, "function %s() %s (see docs/ask.md)", strings.Join(names, "."), why)
+	}
+	return nil
+}
+
+// resolveReads finds each relation the query reads in the catalog (CTEs
+// aside), refusing system catalogs unless allowed and naming every
+// relation the catalog lacks; it fills res.Tables, sorted.
+func (q *queryScan) resolveReads(res *Result) ([]relation, error) {
 	var unknown []string
 	seen := map[string]bool{}
 	var read []relation
-	for _, rv := range rels {
-		if rv.Schemaname == "" && ctes[rv.Relname] {
+	for _, rv := range q.rels {
+		if rv.Schemaname == "" && q.ctes[rv.Relname] {
 			continue
 		}
 		if systemSchemas[rv.Schemaname] {
 			// System catalogs and statistics views show other databases'
 			// objects, roles and sessions: not what a question about this
 			// schema needs, unless the request says so.
-			if !opts.SystemCatalogs {
+			if !q.opts.SystemCatalogs {
 				return nil, reject(ErrUnsafe, "reads the system catalog %s.%s; queries may read only the database's own tables and views (a request may allow system catalogs)", rv.Schemaname, rv.Relname)
 			}
 			res.Warnings = appendOnce(res.Warnings, fmt.Sprintf("reads the system catalog %s.%s", rv.Schemaname, rv.Relname))
 			continue
 		}
-		r, ok := resolve(cat, rv, opts.Schema)
+		r, ok := resolve(q.cat, rv, q.opts.Schema)
 		if !ok {
 			name := rv.Relname
 			if rv.Schemaname != "" {
@@ -222,14 +267,10 @@ func CheckWith(sql string, cat *catalog.Catalog, opts Options) (*Result, error) 
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, reject(ErrUnknownTable, "%s not in database %s (catalog version %d)", plural(unknown), cat.Database, cat.Version)
+		return nil, reject(ErrUnknownTable, "%s not in database %s (catalog version %d)", plural(unknown), q.cat.Database, q.cat.Version)
 	}
 	sort.Strings(res.Tables)
-	if bad := unknownColumns(read, colRefs); len(bad) > 0 {
-		return nil, reject(ErrUnknownColumn, "%s", strings.Join(bad, "; "))
-	}
-	res.Warnings = append(res.Warnings, columnWarnings(read, colRefs, aliases)...)
-	return res, nil
+	return read, nil
 }
 
 // systemColumns every table has besides its own.
