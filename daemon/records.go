@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -224,23 +223,13 @@ func (d *Daemon) deleteExamples(ctx context.Context, who *principal, req *Exampl
 	if err != nil {
 		return nil, err
 	}
-	stored, err := recs.Examples(ctx, req.Database)
-	if err != nil {
-		return nil, fmt.Errorf("examples of %s: %w", req.Database, err)
-	}
-	// A delete of an id that is not there is a mistake to name, not a
-	// success to report.
-	var missing []string
-	for _, id := range req.IDs {
-		if !slices.ContainsFunc(stored, func(s client.StoredExample) bool { return s.ID == id }) {
-			missing = append(missing, events.Quote(id))
-		}
-	}
-	if len(missing) > 0 {
-		return nil, events.Errorf(events.CodeNotFound, "%s has no example %s; nothing was deleted", req.Database, strings.Join(missing, ", "))
-	}
 	pubs, err := recs.DeleteExamples(ctx, req.Database, req.IDs)
-	if err != nil {
+	switch {
+	case errors.Is(err, client.ErrNoExample):
+		// A delete of an id that is not there is a mistake to name,
+		// not a success to report.
+		return nil, events.Errorf(events.CodeNotFound, "%v; nothing was deleted", err)
+	case err != nil:
 		return nil, events.Errorf(events.CodeStreamUnavailable, "the stream did not take the delete (%v); sending it again is safe", err)
 	}
 	out := &ExamplesDeleteReply{Database: req.Database, Deleted: req.IDs}

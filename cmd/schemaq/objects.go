@@ -256,17 +256,11 @@ func deleteExamples(ctx, rctx context.Context, e *env, cli *client.Client, c *cl
 			return usagef("examples delete: id %d (%s) is empty, over 256 bytes or has white space", i+1, events.Quote(id))
 		}
 	}
-	stored, err := cli.Examples(rctx, *c.db)
-	if err != nil {
-		return err
-	}
-	if err := allStored(ids, len(stored), func(id string) bool {
-		return slices.ContainsFunc(stored, func(s client.StoredExample) bool { return s.ID == id })
-	}, "example", *c.db); err != nil {
-		return err
-	}
 	since := time.Now()
 	pubs, err := cli.DeleteExamples(rctx, *c.db, ids)
+	if errors.Is(err, client.ErrNoExample) {
+		return &events.Error{Code: events.CodeNotFound, Message: fmt.Sprintf("%v (examples list shows what it has); nothing was deleted", err)}
+	}
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nuid"
@@ -117,10 +118,20 @@ func (c *Client) fold(ctx context.Context, db, subject string, fn func(ev *event
 }
 
 // DeleteExamples publishes one examples.delete event per thousand ids.
-// Each event has a unique id (retries of one publish keep it): a delete
-// of an example published again after an earlier delete must not be
-// dropped as a duplicate.
+// Every id must be one of db's stored examples: a delete naming one
+// that is not is a mistake to name (ErrNoExample, with every such id),
+// not a success to report, and then nothing is published. Each event has
+// a unique id (retries of one publish keep it): a delete of an example
+// published again after an earlier delete must not be dropped as a
+// duplicate.
 func (c *Client) DeleteExamples(ctx context.Context, db string, ids []string) ([]Published, error) {
+	stored, err := c.Examples(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if err := allStoredExamples(db, ids, stored); err != nil {
+		return nil, err
+	}
 	var out []Published
 	now := time.Now()
 	for start := 0; start < len(ids); start += events.MaxExamplesDeleted {
@@ -137,6 +148,38 @@ func (c *Client) DeleteExamples(ctx context.Context, db string, ids []string) ([
 	}
 	return out, nil
 }
+
+// allStoredExamples is nil when every id is one of stored, and otherwise
+// names those that are not.
+func allStoredExamples(db string, ids []string, stored []StoredExample) error {
+	have := make(map[string]bool, len(stored))
+	for _, s := range stored {
+		have[s.ID] = true
+	}
+	var missing []string
+	for _, id := range ids {
+		if !have[id] {
+			missing = append(missing, events.Quote(id))
+		}
+	}
+	if len(missing) > 0 {
+		return &missingExamples{db: db, ids: missing}
+	}
+	return nil
+}
+
+// missingExamples names the ids a database has no example of; it is
+// ErrNoExample.
+type missingExamples struct {
+	db  string
+	ids []string // quoted
+}
+
+func (e *missingExamples) Error() string {
+	return fmt.Sprintf("%s has no example %s", e.db, strings.Join(e.ids, ", "))
+}
+
+func (e *missingExamples) Is(target error) bool { return target == ErrNoExample }
 
 // ErrNoExample is an id the database has no example of.
 var ErrNoExample = errors.New("no such example")

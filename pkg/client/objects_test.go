@@ -2,11 +2,14 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/streams"
 )
 
@@ -57,23 +60,50 @@ func TestExamplesFoldTheStream(t *testing.T) {
 	if _, err := cli.DeleteExamples(ctx, "shop", deleted); err != nil {
 		t.Fatal(err)
 	}
-	// Deleting again is harmless, and not dropped as a duplicate.
+	// A delete naming ids that are not stored names every one of them and
+	// publishes nothing, not even for the ids that are.
+	lastSeq := func() uint64 {
+		t.Helper()
+		st, err := js.Stream(ctx, events.Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+	before := lastSeq()
+	_, err := cli.DeleteExamples(ctx, "shop", []string{"x00010", deleted[0], "nope"})
+	if !errors.Is(err, client.ErrNoExample) || !strings.Contains(err.Error(), `shop has no example "x02000", "nope"`) || strings.Contains(err.Error(), "x00010") {
+		t.Fatalf("a delete of what is not stored: %v", err)
+	}
+	if after := lastSeq(); after != before {
+		t.Fatalf("a refused delete published: last sequence %d, was %d", after, before)
+	}
+	// Published again and deleted again: the second delete of the same
+	// ids is not dropped as a duplicate of the first.
+	republish := func(name string) uint64 {
+		back := make([]events.Example, 10)
+		for i := range back {
+			back[i] = events.Example{ID: deleted[i], Question: "back " + deleted[i], SQL: "SELECT 2 FROM t"}
+		}
+		return publish("shop", name, &events.ExamplesUpsert{Examples: back})
+	}
+	republish("back-1")
 	pubs, err := cli.DeleteExamples(ctx, "shop", deleted[:10])
 	if err != nil || len(pubs) != 1 || pubs[0].Duplicate {
 		t.Fatalf("a second delete: %+v %v", pubs, err)
 	}
-	back := make([]events.Example, 10)
-	for i := range back {
-		back[i] = events.Example{ID: deleted[i], Question: "back " + deleted[i], SQL: "SELECT 2 FROM t"}
-	}
-	backSeq := publish("shop", "back", &events.ExamplesUpsert{Examples: back})
+	backSeq := republish("back-2")
 	editSeq := publish("shop", "edit", &events.ExamplesUpsert{Examples: []events.Example{{ID: "x00007", Question: "question 7, edited", SQL: "SELECT 7 FROM t", Origin: events.OriginFeedback}}})
 
 	got, err := cli.Examples(ctx, "shop")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := batches*per - len(deleted) + len(back) + 1; len(got) != want {
+	if want := batches*per - len(deleted) + 10 + 1; len(got) != want {
 		t.Fatalf("%d examples, want %d", len(got), want)
 	}
 	byID := map[string]int{}
