@@ -90,7 +90,7 @@ func (b *benchSystemFlags) startSystem(ctx context.Context, e *env) (*benchSyste
 		if err != nil {
 			return nil, fmt.Errorf("bench: --tables: %w", err)
 		}
-		sql = strings.Join(copies, "\n")
+		sql = strings.Join(copies.Scripts, "\n")
 	}
 	dir, err := os.MkdirTemp("", "schemaq-bench-")
 	if err != nil {

@@ -3,6 +3,7 @@ package benchmark
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -73,10 +74,14 @@ CREATE TABLE notes (id int, body text);`
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(copies) != 3 {
-		t.Fatalf("%d copies for 7 tables of 3, want 3", len(copies))
+	if len(copies.Scripts) != 3 {
+		t.Fatalf("%d copies for 7 tables of 3, want 3", len(copies.Scripts))
 	}
-	third := copies[2]
+	want := map[string][]string{"shop": {"shop_2", "shop_3"}, "public": {"public_2", "public_3"}}
+	if !maps.EqualFunc(copies.Of, want, slices.Equal[[]string]) {
+		t.Errorf("copies named %v, want %v", copies.Of, want)
+	}
+	third := copies.Scripts[2]
 	for _, want := range []string{"CREATE SCHEMA shop_3", "shop_3.customers", "REFERENCES shop_3.customers", "shop_3.status", "public_3.notes"} {
 		if !strings.Contains(third, want) {
 			t.Errorf("copy 3 lacks %q:\n%s", want, third)

@@ -49,7 +49,7 @@ func lookAlike(cat *catalog.Catalog, source, sql string, la LookAlike, qs []Ques
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: look-alike copies: %w", err)
 	}
-	whole, err := catalog.Snapshot(cat.Database, source, strings.Join(copies, "\n"))
+	whole, err := catalog.Snapshot(cat.Database, source, strings.Join(copies.Scripts, "\n"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: look-alike copies: %w", err)
 	}
@@ -64,7 +64,7 @@ func lookAlike(cat *catalog.Catalog, source, sql string, la LookAlike, qs []Ques
 	if la.Words == 0 {
 		return whole, qs, nil
 	}
-	w := newWording(cat, whole, la, rng)
+	w := newWording(cat, copies.Of, la, rng)
 	if whole, err = w.apply(whole); err != nil {
 		return nil, nil, err
 	}

@@ -10,15 +10,25 @@ import (
 	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
+// Replicas are the copies Replicate makes.
+type Replicas struct {
+	// Scripts holds one SQL script per copy, the original first: each
+	// fits in an event on its own.
+	Scripts []string
+	// Of names each schema's copies (public's too), in copy order: the
+	// names Replicate gave them, which depend on what names the schema
+	// had taken already.
+	Of map[string][]string
+}
+
 // Replicate makes a schema of at least tables tables from sql by copying
 // it into renamed schemas (copy k renames schema s to s_k, and puts
 // unqualified objects in public_k), so load and scale can be measured at
 // sizes no real fixture has while the questions still find their words.
-// It returns one SQL script per copy: each fits in an event on its own.
-func Replicate(sql string, tables int) ([]string, error) {
+func Replicate(sql string, tables int) (Replicas, error) {
 	tree, err := pgtree.Parse(sql)
 	if err != nil {
-		return nil, fmt.Errorf("replicate: %w", err)
+		return Replicas{}, fmt.Errorf("replicate: %w", err)
 	}
 	per := 0
 	schemas := map[string]bool{"public": true}
@@ -31,17 +41,20 @@ func Replicate(sql string, tables int) ([]string, error) {
 		}
 	}
 	if per == 0 {
-		return nil, fmt.Errorf("replicate: the schema has no CREATE TABLE")
+		return Replicas{}, fmt.Errorf("replicate: the schema has no CREATE TABLE")
 	}
 	copies := max(1, (tables+per-1)/per)
 	format := copyFormat(schemas, copies)
-	out := []string{sql}
+	out := Replicas{Scripts: []string{sql}, Of: map[string][]string{}}
 	for k := 2; k <= copies; k++ {
 		c, err := pgtree.Parse(sql)
 		if err != nil {
-			return nil, err
+			return Replicas{}, err
 		}
 		suffix := fmt.Sprintf(format, k)
+		for s := range schemas {
+			out.Of[s] = append(out.Of[s], s+suffix)
+		}
 		// rename moves a schema-qualified type name to the copy's schema.
 		rename := func(names []*pg.Node) {
 			if len(names) == 2 {
@@ -73,9 +86,9 @@ func Replicate(sql string, tables int) ([]string, error) {
 		extra = append(extra, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS public%s;", suffix))
 		body, err := pg.Deparse(c)
 		if err != nil {
-			return nil, fmt.Errorf("replicate: copy %d: %w", k, err)
+			return Replicas{}, fmt.Errorf("replicate: copy %d: %w", k, err)
 		}
-		out = append(out, strings.Join(extra, "\n")+"\n"+body+";")
+		out.Scripts = append(out.Scripts, strings.Join(extra, "\n")+"\n"+body+";")
 	}
 	return out, nil
 }

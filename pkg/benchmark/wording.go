@@ -28,11 +28,12 @@ type copyWords struct {
 	tables map[string]string // lower-case original table name → the copy's
 }
 
-// newWording picks, for each copy in whole of a schema of cat, another
-// word of its group for a share la.Words of the words it uses that have
-// synonyms. A word the copy already uses is never a replacement, and no
-// two words get the same one, so no two names collide.
-func newWording(cat, whole *catalog.Catalog, la LookAlike, rng *rand.Rand) *wording {
+// newWording picks, for each copy of a schema of cat (of names them),
+// another word of its group for a share la.Words of the words it uses
+// that have synonyms. A word the copy already uses is never a
+// replacement, and no two words get the same one, so no two names
+// collide.
+func newWording(cat *catalog.Catalog, of map[string][]string, la LookAlike, rng *rand.Rand) *wording {
 	groups := map[string][]string{}
 	for _, g := range synonymGroups {
 		for _, w := range g {
@@ -41,23 +42,10 @@ func newWording(cat, whole *catalog.Catalog, la LookAlike, rng *rand.Rand) *word
 			}
 		}
 	}
-	schemas := map[string]bool{catalog.DefaultSchema: true}
-	for _, s := range cat.Schemas() {
-		schemas[s] = true
-	}
-	format := copyFormat(schemas, la.Copies)
-	copied := map[string]bool{}
-	for _, s := range whole.Schemas() {
-		copied[s] = !schemas[s]
-	}
 	w := &wording{copies: map[string]*copyWords{}, of: map[string][]string{}}
 	for _, orig := range cat.Schemas() {
 		used := usedWords(cat, orig)
-		for k := 2; k <= la.Copies; k++ {
-			name := orig + fmt.Sprintf(format, k)
-			if !copied[name] {
-				continue
-			}
+		for _, name := range of[orig] {
 			cw := &copyWords{words: otherWords(used, groups, la.Words, rng), tables: map[string]string{}}
 			cw.schema = sayAnotherWay(name, cw.words)
 			w.copies[name] = cw

@@ -182,7 +182,7 @@ func BenchmarkRetrieveScale(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cat, err := catalog.Snapshot("spider", "schema.sql", strings.Join(copies, "\n"))
+		cat, err := catalog.Snapshot("spider", "schema.sql", strings.Join(copies.Scripts, "\n"))
 		if err != nil {
 			b.Fatal(err)
 		}
