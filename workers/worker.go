@@ -793,95 +793,131 @@ const conflictReads = 3
 // applied, then the one refused, if any; the rest are left for later.
 func (w *Worker) schemaOnce(ctx context.Context, evs []*events.Event, streamSeqs []uint64) []outcome {
 	ev := evs[0]
-	one := func(o outcome) []outcome { return []outcome{o} }
-	if m := ev.Migration; m != nil {
-		// A migration that waits is told so without decoding the catalog:
-		// it is looked at again on every change of it.
-		v, _, err := w.cats.Version(ctx, ev.Database)
-		if err != nil && !errors.Is(err, catalogkv.ErrCorrupt) { // a corrupt one is rebuilt below
-			return one(outcome{act: actRetry, reason: err.Error()})
-		}
-		if err == nil && m.Seq > v+1 {
-			return one(outcome{act: actWait, source: m.Source, seq: m.Seq, version: v, reason: fmt.Sprintf(
-				"catalog %s is at version %d, so migration %d waits for %d", ev.Database, v, m.Seq, v+1)})
-		}
+	if o := w.migrationWaits(ctx, ev); o != nil {
+		return []outcome{*o}
 	}
 	cat, rev, err := w.getCatalog(ctx, ev.Database)
 	if err != nil {
-		return one(outcome{act: actRetry, reason: err.Error()})
+		return []outcome{{act: actRetry, reason: err.Error()}}
 	}
-	var seq int64
-	var source, sql string
-	if m := ev.Migration; m != nil {
-		seq, sql = m.Seq, m.SQL
-		source, _ = migrationNames(ev)
-	} else {
-		seq, source, sql = ev.Snapshot.Seq, ev.Snapshot.Source, ev.Snapshot.SQL
-		if source == "" {
-			source = ev.ID
-		}
-	}
+	ch := changeOf(ev)
 	with := func(o outcome) []outcome {
-		o.source, o.seq, o.version = source, seq, cat.Version
-		return one(o)
+		o.source, o.seq, o.version = ch.source, ch.seq, cat.Version
+		return []outcome{o}
 	}
-	if seq <= cat.Version {
-		// Already applied (a redelivery, or a publisher that re-sent it).
-		// A recorded migration at this seq with other content is a
-		// conflict, not a duplicate: two histories disagree. An event
-		// whose SQL is in the object store names its checksum, so the
-		// object (deleted once applied) is not needed to tell.
-		sum := ""
-		if ref := ev.SQLObject(); ref != nil {
-			sum = ref.Checksum
-		} else {
-			sum = events.Checksum(sql)
+	switch {
+	case ch.seq <= cat.Version:
+		return with(w.appliedAlready(ctx, ev, cat, ch, streamSeqs[0]))
+	case ev.Snapshot != nil:
+		o := w.applySnapshot(ctx, evs, ch, rev)
+		if o.wrote == nil {
+			return with(o)
 		}
-		if ev.Migration != nil {
-			if a := cat.AppliedSeq(seq); a != nil && a.Checksum != sum && !superseded(a, streamSeqs[0]) {
-				return with(outcome{act: actDeadLetter, kind: events.DLQKindConflict, reason: fmt.Sprintf(
-					"migration %d (%s) conflicts with the applied history of %s: seq %d is %s (checksum %s), this event carries other SQL (checksum %s); "+
-						"publish with `schemaq publish migrations`, which numbers pending migrations after the applied ones",
-					seq, source, ev.Database, seq, a.Source, a.Checksum, sum)})
-			}
-		}
-		// The index may still lag the catalog if a worker stopped between
-		// the two writes: repair it first.
-		if err := w.ensureProjected(ctx, cat); err != nil {
-			return with(outcome{act: actRetry, reason: err.Error()})
-		}
-		return with(outcome{act: actAck})
-	}
-	if ev.Snapshot != nil {
-		if ev.Snapshot.SQLObject != nil {
-			text, out := w.objectSQL(ctx, ev)
-			if out != nil {
-				return with(*out)
-			}
-			sql = text
-		}
-		actx, cut := w.interruptible(ctx)
-		next, err := catalog.SnapshotContext(actx, ev.Database, source, sql)
-		wasCut := actx.Err() != nil
-		cut()
-		if wasCut {
-			return with(outcome{act: actRetry, reason: fmt.Sprintf("%s %d was cut while it applied (the worker is stopping, or the message timeout passed); tried again", ev.Type, seq)})
-		}
-		if err != nil {
-			return with(outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, seq, err)})
-		}
-		next.Rebase(catalog.Base{Seq: seq, Source: source})
-		if rev, err = w.cats.Put(ctx, next, rev); err != nil {
-			return with(outcome{act: actRetry, reason: err.Error(), conflict: errors.Is(err, catalogkv.ErrConflict)})
-		}
-		w.dropObjects(evs[:1])
-		return one(outcome{act: actAck, source: source, seq: seq, version: seq, wrote: next, wroteRev: rev})
-	}
-	if seq > cat.Version+1 { // another worker wrote since the version was read
+		return []outcome{o}
+	case ch.seq > cat.Version+1: // another worker wrote since the version was read
 		return with(outcome{act: actWait, reason: fmt.Sprintf(
-			"catalog %s is at version %d, so migration %d waits for %d", ev.Database, cat.Version, seq, cat.Version+1)})
+			"catalog %s is at version %d, so migration %d waits for %d", ev.Database, cat.Version, ch.seq, cat.Version+1)})
 	}
 	return w.applyMigrations(ctx, cat, rev, evs, streamSeqs)
+}
+
+// migrationWaits tells a migration that waits for earlier ones so without
+// decoding the catalog: it is looked at again on every change of it.
+// Nil: go on.
+func (w *Worker) migrationWaits(ctx context.Context, ev *events.Event) *outcome {
+	m := ev.Migration
+	if m == nil {
+		return nil
+	}
+	v, _, err := w.cats.Version(ctx, ev.Database)
+	if err != nil && !errors.Is(err, catalogkv.ErrCorrupt) { // a corrupt one is rebuilt by getCatalog
+		return &outcome{act: actRetry, reason: err.Error()}
+	}
+	if err == nil && m.Seq > v+1 {
+		return &outcome{act: actWait, source: m.Source, seq: m.Seq, version: v, reason: fmt.Sprintf(
+			"catalog %s is at version %d, so migration %d waits for %d", ev.Database, v, m.Seq, v+1)}
+	}
+	return nil
+}
+
+// schemaChange is what a migration or snapshot event asks of the
+// catalog: the version it makes, its source, and its SQL (empty when
+// the SQL is in the object store).
+type schemaChange struct {
+	seq         int64
+	source, sql string
+}
+
+func changeOf(ev *events.Event) schemaChange {
+	if m := ev.Migration; m != nil {
+		source, _ := migrationNames(ev)
+		return schemaChange{seq: m.Seq, source: source, sql: m.SQL}
+	}
+	ch := schemaChange{seq: ev.Snapshot.Seq, source: ev.Snapshot.Source, sql: ev.Snapshot.SQL}
+	if ch.source == "" {
+		ch.source = ev.ID
+	}
+	return ch
+}
+
+// appliedAlready settles an event the catalog is at or past already (a
+// redelivery, or a publisher that re-sent it). A recorded migration at
+// this seq with other content is a conflict, not a duplicate: two
+// histories disagree. An event whose SQL is in the object store names
+// its checksum, so the object (deleted once applied) is not needed to
+// tell.
+func (w *Worker) appliedAlready(ctx context.Context, ev *events.Event, cat *catalog.Catalog, ch schemaChange, streamSeq uint64) outcome {
+	sum := ""
+	if ref := ev.SQLObject(); ref != nil {
+		sum = ref.Checksum
+	} else {
+		sum = events.Checksum(ch.sql)
+	}
+	if ev.Migration != nil {
+		if a := cat.AppliedSeq(ch.seq); a != nil && a.Checksum != sum && !superseded(a, streamSeq) {
+			return outcome{act: actDeadLetter, kind: events.DLQKindConflict, reason: fmt.Sprintf(
+				"migration %d (%s) conflicts with the applied history of %s: seq %d is %s (checksum %s), this event carries other SQL (checksum %s); "+
+					"publish with `schemaq publish migrations`, which numbers pending migrations after the applied ones",
+				ch.seq, ch.source, ev.Database, ch.seq, a.Source, a.Checksum, sum)}
+		}
+	}
+	// The index may still lag the catalog if a worker stopped between
+	// the two writes: repair it first.
+	if err := w.ensureProjected(ctx, cat); err != nil {
+		return outcome{act: actRetry, reason: err.Error()}
+	}
+	return outcome{act: actAck}
+}
+
+// applySnapshot replaces the catalog with the snapshot's. An outcome
+// that wrote the catalog carries its new version; any other is the
+// caller's to label with the catalog's.
+func (w *Worker) applySnapshot(ctx context.Context, evs []*events.Event, ch schemaChange, rev uint64) outcome {
+	ev := evs[0]
+	sql := ch.sql
+	if ev.Snapshot.SQLObject != nil {
+		text, out := w.objectSQL(ctx, ev)
+		if out != nil {
+			return *out
+		}
+		sql = text
+	}
+	actx, cut := w.interruptible(ctx)
+	next, err := catalog.SnapshotContext(actx, ev.Database, ch.source, sql)
+	wasCut := actx.Err() != nil
+	cut()
+	if wasCut {
+		return outcome{act: actRetry, reason: fmt.Sprintf("%s %d was cut while it applied (the worker is stopping, or the message timeout passed); tried again", ev.Type, ch.seq)}
+	}
+	if err != nil {
+		return outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, ch.seq, err)}
+	}
+	next.Rebase(catalog.Base{Seq: ch.seq, Source: ch.source})
+	if rev, err = w.cats.Put(ctx, next, rev); err != nil {
+		return outcome{act: actRetry, reason: err.Error(), conflict: errors.Is(err, catalogkv.ErrConflict)}
+	}
+	w.dropObjects(evs[:1])
+	return outcome{act: actAck, source: ch.source, seq: ch.seq, version: ch.seq, wrote: next, wroteRev: rev}
 }
 
 // interruptible is ctx, ended too when the worker is asked to stop. An
