@@ -988,50 +988,11 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 	replay := catalog.NewReplay(cat, opts...)
 	var outs []outcome
 	for i, ev := range evs {
-		m := ev.Migration
-		source, id := migrationNames(ev)
-		next := replay.Catalog()
-		out := outcome{source: source, seq: m.Seq, version: next.Version}
-		if a, ok := applied[id]; ok && !m.Repeatable {
-			out.act, out.kind = actDeadLetter, events.DLQKindConflict
-			out.reason = fmt.Sprintf("migration %d (%s) is already applied to %s as seq %d (%s); publish with `schemaq publish migrations`, which sends only pending migrations",
-				m.Seq, source, ev.Database, a.Seq, a.Source)
-			outs = append(outs, out)
-			break
-		}
-		if m.SQLObject != nil {
-			text, failed := w.objectSQL(ctx, ev)
-			if failed != nil {
-				failed.source, failed.seq, failed.version = source, m.Seq, next.Version
-				outs = append(outs, *failed)
-				break
-			}
-			m.SQL = text
-		}
-		a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: events.Checksum(m.SQL), StreamSeq: streamSeqs[i]}
-		drifted := len(next.Drift())
-		actx, cut := w.interruptible(ctx)
-		err := replay.Apply(actx, source, m.SQL, a)
-		wasCut := actx.Err() != nil
-		cut()
-		if wasCut {
-			// Cut while it applied: what it recorded (a stop for the
-			// cancellation) is not the migration's, and the replay left
-			// it out. Nothing is written for it; it is tried again.
-			out.act, out.reason = actRetry, fmt.Sprintf("%s %d was cut while it applied (the worker is stopping, or the message timeout passed); tried again", ev.Type, m.Seq)
-			outs = append(outs, out)
-			break
-		}
-		if err != nil {
-			out.act, out.kind = actDeadLetter, events.DLQKindRefused
-			out.reason = fmt.Sprintf("%s %d does not apply: %v", ev.Type, m.Seq, err)
-			outs = append(outs, out)
-			break
-		}
-		w.reportDrift(ev.Database, m.Seq, replay.Catalog().Drift()[drifted:])
-		applied[id] = a
-		out.act, out.version = actAck, m.Seq
+		out := w.applyMigration(ctx, replay, applied, ev, streamSeqs[i])
 		outs = append(outs, out)
+		if out.act != actAck {
+			break
+		}
 	}
 	n := len(outs)
 	if outs[n-1].act != actAck {
@@ -1042,26 +1003,78 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 	if n == 0 {
 		return outs
 	}
+	if !w.writeApplied(ctx, cat, rev, replay.Catalog(), outs[:n], evs[:n]) {
+		// Nothing was written: the applied ones are tried again, and
+		// what follows them is judged then.
+		return outs[:n]
+	}
+	return outs
+}
+
+// applyMigration applies one migration to the batch's replay; applied
+// holds the catalog's history and the batch's migrations so far, by id.
+func (w *Worker) applyMigration(ctx context.Context, replay *catalog.Replay, applied map[string]catalog.Applied, ev *events.Event, streamSeq uint64) outcome {
+	m := ev.Migration
+	source, id := migrationNames(ev)
+	next := replay.Catalog()
+	out := outcome{source: source, seq: m.Seq, version: next.Version}
+	if a, ok := applied[id]; ok && !m.Repeatable {
+		out.act, out.kind = actDeadLetter, events.DLQKindConflict
+		out.reason = fmt.Sprintf("migration %d (%s) is already applied to %s as seq %d (%s); publish with `schemaq publish migrations`, which sends only pending migrations",
+			m.Seq, source, ev.Database, a.Seq, a.Source)
+		return out
+	}
+	if m.SQLObject != nil {
+		text, failed := w.objectSQL(ctx, ev)
+		if failed != nil {
+			failed.source, failed.seq, failed.version = source, m.Seq, next.Version
+			return *failed
+		}
+		m.SQL = text
+	}
+	a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: events.Checksum(m.SQL), StreamSeq: streamSeq}
+	drifted := len(next.Drift())
+	actx, cut := w.interruptible(ctx)
+	err := replay.Apply(actx, source, m.SQL, a)
+	wasCut := actx.Err() != nil
+	cut()
+	switch {
+	case wasCut:
+		// Cut while it applied: what it recorded (a stop for the
+		// cancellation) is not the migration's, and the replay left it
+		// out. Nothing is written for it; it is tried again.
+		out.act, out.reason = actRetry, fmt.Sprintf("%s %d was cut while it applied (the worker is stopping, or the message timeout passed); tried again", ev.Type, m.Seq)
+	case err != nil:
+		out.act, out.kind = actDeadLetter, events.DLQKindRefused
+		out.reason = fmt.Sprintf("%s %d does not apply: %v", ev.Type, m.Seq, err)
+	default:
+		w.reportDrift(ev.Database, m.Seq, replay.Catalog().Drift()[drifted:])
+		applied[id] = a
+		out.act, out.version = actAck, m.Seq
+	}
+	return out
+}
+
+// writeApplied writes next, the catalog after the applied migrations of
+// evs, in place of cat at rev, and marks their outcomes (done) written,
+// or to be tried again when the write fails (false).
+func (w *Worker) writeApplied(ctx context.Context, cat *catalog.Catalog, rev uint64, next *catalog.Catalog, done []outcome, evs []*events.Event) bool {
 	// What the run did not change stays the objects of the catalog before
 	// it, so the chunker and the daemon redo only what did change.
-	next := replay.Catalog()
 	next.ShareWith(cat)
 	rev, err := w.cats.Put(ctx, next, rev)
 	if err != nil {
-		// Nothing was written: the applied ones are tried again, and what
-		// follows them is judged then.
-		outs = outs[:n]
-		for i := range outs {
-			outs[i].act, outs[i].version, outs[i].reason = actRetry, cat.Version, err.Error()
-			outs[i].conflict = errors.Is(err, catalogkv.ErrConflict)
+		for i := range done {
+			done[i].act, done[i].version, done[i].reason = actRetry, cat.Version, err.Error()
+			done[i].conflict = errors.Is(err, catalogkv.ErrConflict)
 		}
-		return outs
+		return false
 	}
-	for i := range outs[:n] {
-		outs[i].wrote, outs[i].wroteRev = next, rev
+	for i := range done {
+		done[i].wrote, done[i].wroteRev = next, rev
 	}
-	w.dropObjects(evs[:n])
-	return outs
+	w.dropObjects(evs)
+	return true
 }
 
 // objects binds the object store of big payloads, once.
