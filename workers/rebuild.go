@@ -90,91 +90,124 @@ func (w *Worker) schemaEvents(ctx context.Context, db string) ([]schemaEvent, er
 // fold replays evs from an empty catalog, stopping at version want (when
 // not negative).
 func (w *Worker) fold(ctx context.Context, db string, evs []schemaEvent, want int64) (*catalog.Catalog, error) {
-	waiting := map[int64][]schemaEvent{} // early migrations, by seq
 	var opts []catalog.ApplyOption
 	if !w.cfg.StrictCatalog {
 		opts = append(opts, catalog.Tolerant())
 	}
-	replay := catalog.NewReplay(catalog.New(db), opts...)
-	cat := replay.Catalog()
-	apply := func(e schemaEvent) error {
-		sql, err := w.eventSQL(ctx, e.ev)
-		if err != nil {
-			return err
-		}
-		if s := e.ev.Snapshot; s != nil {
-			next, err := catalog.SnapshotContext(ctx, db, s.Source, sql)
-			if err != nil {
-				return nil // refused when it came, too
-			}
-			next.Rebase(catalog.Base{Seq: s.Seq, Source: s.Source})
-			replay.Reset(next)
-			cat = replay.Catalog()
-			return nil
-		}
-		m := e.ev.Migration
-		source, id := migrationNames(e.ev)
-		a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: events.Checksum(sql), StreamSeq: e.streamSeq}
-		if err := replay.Apply(ctx, source, sql, a); err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("rebuild %s: %w", db, ctx.Err())
-			}
-			return nil // refused when it came, too
-		}
-		cat = replay.Catalog()
-		return nil
-	}
+	f := &replayFold{w: w, db: db, want: want, waiting: map[int64][]schemaEvent{}, replay: catalog.NewReplay(catalog.New(db), opts...)}
+	f.cat = f.replay.Catalog()
 	for _, e := range evs {
-		if want >= 0 && cat.Version >= want {
+		if f.done() {
 			break
 		}
-		var seq int64
-		if m := e.ev.Migration; m != nil {
-			seq = m.Seq
-		} else {
-			seq = e.ev.Snapshot.Seq
-		}
+		seq := eventSeq(e.ev)
 		switch {
-		case seq <= cat.Version, want >= 0 && seq > want: // events past the entry's version come through the queue
+		case seq <= f.cat.Version, want >= 0 && seq > want: // events past the entry's version come through the queue
 			continue
-		case e.ev.Migration != nil && seq > cat.Version+1:
-			waiting[seq] = append(waiting[seq], e)
+		case e.ev.Migration != nil && seq > f.cat.Version+1:
+			f.waiting[seq] = append(f.waiting[seq], e)
 			continue
 		}
-		if err := apply(e); err != nil {
+		if err := f.apply(ctx, e); err != nil {
 			return nil, err
 		}
-		// Migrations that came early apply once their predecessor has.
-		for {
-			next := waiting[cat.Version+1]
-			if len(next) == 0 || (want >= 0 && cat.Version >= want) {
-				break
+		if err := f.applyWaiting(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return f.cat, f.stillWaiting()
+}
+
+// replayFold is one fold's state: the replay, the catalog it is at, and
+// the migrations that came before their predecessor, by seq.
+type replayFold struct {
+	w       *Worker
+	db      string
+	want    int64
+	replay  *catalog.Replay
+	cat     *catalog.Catalog
+	waiting map[int64][]schemaEvent
+}
+
+// done: the fold reached the version it was asked for.
+func (f *replayFold) done() bool { return f.want >= 0 && f.cat.Version >= f.want }
+
+// eventSeq is the catalog version a schema event makes.
+func eventSeq(ev *events.Event) int64 {
+	if m := ev.Migration; m != nil {
+		return m.Seq
+	}
+	return ev.Snapshot.Seq
+}
+
+// apply applies one event; an event that was refused when it came is
+// refused again and skipped. Only a cut or an unreadable object fails.
+func (f *replayFold) apply(ctx context.Context, e schemaEvent) error {
+	sql, err := f.w.eventSQL(ctx, e.ev)
+	if err != nil {
+		return err
+	}
+	if s := e.ev.Snapshot; s != nil {
+		next, err := catalog.SnapshotContext(ctx, f.db, s.Source, sql)
+		if err != nil {
+			return nil // refused when it came, too
+		}
+		next.Rebase(catalog.Base{Seq: s.Seq, Source: s.Source})
+		f.replay.Reset(next)
+		f.cat = f.replay.Catalog()
+		return nil
+	}
+	m := e.ev.Migration
+	source, id := migrationNames(e.ev)
+	a := catalog.Applied{Seq: m.Seq, ID: id, Source: source, Checksum: events.Checksum(sql), StreamSeq: e.streamSeq}
+	if err := f.replay.Apply(ctx, source, sql, a); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("rebuild %s: %w", f.db, ctx.Err())
+		}
+		return nil // refused when it came, too
+	}
+	f.cat = f.replay.Catalog()
+	return nil
+}
+
+// applyWaiting applies the migrations that came early once their
+// predecessor has, as far as they go: of several at one seq, the first
+// that applies.
+func (f *replayFold) applyWaiting(ctx context.Context) error {
+	for {
+		next := f.waiting[f.cat.Version+1]
+		if len(next) == 0 || f.done() {
+			return nil
+		}
+		delete(f.waiting, f.cat.Version+1)
+		v := f.cat.Version
+		for _, n := range next {
+			if err := f.apply(ctx, n); err != nil {
+				return err
 			}
-			delete(waiting, cat.Version+1)
-			v := cat.Version
-			for _, n := range next {
-				if err := apply(n); err != nil {
-					return nil, err
-				}
-				if cat.Version != v {
-					break
-				}
-			}
-			if cat.Version == v {
+			if f.cat.Version != v {
 				break
 			}
 		}
-	}
-	for seq := range waiting {
-		if seq <= cat.Version {
-			delete(waiting, seq)
+		if f.cat.Version == v {
+			return nil
 		}
 	}
-	if len(waiting) > 0 && (want < 0 || cat.Version < want) {
-		seqs := slices.Sorted(maps.Keys(waiting))
-		return cat, fmt.Errorf("migrations from %d on wait for %d, which the stream does not hold", seqs[0], cat.Version+1)
+}
+
+// stillWaiting names a gap the fold could not cross: migrations wait
+// for one the stream does not hold.
+func (f *replayFold) stillWaiting() error {
+	for seq := range f.waiting {
+		if seq <= f.cat.Version {
+			delete(f.waiting, seq)
+		}
 	}
-	return cat, nil
+	if len(f.waiting) == 0 || f.done() {
+		return nil
+	}
+	seqs := slices.Sorted(maps.Keys(f.waiting))
+	return fmt.Errorf("migrations from %d on wait for %d, which the stream does not hold", seqs[0], f.cat.Version+1)
 }
 
 // eventSQL is the SQL of a schema event, read from the object store when
