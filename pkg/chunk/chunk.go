@@ -275,9 +275,27 @@ func columnNames(cols []*catalog.Column) []string {
 // column is larger.
 func splitTable(c *catalog.Catalog, t *catalog.Table, footer string, opts Options) []Chunk {
 	q := t.QualName()
-	// Fixed cost of every part: the part marker, the comment header, the
-	// CREATE TABLE line and the closing line (generously: 99 parts, a
-	// PARTITION BY or INHERITS suffix).
+	groups := groupColumns(t.Columns, columnCosts(t), opts.MaxTableBytes-partFixedCost(t, footer))
+	var out []Chunk
+	for i, g := range groups {
+		text := "-- part " + strconv.Itoa(i+1) + " of " + strconv.Itoa(len(groups)) + " of table " + q.String() + "\n" + tablePart(t, g, i == 0).DDL()
+		if i == len(groups)-1 && footer != "" {
+			text += footer + "\n"
+		}
+		ch := Chunk{Database: c.Database, Kind: KindTable, Name: q.Key(), Part: i + 1,
+			Schema: q.Schema, Title: q.Name, Columns: columnNames(g), Text: text, Version: c.Version}
+		ch.seal()
+		out = append(out, ch)
+	}
+	return out
+}
+
+// partFixedCost is what every part of t costs besides its columns: the
+// part marker, the comment header, the CREATE TABLE line and the closing
+// line (generously: 99 parts, a PARTITION BY or INHERITS suffix), and
+// the footer.
+func partFixedCost(t *catalog.Table, footer string) int {
+	q := t.QualName()
 	fixed := len("-- part 99 of 99 of table "+q.String()+"\n") + len("CREATE TABLE "+q.String()+" (\n") +
 		len(");\n") + len(t.PartitionBy) + 16
 	for _, in := range t.Inherits {
@@ -289,6 +307,14 @@ func splitTable(c *catalog.Catalog, t *catalog.Table, footer string, opts Option
 	if footer != "" {
 		fixed += len(footer) + 1
 	}
+	return fixed
+}
+
+// columnCosts is each column's rendered size with its comment, plus
+// the constraints charged to it: a constraint is charged to, and
+// rendered with, the part holding its first column; one that reads no
+// column goes with the first part.
+func columnCosts(t *catalog.Table) map[string]int {
 	cost := map[string]int{}
 	for _, col := range t.Columns {
 		n := len(col.Definition()) + 6
@@ -297,8 +323,6 @@ func splitTable(c *catalog.Catalog, t *catalog.Table, footer string, opts Option
 		}
 		cost[col.Name] += n
 	}
-	// A constraint is charged to, and rendered with, the part holding its
-	// first column; one that reads no column goes with the first part.
 	charge := func(cols []string, line string) {
 		if len(cols) > 0 {
 			cost[cols[0]] += len(line) + 6
@@ -318,11 +342,16 @@ func splitTable(c *catalog.Catalog, t *catalog.Table, footer string, opts Option
 	for _, ch := range t.Checks {
 		charge(ch.Columns, "CONSTRAINT "+ch.Name+" CHECK ("+ch.Expr+")")
 	}
-	budget := opts.MaxTableBytes - fixed
+	return cost
+}
+
+// groupColumns cuts cols into runs that each cost at most budget, but
+// for a run of one column that is larger alone.
+func groupColumns(cols []*catalog.Column, cost map[string]int, budget int) [][]*catalog.Column {
 	var groups [][]*catalog.Column
 	var cur []*catalog.Column
 	size := 0
-	for _, col := range t.Columns {
+	for _, col := range cols {
 		if len(cur) > 0 && size+cost[col.Name] > budget {
 			groups = append(groups, cur)
 			cur, size = nil, 0
@@ -330,50 +359,43 @@ func splitTable(c *catalog.Catalog, t *catalog.Table, footer string, opts Option
 		cur = append(cur, col)
 		size += cost[col.Name]
 	}
-	groups = append(groups, cur)
+	return append(groups, cur)
+}
 
-	var out []Chunk
-	for i, g := range groups {
-		part := &catalog.Table{Schema: t.Schema, Name: t.Name, Columns: g, Comment: t.Comment,
-			Inherits: t.Inherits, PartitionBy: t.PartitionBy}
-		in := map[string]bool{}
-		for _, col := range g {
-			in[col.Name] = true
-		}
-		first := func(cols []string) bool {
-			if len(cols) == 0 {
-				return i == 0
-			}
-			return in[cols[0]]
-		}
-		if t.PrimaryKey != nil && first(t.PrimaryKey.Columns) {
-			part.PrimaryKey = t.PrimaryKey
-		}
-		for _, k := range t.Unique {
-			if first(k.Columns) {
-				part.Unique = append(part.Unique, k)
-			}
-		}
-		for _, fk := range t.ForeignKeys {
-			if first(fk.Columns) {
-				part.ForeignKeys = append(part.ForeignKeys, fk)
-			}
-		}
-		for _, ch := range t.Checks {
-			if first(ch.Columns) {
-				part.Checks = append(part.Checks, ch)
-			}
-		}
-		text := "-- part " + strconv.Itoa(i+1) + " of " + strconv.Itoa(len(groups)) + " of table " + q.String() + "\n" + part.DDL()
-		if i == len(groups)-1 && footer != "" {
-			text += footer + "\n"
-		}
-		ch := Chunk{Database: c.Database, Kind: KindTable, Name: q.Key(), Part: i + 1,
-			Schema: q.Schema, Title: q.Name, Columns: columnNames(g), Text: text, Version: c.Version}
-		ch.seal()
-		out = append(out, ch)
+// tablePart is t with only the columns g and the constraints whose first
+// column is among them (those of no column go with the first part).
+func tablePart(t *catalog.Table, g []*catalog.Column, firstPart bool) *catalog.Table {
+	part := &catalog.Table{Schema: t.Schema, Name: t.Name, Columns: g, Comment: t.Comment,
+		Inherits: t.Inherits, PartitionBy: t.PartitionBy}
+	in := map[string]bool{}
+	for _, col := range g {
+		in[col.Name] = true
 	}
-	return out
+	first := func(cols []string) bool {
+		if len(cols) == 0 {
+			return firstPart
+		}
+		return in[cols[0]]
+	}
+	if t.PrimaryKey != nil && first(t.PrimaryKey.Columns) {
+		part.PrimaryKey = t.PrimaryKey
+	}
+	for _, k := range t.Unique {
+		if first(k.Columns) {
+			part.Unique = append(part.Unique, k)
+		}
+	}
+	for _, fk := range t.ForeignKeys {
+		if first(fk.Columns) {
+			part.ForeignKeys = append(part.ForeignKeys, fk)
+		}
+	}
+	for _, ch := range t.Checks {
+		if first(ch.Columns) {
+			part.Checks = append(part.Checks, ch)
+		}
+	}
+	return part
 }
 
 // View chunks one view: its definition, columns and the relations it reads.
