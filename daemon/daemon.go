@@ -859,24 +859,37 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 		out.Indexed = v
 	}
 	if req.Table != "" {
-		desc := d.ret.Graph(cat).Describe(req.Table)
-		if desc == nil {
-			// A former name answers with the relation it became.
-			if now, r, ok := cat.Former(req.Table); ok {
-				desc = d.ret.Graph(cat).Describe(now.Schema + "." + now.Name)
-				out.RenamedTo = &events.RenamedTo{From: r.From, To: now.Key(), Source: r.Source}
-			}
-		}
-		if desc == nil {
-			return nil, events.Errorf(events.CodeNotFound, "table %q is not in database %s (version %d), nor a view of that name", req.Table, req.Database, cat.Version)
-		}
-		out.Tables = []events.TableInfo{tableInfo(desc)}
-		if req.Neighbourhood > 0 {
-			out.Graph = tableGraph(d.ret.Graph(cat), desc.Name, req.Neighbourhood)
-		}
-		return out, nil
+		return d.describeTable(cat, req, out)
 	}
-	// A listing is paged: fifty thousand names do not fit in a reply.
+	pageTables(cat, req, out)
+	return out, nil
+}
+
+// describeTable answers a request for one table (or view), by its name
+// or a former one, with its neighbourhood when asked.
+func (d *Daemon) describeTable(cat *catalog.Catalog, req *events.TablesRequest, out *events.TablesReply) (*events.TablesReply, error) {
+	g := d.ret.Graph(cat)
+	desc := g.Describe(req.Table)
+	if desc == nil {
+		// A former name answers with the relation it became.
+		if now, r, ok := cat.Former(req.Table); ok {
+			desc = g.Describe(now.Schema + "." + now.Name)
+			out.RenamedTo = &events.RenamedTo{From: r.From, To: now.Key(), Source: r.Source}
+		}
+	}
+	if desc == nil {
+		return nil, events.Errorf(events.CodeNotFound, "table %q is not in database %s (version %d), nor a view of that name", req.Table, req.Database, cat.Version)
+	}
+	out.Tables = []events.TableInfo{tableInfo(desc)}
+	if req.Neighbourhood > 0 {
+		out.Graph = tableGraph(g, desc.Name, req.Neighbourhood)
+	}
+	return out, nil
+}
+
+// pageTables lists the catalog's tables and views by name, one page of
+// them: fifty thousand names do not fit in a reply.
+func pageTables(cat *catalog.Catalog, req *events.TablesRequest, out *events.TablesReply) {
 	all := make([]events.TableInfo, 0, len(cat.Tables())+len(cat.Views()))
 	for _, t := range cat.Tables() {
 		all = append(all, events.TableInfo{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns)})
@@ -899,7 +912,6 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 	if end < len(all) {
 		out.Next = all[end-1].Name
 	}
-	return out, nil
 }
 
 // versioner reads the versions of stored chunks.
