@@ -43,41 +43,53 @@ func runTables(ctx context.Context, e *env, args []string) (err error) {
 		return json.NewEncoder(e.stdout).Encode(reply)
 	}
 	if fs.NArg() == 1 {
-		if r := reply.RenamedTo; r != nil {
-			via := ""
-			if r.Source != "" {
-				via = " in migration " + r.Source
-			}
-			fmt.Fprintf(e.stdout, "-- %s was renamed to %s%s\n", r.From, r.To, via)
-		}
-		fmt.Fprint(e.stdout, reply.Tables[0].DDL)
-		t := reply.Tables[0]
-		for _, r := range t.Renamed {
-			fmt.Fprintf(e.stdout, "-- %s\n", r)
-		}
-		for _, h := range t.History {
-			fmt.Fprintf(e.stdout, "-- %s\n", h)
-		}
-		for _, r := range t.ReferencedBy {
-			fmt.Fprintf(e.stdout, "-- referenced by: %s\n", r)
-		}
-		if t.ReferencedByTotal > len(t.ReferencedBy) {
-			fmt.Fprintf(e.stdout, "-- … and %d more keys reference it (%d in all)\n", t.ReferencedByTotal-len(t.ReferencedBy), t.ReferencedByTotal)
-		}
-		if t.View {
-			for _, r := range t.References {
-				fmt.Fprintf(e.stdout, "-- %s\n", r) // "reads schema.table"
-			}
-		}
-		for _, j := range t.Joins {
-			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j)
-		}
-		if t.JoinsTotal > len(t.Joins) {
-			fmt.Fprintf(e.stdout, "-- … and %d more joins by name (%d in all)\n", t.JoinsTotal-len(t.Joins), t.JoinsTotal)
-		}
-		printDrift(e, reply)
-		return nil
+		printTable(e, reply)
+	} else {
+		printListing(e, reply)
 	}
+	printDrift(e, reply)
+	return nil
+}
+
+// printTable prints the one table a reply describes: its DDL, then what
+// the catalog knows about it, as SQL comments.
+func printTable(e *env, reply *events.TablesReply) {
+	if r := reply.RenamedTo; r != nil {
+		via := ""
+		if r.Source != "" {
+			via = " in migration " + r.Source
+		}
+		fmt.Fprintf(e.stdout, "-- %s was renamed to %s%s\n", r.From, r.To, via)
+	}
+	t := reply.Tables[0]
+	fmt.Fprint(e.stdout, t.DDL)
+	for _, r := range t.Renamed {
+		fmt.Fprintf(e.stdout, "-- %s\n", r)
+	}
+	for _, h := range t.History {
+		fmt.Fprintf(e.stdout, "-- %s\n", h)
+	}
+	for _, r := range t.ReferencedBy {
+		fmt.Fprintf(e.stdout, "-- referenced by: %s\n", r)
+	}
+	if t.ReferencedByTotal > len(t.ReferencedBy) {
+		fmt.Fprintf(e.stdout, "-- … and %d more keys reference it (%d in all)\n", t.ReferencedByTotal-len(t.ReferencedBy), t.ReferencedByTotal)
+	}
+	if t.View {
+		for _, r := range t.References {
+			fmt.Fprintf(e.stdout, "-- %s\n", r) // "reads schema.table"
+		}
+	}
+	for _, j := range t.Joins {
+		fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j)
+	}
+	if t.JoinsTotal > len(t.Joins) {
+		fmt.Fprintf(e.stdout, "-- … and %d more joins by name (%d in all)\n", t.JoinsTotal-len(t.Joins), t.JoinsTotal)
+	}
+}
+
+// printListing prints the catalog's tables and views, one a line.
+func printListing(e *env, reply *events.TablesReply) {
 	fmt.Fprintf(e.stdout, "database %s, catalog version %d\n", reply.Database, reply.Version)
 	for _, t := range reply.Tables {
 		kind := ""
@@ -86,8 +98,6 @@ func runTables(ctx context.Context, e *env, args []string) (err error) {
 		}
 		fmt.Fprintf(e.stdout, "  %-40s %-6s %3d columns  %s\n", t.Name, kind, t.Columns, t.Comment)
 	}
-	printDrift(e, reply)
-	return nil
 }
 
 // printDrift lists, on stderr, the statements of the history the catalog
