@@ -50,6 +50,17 @@ func runAsk(ctx context.Context, e *env, args []string) (err error) {
 		}
 		return c.replyFailure(e, err)
 	}
+	printAnswer(e, reply, *explain)
+	for _, w := range reply.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	return nil
+}
+
+// printAnswer prints an answer on stdout as SQL a shell can pipe on: the
+// SQL, then all else as comments (what was retrieved when no model
+// wrote SQL, and the explanation when asked).
+func printAnswer(e *env, reply *events.AskReply, explain bool) {
 	if reply.SQL != "" {
 		fmt.Fprintln(e.stdout, reply.SQL)
 	}
@@ -76,7 +87,7 @@ func runAsk(ctx context.Context, e *env, args []string) (err error) {
 			fmt.Fprintf(e.stdout, "-- join (by name): %s\n", j.String())
 		}
 	}
-	if *explain {
+	if explain {
 		// As comments, so that stdout stays SQL a shell can pipe on.
 		var b strings.Builder
 		printQueryTerms(&env{stdout: &b}, "", reply.QueryTerms)
@@ -86,8 +97,4 @@ func runAsk(ctx context.Context, e *env, args []string) (err error) {
 			fmt.Fprintln(e.stdout, "-- "+line)
 		}
 	}
-	for _, w := range reply.Warnings {
-		fmt.Fprintf(e.stderr, "warning: %s\n", w)
-	}
-	return nil
 }
