@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -142,6 +141,8 @@ type Daemon struct {
 	// records reads examples and docs for the console (records.go);
 	// nil: those pages answer stream_unavailable.
 	records Records
+	// listings keeps sorted table listings for paging (listing.go).
+	listings listings
 }
 
 // Option configures a Daemon.
@@ -861,7 +862,7 @@ func (d *Daemon) tables(ctx context.Context, req *events.TablesRequest) (*events
 	if req.Table != "" {
 		return d.describeTable(cat, req, out)
 	}
-	pageTables(cat, req, out)
+	page(d.listings.of(cat), req, out)
 	return out, nil
 }
 
@@ -885,33 +886,6 @@ func (d *Daemon) describeTable(cat *catalog.Catalog, req *events.TablesRequest, 
 		out.Graph = tableGraph(g, desc.Name, req.Neighbourhood)
 	}
 	return out, nil
-}
-
-// pageTables lists the catalog's tables and views by name, one page of
-// them: fifty thousand names do not fit in a reply.
-func pageTables(cat *catalog.Catalog, req *events.TablesRequest, out *events.TablesReply) {
-	all := make([]events.TableInfo, 0, len(cat.Tables())+len(cat.Views()))
-	for _, t := range cat.Tables() {
-		all = append(all, events.TableInfo{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns)})
-	}
-	for _, v := range cat.Views() {
-		all = append(all, events.TableInfo{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns), View: true})
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
-	out.Total = len(all)
-	start := 0
-	if req.After != "" {
-		start = sort.Search(len(all), func(i int) bool { return all[i].Name > req.After })
-	}
-	limit := req.Limit
-	if limit == 0 {
-		limit = events.DefaultTablesLimit
-	}
-	end := min(start+limit, len(all))
-	out.Tables = all[start:end]
-	if end < len(all) {
-		out.Next = all[end-1].Name
-	}
 }
 
 // versioner reads the versions of stored chunks.
