@@ -61,11 +61,12 @@ func (l *listings) of(cat *catalog.Catalog) []events.TableInfo {
 }
 
 func sortedListing(cat *catalog.Catalog) []events.TableInfo {
-	all := make([]events.TableInfo, 0, len(cat.Tables())+len(cat.Views()))
-	for _, t := range cat.Tables() {
+	tables, views := cat.Tables(), cat.Views() // each a copy
+	all := make([]events.TableInfo, 0, len(tables)+len(views))
+	for _, t := range tables {
 		all = append(all, events.TableInfo{Name: t.Schema + "." + t.Name, Comment: t.Comment, Columns: len(t.Columns)})
 	}
-	for _, v := range cat.Views() {
+	for _, v := range views {
 		all = append(all, events.TableInfo{Name: v.Schema + "." + v.Name, Comment: v.Comment, Columns: len(v.Columns), View: true})
 	}
 	slices.SortFunc(all, func(a, b events.TableInfo) int { return strings.Compare(a.Name, b.Name) })
