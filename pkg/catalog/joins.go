@@ -50,91 +50,112 @@ func CompareJoins(a, b InferredJoin) int {
 // pair of columns comes once: two tables keyed by the same name join
 // each other from one side only.
 func inferJoins(cat *Catalog, declares func(*Table) bool) []InferredJoin {
-	// A table with its key, which each join it is in carries.
-	type keyed struct {
-		t   *Table
-		key string
-	}
-	bySchema := map[string][]keyed{}
+	bySchema := map[string][]keyedTable{}
 	for _, t := range cat.Tables() {
 		if t.PartitionOf == nil {
-			bySchema[t.Schema] = append(bySchema[t.Schema], keyed{t, t.QualName().Key()})
+			bySchema[t.Schema] = append(bySchema[t.Schema], keyedTable{t, t.QualName().Key()})
 		}
 	}
-	var out []InferredJoin
-	// A join's two columns, either way round: two tables keyed by the
-	// same name each find the other.
-	type end struct {
-		t   *Table
-		col string
-	}
-	seen := map[[2]end]bool{}
-	add := func(a keyed, col string, b keyed) {
-		if a.t == b.t {
-			return
-		}
-		e := [2]end{{a.t, col}, {b.t, b.t.PrimaryKey.Columns[0]}}
-		if seen[e] || seen[[2]end{e[1], e[0]}] {
-			return
-		}
-		seen[e] = true
-		out = append(out, InferredJoin{From: a.t.QualName(), FromColumn: col, To: b.t.QualName(), ToColumn: e[1].col, from: a.key, to: b.key})
-	}
+	j := &joinFinder{seen: map[[2]joinEnd]bool{}}
 	for _, tables := range bySchema {
-		byKey := map[string][]keyed{}  // key column → tables keyed by it
-		byName := map[string][]keyed{} // name+"id" → tables keyed by a bare id
-		for _, kt := range tables {
-			t := kt.t
-			if t.PrimaryKey == nil || len(t.PrimaryKey.Columns) != 1 {
-				continue
-			}
-			k := joinName(t.PrimaryKey.Columns[0])
-			if k != "id" {
-				byKey[k] = append(byKey[k], kt)
-				continue
-			}
-			n := joinName(t.Name)
-			byName[n+"id"] = append(byName[n+"id"], kt)
-			if s := text.Singular(n); s != n {
-				byName[s+"id"] = append(byName[s+"id"], kt)
-			}
-			// A namespaced name (ci_builds) is named without its
-			// namespace by the tables that share it (ci_build_needs'
-			// build_id).
-			if ns, rest, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok && rest != "" {
-				r := joinName(rest)
-				byName[ns+"\x00"+r+"id"] = append(byName[ns+"\x00"+r+"id"], kt)
-				if s := text.Singular(r); s != r {
-					byName[ns+"\x00"+s+"id"] = append(byName[ns+"\x00"+s+"id"], kt)
-				}
-			}
-		}
-		if len(byKey) == 0 && len(byName) == 0 {
+		keys := newJoinKeys(tables)
+		if len(keys.byKey) == 0 && len(keys.byName) == 0 {
 			continue
 		}
 		for _, kt := range tables {
-			t := kt.t
-			if declares(t) {
-				continue // it declares its joins
-			}
-			ns, _, namespaced := strings.Cut(strings.ToLower(t.Name), "_")
-			for _, c := range t.Columns {
-				n := joinName(c.Name)
-				for _, b := range byKey[n] {
-					add(kt, c.Name, b)
-				}
-				for _, b := range byName[n] {
-					add(kt, c.Name, b)
-				}
-				if namespaced {
-					for _, b := range byName[ns+"\x00"+n] {
-						add(kt, c.Name, b)
-					}
-				}
+			if !declares(kt.t) { // one that declares its joins is left alone
+				j.match(kt, keys)
 			}
 		}
 	}
-	return out
+	return j.out
+}
+
+// keyedTable is a table with its key, which each join it is in carries.
+type keyedTable struct {
+	t   *Table
+	key string
+}
+
+// joinKeys are one schema's tables with a one-column primary key, by
+// the names a column that references them would have.
+type joinKeys struct {
+	byKey  map[string][]keyedTable // key column → tables keyed by it
+	byName map[string][]keyedTable // name+"id" → tables keyed by a bare id
+}
+
+func newJoinKeys(tables []keyedTable) joinKeys {
+	k := joinKeys{byKey: map[string][]keyedTable{}, byName: map[string][]keyedTable{}}
+	for _, kt := range tables {
+		t := kt.t
+		if t.PrimaryKey == nil || len(t.PrimaryKey.Columns) != 1 {
+			continue
+		}
+		if key := joinName(t.PrimaryKey.Columns[0]); key != "id" {
+			k.byKey[key] = append(k.byKey[key], kt)
+			continue
+		}
+		k.name("", joinName(t.Name), kt)
+		// A namespaced name (ci_builds) is named without its namespace
+		// by the tables that share it (ci_build_needs' build_id).
+		if ns, rest, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok && rest != "" {
+			k.name(ns+"\x00", joinName(rest), kt)
+		}
+	}
+	return k
+}
+
+// name files kt, keyed by a bare id, under prefix+n+"id" and its
+// singular's.
+func (k joinKeys) name(prefix, n string, kt keyedTable) {
+	k.byName[prefix+n+"id"] = append(k.byName[prefix+n+"id"], kt)
+	if s := text.Singular(n); s != n {
+		k.byName[prefix+s+"id"] = append(k.byName[prefix+s+"id"], kt)
+	}
+}
+
+// joinEnd is one column of a join.
+type joinEnd struct {
+	t   *Table
+	col string
+}
+
+// joinFinder collects joins, each pair of columns once: two tables keyed
+// by the same name each find the other.
+type joinFinder struct {
+	seen map[[2]joinEnd]bool
+	out  []InferredJoin
+}
+
+// match adds the joins of kt's columns to the tables of keys they name.
+func (j *joinFinder) match(kt keyedTable, keys joinKeys) {
+	ns, _, namespaced := strings.Cut(strings.ToLower(kt.t.Name), "_")
+	for _, c := range kt.t.Columns {
+		n := joinName(c.Name)
+		for _, b := range keys.byKey[n] {
+			j.add(kt, c.Name, b)
+		}
+		for _, b := range keys.byName[n] {
+			j.add(kt, c.Name, b)
+		}
+		if namespaced {
+			for _, b := range keys.byName[ns+"\x00"+n] {
+				j.add(kt, c.Name, b)
+			}
+		}
+	}
+}
+
+func (j *joinFinder) add(a keyedTable, col string, b keyedTable) {
+	if a.t == b.t {
+		return
+	}
+	e := [2]joinEnd{{a.t, col}, {b.t, b.t.PrimaryKey.Columns[0]}}
+	if j.seen[e] || j.seen[[2]joinEnd{e[1], e[0]}] {
+		return
+	}
+	j.seen[e] = true
+	j.out = append(j.out, InferredJoin{From: a.t.QualName(), FromColumn: col, To: b.t.QualName(), ToColumn: e[1].col, from: a.key, to: b.key})
 }
 
 // joinName is a name as joins compare it: lower case, letters and digits.
