@@ -522,21 +522,7 @@ func Types() []string {
 // Validate checks the envelope and the payload. Decode calls it; producers
 // call it before publishing.
 func (ev *Event) Validate() error {
-	switch {
-	case ev.Spec == 0:
-		return fieldErr("spec", "required (this build writes %d)", SpecVersion)
-	case ev.Spec < 0:
-		return fieldErr("spec", "must be positive, got %d", ev.Spec)
-	case ev.Spec > SpecVersion:
-		return fmt.Errorf("%w: spec %d, this build understands up to %d", ErrNewerSpec, ev.Spec, SpecVersion)
-	}
-	if err := validateID("id", ev.ID); err != nil {
-		return err
-	}
-	if ev.Database == "" {
-		return fieldErr("database", "required")
-	}
-	if err := ValidateDatabase(ev.Database); err != nil {
+	if err := ev.validateEnvelope(); err != nil {
 		return err
 	}
 	switch ev.Type {
@@ -555,62 +541,92 @@ func (ev *Event) Validate() error {
 		}
 		return validateDDL(ev.Snapshot.Seq, ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject != nil, false)
 	case TypeDocUpsert:
-		d := ev.DocUpsert
-		if err := validateID("data.doc_id", d.DocID); err != nil {
-			return err
-		}
-		if strings.TrimSpace(d.Body) == "" {
-			return fieldErr("data.body", "required: the markdown text of the document")
-		}
-		for k, v := range d.Tags {
-			if !tagKeyRe.MatchString(k) {
-				return fieldErr("data.tags", "key %s: use 1 to 64 of a-z, 0-9, '_', '.' and '-'", Quote(k))
-			}
-			if len(v) > maxTagLen {
-				return fieldErr("data.tags."+k, "longer than %d bytes", maxTagLen)
-			}
-		}
+		return ev.DocUpsert.validate()
 	case TypeDocDelete:
 		return validateID("data.doc_id", ev.DocDelete.DocID)
 	case TypeExamplesUpsert:
-		if len(ev.Examples.Examples) == 0 {
-			return fieldErr("data.examples", "required: at least one question/SQL pair")
-		}
-		for i, ex := range ev.Examples.Examples {
-			f := fmt.Sprintf("data.examples[%d]", i)
-			if ex.ID != "" {
-				if err := validateID(f+".id", ex.ID); err != nil {
-					return err
-				}
-			}
-			if strings.TrimSpace(ex.Question) == "" {
-				return fieldErr(f+".question", "required")
-			}
-			if strings.TrimSpace(ex.SQL) == "" {
-				return fieldErr(f+".sql", "required")
-			}
-			if ex.Schema != "" && strings.TrimSpace(ex.Schema) != ex.Schema {
-				return fieldErr(f+".schema", "a schema name, without surrounding spaces")
-			}
-			if err := validateProvenance(f, ex); err != nil {
-				return err
-			}
-		}
+		return ev.Examples.validate()
 	case TypeExamplesDelete:
-		ids := ev.ExamplesDelete.IDs
-		switch {
-		case len(ids) == 0:
-			return fieldErr("data.ids", "required: at least one example id")
-		case len(ids) > MaxExamplesDeleted:
-			return fieldErr("data.ids", "%d ids; at most %d in one event", len(ids), MaxExamplesDeleted)
+		return ev.ExamplesDelete.validate()
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownType, Quote(ev.Type))
+}
+
+// validateEnvelope checks the spec version, the id and the database.
+func (ev *Event) validateEnvelope() error {
+	switch {
+	case ev.Spec == 0:
+		return fieldErr("spec", "required (this build writes %d)", SpecVersion)
+	case ev.Spec < 0:
+		return fieldErr("spec", "must be positive, got %d", ev.Spec)
+	case ev.Spec > SpecVersion:
+		return fmt.Errorf("%w: spec %d, this build understands up to %d", ErrNewerSpec, ev.Spec, SpecVersion)
+	}
+	if err := validateID("id", ev.ID); err != nil {
+		return err
+	}
+	if ev.Database == "" {
+		return fieldErr("database", "required")
+	}
+	return ValidateDatabase(ev.Database)
+}
+
+func (d *DocUpsert) validate() error {
+	if err := validateID("data.doc_id", d.DocID); err != nil {
+		return err
+	}
+	if strings.TrimSpace(d.Body) == "" {
+		return fieldErr("data.body", "required: the markdown text of the document")
+	}
+	for k, v := range d.Tags {
+		if !tagKeyRe.MatchString(k) {
+			return fieldErr("data.tags", "key %s: use 1 to 64 of a-z, 0-9, '_', '.' and '-'", Quote(k))
 		}
-		for i, id := range ids {
-			if err := validateID(fmt.Sprintf("data.ids[%d]", i), id); err != nil {
+		if len(v) > maxTagLen {
+			return fieldErr("data.tags."+k, "longer than %d bytes", maxTagLen)
+		}
+	}
+	return nil
+}
+
+func (x *ExamplesUpsert) validate() error {
+	if len(x.Examples) == 0 {
+		return fieldErr("data.examples", "required: at least one question/SQL pair")
+	}
+	for i, ex := range x.Examples {
+		f := fmt.Sprintf("data.examples[%d]", i)
+		if ex.ID != "" {
+			if err := validateID(f+".id", ex.ID); err != nil {
 				return err
 			}
 		}
-	default:
-		return fmt.Errorf("%w: %s", ErrUnknownType, Quote(ev.Type))
+		if strings.TrimSpace(ex.Question) == "" {
+			return fieldErr(f+".question", "required")
+		}
+		if strings.TrimSpace(ex.SQL) == "" {
+			return fieldErr(f+".sql", "required")
+		}
+		if ex.Schema != "" && strings.TrimSpace(ex.Schema) != ex.Schema {
+			return fieldErr(f+".schema", "a schema name, without surrounding spaces")
+		}
+		if err := validateProvenance(f, ex); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *ExamplesDelete) validate() error {
+	switch {
+	case len(x.IDs) == 0:
+		return fieldErr("data.ids", "required: at least one example id")
+	case len(x.IDs) > MaxExamplesDeleted:
+		return fieldErr("data.ids", "%d ids; at most %d in one event", len(x.IDs), MaxExamplesDeleted)
+	}
+	for i, id := range x.IDs {
+		if err := validateID(fmt.Sprintf("data.ids[%d]", i), id); err != nil {
+			return err
+		}
 	}
 	return nil
 }
