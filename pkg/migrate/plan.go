@@ -81,43 +81,15 @@ var ErrChanged = errors.New("applied migration changed")
 // after them, with a warning.
 func MakePlan(steps []Step, cat *events.CatalogHistory, opts PlanOptions) (*Plan, error) {
 	if opts.Positional > 0 {
-		p := &Plan{From: opts.Positional}
-		for i, s := range steps {
-			if int64(i+1) >= opts.Positional {
-				p.Pending = append(p.Pending, s)
-			} else {
-				p.Applied++
-			}
-		}
-		return p, nil
+		return positionalPlan(steps, opts.Positional), nil
 	}
 	applied := map[string]events.AppliedMigration{}
 	for _, a := range cat.History {
 		applied[a.ID] = a
 	}
-	// The base: steps a catalog without (or before) its recorded history
-	// already includes.
-	baseEnd := 0 // steps[:baseEnd] are in the base
-	switch {
-	case opts.Baseline != "":
-		i := indexOf(steps, opts.Baseline)
-		if i < 0 {
-			return nil, fmt.Errorf("--baseline %s: no such migration among the %d given", opts.Baseline, len(steps))
-		}
-		baseEnd = i + 1
-	case cat.Version > 0 && len(applied) == 0:
-		from := "migrations applied before schemaq recorded histories"
-		if b := cat.Base; b != nil {
-			from = "the snapshot " + b.Source
-		}
-		return nil, fmt.Errorf("catalog %s is at version %d, built from %s, and records no applied migrations, so which of these files it includes is unknown: "+
-			"give --baseline MIGRATION (the last one it includes) or --from N (number files by position)", cat.Database, cat.Version, from)
-	case cat.Base != nil || len(cat.History) > 0 && cat.History[0].Seq > 1:
-		// Steps before the first recorded one belong to the base.
-		first := cat.History[0].ID
-		if i := indexOf(steps, first); i >= 0 {
-			baseEnd = i
-		}
+	baseEnd, err := baseSteps(steps, cat, len(applied), opts)
+	if err != nil {
+		return nil, err
 	}
 	p := &Plan{From: cat.Version + 1, Applied: baseEnd}
 	var changed []string
@@ -125,7 +97,8 @@ func MakePlan(steps []Step, cat *events.CatalogHistory, opts PlanOptions) (*Plan
 	for i, s := range steps[baseEnd:] {
 		i += baseEnd
 		a, ok := applied[s.ID()]
-		if s.Repeatable {
+		switch {
+		case s.Repeatable:
 			// Applied again whenever its content changes, as Flyway
 			// does; the history's last application of it is the one
 			// that counts.
@@ -134,34 +107,83 @@ func MakePlan(steps []Step, cat *events.CatalogHistory, opts PlanOptions) (*Plan
 			} else {
 				p.Pending = append(p.Pending, s)
 			}
-			continue
-		}
-		if !ok {
+		case !ok:
 			p.Pending = append(p.Pending, s)
-			continue
-		}
-		p.Applied++
-		lastApplied = i
-		if a.Checksum != s.Checksum {
+		default:
+			p.Applied++
+			lastApplied = i
+			if a.Checksum == s.Checksum {
+				continue
+			}
 			msg := fmt.Sprintf("migration %s was applied as seq %d (%s) with other content (checksum %s, now %s)", s.Name, a.Seq, a.Source, a.Checksum, s.Checksum)
 			if opts.AcceptChanged {
 				p.Warnings = append(p.Warnings, msg+"; kept as applied (--accept-changed): publish a snapshot to bring the catalog in line")
-				continue
+			} else {
+				changed = append(changed, msg)
 			}
-			changed = append(changed, msg)
 		}
 	}
 	if len(changed) > 0 {
 		return nil, fmt.Errorf("%w: %s. An applied migration must not change: revert the file, publish a snapshot to re-baseline the catalog, or pass --accept-changed to go on without it",
 			ErrChanged, strings.Join(changed, "; "))
 	}
+	p.warnBackDated(steps, lastApplied)
+	return p, nil
+}
+
+// positionalPlan numbers the steps by their position: those from the
+// from-th on are pending.
+func positionalPlan(steps []Step, from int64) *Plan {
+	p := &Plan{From: from}
+	for i, s := range steps {
+		if int64(i+1) >= from {
+			p.Pending = append(p.Pending, s)
+		} else {
+			p.Applied++
+		}
+	}
+	return p
+}
+
+// baseSteps is how many of the first steps the catalog's base includes:
+// a catalog without (or before) its recorded history already has them.
+// recorded is how many migrations the history records.
+func baseSteps(steps []Step, cat *events.CatalogHistory, recorded int, opts PlanOptions) (int, error) {
+	switch {
+	case opts.Baseline != "":
+		i := indexOf(steps, opts.Baseline)
+		if i < 0 {
+			return 0, fmt.Errorf("--baseline %s: no such migration among the %d given", opts.Baseline, len(steps))
+		}
+		return i + 1, nil
+	case cat.Version > 0 && recorded == 0:
+		from := "migrations applied before schemaq recorded histories"
+		if b := cat.Base; b != nil {
+			from = "the snapshot " + b.Source
+		}
+		return 0, fmt.Errorf("catalog %s is at version %d, built from %s, and records no applied migrations, so which of these files it includes is unknown: "+
+			"give --baseline MIGRATION (the last one it includes) or --from N (number files by position)", cat.Database, cat.Version, from)
+	case len(cat.History) > 0 && (cat.Base != nil || cat.History[0].Seq > 1):
+		// Steps before the first recorded one belong to the base. (A
+		// base with no history at all was answered above when the
+		// version says so; a reply that says otherwise has no base
+		// steps, rather than an index out of range.)
+		if i := indexOf(steps, cat.History[0].ID); i >= 0 {
+			return i, nil
+		}
+	}
+	return 0, nil
+}
+
+// warnBackDated warns of each pending step that sorts before the last
+// applied one: a branch merged with an older timestamp, applied after it.
+func (p *Plan) warnBackDated(steps []Step, lastApplied int) {
 	for _, s := range p.Pending {
 		if i := indexOf(steps, s.ID()); i < lastApplied && !s.Repeatable {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("migration %s sorts before %s, which is applied: it is back-dated (merged with an older version) and is applied next, after it",
 				s.Name, steps[lastApplied].Name))
 		}
 	}
-	return p, nil
 }
 
 func indexOf(steps []Step, id string) int {

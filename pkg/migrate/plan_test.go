@@ -91,6 +91,13 @@ func TestMakePlan(t *testing.T) {
 	if _, err := MakePlan([]Step{a, bChanged}, applied(a, b).Lineage(), PlanOptions{}); !errors.Is(err, ErrChanged) {
 		t.Errorf("a changed migration should match ErrChanged: %v", err)
 	}
+	// The history comes from a daemon's reply: one that names a base but
+	// no version and no history (no daemon sends one) plans every step,
+	// where it once indexed an empty history.
+	odd := &events.CatalogHistory{Database: "app", Base: &events.SnapshotBase{Seq: 3, Source: "dump.sql"}}
+	if p, err := MakePlan([]Step{a, b}, odd, PlanOptions{}); err != nil || len(p.Pending) != 2 {
+		t.Errorf("a base without a version or history: %+v %v", p, err)
+	}
 }
 
 func TestReadRefusesBinary(t *testing.T) {
