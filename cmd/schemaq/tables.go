@@ -43,6 +43,11 @@ func runTables(ctx context.Context, e *env, args []string) (err error) {
 		return json.NewEncoder(e.stdout).Encode(reply)
 	}
 	if fs.NArg() == 1 {
+		if len(reply.Tables) != 1 {
+			// The reply comes over the bus: a daemon's that describes no
+			// table, or several, is not one to print as this one.
+			return fmt.Errorf("tables: the reply describes %d tables, not %s alone", len(reply.Tables), events.Quote(fs.Arg(0)))
+		}
 		printTable(e, reply)
 	} else {
 		printListing(e, reply)
