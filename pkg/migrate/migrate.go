@@ -114,69 +114,86 @@ func DiscoverAll(paths ...string) (Found, error) {
 }
 
 func discoverDir(root string) ([]File, []string, error) {
-	var files, repeatable []File
-	var skipped []string
-	downs, ruby := 0, 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, _ := filepath.Rel(root, path)
-		name := d.Name()
-		switch {
-		case name == "up.sql":
-			dir := filepath.Base(filepath.Dir(path))
-			if path == filepath.Join(root, "up.sql") || !dieselDir.MatchString(dir) {
-				skipped = append(skipped, strconv.Quote(rel)+": an up.sql outside a directory named <version>_name, so it has no version")
-				return nil
-			}
-			files = append(files, File{Path: path, Name: rel, Version: versionOf(dir)})
-		case strings.HasSuffix(name, ".down.sql"), name == "down.sql":
-			downs++
-		case strings.HasSuffix(name, ".rb") && numberRe.MatchString(strings.TrimSuffix(name, ".rb")+".sql"):
-			ruby++
-		case !strings.HasSuffix(name, ".sql"):
-		case flywayRe.MatchString(name):
-			files = append(files, File{Path: path, Name: rel, Version: numbers(flywayRe.FindStringSubmatch(name)[1])})
-		case strings.HasPrefix(name, "R__"):
-			repeatable = append(repeatable, File{Path: path, Name: rel, Repeatable: true})
-		case flywayUndoRe.MatchString(name):
-			skipped = append(skipped, strconv.Quote(rel)+": a Flyway undo migration, not applied (schemaq follows the forward history)")
-		case numberRe.MatchString(name):
-			files = append(files, File{Path: path, Name: rel, Version: versionOf(name)})
-		default:
-			skipped = append(skipped, strconv.Quote(rel)+": its name carries no version (0001_name.sql, V1__name.sql, 20240101120000_name.up.sql), so its place in the history is unknown; name it on the command line to apply it")
-		}
-		return nil
-	})
-	if err != nil {
+	d := &dirScan{root: root}
+	if err := filepath.WalkDir(root, d.visit); err != nil {
 		return nil, nil, fmt.Errorf("migrations in %s: %w", strconv.Quote(root), err)
 	}
-	for i := range files {
-		files[i].Root = root
+	return d.result()
+}
+
+// dirScan is one walk of a migrations directory: the versioned and
+// repeatable files it found, and what it passed over and why.
+type dirScan struct {
+	root              string
+	files, repeatable []File
+	skipped           []string
+	downs, ruby       int
+}
+
+func (d *dirScan) visit(path string, e fs.DirEntry, err error) error {
+	if err != nil {
+		return err
 	}
-	for i := range repeatable {
-		repeatable[i].Root = root
+	if e.IsDir() {
+		if path != d.root && strings.HasPrefix(e.Name(), ".") {
+			return filepath.SkipDir
+		}
+		return nil
 	}
-	if downs > 0 {
-		skipped = append(skipped, fmt.Sprintf("%d down migration(s) (…down.sql): not applied, as schemaq follows the forward history", downs))
+	rel, _ := filepath.Rel(d.root, path)
+	name := e.Name()
+	switch {
+	case name == "up.sql":
+		dir := filepath.Base(filepath.Dir(path))
+		if path == filepath.Join(d.root, "up.sql") || !dieselDir.MatchString(dir) {
+			d.skipped = append(d.skipped, strconv.Quote(rel)+": an up.sql outside a directory named <version>_name, so it has no version")
+			return nil
+		}
+		d.files = append(d.files, File{Path: path, Name: rel, Version: versionOf(dir)})
+	case strings.HasSuffix(name, ".down.sql"), name == "down.sql":
+		d.downs++
+	case strings.HasSuffix(name, ".rb") && numberRe.MatchString(strings.TrimSuffix(name, ".rb")+".sql"):
+		d.ruby++
+	case !strings.HasSuffix(name, ".sql"):
+	case flywayRe.MatchString(name):
+		d.files = append(d.files, File{Path: path, Name: rel, Version: numbers(flywayRe.FindStringSubmatch(name)[1])})
+	case strings.HasPrefix(name, "R__"):
+		d.repeatable = append(d.repeatable, File{Path: path, Name: rel, Repeatable: true})
+	case flywayUndoRe.MatchString(name):
+		d.skipped = append(d.skipped, strconv.Quote(rel)+": a Flyway undo migration, not applied (schemaq follows the forward history)")
+	case numberRe.MatchString(name):
+		d.files = append(d.files, File{Path: path, Name: rel, Version: versionOf(name)})
+	default:
+		d.skipped = append(d.skipped, strconv.Quote(rel)+": its name carries no version (0001_name.sql, V1__name.sql, 20240101120000_name.up.sql), so its place in the history is unknown; name it on the command line to apply it")
 	}
-	if ruby > 0 {
-		skipped = append(skipped, fmt.Sprintf("%d Rails migration(s) (….rb): Ruby, which schemaq does not run; publish db/structure.sql as a snapshot (schemaq publish snapshot) instead", ruby))
+	return nil
+}
+
+// result orders what the walk found: the versioned files by version
+// (two of one version are an error), then the repeatable ones by name,
+// as Flyway applies them.
+func (d *dirScan) result() ([]File, []string, error) {
+	for i := range d.files {
+		d.files[i].Root = d.root
 	}
-	if len(files)+len(repeatable) == 0 {
+	for i := range d.repeatable {
+		d.repeatable[i].Root = d.root
+	}
+	skipped := d.skipped
+	if d.downs > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d down migration(s) (…down.sql): not applied, as schemaq follows the forward history", d.downs))
+	}
+	if d.ruby > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d Rails migration(s) (….rb): Ruby, which schemaq does not run; publish db/structure.sql as a snapshot (schemaq publish snapshot) instead", d.ruby))
+	}
+	if len(d.files)+len(d.repeatable) == 0 {
 		hint := ""
-		if ruby > 0 {
+		if d.ruby > 0 {
 			hint = "; these are Rails migrations in Ruby: publish db/structure.sql with `schemaq publish snapshot` instead"
 		}
-		return nil, nil, fmt.Errorf("migrations in %s: no migration files found (expected 0001_name.sql, V1__name.sql, R__name.sql, 20240101120000_name.up.sql or <version>_name/up.sql)%s", root, hint)
+		return nil, nil, fmt.Errorf("migrations in %s: no migration files found (expected 0001_name.sql, V1__name.sql, R__name.sql, 20240101120000_name.up.sql or <version>_name/up.sql)%s", d.root, hint)
 	}
+	files := d.files
 	slices.SortStableFunc(files, func(a, b File) int {
 		if c := slices.Compare(a.Version, b.Version); c != 0 {
 			return c
@@ -185,13 +202,11 @@ func discoverDir(root string) ([]File, []string, error) {
 	})
 	for i := 1; i < len(files); i++ {
 		if slices.Equal(files[i].Version, files[i-1].Version) {
-			return nil, nil, fmt.Errorf("migrations in %s: %s and %s have the same version", strconv.Quote(root), strconv.Quote(files[i-1].Name), strconv.Quote(files[i].Name))
+			return nil, nil, fmt.Errorf("migrations in %s: %s and %s have the same version", strconv.Quote(d.root), strconv.Quote(files[i-1].Name), strconv.Quote(files[i].Name))
 		}
 	}
-	// Flyway applies repeatable migrations after the versioned ones, in
-	// the order of their names.
-	slices.SortFunc(repeatable, func(a, b File) int { return strings.Compare(filepath.Base(a.Name), filepath.Base(b.Name)) })
-	return append(files, repeatable...), skipped, nil
+	slices.SortFunc(d.repeatable, func(a, b File) int { return strings.Compare(filepath.Base(a.Name), filepath.Base(b.Name)) })
+	return append(files, d.repeatable...), skipped, nil
 }
 
 // explicitFile is a file named on the command line. A Diesel or
