@@ -195,6 +195,10 @@ type ExpandConfig struct {
 	Enabled    bool
 	MaxBridges int
 	Depth      int
+	// Targets: within the first Targets candidates, a table whose name
+	// holds a question word that names a table it joins (game_publisher
+	// for "the publisher Acme") gets publisher right after it (0: off).
+	Targets int
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -217,5 +221,5 @@ var DefaultConfig = Config{
 		AmbiguousShare: 0.6},
 	Propagate: PropagateConfig{Enabled: true, Weight: 0.9, Seeds: 5, Own: 0.1, InferJoins: true},
 	Rescore:   RescoreConfig{Enabled: true, Weights: rerank.DefaultWeights, Window: 5, ExampleCoverage: 0.5},
-	Expand:    ExpandConfig{Enabled: true, MaxBridges: 3, Depth: 20},
+	Expand:    ExpandConfig{Enabled: true, MaxBridges: 3, Depth: 20, Targets: 5},
 }

@@ -116,14 +116,16 @@ func cut(items []Item, k int) []Item {
 	return items
 }
 
-// expand completes the ranking with the tables that join its strongest
-// ones, then keeps the first k (complete, cut).
+// expand completes the ranking with the tables its strongest ones lead
+// to by name and by joins, then keeps the first k (namedTargets,
+// complete, cut).
 func (p *run) expand() {
 	items := make([]Item, len(p.cands))
 	for i, c := range p.cands {
 		items[i] = Item{Candidate: c}
 	}
 	if p.cfg.Expand.Enabled && p.cat != nil && (len(p.req.Kinds) == 0 || slices.Contains(p.req.Kinds, chunk.KindTable)) {
+		items = p.r.namedTargets(p.cat, items, p.cfg.Expand.Targets, p.res.Terms, p.req.Schemas)
 		items = p.r.complete(p.cat, items, p.cfg.Expand.Depth, p.cfg.Expand.MaxBridges, p.req.Schemas)
 	}
 	p.items = cut(items, p.k)

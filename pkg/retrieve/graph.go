@@ -8,6 +8,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
+	"github.com/schemaq/schemaq/pkg/text"
 )
 
 // graph is what retrieval derives from a catalog, built once per catalog
@@ -27,10 +28,25 @@ type graph struct {
 	// propagation renders the neighbours of the best tables for every
 	// question, mostly the same ones.
 	rendered kept[[]chunk.Chunk]
+	// tableWords keeps the analysed words of table names, which named
+	// targets compare for the neighbours of the best tables.
+	tableWords kept[[]string]
 }
 
 // maxRendered bounds the tables kept rendered.
 const maxRendered = 2048
+
+// nameTerms are the analysed words of the name of the table keyed key
+// (product_category → product, category), kept per catalog version.
+// The slice is the cache's: callers must not write it.
+func (g *graph) nameTerms(key string) []string {
+	return g.tableWords.get(key, func() []string {
+		if t := g.tables[key]; t != nil {
+			return text.Terms(t.Name)
+		}
+		return nil
+	})
+}
 
 // tableChunks returns the chunks of t as the index holds them, rendered
 // once per catalog version (up to maxRendered tables). The slice is the
@@ -98,7 +114,8 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 		pv = prev.vocab
 	}
 	g := &graph{Graph: catalog.NewGraph(cat), cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat),
-		chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv), rendered: kept[[]chunk.Chunk]{max: maxRendered}}
+		chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv), rendered: kept[[]chunk.Chunk]{max: maxRendered},
+		tableWords: kept[[]string]{max: maxRendered}}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
 	}
