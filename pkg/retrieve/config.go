@@ -196,8 +196,9 @@ type ExpandConfig struct {
 	MaxBridges int
 	Depth      int
 	// Targets: within the first Targets candidates, a table whose name
-	// holds a question word that names a table it joins (game_publisher
-	// for "the publisher Acme") gets publisher right after it (0: off).
+	// holds a question word (or one the name extends by up to three
+	// letters) that names a table it joins (game_publisher for "published
+	// by Acme") gets publisher right after it (0: off).
 	Targets int
 }
 

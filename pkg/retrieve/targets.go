@@ -8,7 +8,7 @@ import (
 )
 
 // Named targets. A junction often takes the question's word for the
-// table it leads to: "the games of the publisher 10TACLE Studios" finds
+// table it leads to: "games published by 10TACLE Studios" finds
 // game_publisher, whose name holds "publisher", while the publisher's
 // name, which the query filters on, is in publisher, which then has no
 // word of its own left to rank by. With the database named, 38 of the
@@ -18,8 +18,8 @@ import (
 
 // namedTargets moves up, right after a table among the first depth
 // items, each table it joins whose name is made of words of its own
-// name, one of them a question word (game_publisher → publisher for
-// "publisher"), unless that table is among the first depth already. A
+// name, one of them a question word or one it extends (game_publisher →
+// publisher for "published"), unless that table is among the first depth already. A
 // table not ranked at all is added. It reads only the ranking and the
 // question, never k, so a longer list still starts with a shorter one.
 // schemas, when set, bounds the tables it may add.
@@ -75,7 +75,7 @@ func (g *graph) namedTarget(items []Item, i, depth int, asked map[string]bool, s
 		}
 		words := g.nameTerms(x)
 		if len(words) >= len(own) ||
-			!slices.ContainsFunc(words, func(w string) bool { return asked[w] }) ||
+			!slices.ContainsFunc(words, func(w string) bool { return askedAs(asked, w) }) ||
 			slices.ContainsFunc(words, func(w string) bool { return !slices.Contains(own, w) }) {
 			continue
 		}
@@ -92,4 +92,18 @@ func (g *graph) namedTarget(items []Item, i, depth int, asked map[string]bool, s
 // tablePosition is the position of the table named key in items, or -1.
 func tablePosition(items []Item, key string) int {
 	return slices.IndexFunc(items, func(it Item) bool { return it.Kind == chunk.KindTable && it.Name == key })
+}
+
+// askedAs reports whether the question asks for w: as it is, or by a
+// word that w extends by a few letters (publish → publisher).
+func askedAs(asked map[string]bool, w string) bool {
+	if asked[w] {
+		return true
+	}
+	for n := max(4, len(w)-3); n < len(w); n++ {
+		if asked[w[:n]] {
+			return true
+		}
+	}
+	return false
 }
