@@ -125,7 +125,10 @@ func (p *run) expand() {
 		items[i] = Item{Candidate: c}
 	}
 	if p.cfg.Expand.Enabled && p.cat != nil && (len(p.req.Kinds) == 0 || slices.Contains(p.req.Kinds, chunk.KindTable)) {
-		items = p.r.namedTargets(p.cat, items, p.cfg.Expand.Targets, p.res.Terms, p.req.Schemas)
+		// A hint that names a table is as good a word for it as the
+		// question's.
+		asked := append(slices.Clip(p.res.Terms), p.hintTerms...)
+		items = p.r.namedTargets(p.cat, items, p.cfg.Expand.Targets, asked, p.req.Schemas)
 		items = p.r.complete(p.cat, items, p.cfg.Expand.Depth, p.cfg.Expand.MaxBridges, p.req.Schemas)
 	}
 	p.items = cut(items, p.k)
