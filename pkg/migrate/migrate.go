@@ -113,8 +113,18 @@ func DiscoverAll(paths ...string) (Found, error) {
 	return out, nil
 }
 
+// maxWalked bounds the files and directories one migrations directory
+// may hold: a history of thousands of files is far below it, and a path
+// given by mistake (a home directory, /) is refused with its name rather
+// than walked to the end.
+const maxWalked = 200_000
+
 func discoverDir(root string) ([]File, []string, error) {
-	d := &dirScan{root: root}
+	return scanDir(root, maxWalked)
+}
+
+func scanDir(root string, limit int) ([]File, []string, error) {
+	d := &dirScan{root: root, limit: limit}
 	if err := filepath.WalkDir(root, d.visit); err != nil {
 		return nil, nil, fmt.Errorf("migrations in %s: %w", strconv.Quote(root), err)
 	}
@@ -125,6 +135,7 @@ func discoverDir(root string) ([]File, []string, error) {
 // repeatable files it found, and what it passed over and why.
 type dirScan struct {
 	root              string
+	limit, walked     int
 	files, repeatable []File
 	skipped           []string
 	downs, ruby       int
@@ -133,6 +144,9 @@ type dirScan struct {
 func (d *dirScan) visit(path string, e fs.DirEntry, err error) error {
 	if err != nil {
 		return err
+	}
+	if d.walked++; d.walked > d.limit {
+		return fmt.Errorf("more than %d files and directories: name the directory that holds the migrations, or the files", d.limit)
 	}
 	if e.IsDir() {
 		if path != d.root && strings.HasPrefix(e.Name(), ".") {

@@ -3,6 +3,7 @@ package migrate
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,6 +104,18 @@ func TestDiscoverErrors(t *testing.T) {
 	}
 	if _, err := Discover(filepath.Join(root, "missing")); err == nil {
 		t.Error("missing path: want error")
+	}
+	// A path given by mistake (a home directory, /) is not walked to the
+	// end: past the bound the walk stops and names it.
+	big := t.TempDir()
+	for i := range 12 {
+		write(t, big, filepath.Join("sub", strconv.Itoa(i)+"_m.sql"))
+	}
+	if _, _, err := scanDir(big, 10); err == nil || !strings.Contains(err.Error(), "more than 10 files and directories") || !strings.Contains(err.Error(), big) {
+		t.Errorf("past the bound: %v", err)
+	}
+	if files, _, err := scanDir(big, 20); err != nil || len(files) != 12 {
+		t.Errorf("within the bound: %d files, %v", len(files), err)
 	}
 }
 
