@@ -67,10 +67,7 @@ func TestJoinCompletion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var ranked []Item
-			for _, n := range tt.ranked {
-				ranked = append(ranked, Item{Candidate: rerank.Candidate{Kind: chunk.KindTable, Name: qualify(n)}})
-			}
+			ranked := rankedTables(tt.ranked)
 			items := r.complete(cat, ranked, tt.depth, tt.limit, tt.schemas)
 			var got []string
 			for _, it := range items {
@@ -88,6 +85,16 @@ func TestJoinCompletion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rankedTables is a ranking of the tables named, in public unless
+// qualified.
+func rankedTables(names []string) []Item {
+	var ranked []Item
+	for _, n := range names {
+		ranked = append(ranked, Item{Candidate: rerank.Candidate{Kind: chunk.KindTable, Name: qualify(n)}})
+	}
+	return ranked
 }
 
 func qualify(n string) string {

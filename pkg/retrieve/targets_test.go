@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
-	"github.com/schemaq/schemaq/pkg/chunk"
-	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/text"
 )
 
@@ -87,10 +85,7 @@ func TestNamedTargets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var ranked []Item
-			for _, n := range tt.ranked {
-				ranked = append(ranked, Item{Candidate: rerank.Candidate{Kind: chunk.KindTable, Name: qualify(n)}})
-			}
+			ranked := rankedTables(tt.ranked)
 			var terms []Term
 			for _, w := range text.QueryTerms(tt.question) {
 				terms = append(terms, Term{Term: w, Why: FromQuestion})
