@@ -3,6 +3,7 @@ package retrieve
 import (
 	"strings"
 
+	"github.com/schemaq/schemaq/pkg/kept"
 	"github.com/schemaq/schemaq/pkg/rerank"
 )
 
@@ -17,10 +18,10 @@ const maxAnalysed = 2048
 // reach the window again and again. A chunk's hash covers its content,
 // so a table changed by a migration is read anew. When full it starts
 // over, which costs one reading per table.
-type analysedCache struct{ kept[*rerank.Analysed] }
+type analysedCache struct{ kept kept.Map[*rerank.Analysed] }
 
 func newAnalysedCache() *analysedCache {
-	return &analysedCache{kept[*rerank.Analysed]{max: maxAnalysed}}
+	return &analysedCache{kept: kept.Map[*rerank.Analysed]{Max: maxAnalysed}}
 }
 
 func (c *analysedCache) get(cand *rerank.Candidate) *rerank.Analysed {
@@ -32,5 +33,5 @@ func (c *analysedCache) get(cand *rerank.Candidate) *rerank.Analysed {
 		}
 		key.WriteString("\x00" + ch.ID + "\x00" + ch.Hash)
 	}
-	return c.kept.get(key.String(), func() *rerank.Analysed { return rerank.Analyse(cand) })
+	return c.kept.Get(key.String(), func() *rerank.Analysed { return rerank.Analyse(cand) })
 }

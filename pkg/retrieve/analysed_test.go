@@ -64,7 +64,7 @@ func TestAnalysedIsBounded(t *testing.T) {
 		cand.Chunks = []chunk.Chunk{base.Chunks[0]}
 		cand.Chunks[0].Hash = fmt.Sprint(i)
 		c.get(&cand)
-		if n := c.kept.len(); n > maxAnalysed {
+		if n := c.kept.Len(); n > maxAnalysed {
 			t.Fatalf("%d readings kept, at most %d", n, maxAnalysed)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/kept"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
 	"github.com/schemaq/schemaq/pkg/text"
 )
@@ -24,7 +25,7 @@ const readsCacheMax = 100_000
 // catalog versions, and placing it in the catalog is a few map lookups
 // per request.
 type readsCache struct {
-	kept kept[[]*sqlguard.Query]
+	kept kept.Map[[]*sqlguard.Query]
 	log  *zap.Logger
 }
 
@@ -32,7 +33,7 @@ type readsCache struct {
 // blocks of a doc section that parse (chunk.DocSQL). SQL that does not
 // parse names nothing.
 func (rc *readsCache) queries(c chunk.Chunk) []*sqlguard.Query {
-	return rc.kept.get(c.Database+"\x00"+c.Kind+"\x00"+c.Hash, func() []*sqlguard.Query { return rc.parse(c) })
+	return rc.kept.Get(c.Database+"\x00"+c.Kind+"\x00"+c.Hash, func() []*sqlguard.Query { return rc.parse(c) })
 }
 
 // parse parses the chunk's SQL; what does not parse is left out, and a

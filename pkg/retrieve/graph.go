@@ -7,6 +7,7 @@ import (
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/kept"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
 	"github.com/schemaq/schemaq/pkg/text"
 )
@@ -27,10 +28,10 @@ type graph struct {
 	// rendered keeps tables rendered for this catalog version:
 	// propagation renders the neighbours of the best tables for every
 	// question, mostly the same ones.
-	rendered kept[[]chunk.Chunk]
+	rendered kept.Map[[]chunk.Chunk]
 	// tableWords keeps the analysed words of table names, which named
 	// targets compare for the neighbours of the best tables.
-	tableWords kept[[]string]
+	tableWords kept.Map[[]string]
 }
 
 // maxRendered bounds the tables kept rendered.
@@ -40,7 +41,7 @@ const maxRendered = 2048
 // (product_category → product, category), kept per catalog version.
 // The slice is the cache's: callers must not write it.
 func (g *graph) nameTerms(key string) []string {
-	return g.tableWords.get(key, func() []string {
+	return g.tableWords.Get(key, func() []string {
 		if t := g.tables[key]; t != nil {
 			return text.Terms(t.Name)
 		}
@@ -52,7 +53,7 @@ func (g *graph) nameTerms(key string) []string {
 // once per catalog version (up to maxRendered tables). The slice is the
 // cache's: callers may append to it but not write its elements.
 func (g *graph) tableChunks(t *catalog.Table) []chunk.Chunk {
-	return slices.Clip(g.rendered.get(t.QualName().Key(), func() []chunk.Chunk { return g.chunks.Table(t) }))
+	return slices.Clip(g.rendered.Get(t.QualName().Key(), func() []chunk.Chunk { return g.chunks.Table(t) }))
 }
 
 // graphCache keeps the graph of the latest catalog seen per database.
@@ -114,8 +115,8 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 		pv = prev.vocab
 	}
 	g := &graph{Graph: catalog.NewGraph(cat), cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat),
-		chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv), rendered: kept[[]chunk.Chunk]{max: maxRendered},
-		tableWords: kept[[]string]{max: maxRendered}}
+		chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv), rendered: kept.Map[[]chunk.Chunk]{Max: maxRendered},
+		tableWords: kept.Map[[]string]{Max: maxRendered}}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
 	}

@@ -146,7 +146,7 @@ func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config
 		return nil, fmt.Errorf("retriever: example and doc weights must be zero or more, got %v and %v", cfg.Fuse.ExampleWeight, cfg.Fuse.DocWeight)
 	}
 	r := &Retriever{search: search, embedder: embedder, catalogs: catalogs, cfg: cfg, graphs: newGraphCache(), analysed: newAnalysedCache()}
-	r.reads.log, r.reads.kept.max = zap.NewNop(), readsCacheMax
+	r.reads.log, r.reads.kept.Max = zap.NewNop(), readsCacheMax
 	for _, opt := range opts {
 		opt(r)
 	}
