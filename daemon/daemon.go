@@ -33,6 +33,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/ask"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/kept"
 	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/redact"
 	"github.com/schemaq/schemaq/pkg/retrieve"
@@ -143,6 +144,8 @@ type Daemon struct {
 	records Records
 	// listings keeps sorted table listings for paging (listing.go).
 	listings listings
+	// parsedExamples keeps the console's parsed example SQL (records.go).
+	parsedExamples kept.Map[parsedSQL]
 }
 
 // Option configures a Daemon.
@@ -201,7 +204,7 @@ func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker
 	d := &Daemon{nc: nc, cats: cats, count: count, ret: ret, asker: asker, log: log, cfg: cfg, gwLog: newGatewayLog(),
 		sem:              make(chan struct{}, cfg.MaxConcurrent),
 		feedbackByCaller: newRateLimiter(cfg.Feedback.PerCaller), feedbackByDB: newRateLimiter(cfg.Feedback.PerDatabase),
-		console: newCallerSlots(consolePerCaller)}
+		console: newCallerSlots(consolePerCaller), parsedExamples: kept.Map[parsedSQL]{Max: maxParsedExamples}}
 	for _, o := range opts {
 		o(d)
 	}
