@@ -38,14 +38,11 @@ func (r *Retriever) complete(cat *catalog.Catalog, items []Item, depth, limit in
 			if b == "" {
 				break
 			}
-			it := Item{Bridge: "joins " + partner + " and " + items[i].Name}
-			if at, ranked := pos[b]; ranked {
-				it.Candidate = items[at].Candidate
-				items = slices.Delete(items, at, at+1)
-			} else {
-				it.Candidate = bridgeCandidate(g, b)
+			at, ranked := pos[b]
+			if !ranked {
+				at = -1
 			}
-			items = slices.Insert(items, placed+1, it)
+			items = moveUp(g, items, b, at, placed+1, "joins "+partner+" and "+items[i].Name)
 			for j := placed + 1; j < len(items); j++ {
 				if items[j].Kind == chunk.KindTable {
 					pos[items[j].Name] = j
@@ -87,6 +84,20 @@ func bridgeAt(g *graph, items []Item, pos map[string]int, i, placed int, schemas
 		}
 	}
 	return bridge, partner
+}
+
+// moveUp places the table key at position to: moved up from at, below
+// to, when a list ranked it, or rendered and added when none did (at <
+// 0). why labels it (Item.Bridge); "" counts it among the k.
+func moveUp(g *graph, items []Item, key string, at, to int, why string) []Item {
+	it := Item{Bridge: why}
+	if at >= 0 {
+		it.Candidate = items[at].Candidate
+		items = slices.Delete(items, at, at+1)
+	} else {
+		it.Candidate = bridgeCandidate(g, key)
+	}
+	return slices.Insert(items, to, it)
 }
 
 // bridgeCandidate renders a table no list ranked, as the index would.

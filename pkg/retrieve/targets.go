@@ -42,14 +42,7 @@ func (r *Retriever) namedTargets(cat *catalog.Catalog, items []Item, depth int, 
 		if target == "" {
 			continue
 		}
-		var it Item
-		if at := tablePosition(items, target); at >= 0 {
-			it = items[at]
-			items = slices.Delete(items, at, at+1)
-		} else {
-			it.Candidate = bridgeCandidate(g, target)
-		}
-		items = slices.Insert(items, i+1, it)
+		items = moveUp(g, items, target, tablePosition(items, target), i+1, "")
 		i++ // the target is placed: it leads to nothing more
 	}
 	return items
