@@ -140,6 +140,11 @@ func TestFeedbackLoop(t *testing.T) {
 	if !strings.Contains(errOut, `shop has no doc "nosuch.md"`) {
 		t.Errorf("deleting an unknown doc: %s", errOut)
 	}
+	for _, kind := range []string{"docs", "examples"} {
+		if _, errOut = run(exitFailure, kind, "delete", "--db", "nope", "x.md"); !strings.Contains(errOut, `no database "nope"`) {
+			t.Errorf("%s delete in an unknown database: %s", kind, errOut)
+		}
+	}
 
 	out, _ = run(exitOK, "docs", "list", "--db", "shop")
 	if !strings.Contains(out, "refunds.md") || !strings.HasSuffix(out, "2 doc(s) of shop\n") {

@@ -259,7 +259,7 @@ func deleteExamples(ctx, rctx context.Context, e *env, cli *client.Client, c *cl
 	since := time.Now()
 	pubs, err := cli.DeleteExamples(rctx, *c.db, ids)
 	if errors.Is(err, client.ErrNoExample) {
-		return &events.Error{Code: events.CodeNotFound, Message: fmt.Sprintf("%v (examples list shows what it has); nothing was deleted", err)}
+		return notStored(rctx, cli, *c.db, "examples", err)
 	}
 	if err != nil {
 		return err
@@ -335,63 +335,65 @@ func runDocs(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	defer done()
-	docs, err := cli.Docs(rctx, *c.db)
+	if verb == "delete" {
+		return deleteDocs(ctx, rctx, e, cli, &c, fs.Args(), *wait)
+	}
+	return listDocs(rctx, e, cli, &c)
+}
+
+func listDocs(ctx context.Context, e *env, cli *client.Client, c *clientFlags) error {
+	docs, err := cli.Docs(ctx, *c.db)
 	if err != nil {
 		return err
 	}
 	if len(docs) == 0 {
-		if err := knownDatabase(rctx, cli, *c.db); err != nil {
-			return err
-		}
-	}
-	if verb == "list" {
-		if *c.asJSON {
-			return json.NewEncoder(e.stdout).Encode(docs)
-		}
-		for _, d := range docs {
-			fmt.Fprintf(e.stdout, "%s\t%d\t%d bytes\t%s\n", d.DocID, d.Seq, d.Bytes, clip(d.Title, 80))
-		}
-		fmt.Fprintf(e.stdout, "%d doc(s) of %s\n", len(docs), *c.db)
-		return nil
-	}
-	if err := allStored(fs.Args(), len(docs), func(id string) bool {
-		return slices.ContainsFunc(docs, func(d client.StoredDoc) bool { return d.DocID == id })
-	}, "doc", *c.db); err != nil {
-		return err
-	}
-	since := time.Now()
-	refs := make([]events.IndexedRef, 0, fs.NArg())
-	for _, id := range fs.Args() {
-		if _, err := cli.DeleteDoc(rctx, *c.db, id); err != nil {
-			return err
-		}
-		refs = append(refs, events.IndexedRef{Kind: "doc", Name: id})
-	}
-	if *wait > 0 {
-		if err := waitRemoved(ctx, cli, *c.db, refs, since, *wait); err != nil {
+		if err := knownDatabase(ctx, cli, *c.db); err != nil {
 			return err
 		}
 	}
 	if *c.asJSON {
-		return json.NewEncoder(e.stdout).Encode(map[string]any{"database": *c.db, "deleted": fs.Args()})
+		return json.NewEncoder(e.stdout).Encode(docs)
 	}
-	fmt.Fprintf(e.stdout, "deleted %d doc(s) of %s\n", fs.NArg(), *c.db)
+	for _, d := range docs {
+		fmt.Fprintf(e.stdout, "%s\t%d\t%d bytes\t%s\n", d.DocID, d.Seq, d.Bytes, clip(d.Title, 80))
+	}
+	fmt.Fprintf(e.stdout, "%d doc(s) of %s\n", len(docs), *c.db)
 	return nil
 }
 
-// allStored refuses a delete naming what the stream does not hold:
-// deleting nothing is not a success to report.
-func allStored(ids []string, n int, stored func(string) bool, kind, db string) error {
-	var unknown []string
-	for _, id := range ids {
-		if !stored(id) {
-			unknown = append(unknown, events.Quote(id))
+func deleteDocs(ctx, rctx context.Context, e *env, cli *client.Client, c *clientFlags, ids []string, wait time.Duration) error {
+	since := time.Now()
+	_, err := cli.DeleteDocs(rctx, *c.db, ids)
+	if errors.Is(err, client.ErrNoDoc) {
+		return notStored(rctx, cli, *c.db, "docs", err)
+	}
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		refs := make([]events.IndexedRef, len(ids))
+		for i, id := range ids {
+			refs[i] = events.IndexedRef{Kind: "doc", Name: id}
+		}
+		if err := waitRemoved(ctx, cli, *c.db, refs, since, wait); err != nil {
+			return err
 		}
 	}
-	if len(unknown) > 0 {
-		return &events.Error{Code: events.CodeNotFound, Message: fmt.Sprintf("%s has no %s %s (%s list shows %d); nothing was deleted", db, kind, strings.Join(unknown, ", "), kind+"s", n)}
+	if *c.asJSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"database": *c.db, "deleted": ids})
 	}
+	fmt.Fprintf(e.stdout, "deleted %d doc(s) of %s\n", len(ids), *c.db)
 	return nil
+}
+
+// notStored is a delete naming what the stream does not hold (err):
+// deleting nothing is not a success to report, and a database schemaq
+// does not know is the mistake to name first.
+func notStored(ctx context.Context, cli *client.Client, db, listed string, err error) error {
+	if err := knownDatabase(ctx, cli, db); err != nil {
+		return err
+	}
+	return &events.Error{Code: events.CodeNotFound, Message: fmt.Sprintf("%v (%s list shows what it has); nothing was deleted", err, listed)}
 }
 
 // knownDatabase refuses a database schemaq has no catalog for, so that an

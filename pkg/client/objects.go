@@ -129,7 +129,11 @@ func (c *Client) DeleteExamples(ctx context.Context, db string, ids []string) ([
 	if err != nil {
 		return nil, err
 	}
-	if err := allStoredExamples(db, ids, stored); err != nil {
+	have := make(map[string]bool, len(stored))
+	for _, s := range stored {
+		have[s.ID] = true
+	}
+	if err := allStored(db, "example", ids, have, ErrNoExample); err != nil {
 		return nil, err
 	}
 	var out []Published
@@ -149,13 +153,9 @@ func (c *Client) DeleteExamples(ctx context.Context, db string, ids []string) ([
 	return out, nil
 }
 
-// allStoredExamples is nil when every id is one of stored, and otherwise
-// names those that are not.
-func allStoredExamples(db string, ids []string, stored []StoredExample) error {
-	have := make(map[string]bool, len(stored))
-	for _, s := range stored {
-		have[s.ID] = true
-	}
+// allStored is nil when have holds every id, and otherwise names those
+// it does not hold as is (ErrNoExample, ErrNoDoc).
+func allStored(db, kind string, ids []string, have map[string]bool, is error) error {
 	var missing []string
 	for _, id := range ids {
 		if !have[id] {
@@ -163,26 +163,29 @@ func allStoredExamples(db string, ids []string, stored []StoredExample) error {
 		}
 	}
 	if len(missing) > 0 {
-		return &missingExamples{db: db, ids: missing}
+		return &missingIDs{db: db, kind: kind, ids: missing, is: is}
 	}
 	return nil
 }
 
-// missingExamples names the ids a database has no example of; it is
-// ErrNoExample.
-type missingExamples struct {
-	db  string
-	ids []string // quoted
+// missingIDs names the ids a database holds no example or doc of.
+type missingIDs struct {
+	db, kind string
+	ids      []string // quoted
+	is       error
 }
 
-func (e *missingExamples) Error() string {
-	return fmt.Sprintf("%s has no example %s", e.db, strings.Join(e.ids, ", "))
+func (e *missingIDs) Error() string {
+	return fmt.Sprintf("%s has no %s %s", e.db, e.kind, strings.Join(e.ids, ", "))
 }
 
-func (e *missingExamples) Is(target error) bool { return target == ErrNoExample }
+func (e *missingIDs) Is(target error) bool { return target == e.is }
 
 // ErrNoExample is an id the database has no example of.
 var ErrNoExample = errors.New("no such example")
+
+// ErrNoDoc is an id the database has no doc of.
+var ErrNoDoc = errors.New("no such doc")
 
 // ErrNotFeedback is an approval of an example that is not feedback: a
 // published example is the team's own already.
@@ -233,12 +236,40 @@ func (c *Client) ApproveExamples(ctx context.Context, db string, ids []string, b
 	return c.Publish(ctx, ev)
 }
 
-// DeleteDoc publishes a docs.delete event.
-func (c *Client) DeleteDoc(ctx context.Context, db, docID string) (Published, error) {
-	now := time.Now()
-	ev, err := events.New("doc-delete-"+nuid.Next(), db, now, &events.DocDelete{DocID: docID})
+// DeleteDocs publishes one docs.delete event per id. Every id must be
+// one of db's stored docs, as DeleteExamples asks of examples
+// (ErrNoDoc, with every such id, and then nothing is published). Each
+// event has a unique id, so that deleting a doc published again after an
+// earlier delete is not dropped as a duplicate. An id given twice is
+// deleted once.
+func (c *Client) DeleteDocs(ctx context.Context, db string, ids []string) ([]Published, error) {
+	stored, err := c.Docs(ctx, db)
 	if err != nil {
-		return Published{}, err
+		return nil, err
 	}
-	return c.Publish(ctx, ev)
+	have := make(map[string]bool, len(stored))
+	for _, d := range stored {
+		have[d.DocID] = true
+	}
+	if err := allStored(db, "doc", ids, have, ErrNoDoc); err != nil {
+		return nil, err
+	}
+	out := make([]Published, 0, len(ids))
+	now := time.Now()
+	for _, id := range ids {
+		if !have[id] {
+			continue // given twice
+		}
+		delete(have, id)
+		ev, err := events.New("doc-delete-"+nuid.Next(), db, now, &events.DocDelete{DocID: id})
+		if err != nil {
+			return out, err
+		}
+		p, err := c.Publish(ctx, ev)
+		if err != nil {
+			return out, fmt.Errorf("delete doc %s: %w", events.Quote(id), err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,94 @@ func TestExamplesFoldTheStream(t *testing.T) {
 	}
 	if none, err := cli.Examples(ctx, "empty"); err != nil || len(none) != 0 {
 		t.Errorf("a database without examples: %v %v", none, err)
+	}
+}
+
+// TestDocsFoldAndDelete: three hundred docs, a delete of fifty (one id
+// given twice), a delete naming docs that are not stored, and a doc
+// published again after its delete and deleted again: the listing is the
+// fold, and a refused delete publishes nothing.
+func TestDocsFoldAndDelete(t *testing.T) {
+	ctx := context.Background()
+	js, cli := connect(t)
+	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(id, doc string) uint64 {
+		t.Helper()
+		ev, err := events.New(id, "shop", time.Now(), &events.DocUpsert{DocID: doc, Title: "title of " + doc, Body: "body of " + doc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := cli.Publish(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Sequence
+	}
+	const n = 300
+	for i := range n {
+		publish(fmt.Sprintf("doc-%d", i), fmt.Sprintf("d%03d.md", i))
+	}
+	lastSeq := func() uint64 {
+		t.Helper()
+		st, err := js.Stream(ctx, events.Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+	var deleted []string
+	for i := 100; i < 150; i++ {
+		deleted = append(deleted, fmt.Sprintf("d%03d.md", i))
+	}
+	pubs, err := cli.DeleteDocs(ctx, "shop", append(slices.Clone(deleted), deleted[0]))
+	if err != nil || len(pubs) != len(deleted) {
+		t.Fatalf("delete of %d docs, one named twice: %d events, %v", len(deleted), len(pubs), err)
+	}
+
+	before := lastSeq()
+	_, err = cli.DeleteDocs(ctx, "shop", []string{"d001.md", deleted[3], "nope.md"})
+	if !errors.Is(err, client.ErrNoDoc) || !strings.Contains(err.Error(), `shop has no doc "d103.md", "nope.md"`) || strings.Contains(err.Error(), "d001") {
+		t.Fatalf("a delete of what is not stored: %v", err)
+	}
+	if after := lastSeq(); after != before {
+		t.Fatalf("a refused delete published: last sequence %d, was %d", after, before)
+	}
+	if _, err := cli.DeleteDocs(ctx, "other", []string{"d001.md"}); !errors.Is(err, client.ErrNoDoc) {
+		t.Fatalf("another database's delete of shop's doc: %v", err)
+	}
+
+	// Published again and deleted again: the second delete is not
+	// dropped as a duplicate of the first.
+	publish("back-1", deleted[0])
+	if pubs, err := cli.DeleteDocs(ctx, "shop", deleted[:1]); err != nil || len(pubs) != 1 || pubs[0].Duplicate {
+		t.Fatalf("a second delete: %+v %v", pubs, err)
+	}
+	backSeq := publish("back-2", deleted[1])
+
+	got, err := cli.Docs(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := n - len(deleted) + 1; len(got) != want {
+		t.Fatalf("%d docs, want %d", len(got), want)
+	}
+	for i, d := range got {
+		if i > 0 && got[i-1].Seq >= d.Seq {
+			t.Fatalf("not in stream order at %d", i)
+		}
+		switch {
+		case d.DocID == deleted[0] || d.DocID == deleted[2]:
+			t.Errorf("deleted doc %s is listed", d.DocID)
+		case d.DocID == deleted[1] && (d.Seq != backSeq || d.Event != "back-2"):
+			t.Errorf("the doc published again: %+v", d)
+		case d.Bytes != len("body of "+d.DocID):
+			t.Errorf("%s: %d bytes", d.DocID, d.Bytes)
+		}
 	}
 }
