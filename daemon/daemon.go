@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -720,6 +721,41 @@ func (d *Daemon) known(ctx context.Context, db string) (*catalog.Catalog, error)
 	return nil, nil
 }
 
+// schemasKnown refuses a schemas filter naming a schema the database
+// does not have: a misspelt one would filter every table out, and the
+// empty reply would read as "nothing matches". A database known by its
+// docs alone (cat nil) has no schemas to check against.
+func schemasKnown(cat *catalog.Catalog, schemas []string) error {
+	if cat == nil || len(schemas) == 0 {
+		return nil
+	}
+	have := cat.Schemas()
+	for i, s := range schemas {
+		if _, ok := slices.BinarySearch(have, s); !ok {
+			return events.Errorf(events.CodeBadRequest, "field schemas[%d]: database %s has no schema %s at catalog version %d (it has %s)",
+				i, cat.Database, events.Quote(s), cat.Version, someNames(have, maxNamedSchemas))
+		}
+	}
+	return nil
+}
+
+// maxNamedSchemas bounds the schemas an error lists: a pooled warehouse
+// may have hundreds.
+const maxNamedSchemas = 10
+
+// someNames lists up to n names, quoted, and how many more there are.
+func someNames(names []string, n int) string {
+	quoted := make([]string, 0, min(n, len(names)))
+	for _, s := range names[:min(n, len(names))] {
+		quoted = append(quoted, events.Quote(s))
+	}
+	out := strings.Join(quoted, ", ")
+	if len(names) > n {
+		out += fmt.Sprintf(" and %d more", len(names)-n)
+	}
+	return out
+}
+
 func (d *Daemon) k(k int) int {
 	if k <= 0 {
 		return d.cfg.DefaultK
@@ -730,6 +766,9 @@ func (d *Daemon) k(k int) int {
 func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events.SearchReply, error) {
 	cat, err := d.known(ctx, req.Database)
 	if err != nil {
+		return nil, err
+	}
+	if err := schemasKnown(cat, req.Schemas); err != nil {
 		return nil, err
 	}
 	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Kinds: req.Kinds, Schemas: req.Schemas, Tags: req.Tags, Hints: req.Hints})
@@ -751,6 +790,9 @@ func (d *Daemon) search(ctx context.Context, req *events.SearchRequest) (*events
 func (d *Daemon) ask(ctx context.Context, req *events.AskRequest) (*events.AskReply, error) {
 	cat, err := d.known(ctx, req.Database)
 	if err != nil {
+		return nil, err
+	}
+	if err := schemasKnown(cat, req.Schemas); err != nil {
 		return nil, err
 	}
 	res, err := d.ret.Retrieve(ctx, retrieve.Request{Database: req.Database, Question: req.Question, K: d.k(req.K), Schemas: req.Schemas, Tags: req.Tags, Hints: req.Hints})
