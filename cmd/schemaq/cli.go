@@ -86,7 +86,7 @@ func commands() map[string]command {
 		"publish":     {"publish migrations, a snapshot, docs or examples", runPublish},
 		"ask":         {"ask a question; prints checked SQL (or the context, without a gateway)", runAsk},
 		"search":      {"retrieve the context for a question", runSearch},
-		"examples":    {"list, show or delete a database's worked examples (examples list|show|delete; --stale)", runExamples},
+		"examples":    {"list, show, approve or delete a database's worked examples (examples list|show|approve|delete; --stale)", runExamples},
 		"databases":   {"list the databases, or retire one: its catalog, index, events, dead letters and objects (databases list|retire)", runDatabases},
 		"docs":        {"list or delete a database's docs (docs list|delete)", runDocs},
 		"check":       {"replay pending migrations on the running catalog and report what they would break, publishing nothing (exit 3 when something breaks)", runCheck},

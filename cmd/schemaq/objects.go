@@ -31,7 +31,7 @@ type exampleView struct {
 	Stale string `json:"stale,omitempty"`
 }
 
-// runExamples is parse, then list, show or delete.
+// runExamples is parse, then list, show, approve or delete.
 func runExamples(ctx context.Context, e *env, args []string) (err error) {
 	verb, helped, err := verbOf(e, "examples", args, []string{"list", "show", "approve", "delete"}, "list --db NAME [--stale] | show --db NAME ID | approve --db NAME [--by NAME] ID... | delete --db NAME [--wait DUR] ID...")
 	if helped || err != nil {
