@@ -423,3 +423,103 @@ func TestConsoleLimitsEachCaller(t *testing.T) {
 		t.Errorf("after the slots were given back: %d %.200s", status, body)
 	}
 }
+
+// TestDocsPages pages through a database of 230 docs, twelve of them
+// in a row over half a MiB each: every doc comes once, in stream order, in pages
+// bounded by count and by bytes, and a doc deleted between two pages is
+// not listed.
+func TestDocsPages(t *testing.T) {
+	r, srv := consoleRig(t)
+	ctx := context.Background()
+	big := strings.Repeat("The ledger keeps every refund and payment line. ", 12_000) // ~590 KB
+	var ids []string
+	for i := range 230 {
+		id := fmt.Sprintf("page-%03d.md", i)
+		body := fmt.Sprintf("# Doc %d\n\nabout orders %d\n", i, i)
+		if i >= 100 && i < 112 {
+			body += big
+		}
+		ev, err := events.New("doc-"+id, "shop", time.Now(), &events.DocUpsert{DocID: id, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.cli.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	type page struct {
+		Docs []struct {
+			DocID    string `json:"doc_id"`
+			Seq      uint64
+			Sections []struct{ Heading, Text string }
+		}
+		Total   int
+		NextSeq uint64 `json:"next_seq"`
+	}
+	get := func(body string) page {
+		t.Helper()
+		code, _, out := httpPost(t, srv.URL+"/v1/docs", "shop-reader-0123456789", body)
+		var p page
+		if err := json.Unmarshal([]byte(out), &p); code != http.StatusOK || err != nil {
+			t.Fatalf("%s: %d %v %.300s", body, code, err, out)
+		}
+		return p
+	}
+	seen := map[string]bool{}
+	var after, lastSeq uint64
+	pages, deleted := 0, ids[200]
+	for {
+		p := get(fmt.Sprintf(`{"database":"shop","after_seq":%d}`, after))
+		pages++
+		want := 231 // the shop's refunds.md and the 230
+		if pages > 1 {
+			want-- // one deleted after the first page
+		}
+		if p.Total != want {
+			t.Fatalf("page %d: total %d, want %d", pages, p.Total, want)
+		}
+		bytes := 0
+		for i, d := range p.Docs {
+			if seen[d.DocID] || d.Seq <= lastSeq {
+				t.Fatalf("page %d: %s (seq %d) again or out of order", pages, d.DocID, d.Seq)
+			}
+			seen[d.DocID], lastSeq = true, d.Seq
+			if len(d.Sections) == 0 {
+				t.Fatalf("%s has no sections", d.DocID)
+			}
+			if i > 0 && bytes >= 4<<20 {
+				t.Fatalf("page %d goes on past 4 MiB", pages)
+			}
+			for _, s := range d.Sections {
+				bytes += len(s.Heading) + len(s.Text)
+			}
+		}
+		if len(p.Docs) > 50 || len(p.Docs) == 0 {
+			t.Fatalf("page %d has %d docs", pages, len(p.Docs))
+		}
+		if pages == 1 {
+			if _, err := r.cli.DeleteDocs(ctx, "shop", []string{deleted}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p.NextSeq == 0 {
+			break
+		}
+		after = p.NextSeq
+	}
+	if seen[deleted] || len(seen) != 230 || !seen["refunds.md"] || !seen[ids[0]] || !seen[ids[229]] {
+		t.Errorf("%d docs seen over %d pages (deleted one seen: %v)", len(seen), pages, seen[deleted])
+	}
+	if pages < 6 {
+		t.Errorf("%d pages: the byte bound never cut one", pages)
+	}
+	if p := get(`{"database":"shop","limit":7}`); len(p.Docs) != 7 || p.NextSeq != p.Docs[6].Seq {
+		t.Errorf("limit 7: %d docs, next %d", len(p.Docs), p.NextSeq)
+	}
+	for _, body := range []string{`{"database":"shop","limit":501}`, `{"database":"shop","limit":-1}`, `{"database":"shop","after_seq":-1}`} {
+		if code, _, out := httpPost(t, srv.URL+"/v1/docs", "shop-reader-0123456789", body); code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", body, code, out)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -29,6 +31,8 @@ import (
 type Records interface {
 	Examples(ctx context.Context, db string) ([]client.StoredExample, error)
 	Docs(ctx context.Context, db string) ([]client.StoredDoc, error)
+	DocsWithBodies(ctx context.Context, db string) ([]client.StoredDoc, error)
+	DocBody(ctx context.Context, db string, d client.StoredDoc) (string, error)
 	DeleteExamples(ctx context.Context, db string, ids []string) ([]client.Published, error)
 	ApproveExamples(ctx context.Context, db string, ids []string, by string) (client.Published, error)
 }
@@ -95,9 +99,16 @@ type ExamplesApproveReply struct {
 	Duplicate bool `json:"duplicate,omitempty"`
 }
 
-// DocsRequest lists a database's docs.
+// DocsRequest lists a database's docs, a page at a time.
 type DocsRequest struct {
 	Database string `json:"database"`
+	// AfterSeq continues a listing after the doc stored at this stream
+	// sequence: a reply's next_seq.
+	AfterSeq uint64 `json:"after_seq,omitempty"`
+	// Limit bounds the docs in a page (0: defaultDocsLimit, at most
+	// maxDocsLimit). A page also stops once its sections pass
+	// maxDocsPageBytes, after at least one doc.
+	Limit int `json:"limit,omitempty"`
 }
 
 func (r *DocsRequest) databaseName() string { return r.Database }
@@ -114,11 +125,24 @@ type DocRecord struct {
 	Sections []DocSection `json:"sections"`
 }
 
-// DocsReply lists docs, oldest first.
+// DocsReply is a page of docs, oldest first.
 type DocsReply struct {
 	Database string      `json:"database"`
 	Docs     []DocRecord `json:"docs"`
+	// Total is how many docs the database has.
+	Total int `json:"total"`
+	// NextSeq, when set, is the after_seq of the next page.
+	NextSeq uint64 `json:"next_seq,omitempty"`
 }
+
+// A docs page is bounded in docs and in bytes: a database may hold
+// thousands of docs of up to a MiB each, and one reply of all of them
+// would be gigabytes in the daemon's memory and the browser's.
+const (
+	defaultDocsLimit = 50
+	maxDocsLimit     = 500
+	maxDocsPageBytes = 4 << 20
+)
 
 // CheckRequest checks migrations not yet published, in order, after the
 // catalog's version, as `schemaq check` does.
@@ -292,6 +316,9 @@ func (d *Daemon) approveExamples(ctx context.Context, who *principal, req *Examp
 }
 
 func (d *Daemon) listDocs(ctx context.Context, _ *principal, req *DocsRequest) (any, error) {
+	if req.Limit < 0 || req.Limit > maxDocsLimit {
+		return nil, events.Errorf(events.CodeBadRequest, "field limit: must be between 0 and %d, got %d", maxDocsLimit, req.Limit)
+	}
 	if _, err := d.heldCatalog(req.Database); err != nil {
 		return nil, err
 	}
@@ -303,13 +330,38 @@ func (d *Daemon) listDocs(ctx context.Context, _ *principal, req *DocsRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("docs of %s: %w", req.Database, err)
 	}
-	out := &DocsReply{Database: req.Database, Docs: []DocRecord{}}
-	for _, s := range stored {
+	return docsPage(ctx, recs, req, stored)
+}
+
+// docsPage reads the bodies of the page's docs and splits each into the
+// sections retrieval indexes, so a page shows what a search can find.
+func docsPage(ctx context.Context, recs Records, req *DocsRequest, stored []client.StoredDoc) (*DocsReply, error) {
+	limit := req.Limit
+	if limit == 0 {
+		limit = defaultDocsLimit
+	}
+	out := &DocsReply{Database: req.Database, Docs: []DocRecord{}, Total: len(stored)}
+	from, _ := slices.BinarySearchFunc(stored, req.AfterSeq+1, func(s client.StoredDoc, seq uint64) int { return cmp.Compare(s.Seq, seq) })
+	bytes := 0
+	for i, s := range stored[from:] {
+		if len(out.Docs) == limit || (len(out.Docs) > 0 && bytes >= maxDocsPageBytes) {
+			out.NextSeq = stored[from+i-1].Seq
+			break
+		}
+		body, err := recs.DocBody(ctx, req.Database, s)
+		if errors.Is(err, client.ErrNoDoc) {
+			// Its event left the stream since the listing (the
+			// stream's limits, a purge): the next listing says what
+			// is stored now.
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("docs of %s: %w", req.Database, err)
+		}
 		rec := DocRecord{StoredDoc: s, Sections: []DocSection{}}
-		// The sections retrieval indexes, so a page shows what a
-		// search can find.
-		for _, c := range chunk.Doc(req.Database, s.DocID, s.Title, s.Body, s.Tags, chunk.Options{}) {
+		for _, c := range chunk.Doc(req.Database, s.DocID, s.Title, body, s.Tags, chunk.Options{}) {
 			rec.Sections = append(rec.Sections, DocSection{Heading: c.Title, Text: c.Text})
+			bytes += len(c.Title) + len(c.Text)
 		}
 		out.Docs = append(out.Docs, rec)
 	}

@@ -589,6 +589,19 @@ func TestConsoleAt500Tables(t *testing.T) {
 	if out, errOut, code := runAt(t, "nats://"+addr, "publish", "examples", "--db", "wide", "--wait", "60s", exFile); code != exitOK {
 		t.Fatalf("publish examples (exit %d): %s %s", code, out, errOut)
 	}
+	docs := filepath.Join(dir, "docs")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 120 {
+		body := fmt.Sprintf("# Referrals %d\n\nHow customer %d was referred.\n\n## Rules\n\nA referrer is another customer.\n", i, i)
+		if err := os.WriteFile(filepath.Join(docs, fmt.Sprintf("r%03d.md", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, errOut, code := runAt(t, "nats://"+addr, "publish", "docs", "--db", "wide", "--wait", "60s", docs); code != exitOK {
+		t.Fatalf("publish docs (exit %d): %s %s", code, out, errOut)
+	}
 	base := "http://" + api
 	pages := []struct{ name, path, ready string }{
 		{"database (first 200 of 500 tables)", "/db/wide", `.tables li:nth-child(200)`},
@@ -596,6 +609,7 @@ func TestConsoleAt500Tables(t *testing.T) {
 		{"table", "/db/wide/tables/public.t250_customers", `pre.ddl`},
 		{"join graph, 3 joins out", "/db/wide/graph/public.t250_customers?hops=3", `svg.graph .node`},
 		{"examples (300, each checked against the catalog)", "/db/wide/examples", `li.record:nth-child(300)`},
+		{"docs (first 50 of 120)", "/db/wide/docs", `li.record:nth-child(50)`},
 		{"check of a migration", "/db/wide/check?file=0002_drop.sql&sql=ALTER+TABLE+t250_customers+DROP+COLUMN+referrer_id%3B", `#verdict`},
 		{"operations", "/operations", `table.grid`},
 	}
@@ -611,6 +625,22 @@ func TestConsoleAt500Tables(t *testing.T) {
 			}
 		}
 		t.Logf("%s usable in %v (best of 3)", p.name, best.Round(time.Millisecond))
+	}
+	// The docs come a page at a time; More brings the next until none
+	// is left.
+	var shown, more string
+	var buttons int
+	err := journey(ctx, chromedp.Navigate(base+"/db/wide/docs"), chromedp.WaitVisible(css(`li.record:nth-child(50)`)),
+		chromedp.Click(css(`p.more button`)), chromedp.WaitVisible(css(`li.record:nth-child(100)`)),
+		chromedp.Click(css(`p.more button`)), chromedp.WaitVisible(css(`li.record:nth-child(120)`)),
+		into(&shown, chromedp.Evaluate[string](`String(document.querySelectorAll('li.record').length)`)),
+		into(&more, chromedp.Text(css(`p.more`))),
+		into(&buttons, chromedp.Evaluate[int](`document.querySelectorAll('p.more button').length`)))
+	if err != nil {
+		failed(t, ctx, t.TempDir(), "docs pages", err)
+	}
+	if shown != "120" || more != "120 of 120 doc(s)" || buttons != 0 {
+		t.Errorf("docs after two Mores: %s listed, %q, %d buttons", shown, more, buttons)
 	}
 }
 

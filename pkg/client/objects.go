@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/schemaq/schemaq/events"
@@ -34,14 +35,14 @@ type StoredExample struct {
 	Time  time.Time `json:"time,omitzero"`
 }
 
-// StoredDoc is a doc the stream holds, without its body.
+// StoredDoc is a doc the stream holds.
 type StoredDoc struct {
 	DocID string            `json:"doc_id"`
 	Title string            `json:"title,omitempty"`
 	Tags  map[string]string `json:"tags,omitempty"`
 	Bytes int               `json:"bytes"`
-	// Body is the markdown, for a caller that reads it (schemaq check);
-	// listings leave it out.
+	// Body is the markdown: DocsWithBodies sets it, Docs does not
+	// (DocBody reads one).
 	Body  string    `json:"-"`
 	Event string    `json:"event"`
 	Seq   uint64    `json:"seq"`
@@ -82,14 +83,30 @@ func (c *Client) Examples(ctx context.Context, db string) ([]StoredExample, erro
 	return out, nil
 }
 
-// Docs lists db's docs, oldest first.
+// Docs lists db's docs, oldest first, without their bodies: a listing
+// of thousands of docs of up to a MiB each need not hold them all
+// (DocBody reads the one a caller shows).
 func (c *Client) Docs(ctx context.Context, db string) ([]StoredDoc, error) {
+	return c.docs(ctx, db, false)
+}
+
+// DocsWithBodies lists db's docs, oldest first, with their bodies: a
+// check of what a migration breaks reads every one.
+func (c *Client) DocsWithBodies(ctx context.Context, db string) ([]StoredDoc, error) {
+	return c.docs(ctx, db, true)
+}
+
+func (c *Client) docs(ctx context.Context, db string, bodies bool) ([]StoredDoc, error) {
 	byID := map[string]StoredDoc{}
 	err := c.fold(ctx, db, events.DocsSubject(db), func(ev *events.Event, seq uint64) {
 		switch {
 		case ev.DocUpsert != nil:
 			d := ev.DocUpsert
-			byID[d.DocID] = StoredDoc{DocID: d.DocID, Title: d.Title, Tags: d.Tags, Bytes: len(d.Body), Body: d.Body, Event: ev.ID, Seq: seq, Time: ev.Time}
+			sd := StoredDoc{DocID: d.DocID, Title: d.Title, Tags: d.Tags, Bytes: len(d.Body), Event: ev.ID, Seq: seq, Time: ev.Time}
+			if bodies {
+				sd.Body = d.Body
+			}
+			byID[d.DocID] = sd
 		case ev.DocDelete != nil:
 			delete(byID, ev.DocDelete.DocID)
 		}
@@ -103,6 +120,30 @@ func (c *Client) Docs(ctx context.Context, db string) ([]StoredDoc, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out, nil
+}
+
+// DocBody reads the body of a doc a listing gave, from the event that
+// stored it: the version the listing saw, even if the doc was stored
+// again since. ErrNoDoc when that event is gone from the stream (its
+// limits or a purge took it) or the sequence holds something else than
+// that doc's upsert in db.
+func (c *Client) DocBody(ctx context.Context, db string, d StoredDoc) (string, error) {
+	s, err := c.js.Stream(ctx, events.Stream)
+	if err != nil {
+		return "", fmt.Errorf("stream %s: %w", events.Stream, err)
+	}
+	msg, err := s.GetMsg(ctx, d.Seq)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return "", fmt.Errorf("doc %s at stream sequence %d: %w", events.Quote(d.DocID), d.Seq, ErrNoDoc)
+	case err != nil:
+		return "", fmt.Errorf("doc %s at stream sequence %d: %w", events.Quote(d.DocID), d.Seq, err)
+	}
+	ev, err := events.Decode(msg.Data, 0)
+	if err != nil || msg.Subject != events.DocsSubject(db) || ev.Database != db || ev.DocUpsert == nil || ev.DocUpsert.DocID != d.DocID {
+		return "", fmt.Errorf("doc %s: stream sequence %d does not hold its upsert: %w", events.Quote(d.DocID), d.Seq, ErrNoDoc)
+	}
+	return ev.DocUpsert.Body, nil
 }
 
 // fold reads every event on subject, oldest first.

@@ -225,8 +225,42 @@ func TestDocsFoldAndDelete(t *testing.T) {
 			t.Errorf("deleted doc %s is listed", d.DocID)
 		case d.DocID == deleted[1] && (d.Seq != backSeq || d.Event != "back-2"):
 			t.Errorf("the doc published again: %+v", d)
-		case d.Bytes != len("body of "+d.DocID):
-			t.Errorf("%s: %d bytes", d.DocID, d.Bytes)
+		case d.Bytes != len("body of "+d.DocID) || d.Body != "":
+			t.Errorf("%s: %d bytes, body %q in a listing", d.DocID, d.Bytes, d.Body)
+		}
+	}
+	// Bodies: all of them for a check, or one by its listing's sequence.
+	full, err := cli.DocsWithBodies(ctx, "shop")
+	if err != nil || len(full) != len(got) || full[5].Body != "body of "+full[5].DocID {
+		t.Fatalf("with bodies: %d docs, %v", len(full), err)
+	}
+	if body, err := cli.DocBody(ctx, "shop", got[7]); err != nil || body != "body of "+got[7].DocID {
+		t.Errorf("DocBody: %q %v", body, err)
+	}
+	// The body as the listing saw it, even when the doc was stored again
+	// since: the page shows one version of it, not a mix.
+	publish("again", got[8].DocID)
+	if body, err := cli.DocBody(ctx, "shop", got[8]); err != nil || body != "body of "+got[8].DocID {
+		t.Errorf("DocBody of a doc stored again since: %q %v", body, err)
+	}
+	st, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteMsg(ctx, got[11].Seq); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		db string
+		d  client.StoredDoc
+	}{
+		"gone from the stream": {"shop", got[11]},
+		"another database":     {"other", got[9]},
+		"another doc's event":  {"shop", client.StoredDoc{DocID: got[9].DocID, Seq: got[10].Seq}},
+		"no such sequence":     {"shop", client.StoredDoc{DocID: got[9].DocID, Seq: 1 << 40}},
+	} {
+		if body, err := cli.DocBody(ctx, tc.db, tc.d); !errors.Is(err, client.ErrNoDoc) {
+			t.Errorf("DocBody, %s: %q %v", name, body, err)
 		}
 	}
 }

@@ -373,7 +373,7 @@ func viewProblems(v *catalog.View, cat *catalog.Catalog) []string {
 // docs; *client.Client reads them from the stream.
 type Records interface {
 	Examples(ctx context.Context, db string) ([]client.StoredExample, error)
-	Docs(ctx context.Context, db string) ([]client.StoredDoc, error)
+	DocsWithBodies(ctx context.Context, db string) ([]client.StoredDoc, error)
 }
 
 // Gather is the input of a check of pending on cat: the examples and
@@ -387,7 +387,7 @@ func Gather(ctx context.Context, recs Records, cat *catalog.Catalog, pending []M
 	for _, ex := range exs {
 		in.Examples = append(in.Examples, Example{ID: ex.ID, Question: ex.Question, SQL: ex.SQL, Schema: ex.Schema})
 	}
-	docs, err := recs.Docs(ctx, cat.Database)
+	docs, err := recs.DocsWithBodies(ctx, cat.Database)
 	if err != nil {
 		return nil, fmt.Errorf("docs of %s: %w", cat.Database, err)
 	}

@@ -473,17 +473,33 @@ async function examples(db, params) {
       : h('p', {}, stale ? 'No example is stale: each one fits the catalog.' : 'No example yet: publish some (schemaq publish examples) or accept an ask\'s SQL.'));
 }
 
+function docItem(d) {
+  return h('li', { class: 'record' },
+    h('h2', {}, d.title || d.doc_id), h('p', { class: 'muted' }, `${d.doc_id}, ${d.bytes} bytes, stream seq ${d.seq}`),
+    d.tags ? h('p', { class: 'tags' }, Object.entries(d.tags).map(([k, v]) => h('span', { class: 'tag' }, k + '=' + v))) : '',
+    h('details', {}, h('summary', {}, `${d.sections.length} section(s), as retrieval indexes them`),
+      d.sections.map((sec) => h('section', { class: 'doc-section' }, h('h3', {}, sec.heading), h('pre', {}, sec.text)))));
+}
+
+// docs lists a page of docs at a time: a database's docs may run to
+// gigabytes, and the daemon sends them in pages of a few MiB.
 async function docs(db) {
   setCrumbs(link(dbPath(db), db), h('span', {}, 'docs'));
   document.title = 'docs · ' + db;
-  const r = await api('POST', '/v1/docs', { database: db });
-  show(h('h1', {}, 'Docs of ' + db), sectionNav(db, 'docs'),
-    r.docs.length ? h('ol', { class: 'records' }, r.docs.map((d) => h('li', { class: 'record' },
-      h('h2', {}, d.title || d.doc_id), h('p', { class: 'muted' }, `${d.doc_id}, ${d.bytes} bytes, stream seq ${d.seq}`),
-      d.tags ? h('p', { class: 'tags' }, Object.entries(d.tags).map(([k, v]) => h('span', { class: 'tag' }, k + '=' + v))) : '',
-      h('details', {}, h('summary', {}, `${d.sections.length} section(s), as retrieval indexes them`),
-        d.sections.map((sec) => h('section', { class: 'doc-section' }, h('h3', {}, sec.heading), h('pre', {}, sec.text)))))))
-      : h('p', {}, 'No doc yet: publish some (schemaq publish docs).'));
+  const list = h('ol', { class: 'records' });
+  const more = h('p', { class: 'more' });
+  const page = async (after) => {
+    const r = await api('POST', '/v1/docs', { database: db, after_seq: after });
+    r.docs.forEach((d) => list.append(docItem(d)));
+    if (!r.total) {
+      more.replaceChildren('No doc yet: publish some (schemaq publish docs).');
+      return;
+    }
+    more.replaceChildren(`${list.children.length} of ${r.total} doc(s)`);
+    if (r.next_seq) more.append(' ', h('button', { type: 'button', onclick: () => page(r.next_seq) }, 'More'));
+  };
+  show(h('h1', {}, 'Docs of ' + db), sectionNav(db, 'docs'), list, more);
+  await page(0);
 }
 
 // ---- check a migration ----
