@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -519,6 +520,93 @@ func TestDocsPages(t *testing.T) {
 	}
 	for _, body := range []string{`{"database":"shop","limit":501}`, `{"database":"shop","limit":-1}`, `{"database":"shop","after_seq":-1}`} {
 		if code, _, out := httpPost(t, srv.URL+"/v1/docs", "shop-reader-0123456789", body); code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", body, code, out)
+		}
+	}
+}
+
+// TestExamplesPages pages through 2,500 examples stored by five events
+// (so pages start inside one event's examples), every seventh stale:
+// each comes once, in stream order, the stale listing pages the same
+// way, and examples deleted between two pages are not listed.
+func TestExamplesPages(t *testing.T) {
+	r, srv := consoleRig(t)
+	ctx := context.Background()
+	stale := 0
+	for b := range 5 {
+		exs := make([]events.Example, 500)
+		for i := range exs {
+			n := b*500 + i
+			exs[i] = events.Example{ID: fmt.Sprintf("p%04d", n), Question: fmt.Sprintf("orders of customer %d", n), SQL: fmt.Sprintf("SELECT count(*) FROM orders WHERE customer_id = %d", n)}
+			if n%7 == 0 {
+				exs[i].SQL = fmt.Sprintf("SELECT count(*) FROM ghosts_%d", n)
+				stale++
+			}
+		}
+		ev, err := events.New(fmt.Sprintf("page-batch-%d", b), "shop", time.Now(), &events.ExamplesUpsert{Examples: exs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.cli.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type page struct {
+		Examples []struct {
+			ID    string
+			Seq   uint64
+			Stale string
+		}
+		Total   int
+		NextSeq uint64 `json:"next_seq"`
+		NextID  string `json:"next_id"`
+	}
+	get := func(body string) page {
+		t.Helper()
+		code, _, out := httpPost(t, srv.URL+"/v1/examples", "shop-reader-0123456789", body)
+		var p page
+		if err := json.Unmarshal([]byte(out), &p); code != http.StatusOK || err != nil {
+			t.Fatalf("%s: %d %v %.300s", body, code, err, out)
+		}
+		return p
+	}
+	// The rig's three examples (one stale) come first.
+	const rig, rigStale = 3, 1
+	// Deleted after the first listing's second page: that listing and
+	// the later ones do not have them.
+	deleted := []string{"p2402", "p2403"}
+	for _, tc := range []struct {
+		stale       bool
+		limit, want int
+	}{{false, 0, rig + 2500 - 2}, {true, 0, rigStale + stale}, {false, 333, rig + 2500 - 2}} {
+		seen := map[string]bool{}
+		var lastSeq uint64
+		var lastID string
+		pages := 0
+		for p := (page{}); pages == 0 || p.NextID != ""; {
+			p = get(fmt.Sprintf(`{"database":"shop","stale":%v,"limit":%d,"after_seq":%d,"after_id":%q}`, tc.stale, tc.limit, p.NextSeq, p.NextID))
+			pages++
+			if n := len(p.Examples); n == 0 || n > cmp.Or(tc.limit, 200) {
+				t.Fatalf("page %d has %d examples", pages, n)
+			}
+			for _, ex := range p.Examples {
+				if seen[ex.ID] || ex.Seq < lastSeq || (ex.Seq == lastSeq && ex.ID <= lastID) || (tc.stale && ex.Stale == "") {
+					t.Fatalf("page %d: %+v again, out of order or not what was asked", pages, ex)
+				}
+				seen[ex.ID], lastSeq, lastID = true, ex.Seq, ex.ID
+			}
+			if pages == 2 && !tc.stale && tc.limit == 0 {
+				if _, err := r.cli.DeleteExamples(ctx, "shop", deleted); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if len(seen) != tc.want || seen[deleted[0]] {
+			t.Errorf("stale %v, limit %d: %d examples over %d pages, want %d", tc.stale, tc.limit, len(seen), pages, tc.want)
+		}
+	}
+	for _, body := range []string{`{"database":"shop","limit":1001}`, `{"database":"shop","limit":-1}`, `{"database":"shop","after_id":7}`} {
+		if code, _, out := httpPost(t, srv.URL+"/v1/examples", "shop-reader-0123456789", body); code != http.StatusBadRequest {
 			t.Errorf("%s: %d %s", body, code, out)
 		}
 	}

@@ -50,11 +50,21 @@ const (
 	maxMigrationName     = 1024
 )
 
-// ExamplesRequest lists a database's examples.
+// ExamplesRequest lists a database's examples, a page at a time.
 type ExamplesRequest struct {
 	Database string `json:"database"`
 	// Stale keeps only those that no longer fit the catalog.
 	Stale bool `json:"stale,omitempty"`
+	// AfterSeq and AfterID continue a listing after the example of that
+	// id stored at that stream sequence: a reply's next_seq and next_id
+	// (one event stores many examples, so the sequence alone is not a
+	// place in the listing).
+	AfterSeq uint64 `json:"after_seq,omitempty"`
+	AfterID  string `json:"after_id,omitempty"`
+	// Limit bounds the examples in a page (0: defaultExamplesLimit, at
+	// most maxExamplesLimit). A page also stops once its questions and
+	// SQL pass maxRecordsPageBytes, after at least one example.
+	Limit int `json:"limit,omitempty"`
 }
 
 func (r *ExamplesRequest) databaseName() string { return r.Database }
@@ -66,11 +76,18 @@ type ExampleRecord struct {
 	Stale string `json:"stale,omitempty"`
 }
 
-// ExamplesReply lists examples, oldest first.
+// ExamplesReply is a page of examples, oldest first.
 type ExamplesReply struct {
 	Database string          `json:"database"`
 	Version  int64           `json:"version"`
 	Examples []ExampleRecord `json:"examples"`
+	// Total is how many examples the listing has in all (with stale,
+	// how many are stale).
+	Total int `json:"total"`
+	// NextSeq and NextID, when set, are the after_seq and after_id of
+	// the next page.
+	NextSeq uint64 `json:"next_seq,omitempty"`
+	NextID  string `json:"next_id,omitempty"`
 }
 
 // ExampleIDsRequest names examples of a database, to delete or approve.
@@ -107,7 +124,7 @@ type DocsRequest struct {
 	AfterSeq uint64 `json:"after_seq,omitempty"`
 	// Limit bounds the docs in a page (0: defaultDocsLimit, at most
 	// maxDocsLimit). A page also stops once its sections pass
-	// maxDocsPageBytes, after at least one doc.
+	// maxRecordsPageBytes, after at least one doc.
 	Limit int `json:"limit,omitempty"`
 }
 
@@ -135,13 +152,16 @@ type DocsReply struct {
 	NextSeq uint64 `json:"next_seq,omitempty"`
 }
 
-// A docs page is bounded in docs and in bytes: a database may hold
-// thousands of docs of up to a MiB each, and one reply of all of them
+// A page of docs or examples is bounded in count and in bytes: a
+// database may hold thousands of docs of up to a MiB each, or a query
+// log of a hundred thousand examples, and one reply of all of them
 // would be gigabytes in the daemon's memory and the browser's.
 const (
-	defaultDocsLimit = 50
-	maxDocsLimit     = 500
-	maxDocsPageBytes = 4 << 20
+	defaultDocsLimit     = 50
+	maxDocsLimit         = 500
+	defaultExamplesLimit = 200
+	maxExamplesLimit     = 1000
+	maxRecordsPageBytes  = 4 << 20
 )
 
 // CheckRequest checks migrations not yet published, in order, after the
@@ -200,6 +220,9 @@ func (d *Daemon) recordsOrUnavailable() (Records, error) {
 }
 
 func (d *Daemon) listExamples(ctx context.Context, _ *principal, req *ExamplesRequest) (any, error) {
+	if req.Limit < 0 || req.Limit > maxExamplesLimit {
+		return nil, events.Errorf(events.CodeBadRequest, "field limit: must be between 0 and %d, got %d", maxExamplesLimit, req.Limit)
+	}
 	cat, err := d.heldCatalog(req.Database)
 	if err != nil {
 		return nil, err
@@ -213,19 +236,47 @@ func (d *Daemon) listExamples(ctx context.Context, _ *principal, req *ExamplesRe
 		return nil, fmt.Errorf("examples of %s: %w", req.Database, err)
 	}
 	// The one check of whether SQL still fits, as `examples list --stale`
-	// and retrieval use.
+	// and retrieval use. Every example is checked, so that a page of
+	// the stale ones says how many there are.
 	names := sqlguard.NewNames(cat)
-	out := &ExamplesReply{Database: req.Database, Version: cat.Version, Examples: []ExampleRecord{}}
+	listed := make([]ExampleRecord, 0, len(stored))
 	for _, s := range stored {
 		rec := ExampleRecord{StoredExample: s}
 		if err := d.checkExample(s.SQL, s.Schema, names); err != nil {
 			rec.Stale = err.Error()
 		}
 		if rec.Stale != "" || !req.Stale {
-			out.Examples = append(out.Examples, rec)
+			listed = append(listed, rec)
 		}
 	}
-	return out, nil
+	return examplesPage(req, cat.Version, listed), nil
+}
+
+// examplesPage is the page of listed (in stream order, then by id) that
+// follows the request's place.
+func examplesPage(req *ExamplesRequest, version int64, listed []ExampleRecord) *ExamplesReply {
+	limit := req.Limit
+	if limit == 0 {
+		limit = defaultExamplesLimit
+	}
+	out := &ExamplesReply{Database: req.Database, Version: version, Examples: []ExampleRecord{}, Total: len(listed)}
+	from, found := slices.BinarySearchFunc(listed, req, func(r ExampleRecord, req *ExamplesRequest) int {
+		return cmp.Or(cmp.Compare(r.Seq, req.AfterSeq), cmp.Compare(r.ID, req.AfterID))
+	})
+	if found {
+		from++
+	}
+	bytes := 0
+	for _, rec := range listed[from:] {
+		if len(out.Examples) == limit || (len(out.Examples) > 0 && bytes >= maxRecordsPageBytes) {
+			last := out.Examples[len(out.Examples)-1]
+			out.NextSeq, out.NextID = last.Seq, last.ID
+			break
+		}
+		out.Examples = append(out.Examples, rec)
+		bytes += len(rec.Question) + len(rec.SQL) + len(rec.Stale)
+	}
+	return out
 }
 
 // maxParsedExamples bounds the examples whose parsed SQL the console's
@@ -344,7 +395,7 @@ func docsPage(ctx context.Context, recs Records, req *DocsRequest, stored []clie
 	from, _ := slices.BinarySearchFunc(stored, req.AfterSeq+1, func(s client.StoredDoc, seq uint64) int { return cmp.Compare(s.Seq, seq) })
 	bytes := 0
 	for i, s := range stored[from:] {
-		if len(out.Docs) == limit || (len(out.Docs) > 0 && bytes >= maxDocsPageBytes) {
+		if len(out.Docs) == limit || (len(out.Docs) > 0 && bytes >= maxRecordsPageBytes) {
 			out.NextSeq = stored[from+i-1].Seq
 			break
 		}

@@ -458,19 +458,30 @@ function exampleItem(db, ex, status) {
   return item;
 }
 
+// examples lists a page of examples at a time, as docs does.
 async function examples(db, params) {
   setCrumbs(link(dbPath(db), db), h('span', {}, 'examples'));
   document.title = 'examples · ' + db;
   const stale = params.get('stale') === '1';
-  const r = await api('POST', '/v1/examples', { database: db, stale });
   const status = h('div', { role: 'status' });
+  const version = h('span', { class: 'muted' });
+  const list = h('ol', { class: 'records' });
+  const more = h('p', { class: 'more' });
+  const page = async (afterSeq, afterID) => {
+    const r = await api('POST', '/v1/examples', { database: db, stale, after_seq: afterSeq, after_id: afterID });
+    version.textContent = ` · catalog version ${r.version}`;
+    r.examples.forEach((ex) => list.append(exampleItem(db, ex, status)));
+    if (!r.total) {
+      more.replaceChildren(stale ? 'No example is stale: each one fits the catalog.' : 'No example yet: publish some (schemaq publish examples) or accept an ask\'s SQL.');
+      return;
+    }
+    more.replaceChildren(`${list.children.length} of ${r.total} ${stale ? 'stale ' : ''}example(s)`);
+    if (r.next_id) more.append(' ', h('button', { type: 'button', onclick: () => page(r.next_seq, r.next_id) }, 'More'));
+  };
   show(h('h1', {}, 'Examples of ' + db), sectionNav(db, 'examples'),
-    h('p', {}, stale ? link(dbPath(db, 'examples'), 'Show every example') : link(dbPath(db, 'examples') + '?stale=1', 'Show only the stale ones'),
-      h('span', { class: 'muted' }, ` · catalog version ${r.version}`)),
-    status,
-    r.examples.length
-      ? h('ol', { class: 'records' }, r.examples.map((ex) => exampleItem(db, ex, status)))
-      : h('p', {}, stale ? 'No example is stale: each one fits the catalog.' : 'No example yet: publish some (schemaq publish examples) or accept an ask\'s SQL.'));
+    h('p', {}, stale ? link(dbPath(db, 'examples'), 'Show every example') : link(dbPath(db, 'examples') + '?stale=1', 'Show only the stale ones'), version),
+    status, list, more);
+  await page(0, '');
 }
 
 function docItem(d) {
