@@ -39,6 +39,10 @@ type Client struct {
 	// onWait hears where a wait for a catalog version stands
 	// (OnWaitProgress).
 	onWait func(WaitProgress)
+	// The last listings of docs and examples, used again while their
+	// subjects have not changed (listings.go).
+	docListings     listings[StoredDoc]
+	exampleListings listings[StoredExample]
 }
 
 // OnPublishRetry sets fn to be told of every publish, and every read of

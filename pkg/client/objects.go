@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/streams"
 )
 
 // Listing docs and examples. The stream is the record of what was
@@ -49,10 +48,18 @@ type StoredDoc struct {
 	Time  time.Time `json:"time,omitzero"`
 }
 
-// Examples lists db's examples, oldest first.
+// Examples lists db's examples, oldest first (by stream sequence, then
+// id).
 func (c *Client) Examples(ctx context.Context, db string) ([]StoredExample, error) {
+	subject := events.ExamplesSubject(db)
+	return foldKept(ctx, c, &c.exampleListings, subject, func(s jetstream.Stream) ([]StoredExample, error) {
+		return foldExamples(ctx, s, db, subject)
+	})
+}
+
+func foldExamples(ctx context.Context, s jetstream.Stream, db, subject string) ([]StoredExample, error) {
 	byID := map[string]StoredExample{}
-	err := c.fold(ctx, db, events.ExamplesSubject(db), func(ev *events.Event, seq uint64) {
+	err := readEvents(ctx, s, db, subject, func(ev *events.Event, seq uint64) {
 		switch {
 		case ev.Examples != nil:
 			for _, ex := range ev.Examples.Examples {
@@ -87,18 +94,26 @@ func (c *Client) Examples(ctx context.Context, db string) ([]StoredExample, erro
 // of thousands of docs of up to a MiB each need not hold them all
 // (DocBody reads the one a caller shows).
 func (c *Client) Docs(ctx context.Context, db string) ([]StoredDoc, error) {
-	return c.docs(ctx, db, false)
+	subject := events.DocsSubject(db)
+	return foldKept(ctx, c, &c.docListings, subject, func(s jetstream.Stream) ([]StoredDoc, error) {
+		return foldDocs(ctx, s, db, subject, false)
+	})
 }
 
 // DocsWithBodies lists db's docs, oldest first, with their bodies: a
-// check of what a migration breaks reads every one.
+// check of what a migration breaks reads every one. It folds the
+// stream each time; its bodies are not kept.
 func (c *Client) DocsWithBodies(ctx context.Context, db string) ([]StoredDoc, error) {
-	return c.docs(ctx, db, true)
+	s, err := c.js.Stream(ctx, events.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
+	}
+	return foldDocs(ctx, s, db, events.DocsSubject(db), true)
 }
 
-func (c *Client) docs(ctx context.Context, db string, bodies bool) ([]StoredDoc, error) {
+func foldDocs(ctx context.Context, s jetstream.Stream, db, subject string, bodies bool) ([]StoredDoc, error) {
 	byID := map[string]StoredDoc{}
-	err := c.fold(ctx, db, events.DocsSubject(db), func(ev *events.Event, seq uint64) {
+	err := readEvents(ctx, s, db, subject, func(ev *events.Event, seq uint64) {
 		switch {
 		case ev.DocUpsert != nil:
 			d := ev.DocUpsert
@@ -144,18 +159,6 @@ func (c *Client) DocBody(ctx context.Context, db string, d StoredDoc) (string, e
 		return "", fmt.Errorf("doc %s: stream sequence %d does not hold its upsert: %w", events.Quote(d.DocID), d.Seq, ErrNoDoc)
 	}
 	return ev.DocUpsert.Body, nil
-}
-
-// fold reads every event on subject, oldest first.
-func (c *Client) fold(ctx context.Context, db, subject string, fn func(ev *events.Event, seq uint64)) error {
-	s, err := c.js.Stream(ctx, events.Stream)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", events.Stream, err)
-	}
-	if err := streams.ReadEvents(ctx, s, subject, db, 0, fn); err != nil {
-		return fmt.Errorf("list %s: %w", subject, err)
-	}
-	return nil
 }
 
 // DeleteExamples publishes one examples.delete event per thousand ids.

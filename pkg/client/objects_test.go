@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/streams"
@@ -261,6 +263,100 @@ func TestDocsFoldAndDelete(t *testing.T) {
 	} {
 		if body, err := cli.DocBody(ctx, tc.db, tc.d); !errors.Is(err, client.ErrNoDoc) {
 			t.Errorf("DocBody, %s: %q %v", name, body, err)
+		}
+	}
+}
+
+// TestListingsAreKeptUntilTheSubjectChanges: a listing folds the
+// subject (an ordered consumer, seen on the JetStream API) only when the
+// subject changed since the last: a publish, a message removed, a purge;
+// not an event on another database's subject.
+func TestListingsAreKeptUntilTheSubjectChanges(t *testing.T) {
+	ctx := context.Background()
+	js, cli := connect(t)
+	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
+		t.Fatal(err)
+	}
+	consumers, err := js.Conn().SubscribeSync("$JS.API.CONSUMER.CREATE.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// folds counts the consumers created since it was last called (an
+	// ordered consumer's fetch may create more than one).
+	folds := func() int {
+		t.Helper()
+		if err := js.Conn().Flush(); err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := consumers.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if _, err := consumers.NextMsg(time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n
+	}
+	publish := func(db, id string, payload any) uint64 {
+		t.Helper()
+		ev, err := events.New(id, db, time.Now(), payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := cli.Publish(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Sequence
+	}
+	doc := func(db, id string) uint64 {
+		return publish(db, db+"-"+id+"-"+fmt.Sprint(time.Now().UnixNano()), &events.DocUpsert{DocID: id, Body: "# " + id})
+	}
+	first := doc("shop", "a.md")
+	doc("shop", "b.md")
+	st, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name   string
+		change func()
+		folds  bool
+		want   []string
+	}{
+		{"first listing", func() {}, true, []string{"a.md", "b.md"}},
+		{"nothing changed", func() {}, false, []string{"a.md", "b.md"}},
+		{"another database's doc", func() { doc("other", "c.md") }, false, []string{"a.md", "b.md"}},
+		{"a doc published", func() { doc("shop", "c.md") }, true, []string{"a.md", "b.md", "c.md"}},
+		{"a doc stored again", func() { doc("shop", "a.md") }, true, []string{"b.md", "c.md", "a.md"}},
+		{"nothing changed again", func() {}, false, []string{"b.md", "c.md", "a.md"}},
+		{"a message removed, none added", func() {
+			if err := st.DeleteMsg(ctx, first+1); err != nil { // b.md's only upsert
+				t.Fatal(err)
+			}
+		}, true, []string{"c.md", "a.md"}},
+		{"the subject purged", func() {
+			if err := st.Purge(ctx, jetstream.WithPurgeSubject(events.DocsSubject("shop"))); err != nil {
+				t.Fatal(err)
+			}
+		}, false, nil}, // an empty subject is read without a consumer
+	}
+	folds()
+	for _, s := range steps {
+		s.change()
+		folds() // the change's own reads
+		got, err := cli.Docs(ctx, "shop")
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		var ids []string
+		for _, d := range got {
+			ids = append(ids, d.DocID)
+		}
+		if folded := folds() > 0; folded != s.folds || !slices.Equal(ids, s.want) {
+			t.Errorf("%s: folded %v, %v; want %v, %v", s.name, folded, ids, s.folds, s.want)
 		}
 	}
 }

@@ -1,0 +1,121 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/streams"
+)
+
+// A database's docs and examples are a fold of its subject, and folding
+// reads every event on it: every body of thousands of docs, for each
+// page of a console listing. The last fold of each subject is kept and
+// used again while the subject is as it was, which two small requests
+// tell: how many messages it holds and the sequence of its last. A
+// publish changes the last; a message removed (a purge, the stream's
+// limits) changes the count without adding one.
+
+// subjectState says whether a subject changed: equal states, equal
+// messages.
+type subjectState struct {
+	count, last uint64
+}
+
+// listing is a subject's fold as of state.
+type listing[T any] struct {
+	state subjectState
+	items []T
+}
+
+// maxListings bounds the subjects whose folds are kept, per kind.
+const maxListings = 64
+
+// listings keeps the last fold of the subjects listed most recently.
+type listings[T any] struct {
+	mu   sync.Mutex
+	kept map[string]listing[T]
+}
+
+func (l *listings[T]) get(subject string, st subjectState) ([]T, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	got, ok := l.kept[subject]
+	if !ok || got.state != st {
+		return nil, false
+	}
+	return slices.Clone(got.items), true
+}
+
+func (l *listings[T]) put(subject string, st subjectState, items []T) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.kept == nil {
+		l.kept = make(map[string]listing[T])
+	}
+	if _, ok := l.kept[subject]; !ok && len(l.kept) >= maxListings {
+		for s := range l.kept { // any one: the next listing of it folds again
+			delete(l.kept, s)
+			break
+		}
+	}
+	l.kept[subject] = listing[T]{state: st, items: slices.Clone(items)}
+}
+
+// stateOf is subject's message count and last sequence in s; a subject
+// with no message has the zero state.
+func stateOf(ctx context.Context, s jetstream.Stream, subject string) (subjectState, error) {
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return subjectState{}, fmt.Errorf("state of %s: %w", subject, err)
+	}
+	n := info.State.Subjects[subject]
+	if n == 0 {
+		return subjectState{}, nil
+	}
+	msg, err := s.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return subjectState{}, nil // purged since the count
+	case err != nil:
+		return subjectState{}, fmt.Errorf("state of %s: %w", subject, err)
+	}
+	return subjectState{count: n, last: msg.Sequence}, nil
+}
+
+// foldKept is the fold of subject into items, as kept when the subject
+// has not changed since, else folded anew. The state is read before the
+// fold, so a fold that saw a newer event than its state is folded again
+// next time, never kept past a change.
+func foldKept[T any](ctx context.Context, c *Client, l *listings[T], subject string, fold func(s jetstream.Stream) ([]T, error)) ([]T, error) {
+	s, err := c.js.Stream(ctx, events.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
+	}
+	st, err := stateOf(ctx, s, subject)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", subject, err)
+	}
+	if items, ok := l.get(subject, st); ok {
+		return items, nil
+	}
+	items, err := fold(s)
+	if err != nil {
+		return nil, err
+	}
+	l.put(subject, st, items)
+	return items, nil
+}
+
+// readEvents reads db's events on subject, oldest first.
+func readEvents(ctx context.Context, s jetstream.Stream, db, subject string, fn func(ev *events.Event, seq uint64)) error {
+	if err := streams.ReadEvents(ctx, s, subject, db, 0, fn); err != nil {
+		return fmt.Errorf("list %s: %w", subject, err)
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
+)
+
+// BenchmarkDocsListing is one listing of 2,000 docs of 20 KB (40 MB of
+// bodies) as a console page asks for it: when nothing changed since the
+// last listing, and after one more doc was published, when the subject
+// is folded again.
+func BenchmarkDocsListing(b *testing.B) {
+	ctx := context.Background()
+	nc := testenv.Connect(b, testenv.NATS(b))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
+		b.Fatal(err)
+	}
+	cli, err := client.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := strings.Repeat("Refunds are recorded as negative payment lines. ", 400)
+	publish := func(i int) {
+		ev, err := events.New(fmt.Sprintf("doc-%d-%d", i, time.Now().UnixNano()), "shop", time.Now(), &events.DocUpsert{DocID: fmt.Sprintf("d%05d.md", i), Body: body})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := cli.Publish(ctx, ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const docs = 2000
+	for i := range docs {
+		publish(i)
+	}
+	list := func() {
+		got, err := cli.Docs(ctx, "shop")
+		if err != nil || len(got) < docs {
+			b.Fatalf("%d docs, %v", len(got), err)
+		}
+	}
+	b.Run("unchanged", func(b *testing.B) {
+		list()
+		for b.Loop() {
+			list()
+		}
+	})
+	b.Run("after-a-publish", func(b *testing.B) {
+		i := docs
+		for b.Loop() {
+			publish(i)
+			i++
+			list()
+		}
+	})
+}
