@@ -31,15 +31,28 @@ type subjectState struct {
 type listing[T any] struct {
 	state subjectState
 	items []T
+	bytes int
 }
 
-// maxListings bounds the subjects whose folds are kept, per kind.
-const maxListings = 64
+// What is kept is bounded per kind, in subjects and in bytes: a daemon
+// serves many teams, and a team's query log may be a hundred thousand
+// examples.
+const (
+	maxListings     = 64
+	maxListingBytes = 64 << 20
+)
+
+// listed is what a listing holds: it says about how many bytes it
+// keeps.
+type listed interface {
+	keptBytes() int
+}
 
 // listings keeps the last fold of the subjects listed most recently.
-type listings[T any] struct {
-	mu   sync.Mutex
-	kept map[string]listing[T]
+type listings[T listed] struct {
+	mu    sync.Mutex
+	kept  map[string]listing[T]
+	bytes int
 }
 
 func (l *listings[T]) get(subject string, st subjectState) ([]T, bool) {
@@ -53,18 +66,34 @@ func (l *listings[T]) get(subject string, st subjectState) ([]T, bool) {
 }
 
 func (l *listings[T]) put(subject string, st subjectState, items []T) {
+	n := 0
+	for _, it := range items {
+		n += it.keptBytes()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.kept == nil {
 		l.kept = make(map[string]listing[T])
 	}
-	if _, ok := l.kept[subject]; !ok && len(l.kept) >= maxListings {
-		for s := range l.kept { // any one: the next listing of it folds again
-			delete(l.kept, s)
+	l.drop(subject)
+	if n > maxListingBytes {
+		return // folded anew each time, as before anything was kept
+	}
+	for s := range l.kept { // any: the next listing of it folds again
+		if len(l.kept) < maxListings && l.bytes+n <= maxListingBytes {
 			break
 		}
+		l.drop(s)
 	}
-	l.kept[subject] = listing[T]{state: st, items: slices.Clone(items)}
+	l.kept[subject] = listing[T]{state: st, items: slices.Clone(items), bytes: n}
+	l.bytes += n
+}
+
+func (l *listings[T]) drop(subject string) {
+	if old, ok := l.kept[subject]; ok {
+		l.bytes -= old.bytes
+		delete(l.kept, subject)
+	}
 }
 
 // stateOf is subject's message count and last sequence in s; a subject
@@ -92,7 +121,7 @@ func stateOf(ctx context.Context, s jetstream.Stream, subject string) (subjectSt
 // has not changed since, else folded anew. The state is read before the
 // fold, so a fold that saw a newer event than its state is folded again
 // next time, never kept past a change.
-func foldKept[T any](ctx context.Context, c *Client, l *listings[T], subject string, fold func(s jetstream.Stream) ([]T, error)) ([]T, error) {
+func foldKept[T listed](ctx context.Context, c *Client, l *listings[T], subject string, fold func(s jetstream.Stream) ([]T, error)) ([]T, error) {
 	s, err := c.js.Stream(ctx, events.Stream)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
@@ -118,4 +147,22 @@ func readEvents(ctx context.Context, s jetstream.Stream, db, subject string, fn 
 		return fmt.Errorf("list %s: %w", subject, err)
 	}
 	return nil
+}
+
+// keptBytes counts a doc's metadata; its body is not kept.
+func (d StoredDoc) keptBytes() int {
+	n := 128 + len(d.DocID) + len(d.Title) + len(d.Event)
+	for k, v := range d.Tags {
+		n += 32 + len(k) + len(v)
+	}
+	return n
+}
+
+// keptBytes counts an example's strings.
+func (e StoredExample) keptBytes() int {
+	n := 256 + len(e.ID) + len(e.Question) + len(e.SQL) + len(e.Schema) + len(e.Event) + len(e.Author) + len(e.AskID)
+	for _, t := range e.Tables {
+		n += 16 + len(t)
+	}
+	return n
 }
