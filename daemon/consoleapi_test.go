@@ -460,12 +460,7 @@ func TestDocsPages(t *testing.T) {
 	}
 	get := func(body string) page {
 		t.Helper()
-		code, _, out := httpPost(t, srv.URL+"/v1/docs", "shop-reader-0123456789", body)
-		var p page
-		if err := json.Unmarshal([]byte(out), &p); code != http.StatusOK || err != nil {
-			t.Fatalf("%s: %d %v %.300s", body, code, err, out)
-		}
-		return p
+		return postOK[page](t, srv.URL+"/v1/docs", "shop-reader-0123456789", body)
 	}
 	seen := map[string]bool{}
 	var after, lastSeq uint64
@@ -563,12 +558,7 @@ func TestExamplesPages(t *testing.T) {
 	}
 	get := func(body string) page {
 		t.Helper()
-		code, _, out := httpPost(t, srv.URL+"/v1/examples", "shop-reader-0123456789", body)
-		var p page
-		if err := json.Unmarshal([]byte(out), &p); code != http.StatusOK || err != nil {
-			t.Fatalf("%s: %d %v %.300s", body, code, err, out)
-		}
-		return p
+		return postOK[page](t, srv.URL+"/v1/examples", "shop-reader-0123456789", body)
 	}
 	// The rig's three examples (one stale) come first.
 	const rig, rigStale = 3, 1
@@ -610,4 +600,15 @@ func TestExamplesPages(t *testing.T) {
 			t.Errorf("%s: %d %s", body, code, out)
 		}
 	}
+}
+
+// postOK posts body and decodes the 200 reply as T.
+func postOK[T any](t *testing.T, url, token, body string) T {
+	t.Helper()
+	code, _, out := httpPost(t, url, token, body)
+	var v T
+	if err := json.Unmarshal([]byte(out), &v); code != http.StatusOK || err != nil {
+		t.Fatalf("%s: %d %v %.300s", body, code, err, out)
+	}
+	return v
 }

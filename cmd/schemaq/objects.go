@@ -264,14 +264,8 @@ func deleteExamples(ctx, rctx context.Context, e *env, cli *client.Client, c *cl
 	if err != nil {
 		return err
 	}
-	if wait > 0 {
-		refs := make([]events.IndexedRef, len(ids))
-		for i, id := range ids {
-			refs[i] = events.IndexedRef{Kind: "example", Name: id}
-		}
-		if err := waitRemoved(ctx, cli, *c.db, refs, since, wait); err != nil {
-			return err
-		}
+	if err := waitRemoved(ctx, cli, *c.db, "example", ids, since, wait); err != nil {
+		return err
 	}
 	if *c.asJSON {
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"database": *c.db, "deleted": ids, "events": len(pubs)})
@@ -370,14 +364,8 @@ func deleteDocs(ctx, rctx context.Context, e *env, cli *client.Client, c *client
 	if err != nil {
 		return err
 	}
-	if wait > 0 {
-		refs := make([]events.IndexedRef, len(ids))
-		for i, id := range ids {
-			refs[i] = events.IndexedRef{Kind: "doc", Name: id}
-		}
-		if err := waitRemoved(ctx, cli, *c.db, refs, since, wait); err != nil {
-			return err
-		}
+	if err := waitRemoved(ctx, cli, *c.db, "doc", ids, since, wait); err != nil {
+		return err
 	}
 	if *c.asJSON {
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"database": *c.db, "deleted": ids})
@@ -411,8 +399,16 @@ func knownDatabase(ctx context.Context, cli *client.Client, db string) error {
 	return &events.Error{Code: events.CodeUnknownDatabase, Message: fmt.Sprintf("no database %s: schemaq has no catalog, example or doc for it (`schemaq databases` lists them)", events.Quote(db))}
 }
 
-// waitRemoved is client.WaitRemoved for up to limit.
-func waitRemoved(ctx context.Context, cli *client.Client, db string, refs []events.IndexedRef, since time.Time, limit time.Duration) error {
+// waitRemoved waits up to limit (0: not at all) until the index no
+// longer has the ids of kind it had since then (client.WaitRemoved).
+func waitRemoved(ctx context.Context, cli *client.Client, db, kind string, ids []string, since time.Time, limit time.Duration) error {
+	if limit <= 0 {
+		return nil
+	}
+	refs := make([]events.IndexedRef, len(ids))
+	for i, id := range ids {
+		refs[i] = events.IndexedRef{Kind: kind, Name: id}
+	}
 	return waitFor(ctx, db, limit, func(ctx context.Context) error { return cli.WaitRemoved(ctx, db, refs, since) })
 }
 

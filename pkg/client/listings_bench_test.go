@@ -35,13 +35,7 @@ func BenchmarkDocsListing(b *testing.B) {
 	}
 	body := strings.Repeat("Refunds are recorded as negative payment lines. ", 400)
 	publish := func(i int) {
-		ev, err := events.New(fmt.Sprintf("doc-%d-%d", i, time.Now().UnixNano()), "shop", time.Now(), &events.DocUpsert{DocID: fmt.Sprintf("d%05d.md", i), Body: body})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := cli.Publish(ctx, ev); err != nil {
-			b.Fatal(err)
-		}
+		publishEvent(b, cli, "shop", fmt.Sprintf("doc-%d-%d", i, time.Now().UnixNano()), &events.DocUpsert{DocID: fmt.Sprintf("d%05d.md", i), Body: body})
 	}
 	const docs = 2000
 	for i := range docs {

@@ -173,11 +173,7 @@ func (c *Client) DeleteExamples(ctx context.Context, db string, ids []string) ([
 	if err != nil {
 		return nil, err
 	}
-	have := make(map[string]bool, len(stored))
-	for _, s := range stored {
-		have[s.ID] = true
-	}
-	if err := allStored(db, "example", ids, have, ErrNoExample); err != nil {
+	if _, err := allStored(db, "example", ids, stored, func(s StoredExample) string { return s.ID }, ErrNoExample); err != nil {
 		return nil, err
 	}
 	var out []Published
@@ -197,9 +193,14 @@ func (c *Client) DeleteExamples(ctx context.Context, db string, ids []string) ([
 	return out, nil
 }
 
-// allStored is nil when have holds every id, and otherwise names those
-// it does not hold as is (ErrNoExample, ErrNoDoc).
-func allStored(db, kind string, ids []string, have map[string]bool, is error) error {
+// allStored returns the ids of stored (by key) when every id is one of
+// them, and otherwise an error naming those that are not, as is
+// (ErrNoExample, ErrNoDoc).
+func allStored[T any](db, kind string, ids []string, stored []T, key func(T) string, is error) (map[string]bool, error) {
+	have := make(map[string]bool, len(stored))
+	for _, s := range stored {
+		have[key(s)] = true
+	}
 	var missing []string
 	for _, id := range ids {
 		if !have[id] {
@@ -207,9 +208,9 @@ func allStored(db, kind string, ids []string, have map[string]bool, is error) er
 		}
 	}
 	if len(missing) > 0 {
-		return &missingIDs{db: db, kind: kind, ids: missing, is: is}
+		return nil, &missingIDs{db: db, kind: kind, ids: missing, is: is}
 	}
-	return nil
+	return have, nil
 }
 
 // missingIDs names the ids a database holds no example or doc of.
@@ -291,11 +292,8 @@ func (c *Client) DeleteDocs(ctx context.Context, db string, ids []string) ([]Pub
 	if err != nil {
 		return nil, err
 	}
-	have := make(map[string]bool, len(stored))
-	for _, d := range stored {
-		have[d.DocID] = true
-	}
-	if err := allStored(db, "doc", ids, have, ErrNoDoc); err != nil {
+	have, err := allStored(db, "doc", ids, stored, func(d StoredDoc) string { return d.DocID }, ErrNoDoc)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]Published, 0, len(ids))

@@ -28,15 +28,7 @@ func TestExamplesFoldTheStream(t *testing.T) {
 	}
 	publish := func(db, id string, payload any) uint64 {
 		t.Helper()
-		ev, err := events.New(id, db, time.Now(), payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := cli.Publish(ctx, ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Sequence
+		return publishEvent(t, cli, db, id, payload)
 	}
 	const batches, per = 20, 500
 	for b := range batches {
@@ -65,24 +57,12 @@ func TestExamplesFoldTheStream(t *testing.T) {
 	}
 	// A delete naming ids that are not stored names every one of them and
 	// publishes nothing, not even for the ids that are.
-	lastSeq := func() uint64 {
-		t.Helper()
-		st, err := js.Stream(ctx, events.Stream)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := st.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.LastSeq
-	}
-	before := lastSeq()
+	before := lastSeq(t, js)
 	_, err := cli.DeleteExamples(ctx, "shop", []string{"x00010", deleted[0], "nope"})
 	if !errors.Is(err, client.ErrNoExample) || !strings.Contains(err.Error(), `shop has no example "x02000", "nope"`) || strings.Contains(err.Error(), "x00010") {
 		t.Fatalf("a delete of what is not stored: %v", err)
 	}
-	if after := lastSeq(); after != before {
+	if after := lastSeq(t, js); after != before {
 		t.Fatalf("a refused delete published: last sequence %d, was %d", after, before)
 	}
 	// Published again and deleted again: the second delete of the same
@@ -156,31 +136,11 @@ func TestDocsFoldAndDelete(t *testing.T) {
 	}
 	publish := func(id, doc string) uint64 {
 		t.Helper()
-		ev, err := events.New(id, "shop", time.Now(), &events.DocUpsert{DocID: doc, Title: "title of " + doc, Body: "body of " + doc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := cli.Publish(ctx, ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Sequence
+		return publishEvent(t, cli, "shop", id, &events.DocUpsert{DocID: doc, Title: "title of " + doc, Body: "body of " + doc})
 	}
 	const n = 300
 	for i := range n {
 		publish(fmt.Sprintf("doc-%d", i), fmt.Sprintf("d%03d.md", i))
-	}
-	lastSeq := func() uint64 {
-		t.Helper()
-		st, err := js.Stream(ctx, events.Stream)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := st.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.LastSeq
 	}
 	var deleted []string
 	for i := 100; i < 150; i++ {
@@ -191,12 +151,12 @@ func TestDocsFoldAndDelete(t *testing.T) {
 		t.Fatalf("delete of %d docs, one named twice: %d events, %v", len(deleted), len(pubs), err)
 	}
 
-	before := lastSeq()
+	before := lastSeq(t, js)
 	_, err = cli.DeleteDocs(ctx, "shop", []string{"d001.md", deleted[3], "nope.md"})
 	if !errors.Is(err, client.ErrNoDoc) || !strings.Contains(err.Error(), `shop has no doc "d103.md", "nope.md"`) || strings.Contains(err.Error(), "d001") {
 		t.Fatalf("a delete of what is not stored: %v", err)
 	}
-	if after := lastSeq(); after != before {
+	if after := lastSeq(t, js); after != before {
 		t.Fatalf("a refused delete published: last sequence %d, was %d", after, before)
 	}
 	if _, err := cli.DeleteDocs(ctx, "other", []string{"d001.md"}); !errors.Is(err, client.ErrNoDoc) {
@@ -301,15 +261,7 @@ func TestListingsAreKeptUntilTheSubjectChanges(t *testing.T) {
 	}
 	publish := func(db, id string, payload any) uint64 {
 		t.Helper()
-		ev, err := events.New(id, db, time.Now(), payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := cli.Publish(ctx, ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Sequence
+		return publishEvent(t, cli, db, id, payload)
 	}
 	doc := func(db, id string) uint64 {
 		return publish(db, db+"-"+id+"-"+fmt.Sprint(time.Now().UnixNano()), &events.DocUpsert{DocID: id, Body: "# " + id})
@@ -359,4 +311,33 @@ func TestListingsAreKeptUntilTheSubjectChanges(t *testing.T) {
 			t.Errorf("%s: folded %v, %v; want %v, %v", s.name, folded, ids, s.folds, s.want)
 		}
 	}
+}
+
+// publishEvent publishes payload as event id of db and returns its
+// stream sequence.
+func publishEvent(t testing.TB, cli *client.Client, db, id string, payload any) uint64 {
+	t.Helper()
+	ev, err := events.New(id, db, time.Now(), payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cli.Publish(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Sequence
+}
+
+// lastSeq is the stream's last sequence.
+func lastSeq(t *testing.T, js jetstream.JetStream) uint64 {
+	t.Helper()
+	st, err := js.Stream(context.Background(), events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.LastSeq
 }
