@@ -236,20 +236,33 @@ func (d *Daemon) listExamples(ctx context.Context, _ *principal, req *ExamplesRe
 		return nil, fmt.Errorf("examples of %s: %w", req.Database, err)
 	}
 	// The one check of whether SQL still fits, as `examples list --stale`
-	// and retrieval use. Every example is checked, so that a page of
-	// the stale ones says how many there are.
+	// and retrieval use. A page of every example checks its own; a page
+	// of the stale ones needs them all checked, to find them and to say
+	// how many there are.
 	names := sqlguard.NewNames(cat)
+	stale := func(ex client.StoredExample) string {
+		if err := d.checkExample(ex.SQL, ex.Schema, names); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
 	listed := make([]ExampleRecord, 0, len(stored))
 	for _, s := range stored {
 		rec := ExampleRecord{StoredExample: s}
-		if err := d.checkExample(s.SQL, s.Schema, names); err != nil {
-			rec.Stale = err.Error()
+		if req.Stale {
+			if rec.Stale = stale(s); rec.Stale == "" {
+				continue
+			}
 		}
-		if rec.Stale != "" || !req.Stale {
-			listed = append(listed, rec)
+		listed = append(listed, rec)
+	}
+	page := examplesPage(req, cat.Version, listed)
+	if !req.Stale {
+		for i := range page.Examples {
+			page.Examples[i].Stale = stale(page.Examples[i].StoredExample)
 		}
 	}
-	return examplesPage(req, cat.Version, listed), nil
+	return page, nil
 }
 
 // examplesPage is the page of listed (in stream order, then by id) that
