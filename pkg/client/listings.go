@@ -16,10 +16,10 @@ import (
 // A database's docs and examples are a fold of its subject, and folding
 // reads every event on it: every body of thousands of docs, for each
 // page of a console listing. The last fold of each subject is kept and
-// used again while the subject is as it was, which two small requests
-// tell: how many messages it holds and the sequence of its last. A
-// publish changes the last; a message removed (a purge, the stream's
-// limits) changes the count without adding one.
+// used again while the subject is as that fold read it, which two small
+// requests tell: how many messages it holds and the sequence of its
+// last. A publish changes the last; a message removed (a purge, the
+// stream's limits) changes the count without adding one.
 
 // subjectState says whether a subject changed: equal states, equal
 // messages.
@@ -118,35 +118,51 @@ func stateOf(ctx context.Context, s jetstream.Stream, subject string) (subjectSt
 }
 
 // foldKept is the fold of subject into items, as kept when the subject
-// has not changed since, else folded anew. The state is read before the
-// fold, so a fold that saw a newer event than its state is folded again
-// next time, never kept past a change.
-func foldKept[T listed](ctx context.Context, c *Client, l *listings[T], subject string, fold func(s jetstream.Stream) ([]T, error)) ([]T, error) {
+// is as that fold read it, else folded anew. A fold is kept under the
+// state it read itself (readEvents), which names its messages exactly:
+// sequences only grow, so no other set of messages on the subject has
+// the same count and last.
+func foldKept[T listed](ctx context.Context, c *Client, l *listings[T], subject string, fold func(s jetstream.Stream) ([]T, subjectState, error)) ([]T, error) {
 	s, err := c.js.Stream(ctx, events.Stream)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
-	st, err := stateOf(ctx, s, subject)
+	now, err := stateOf(ctx, s, subject)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", subject, err)
 	}
-	if items, ok := l.get(subject, st); ok {
+	if items, ok := l.get(subject, now); ok {
 		return items, nil
 	}
-	items, err := fold(s)
+	items, read, err := fold(s)
 	if err != nil {
 		return nil, err
 	}
-	l.put(subject, st, items)
+	l.put(subject, read, items)
 	return items, nil
 }
 
-// readEvents reads db's events on subject, oldest first.
-func readEvents(ctx context.Context, s jetstream.Stream, db, subject string, fn func(ev *events.Event, seq uint64)) error {
-	if err := streams.ReadEvents(ctx, s, subject, db, 0, fn); err != nil {
-		return fmt.Errorf("list %s: %w", subject, err)
+// readEvents calls fn with db's events on subject, oldest first, and
+// returns the state of what it read: every message, whether an event of
+// db or not (those were dead-lettered when they came).
+func readEvents(ctx context.Context, s jetstream.Stream, db, subject string, fn func(ev *events.Event, seq uint64)) (subjectState, error) {
+	var last uint64
+	n, err := streams.ReadSubject(ctx, s, subject, func(m jetstream.Msg) error {
+		meta, err := m.Metadata()
+		if err != nil {
+			return nil
+		}
+		seq := meta.Sequence.Stream
+		last = max(last, seq)
+		if ev, err := events.Decode(m.Data(), 0); err == nil && ev.Database == db {
+			fn(ev, seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return subjectState{}, fmt.Errorf("list %s: %w", subject, err)
 	}
-	return nil
+	return subjectState{count: uint64(n), last: last}, nil
 }
 
 // keptBytes counts a doc's metadata; its body is not kept.

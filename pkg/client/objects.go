@@ -52,14 +52,14 @@ type StoredDoc struct {
 // id).
 func (c *Client) Examples(ctx context.Context, db string) ([]StoredExample, error) {
 	subject := events.ExamplesSubject(db)
-	return foldKept(ctx, c, &c.exampleListings, subject, func(s jetstream.Stream) ([]StoredExample, error) {
+	return foldKept(ctx, c, &c.exampleListings, subject, func(s jetstream.Stream) ([]StoredExample, subjectState, error) {
 		return foldExamples(ctx, s, db, subject)
 	})
 }
 
-func foldExamples(ctx context.Context, s jetstream.Stream, db, subject string) ([]StoredExample, error) {
+func foldExamples(ctx context.Context, s jetstream.Stream, db, subject string) ([]StoredExample, subjectState, error) {
 	byID := map[string]StoredExample{}
-	err := readEvents(ctx, s, db, subject, func(ev *events.Event, seq uint64) {
+	read, err := readEvents(ctx, s, db, subject, func(ev *events.Event, seq uint64) {
 		switch {
 		case ev.Examples != nil:
 			for _, ex := range ev.Examples.Examples {
@@ -75,7 +75,7 @@ func foldExamples(ctx context.Context, s jetstream.Stream, db, subject string) (
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, subjectState{}, err
 	}
 	out := make([]StoredExample, 0, len(byID))
 	for _, ex := range byID {
@@ -87,7 +87,7 @@ func foldExamples(ctx context.Context, s jetstream.Stream, db, subject string) (
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out, nil
+	return out, read, nil
 }
 
 // Docs lists db's docs, oldest first, without their bodies: a listing
@@ -95,7 +95,7 @@ func foldExamples(ctx context.Context, s jetstream.Stream, db, subject string) (
 // (DocBody reads the one a caller shows).
 func (c *Client) Docs(ctx context.Context, db string) ([]StoredDoc, error) {
 	subject := events.DocsSubject(db)
-	return foldKept(ctx, c, &c.docListings, subject, func(s jetstream.Stream) ([]StoredDoc, error) {
+	return foldKept(ctx, c, &c.docListings, subject, func(s jetstream.Stream) ([]StoredDoc, subjectState, error) {
 		return foldDocs(ctx, s, db, subject, false)
 	})
 }
@@ -108,12 +108,13 @@ func (c *Client) DocsWithBodies(ctx context.Context, db string) ([]StoredDoc, er
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
-	return foldDocs(ctx, s, db, events.DocsSubject(db), true)
+	docs, _, err := foldDocs(ctx, s, db, events.DocsSubject(db), true)
+	return docs, err
 }
 
-func foldDocs(ctx context.Context, s jetstream.Stream, db, subject string, bodies bool) ([]StoredDoc, error) {
+func foldDocs(ctx context.Context, s jetstream.Stream, db, subject string, bodies bool) ([]StoredDoc, subjectState, error) {
 	byID := map[string]StoredDoc{}
-	err := readEvents(ctx, s, db, subject, func(ev *events.Event, seq uint64) {
+	read, err := readEvents(ctx, s, db, subject, func(ev *events.Event, seq uint64) {
 		switch {
 		case ev.DocUpsert != nil:
 			d := ev.DocUpsert
@@ -127,14 +128,14 @@ func foldDocs(ctx context.Context, s jetstream.Stream, db, subject string, bodie
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, subjectState{}, err
 	}
 	out := make([]StoredDoc, 0, len(byID))
 	for _, d := range byID {
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out, nil
+	return out, read, nil
 }
 
 // DocBody reads the body of a doc a listing gave, from the event that

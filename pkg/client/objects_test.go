@@ -284,6 +284,11 @@ func TestListingsAreKeptUntilTheSubjectChanges(t *testing.T) {
 		{"a doc published", func() { doc("shop", "c.md") }, true, []string{"a.md", "b.md", "c.md"}},
 		{"a doc stored again", func() { doc("shop", "a.md") }, true, []string{"b.md", "c.md", "a.md"}},
 		{"nothing changed again", func() {}, false, []string{"b.md", "c.md", "a.md"}},
+		{"a doc published and its message removed", func() {
+			if err := st.DeleteMsg(ctx, doc("shop", "d.md")); err != nil {
+				t.Fatal(err)
+			}
+		}, false, []string{"b.md", "c.md", "a.md"}}, // the subject is as the kept fold read it
 		{"a message removed, none added", func() {
 			if err := st.DeleteMsg(ctx, first+1); err != nil { // b.md's only upsert
 				t.Fatal(err)
