@@ -106,27 +106,43 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Box, error) {
 	return &Box{js: js, s: s}, nil
 }
 
-// List returns the letters of db ("": every database), oldest first.
+// List returns db's letters ("": every database's), oldest first,
+// without their events (Get has a letter's): the box may hold thousands
+// of events of up to a MiB, and a listing must not cost what they weigh.
 func (b *Box) List(ctx context.Context, db string) ([]Letter, error) {
-	info, err := b.s.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out []Letter
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		l, err := b.Get(ctx, seq)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if db == "" || l.Database == db {
-			out = append(out, *l)
-		}
-	}
-	return out, nil
+	err := b.Each(ctx, db, func(l Letter) bool {
+		out = append(out, l)
+		return true
+	})
+	return out, err
 }
+
+// Each calls fn with db's letters ("": every database's), oldest first,
+// without their events, until fn returns false.
+func (b *Box) Each(ctx context.Context, db string, fn func(Letter) bool) error {
+	subject := events.DeadLetterSubjects
+	if db != "" {
+		subject = events.DeadLetterSubject(db)
+	}
+	_, err := streams.ReadHeaders(ctx, b.s, subject, func(m jetstream.Msg) error {
+		meta, err := m.Metadata()
+		if err != nil {
+			return nil
+		}
+		if !fn(read(meta.Sequence.Stream, m.Subject(), m.Headers(), meta.Timestamp, nil)) {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return fmt.Errorf("list dead letters: %w", err)
+	}
+	return nil
+}
+
+// errStop ends a listing its caller has read enough of.
+var errStop = errors.New("stop")
 
 // Get returns one letter.
 func (b *Box) Get(ctx context.Context, seq uint64) (*Letter, error) {
@@ -187,7 +203,7 @@ func (b *Box) Delete(ctx context.Context, seq uint64) error {
 	if err := b.s.DeleteMsg(ctx, seq); err != nil && !gone(err) {
 		return fmt.Errorf("delete dead letter %d: %w", seq, err)
 	}
-	b.dropObject(ctx, l.Data)
+	b.deleteObject(ctx, sqlObject(l.Data))
 	return nil
 }
 
@@ -202,15 +218,23 @@ func (b *Box) Purge(ctx context.Context, db string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	letters, err := b.List(ctx, db)
+	// The objects are named inside the events, which the purge removes:
+	// read them first, one letter at a time.
+	var objects []string
+	err = b.Each(ctx, db, func(l Letter) bool {
+		if name := b.objectOf(ctx, l); name != "" {
+			objects = append(objects, name)
+		}
+		return true
+	})
 	if err != nil {
 		return 0, err
 	}
 	if err := b.s.Purge(ctx, opts...); err != nil {
 		return 0, fmt.Errorf("purge dead letters: %w", err)
 	}
-	for _, l := range letters {
-		b.dropObject(ctx, l.Data)
+	for _, name := range objects {
+		b.deleteObject(ctx, name)
 	}
 	after, err := b.s.Info(ctx)
 	if err != nil {
@@ -240,12 +264,12 @@ func (b *Box) Sweep(ctx context.Context, db string, version int64) (Swept, error
 	subject := events.DeadLetterSubject(db)
 	var letters []Letter
 	nextGap := int64(-1) // the lowest seq of a gap letter beyond version
-	if _, err := streams.ReadSubject(ctx, b.s, subject, func(m jetstream.Msg) error {
+	if _, err := streams.ReadHeaders(ctx, b.s, subject, func(m jetstream.Msg) error {
 		meta, err := m.Metadata()
 		if err != nil {
 			return nil
 		}
-		l := read(meta.Sequence.Stream, m.Subject(), m.Headers(), meta.Timestamp, m.Data())
+		l := read(meta.Sequence.Stream, m.Subject(), m.Headers(), meta.Timestamp, nil)
 		if _, err := strconv.ParseInt(m.Headers().Get(events.HeaderDLQSeq), 10, 64); err != nil {
 			return nil // not a schema event's: nothing to tidy by version
 		}
@@ -259,49 +283,88 @@ func (b *Box) Sweep(ctx context.Context, db string, version int64) (Swept, error
 	}
 	resend := nextGap == version+1
 	for _, l := range letters {
-		switch {
-		case l.Kind != events.DLQKindGap && l.Kind != events.DLQKindRefused:
-			continue
-		case l.EventSeq <= version:
-			// The history moved past it: applied since, or replaced by a
-			// fixed migration at that seq.
-			sw.Dropped++
-		case l.Kind == events.DLQKindGap && resend:
-			target, err := events.ResendSubject(subject, l.Data)
-			if err != nil {
-				sw.Refused = append(sw.Refused, fmt.Errorf("dead letter %d: %w", l.Seq, err))
-				continue
-			}
-			re := nats.NewMsg(target)
-			re.Data = l.Data
-			re.Header.Set(events.HeaderMsgID, "resend-"+strconv.FormatUint(l.Seq, 10))
-			if _, err := b.js.PublishMsg(ctx, re); err != nil {
-				return sw, fmt.Errorf("re-send dead letter %d of %s: %w", l.Seq, db, err)
-			}
-			sw.Resent++
-		default:
-			continue
-		}
-		if err := b.s.DeleteMsg(ctx, l.Seq); err != nil && !gone(err) {
-			return sw, fmt.Errorf("delete dead letter %d of %s: %w", l.Seq, db, err)
-		}
-		if l.EventSeq <= version {
-			b.dropObject(ctx, l.Data) // nothing will read its SQL again
+		if err := b.tidy(ctx, &sw, l, version, resend); err != nil {
+			return sw, fmt.Errorf("%w of %s", err, db)
 		}
 	}
 	return sw, nil
 }
 
-// dropObject deletes the object holding the SQL of a letter's event, if
-// it has one, best effort: an orphan costs storage, which the object
-// sweep reclaims.
-func (b *Box) dropObject(ctx context.Context, data []byte) {
+// tidy deletes a letter the history has moved past, with its SQL's
+// object, or re-sends a gap letter (resend) and deletes it. Letters are
+// listed without their events; one is read when it is re-sent or its
+// object dropped.
+func (b *Box) tidy(ctx context.Context, sw *Swept, l Letter, version int64, resend bool) error {
+	var object string
+	switch {
+	case l.Kind != events.DLQKindGap && l.Kind != events.DLQKindRefused:
+		return nil
+	case l.EventSeq <= version:
+		// The history moved past it: applied since, or replaced by a
+		// fixed migration at that seq. Nothing will read its SQL again.
+		object = b.objectOf(ctx, l)
+		sw.Dropped++
+	case l.Kind == events.DLQKindGap && resend:
+		full, err := b.Get(ctx, l.Seq)
+		if errors.Is(err, ErrNotFound) {
+			return nil // another worker's sweep took it
+		}
+		if err != nil {
+			return fmt.Errorf("re-send %w", err)
+		}
+		target, err := events.ResendSubject(events.DeadLetterSubject(l.Database), full.Data)
+		if err != nil {
+			sw.Refused = append(sw.Refused, fmt.Errorf("dead letter %d: %w", l.Seq, err))
+			return nil
+		}
+		re := nats.NewMsg(target)
+		re.Data = full.Data
+		re.Header.Set(events.HeaderMsgID, "resend-"+strconv.FormatUint(l.Seq, 10))
+		if _, err := b.js.PublishMsg(ctx, re); err != nil {
+			return fmt.Errorf("re-send dead letter %d: %w", l.Seq, err)
+		}
+		sw.Resent++
+	default:
+		return nil
+	}
+	if err := b.s.DeleteMsg(ctx, l.Seq); err != nil && !gone(err) {
+		return fmt.Errorf("delete dead letter %d: %w", l.Seq, err)
+	}
+	b.deleteObject(ctx, object)
+	return nil
+}
+
+// objectOf is the name of the object holding the SQL of the letter's
+// event, if it has one. Only a schema event's SQL is ever stored apart,
+// so only those letters are read.
+func (b *Box) objectOf(ctx context.Context, l Letter) string {
+	if l.Subject != "" && !strings.HasPrefix(l.Subject, events.SchemaSubject("")) {
+		return ""
+	}
+	full, err := b.Get(ctx, l.Seq)
+	if err != nil {
+		return ""
+	}
+	return sqlObject(full.Data)
+}
+
+// sqlObject is the name of the object an event's SQL is stored in, or "".
+func sqlObject(data []byte) string {
 	ev, err := events.Decode(data, 0)
 	if err != nil || ev.SQLObject() == nil {
+		return ""
+	}
+	return ev.SQLObject().Name
+}
+
+// deleteObject deletes an object holding an event's SQL ("": none),
+// best effort: an orphan costs storage, which the object sweep reclaims.
+func (b *Box) deleteObject(ctx context.Context, name string) {
+	if name == "" {
 		return
 	}
 	if obj, err := streams.Objects(ctx, b.js); err == nil {
-		_ = obj.Delete(ctx, ev.SQLObject().Name)
+		_ = obj.Delete(ctx, name)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +123,123 @@ func TestBox(t *testing.T) {
 	b, _ := json.Marshal(first)
 	if !strings.HasPrefix(string(b), `{"seq":`) || strings.Contains(string(b), "Data") {
 		t.Errorf("JSON %s", b)
+	}
+}
+
+// TestLettersOfLargeEvents: a box of 60 letters of docs events near a
+// MiB (60 MB in all) beside three schema letters whose SQL is in the
+// object store. Listing them reads their headers only (what the
+// connection receives stays far below what their events weigh), a sweep
+// and a purge still find and delete the objects of the letters they
+// remove, and a re-sent gap letter carries its whole event.
+func TestLettersOfLargeEvents(t *testing.T) {
+	ctx := context.Background()
+	nc := testenv.Connect(t, testenv.NATS(t))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := streams.Objects(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("A poison doc a producer sent again and again. ", 21_000) // ~970 KB
+	for i := range 60 {
+		ev, err := events.New(fmt.Sprintf("big-%d", i), "shop", time.Now(), &events.DocUpsert{DocID: fmt.Sprintf("d%d.md", i), Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := ev.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := deadletter.Publish(ctx, js, deadletter.Letter{Database: "shop", Subject: events.DocsSubject("shop"), Kind: events.DLQKindInvalid,
+			Reason: "too big", StreamSeq: uint64(100 + i), Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Schema letters whose SQL is an object: seq 2 refused (obsolete at
+	// version 4), seq 5 a gap (re-sent at version 4), seq 9 refused.
+	for _, tc := range []struct {
+		seq  int64
+		kind string
+	}{{2, events.DLQKindRefused}, {5, events.DLQKindGap}, {9, events.DLQKindRefused}} {
+		sql := fmt.Sprintf("CREATE TABLE t%d (id int);", tc.seq)
+		name := events.EventObject("shop", fmt.Sprintf("m%d", tc.seq))
+		info, err := obj.PutBytes(ctx, name, events.GzipSQL(sql))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := events.New(fmt.Sprintf("m%d", tc.seq), "shop", time.Now(), &events.Migration{Seq: tc.seq, Source: "m.sql",
+			SQLObject: &events.ObjectRef{Name: name, Size: info.Size, Gzip: true, Checksum: events.Checksum(sql)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := ev.Encode()
+		if err := deadletter.Publish(ctx, js, deadletter.Letter{Database: "shop", Subject: events.SchemaSubject("shop"), Kind: tc.kind,
+			Reason: "r", EventSeq: tc.seq, StreamSeq: uint64(200 + tc.seq), Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objects := func() int {
+		t.Helper()
+		list, err := obj.List(ctx)
+		if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
+			t.Fatal(err)
+		}
+		return len(list)
+	}
+	box, err := deadletter.Open(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	before := nc.Stats().InBytes
+	all, err := box.List(ctx, "")
+	if err != nil || len(all) != 63 {
+		t.Fatalf("List = %d letters, %v", len(all), err)
+	}
+	if read := nc.Stats().InBytes - before; read > 1<<20 {
+		t.Errorf("listing 63 letters received %d KB: it read their events", read>>10)
+	}
+	for _, l := range all {
+		if l.Data != nil {
+			t.Fatalf("letter %d listed with its event", l.Seq)
+		}
+	}
+	if full, err := box.Get(ctx, all[0].Seq); err != nil || len(full.Data) < len(body) {
+		t.Fatalf("Get has the event: %d bytes, %v", len(full.Data), err)
+	}
+	var some []deadletter.Letter
+	if err := box.Each(ctx, "shop", func(l deadletter.Letter) bool { some = append(some, l); return len(some) < 10 }); err != nil || len(some) != 10 {
+		t.Fatalf("Each stopped after %d, %v", len(some), err)
+	}
+
+	sw, err := box.Sweep(ctx, "shop", 4)
+	if err != nil || sw.Dropped != 1 || sw.Resent != 1 {
+		t.Fatalf("Sweep = %+v, %v", sw, err)
+	}
+	if n := objects(); n != 2 {
+		t.Errorf("%d objects after the sweep dropped seq 2, want 2", n)
+	}
+	s, _ := js.Stream(ctx, events.Stream)
+	resent, err := s.GetLastMsgForSubject(ctx, events.SchemaSubject("shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := events.Decode(resent.Data, 0); err != nil || ev.Migration == nil || ev.Migration.Seq != 5 || ev.SQLObject() == nil {
+		t.Fatalf("the re-sent gap letter's event: %v %v", ev, err)
+	}
+
+	// The purge deletes seq 9's object, not seq 5's, which the re-sent
+	// event still names.
+	if n, err := box.Purge(ctx, "shop"); err != nil || n != 61 {
+		t.Fatalf("Purge = %d, %v; want 61", n, err)
+	}
+	if n := objects(); n != 1 {
+		t.Errorf("%d objects after the purge, want 1", n)
 	}
 }

@@ -316,18 +316,34 @@ func ReadEvents(ctx context.Context, s jetstream.Stream, subject, db string, max
 // subject with nothing on it: callers decide what may be deleted from
 // what they did not find.
 func ReadSubject(ctx context.Context, s jetstream.Stream, subject string, fn func(jetstream.Msg) error) (int, error) {
+	return readSubject(ctx, s, subject, false, fn)
+}
+
+// ReadHeaders is ReadSubject without the messages' bodies, for a listing
+// of what a subject holds that must not cost what its messages weigh
+// (a dead-letter box of thousands of events of a MiB). subject may hold
+// wildcards.
+func ReadHeaders(ctx context.Context, s jetstream.Stream, subject string, fn func(jetstream.Msg) error) (int, error) {
+	return readSubject(ctx, s, subject, true, fn)
+}
+
+func readSubject(ctx context.Context, s jetstream.Stream, subject string, headersOnly bool, fn func(jetstream.Msg) error) (int, error) {
 	count := func() (uint64, error) {
 		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
 		if err != nil {
 			return 0, fmt.Errorf("read %s: %w", subject, err)
 		}
-		return info.State.Subjects[subject], nil
+		var n uint64
+		for _, c := range info.State.Subjects { // one, or each a wildcard matches
+			n += c
+		}
+		return n, nil
 	}
 	want, err := count()
 	if err != nil || want == 0 {
 		return 0, err
 	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, HeadersOnly: headersOnly})
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", subject, err)
 	}
