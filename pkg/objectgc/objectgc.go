@@ -327,9 +327,27 @@ func (s *Collector) once(ctx context.Context) (*Report, error) {
 // two (a retry, a dead-lettering) is seen in one or the other.
 func (s *Collector) eventsNeeded(ctx context.Context, stream, dlq jetstream.Stream, db string) (func(name string) (string, bool), error) {
 	lettered := map[string]bool{}
+	// Only a schema event's SQL is stored apart, so a letter is read
+	// whole only when its headers do not say it holds a doc or an
+	// example: a box of thousands of poison docs of a MiB costs a sweep
+	// their headers.
 	readLetters := func() error {
-		_, err := streams.ReadSubject(ctx, dlq, events.DeadLetterSubject(db), func(m jetstream.Msg) error {
-			if name, _ := objectOf(m.Data()); name != "" {
+		_, err := streams.ReadHeaders(ctx, dlq, events.DeadLetterSubject(db), func(m jetstream.Msg) error {
+			if of := m.Headers().Get(events.HeaderDLQSubject); of == events.DocsSubject(db) || of == events.ExamplesSubject(db) {
+				return nil
+			}
+			meta, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			full, err := dlq.GetMsg(ctx, meta.Sequence.Stream)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil // deleted since the listing
+			}
+			if err != nil {
+				return fmt.Errorf("dead letter %d: %w", meta.Sequence.Stream, err)
+			}
+			if name, _ := objectOf(full.Data); name != "" {
 				lettered[name] = true
 			}
 			return nil
