@@ -65,6 +65,14 @@ func (l *listings[T]) get(subject string, st subjectState) ([]T, bool) {
 	return slices.Clone(got.items), true
 }
 
+// entry is the kept fold of subject, whatever its state.
+func (l *listings[T]) entry(subject string) (listing[T], bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	got, ok := l.kept[subject]
+	return got, ok
+}
+
 func (l *listings[T]) put(subject string, st subjectState, items []T) {
 	n := 0
 	for _, it := range items {
@@ -117,12 +125,41 @@ func stateOf(ctx context.Context, s jetstream.Stream, subject string) (subjectSt
 	return subjectState{count: n, last: msg.Sequence}, nil
 }
 
-// foldKept is the fold of subject into items, as kept when the subject
-// is as that fold read it, else folded anew. A fold is kept under the
-// state it read itself (readEvents), which names its messages exactly:
-// sequences only grow, so no other set of messages on the subject has
-// the same count and last.
-func foldKept[T listed](ctx context.Context, c *Client, l *listings[T], subject string, fold func(s jetstream.Stream) ([]T, subjectState, error)) ([]T, error) {
+// folding is how a kind of listing folds its events: how an event
+// changes it, what keys it, and in which order it is listed.
+type folding[T any] struct {
+	key     func(T) string
+	apply   func(byID map[string]T, ev *events.Event, seq uint64)
+	compare func(a, b T) int
+}
+
+func (f folding[T]) sorted(byID map[string]T) []T {
+	out := make([]T, 0, len(byID))
+	for _, it := range byID {
+		out = append(out, it)
+	}
+	slices.SortFunc(out, f.compare)
+	return out
+}
+
+// fold folds db's events on subject from the start, and returns the
+// state of what it read.
+func fold[T any](ctx context.Context, s jetstream.Stream, db, subject string, f folding[T]) ([]T, subjectState, error) {
+	byID := map[string]T{}
+	read, err := readEvents(ctx, s, db, subject, func(ev *events.Event, seq uint64) { f.apply(byID, ev, seq) })
+	if err != nil {
+		return nil, subjectState{}, err
+	}
+	return f.sorted(byID), read, nil
+}
+
+// foldKept is the fold of db's events on subject: the kept one when the
+// subject is as that fold read it, the kept one carried on when events
+// were only added since (extend), else a fold from the start. A fold is
+// kept under the state it read itself (readEvents), which names its
+// messages exactly: sequences only grow, so no other set of messages on
+// the subject has the same count and last.
+func foldKept[T listed](ctx context.Context, c *Client, l *listings[T], db, subject string, f folding[T]) ([]T, error) {
 	s, err := c.js.Stream(ctx, events.Stream)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
@@ -134,12 +171,55 @@ func foldKept[T listed](ctx context.Context, c *Client, l *listings[T], subject 
 	if items, ok := l.get(subject, now); ok {
 		return items, nil
 	}
-	items, read, err := fold(s)
+	if kept, ok := l.entry(subject); ok {
+		if items, ok := extend(ctx, s, db, subject, f, kept, now); ok {
+			l.put(subject, now, items)
+			return items, nil
+		}
+	}
+	items, read, err := fold(ctx, s, db, subject, f)
 	if err != nil {
 		return nil, err
 	}
 	l.put(subject, read, items)
 	return items, nil
+}
+
+// maxExtend bounds the events extend reads one at a time.
+const maxExtend = 256
+
+// extend is kept carried on over the events published on subject since,
+// when that is all that changed: the subject now holds kept's count and
+// the events after kept's last, read one by one (at most maxExtend), and
+// its state is the same after the read as before it. Anything else (a
+// removal, more events, a change while reading) is not extended.
+func extend[T any](ctx context.Context, s jetstream.Stream, db, subject string, f folding[T], kept listing[T], now subjectState) ([]T, bool) {
+	added := now.count - kept.state.count
+	if now.last <= kept.state.last || now.count <= kept.state.count || added > maxExtend {
+		return nil, false
+	}
+	byID := make(map[string]T, len(kept.items)+int(added))
+	for _, it := range kept.items {
+		byID[f.key(it)] = it
+	}
+	var read uint64
+	for seq := kept.state.last + 1; seq <= now.last; read++ {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if err != nil || m.Sequence > now.last || read == added {
+			return nil, false
+		}
+		if ev, err := events.Decode(m.Data, 0); err == nil && ev.Database == db {
+			f.apply(byID, ev, m.Sequence)
+		}
+		seq = m.Sequence + 1
+	}
+	if read != added {
+		return nil, false // some were removed: the count is not theirs
+	}
+	if after, err := stateOf(ctx, s, subject); err != nil || after != now {
+		return nil, false
+	}
+	return f.sorted(byID), true
 }
 
 // readEvents calls fn with db's events on subject, oldest first, and

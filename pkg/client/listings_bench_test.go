@@ -17,8 +17,8 @@ import (
 
 // BenchmarkDocsListing is one listing of 2,000 docs of 20 KB (40 MB of
 // bodies) as a console page asks for it: when nothing changed since the
-// last listing, and after one more doc was published, when the subject
-// is folded again.
+// last listing, and after one more doc was published (the publish
+// included), when the kept fold is extended by it.
 func BenchmarkDocsListing(b *testing.B) {
 	ctx := context.Background()
 	nc := testenv.Connect(b, testenv.NATS(b))

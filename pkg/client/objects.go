@@ -1,11 +1,11 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -51,15 +51,13 @@ type StoredDoc struct {
 // Examples lists db's examples, oldest first (by stream sequence, then
 // id).
 func (c *Client) Examples(ctx context.Context, db string) ([]StoredExample, error) {
-	subject := events.ExamplesSubject(db)
-	return foldKept(ctx, c, &c.exampleListings, subject, func(s jetstream.Stream) ([]StoredExample, subjectState, error) {
-		return foldExamples(ctx, s, db, subject)
-	})
+	return foldKept(ctx, c, &c.exampleListings, db, events.ExamplesSubject(db), exampleFold)
 }
 
-func foldExamples(ctx context.Context, s jetstream.Stream, db, subject string) ([]StoredExample, subjectState, error) {
-	byID := map[string]StoredExample{}
-	read, err := readEvents(ctx, s, db, subject, func(ev *events.Event, seq uint64) {
+// exampleFold folds examples.upsert and examples.delete events.
+var exampleFold = folding[StoredExample]{
+	key: func(ex StoredExample) string { return ex.ID },
+	apply: func(byID map[string]StoredExample, ev *events.Event, seq uint64) {
 		switch {
 		case ev.Examples != nil:
 			for _, ex := range ev.Examples.Examples {
@@ -73,31 +71,15 @@ func foldExamples(ctx context.Context, s jetstream.Stream, db, subject string) (
 				delete(byID, id)
 			}
 		}
-	})
-	if err != nil {
-		return nil, subjectState{}, err
-	}
-	out := make([]StoredExample, 0, len(byID))
-	for _, ex := range byID {
-		out = append(out, ex)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Seq != out[j].Seq {
-			return out[i].Seq < out[j].Seq
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, read, nil
+	},
+	compare: func(a, b StoredExample) int { return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.ID, b.ID)) },
 }
 
 // Docs lists db's docs, oldest first, without their bodies: a listing
 // of thousands of docs of up to a MiB each need not hold them all
 // (DocBody reads the one a caller shows).
 func (c *Client) Docs(ctx context.Context, db string) ([]StoredDoc, error) {
-	subject := events.DocsSubject(db)
-	return foldKept(ctx, c, &c.docListings, subject, func(s jetstream.Stream) ([]StoredDoc, subjectState, error) {
-		return foldDocs(ctx, s, db, subject, false)
-	})
+	return foldKept(ctx, c, &c.docListings, db, events.DocsSubject(db), docFold(false))
 }
 
 // DocsWithBodies lists db's docs, oldest first, with their bodies: a
@@ -108,34 +90,30 @@ func (c *Client) DocsWithBodies(ctx context.Context, db string) ([]StoredDoc, er
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
-	docs, _, err := foldDocs(ctx, s, db, events.DocsSubject(db), true)
+	docs, _, err := fold(ctx, s, db, events.DocsSubject(db), docFold(true))
 	return docs, err
 }
 
-func foldDocs(ctx context.Context, s jetstream.Stream, db, subject string, bodies bool) ([]StoredDoc, subjectState, error) {
-	byID := map[string]StoredDoc{}
-	read, err := readEvents(ctx, s, db, subject, func(ev *events.Event, seq uint64) {
-		switch {
-		case ev.DocUpsert != nil:
-			d := ev.DocUpsert
-			sd := StoredDoc{DocID: d.DocID, Title: d.Title, Tags: d.Tags, Bytes: len(d.Body), Event: ev.ID, Seq: seq, Time: ev.Time}
-			if bodies {
-				sd.Body = d.Body
+// docFold folds docs.upsert and docs.delete events, with the docs'
+// bodies or without.
+func docFold(bodies bool) folding[StoredDoc] {
+	return folding[StoredDoc]{
+		key: func(d StoredDoc) string { return d.DocID },
+		apply: func(byID map[string]StoredDoc, ev *events.Event, seq uint64) {
+			switch {
+			case ev.DocUpsert != nil:
+				d := ev.DocUpsert
+				sd := StoredDoc{DocID: d.DocID, Title: d.Title, Tags: d.Tags, Bytes: len(d.Body), Event: ev.ID, Seq: seq, Time: ev.Time}
+				if bodies {
+					sd.Body = d.Body
+				}
+				byID[d.DocID] = sd
+			case ev.DocDelete != nil:
+				delete(byID, ev.DocDelete.DocID)
 			}
-			byID[d.DocID] = sd
-		case ev.DocDelete != nil:
-			delete(byID, ev.DocDelete.DocID)
-		}
-	})
-	if err != nil {
-		return nil, subjectState{}, err
+		},
+		compare: func(a, b StoredDoc) int { return cmp.Compare(a.Seq, b.Seq) },
 	}
-	out := make([]StoredDoc, 0, len(byID))
-	for _, d := range byID {
-		out = append(out, d)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out, read, nil
 }
 
 // DocBody reads the body of a doc a listing gave, from the event that

@@ -228,36 +228,52 @@ func TestDocsFoldAndDelete(t *testing.T) {
 }
 
 // TestListingsAreKeptUntilTheSubjectChanges: a listing folds the
-// subject (an ordered consumer, seen on the JetStream API) only when the
-// subject changed since the last: a publish, a message removed, a purge;
-// not an event on another database's subject.
+// subject from the start (an ordered consumer, seen on the JetStream
+// API) only when it changed otherwise than by a few events added since
+// the last listing: a message removed, a purge, more events than extend
+// reads one by one (message gets, seen on the API too). An event on
+// another database's subject changes nothing.
 func TestListingsAreKeptUntilTheSubjectChanges(t *testing.T) {
 	ctx := context.Background()
 	js, cli := connect(t)
 	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
 		t.Fatal(err)
 	}
-	consumers, err := js.Conn().SubscribeSync("$JS.API.CONSUMER.CREATE.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// folds counts the consumers created since it was last called (an
-	// ordered consumer's fetch may create more than one).
-	folds := func() int {
-		t.Helper()
-		if err := js.Conn().Flush(); err != nil {
-			t.Fatal(err)
-		}
-		n, _, err := consumers.Pending()
+	api := func(subject string) func() int {
+		sub, err := js.Conn().SubscribeSync(subject)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range n {
-			if _, err := consumers.NextMsg(time.Second); err != nil {
+		return func() int {
+			t.Helper()
+			if err := js.Conn().Flush(); err != nil {
 				t.Fatal(err)
 			}
+			n, _, err := sub.Pending()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range n {
+				if _, err := sub.NextMsg(time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return n
 		}
-		return n
+	}
+	// how says how the listing since the last call was made: an ordered
+	// consumer's fetch may create more than one consumer; the state of
+	// the subject is one message get, extending reads more.
+	consumers, gets := api("$JS.API.CONSUMER.CREATE.>"), api("$JS.API.STREAM.MSG.GET.>")
+	how := func() string {
+		c, g := consumers(), gets()
+		switch {
+		case c > 0:
+			return "folded"
+		case g > 1:
+			return "extended"
+		}
+		return "kept"
 	}
 	publish := func(db, id string, payload any) uint64 {
 		t.Helper()
@@ -272,38 +288,61 @@ func TestListingsAreKeptUntilTheSubjectChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	many := func() {
+		for i := range 300 {
+			doc("shop", fmt.Sprintf("m%03d.md", i))
+		}
+	}
+	manyIDs := func(before ...string) []string {
+		out := slices.Clone(before)
+		for i := range 300 {
+			out = append(out, fmt.Sprintf("m%03d.md", i))
+		}
+		return out
+	}
 	steps := []struct {
-		name   string
-		change func()
-		folds  bool
-		want   []string
+		name, how string
+		change    func()
+		want      []string
 	}{
-		{"first listing", func() {}, true, []string{"a.md", "b.md"}},
-		{"nothing changed", func() {}, false, []string{"a.md", "b.md"}},
-		{"another database's doc", func() { doc("other", "c.md") }, false, []string{"a.md", "b.md"}},
-		{"a doc published", func() { doc("shop", "c.md") }, true, []string{"a.md", "b.md", "c.md"}},
-		{"a doc stored again", func() { doc("shop", "a.md") }, true, []string{"b.md", "c.md", "a.md"}},
-		{"nothing changed again", func() {}, false, []string{"b.md", "c.md", "a.md"}},
-		{"a doc published and its message removed", func() {
+		{"first listing", "folded", func() {}, []string{"a.md", "b.md"}},
+		{"nothing changed", "kept", func() {}, []string{"a.md", "b.md"}},
+		{"another database's doc", "kept", func() { doc("other", "c.md") }, []string{"a.md", "b.md"}},
+		{"a doc published", "extended", func() { doc("shop", "c.md") }, []string{"a.md", "b.md", "c.md"}},
+		{"a doc stored again", "extended", func() { doc("shop", "a.md") }, []string{"b.md", "c.md", "a.md"}},
+		{"nothing changed again", "kept", func() {}, []string{"b.md", "c.md", "a.md"}},
+		{"a doc published and its message removed", "kept", func() {
 			if err := st.DeleteMsg(ctx, doc("shop", "d.md")); err != nil {
 				t.Fatal(err)
 			}
-		}, false, []string{"b.md", "c.md", "a.md"}}, // the subject is as the kept fold read it
-		{"a message removed, none added", func() {
+		}, []string{"b.md", "c.md", "a.md"}}, // the subject is as the kept fold read it
+		{"a message removed, none added", "folded", func() {
 			if err := st.DeleteMsg(ctx, first+1); err != nil { // b.md's only upsert
 				t.Fatal(err)
 			}
-		}, true, []string{"c.md", "a.md"}},
-		{"the subject purged", func() {
+		}, []string{"c.md", "a.md"}},
+		{"a message removed and one added", "folded", func() {
+			if err := st.DeleteMsg(ctx, first); err != nil { // a.md's first upsert
+				t.Fatal(err)
+			}
+			doc("shop", "e.md")
+		}, []string{"c.md", "a.md", "e.md"}},
+		{"more added than extend reads", "folded", many, manyIDs("c.md", "a.md", "e.md")},
+		{"a doc deleted", "extended", func() {
+			if _, err := cli.DeleteDocs(ctx, "shop", []string{"a.md"}); err != nil {
+				t.Fatal(err)
+			}
+		}, manyIDs("c.md", "e.md")},
+		{"the subject purged", "kept", func() { // read as empty: no consumer, no get
 			if err := st.Purge(ctx, jetstream.WithPurgeSubject(events.DocsSubject("shop"))); err != nil {
 				t.Fatal(err)
 			}
-		}, false, nil}, // an empty subject is read without a consumer
+		}, nil},
 	}
-	folds()
+	how()
 	for _, s := range steps {
 		s.change()
-		folds() // the change's own reads
+		how() // the change's own reads
 		got, err := cli.Docs(ctx, "shop")
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
@@ -312,8 +351,8 @@ func TestListingsAreKeptUntilTheSubjectChanges(t *testing.T) {
 		for _, d := range got {
 			ids = append(ids, d.DocID)
 		}
-		if folded := folds() > 0; folded != s.folds || !slices.Equal(ids, s.want) {
-			t.Errorf("%s: folded %v, %v; want %v, %v", s.name, folded, ids, s.folds, s.want)
+		if h := how(); h != s.how || !slices.Equal(ids, s.want) {
+			t.Errorf("%s: %s, %v; want %s, %v", s.name, h, ids, s.how, s.want)
 		}
 	}
 }
