@@ -32,7 +32,7 @@ type Records interface {
 	Examples(ctx context.Context, db string) ([]client.StoredExample, error)
 	Docs(ctx context.Context, db string) ([]client.StoredDoc, error)
 	DocsWithBodies(ctx context.Context, db string) ([]client.StoredDoc, error)
-	DocBody(ctx context.Context, db string, d client.StoredDoc) (string, error)
+	DocBodies(ctx context.Context, db string, docs []client.StoredDoc, each func(d client.StoredDoc, body string) bool) error
 	DeleteExamples(ctx context.Context, db string, ids []string) ([]client.Published, error)
 	ApproveExamples(ctx context.Context, db string, ids []string, by string) (client.Published, error)
 }
@@ -398,7 +398,10 @@ func (d *Daemon) listDocs(ctx context.Context, _ *principal, req *DocsRequest) (
 }
 
 // docsPage reads the bodies of the page's docs and splits each into the
-// sections retrieval indexes, so a page shows what a search can find.
+// sections retrieval indexes, so a page shows what a search can find. A
+// doc whose event left the stream since the listing (the stream's
+// limits, a purge) is passed over: the next listing says what is stored
+// now.
 func docsPage(ctx context.Context, recs Records, req *DocsRequest, stored []client.StoredDoc) (*DocsReply, error) {
 	limit := req.Limit
 	if limit == 0 {
@@ -406,28 +409,25 @@ func docsPage(ctx context.Context, recs Records, req *DocsRequest, stored []clie
 	}
 	out := &DocsReply{Database: req.Database, Docs: []DocRecord{}, Total: len(stored)}
 	from, _ := slices.BinarySearchFunc(stored, req.AfterSeq+1, func(s client.StoredDoc, seq uint64) int { return cmp.Compare(s.Seq, seq) })
+	rest := stored[from:]
 	bytes := 0
-	for i, s := range stored[from:] {
-		if len(out.Docs) == limit || (len(out.Docs) > 0 && bytes >= maxRecordsPageBytes) {
-			out.NextSeq = stored[from+i-1].Seq
-			break
-		}
-		body, err := recs.DocBody(ctx, req.Database, s)
-		if errors.Is(err, client.ErrNoDoc) {
-			// Its event left the stream since the listing (the
-			// stream's limits, a purge): the next listing says what
-			// is stored now.
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("docs of %s: %w", req.Database, err)
-		}
+	err := recs.DocBodies(ctx, req.Database, rest, func(s client.StoredDoc, body string) bool {
 		rec := DocRecord{StoredDoc: s, Sections: []DocSection{}}
 		for _, c := range chunk.Doc(req.Database, s.DocID, s.Title, body, s.Tags, chunk.Options{}) {
 			rec.Sections = append(rec.Sections, DocSection{Heading: c.Title, Text: c.Text})
 			bytes += len(c.Title) + len(c.Text)
 		}
 		out.Docs = append(out.Docs, rec)
+		if len(out.Docs) < limit && bytes < maxRecordsPageBytes {
+			return true
+		}
+		if s.Seq != rest[len(rest)-1].Seq {
+			out.NextSeq = s.Seq
+		}
+		return false
+	})
+	if err != nil {
+		return nil, fmt.Errorf("docs of %s: %w", req.Database, err)
 	}
 	return out, nil
 }

@@ -126,6 +126,33 @@ func (c *Client) DocBody(ctx context.Context, db string, d StoredDoc) (string, e
 	if err != nil {
 		return "", fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
+	return docBody(ctx, s, db, d)
+}
+
+// DocBodies calls each with docs, in order, and their bodies as DocBody
+// reads them, one at a time and looking the stream up once, until each
+// returns false. A doc whose event has left the stream since the
+// listing is passed over; any other failure ends the read.
+func (c *Client) DocBodies(ctx context.Context, db string, docs []StoredDoc, each func(d StoredDoc, body string) bool) error {
+	s, err := c.js.Stream(ctx, events.Stream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", events.Stream, err)
+	}
+	for _, d := range docs {
+		body, err := docBody(ctx, s, db, d)
+		switch {
+		case errors.Is(err, ErrNoDoc):
+			continue
+		case err != nil:
+			return err
+		case !each(d, body):
+			return nil
+		}
+	}
+	return nil
+}
+
+func docBody(ctx context.Context, s jetstream.Stream, db string, d StoredDoc) (string, error) {
 	msg, err := s.GetMsg(ctx, d.Seq)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):

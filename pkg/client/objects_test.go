@@ -225,6 +225,29 @@ func TestDocsFoldAndDelete(t *testing.T) {
 			t.Errorf("DocBody, %s: %q %v", name, body, err)
 		}
 	}
+	// Several bodies: the gone one passed over, until the caller stops.
+	read := func(stopAfter int) []string {
+		t.Helper()
+		var ids []string
+		err := cli.DocBodies(ctx, "shop", got[9:14], func(d client.StoredDoc, body string) bool {
+			if body != "body of "+d.DocID {
+				t.Errorf("%s: body %q", d.DocID, body)
+			}
+			ids = append(ids, d.DocID)
+			return len(ids) < stopAfter
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	want := []string{got[9].DocID, got[10].DocID, got[12].DocID, got[13].DocID}
+	if ids := read(10); !slices.Equal(ids, want) {
+		t.Errorf("DocBodies: %v, want %v", ids, want)
+	}
+	if ids := read(3); !slices.Equal(ids, want[:3]) {
+		t.Errorf("DocBodies stopped after 3: %v", ids)
+	}
 }
 
 // TestListingsAreKeptUntilTheSubjectChanges: a listing folds the
