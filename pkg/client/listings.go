@@ -55,16 +55,6 @@ type listings[T listed] struct {
 	bytes int
 }
 
-func (l *listings[T]) get(subject string, st subjectState) ([]T, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	got, ok := l.kept[subject]
-	if !ok || got.state != st {
-		return nil, false
-	}
-	return slices.Clone(got.items), true
-}
-
 // entry is the kept fold of subject, whatever its state.
 func (l *listings[T]) entry(subject string) (listing[T], bool) {
 	l.mu.Lock()
@@ -168,10 +158,10 @@ func foldKept[T listed](ctx context.Context, c *Client, l *listings[T], db, subj
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", subject, err)
 	}
-	if items, ok := l.get(subject, now); ok {
-		return items, nil
-	}
 	if kept, ok := l.entry(subject); ok {
+		if kept.state == now {
+			return slices.Clone(kept.items), nil
+		}
 		if items, ok := extend(ctx, s, db, subject, f, kept, now); ok {
 			l.put(subject, now, items)
 			return items, nil

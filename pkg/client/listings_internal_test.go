@@ -34,11 +34,8 @@ func TestListingsAreBounded(t *testing.T) {
 		l.put(fmt.Sprintf("s%d", i), st, exs(10, 100))
 		check(fmt.Sprintf("subject %d", i))
 	}
-	if got, ok := l.get(fmt.Sprintf("s%d", 2*maxListings-1), st); !ok || len(got) != 10 {
-		t.Errorf("the last put is not kept: %d, %v", len(got), ok)
-	}
-	if _, ok := l.get(fmt.Sprintf("s%d", 2*maxListings-1), subjectState{count: 2, last: 1}); ok {
-		t.Error("a fold kept for another state")
+	if got, ok := l.entry(fmt.Sprintf("s%d", 2*maxListings-1)); !ok || len(got.items) != 10 || got.state != st {
+		t.Errorf("the last put is not kept: %+v, %v", got.state, ok)
 	}
 	// Big folds push out others until they fit.
 	for i := range 10 {
@@ -48,7 +45,7 @@ func TestListingsAreBounded(t *testing.T) {
 	// Larger than the bound alone: not kept, and its old fold is gone.
 	l.put("big9", st, exs(10, maxListingBytes/5))
 	check("too big")
-	if _, ok := l.get("big9", st); ok {
+	if _, ok := l.entry("big9"); ok {
 		t.Error("a fold over the byte bound is kept")
 	}
 	// The same subject again replaces its fold.
