@@ -29,7 +29,7 @@ import (
 )
 
 // connect is a client on a fresh NATS server, and JetStream beside it.
-func connect(t *testing.T) (jetstream.JetStream, *client.Client) {
+func connect(t testing.TB) (jetstream.JetStream, *client.Client) {
 	t.Helper()
 	nc := testenv.Connect(t, testenv.NATS(t))
 	js, err := jetstream.New(nc)

@@ -7,12 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/schemaq/schemaq/events"
-	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/streams"
-	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // BenchmarkDocsListing is one listing of 2,000 docs of 20 KB (40 MB of
@@ -21,16 +17,8 @@ import (
 // included), when the kept fold is extended by it.
 func BenchmarkDocsListing(b *testing.B) {
 	ctx := context.Background()
-	nc := testenv.Connect(b, testenv.NATS(b))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	js, cli := connect(b)
 	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
-		b.Fatal(err)
-	}
-	cli, err := client.New(nc)
-	if err != nil {
 		b.Fatal(err)
 	}
 	body := strings.Repeat("Refunds are recorded as negative payment lines. ", 400)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schemaq/schemaq/events"
@@ -16,6 +17,21 @@ import (
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
+
+// withStreams connects to a NATS server of its own with schemaq's
+// streams made.
+func withStreams(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc := testenv.Connect(t, testenv.NATS(t))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.Ensure(context.Background(), js, streams.DefaultConfig); err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
 
 func migration(t *testing.T, db string, seq int64) []byte {
 	t.Helper()
@@ -35,14 +51,7 @@ func migration(t *testing.T, db string, seq int64) []byte {
 // and purged.
 func TestBox(t *testing.T) {
 	ctx := context.Background()
-	ns := testenv.NATS(t)
-	js, err := jetstream.New(testenv.Connect(t, ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
-		t.Fatal(err)
-	}
+	_, js := withStreams(t)
 	publish := func(db string, seq int64, kind string, streamSeq uint64, data []byte) {
 		t.Helper()
 		err := deadletter.Publish(ctx, js, deadletter.Letter{Database: db, Subject: events.SchemaSubject(db), Source: "m.sql", Kind: kind,
@@ -134,14 +143,7 @@ func TestBox(t *testing.T) {
 // remove, and a re-sent gap letter carries its whole event.
 func TestLettersOfLargeEvents(t *testing.T) {
 	ctx := context.Background()
-	nc := testenv.Connect(t, testenv.NATS(t))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := streams.Ensure(ctx, js, streams.DefaultConfig); err != nil {
-		t.Fatal(err)
-	}
+	nc, js := withStreams(t)
 	obj, err := streams.Objects(ctx, js)
 	if err != nil {
 		t.Fatal(err)
