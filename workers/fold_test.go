@@ -2,12 +2,14 @@ package workers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
 )
 
 // TestFoldOrdersTheStream: a rebuild folds the schema events in stream
@@ -71,4 +73,18 @@ func TestFoldOrdersTheStream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fold replays evs as foldStream would read them from the stream.
+func (w *Worker) fold(ctx context.Context, db string, evs []schemaEvent, want int64) (*catalog.Catalog, error) {
+	f := w.newFold(db, want)
+	for _, e := range evs {
+		if err := f.take(ctx, e); err != nil {
+			if errors.Is(err, errFolded) {
+				break
+			}
+			return nil, err
+		}
+	}
+	return f.result()
 }

@@ -55,11 +55,11 @@ func (w *Worker) rebuildCatalog(ctx context.Context, db string) error {
 	if err != nil {
 		return err
 	}
-	evs, err := w.schemaEvents(ctx, db)
-	if err != nil {
+	f := w.newFold(db, want)
+	if err := w.foldStream(ctx, f); err != nil {
 		return err
 	}
-	cat, err := w.fold(ctx, db, evs, want)
+	cat, err := f.result()
 	if err != nil {
 		return err
 	}
@@ -69,52 +69,73 @@ func (w *Worker) rebuildCatalog(ctx context.Context, db string) error {
 	if _, err := w.cats.Put(ctx, cat, rev); err != nil {
 		return fmt.Errorf("write the rebuilt catalog: %w", err)
 	}
-	w.log.Warn("catalog rebuilt from the stream", zap.String("db", db), zap.Int64("version", cat.Version), zap.Int("events", len(evs)))
+	w.log.Warn("catalog rebuilt from the stream", zap.String("db", db), zap.Int64("version", cat.Version), zap.Int("events", f.read))
 	return nil
 }
 
-// schemaEvents reads db's schema events, in stream order; those that do
-// not decode were dead-lettered when they came and are left out.
-func (w *Worker) schemaEvents(ctx context.Context, db string) ([]schemaEvent, error) {
+// errFolded stops the stream's read once the fold has what it needs.
+var errFolded = errors.New("fold complete")
+
+// foldStream feeds f the database's schema events in stream order, as
+// they are read: a history of a thousand migrations of a MiB is never
+// held at once, only those that came before their predecessor. Events
+// that do not decode were dead-lettered when they came and are left out.
+func (w *Worker) foldStream(ctx context.Context, f *replayFold) error {
 	s, err := w.js.Stream(ctx, events.Stream)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
+		return fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
-	var out []schemaEvent
-	err = streams.ReadEvents(ctx, s, events.SchemaSubject(db), db, w.cfg.MaxEventBytes, func(ev *events.Event, seq uint64) {
-		out = append(out, schemaEvent{ev: ev, streamSeq: seq})
+	err = streams.ReadEvents(ctx, s, events.SchemaSubject(f.db), f.db, w.cfg.MaxEventBytes, func(ev *events.Event, seq uint64) error {
+		f.read++
+		return f.take(ctx, schemaEvent{ev: ev, streamSeq: seq})
 	})
-	return out, err
+	if errors.Is(err, errFolded) {
+		return nil
+	}
+	return err
 }
 
-// fold replays evs from an empty catalog, stopping at version want (when
-// not negative).
-func (w *Worker) fold(ctx context.Context, db string, evs []schemaEvent, want int64) (*catalog.Catalog, error) {
+// newFold starts a replay of db from an empty catalog that stops at
+// version want (when not negative).
+func (w *Worker) newFold(db string, want int64) *replayFold {
 	var opts []catalog.ApplyOption
 	if !w.cfg.StrictCatalog {
 		opts = append(opts, catalog.Tolerant())
 	}
 	f := &replayFold{w: w, db: db, want: want, waiting: map[int64][]schemaEvent{}, replay: catalog.NewReplay(catalog.New(db), opts...)}
 	f.cat = f.replay.Catalog()
-	for _, e := range evs {
-		if f.done() {
-			break
-		}
-		seq := eventSeq(e.ev)
-		switch {
-		case seq <= f.cat.Version, want >= 0 && seq > want: // events past the entry's version come through the queue
-			continue
-		case e.ev.Migration != nil && seq > f.cat.Version+1:
-			f.waiting[seq] = append(f.waiting[seq], e)
-			continue
-		}
-		if err := f.apply(ctx, e); err != nil {
-			return nil, err
-		}
-		if err := f.applyWaiting(ctx); err != nil {
-			return nil, err
-		}
+	return f
+}
+
+// take folds the next event in stream order, and says errFolded once
+// the fold reached the version it was asked for.
+func (f *replayFold) take(ctx context.Context, e schemaEvent) error {
+	if f.done() {
+		return errFolded
 	}
+	seq := eventSeq(e.ev)
+	switch {
+	case seq <= f.cat.Version, f.want >= 0 && seq > f.want: // events past the entry's version come through the queue
+		return nil
+	case e.ev.Migration != nil && seq > f.cat.Version+1:
+		f.waiting[seq] = append(f.waiting[seq], e)
+		return nil
+	}
+	if err := f.apply(ctx, e); err != nil {
+		return err
+	}
+	if err := f.applyWaiting(ctx); err != nil {
+		return err
+	}
+	if f.done() {
+		return errFolded
+	}
+	return nil
+}
+
+// result is the catalog the fold reached, or why it stopped short: a
+// gap no event of the stream filled.
+func (f *replayFold) result() (*catalog.Catalog, error) {
 	return f.cat, f.stillWaiting()
 }
 
@@ -127,6 +148,7 @@ type replayFold struct {
 	replay  *catalog.Replay
 	cat     *catalog.Catalog
 	waiting map[int64][]schemaEvent
+	read    int // events read, for the log
 }
 
 // done: the fold reached the version it was asked for.

@@ -653,6 +653,39 @@ func TestLongHistoryAppliesInOrder(t *testing.T) {
 	}
 }
 
+// TestLongHistoryIsRebuilt: a corrupt entry of a database with a
+// thousand-migration history is folded again from the stream, one event
+// at a time, to the very catalog the queue had built.
+func TestLongHistoryIsRebuilt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: 1,000 migrations")
+	}
+	evs, want := history(t, "big", 1000)
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	for _, ev := range evs {
+		e.publish(ev)
+	}
+	e.waitVersion("big", 1000)
+	e.corrupt("big")
+	const next = "CREATE TABLE after_rebuild (id int);"
+	e.publish(migration(t, "big", 1001, next))
+	e.waitVersion("big", 1001)
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Fatalf("%d dead letters, the first: %+v", len(dl), dl[0])
+	}
+	got, _, err := e.cats.Get(context.Background(), "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := want.Apply("1001.sql", next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back.Version = 1001
+	sameCatalog(t, got, back.Record(catalog.Applied{Seq: 1001, ID: "1001.sql", Source: "1001.sql", Checksum: events.Checksum(next)}))
+}
+
 // TestWorkerStoppedMidHistory: one of three workers stops while it holds
 // events of a long history; what it held is handed back and the others
 // finish it, with nothing lost or dead-lettered.

@@ -295,15 +295,15 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, c ConsumerConfi
 // first, with its stream sequence. Messages that do not decode as events
 // of at most maxBytes (0: events.DefaultMaxEventBytes), or that name
 // another database than db, were dead-lettered when they came and are
-// skipped here too.
-func ReadEvents(ctx context.Context, s jetstream.Stream, subject, db string, maxBytes int, fn func(ev *events.Event, seq uint64)) error {
+// skipped here too. An error from fn stops the read and is returned.
+func ReadEvents(ctx context.Context, s jetstream.Stream, subject, db string, maxBytes int, fn func(ev *events.Event, seq uint64) error) error {
 	_, err := ReadSubject(ctx, s, subject, func(m jetstream.Msg) error {
 		meta, err := m.Metadata()
 		if err != nil {
 			return nil
 		}
 		if ev, err := events.Decode(m.Data(), maxBytes); err == nil && ev.Database == db {
-			fn(ev, meta.Sequence.Stream)
+			return fn(ev, meta.Sequence.Stream)
 		}
 		return nil
 	})
