@@ -327,6 +327,11 @@ func ReadHeaders(ctx context.Context, s jetstream.Stream, subject string, fn fun
 	return readSubject(ctx, s, subject, true, fn)
 }
 
+// readBufferBytes bounds what a read holds ahead of its caller: more
+// than the largest message a stream of schemaq's takes (an event of a
+// MiB and its headers, or a letter carrying one).
+const readBufferBytes = 16 << 20
+
 func readSubject(ctx context.Context, s jetstream.Stream, subject string, headersOnly bool, fn func(jetstream.Msg) error) (int, error) {
 	count := func() (uint64, error) {
 		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
@@ -343,31 +348,25 @@ func readSubject(ctx context.Context, s jetstream.Stream, subject string, header
 	if err != nil || want == 0 {
 		return 0, err
 	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, HeadersOnly: headersOnly})
+	// The server forgets the consumer soon after the read: at the
+	// default five minutes, a console's listings kept hundreds.
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, HeadersOnly: headersOnly, InactiveThreshold: 10 * time.Second})
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", subject, err)
 	}
+	// One pull subscription for the whole read: an ordered consumer's
+	// Fetch creates a server consumer each time, which cost more than the
+	// messages of a subject read 256 at a time. The buffer is bounded in
+	// bytes too, since a subject's messages may each weigh a MiB.
+	it, err := cons.Messages(jetstream.PullMaxBytes(readBufferBytes))
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", subject, err)
+	}
+	defer it.Stop()
 	n := 0
 	for {
-		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			return n, fmt.Errorf("read %s after %d messages: %w", subject, n, err)
-		}
-		got := 0
-		for msg := range batch.Messages() {
-			got++
-			n++
-			if err := fn(msg); err != nil {
-				return n, err
-			}
-			if meta, err := msg.Metadata(); err == nil && meta.NumPending == 0 {
-				return n, nil
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return n, fmt.Errorf("read %s after %d messages: %w", subject, n, err)
-		}
-		if got == 0 {
+		msg, err := it.Next(jetstream.NextMaxWait(time.Second))
+		if errors.Is(err, nats.ErrTimeout) {
 			// Nothing came: messages may have been deleted meanwhile;
 			// only the server's count can say the subject is read out.
 			left, err := count()
@@ -378,6 +377,19 @@ func readSubject(ctx context.Context, s jetstream.Stream, subject string, header
 				return n, fmt.Errorf("read %s: the stream holds %d messages there and sent none within a second", subject, left)
 			}
 			return n, ctx.Err()
+		}
+		if err != nil {
+			return n, fmt.Errorf("read %s after %d messages: %w", subject, n, err)
+		}
+		n++
+		if err := fn(msg); err != nil {
+			return n, err
+		}
+		if meta, err := msg.Metadata(); err == nil && meta.NumPending == 0 {
+			return n, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return n, err
 		}
 	}
 }

@@ -1,0 +1,108 @@
+package streams_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/pkg/streams"
+	"github.com/schemaq/schemaq/pkg/testenv"
+)
+
+// TestReadSubject: a read delivers every message of its subject, in
+// stream order and no other subject's, whatever the messages weigh; a
+// headers-only read carries no bodies; the caller's error or a
+// cancelled context stops it.
+func TestReadSubject(t *testing.T) {
+	ctx := context.Background()
+	nc := testenv.Connect(t, testenv.NATS(t))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "READ", Subjects: []string{"read.>"}, MaxMsgSize: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const big = 1<<20 - 1024 // as large as the server's payload limit lets a message be
+	next := map[string]int{} // each subject's messages are numbered in order
+	publish := func(subject string, n, size int) {
+		for i := range n {
+			m := nats.NewMsg(subject)
+			m.Header.Set("N", fmt.Sprint(next[subject]))
+			next[subject]++
+			m.Data = bytes.Repeat([]byte{byte('a' + i%26)}, size)
+			if _, err := js.PublishMsg(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	publish("read.small", 3000, 100)
+	publish("read.other", 500, 100)
+	publish("read.big", 40, big) // 40 MiB: more than a read holds ahead
+	publish("read.small", 10, 100)
+
+	errStop := errors.New("stop")
+	tests := []struct {
+		name    string
+		read    func(context.Context, jetstream.Stream, string, func(jetstream.Msg) error) (int, error)
+		subject string
+		stopAt  int // fn fails at this message (0: never)
+		want    int
+		size    int // each body's length (0: headers only)
+		wantErr error
+	}{
+		{"small", streams.ReadSubject, "read.small", 0, 3010, 100, nil},
+		{"big", streams.ReadSubject, "read.big", 0, 40, big, nil},
+		{"empty", streams.ReadSubject, "read.none", 0, 0, 0, nil},
+		{"headers", streams.ReadHeaders, "read.big", 0, 40, 0, nil},
+		{"wildcard headers", streams.ReadHeaders, "read.*", 0, 3550, 0, nil},
+		{"stopped by the caller", streams.ReadSubject, "read.small", 700, 700, 100, errStop},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var last uint64
+			perSubject := map[string]int{}
+			n, err := tt.read(ctx, s, tt.subject, func(m jetstream.Msg) error {
+				meta, err := m.Metadata()
+				if err != nil {
+					return err
+				}
+				if meta.Sequence.Stream <= last {
+					t.Fatalf("sequence %d after %d", meta.Sequence.Stream, last)
+				}
+				last = meta.Sequence.Stream
+				if got := m.Headers().Get("N"); got != fmt.Sprint(perSubject[m.Subject()]) {
+					t.Fatalf("%s: message %s, want %d", m.Subject(), got, perSubject[m.Subject()])
+				}
+				perSubject[m.Subject()]++
+				if len(m.Data()) != tt.size {
+					t.Fatalf("a body of %d bytes, want %d", len(m.Data()), tt.size)
+				}
+				if tt.stopAt > 0 && meta.Sequence.Stream == uint64(tt.stopAt) {
+					return errStop
+				}
+				return nil
+			})
+			if !errors.Is(err, tt.wantErr) || n != tt.want {
+				t.Fatalf("read %d, %v; want %d, %v", n, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+
+	t.Run("cancelled", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		n, err := streams.ReadSubject(cctx, s, "read.small", func(jetstream.Msg) error {
+			cancel()
+			return nil
+		})
+		if !errors.Is(err, context.Canceled) || n != 1 {
+			t.Fatalf("read %d, %v; want 1 and the cancellation", n, err)
+		}
+	})
+}
