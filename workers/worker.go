@@ -183,13 +183,6 @@ func (w *Worker) rest(ctx context.Context, t0 time.Time) {
 	}
 }
 
-func (w *Worker) consumerName() string {
-	if w.cfg.Consumer.Name != "" {
-		return w.cfg.Consumer.Name
-	}
-	return streams.Durable
-}
-
 // Ready reports whether the worker's consumer is bound and consuming.
 func (w *Worker) Ready() bool { return w.ready.Load() }
 
@@ -270,7 +263,7 @@ type outcome struct {
 // finish within ShutdownTimeout and naks the rest. It returns nil after a
 // clean shutdown.
 func (w *Worker) Run(ctx context.Context) error {
-	cons, err := streams.EnsureConsumer(ctx, w.js, w.cfg.Consumer)
+	cons, err := streams.EnsureConsumers(ctx, w.js, w.cfg.Consumer)
 	if err != nil {
 		return err
 	}
@@ -288,18 +281,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.cats.Retired(ctx, func(db string) { go w.forget(workCtx, db) }); err != nil {
 		return err
 	}
-	// The handler never blocks: events go to their database's queue, and
-	// the consumer's MaxAckPending bounds how many are held.
-	cc, err := cons.Consume(func(msg jetstream.Msg) { w.enqueue(ctx, workCtx, msg) },
-		jetstream.PullMaxMessages(max(256, w.cfg.Concurrency*32)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if !errors.Is(err, jetstream.ErrNoHeartbeat) || ctx.Err() == nil {
-				w.log.Warn("consume error", zap.Error(err))
-			}
-		}))
+	intake, err := w.consume(ctx, workCtx, cons)
 	if err != nil {
-		return fmt.Errorf("consume %s: %w", w.consumerName(), err)
+		return err
 	}
-	w.log.Info("worker started", zap.String("consumer", w.consumerName()), zap.Int("concurrency", w.cfg.Concurrency))
+	w.log.Info("worker started", zap.String("consumer", w.cfg.Consumer.SchemaName()), zap.String("docs_consumer", w.cfg.Consumer.DocsName()),
+		zap.Int("concurrency", w.cfg.Concurrency))
 	w.ready.Store(true)
 	defer w.ready.Store(false)
 	go func() {
@@ -309,14 +296,22 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.auditEvery(ctx, w.cfg.AuditInterval)
 	}()
 	if w.m != nil {
-		go w.watchConsumer(ctx, cons)
+		go w.watchConsumers(ctx, cons)
 	}
 	<-ctx.Done()
 	// Drain: stop fetching; each queue finishes the event it is applying
 	// and hands the rest back for redelivery, within the grace period.
-	cc.Drain()
+	for _, cc := range intake {
+		cc.Drain()
+	}
 	done := make(chan struct{})
-	go func() { <-cc.Closed(); w.drains.Wait(); close(done) }()
+	go func() {
+		for _, cc := range intake {
+			<-cc.Closed()
+		}
+		w.drains.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(w.cfg.ShutdownTimeout):
@@ -326,6 +321,30 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker stopped")
 	return nil
+}
+
+// consume starts both consumers' deliveries into the databases'
+// queues. The handler never blocks: events go to their database's
+// queue, and each consumer's MaxAckPending bounds how many are held.
+func (w *Worker) consume(ctx, workCtx context.Context, cons streams.Consumers) ([]jetstream.ConsumeContext, error) {
+	var out []jetstream.ConsumeContext
+	for _, c := range cons.All() {
+		name := c.CachedInfo().Name
+		cc, err := c.Consume(func(msg jetstream.Msg) { w.enqueue(ctx, workCtx, msg) },
+			jetstream.PullMaxMessages(max(256, w.cfg.Concurrency*32)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				if !errors.Is(err, jetstream.ErrNoHeartbeat) || ctx.Err() == nil {
+					w.log.Warn("consume error", zap.String("consumer", name), zap.Error(err))
+				}
+			}))
+		if err != nil {
+			for _, cc := range out {
+				cc.Stop()
+			}
+			return nil, fmt.Errorf("consume %s: %w", name, err)
+		}
+		out = append(out, cc)
+	}
+	return out, nil
 }
 
 // checker is a store with a readiness check that also repairs what it
@@ -478,20 +497,19 @@ func (w *Worker) promote(ctx context.Context, failed int) {
 	}
 }
 
-// awaitCaughtUp closes caughtUp when the consumer has drained.
-func (w *Worker) awaitCaughtUp(ctx context.Context, cons jetstream.Consumer) {
+// awaitCaughtUp closes caughtUp when both consumers have drained.
+func (w *Worker) awaitCaughtUp(ctx context.Context, cons streams.Consumers) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	var drained time.Time // when NumPending first read 0
+	var drained time.Time // when NumPending first read 0 on both
 	for {
-		info, err := cons.Info(ctx)
-		if err == nil && info.NumPending == 0 {
+		tot, err := totalsOf(ctx, cons)
+		if err == nil && tot.pending == 0 {
 			if drained.IsZero() {
 				drained = time.Now()
 			}
-			if info.NumAckPending == 0 || time.Since(drained) > stuckWait {
-				w.log.Info("caught up with the stream", zap.Uint64("stream_seq", info.Delivered.Stream),
-					zap.Int("waiting", info.NumAckPending))
+			if tot.ackPending == 0 || time.Since(drained) > stuckWait {
+				w.log.Info("caught up with the stream", zap.Uint64("stream_seq", tot.delivered), zap.Int("waiting", tot.ackPending))
 				close(w.caughtUp)
 				return
 			}
@@ -502,6 +520,28 @@ func (w *Worker) awaitCaughtUp(ctx context.Context, cons jetstream.Consumer) {
 		case <-t.C:
 		}
 	}
+}
+
+// totals are the worker's consumers' state, summed.
+type totals struct {
+	pending                 uint64 // not delivered yet
+	ackPending, redelivered int    // delivered and not acknowledged; of those, delivered again
+	delivered               uint64 // the last stream sequence either delivered
+}
+
+func totalsOf(ctx context.Context, cons streams.Consumers) (totals, error) {
+	var t totals
+	for _, c := range cons.All() {
+		info, err := c.Info(ctx)
+		if err != nil {
+			return totals{}, err
+		}
+		t.pending += info.NumPending
+		t.ackPending += info.NumAckPending
+		t.redelivered += info.NumRedelivered
+		t.delivered = max(t.delivered, info.Delivered.Stream)
+	}
+	return t, nil
 }
 
 // replayDocs re-applies every docs and examples event still in the
@@ -550,15 +590,16 @@ func (w *Worker) replayDocs(ctx context.Context) (int, error) {
 	return n, ctx.Err()
 }
 
-// watchConsumer exports the consumer's lag every few seconds.
-func (w *Worker) watchConsumer(ctx context.Context, cons jetstream.Consumer) {
+// watchConsumers exports the consumers' lag every few seconds, summed:
+// the metrics predate the docs consumer, and scaling reads the sum.
+func (w *Worker) watchConsumers(ctx context.Context, cons streams.Consumers) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		if info, err := cons.Info(ctx); err == nil {
-			w.m.pending.Set(float64(info.NumPending))
-			w.m.ackPending.Set(float64(info.NumAckPending))
-			w.m.redelivered.Set(float64(info.NumRedelivered))
+		if tot, err := totalsOf(ctx, cons); err == nil {
+			w.m.pending.Set(float64(tot.pending))
+			w.m.ackPending.Set(float64(tot.ackPending))
+			w.m.redelivered.Set(float64(tot.redelivered))
 		}
 		select {
 		case <-ctx.Done():

@@ -185,20 +185,29 @@ func TestKubernetesSharedIndex(t *testing.T) {
 				if so.Spec.MinReplicaCount == nil || *so.Spec.MinReplicaCount < 1 || so.Spec.MaxReplicaCount == nil || *so.Spec.MaxReplicaCount <= *so.Spec.MinReplicaCount {
 					t.Errorf("ScaledObject replica range %v–%v", so.Spec.MinReplicaCount, so.Spec.MaxReplicaCount)
 				}
-				if len(so.Spec.Triggers) != 1 || so.Spec.Triggers[0].Type != "nats-jetstream" {
-					t.Fatalf("want one nats-jetstream trigger, have %+v", so.Spec.Triggers)
-				}
-				md := so.Spec.Triggers[0].Metadata
-				for k := range md {
-					if !slices.Contains(natsJetStreamKeys, k) {
-						t.Errorf("trigger metadata %q is not a nats-jetstream scaler parameter", k)
+				// One trigger per consumer the workers read: schema
+				// events, and docs with examples.
+				var watched []string
+				for _, tr := range so.Spec.Triggers {
+					if tr.Type != "nats-jetstream" {
+						t.Fatalf("want nats-jetstream triggers, have %+v", so.Spec.Triggers)
+					}
+					md := tr.Metadata
+					for k := range md {
+						if !slices.Contains(natsJetStreamKeys, k) {
+							t.Errorf("trigger metadata %q is not a nats-jetstream scaler parameter", k)
+						}
+					}
+					if md["stream"] != events.Stream {
+						t.Errorf("trigger watches stream %s, the workers consume %s", md["stream"], events.Stream)
+					}
+					watched = append(watched, md["consumer"])
+					if want := "nats." + namespace + ".svc.cluster.local:8222"; md["natsServerMonitoringEndpoint"] != want {
+						t.Errorf("scaler endpoint %q, want %q (KEDA resolves it from its own namespace)", md["natsServerMonitoringEndpoint"], want)
 					}
 				}
-				if md["stream"] != events.Stream || md["consumer"] != streams.Durable {
-					t.Errorf("trigger watches %s/%s, the workers consume %s/%s", md["stream"], md["consumer"], events.Stream, streams.Durable)
-				}
-				if want := "nats." + namespace + ".svc.cluster.local:8222"; md["natsServerMonitoringEndpoint"] != want {
-					t.Errorf("scaler endpoint %q, want %q (KEDA resolves it from its own namespace)", md["natsServerMonitoringEndpoint"], want)
+				if want := []string{streams.DefaultConsumer.SchemaName(), streams.DefaultConsumer.DocsName()}; !slices.Equal(watched, want) {
+					t.Errorf("triggers watch consumers %v, the workers consume %v", watched, want)
 				}
 			}
 

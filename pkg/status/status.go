@@ -25,6 +25,15 @@ type Consumer struct {
 	Delivered   uint64 `json:"delivered_seq"`
 }
 
+// add counts o's events in c: the shared pool's two consumers, schema
+// and docs, read as one.
+func (c *Consumer) add(o Consumer) {
+	c.Pending += o.Pending
+	c.AckPending += o.AckPending
+	c.Redelivered += o.Redelivered
+	c.Delivered = max(c.Delivered, o.Delivered)
+}
+
 // Report is how a running schemaq stands.
 type Report struct {
 	Stream struct {
@@ -32,8 +41,9 @@ type Report struct {
 		Bytes    uint64 `json:"bytes"`
 		LastSeq  uint64 `json:"last_seq"`
 	} `json:"stream"`
-	// Consumer is the shared workers' durable; Consumers lists every
-	// durable on the stream, the serve replicas' included.
+	// Consumer is the shared workers' two durables (schema, and docs
+	// with examples) summed; Consumers lists every durable on the
+	// stream, the serve replicas' included.
 	Consumer  Consumer         `json:"consumer"`
 	Consumers []Consumer       `json:"consumers"`
 	Catalogs  map[string]int64 `json:"catalogs"`
@@ -101,9 +111,8 @@ func (rep *Report) consumers(ctx context.Context, s jetstream.Stream) error {
 		cr := Consumer{Name: ci.Name, Pending: ci.NumPending, AckPending: ci.NumAckPending,
 			Redelivered: ci.NumRedelivered, Delivered: ci.Delivered.Stream}
 		rep.Consumers = append(rep.Consumers, cr)
-		if ci.Name == streams.Durable {
-			rep.Consumer = cr
-			rep.Consumer.Name = ""
+		if ci.Name == streams.Durable || ci.Name == streams.Durable+streams.DocsSuffix {
+			rep.Consumer.add(cr)
 		}
 	}
 	if err := lister.Err(); err != nil {

@@ -251,10 +251,11 @@ func Objects(ctx context.Context, js jetstream.JetStream) (jetstream.ObjectStore
 	return obj, nil
 }
 
-// ConsumerConfig is the workers' durable pull consumer.
+// ConsumerConfig is the workers' durable pull consumers.
 type ConsumerConfig struct {
-	// Name is the durable's name: Durable for the shared worker pool, one
-	// name per replica when each replica keeps its own index.
+	// Name is the schema consumer's name: Durable for the shared worker
+	// pool, one name per replica when each replica keeps its own index.
+	// The docs consumer's is Name+DocsSuffix.
 	Name          string
 	AckWait       time.Duration
 	MaxDeliver    int
@@ -269,26 +270,116 @@ type ConsumerConfig struct {
 // redelivered); MaxAckPending bounds the events workers hold at once.
 var DefaultConsumer = ConsumerConfig{AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024}
 
-// EnsureConsumer creates or updates the durable consumer.
-func EnsureConsumer(ctx context.Context, js jetstream.JetStream, c ConsumerConfig) (jetstream.Consumer, error) {
-	name := c.Name
-	if name == "" {
-		name = Durable
+// DocsSuffix names a docs consumer after its schema consumer.
+const DocsSuffix = "-docs"
+
+// SchemaName is the schema consumer's name.
+func (c ConsumerConfig) SchemaName() string {
+	if c.Name == "" {
+		return Durable
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, events.Stream, jetstream.ConsumerConfig{
+	return c.Name
+}
+
+// DocsName is the docs consumer's name.
+func (c ConsumerConfig) DocsName() string { return c.SchemaName() + DocsSuffix }
+
+// Consumers are a worker's two durables. Schema events and docs (with
+// examples) have one each, so that neither kind waits behind the other:
+// a consumer delivers in stream order and holds at most MaxAckPending
+// events, and with one for both, a team publishing 25,000 docs kept
+// another team's migration undelivered for most of a minute.
+type Consumers struct {
+	Schema, Docs jetstream.Consumer
+}
+
+// All are both, the schema consumer first.
+func (c Consumers) All() []jetstream.Consumer { return []jetstream.Consumer{c.Schema, c.Docs} }
+
+// EnsureConsumers creates or updates the schema and the docs consumer.
+//
+// Before 2026-12-05 one consumer (the schema consumer's name) took every
+// event. Its first update narrows it to schema events, and the docs
+// consumer it then creates starts after the events that consumer had
+// acknowledged in a row (its ack floor): the docs events beyond that
+// may come again, which applies nothing twice (a doc's sections are
+// written at its event's stream sequence, and an older one never
+// replaces a newer one), and none is missed.
+func EnsureConsumers(ctx context.Context, js jetstream.JetStream, c ConsumerConfig) (Consumers, error) {
+	start, err := docsStart(ctx, js, c)
+	if err != nil {
+		return Consumers{}, err
+	}
+	docs, err := ensureConsumer(ctx, js, c, c.DocsName(), "schemaq workers: docs and examples",
+		[]string{events.StreamSubjectDocs, events.StreamSubjectExamples}, start)
+	if err != nil {
+		return Consumers{}, err
+	}
+	schema, err := ensureConsumer(ctx, js, c, c.SchemaName(), "schemaq workers: schema migrations and snapshots",
+		[]string{events.StreamSubjectSchema}, 0)
+	if err != nil {
+		return Consumers{}, err
+	}
+	return Consumers{Schema: schema, Docs: docs}, nil
+}
+
+// docsStart is where a new docs consumer starts: after the ack floor of
+// a consumer of every event of the same name, when there is one (an
+// upgrade); at the stream's start otherwise (0). A docs consumer that
+// exists keeps where it started.
+func docsStart(ctx context.Context, js jetstream.JetStream, c ConsumerConfig) (uint64, error) {
+	switch _, err := js.Consumer(ctx, events.Stream, c.DocsName()); {
+	case err == nil:
+		return 0, nil
+	case !errors.Is(err, jetstream.ErrConsumerNotFound):
+		return 0, fmt.Errorf("ensure consumer %s: %w", c.DocsName(), err)
+	}
+	old, err := js.Consumer(ctx, events.Stream, c.SchemaName())
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ensure consumer %s: %w", c.DocsName(), err)
+	}
+	info := old.CachedInfo()
+	if info.Config.FilterSubject != "" || len(info.Config.FilterSubjects) > 0 {
+		return 0, nil // a schema consumer already: its docs consumer was removed, so read them all again
+	}
+	return info.AckFloor.Stream + 1, nil
+}
+
+// ensureConsumer creates or updates one durable. A durable's start
+// cannot change, so an existing one keeps its own.
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, c ConsumerConfig, name, what string, subjects []string, start uint64) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
 		Durable:           name,
-		Description:       "schemaq workers",
+		Description:       what,
 		AckPolicy:         jetstream.AckExplicitPolicy,
 		AckWait:           c.AckWait,
 		MaxDeliver:        c.MaxDeliver,
 		MaxAckPending:     c.MaxAckPending,
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: c.InactiveThreshold,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ensure consumer %s: %w", name, err)
+		FilterSubjects:    subjects,
 	}
-	return cons, nil
+	if start > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	}
+	// Another worker may create it between the look and the write, from
+	// another ack floor: the write then fails, and the next look takes
+	// that one's start.
+	var err error
+	for range 3 {
+		if have, err := js.Consumer(ctx, events.Stream, name); err == nil {
+			old := have.CachedInfo().Config
+			cfg.DeliverPolicy, cfg.OptStartSeq = old.DeliverPolicy, old.OptStartSeq
+		}
+		var cons jetstream.Consumer
+		if cons, err = js.CreateOrUpdateConsumer(ctx, events.Stream, cfg); err == nil {
+			return cons, nil
+		}
+	}
+	return nil, fmt.Errorf("ensure consumer %s: %w", name, err)
 }
 
 // ReadEvents calls fn with every event of db on subject in s, oldest
