@@ -72,6 +72,15 @@ func consoleRoute[Req any](d *Daemon, name string, need access, timeout time.Dur
 			httpError(w, id, events.Errorf(events.CodeBusy, "the daemon is at its limit of %d concurrent requests; retry shortly", cap(d.sem)))
 			return
 		}
+		if s, ok := any(&req).(databaseScoped); ok && s.databaseName() != "" {
+			db := s.databaseName()
+			if !d.acquireDatabase(db) {
+				w.Header().Set("Retry-After", "1")
+				httpError(w, id, d.databaseBusy(db))
+				return
+			}
+			defer d.perDB.release(db)
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		reply, err := runConsole(ctx, d.log, name, id, who, &req, fn)

@@ -74,9 +74,15 @@ type Asker interface {
 
 // Config of the daemon. Start from DefaultConfig.
 type Config struct {
-	Version        string // SemVer, reported by the micro service
-	MaxConcurrent  int
-	RequestTimeout time.Duration
+	Version       string // SemVer, reported by the micro service
+	MaxConcurrent int
+	// MaxConcurrentPerDatabase is each database's share of the
+	// MaxConcurrent slots, so that one team cannot take a daemon from
+	// the others: past it, a database's requests are taken only while
+	// more than a share of the slots is free (slots.go). 0 is a quarter
+	// of MaxConcurrent (at least 1); MaxConcurrent or more is no share.
+	MaxConcurrentPerDatabase int
+	RequestTimeout           time.Duration
 	// AskTimeout is the deadline of an ask, which waits for the model:
 	// one call and one repair round. 0 means RequestTimeout.
 	AskTimeout time.Duration
@@ -138,8 +144,9 @@ type Daemon struct {
 	state  atomic.Pointer[string]
 	gwLog  *gatewayLog
 	pub    Publisher // nil: feedback is refused
-	// console counts each caller's console requests (consoleslots.go).
-	console *callerSlots
+	// console counts each caller's console requests, perDB each
+	// database's requests (slots.go).
+	console, perDB *keyedSlots
 	// records reads examples and docs for the console (records.go);
 	// nil: those pages answer stream_unavailable.
 	records Records
@@ -193,6 +200,9 @@ func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker
 	if cfg.MaxConcurrent <= 0 {
 		errs = append(errs, fmt.Errorf("daemon: max concurrent requests must be positive, got %d", cfg.MaxConcurrent))
 	}
+	if cfg.MaxConcurrentPerDatabase < 0 {
+		errs = append(errs, fmt.Errorf("daemon: max concurrent requests per database must be zero (a quarter of the whole) or positive, got %d", cfg.MaxConcurrentPerDatabase))
+	}
 	if cfg.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("daemon: request timeout must be positive, got %v", cfg.RequestTimeout))
 	}
@@ -205,11 +215,25 @@ func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker
 	d := &Daemon{nc: nc, cats: cats, count: count, ret: ret, asker: asker, log: log, cfg: cfg, gwLog: newGatewayLog(),
 		sem:              make(chan struct{}, cfg.MaxConcurrent),
 		feedbackByCaller: newRateLimiter(cfg.Feedback.PerCaller), feedbackByDB: newRateLimiter(cfg.Feedback.PerDatabase),
-		console: newCallerSlots(consolePerCaller), parsedExamples: kept.Map[parsedSQL]{Max: maxParsedExamples}}
+		console: newKeyedSlots(consolePerCaller), perDB: databaseSlots(cfg),
+		parsedExamples: kept.Map[parsedSQL]{Max: maxParsedExamples}}
 	for _, o := range opts {
 		o(d)
 	}
 	return d, nil
+}
+
+// databaseSlots bounds each database's share of the concurrency limit;
+// nil when the share is the whole.
+func databaseSlots(cfg Config) *keyedSlots {
+	share := cfg.MaxConcurrentPerDatabase
+	if share == 0 {
+		share = max(1, cfg.MaxConcurrent/4)
+	}
+	if share >= cfg.MaxConcurrent {
+		return nil
+	}
+	return newKeyedSlots(share)
 }
 
 // Run serves until ctx ends, then stops the service (draining its
@@ -444,6 +468,15 @@ func adapt[Req any, PReq interface {
 					d.reply(r, endpoint, nil, e, errReply)
 					return
 				}
+				db := *t.Target()
+				if !d.acquireDatabase(db) {
+					d.reply(r, endpoint, nil, d.databaseBusy(db), errReply)
+					return
+				}
+				// Given back with the daemon's slot, as the reply goes out.
+				whole := r.release
+				r.release = sync.OnceFunc(func() { d.perDB.release(db); whole() })
+				defer r.release()
 			}
 			resp, err := fn(ctx, &req)
 			if err != nil {

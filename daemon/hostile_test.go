@@ -100,41 +100,107 @@ func TestReplyTooLargeForTheServer(t *testing.T) {
 }
 
 // TestBusyOnlyAtTheLimit: callers that keep exactly MaxConcurrent
-// requests in flight, each sending the next on the reply, never see busy.
-// The slot used to be given back only after the reply was sent, so a
-// fast caller could find it still taken.
+// requests in flight, or exactly one database's share of them, each
+// sending the next on the reply, never see busy. The slots used to be
+// given back only after the reply was sent, so a fast caller could find
+// one still taken.
 func TestBusyOnlyAtTheLimit(t *testing.T) {
-	r := newRig(t)
-	cfg := daemon.DefaultConfig
-	cfg.MaxConcurrent = 64
-	r.daemon(cfg, nil)
-	r.publishShop()
-	var busy, other atomic.Int64
-	var wg sync.WaitGroup
-	for range cfg.MaxConcurrent {
-		// A connection of its own, as a caller has: replies reach it
-		// without waiting behind the daemon's own traffic.
-		cli, err := client.New(testenv.Connect(t, r.ns))
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 50 {
-				_, err := cli.Tables(context.Background(), &events.TablesRequest{Database: "shop"})
-				switch {
-				case errors.Is(err, &events.Error{Code: events.CodeBusy}):
-					busy.Add(1)
-				case err != nil:
-					other.Add(1)
+	for _, tc := range []struct {
+		name       string
+		max, perDB int
+		callers    int
+	}{
+		{"the daemon's limit", 64, 64, 64},
+		{"a database's share", 64, 16, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			cfg := daemon.DefaultConfig
+			cfg.MaxConcurrent, cfg.MaxConcurrentPerDatabase = tc.max, tc.perDB
+			r.daemon(cfg, nil)
+			r.publishShop()
+			var busy, other atomic.Int64
+			var wg sync.WaitGroup
+			for range tc.callers {
+				// A connection of its own, as a caller has: replies reach
+				// it without waiting behind the daemon's own traffic.
+				cli, err := client.New(testenv.Connect(t, r.ns))
+				if err != nil {
+					t.Fatal(err)
 				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 50 {
+						_, err := cli.Tables(context.Background(), &events.TablesRequest{Database: "shop"})
+						switch {
+						case errors.Is(err, &events.Error{Code: events.CodeBusy}):
+							busy.Add(1)
+						case err != nil:
+							other.Add(1)
+						}
+					}
+				}()
 			}
+			wg.Wait()
+			if busy.Load() != 0 || other.Load() != 0 {
+				t.Errorf("%d busy and %d other errors of %d requests at exactly the limit", busy.Load(), other.Load(), 50*tc.callers)
+			}
+		})
+	}
+}
+
+// TestOneDatabaseCannotTakeTheDaemon: a team whose asks are slow (the
+// model is writing) takes the free slots past its database's share only
+// while more than a share stays free; then its own requests are busy,
+// naming the database, and another team's are served. Before, 64 slow
+// asks of one team made every other team's request busy.
+func TestOneDatabaseCannotTakeTheDaemon(t *testing.T) {
+	r := newRig(t)
+	gate := make(chan struct{})
+	cfg := daemon.DefaultConfig
+	cfg.MaxConcurrent = 8 // a share of 2: shop may hold 6 while others want none
+	cr := r.daemon(cfg, func(c *countingRetriever) { c.gate = gate })
+	r.publishShop()
+	ctx := context.Background()
+	ev, err := events.New("other-1", "other", time.Now(), &events.Migration{Seq: 1, Source: "0001.sql", SQL: "CREATE TABLE ledger (id int);"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.cli.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "other applied", func() bool { c := r.cats.Catalog("other"); return c != nil && c.Version == 1 })
+
+	const held = 6
+	done := make(chan error, held)
+	for range held {
+		go func() {
+			_, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders"})
+			done <- err
 		}()
 	}
-	wg.Wait()
-	if busy.Load() != 0 || other.Load() != 0 {
-		t.Errorf("%d busy and %d other errors of %d requests at exactly the limit", busy.Load(), other.Load(), 50*cfg.MaxConcurrent)
+	testenv.Eventually(t, 5*time.Second, "shop's searches in flight", func() bool { return cr.calls.Load() == held })
+	// Bounded: without the share, it would wait at the gate with the others.
+	pastShare, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err = r.cli.Search(pastShare, &events.SearchRequest{Database: "shop", Question: "orders"})
+	if !errors.Is(err, &events.Error{Code: events.CodeBusy}) || !strings.Contains(err.Error(), `database "shop" has 2 or more requests running`) {
+		t.Errorf("shop past its share: %v, want busy naming it", err)
+	}
+	for range 5 {
+		if _, err := r.cli.Tables(ctx, &events.TablesRequest{Database: "other"}); err != nil {
+			t.Errorf("other while shop holds six slots: %v", err)
+		}
+	}
+	close(gate)
+	for range held {
+		if err := <-done; err != nil {
+			t.Errorf("shop's held search: %v", err)
+		}
+	}
+	if _, err := r.cli.Search(ctx, &events.SearchRequest{Database: "shop", Question: "orders"}); err != nil {
+		t.Errorf("shop once its searches are done: %v", err)
 	}
 }
 
