@@ -20,15 +20,7 @@ import (
 // cancelled context stops it.
 func TestReadSubject(t *testing.T) {
 	ctx := context.Background()
-	nc := testenv.Connect(t, testenv.NATS(t))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "READ", Subjects: []string{"read.>"}, MaxMsgSize: 2 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, s := newStream(t, jetstream.StreamConfig{Name: "READ", Subjects: []string{"read.>"}, MaxMsgSize: 2 << 20})
 	const big = 1<<20 - 1024 // as large as the server's payload limit lets a message be
 	next := map[string]int{} // each subject's messages are numbered in order
 	publish := func(subject string, n, size int) {
@@ -105,4 +97,18 @@ func TestReadSubject(t *testing.T) {
 			t.Fatalf("read %d, %v; want 1 and the cancellation", n, err)
 		}
 	})
+}
+
+// newStream is a stream of its own on a server of its own.
+func newStream(tb testing.TB, cfg jetstream.StreamConfig) (jetstream.JetStream, jetstream.Stream) {
+	tb.Helper()
+	js, err := jetstream.New(testenv.Connect(tb, testenv.NATS(tb)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := js.CreateStream(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return js, s
 }
