@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/index/sqlite"
 	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
@@ -118,4 +120,77 @@ func TestOneConsumerBecomesTwo(t *testing.T) {
 			t.Errorf("consumer %s filters %v, want %v", name, got, want)
 		}
 	}
+}
+
+// TestDocRunsKeepArrivalOrder: docs that arrive together are indexed a
+// run at a time, and the result is what one at a time gave: a doc edited
+// twice keeps its last edit's sections only, a deleted doc stays deleted.
+func TestDocRunsKeepArrivalOrder(t *testing.T) {
+	e := newEnv(t)
+	seq := 0
+	publish := func(data any) {
+		seq++
+		ev, err := events.New(fmt.Sprintf("ev-%d", seq), "shop", time.Now(), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.publish(ev)
+	}
+	publish(&events.DocUpsert{DocID: "a.md", Body: "# A\n\nfirst\n\n# A2\n\nsecond"})
+	publish(&events.DocUpsert{DocID: "b.md", Body: "# B\n\nbee"})
+	publish(&events.DocUpsert{DocID: "a.md", Body: "# A\n\nshrunk"})
+	publish(&events.DocUpsert{DocID: "c.md", Body: "# C\n\nsea"})
+	publish(&events.DocDelete{DocID: "b.md"})
+	for i := range 150 {
+		publish(&events.DocUpsert{DocID: fmt.Sprintf("bulk-%03d.md", i), Body: fmt.Sprintf("# Bulk %d\n\nrow %d", i, i)})
+	}
+	publish(&events.DocUpsert{DocID: "a.md", Body: "# A\n\nfinal\n\n# A3\n\nthree\n\n# A4\n\nfour"})
+	store := &writeCounter{Store: e.store}
+	e.startWorker(testConfig(), store)
+	testenv.Eventually(t, 30*time.Second, "every event applied", func() bool {
+		c, err := e.js.Consumer(context.Background(), events.Stream, streams.DefaultConsumer.DocsName())
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	})
+	metas, err := e.store.Metas(context.Background(), index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for id := range metas {
+		doc := strings.TrimPrefix(id, "shop:doc:")
+		per[doc[:strings.LastIndexByte(doc, ':')]]++ // shop:doc:a.md:2 is a.md's second section
+	}
+	if per["a.md"] != 3 || per["b.md"] != 0 || per["c.md"] != 1 || len(metas) != 3+1+150 {
+		t.Errorf("a.md %d sections, b.md %d, c.md %d, %d in all; want a.md's last 3, c.md's 1, b.md none, and 150 bulk",
+			per["a.md"], per["b.md"], per["c.md"], len(metas))
+	}
+	hits, err := e.store.SearchText(context.Background(), index.TextQuery{Filter: index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc}}, Terms: []string{"shrunk", "second"}, Limit: 5})
+	if err != nil || len(hits) != 0 {
+		t.Errorf("an older edit of a.md is still found: %v %v", hits, err)
+	}
+	// 155 upserts in runs: [a b] [a c] [bulk×64] [bulk×64] [bulk×22 a],
+	// give or take where deliveries split them; one by one was 155 each.
+	if up, stale := store.upserts.Load(), store.stale.Load(); up > 40 || stale > 40 {
+		t.Errorf("%d index writes and %d stale deletions for 155 doc upserts: not written in runs", up, stale)
+	}
+}
+
+// writeCounter counts a store's chunk writes and stale deletions.
+type writeCounter struct {
+	*sqlite.Store
+	upserts, stale atomic.Int64
+}
+
+func (w *writeCounter) Upsert(ctx context.Context, recs []index.Record) (int, error) {
+	w.upserts.Add(1)
+	return w.Store.Upsert(ctx, recs)
+}
+
+func (w *writeCounter) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
+	w.stale.Add(1)
+	return w.Store.DeleteStale(ctx, st)
 }

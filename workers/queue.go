@@ -21,6 +21,7 @@ import (
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/deadletter"
 	"github.com/schemaq/schemaq/pkg/indexer"
 )
@@ -404,8 +405,10 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 	t0 := time.Now()
 	items := w.run(q, it)
 	var outs []outcome
-	if len(items) > 1 {
+	if len(items) > 1 && items[0].schema {
 		outs = w.handleRun(ctx, items)
+	} else if len(items) > 1 {
+		outs = w.handleDocs(ctx, items)
 	} else if poisoned, done := w.attempt(ctx, it); poisoned != nil {
 		outs = []outcome{*poisoned}
 	} else {
@@ -471,7 +474,13 @@ func (w *Worker) run(q *queue, it *item) []*item {
 	// A redelivered event is handled alone, so that one that ends the
 	// process is told apart from its neighbours (attempt.go); so is one
 	// that may run PL/pgSQL, which is marked from its first delivery.
-	if !wellFormedMigration(it) || it.meta.NumDelivered > 1 || it.interprets {
+	if it.meta.NumDelivered > 1 || it.interprets {
+		return []*item{it}
+	}
+	if wellFormedDoc(it) {
+		return w.docRun(q, it)
+	}
+	if !wellFormedMigration(it) {
 		return []*item{it}
 	}
 	w.qmu.Lock()
@@ -489,6 +498,71 @@ func (w *Worker) run(q *queue, it *item) []*item {
 		out = append(out, next)
 	}
 	return out
+}
+
+// maxDocRun bounds how many docs one index write covers.
+const maxDocRun = 64
+
+// docRun returns it, a doc's upsert, and the upserts of other docs that
+// follow it among the queue's docs and examples events, up to the first
+// event that is not one or a doc already in the run: they are written
+// to the index together (handleDocs). Docs are applied in arrival
+// order, so a run stops where that order would matter.
+func (w *Worker) docRun(q *queue, it *item) []*item {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	out := []*item{it}
+	seen := map[string]bool{it.ev.DocUpsert.DocID: true}
+	at := slices.Index(q.items, it)
+	if at < 0 {
+		return out
+	}
+	for _, o := range q.items[at+1:] {
+		if len(out) == maxDocRun {
+			break
+		}
+		if o.schema {
+			continue // schema events keep their own order
+		}
+		if !wellFormedDoc(o) || o.meta.NumDelivered > 1 || seen[o.ev.DocUpsert.DocID] {
+			break
+		}
+		seen[o.ev.DocUpsert.DocID] = true
+		out = append(out, o)
+	}
+	return out
+}
+
+func wellFormedDoc(it *item) bool {
+	return it.ev != nil && it.ev.DocUpsert != nil && it.ev.Subject() == it.msg.Subject()
+}
+
+// handleDocs writes a run of docs' sections as one index write. A
+// failure, or a panic, has the first doc handled alone, so that the one
+// that fails is retried or dead-lettered by itself.
+func (w *Worker) handleDocs(ctx context.Context, items []*item) (outs []outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Warn("a run of docs failed; indexing them one by one", zap.Any("panic", p))
+			outs = []outcome{w.handle(ctx, items[0])}
+		}
+	}()
+	db := items[0].ev.Database
+	edits := make([]indexer.DocEdit, len(items))
+	for i, it := range items {
+		d := it.ev.DocUpsert
+		edits[i] = indexer.DocEdit{ID: d.DocID, Sections: chunk.Doc(db, d.DocID, d.Title, d.Body, d.Tags, w.cfg.Chunk),
+			Version: int64(it.meta.Sequence.Stream)}
+	}
+	if _, err := indexer.Docs(ctx, w.store, w.emb, db, edits); err != nil {
+		w.log.Warn("a run of docs failed; indexing them one by one", zap.String("db", db), zap.Int("docs", len(items)), zap.Error(err))
+		return []outcome{w.handle(ctx, items[0])}
+	}
+	outs = make([]outcome, len(items))
+	for i, it := range items {
+		outs[i] = outcome{act: actAck, db: db, typ: it.ev.Type}
+	}
+	return outs
 }
 
 // streamSeqs are the items' places in the event stream.

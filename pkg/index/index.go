@@ -124,7 +124,8 @@ type Store interface {
 	DeleteName(ctx context.Context, db, kind, name string) error
 	// DeleteStale removes chunks of the given kinds (and, when name is
 	// set, of that object only) whose version is below version: what a
-	// newer catalog or a newer doc no longer produces.
+	// newer catalog or a newer doc no longer produces. With names, of
+	// each of those objects below its own version.
 	DeleteStale(ctx context.Context, s Stale) (int, error)
 	// DeleteDatabase removes every chunk of db.
 	DeleteDatabase(ctx context.Context, db string) error
@@ -151,6 +152,23 @@ type Stale struct {
 	Kinds    []string
 	Name     string // optional: one object only
 	Below    int64  // versions strictly below this go
+	// Names, when set, selects these objects only, each below its own
+	// version (Name and Below are then unused): a run of docs, each at
+	// its own event's stream sequence, in one deletion.
+	Names map[string]int64
+}
+
+// Selects reports whether a chunk of kind, object and version is one s
+// selects (its database is the caller's to check).
+func (s Stale) Selects(kind, object string, version int64) bool {
+	if !slices.Contains(s.Kinds, kind) {
+		return false
+	}
+	if s.Names != nil {
+		below, ok := s.Names[object]
+		return ok && version < below
+	}
+	return version < s.Below && (s.Name == "" || object == s.Name)
 }
 
 // Replacer is a store that can swap a database's schema chunks for a

@@ -183,19 +183,50 @@ func Chunks(ctx context.Context, w Writer, e embed.Embedder, chunks []chunk.Chun
 // sections of older versions are removed, so a doc that shrank loses its
 // tail and a redelivered older edit changes nothing.
 func Doc(ctx context.Context, w Writer, e embed.Embedder, db, docID string, sections []chunk.Chunk, version int64) (Stats, error) {
-	for i := range sections {
-		sections[i].Version = version
+	return Docs(ctx, w, e, db, []DocEdit{{ID: docID, Sections: sections, Version: version}})
+}
+
+// DocEdit is one doc's new sections, at its event's stream sequence.
+type DocEdit struct {
+	ID       string
+	Sections []chunk.Chunk
+	Version  int64
+}
+
+// Docs is Doc for several docs of db, each at most once: their sections
+// are embedded and written together, and then each doc's older sections
+// removed together: two writes where each doc on its own was two.
+func Docs(ctx context.Context, w Writer, e embed.Embedder, db string, docs []DocEdit) (Stats, error) {
+	var sections []chunk.Chunk
+	for _, d := range docs {
+		for i := range d.Sections {
+			d.Sections[i].Version = d.Version
+		}
+		sections = append(sections, d.Sections...)
 	}
 	st, err := write(ctx, w, e, sections)
 	if err != nil {
-		return st, fmt.Errorf("index doc %s of %s: %w", docID, db, err)
+		return st, fmt.Errorf("index %s of %s: %w", docNames(docs), db, err)
 	}
-	n, err := w.DeleteStale(ctx, index.Stale{Database: db, Kinds: []string{chunk.KindDoc}, Name: docID, Below: version})
-	if err != nil {
-		return st, fmt.Errorf("index doc %s of %s: %w", docID, db, err)
+	names := make(map[string]int64, len(docs))
+	for _, d := range docs {
+		names[d.ID] = d.Version
 	}
-	st.Deleted = n
+	if st.Deleted, err = w.DeleteStale(ctx, index.Stale{Database: db, Kinds: []string{chunk.KindDoc}, Names: names}); err != nil {
+		return st, fmt.Errorf("index %s of %s: %w", docNames(docs), db, err)
+	}
 	return st, nil
+}
+
+// docNames names docs in an error: the one, or how many and the first.
+func docNames(docs []DocEdit) string {
+	switch len(docs) {
+	case 0:
+		return "no doc"
+	case 1:
+		return "doc " + docs[0].ID
+	}
+	return fmt.Sprintf("%d docs from %s", len(docs), docs[0].ID)
 }
 
 func write(ctx context.Context, w Writer, e embed.Embedder, chunks []chunk.Chunk) (Stats, error) {

@@ -380,6 +380,19 @@ func testVersionGuard(t *testing.T, s index.Store) {
 	if c, _ := s.Count(ctx, index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc}}); c != 2 {
 		t.Errorf("%d docs left, want d.md and e.md's new section", c)
 	}
+	// Named objects, each below its own version: a run of docs. f.md's
+	// section of version 7 goes (its edit is 9), g.md's of 8 stays (its
+	// edit is 8), and e.md, not named, keeps its section of 6.
+	f1 := rec("shop", chunk.KindDoc, "f.md", "F", nil, "old tail", 7, nil)
+	f1.ID = "shop:doc:f.md:2"
+	mustUpsert(t, s, []index.Record{f1, rec("shop", chunk.KindDoc, "f.md", "F", nil, "new", 9, nil), rec("shop", chunk.KindDoc, "g.md", "G", nil, "g", 8, nil)})
+	if n, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindDoc}, Names: map[string]int64{"f.md": 9, "g.md": 8, "e.md": 6}}); err != nil || n != 1 {
+		t.Errorf("named DeleteStale removed %d, %v; want 1 (f.md's old tail)", n, err)
+	}
+	metas, _ = s.Metas(ctx, index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc}})
+	if _, gone := metas[f1.ID]; gone || len(metas) != 4 {
+		t.Errorf("after the named DeleteStale: %v; want d.md, e.md, f.md's new section and g.md", metas)
+	}
 }
 
 func testProjected(t *testing.T, s index.Store) {

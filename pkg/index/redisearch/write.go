@@ -387,13 +387,19 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (n int, err err
 	if err != nil {
 		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
-	var ids []string
+	var ids, below []string
 	for _, m := range ms {
-		if m.version < st.Below && slices.Contains(st.Kinds, m.kind) && (st.Name == "" || m.object == st.Name) {
-			ids = append(ids, m.id)
+		if st.Selects(m.kind, m.object, m.version) {
+			b := st.Below
+			if st.Names != nil {
+				b = st.Names[m.object]
+			}
+			ids, below = append(ids, m.id), append(below, strconv.FormatInt(b, 10))
 		}
 	}
-	n, err = s.deleteIDs(ctx, st.Database, ids, strconv.FormatInt(st.Below, 10))
+	// Each is deleted only while still below its bound: a newer write
+	// that landed since stays.
+	n, err = s.runBatched(ctx, deleteScript, len(ids), func(i int) ([]string, []any) { return s.deleteCall(st.Database, ids[i], below[i]) })
 	if err != nil {
 		return n, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}

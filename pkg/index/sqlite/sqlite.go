@@ -20,8 +20,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -595,6 +597,9 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
 	for _, k := range st.Kinds {
 		args = append(args, k)
 	}
+	if st.Names != nil {
+		return s.deleteStaleNames(ctx, st)
+	}
 	if st.Name != "" {
 		where += ` AND name = ?`
 		args = append(args, st.Name)
@@ -604,6 +609,35 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
 		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
 	return n, nil
+}
+
+// staleNamesPerStatement bounds the (name, version) pairs of one DELETE,
+// well inside SQLite's limit on a statement's parameters.
+const staleNamesPerStatement = 200
+
+// deleteStaleNames is DeleteStale of named objects, each below its own
+// version, a statement per 200 of them.
+func (s *Store) deleteStaleNames(ctx context.Context, st index.Stale) (int, error) {
+	names := slices.Sorted(maps.Keys(st.Names))
+	total := 0
+	for start := 0; start < len(names); start += staleNamesPerStatement {
+		part := names[start:min(start+staleNamesPerStatement, len(names))]
+		where := `db = ? AND kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(st.Kinds)), ",") + `) AND (` +
+			strings.TrimSuffix(strings.Repeat("(name = ? AND version < ?) OR ", len(part)), " OR ") + `)`
+		args := []any{st.Database}
+		for _, k := range st.Kinds {
+			args = append(args, k)
+		}
+		for _, n := range part {
+			args = append(args, n, st.Names[n])
+		}
+		n, err := s.deleteWhere(ctx, st.Database, where, args...)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("delete stale chunks of %d objects of %s: %w", len(names), st.Database, err)
+		}
+	}
+	return total, nil
 }
 
 // Projected implements index.Store.
