@@ -622,11 +622,17 @@ func (s *Store) deleteStaleNames(ctx context.Context, st index.Stale) (int, erro
 	total := 0
 	for start := 0; start < len(names); start += staleNamesPerStatement {
 		part := names[start:min(start+staleNamesPerStatement, len(names))]
-		where := `db = ? AND kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(st.Kinds)), ",") + `) AND (` +
-			strings.TrimSuffix(strings.Repeat("(name = ? AND version < ?) OR ", len(part)), " OR ") + `)`
+		// name IN (…) keeps to the (db, kind, name) index; an OR of
+		// (name, version) pairs had SQLite scan every chunk of the
+		// database, each run.
+		where := `db = ? AND kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(st.Kinds)), ",") + `) AND name IN (` +
+			strings.TrimSuffix(strings.Repeat("?,", len(part)), ",") + `) AND version < CASE name` + strings.Repeat(" WHEN ? THEN ?", len(part)) + ` END`
 		args := []any{st.Database}
 		for _, k := range st.Kinds {
 			args = append(args, k)
+		}
+		for _, n := range part {
+			args = append(args, n)
 		}
 		for _, n := range part {
 			args = append(args, n, st.Names[n])
