@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +64,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 		ensure        func(ctx context.Context, replicas int) error
 	}{
 		{events.Stream, events.Stream, func(ctx context.Context, r int) error {
-			_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			return ensureStream(ctx, js, jetstream.StreamConfig{
 				Name:        events.Stream,
 				Description: "schemaq events: schema migrations and snapshots, docs, examples",
 				Subjects:    []string{events.StreamSubjectSchema, events.StreamSubjectDocs, events.StreamSubjectExamples},
@@ -73,10 +74,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 				MaxAge:      c.MaxAge,
 				MaxMsgSize:  events.DefaultMaxEventBytes,
 			})
-			return err
 		}},
 		{events.DeadLetterStream, events.DeadLetterStream, func(ctx context.Context, r int) error {
-			_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			return ensureStream(ctx, js, jetstream.StreamConfig{
 				Name:        events.DeadLetterStream,
 				Description: "schemaq events that could not be applied, with the reason in headers",
 				Subjects:    []string{events.DeadLetterSubjects},
@@ -87,11 +87,10 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 				// stream hours later; a day's window keeps one letter per event.
 				Duplicates: 24 * time.Hour,
 			})
-			return err
 		}},
 		{"bucket " + events.CatalogBucket, "KV_" + events.CatalogBucket, func(ctx context.Context, r int) error {
 			var err error
-			kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			kv, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
 				Bucket:       events.CatalogBucket,
 				Description:  "schemaq catalogs, one key per database",
 				History:      5,
@@ -102,16 +101,15 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 			return err
 		}},
 		{"object store " + events.ObjectBucket, "OBJ_" + events.ObjectBucket, func(ctx context.Context, r int) error {
-			_, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			return ensureObjects(ctx, js, jetstream.ObjectStoreConfig{
 				Bucket:      events.ObjectBucket,
 				Description: "schemaq payloads larger than a message: big snapshots and migrations, big catalogs",
 				Storage:     c.storage(),
 				Replicas:    r,
 			})
-			return err
 		}},
 		{"bucket " + events.SweepBucket, "KV_" + events.SweepBucket, func(ctx context.Context, r int) error {
-			_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			_, err := ensureKV(ctx, js, jetstream.KeyValueConfig{
 				Bucket:      events.SweepBucket,
 				Description: "schemaq object sweeps: which worker swept last, and when",
 				History:     1,
@@ -121,7 +119,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 			return err
 		}},
 		{"bucket " + events.AttemptBucket, "KV_" + events.AttemptBucket, func(ctx context.Context, r int) error {
-			_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			_, err := ensureKV(ctx, js, jetstream.KeyValueConfig{
 				Bucket:      events.AttemptBucket,
 				Description: "schemaq workers: redelivered events being handled, to tell one that ends the process",
 				History:     1,
@@ -161,6 +159,61 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 		}
 	}
 	return kv, nil
+}
+
+// Every process ensures the topology when it starts, and an update of
+// an unchanged asset is not free: the server rewrites its metadata, and
+// nats-server 2.15 does so while a consumer being created on the same
+// stream reads the config without its lock (fileStore.ConsumerStore),
+// a race its detector caught when a worker started beside a daemon. So
+// an asset whose settings are as wanted is left alone.
+
+// ensureStream creates cfg's stream, or updates one that differs.
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	if s, err := js.Stream(ctx, cfg.Name); err == nil && sameStream(s.CachedInfo().Config, cfg) {
+		return nil
+	}
+	_, err := js.CreateOrUpdateStream(ctx, cfg)
+	return err
+}
+
+func sameStream(have, want jetstream.StreamConfig) bool {
+	return have.Description == want.Description && slices.Equal(have.Subjects, want.Subjects) &&
+		have.Storage == want.Storage && have.Replicas == want.Replicas && have.Duplicates == want.Duplicates &&
+		have.MaxAge == want.MaxAge && sameLimit(int64(have.MaxMsgSize), int64(want.MaxMsgSize))
+}
+
+// sameLimit: JetStream keeps "no limit" as -1 where a config says 0.
+func sameLimit(a, b int64) bool { return max(a, 0) == max(b, 0) }
+
+// ensureKV creates cfg's bucket, or updates one that differs.
+func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	if kv, err := js.KeyValue(ctx, cfg.Bucket); err == nil {
+		if st, err := kv.Status(ctx); err == nil {
+			if have, ok := st.(*jetstream.KeyValueBucketStatus); ok && sameKV(have.Config(), cfg) {
+				return kv, nil
+			}
+		}
+	}
+	return js.CreateOrUpdateKeyValue(ctx, cfg)
+}
+
+func sameKV(have, want jetstream.KeyValueConfig) bool {
+	return have.Description == want.Description && max(have.History, 1) == max(want.History, 1) &&
+		sameLimit(int64(have.MaxValueSize), int64(want.MaxValueSize)) && have.TTL == want.TTL &&
+		have.Storage == want.Storage && have.Replicas == want.Replicas
+}
+
+// ensureObjects creates cfg's object store, or updates one that differs.
+func ensureObjects(ctx context.Context, js jetstream.JetStream, cfg jetstream.ObjectStoreConfig) error {
+	if obs, err := js.ObjectStore(ctx, cfg.Bucket); err == nil {
+		if st, err := obs.Status(ctx); err == nil && st.Description() == cfg.Description && st.Storage() == cfg.Storage &&
+			st.Replicas() == cfg.Replicas && st.TTL() == cfg.TTL {
+			return nil
+		}
+	}
+	_, err := js.CreateOrUpdateObjectStore(ctx, cfg)
+	return err
 }
 
 // ensureTries bounds the attempts at one asset: replicas that start
