@@ -223,19 +223,6 @@ func New(nc *nats.Conn, cats Catalogs, count Counter, ret Retriever, asker Asker
 	return d, nil
 }
 
-// databaseSlots bounds each database's share of the concurrency limit;
-// nil when the share is the whole.
-func databaseSlots(cfg Config) *keyedSlots {
-	share := cfg.MaxConcurrentPerDatabase
-	if share == 0 {
-		share = max(1, cfg.MaxConcurrent/4)
-	}
-	if share >= cfg.MaxConcurrent {
-		return nil
-	}
-	return newKeyedSlots(share)
-}
-
 // Run serves until ctx ends, then stops the service (draining its
 // subscriptions) and waits for requests in flight.
 //

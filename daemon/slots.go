@@ -67,6 +67,19 @@ func (s *keyedSlots) release(who string) {
 	}
 }
 
+// databaseSlots bounds each database's share of the concurrency limit;
+// nil when the share is the whole.
+func databaseSlots(cfg Config) *keyedSlots {
+	share := cfg.MaxConcurrentPerDatabase
+	if share == 0 {
+		share = max(1, cfg.MaxConcurrent/4)
+	}
+	if share >= cfg.MaxConcurrent {
+		return nil
+	}
+	return newKeyedSlots(share)
+}
+
 // acquireDatabase takes a slot of db's share, called with the daemon's
 // slot already held: past the share only while more than a share of
 // the daemon's slots is free.

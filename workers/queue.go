@@ -543,7 +543,7 @@ func wellFormedDoc(it *item) bool {
 func (w *Worker) handleDocs(ctx context.Context, items []*item) (outs []outcome) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.log.Warn("a run of docs failed; indexing them one by one", zap.Any("panic", p))
+			w.log.Warn("a run of docs failed; the first is indexed alone, the rest after it", zap.Any("panic", p))
 			outs = []outcome{w.handle(ctx, items[0])}
 		}
 	}()
@@ -555,7 +555,7 @@ func (w *Worker) handleDocs(ctx context.Context, items []*item) (outs []outcome)
 			Version: int64(it.meta.Sequence.Stream)}
 	}
 	if _, err := indexer.Docs(ctx, w.store, w.emb, db, edits); err != nil {
-		w.log.Warn("a run of docs failed; indexing them one by one", zap.String("db", db), zap.Int("docs", len(items)), zap.Error(err))
+		w.log.Warn("a run of docs failed; the first is indexed alone, the rest after it", zap.String("db", db), zap.Int("docs", len(items)), zap.Error(err))
 		return []outcome{w.handle(ctx, items[0])}
 	}
 	outs = make([]outcome, len(items))
