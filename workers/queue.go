@@ -404,17 +404,7 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 	defer cancel()
 	t0 := time.Now()
 	items := w.run(q, it)
-	var outs []outcome
-	if len(items) > 1 && items[0].schema {
-		outs = w.handleRun(ctx, items)
-	} else if len(items) > 1 {
-		outs = w.handleDocs(ctx, items)
-	} else if poisoned, done := w.attempt(ctx, it); poisoned != nil {
-		outs = []outcome{*poisoned}
-	} else {
-		outs = []outcome{w.handle(ctx, it)}
-		done()
-	}
+	outs := w.handleItems(ctx, items)
 	last := outs[len(outs)-1]
 	if it.schema && last.version != q.version {
 		q.version, q.progress = last.version, time.Now()
@@ -466,6 +456,25 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 		w.settled(typ, act, it, time.Since(t0).Seconds()/float64(len(outs)))
 	}
 	return last
+}
+
+// handleItems handles what run gave: a run of migrations, a run of
+// docs, or one event, which is marked as being handled (attempt.go).
+// The outcomes are of the first items, in order; those of a run that
+// failed part way may be fewer than the items.
+func (w *Worker) handleItems(ctx context.Context, items []*item) []outcome {
+	switch {
+	case len(items) > 1 && items[0].schema:
+		return w.handleRun(ctx, items)
+	case len(items) > 1:
+		return w.handleDocs(ctx, items)
+	}
+	poisoned, done := w.attempt(ctx, items[0])
+	if poisoned != nil {
+		return []outcome{*poisoned}
+	}
+	defer done()
+	return []outcome{w.handle(ctx, items[0])}
 }
 
 // run returns it and, when it is a migration, the well-formed migrations
