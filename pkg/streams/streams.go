@@ -379,14 +379,8 @@ func EnsureConsumers(ctx context.Context, js jetstream.JetStream, c ConsumerConf
 // docsStart is where a new docs consumer starts: after the ack floor of
 // a consumer of every event of the same name, when there is one (an
 // upgrade); at the stream's start otherwise (0). A docs consumer that
-// exists keeps where it started.
+// exists keeps where it started (ensureConsumer).
 func docsStart(ctx context.Context, js jetstream.JetStream, c ConsumerConfig) (uint64, error) {
-	switch _, err := js.Consumer(ctx, events.Stream, c.DocsName()); {
-	case err == nil:
-		return 0, nil
-	case !errors.Is(err, jetstream.ErrConsumerNotFound):
-		return 0, fmt.Errorf("ensure consumer %s: %w", c.DocsName(), err)
-	}
 	old, err := js.Consumer(ctx, events.Stream, c.SchemaName())
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, nil
