@@ -559,9 +559,7 @@ func (w *Worker) handleDocs(ctx context.Context, items []*item) (outs []outcome)
 	db := items[0].ev.Database
 	edits := make([]indexer.DocEdit, len(items))
 	for i, it := range items {
-		d := it.ev.DocUpsert
-		edits[i] = indexer.DocEdit{ID: d.DocID, Sections: chunk.Doc(db, d.DocID, d.Title, d.Body, d.Tags, w.cfg.Chunk),
-			Version: int64(it.meta.Sequence.Stream)}
+		edits[i] = w.docEdit(it)
 	}
 	if _, err := indexer.Docs(ctx, w.store, w.emb, db, edits); err != nil {
 		w.log.Warn("a run of docs failed; the first is indexed alone, the rest after it", zap.String("db", db), zap.Int("docs", len(items)), zap.Error(err))
@@ -572,6 +570,14 @@ func (w *Worker) handleDocs(ctx context.Context, items []*item) (outs []outcome)
 		outs[i] = outcome{act: actAck, db: db, typ: it.ev.Type}
 	}
 	return outs
+}
+
+// docEdit is a doc upsert's sections, at its event's stream sequence,
+// which orders the edits of one doc.
+func (w *Worker) docEdit(it *item) indexer.DocEdit {
+	d := it.ev.DocUpsert
+	return indexer.DocEdit{ID: d.DocID, Sections: chunk.Doc(it.ev.Database, d.DocID, d.Title, d.Body, d.Tags, w.cfg.Chunk),
+		Version: int64(it.meta.Sequence.Stream)}
 }
 
 // streamSeqs are the items' places in the event stream.

@@ -678,9 +678,7 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 	case events.TypeMigration, events.TypeSnapshot:
 		out = w.schema(ctx, []*events.Event{ev}, streamSeqs([]*item{it}))[0]
 	case events.TypeDocUpsert:
-		d := ev.DocUpsert
-		sections := chunk.Doc(ev.Database, d.DocID, d.Title, d.Body, d.Tags, w.cfg.Chunk)
-		out = transient(indexer.Doc(ctx, w.store, w.emb, ev.Database, d.DocID, sections, int64(it.meta.Sequence.Stream)))
+		out = transient(indexer.Docs(ctx, w.store, w.emb, ev.Database, []indexer.DocEdit{w.docEdit(it)}))
 	case events.TypeDocDelete:
 		out = transientErr(w.store.DeleteName(ctx, ev.Database, chunk.KindDoc, ev.DocDelete.DocID))
 	case events.TypeExamplesUpsert:

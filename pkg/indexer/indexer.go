@@ -178,14 +178,6 @@ func Chunks(ctx context.Context, w Writer, e embed.Embedder, chunks []chunk.Chun
 	return write(ctx, w, e, chunks)
 }
 
-// Doc replaces one document's sections: the new sections are written at
-// version (the event's stream sequence, which orders edits of one doc) and
-// sections of older versions are removed, so a doc that shrank loses its
-// tail and a redelivered older edit changes nothing.
-func Doc(ctx context.Context, w Writer, e embed.Embedder, db, docID string, sections []chunk.Chunk, version int64) (Stats, error) {
-	return Docs(ctx, w, e, db, []DocEdit{{ID: docID, Sections: sections, Version: version}})
-}
-
 // DocEdit is one doc's new sections, at its event's stream sequence.
 type DocEdit struct {
 	ID       string
@@ -193,9 +185,13 @@ type DocEdit struct {
 	Version  int64
 }
 
-// Docs is Doc for several docs of db, each at most once: their sections
-// are embedded and written together, and then each doc's older sections
-// removed together: two writes where each doc on its own was two.
+// Docs replaces the sections of docs of db, each named at most once:
+// each doc's new sections are written at its version (the event's stream
+// sequence, which orders edits of one doc), and sections of older
+// versions are removed, so a doc that shrank loses its tail and a
+// redelivered older edit changes nothing. The sections of all are
+// embedded and written together, then the older ones removed together:
+// two writes for a run of docs, where each doc on its own was two.
 func Docs(ctx context.Context, w Writer, e embed.Embedder, db string, docs []DocEdit) (Stats, error) {
 	var sections []chunk.Chunk
 	for _, d := range docs {
