@@ -381,7 +381,7 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 		if len(r.Remove) > 0 && len(r.Kinds) > 0 {
 			// By id through the unique index; the kinds keep a stray id
 			// from removing a doc or an example.
-			where := `id IN (SELECT value FROM json_each(?)) AND db = ? AND kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(r.Kinds)), ",") + `)`
+			where := `id IN (SELECT value FROM json_each(?)) AND db = ? AND kind IN (` + placeholders(len(r.Kinds)) + `)`
 			args := []any{string(remove), r.Database}
 			for _, k := range r.Kinds {
 				args = append(args, k)
@@ -545,7 +545,7 @@ func (s *Store) Touch(ctx context.Context, db string, ids []string, version int6
 				args = append(args, id)
 			}
 			res, err := tx.ExecContext(ctx, `UPDATE chunks SET version = ? WHERE db = ? AND version < ? AND id IN (`+
-				strings.TrimSuffix(strings.Repeat("?,", len(batch)), ",")+`)`, args...)
+				placeholders(len(batch))+`)`, args...)
 			if err != nil {
 				return err
 			}
@@ -568,7 +568,7 @@ func (s *Store) Delete(ctx context.Context, db string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	ph := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	ph := placeholders(len(ids))
 	args := []any{db}
 	for _, id := range ids {
 		args = append(args, id)
@@ -592,7 +592,7 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
 	if len(st.Kinds) == 0 {
 		return 0, nil
 	}
-	where := `db = ? AND version < ? AND kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(st.Kinds)), ",") + `)`
+	where := `db = ? AND version < ? AND kind IN (` + placeholders(len(st.Kinds)) + `)`
 	args := []any{st.Database, st.Below}
 	for _, k := range st.Kinds {
 		args = append(args, k)
@@ -611,6 +611,9 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
 	return n, nil
 }
 
+// placeholders is the list of n SQL parameters, for an IN (…).
+func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
+
 // staleNamesPerStatement bounds the (name, version) pairs of one DELETE,
 // well inside SQLite's limit on a statement's parameters.
 const staleNamesPerStatement = 200
@@ -625,8 +628,8 @@ func (s *Store) deleteStaleNames(ctx context.Context, st index.Stale) (int, erro
 		// name IN (…) keeps to the (db, kind, name) index; an OR of
 		// (name, version) pairs had SQLite scan every chunk of the
 		// database, each run.
-		where := `db = ? AND kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(st.Kinds)), ",") + `) AND name IN (` +
-			strings.TrimSuffix(strings.Repeat("?,", len(part)), ",") + `) AND version < CASE name` + strings.Repeat(" WHEN ? THEN ?", len(part)) + ` END`
+		where := `db = ? AND kind IN (` + placeholders(len(st.Kinds)) + `) AND name IN (` +
+			placeholders(len(part)) + `) AND version < CASE name` + strings.Repeat(" WHEN ? THEN ?", len(part)) + ` END`
 		args := []any{st.Database}
 		for _, k := range st.Kinds {
 			args = append(args, k)
@@ -688,13 +691,13 @@ func filterSQL(f index.Filter) (string, []any) {
 	where := []string{"c.db = ?"}
 	args := []any{f.Database}
 	if len(f.Kinds) > 0 {
-		where = append(where, "c.kind IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Kinds)), ",")+")")
+		where = append(where, "c.kind IN ("+placeholders(len(f.Kinds))+")")
 		for _, k := range f.Kinds {
 			args = append(args, k)
 		}
 	}
 	if len(f.Schemas) > 0 {
-		where = append(where, "c.schema_name IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Schemas)), ",")+")")
+		where = append(where, "c.schema_name IN ("+placeholders(len(f.Schemas))+")")
 		for _, s := range f.Schemas {
 			args = append(args, s)
 		}
@@ -895,7 +898,7 @@ func (s *Store) GetVectors(ctx context.Context, keys []string) (map[string][]flo
 		for i, k := range batch {
 			args[i] = k
 		}
-		rows, err := s.db.QueryContext(ctx, `SELECT key, vector FROM embed_cache WHERE key IN (`+strings.TrimSuffix(strings.Repeat("?,", len(batch)), ",")+`)`, args...)
+		rows, err := s.db.QueryContext(ctx, `SELECT key, vector FROM embed_cache WHERE key IN (`+placeholders(len(batch))+`)`, args...)
 		if err != nil {
 			return nil, wrapUnavailable(err)
 		}
