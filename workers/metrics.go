@@ -27,6 +27,10 @@ type Metrics struct {
 	freshness *prometheus.HistogramVec
 	// repaired counts projections the audit found behind their catalog.
 	repaired prometheus.Counter
+	// lanes are the lanes this worker consumes; diverted counts events a
+	// worker consumer left to a lane (lanes.go).
+	lanes    prometheus.Gauge
+	diverted prometheus.Counter
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -37,9 +41,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		apply: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "schemaq_worker_apply_seconds",
 			Help: "Time to handle one event: decode, apply, chunk, embed, write.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)}, []string{"type"}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_consumer_pending",
-			Help: "Events in the stream the worker consumers (schema, docs) have not delivered yet (lag), summed."}),
+			Help: "Events in the stream the worker consumers (schema, docs) and their lanes have not delivered yet (lag), summed."}),
 		ackPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_consumer_ack_pending",
-			Help: "Events delivered and not acknowledged yet, both consumers summed."}),
+			Help: "Events delivered and not acknowledged yet, both consumers and their lanes summed."}),
 		redelivered: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_consumer_redelivered",
 			Help: "Events being redelivered."}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_held_events",
@@ -61,8 +65,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 14)}, []string{"type"}),
 		repaired: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_projections_repaired_total",
 			Help: "Databases the periodic audit found indexed behind their catalog (a store that lost acknowledged writes, as a Redis failover can) and re-projected."}),
+		lanes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_lanes",
+			Help: "Lanes this worker consumes: databases whose events of one kind flooded and were moved out of the other databases' way."}),
+		diverted: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_diverted_total",
+			Help: "Events a worker consumer acknowledged unapplied because their database's lane delivers them."}),
 	}
-	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness, m.repaired)
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness, m.repaired,
+		m.lanes, m.diverted)
 	return m
 }
 

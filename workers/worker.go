@@ -84,6 +84,14 @@ type Config struct {
 	// asynchronous) is then repaired without waiting for the database's
 	// next event.
 	AuditInterval time.Duration
+	// LaneAt is how many events one database's queue holds on a worker
+	// before its later events of that kind move to a lane of their own,
+	// out of the other databases' way (lanes.go); 0 opens none (lanes
+	// that exist are still consumed and retired). MaxLanes bounds the
+	// lanes beside each consumer; LaneQuiet is how long a lane has
+	// nothing pending before it is retired.
+	LaneAt, MaxLanes int
+	LaneQuiet        time.Duration
 	// StrictCatalog refuses (dead-letters) a migration with a statement
 	// naming an object the catalog does not know. By default such a
 	// statement is skipped and recorded as drift on the catalog (see
@@ -97,6 +105,7 @@ var DefaultConfig = Config{
 	Consumer: streams.DefaultConsumer, Concurrency: 8, GapTimeout: 2 * time.Minute, MessageTimeout: 20 * time.Second,
 	RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 5 * time.Second, ShutdownTimeout: 20 * time.Second,
 	MaxEventBytes: events.DefaultMaxEventBytes, AuditInterval: time.Minute,
+	LaneAt: 128, MaxLanes: 16, LaneQuiet: 30 * time.Second,
 }
 
 // Validate checks the config, naming every problem.
@@ -116,6 +125,12 @@ func (c Config) Validate() error {
 	}
 	if c.RetryDelay <= 0 || c.MaxRetryDelay < c.RetryDelay {
 		errs = append(errs, fmt.Errorf("retry delays must be positive with max ≥ first, got %v and %v", c.RetryDelay, c.MaxRetryDelay))
+	}
+	if c.LaneAt < 0 || c.MaxLanes < 0 {
+		errs = append(errs, fmt.Errorf("lane-at (%d) and max lanes (%d) must not be negative", c.LaneAt, c.MaxLanes))
+	}
+	if c.LaneAt > 0 && c.LaneQuiet <= 0 {
+		errs = append(errs, fmt.Errorf("lane quiet must be positive with lanes on, got %v", c.LaneQuiet))
 	}
 	return errors.Join(errs...)
 }
@@ -156,6 +171,10 @@ type Worker struct {
 	// caughtUp closes once the index holds everything the stream held
 	// when the worker started, so a replica opens for queries only then.
 	caughtUp chan struct{}
+	// lanes take a flooding database's events out of the others' way
+	// (lanes.go).
+	lanes     *lanes
+	laneTimes laneTimes
 	// objs is the object store of big payloads, bound on first use.
 	objMu sync.Mutex
 	objs  jetstream.ObjectStore
@@ -203,7 +222,8 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 		return nil, errors.New("worker: jetstream, catalogs, store, embedder and logger are required")
 	}
 	w := &Worker{js: js, cats: cats, store: store, emb: emb, chunker: chunk.NewChunker(cfg.Chunk), log: log, cfg: cfg, caughtUp: make(chan struct{}),
-		queues: map[string]*queue{}, refused: map[string]outcome{}, sem: make(chan struct{}, cfg.Concurrency), owner: nuid.Next()}
+		queues: map[string]*queue{}, refused: map[string]outcome{}, sem: make(chan struct{}, cfg.Concurrency), owner: nuid.Next(),
+		lanes: newLanes(), laneTimes: defaultLaneTimes}
 	for _, o := range opts {
 		o(w)
 	}
@@ -298,9 +318,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.m != nil {
 		go w.watchConsumers(ctx, cons)
 	}
+	go w.watchLanes(ctx, workCtx)
 	<-ctx.Done()
 	// Drain: stop fetching; each queue finishes the event it is applying
 	// and hands the rest back for redelivery, within the grace period.
+	intake = append(intake, w.lanes.stop()...)
 	for _, cc := range intake {
 		cc.Drain()
 	}
@@ -330,7 +352,7 @@ func (w *Worker) consume(ctx, workCtx context.Context, cons streams.Consumers) (
 	var out []jetstream.ConsumeContext
 	for _, c := range cons.All() {
 		name := c.CachedInfo().Name
-		cc, err := c.Consume(func(msg jetstream.Msg) { w.enqueue(ctx, workCtx, msg) },
+		cc, err := c.Consume(func(msg jetstream.Msg) { w.arrive(ctx, workCtx, msg) },
 			jetstream.PullMaxMessages(max(256, w.cfg.Concurrency*32)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				if !errors.Is(err, jetstream.ErrNoHeartbeat) || ctx.Err() == nil {
 					w.log.Warn("consume error", zap.String("consumer", name), zap.Error(err))
@@ -503,7 +525,7 @@ func (w *Worker) awaitCaughtUp(ctx context.Context, cons streams.Consumers) {
 	defer t.Stop()
 	var drained time.Time // when NumPending first read 0 on both
 	for {
-		tot, err := totalsOf(ctx, cons)
+		tot, err := w.totals(ctx, cons)
 		if err == nil && tot.pending == 0 {
 			if drained.IsZero() {
 				drained = time.Now()
@@ -522,26 +544,44 @@ func (w *Worker) awaitCaughtUp(ctx context.Context, cons streams.Consumers) {
 	}
 }
 
-// totals are the worker's consumers' state, summed.
+// totals are the worker's consumers' state, summed with their lanes'.
 type totals struct {
 	pending                 uint64 // not delivered yet
 	ackPending, redelivered int    // delivered and not acknowledged; of those, delivered again
 	delivered               uint64 // the last stream sequence either delivered
 }
 
-func totalsOf(ctx context.Context, cons streams.Consumers) (totals, error) {
+// totals sums the worker's consumers and their lanes.
+func (w *Worker) totals(ctx context.Context, cons streams.Consumers) (totals, error) {
 	var t totals
 	for _, c := range cons.All() {
 		info, err := c.Info(ctx)
 		if err != nil {
 			return totals{}, err
 		}
-		t.pending += info.NumPending
-		t.ackPending += info.NumAckPending
-		t.redelivered += info.NumRedelivered
-		t.delivered = max(t.delivered, info.Delivered.Stream)
+		t.add(info)
+	}
+	stream, err := w.js.Stream(ctx, events.Stream)
+	if err != nil {
+		return totals{}, err
+	}
+	lanes, err := w.laneInfos(ctx, stream)
+	if err != nil {
+		return totals{}, err
+	}
+	for _, l := range lanes {
+		if !l.lane.Closing { // what a closing lane holds, the consumers hold too
+			t.add(l.info)
+		}
 	}
 	return t, nil
+}
+
+func (t *totals) add(info *jetstream.ConsumerInfo) {
+	t.pending += info.NumPending
+	t.ackPending += info.NumAckPending
+	t.redelivered += info.NumRedelivered
+	t.delivered = max(t.delivered, info.Delivered.Stream)
 }
 
 // replayDocs re-applies every docs and examples event still in the
@@ -596,7 +636,7 @@ func (w *Worker) watchConsumers(ctx context.Context, cons streams.Consumers) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		if tot, err := totalsOf(ctx, cons); err == nil {
+		if tot, err := w.totals(ctx, cons); err == nil {
 			w.m.pending.Set(float64(tot.pending))
 			w.m.ackPending.Set(float64(tot.ackPending))
 			w.m.redelivered.Set(float64(tot.redelivered))

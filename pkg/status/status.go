@@ -42,7 +42,7 @@ type Report struct {
 		LastSeq  uint64 `json:"last_seq"`
 	} `json:"stream"`
 	// Consumer is the shared workers' two durables (schema, and docs
-	// with examples) summed; Consumers lists every durable on the
+	// with examples) and their lanes summed; Consumers lists every durable on the
 	// stream, the serve replicas' included.
 	Consumer  Consumer         `json:"consumer"`
 	Consumers []Consumer       `json:"consumers"`
@@ -111,7 +111,7 @@ func (rep *Report) consumers(ctx context.Context, s jetstream.Stream) error {
 		cr := Consumer{Name: ci.Name, Pending: ci.NumPending, AckPending: ci.NumAckPending,
 			Redelivered: ci.NumRedelivered, Delivered: ci.Delivered.Stream}
 		rep.Consumers = append(rep.Consumers, cr)
-		if ci.Name == streams.Durable || ci.Name == streams.Durable+streams.DocsSuffix {
+		if poolConsumer(ci) {
 			rep.Consumer.add(cr)
 		}
 	}
@@ -120,6 +120,19 @@ func (rep *Report) consumers(ctx context.Context, s jetstream.Stream) error {
 	}
 	sort.Slice(rep.Consumers, func(i, j int) bool { return rep.Consumers[i].Name < rep.Consumers[j].Name })
 	return nil
+}
+
+// poolConsumer reports whether ci is one of the shared worker pool's:
+// its two consumers and their open lanes.
+func poolConsumer(ci *jetstream.ConsumerInfo) bool {
+	of := ci.Name
+	if l, ok := streams.LaneOf(ci); ok {
+		if l.Closing {
+			return false // what it holds, the consumers hold too
+		}
+		of = l.Of
+	}
+	return of == streams.Durable || of == streams.Durable+streams.DocsSuffix
 }
 
 // catalogs reads every catalog's version and drift; one that does

@@ -1,0 +1,228 @@
+package workers_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/status"
+	"github.com/schemaq/schemaq/pkg/testenv"
+	"github.com/schemaq/schemaq/workers"
+)
+
+// laneConfig opens lanes early and retires them fast.
+func laneConfig() workers.Config {
+	cfg := testConfig()
+	cfg.Consumer.MaxAckPending = 256
+	cfg.LaneAt = 32
+	cfg.LaneQuiet = 300 * time.Millisecond
+	return cfg
+}
+
+// startLaneWorker runs a worker with the lanes' clocks shortened.
+func (e *env) startLaneWorker(cfg workers.Config, opts ...workers.Option) {
+	e.t.Helper()
+	opts = append(opts, workers.WithLaneTimes(100*time.Millisecond, 300*time.Millisecond, 50*time.Millisecond, 300*time.Millisecond))
+	w, err := workers.New(e.js, e.cats, e.store, e.emb, zaptest.NewLogger(e.t), cfg, opts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("worker: %v", err)
+		}
+	})
+}
+
+// lanes names the lanes that exist.
+func (e *env) lanes() []string {
+	e.t.Helper()
+	s, err := e.js.Stream(context.Background(), events.Stream)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	names := s.ConsumerNames(context.Background())
+	for n := range names.Name() {
+		if strings.Contains(n, "-lane-") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestFloodMovesToALane: one team publishes 1,500 migrations, then
+// another team one. The second team's migration is applied while most
+// of the first team's wait, and every one of those is applied after.
+// Without lanes (LaneAt 0) the second migration was delivered only once
+// all but MaxAckPending of the flood were applied: a team's history
+// held every other team's migrations back for as long as it took.
+func TestFloodMovesToALane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: 1,500 migrations")
+	}
+	const n = 1500
+	e := newEnv(t)
+	cfg := laneConfig()
+	flood, want := history(t, "flood", n)
+	for _, ev := range flood {
+		e.publish(ev)
+	}
+	e.publish(migration(t, "quiet", 1, "CREATE TABLE orders (id int PRIMARY KEY);"))
+	reg := prometheus.NewRegistry()
+	e.startLaneWorker(cfg, workers.WithMetrics(workers.NewMetrics(reg)))
+	e.waitVersion("quiet", 1)
+	if v := e.version("flood"); v >= n-int64(cfg.Consumer.MaxAckPending) {
+		t.Fatalf("the quiet team's migration waited for %d of the flood's %d", v, n)
+	}
+	if len(e.lanes()) == 0 {
+		t.Error("no lane was opened for the flooding database")
+	}
+	// status counts what the lane holds as the pool's lag.
+	rep, err := status.Gather(context.Background(), e.js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lane uint64
+	for _, c := range rep.Consumers {
+		if c.Name == "schemaq-worker-lane-flood" {
+			lane = c.Pending + uint64(c.AckPending)
+		}
+	}
+	if got := rep.Consumer.Pending + uint64(rep.Consumer.AckPending); lane == 0 || got < lane {
+		t.Errorf("status: the pool has %d events pending, its lane %d", got, lane)
+	}
+	if got := counter(t, reg, "schemaq_worker_diverted_total"); got < n/2 {
+		t.Errorf("schemaq_worker_diverted_total %v: the consumer left fewer than half the flood to the lane", got)
+	}
+	testenv.Eventually(t, 120*time.Second, "the whole flood applied", func() bool { return e.version("flood") == n })
+	got, _, _ := e.cats.Get(context.Background(), "flood")
+	sameCatalog(t, got, want)
+	testenv.Eventually(t, 20*time.Second, "the lane retired", func() bool { return len(e.lanes()) == 0 })
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Errorf("dead letters: %+v", dl[0])
+	}
+}
+
+// TestReversedHistoryThroughALane: a history published last migration
+// first floods its queue, and most of it goes to a lane, where each
+// migration waits for the one before it without settling. The first
+// migration, published last, must still reach the queue: a lane that
+// held fewer events than its consumer kept it undelivered behind its
+// successors until the gap timeout dead-lettered them.
+func TestReversedHistoryThroughALane(t *testing.T) {
+	e := newEnv(t)
+	cfg := laneConfig()
+	const n = 240 // within MaxAckPending (256), as a consumer alone needs
+	evs, want := history(t, "rev", n)
+	for i := len(evs) - 1; i >= 0; i-- {
+		e.publish(evs[i])
+	}
+	e.startLaneWorker(cfg)
+	testenv.Eventually(t, 60*time.Second, "the reversed history applied", func() bool { return e.version("rev") == n })
+	got, _, _ := e.cats.Get(context.Background(), "rev")
+	sameCatalog(t, got, want)
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Errorf("%d dead letters, the first: %+v", len(dl), dl[0])
+	}
+}
+
+// counter reads a counter of reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no %s", name)
+	return 0
+}
+
+// TestLanesLoseNothing: a team publishes docs and migrations in bursts
+// to two workers, with pauses long enough for its lanes to retire and
+// sometimes not, so that events arrive while lanes are sealed, while
+// their horizon is set and while they are deleted. Every event is
+// applied, and the lanes end retired.
+func TestLanesLoseNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: bursts of events while lanes open and retire")
+	}
+	e := newEnv(t)
+	cfg := laneConfig()
+	cfg.LaneAt = 16
+	cfg.Consumer.MaxAckPending = 128
+	e.startLaneWorker(cfg)
+	e.startLaneWorker(cfg)
+
+	var mu sync.Mutex
+	opened := map[string]bool{}
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			for _, l := range e.lanes() {
+				mu.Lock()
+				opened[l] = true
+				mu.Unlock()
+			}
+		}
+	}()
+
+	migrations, want := history(t, "burst", 600)
+	docs, seq := 0, 0
+	rng := rand.New(rand.NewPCG(7, 55))
+	for round := range 10 {
+		for range 60 {
+			e.publish(migrations[seq])
+			seq++
+			for range 2 {
+				ev, err := events.New(fmt.Sprintf("doc-%d", docs), "burst", time.Now(), &events.DocUpsert{DocID: fmt.Sprintf("d%05d.md", docs),
+					Body: fmt.Sprintf("# Round %d\n\nNote %d on refunds.", round, docs)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.publish(ev)
+				docs++
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(700)) * time.Millisecond)
+	}
+	testenv.Eventually(t, 120*time.Second, "every migration applied", func() bool { return e.version("burst") == int64(len(migrations)) })
+	got, _, _ := e.cats.Get(context.Background(), "burst")
+	sameCatalog(t, got, want)
+	testenv.Eventually(t, 60*time.Second, "every doc indexed", func() bool {
+		return e.count("burst") == len(want.Tables())+len(want.Views())+docs
+	})
+	testenv.Eventually(t, 30*time.Second, "the lanes retired", func() bool { return len(e.lanes()) == 0 })
+	close(stop)
+	<-watched
+	if !opened["schemaq-worker-lane-burst"] || !opened["schemaq-worker-docs-lane-burst"] {
+		t.Errorf("lanes seen: %v; want the schema and the docs lane", opened)
+	}
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Errorf("dead letters: %+v", dl[0])
+	}
+}
