@@ -445,32 +445,35 @@ func (ls *lanes) due(ci *jetstream.ConsumerInfo, l streams.Lane, now time.Time, 
 	defer ls.mu.Unlock()
 	switch {
 	case !l.Sealed:
-		if ci.NumPending > 0 || ci.NumAckPending > 0 {
-			delete(ls.quiet, l.Name)
-			return stepNone
-		}
-		since, ok := ls.quiet[l.Name]
-		if !ok {
-			ls.quiet[l.Name] = now
-			return stepNone
-		}
-		if now.Sub(since) < quiet {
-			return stepNone
-		}
-		return stepSeal
+		idle := ci.NumPending == 0 && ci.NumAckPending == 0
+		return pick(stepSeal, since(ls.quiet, l.Name, now, idle) >= quiet)
 	case l.Horizon == 0:
-		seen, ok := ls.sealSeen[l.Name]
-		if !ok {
-			// Sealed by another worker, at the latest now.
-			ls.sealSeen[l.Name] = now
-			return stepNone
-		}
-		if now.Sub(seen) < seal {
-			return stepNone
-		}
-		return stepHorizon
-	case ci.NumAckPending == 0 && (ci.NumPending == 0 || ci.Delivered.Stream >= l.Horizon):
-		return stepClose
+		// Sealed by this worker (sawSealed) or another, at the latest now.
+		return pick(stepHorizon, since(ls.sealSeen, l.Name, now, true) >= seal)
+	default:
+		applied := ci.NumAckPending == 0 && (ci.NumPending == 0 || ci.Delivered.Stream >= l.Horizon)
+		return pick(stepClose, applied)
+	}
+}
+
+// since is how long name has been in a state (in), as marks records when
+// it entered; a name out of the state leaves marks.
+func since(marks map[string]time.Time, name string, now time.Time, in bool) time.Duration {
+	if !in {
+		delete(marks, name)
+		return 0
+	}
+	t, ok := marks[name]
+	if !ok {
+		marks[name] = now
+		return 0
+	}
+	return now.Sub(t)
+}
+
+func pick(s step, due bool) step {
+	if due {
+		return s
 	}
 	return stepNone
 }
