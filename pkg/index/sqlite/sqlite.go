@@ -27,8 +27,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver, with FTS5
+	"modernc.org/sqlite" // the pure-Go SQLite driver, with FTS5
 
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/embed"
@@ -86,7 +87,10 @@ func Open(ctx context.Context, path string, dim int) (*Store, error) {
 	if err := private(path); err != nil {
 		return nil, fmt.Errorf("open index %s: %w", path, err)
 	}
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)"
+	// busy_timeout first: another process opening the file at the same
+	// moment holds the lock that setting WAL takes.
+	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)",
+		path, busyTimeout.Milliseconds())
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open index %s: %w", path, err)
@@ -112,8 +116,66 @@ func Open(ctx context.Context, path string, dim int) (*Store, error) {
 // dimension and emptied it, so that its contents must be re-projected.
 func (s *Store) Rebuilt() bool { return s.rebuilt }
 
+// migrate creates or resets the tables, in one IMMEDIATE transaction,
+// which waits for the busy timeout, and tries again for as long while
+// SQLite says the file is busy. Two processes opening the file together
+// (compose's worker and daemon on a shared data directory) failed at
+// once with SQLITE_BUSY: a statement that reads the schema before it
+// writes is refused without waiting when another writer commits in
+// between, and so is setting WAL on a new connection while the other
+// process sets it.
 func (s *Store) migrate(ctx context.Context) error {
-	if err := s.resetIfIncompatible(ctx); err != nil {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err := s.migrateOnce(ctx)
+		if err == nil || !busy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// busyTimeout is how long a statement waits for another process's lock
+// (the DSN's busy_timeout).
+const busyTimeout = 10 * time.Second
+
+// busy reports whether err is SQLite's SQLITE_BUSY, whatever its
+// extended code.
+func busy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 5
+}
+
+func (s *Store) migrateOnce(ctx context.Context) (err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("create tables: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	if err := s.createTables(ctx, conn); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("create tables: %w", err)
+	}
+	return nil
+}
+
+// createTables makes the file's tables what this release expects.
+func (s *Store) createTables(ctx context.Context, conn *sql.Conn) error {
+	if err := s.resetIfIncompatible(ctx, conn); err != nil {
 		return err
 	}
 	stmts := []string{
@@ -149,12 +211,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		`CREATE TABLE IF NOT EXISTS projections (db TEXT PRIMARY KEY, version INTEGER NOT NULL)`,
 	}
 	for _, q := range stmts {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create tables: %w", err)
 		}
 	}
 	for k, v := range s.wantMeta() {
-		if _, err := s.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
 			return fmt.Errorf("write %s: %w", k, err)
 		}
 	}
@@ -168,12 +230,12 @@ func (s *Store) wantMeta() map[string]string {
 // resetIfIncompatible drops the projection tables of an index built with
 // another layout or other dimensions. The embedding cache stays: its keys
 // name model and dimensions.
-func (s *Store) resetIfIncompatible(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+func (s *Store) resetIfIncompatible(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
 		return fmt.Errorf("create tables: %w", err)
 	}
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta`).Scan(&n); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM meta`).Scan(&n); err != nil {
 		return fmt.Errorf("read meta: %w", err)
 	}
 	if n == 0 {
@@ -181,7 +243,7 @@ func (s *Store) resetIfIncompatible(ctx context.Context) error {
 	}
 	for k, v := range s.wantMeta() {
 		var have string
-		err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, k).Scan(&have)
+		err := conn.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, k).Scan(&have)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("read %s: %w", k, err)
 		}
@@ -193,7 +255,7 @@ func (s *Store) resetIfIncompatible(ctx context.Context) error {
 		return nil
 	}
 	for _, t := range []string{"chunks_fts", "chunk_tags", "chunks", "generations", "tombstones", "projections"} {
-		if _, err := s.db.ExecContext(ctx, `DROP TABLE IF EXISTS `+t); err != nil {
+		if _, err := conn.ExecContext(ctx, `DROP TABLE IF EXISTS `+t); err != nil {
 			return fmt.Errorf("reset index: %w", err)
 		}
 	}

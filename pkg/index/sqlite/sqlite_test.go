@@ -242,3 +242,28 @@ func TestSearchesDuringWrites(t *testing.T) {
 		t.Errorf("%d chunks stored, want %d", n, 2*(200-67))
 	}
 }
+
+// TestOpenTogether: a worker and a daemon on a shared data directory
+// (compose) open the index at the same moment, here four at a time on
+// new files. Each must open: without retries on SQLITE_BUSY, setting WAL
+// or creating the tables failed at once, without the busy timeout, and
+// the daemon exited (TestDaemonWithoutAWriterIsRefused failed so).
+func TestOpenTogether(t *testing.T) {
+	for round := range 30 {
+		path := filepath.Join(t.TempDir(), "index.db")
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := Open(context.Background(), path, indextest.Dimensions)
+				if err != nil {
+					t.Errorf("round %d: %v", round, err)
+					return
+				}
+				s.Close()
+			}()
+		}
+		wg.Wait()
+	}
+}
