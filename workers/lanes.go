@@ -172,9 +172,6 @@ func (w *Worker) divert(ctx, work context.Context, msg jetstream.Msg) bool {
 		return false
 	}
 	db := subjectDB(msg.Subject())
-	if events.ValidateDatabase(db) != nil {
-		return false
-	}
 	of := w.consumerOf(msg.Subject())
 	full := w.queueLen(db) >= w.cfg.LaneAt
 	if !full && !w.lanes.known(streams.LaneName(of, db)) {
@@ -185,11 +182,7 @@ func (w *Worker) divert(ctx, work context.Context, msg jetstream.Msg) bool {
 		return false
 	}
 	seq := meta.Sequence.Stream
-	v := w.laneView(ctx, of, db)
-	if !v.ok && full {
-		v = w.openLane(ctx, work, of, db, seq)
-	}
-	if !v.takes(seq, time.Now(), w.laneTimes.fresh) {
+	if !w.laneFor(ctx, work, of, db, seq, full).takes(seq, time.Now(), w.laneTimes.fresh) {
 		return false
 	}
 	if err := msg.Ack(); err != nil {
@@ -199,6 +192,16 @@ func (w *Worker) divert(ctx, work context.Context, msg jetstream.Msg) bool {
 		w.m.diverted.Inc()
 	}
 	return true
+}
+
+// laneFor is db's lane beside the consumer named of, opened from seq on
+// when there is none and the database's queue is full.
+func (w *Worker) laneFor(ctx, work context.Context, of, db string, seq uint64, full bool) laneView {
+	v := w.laneView(ctx, of, db)
+	if !v.ok && full && events.ValidateDatabase(db) == nil { // a lane's name is made of it
+		v = w.openLane(ctx, work, of, db, seq)
+	}
+	return v
 }
 
 // consumerOf names the worker consumer that delivers subject.
