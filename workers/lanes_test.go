@@ -9,12 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/status"
 	"github.com/schemaq/schemaq/pkg/testenv"
+	"github.com/schemaq/schemaq/pkg/text"
 	"github.com/schemaq/schemaq/workers"
 )
 
@@ -224,5 +228,64 @@ func TestLanesLoseNothing(t *testing.T) {
 	}
 	if dl := e.deadLetters(); len(dl) != 0 {
 		t.Errorf("dead letters: %+v", dl[0])
+	}
+}
+
+// TestDeletesLeaveLaterEdits: a doc and an example published, deleted
+// and published again, with the second publish applied before the
+// delete, as two workers or a lane and its consumer may apply them. The
+// delete removes only what came before it: the later edits stay. It
+// removed the doc and the example whole.
+func TestDeletesLeaveLaterEdits(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	w, err := workers.New(e.js, e.cats, e.store, e.emb, zaptest.NewLogger(t), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := events.Example{ID: "net-revenue", Question: "Net revenue by month?", SQL: "SELECT 1"}
+	for i, payload := range []any{
+		&events.DocUpsert{DocID: "refunds.md", Body: "# Refunds\n\nFirst version."},
+		&events.ExamplesUpsert{Examples: []events.Example{ex}},
+		&events.DocDelete{DocID: "refunds.md"},
+		&events.ExamplesDelete{IDs: []string{ex.ID}},
+		&events.DocUpsert{DocID: "refunds.md", Body: "# Refunds\n\nSecond version."},
+		&events.ExamplesUpsert{Examples: []events.Example{ex}},
+	} {
+		ev, err := events.New(fmt.Sprintf("ev-%d", i), "shop", time.Now(), payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.publish(ev)
+	}
+	cons, err := e.js.CreateConsumer(ctx, events.Stream, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(6, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	if len(msgs) != 6 {
+		t.Fatalf("fetched %d events, want 6", len(msgs))
+	}
+	for _, i := range []int{0, 1, 4, 5, 2, 3} { // the deletes last
+		if got := w.Handle(ctx, msgs[i]); got != "ack" {
+			t.Fatalf("event %d: %s", i, got)
+		}
+	}
+	for _, kind := range []string{chunk.KindDoc, chunk.KindExample} {
+		if n, err := e.store.Count(ctx, index.Filter{Database: "shop", Kinds: []string{kind}}); err != nil || n != 1 {
+			t.Errorf("%s chunks after a late delete: %d (%v), want the later edit's 1", kind, n, err)
+		}
+	}
+	hits, err := e.store.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc}},
+		Terms: text.Terms("refunds version"), Weights: index.DefaultWeights, Limit: 5})
+	if err != nil || len(hits) != 1 || !strings.Contains(hits[0].Chunk.Text, "Second version") {
+		t.Errorf("the doc left: %+v, %v", hits, err)
 	}
 }

@@ -49,7 +49,6 @@ import (
 type Store interface {
 	indexer.Writer
 	Upsert(ctx context.Context, recs []index.Record) (int, error)
-	DeleteName(ctx context.Context, db, kind, name string) error
 	// DeleteDatabase drops a retired database's chunks (forget).
 	DeleteDatabase(ctx context.Context, db string) error
 	Projected(ctx context.Context, db string) (int64, error)
@@ -720,7 +719,11 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 	case events.TypeDocUpsert:
 		out = transient(indexer.Docs(ctx, w.store, w.emb, ev.Database, []indexer.DocEdit{w.docEdit(it)}))
 	case events.TypeDocDelete:
-		out = transientErr(w.store.DeleteName(ctx, ev.Database, chunk.KindDoc, ev.DocDelete.DocID))
+		// Only what came before the delete: an edit published after it,
+		// applied first (by another worker, or through a lane), stays.
+		_, err := w.store.DeleteStale(ctx, index.Stale{Database: ev.Database, Kinds: []string{chunk.KindDoc}, Name: ev.DocDelete.DocID,
+			Below: int64(it.meta.Sequence.Stream)})
+		out = transientErr(err)
 	case events.TypeExamplesUpsert:
 		if out, bad := deepExample(ev); bad {
 			return out
@@ -741,7 +744,7 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 			w.checkExamples(ctx, ev, chunks)
 		}
 	case events.TypeExamplesDelete:
-		out = transientErr(w.deleteExamples(ctx, ev))
+		out = transientErr(w.deleteExamples(ctx, ev, it.meta.Sequence.Stream))
 	}
 	out.db, out.typ = ev.Database, ev.Type
 	return out
@@ -774,13 +777,17 @@ func (w *Worker) forget(ctx context.Context, db string) {
 	w.log.Info("retired database: its index is dropped", zap.String("database", db))
 }
 
-// deleteExamples removes the examples an examples.delete event names;
-// one that is not indexed is no error, so a redelivery is harmless.
-func (w *Worker) deleteExamples(ctx context.Context, ev *events.Event) error {
+// deleteExamples removes the examples an examples.delete event names, as
+// they were before it (at stream sequence seq): one published again
+// after it and applied first stays. One that is not indexed is no error,
+// so a redelivery is harmless.
+func (w *Worker) deleteExamples(ctx context.Context, ev *events.Event, seq uint64) error {
+	names := make(map[string]int64, len(ev.ExamplesDelete.IDs))
 	for _, id := range ev.ExamplesDelete.IDs {
-		if err := w.store.DeleteName(ctx, ev.Database, chunk.KindExample, id); err != nil {
-			return fmt.Errorf("delete example %s of %s: %w", id, ev.Database, err)
-		}
+		names[id] = int64(seq)
+	}
+	if _, err := w.store.DeleteStale(ctx, index.Stale{Database: ev.Database, Kinds: []string{chunk.KindExample}, Names: names}); err != nil {
+		return fmt.Errorf("delete examples %s of %s: %w", strings.Join(ev.ExamplesDelete.IDs, ", "), ev.Database, err)
 	}
 	w.log.Info("examples deleted", zap.String("database", ev.Database), zap.String("event", ev.ID), zap.Int("examples", len(ev.ExamplesDelete.IDs)))
 	return nil
