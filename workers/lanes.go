@@ -240,7 +240,7 @@ func (w *Worker) laneView(ctx context.Context, of, db string) laneView {
 	case err != nil:
 		return laneView{}
 	default:
-		l, ok := streams.LaneOf(c.CachedInfo())
+		l, ok := w.cfg.Consumer.Lane(c.CachedInfo())
 		v = laneView{lane: l, ok: ok, read: read}
 		v.lane.Name = name
 	}
@@ -381,7 +381,7 @@ func (w *Worker) laneInfos(ctx context.Context, stream jetstream.Stream) ([]lane
 	var out []laneInfo
 	lister := stream.ListConsumers(ctx)
 	for ci := range lister.Info() {
-		if l, ok := streams.LaneOf(ci); ok && (l.Of == w.cfg.Consumer.SchemaName() || l.Of == w.cfg.Consumer.DocsName()) {
+		if l, ok := w.cfg.Consumer.Lane(ci); ok {
 			out = append(out, laneInfo{lane: l, info: ci})
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/status"
+	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/pkg/text"
 	"github.com/schemaq/schemaq/workers"
@@ -288,4 +289,34 @@ func TestDeletesLeaveLaterEdits(t *testing.T) {
 	if err != nil || len(hits) != 1 || !strings.Contains(hits[0].Chunk.Text, "Second version") {
 		t.Errorf("the doc left: %+v, %v", hits, err)
 	}
+}
+
+// TestForgedLaneIsIgnored: a user allowed the JetStream API makes a
+// consumer named and marked as the victim database's lane that reads
+// another database's subject. Workers that took it for the lane would
+// acknowledge the victim's events unapplied once its queue filled, and
+// the forged consumer would never deliver them. The victim's whole
+// history must still apply.
+func TestForgedLaneIsIgnored(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	cfg := laneConfig()
+	of := cfg.Consumer.SchemaName()
+	if _, err := e.js.CreateConsumer(ctx, events.Stream, jetstream.ConsumerConfig{
+		Durable: streams.LaneName(of, "victim"), AckPolicy: jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: 1,
+		FilterSubjects: []string{events.SchemaSubject("attacker")},
+		Metadata:       map[string]string{streams.LaneOfKey: of, streams.LaneDBKey: "victim"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	evs, want := history(t, "victim", n)
+	for _, ev := range evs {
+		e.publish(ev)
+	}
+	e.startLaneWorker(cfg)
+	testenv.Eventually(t, 60*time.Second, "the victim's history applied", func() bool { return e.version("victim") == n })
+	got, _, _ := e.cats.Get(ctx, "victim")
+	sameCatalog(t, got, want)
 }

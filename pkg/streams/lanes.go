@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -63,6 +64,26 @@ func LaneOf(ci *jetstream.ConsumerInfo) (Lane, bool) {
 	return l, true
 }
 
+// Lane reads a lane beside one of c's consumers from its consumer's
+// info. ok is false for any other consumer, and for one named and
+// marked as a lane that does not read its database's subjects from a
+// start, acknowledging each: anyone allowed the JetStream API could make
+// one, and the workers would acknowledge the database's events unapplied,
+// leaving them to a consumer that never delivers them.
+func (c ConsumerConfig) Lane(ci *jetstream.ConsumerInfo) (Lane, bool) {
+	l, ok := LaneOf(ci)
+	if !ok {
+		return Lane{}, false
+	}
+	want, err := LaneSubjects(c, l.Of, l.DB)
+	cfg := ci.Config
+	if err != nil || !slices.Equal(cfg.FilterSubjects, want) || cfg.FilterSubject != "" ||
+		cfg.DeliverPolicy != jetstream.DeliverByStartSequencePolicy || cfg.AckPolicy != jetstream.AckExplicitPolicy {
+		return Lane{}, false
+	}
+	return l, true
+}
+
 // LaneName is db's lane beside the consumer named of.
 func LaneName(of, db string) string { return of + laneInfix + db }
 
@@ -108,9 +129,9 @@ func OpenLane(ctx context.Context, js jetstream.JetStream, c ConsumerConfig, of,
 	if err != nil {
 		return Lane{}, fmt.Errorf("open lane %s: %w", name, err)
 	}
-	l, ok := LaneOf(cons.CachedInfo())
+	l, ok := c.Lane(cons.CachedInfo())
 	if !ok {
-		return Lane{}, fmt.Errorf("open lane %s: a consumer of that name that is not a lane exists", name)
+		return Lane{}, fmt.Errorf("open lane %s: a consumer of that name that is not this database's lane exists", name)
 	}
 	return l, nil
 }
