@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
@@ -321,7 +322,12 @@ func (w *Worker) watchLanes(ctx, work context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := w.tendLanes(ctx, work); err != nil && ctx.Err() == nil {
+		err := w.tendLanes(ctx, work)
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, nats.ErrConnectionClosed):
+			return // closed for good: the process is going
+		default:
 			w.log.Warn("cannot look at the lanes; the next look retries", zap.Error(err))
 		}
 	}
@@ -348,7 +354,9 @@ func (w *Worker) tendLanes(ctx, work context.Context) error {
 		seen[l.Name] = true
 		w.lanes.remember(laneView{lane: l, ok: true, read: read})
 		w.runLane(ctx, work, l.Name)
-		if err := w.retireStep(ctx, stream, li.info, l); err != nil {
+		if err := w.retireStep(ctx, stream, li.info, l); errors.Is(err, nats.ErrConnectionClosed) {
+			return err
+		} else if err != nil {
 			w.log.Warn("a lane's retirement step failed; the next look retries", zap.String("lane", l.Name), zap.Error(err))
 		}
 	}
