@@ -306,12 +306,20 @@ func runBenchFreshness(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench freshness: %w", err)
 	}
 	r := &freshnessRun{s: s, f: &f}
+	if f.flood > 0 {
+		if err := r.startFlood(ctx); err != nil {
+			return err
+		}
+	}
 	if f.searchC > 0 {
 		err = r.underLoad(ctx, tb.Version)
 	} else {
 		r.lat, err = r.ingest(ctx, tb.Version, f.n)
 	}
 	if err != nil {
+		return err
+	}
+	if err := r.floodState(ctx); err != nil {
 		return err
 	}
 	if f.asJSON {
@@ -329,6 +337,10 @@ type freshnessFlags struct {
 	searchC int
 	timeout time.Duration
 	qs      []benchmark.Question
+	// flood is how many migrations another database publishes at once
+	// before the probes: their freshness then says whether one team's
+	// flood holds another's migrations back.
+	flood int
 }
 
 func (f *freshnessFlags) parse(e *env, args []string) error {
@@ -339,11 +351,15 @@ func (f *freshnessFlags) parse(e *env, args []string) error {
 	fs.IntVar(&f.searchC, "search-concurrency", 0, "also run searches at this concurrency while the migrations land, and before them for as long (idle), to measure search under ingest (needs --questions)")
 	questions := fs.String("questions", "", "questions JSONL (field question) for --search-concurrency")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "deadline of one search of --search-concurrency")
+	fs.IntVar(&f.flood, "flood", 0, "first have another database (NAME-flood) publish this many migrations at once, to measure the probes' freshness behind another team's flood")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if f.n <= 0 {
 		return usagef("--migrations must be positive")
+	}
+	if f.flood < 0 {
+		return usagef("--flood must be zero or more, got %d", f.flood)
 	}
 	if *f.sys.schema == "" && f.sys.nats.url == "" {
 		return usagef("bench freshness: give --schema or --nats-url")
@@ -368,6 +384,49 @@ type freshnessRun struct {
 	f           *freshnessFlags
 	lat         []time.Duration
 	idle, under *benchmark.LoadReport
+	// floodFrom is the flood database's version before its flood;
+	// floodAt, after the probes.
+	floodFrom, floodAt int64
+}
+
+// floodDB is the database that floods.
+func (r *freshnessRun) floodDB() string { return r.s.db + "-flood" }
+
+// startFlood publishes --flood migrations to the flood database, as fast
+// as the stream takes them, and returns without waiting for them.
+func (r *freshnessRun) startFlood(ctx context.Context) error {
+	db := r.floodDB()
+	if tb, err := r.s.cli.Tables(ctx, &events.TablesRequest{Database: db, Limit: 1}); err == nil {
+		r.floodFrom = tb.Version // a database the last run flooded
+	}
+	run := time.Now().UnixNano()
+	for i := 1; i <= r.f.flood; i++ {
+		seq := r.floodFrom + int64(i)
+		ev, err := events.New(fmt.Sprintf("flood-%d-%d", run, i), db, time.Now(),
+			&events.Migration{Seq: seq, Source: fmt.Sprintf("flood_%d.sql", seq), SQL: fmt.Sprintf("CREATE TABLE flood_%d (id int PRIMARY KEY, note text);", seq)})
+		if err != nil {
+			return fmt.Errorf("bench freshness: flood: %w", err)
+		}
+		if _, err := r.s.cli.Publish(ctx, ev); err != nil {
+			return fmt.Errorf("bench freshness: flood: %w", err)
+		}
+	}
+	return nil
+}
+
+// floodState reads how far the flood had got when the probes ended.
+func (r *freshnessRun) floodState(ctx context.Context) error {
+	if r.f.flood == 0 {
+		return nil
+	}
+	tb, err := r.s.cli.Tables(ctx, &events.TablesRequest{Database: r.floodDB(), Limit: 1})
+	if err != nil && !errors.Is(err, &events.Error{Code: events.CodeUnknownDatabase}) {
+		return fmt.Errorf("bench freshness: flood: %w", err)
+	}
+	if err == nil {
+		r.floodAt = tb.Version
+	}
+	return nil
 }
 
 // ingest publishes count probe migrations after version first, one at a
@@ -445,6 +504,9 @@ func (r *freshnessRun) underLoad(ctx context.Context, version int64) error {
 
 func (r *freshnessRun) json() map[string]any {
 	out := map[string]any{"migrations": r.f.n, "freshness_ms": benchmark.Percentiles(r.lat)}
+	if r.f.flood > 0 {
+		out["flood"] = map[string]any{"migrations": r.f.flood, "applied_when_probes_ended": r.floodAt - r.floodFrom}
+	}
 	if r.under != nil {
 		out["search_idle"], out["search_during_ingest"] = r.idle, r.under
 		out["search_kept"] = keptShare(r.idle, r.under)
@@ -455,6 +517,9 @@ func (r *freshnessRun) json() map[string]any {
 func (r *freshnessRun) print(e *env) {
 	p := benchmark.Percentiles(r.lat)
 	fmt.Fprintf(e.stdout, "%d migrations, publish → searchable ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", r.f.n, p["p50"], p["p95"], p["p99"], p["max"])
+	if r.f.flood > 0 {
+		fmt.Fprintf(e.stdout, "behind a flood of %d migrations to %s, %d of them applied when the probes ended\n", r.f.flood, r.floodDB(), r.floodAt-r.floodFrom)
+	}
 	if r.under == nil {
 		return
 	}

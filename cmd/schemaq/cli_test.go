@@ -321,6 +321,23 @@ func TestCLIBenchSearchAskAndFreshness(t *testing.T) {
 	if code != exitOK || json.Unmarshal([]byte(out), &fr) != nil || fr.Migrations != 3 || fr.Freshness["p50"] <= 0 {
 		t.Errorf("bench freshness (exit %d): %s %s", code, out, errOut)
 	}
+	// Behind another database's flood (the workers' tests show that it
+	// does not hold the probes back: TestFloodMovesToALane).
+	out, errOut, code = runCLI(t, "bench", "freshness", "--schema", "testdata/bench_schema.sql", "--migrations", "2", "--flood", "300", "--json")
+	var flooded struct {
+		Freshness map[string]float64 `json:"freshness_ms"`
+		Flood     struct {
+			Migrations int   `json:"migrations"`
+			Applied    int64 `json:"applied_when_probes_ended"`
+		} `json:"flood"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &flooded) != nil || flooded.Flood.Migrations != 300 || flooded.Freshness["p50"] <= 0 ||
+		flooded.Flood.Applied < 0 || flooded.Flood.Applied > 300 {
+		t.Errorf("bench freshness --flood (exit %d): %s %s", code, out, errOut)
+	}
+	if _, errOut, code := runCLI(t, "bench", "freshness", "--schema", "testdata/bench_schema.sql", "--flood", "-1"); code != exitUsage || !strings.Contains(errOut, "--flood") {
+		t.Errorf("--flood -1: exit %d, %s", code, errOut)
+	}
 }
 
 // TestCLIBenchIngest runs the generated history through an embedded
