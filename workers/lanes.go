@@ -269,15 +269,20 @@ func (w *Worker) openLane(ctx, work context.Context, of, db string, start uint64
 	return v
 }
 
-// laneWindow is how many events a lane holds unacknowledged. A schema
-// lane holds as many as its consumer: migrations wait in their queue
-// for a missing predecessor without settling, and with fewer, one
-// published after a lane's worth of its successors (a history published
-// in reverse) would stay behind them, undelivered, until the gap
-// timeout. Docs never wait, and a docs lane holds LaneAt.
+// laneWindow is how many events a lane holds unacknowledged. Migrations
+// wait in their queue for a missing predecessor without settling, so a
+// predecessor published after a window's worth of its successors (a
+// history published in reverse) stays behind them, undelivered, until
+// the gap timeout dead-letters them (and re-sends them once it comes):
+// a schema lane holds half as many as its consumer, so that with the
+// LaneAt its queue holds before the lane, a reversed history of some
+// hundreds still applies at once. Docs never wait, and a docs lane holds
+// LaneAt. Each event held is memory: with MaxLanes lanes beside each
+// consumer a worker may hold MaxLanes × (MaxAckPending/2 + LaneAt) more
+// events than its two consumers' 2 × MaxAckPending.
 func (w *Worker) laneWindow(of string) int {
 	if of == w.cfg.Consumer.SchemaName() {
-		return w.cfg.Consumer.MaxAckPending
+		return max(w.cfg.Consumer.MaxAckPending/2, w.cfg.LaneAt)
 	}
 	return w.cfg.LaneAt
 }

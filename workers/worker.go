@@ -104,7 +104,7 @@ var DefaultConfig = Config{
 	Consumer: streams.DefaultConsumer, Concurrency: 8, GapTimeout: 2 * time.Minute, MessageTimeout: 20 * time.Second,
 	RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 5 * time.Second, ShutdownTimeout: 20 * time.Second,
 	MaxEventBytes: events.DefaultMaxEventBytes, AuditInterval: time.Minute,
-	LaneAt: 128, MaxLanes: 16, LaneQuiet: 30 * time.Second,
+	LaneAt: 128, MaxLanes: 8, LaneQuiet: 30 * time.Second,
 }
 
 // Validate checks the config, naming every problem.
