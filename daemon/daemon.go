@@ -374,10 +374,12 @@ type endpoint struct {
 
 func (d *Daemon) endpoints() []endpoint {
 	return []endpoint{
-		{events.EndpointAsk, adapt(d, events.EndpointAsk, d.ask, func(e *events.Error) any { return &events.AskReply{Error: e} })},
-		{events.EndpointSearch, adapt(d, events.EndpointSearch, d.search, func(e *events.Error) any { return &events.SearchReply{Error: e} })},
-		{events.EndpointTables, adapt(d, events.EndpointTables, d.tables, func(e *events.Error) any { return &events.TablesReply{Error: e} })},
-		{events.EndpointFeedback, adapt(d, events.EndpointFeedback, d.feedback, func(e *events.Error) any { return &events.FeedbackReply{Error: e} })},
+		{events.EndpointAsk, adapt(d, events.EndpointAsk, d.ask, func(db string, e *events.Error) any { return &events.AskReply{Database: db, Error: e} })},
+		{events.EndpointSearch, adapt(d, events.EndpointSearch, d.search, func(db string, e *events.Error) any { return &events.SearchReply{Database: db, Error: e} })},
+		{events.EndpointTables, adapt(d, events.EndpointTables, d.tables, func(db string, e *events.Error) any { return &events.TablesReply{Database: db, Error: e} })},
+		{events.EndpointFeedback, adapt(d, events.EndpointFeedback, d.feedback, func(db string, e *events.Error) any {
+			return &events.FeedbackReply{Database: db, Error: e}
+		})},
 	}
 }
 
@@ -387,7 +389,7 @@ func (d *Daemon) endpoints() []endpoint {
 func adapt[Req any, PReq interface {
 	*Req
 	validator
-}, Resp any](d *Daemon, endpoint string, fn func(context.Context, PReq) (Resp, error), errReply func(*events.Error) any) micro.Handler {
+}, Resp any](d *Daemon, endpoint string, fn func(context.Context, PReq) (Resp, error), errReply func(db string, e *events.Error) any) micro.Handler {
 	return micro.HandlerFunc(func(raw micro.Request) {
 		if why := replyRefused(raw.Reply()); why != "" {
 			d.refuseReply(endpoint, raw.Reply(), why)
@@ -399,10 +401,16 @@ func adapt[Req any, PReq interface {
 		if s, ok := raw.(sender); ok {
 			r.send = s.send // HTTP: the reply goes to the response, not a subject
 		}
+		// db is the database the request names, once it is known to be
+		// one: error replies carry it, as answers do.
+		var db string
+		fail := func(e *events.Error) {
+			d.reply(r, endpoint, nil, e, func(e *events.Error) any { return errReply(db, e) })
+		}
 		select {
 		case d.sem <- struct{}{}:
 		default:
-			d.reply(r, endpoint, nil, events.Errorf(events.CodeBusy, "the daemon is at its limit of %d concurrent requests; retry shortly", cap(d.sem)), errReply)
+			fail(events.Errorf(events.CodeBusy, "the daemon is at its limit of %d concurrent requests; retry shortly", cap(d.sem)))
 			return
 		}
 		// micro calls handlers one at a time per subscription; the work
@@ -419,7 +427,7 @@ func adapt[Req any, PReq interface {
 			defer func() {
 				if p := recover(); p != nil {
 					d.log.Error("handler panic", zap.String("endpoint", endpoint), zap.String("request_id", id), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-					d.reply(r, endpoint, nil, events.Errorf(events.CodeInternal, "internal error"), errReply)
+					fail(events.Errorf(events.CodeInternal, "internal error"))
 				}
 			}()
 			// The caller's trace (traceparent) continues here.
@@ -432,18 +440,21 @@ func adapt[Req any, PReq interface {
 			defer span.End()
 			var req Req
 			if err := events.DecodeRequest(r.Data(), &req); err != nil {
-				d.reply(r, endpoint, nil, events.Errorf(events.CodeBadRequest, "%v", err), errReply)
+				fail(events.Errorf(events.CodeBadRequest, "%v", err))
 				return
 			}
 			if t, ok := any(&req).(targeted); ok {
 				if err := subjectDatabase(r.Subject(), endpoint, t); err != nil {
-					d.reply(r, endpoint, nil, events.Errorf(events.CodeBadRequest, "%v", err), errReply)
+					fail(events.Errorf(events.CodeBadRequest, "%v", err))
 					return
+				}
+				if events.ValidateDatabase(*t.Target()) == nil {
+					db = *t.Target()
 				}
 			}
 			if err := PReq(&req).Validate(); err != nil {
 				span.SetStatus(codes.Error, events.CodeBadRequest)
-				d.reply(r, endpoint, nil, events.Errorf(events.CodeBadRequest, "%v", err), errReply)
+				fail(events.Errorf(events.CodeBadRequest, "%v", err))
 				return
 			}
 			if t, ok := any(&req).(targeted); ok {
@@ -452,12 +463,12 @@ func adapt[Req any, PReq interface {
 				// what an HTTP token may use is judged on it, not on a
 				// looser reading of the body.
 				if e := principalOfRequest(raw).mayAsk(endpoint, *t.Target()); e != nil {
-					d.reply(r, endpoint, nil, e, errReply)
+					fail(e)
 					return
 				}
-				db := *t.Target()
+				db = *t.Target()
 				if !d.acquireDatabase(db) {
-					d.reply(r, endpoint, nil, d.databaseBusy(db), errReply)
+					fail(d.databaseBusy(db))
 					return
 				}
 				// Given back with the daemon's slot, as the reply goes out.
@@ -475,7 +486,7 @@ func adapt[Req any, PReq interface {
 					return
 				}
 				// resp is a typed nil here; send the endpoint's error shape.
-				d.reply(r, endpoint, nil, we, errReply)
+				fail(we)
 				return
 			}
 			// What a reply spent counts whether or not it answered.
@@ -488,7 +499,7 @@ func adapt[Req any, PReq interface {
 				}
 				return
 			}
-			d.reply(r, endpoint, resp, nil, errReply)
+			d.reply(r, endpoint, resp, nil, nil)
 		}()
 	})
 }

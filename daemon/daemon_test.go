@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -288,6 +289,27 @@ func TestErrors(t *testing.T) {
 		}
 		if msg.Header.Get("Nats-Service-Error-Code") != events.CodeBadRequest || !strings.Contains(string(msg.Data), `"code":"bad_request"`) {
 			t.Errorf("%s: headers %v body %s", body, msg.Header, msg.Data)
+		}
+	}
+	// An error reply names the database the request did, as an answer
+	// does, once it is a database's name; a name that is not one is not
+	// echoed.
+	for _, c := range []struct{ subject, body, database string }{
+		{"schemaq.search.shop", `{"question":"x","k":1000}`, "shop"},
+		{"schemaq.ask", `{"database":"nope","question":"how many?"}`, "nope"},
+		{"schemaq.tables", `{"database":"shop","table":"ghosts"}`, "shop"},
+		{"schemaq.search", `{"database":"Shop!","question":"x"}`, ""},
+	} {
+		msg, err := r.nc.Request(c.subject, []byte(c.body), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply struct {
+			Database *string       `json:"database"`
+			Error    *events.Error `json:"error"`
+		}
+		if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Error == nil || reply.Database == nil || *reply.Database != c.database {
+			t.Errorf("%s %s: %s, want an error naming database %q", c.subject, c.body, msg.Data, c.database)
 		}
 	}
 }
