@@ -36,19 +36,7 @@ func laneConfig() workers.Config {
 func (e *env) startLaneWorker(cfg workers.Config, opts ...workers.Option) {
 	e.t.Helper()
 	opts = append(opts, workers.WithLaneTimes(100*time.Millisecond, 300*time.Millisecond, 50*time.Millisecond, 300*time.Millisecond))
-	w, err := workers.New(e.js, e.cats, e.store, e.emb, zaptest.NewLogger(e.t), cfg, opts...)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("worker: %v", err)
-		}
-	})
+	e.startWorker(cfg, e.store, opts...)
 }
 
 // lanes names the lanes that exist.

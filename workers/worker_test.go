@@ -83,9 +83,9 @@ func newEnv(t *testing.T) *env {
 }
 
 // startWorker runs a worker over store until the test ends.
-func (e *env) startWorker(cfg workers.Config, store workers.Store) {
+func (e *env) startWorker(cfg workers.Config, store workers.Store, opts ...workers.Option) {
 	e.t.Helper()
-	w, err := workers.New(e.js, e.cats, store, e.emb, zaptest.NewLogger(e.t), cfg)
+	w, err := workers.New(e.js, e.cats, store, e.emb, zaptest.NewLogger(e.t), cfg, opts...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
