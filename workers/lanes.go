@@ -341,12 +341,12 @@ func (w *Worker) watchLanes(ctx, work context.Context) {
 // tendLanes lists this worker's lanes once: each is consumed, and moved a
 // step toward retirement when it is quiet.
 func (w *Worker) tendLanes(ctx, work context.Context) error {
-	stream, err := w.js.Stream(ctx, events.Stream)
+	stream, err := w.eventStream(ctx)
 	if err != nil {
 		return err
 	}
 	read := time.Now()
-	infos, err := w.laneInfos(ctx, stream)
+	infos, err := w.laneInfos(ctx)
 	if err != nil {
 		return err
 	}
@@ -390,7 +390,11 @@ type laneInfo struct {
 }
 
 // laneInfos lists the lanes beside this worker's consumers.
-func (w *Worker) laneInfos(ctx context.Context, stream jetstream.Stream) ([]laneInfo, error) {
+func (w *Worker) laneInfos(ctx context.Context) ([]laneInfo, error) {
+	stream, err := w.eventStream(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []laneInfo
 	lister := stream.ListConsumers(ctx)
 	for ci := range lister.Info() {

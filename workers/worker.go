@@ -177,6 +177,10 @@ type Worker struct {
 	// objs is the object store of big payloads, bound on first use.
 	objMu sync.Mutex
 	objs  jetstream.ObjectStore
+	// stream is the event stream, bound on first use: the lanes are
+	// listed on it every second, and binding it reads its info.
+	streamMu sync.Mutex
+	stream   jetstream.Stream
 }
 
 // Option configures a Worker.
@@ -560,11 +564,7 @@ func (w *Worker) totals(ctx context.Context, cons streams.Consumers) (totals, er
 		}
 		t.add(info)
 	}
-	stream, err := w.js.Stream(ctx, events.Stream)
-	if err != nil {
-		return totals{}, err
-	}
-	lanes, err := w.laneInfos(ctx, stream)
+	lanes, err := w.laneInfos(ctx)
 	if err != nil {
 		return totals{}, err
 	}
@@ -1175,6 +1175,20 @@ func (w *Worker) objects(ctx context.Context) (jetstream.ObjectStore, error) {
 		w.objs = obj
 	}
 	return w.objs, nil
+}
+
+// eventStream is the event stream's handle, bound once.
+func (w *Worker) eventStream(ctx context.Context) (jetstream.Stream, error) {
+	w.streamMu.Lock()
+	defer w.streamMu.Unlock()
+	if w.stream == nil {
+		s, err := w.js.Stream(ctx, events.Stream)
+		if err != nil {
+			return nil, err
+		}
+		w.stream = s
+	}
+	return w.stream, nil
 }
 
 // objectSQL reads the SQL an event keeps in the object store. A missing
