@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -235,33 +236,82 @@ func TestLanesLoseNothing(t *testing.T) {
 // delete, as two workers or a lane and its consumer may apply them. The
 // delete removes only what came before it: the later edits stay. It
 // removed the doc and the example whole.
-func TestDeletesLeaveLaterEdits(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t)
-	w, err := workers.New(e.js, e.cats, e.store, e.emb, zaptest.NewLogger(t), testConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestDeletesKeepTheirPlace applies a database's doc and example events
+// out of stream order, as workers and lanes may: a delete must remove
+// only what came before it, and stay removed when an earlier edit
+// arrives after it.
+func TestDeletesKeepTheirPlace(t *testing.T) {
 	ex := events.Example{ID: "net-revenue", Question: "Net revenue by month?", SQL: "SELECT 1"}
-	for i, payload := range []any{
-		&events.DocUpsert{DocID: "refunds.md", Body: "# Refunds\n\nFirst version."},
+	payloads := []any{
+		&events.DocUpsert{DocID: "refunds.md", Body: "# Refunds\n\nFirst version.\n\n## Partial\n\nA second section.\n\n## Late\n\nA third."},
 		&events.ExamplesUpsert{Examples: []events.Example{ex}},
 		&events.DocDelete{DocID: "refunds.md"},
 		&events.ExamplesDelete{IDs: []string{ex.ID}},
 		&events.DocUpsert{DocID: "refunds.md", Body: "# Refunds\n\nSecond version."},
 		&events.ExamplesUpsert{Examples: []events.Example{ex}},
-	} {
-		ev, err := events.New(fmt.Sprintf("ev-%d", i), "shop", time.Now(), payload)
+	}
+	tests := []struct {
+		name  string
+		order []int
+		want  int    // doc and example chunks left
+		text  string // what the doc says, when one is left
+	}{
+		{"the deletes last", []int{0, 1, 4, 5, 2, 3}, 1, "Second version"},
+		{"the first edits after the deletes", []int{2, 3, 0, 1}, 0, ""},
+		{"the first edits last", []int{4, 5, 2, 3, 0, 1}, 1, "Second version"},
+		{"a longer older edit after a newer", []int{4, 0}, 1, "Second version"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t)
+			w, err := workers.New(e.js, e.cats, e.store, e.emb, zaptest.NewLogger(t), testConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := publishAndFetch(t, e, "shop", payloads)
+			for _, i := range tc.order {
+				if got := w.Handle(ctx, msgs[i]); got != "ack" {
+					t.Fatalf("event %d: %s", i, got)
+				}
+			}
+			for _, kind := range []string{chunk.KindDoc, chunk.KindExample} {
+				want := tc.want
+				if kind == chunk.KindExample && !slices.Contains(tc.order, 5) {
+					want = 0
+				}
+				if n, err := e.store.Count(ctx, index.Filter{Database: "shop", Kinds: []string{kind}}); err != nil || n != want {
+					t.Errorf("%s chunks: %d (%v), want %d", kind, n, err, want)
+				}
+			}
+			if tc.text == "" {
+				return
+			}
+			hits, err := e.store.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc}},
+				Terms: text.Terms("refunds version"), Weights: index.DefaultWeights, Limit: 5})
+			if err != nil || len(hits) != 1 || !strings.Contains(hits[0].Chunk.Text, tc.text) {
+				t.Errorf("the doc left: %+v, %v", hits, err)
+			}
+		})
+	}
+}
+
+// publishAndFetch publishes one event per payload for db and returns
+// them as delivered, in stream order, for Handle.
+func publishAndFetch(t *testing.T, e *env, db string, payloads []any) []jetstream.Msg {
+	t.Helper()
+	for i, payload := range payloads {
+		ev, err := events.New(fmt.Sprintf("ev-%d", i), db, time.Now(), payload)
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.publish(ev)
 	}
-	cons, err := e.js.CreateConsumer(ctx, events.Stream, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy})
+	cons, err := e.js.CreateConsumer(context.Background(), events.Stream, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := cons.Fetch(6, jetstream.FetchMaxWait(5*time.Second))
+	batch, err := cons.Fetch(len(payloads), jetstream.FetchMaxWait(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,24 +319,10 @@ func TestDeletesLeaveLaterEdits(t *testing.T) {
 	for m := range batch.Messages() {
 		msgs = append(msgs, m)
 	}
-	if len(msgs) != 6 {
-		t.Fatalf("fetched %d events, want 6", len(msgs))
+	if len(msgs) != len(payloads) {
+		t.Fatalf("fetched %d events, want %d", len(msgs), len(payloads))
 	}
-	for _, i := range []int{0, 1, 4, 5, 2, 3} { // the deletes last
-		if got := w.Handle(ctx, msgs[i]); got != "ack" {
-			t.Fatalf("event %d: %s", i, got)
-		}
-	}
-	for _, kind := range []string{chunk.KindDoc, chunk.KindExample} {
-		if n, err := e.store.Count(ctx, index.Filter{Database: "shop", Kinds: []string{kind}}); err != nil || n != 1 {
-			t.Errorf("%s chunks after a late delete: %d (%v), want the later edit's 1", kind, n, err)
-		}
-	}
-	hits, err := e.store.SearchText(ctx, index.TextQuery{Filter: index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc}},
-		Terms: text.Terms("refunds version"), Weights: index.DefaultWeights, Limit: 5})
-	if err != nil || len(hits) != 1 || !strings.Contains(hits[0].Chunk.Text, "Second version") {
-		t.Errorf("the doc left: %+v, %v", hits, err)
-	}
+	return msgs
 }
 
 // TestForgedLaneIsIgnored: a user allowed the JetStream API makes a

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 
@@ -108,7 +109,12 @@ var (
 //
 // Writes are idempotent and ordered by chunk version: Upsert never replaces
 // a stored chunk with one of a lower Version, so a slow writer holding an
-// old catalog cannot undo a newer one.
+// old catalog cannot undo a newer one. Docs and examples (Marked kinds)
+// are also ordered as whole objects: the store keeps each one's newest
+// version written or deleted below (its mark), and Upsert writes none of
+// its chunks at a lower version, so a late older edit neither undoes a
+// delete nor leaves sections a newer edit dropped. DeleteDatabase drops
+// the database's marks with its chunks.
 type Store interface {
 	// Upsert writes records, skipping any whose stored version is newer,
 	// and returns how many it wrote.
@@ -125,7 +131,8 @@ type Store interface {
 	// DeleteStale removes chunks of the given kinds (and, when name is
 	// set, of that object only) whose version is below version: what a
 	// newer catalog or a newer doc no longer produces. With names, of
-	// each of those objects below its own version.
+	// each of those objects below its own version. A named object of a
+	// Marked kind keeps its bound as its mark.
 	DeleteStale(ctx context.Context, s Stale) (int, error)
 	// DeleteDatabase removes every chunk of db.
 	DeleteDatabase(ctx context.Context, db string) error
@@ -156,6 +163,35 @@ type Stale struct {
 	// version (Name and Below are then unused): a run of docs, each at
 	// its own event's stream sequence, in one deletion.
 	Names map[string]int64
+}
+
+// Marked reports whether chunks of kind are ordered as whole objects by
+// a mark (Store): the kinds events write one object at a time, docs and
+// examples. Tables and views follow their catalog's version instead.
+func Marked(kind string) bool { return kind == chunk.KindDoc || kind == chunk.KindExample }
+
+// Marks are the object marks a Stale sets: for each Marked kind, each
+// named object at its bound. An unnamed Stale sets none.
+func (s Stale) Marks() []Mark {
+	var out []Mark
+	for _, k := range s.Kinds {
+		if !Marked(k) {
+			continue
+		}
+		if s.Names == nil && s.Name != "" {
+			out = append(out, Mark{Kind: k, Name: s.Name, Version: s.Below})
+		}
+		for _, n := range slices.Sorted(maps.Keys(s.Names)) {
+			out = append(out, Mark{Kind: k, Name: n, Version: s.Names[n]})
+		}
+	}
+	return out
+}
+
+// Mark is an object's newest version: no chunk of it below is written.
+type Mark struct {
+	Kind, Name string
+	Version    int64
 }
 
 // Selects reports whether a chunk of kind, object and version is one s

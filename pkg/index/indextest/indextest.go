@@ -4,10 +4,12 @@
 package indextest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/chunk"
@@ -37,6 +39,7 @@ func Run(t *testing.T, open Open) {
 		{"IsolatesDatabases", testIsolation},
 		{"QueryTextIsNeverSyntax", testHostileQueries},
 		{"VersionGuard", testVersionGuard},
+		{"ObjectMarksOutlastDeletes", testObjectMarks},
 		{"Deletes", testDeletes},
 		{"ReplacesOnUpsert", testReplace},
 		{"RejectsBadInput", testBadInput},
@@ -392,6 +395,103 @@ func testVersionGuard(t *testing.T, s index.Store) {
 	metas, _ = s.Metas(ctx, index.Filter{Database: "shop", Kinds: []string{chunk.KindDoc}})
 	if _, gone := metas[f1.ID]; gone || len(metas) != 4 {
 		t.Errorf("after the named DeleteStale: %v; want d.md, e.md, f.md's new section and g.md", metas)
+	}
+}
+
+// A doc or example is ordered as one object: once a delete or an edit
+// of it at some version is applied, no write of an older version lands,
+// not even of a section the newer version does not have. Workers apply
+// one database's events on several processes at once, so an older edit
+// can arrive after a newer one, or after the delete that followed it.
+func testObjectMarks(t *testing.T, s index.Store) {
+	ctx := context.Background()
+	sectionOf := func(db, kind, name string, part int, version int64) index.Record {
+		r := rec(db, kind, name, name, nil, fmt.Sprintf("%s section %d", name, part), version, nil)
+		r.ID, r.Part = chunk.ID(db, kind, name, part), part
+		return r
+	}
+	section := func(kind, name string, part int, version int64) index.Record {
+		return sectionOf("shop", kind, name, part, version)
+	}
+	count := func(db, kind, name string) int {
+		t.Helper()
+		metas, err := s.Metas(ctx, index.Filter{Database: db, Kinds: []string{kind}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for id := range metas {
+			if strings.HasPrefix(id, chunk.ID(db, kind, name, 0)) {
+				n++
+			}
+		}
+		return n
+	}
+	steps := []struct {
+		name  string
+		db    string // shop unless set
+		kind  string
+		doc   string
+		apply func()
+		want  int // the object's chunks after the step
+	}{
+		{"a delete applied before the edit it follows", "", chunk.KindDoc, "gone.md", func() {
+			if _, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindDoc}, Name: "gone.md", Below: 10}); err != nil {
+				t.Fatal(err)
+			}
+			if n := mustUpsert(t, s, []index.Record{section(chunk.KindDoc, "gone.md", 0, 7), section(chunk.KindDoc, "gone.md", 1, 7)}); n != 0 {
+				t.Errorf("an edit older than the delete wrote %d sections", n)
+			}
+		}, 0},
+		{"an edit after the delete", "", chunk.KindDoc, "gone.md", func() {
+			if n := mustUpsert(t, s, []index.Record{section(chunk.KindDoc, "gone.md", 0, 11)}); n != 1 {
+				t.Errorf("an edit newer than the delete wrote %d sections, want 1", n)
+			}
+		}, 1},
+		{"an older, longer edit after a shorter one", "", chunk.KindDoc, "shrunk.md", func() {
+			mustUpsert(t, s, []index.Record{section(chunk.KindDoc, "shrunk.md", 0, 20)})
+			if _, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindDoc}, Names: map[string]int64{"shrunk.md": 20}}); err != nil {
+				t.Fatal(err)
+			}
+			var old []index.Record
+			for part := range 4 {
+				old = append(old, section(chunk.KindDoc, "shrunk.md", part, 15))
+			}
+			if n := mustUpsert(t, s, old); n != 0 {
+				t.Errorf("the older edit wrote %d sections, want none", n)
+			}
+		}, 1},
+		{"an example deleted before its older publish", "", chunk.KindExample, "q9", func() {
+			if _, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindExample}, Names: map[string]int64{"q9": 30}}); err != nil {
+				t.Fatal(err)
+			}
+			mustUpsert(t, s, []index.Record{section(chunk.KindExample, "q9", 0, 25)})
+		}, 0},
+		{"the example published again", "", chunk.KindExample, "q9", func() {
+			mustUpsert(t, s, []index.Record{section(chunk.KindExample, "q9", 0, 31)})
+		}, 1},
+		{"a table is the catalog's to order, not marked", "", chunk.KindTable, "public.t", func() {
+			if _, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindTable}, Name: "public.t", Below: 9}); err != nil {
+				t.Fatal(err)
+			}
+			mustUpsert(t, s, []index.Record{section(chunk.KindTable, "public.t", 0, 3)})
+		}, 1},
+		{"another database's doc of the same name", "hr", chunk.KindDoc, "gone.md", func() {
+			mustUpsert(t, s, []index.Record{sectionOf("hr", chunk.KindDoc, "gone.md", 0, 1), section(chunk.KindDoc, "gone.md", 0, 1)})
+		}, 1},
+		{"a database dropped forgets its marks", "", chunk.KindDoc, "gone.md", func() {
+			if err := s.DeleteDatabase(ctx, "shop"); err != nil {
+				t.Fatal(err)
+			}
+			mustUpsert(t, s, []index.Record{section(chunk.KindDoc, "gone.md", 0, 1)})
+		}, 1},
+	}
+	for _, st := range steps {
+		st.apply()
+		db := cmp.Or(st.db, "shop")
+		if got := count(db, st.kind, st.doc); got != st.want {
+			t.Errorf("%s: %s of %s has %d chunks, want %d", st.name, st.doc, db, got, st.want)
+		}
 	}
 }
 

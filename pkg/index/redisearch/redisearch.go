@@ -240,6 +240,7 @@ func (s *Store) gensKey(db string) string          { return s.gensKeyAt(s.ver(),
 func (s *Store) changesKey(db string) string       { return s.changesKeyAt(s.ver(), db) }
 func (s *Store) projectedKey(db string) string     { return s.projectedKeyAt(s.ver(), db) }
 func (s *Store) lockKey(db string) string          { return s.lockKeyAt(s.ver(), db) }
+func (s *Store) marksKey(db string) string         { return s.versionPrefix(s.ver()) + "marks:" + dbTag(db) }
 func (s *Store) dbKeyAt(v int, db string) string   { return s.versionPrefix(v) + "db:" + dbTag(db) }
 func (s *Store) gensKeyAt(v int, db string) string { return s.versionPrefix(v) + "gens:" + dbTag(db) }
 func (s *Store) lockKeyAt(v int, db string) string { return s.versionPrefix(v) + "lock:" + dbTag(db) }

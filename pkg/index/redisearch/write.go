@@ -135,16 +135,22 @@ end
 // changeLog).
 const logHorizon = 4096
 
-// upsertScript writes a chunk's hash unless the stored one has a higher
-// version, replacing every field (DEL first, so no old tag lingers),
-// records its id in the database's set and the change in its log.
-// KEYS: chunk, db set, generations, change log; ARGV: version, id, db,
-// then field/value pairs.
+// upsertScript writes a chunk's hash unless the stored one, or its
+// object's mark (index.Marked), has a higher version, replacing every
+// field (DEL first, so no old tag lingers), records its id in the
+// database's set, the change in its log, and raises the mark. KEYS:
+// chunk, db set, generations, change log, marks; ARGV: version, id, db,
+// mark field (or "" for a kind without marks), then field/value pairs.
 var upsertScript = redis.NewScript(changeLog + `
+if ARGV[4] ~= '' then
+  local m = redis.call('HGET', KEYS[5], ARGV[4])
+  if m and tonumber(m) > tonumber(ARGV[1]) then return 0 end
+end
 local v = redis.call('HGET', KEYS[1], 'version')
 if v and tonumber(v) > tonumber(ARGV[1]) then return 0 end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[5], ARGV[4], ARGV[1]) end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], unpack(ARGV, 4))
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
 redis.call('SADD', KEYS[2], ARGV[2])
 changed(3, ARGV[3], ARGV[2])
 return 1
@@ -178,6 +184,41 @@ redis.call('SREM', KEYS[2], ARGV[2])
 changed(3, ARGV[4], ARGV[2])
 return 1
 `)
+
+// markScript raises object marks, never lowering one. KEYS: marks;
+// ARGV: field, version pairs.
+var markScript = redis.NewScript(`
+for i = 1, #ARGV, 2 do
+  local m = redis.call('HGET', KEYS[1], ARGV[i])
+  if not m or tonumber(m) < tonumber(ARGV[i+1]) then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1]) end
+end
+return 0
+`)
+
+// markField is an object's field in its database's marks hash, or ""
+// for a kind without marks.
+func markField(kind, name string) string {
+	if !index.Marked(kind) {
+		return ""
+	}
+	return kind + ":" + name
+}
+
+// setMarks raises the marks a DeleteStale sets, before it deletes: an
+// older write racing it either lands first and is deleted, or finds
+// the mark and writes nothing.
+func (s *Store) setMarks(ctx context.Context, db string, marks []index.Mark) error {
+	for start := 0; start < len(marks); start += batchSize {
+		args := make([]any, 0, 2*batchSize)
+		for _, m := range marks[start:min(start+batchSize, len(marks))] {
+			args = append(args, markField(m.Kind, m.Name), m.Version)
+		}
+		if err := markScript.Run(ctx, s.rdb, []string{s.marksKey(db)}, args...).Err(); err != nil && err != redis.Nil {
+			return classify(err)
+		}
+	}
+	return nil
+}
 
 // setProjectedScript raises a database's projected version, never lowers
 // it. KEYS: projections hash; ARGV: db, version.
@@ -275,7 +316,8 @@ func (s *Store) Touch(ctx context.Context, db string, ids []string, version int6
 
 // upsertCall is upsertScript's keys and arguments for one chunk.
 func (s *Store) upsertCall(r index.Record) ([]string, []any) {
-	return []string{s.chunkKey(r.ID), s.dbKey(r.Database), s.gensKey(r.Database), s.changesKey(r.Database)}, append([]any{r.Version, r.ID, r.Database}, hashFields(r)...)
+	return []string{s.chunkKey(r.ID), s.dbKey(r.Database), s.gensKey(r.Database), s.changesKey(r.Database), s.marksKey(r.Database)},
+		append([]any{r.Version, r.ID, r.Database, markField(r.Kind, r.Name)}, hashFields(r)...)
 }
 
 // deleteCall is deleteScript's keys and arguments for one chunk of db.
@@ -383,6 +425,9 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (n int, err err
 		return 0, nil
 	}
 	defer s.announced(ctx, &err, st.Database)
+	if err := s.setMarks(ctx, st.Database, st.Marks()); err != nil {
+		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
+	}
 	ms, err := s.metas(ctx, st.Database)
 	if err != nil {
 		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
@@ -421,6 +466,9 @@ func (s *Store) DeleteDatabase(ctx context.Context, db string) (err error) {
 	}
 	if err == nil {
 		err = s.rdb.HDel(ctx, s.gensKey(db), "l:"+db).Err() // a failed landing goes with its database
+	}
+	if err == nil {
+		err = s.rdb.Del(ctx, s.marksKey(db)).Err()
 	}
 	if err != nil {
 		return fmt.Errorf("delete database %s: %w", db, classify(err))

@@ -209,6 +209,8 @@ func (s *Store) createTables(ctx context.Context, conn *sql.Conn) error {
 		`CREATE INDEX IF NOT EXISTS tombstones_db_gen ON tombstones (db, gen)`,
 		`CREATE TABLE IF NOT EXISTS embed_cache (key TEXT PRIMARY KEY, vector BLOB NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS projections (db TEXT PRIMARY KEY, version INTEGER NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS object_marks (db TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
+			PRIMARY KEY (db, kind, name))`,
 	}
 	for _, q := range stmts {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
@@ -254,7 +256,7 @@ func (s *Store) resetIfIncompatible(ctx context.Context, conn *sql.Conn) error {
 	if !s.rebuilt {
 		return nil
 	}
-	for _, t := range []string{"chunks_fts", "chunk_tags", "chunks", "generations", "tombstones", "projections"} {
+	for _, t := range []string{"chunks_fts", "chunk_tags", "chunks", "generations", "tombstones", "projections", "object_marks"} {
 		if _, err := conn.ExecContext(ctx, `DROP TABLE IF EXISTS `+t); err != nil {
 			return fmt.Errorf("reset index: %w", err)
 		}
@@ -271,6 +273,7 @@ func (s *Store) Close() error {
 // writeStmts are the statements every projection runs per row.
 type writeStmts struct {
 	rowByID, update, deleteTags, insert, insertTag, projected, setProjected, bumpGen *sql.Stmt
+	mark, setMark                                                                    *sql.Stmt
 }
 
 func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -289,6 +292,9 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&w.setProjected, `INSERT INTO projections (db, version) VALUES (?, ?)
 			ON CONFLICT (db) DO UPDATE SET version = max(version, excluded.version)`},
 		{&w.bumpGen, `INSERT INTO generations (db, gen) VALUES (?, 1) ON CONFLICT (db) DO UPDATE SET gen = gen + 1 RETURNING gen`},
+		{&w.mark, `SELECT version FROM object_marks WHERE db = ? AND kind = ? AND name = ?`},
+		{&w.setMark, `INSERT INTO object_marks (db, kind, name, version) VALUES (?, ?, ?, ?)
+			ON CONFLICT (db, kind, name) DO UPDATE SET version = max(version, excluded.version)`},
 	} {
 		st, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -300,7 +306,7 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (w *writeStmts) close() {
-	for _, st := range []*sql.Stmt{w.rowByID, w.update, w.deleteTags, w.insert, w.insertTag, w.projected, w.setProjected, w.bumpGen} {
+	for _, st := range []*sql.Stmt{w.rowByID, w.update, w.deleteTags, w.insert, w.insertTag, w.projected, w.setProjected, w.bumpGen, w.mark, w.setMark} {
 		if st != nil {
 			st.Close()
 		}
@@ -318,8 +324,9 @@ func (s *Store) Upsert(ctx context.Context, recs []index.Record) (int, error) {
 	written := map[string][]memsearch.Doc{}
 	gens, err := s.write(ctx, dbsOf(recs), func(tx *sql.Tx, gens map[string]int64) error {
 		clear(written)
+		marks := map[objectKey]int64{}
 		for _, r := range recs {
-			d, ok, err := s.upsertRow(ctx, tx, r, gens[r.Database])
+			d, ok, err := s.upsertRow(ctx, tx, r, gens[r.Database], marks)
 			if err != nil {
 				return err
 			}
@@ -352,9 +359,48 @@ func (s *Store) checkRecords(recs []index.Record) error {
 	return nil
 }
 
+// markAbove reports whether r's object has a mark above r's version (a
+// newer edit or a delete was applied), and otherwise raises the mark to
+// it.
+// A doc's sections come together, so seen keeps the marks one
+// transaction has read or set: one lookup per doc, not per section.
+func (s *Store) markAbove(ctx context.Context, tx *sql.Tx, r index.Record, seen map[objectKey]int64) (bool, error) {
+	key := objectKey{r.Database, r.Kind, r.Name}
+	mark, ok := seen[key]
+	if !ok {
+		err := tx.StmtContext(ctx, s.stmts.mark).QueryRowContext(ctx, r.Database, r.Kind, r.Name).Scan(&mark)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return false, err
+		}
+	}
+	seen[key] = max(mark, r.Version)
+	if mark >= r.Version {
+		return mark > r.Version, nil
+	}
+	return false, setMarks(ctx, tx, s.stmts.setMark, r.Database, []index.Mark{{Kind: r.Kind, Name: r.Name, Version: r.Version}})
+}
+
+// objectKey names a doc or an example of a database.
+type objectKey struct{ db, kind, name string }
+
+// setMarks raises the marks of db's objects, never lowering one.
+func setMarks(ctx context.Context, tx *sql.Tx, set *sql.Stmt, db string, marks []index.Mark) error {
+	for _, m := range marks {
+		if _, err := tx.StmtContext(ctx, set).ExecContext(ctx, db, m.Kind, m.Name, m.Version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // upsertRow writes one chunk stamped with gen, unless a newer version
 // of it is stored, and returns it as the search snapshot takes it.
-func (s *Store) upsertRow(ctx context.Context, tx *sql.Tx, r index.Record, gen int64) (memsearch.Doc, bool, error) {
+func (s *Store) upsertRow(ctx context.Context, tx *sql.Tx, r index.Record, gen int64, marks map[objectKey]int64) (memsearch.Doc, bool, error) {
+	if index.Marked(r.Kind) {
+		if newer, err := s.markAbove(ctx, tx, r, marks); newer || err != nil {
+			return memsearch.Doc{}, false, err
+		}
+	}
 	var rowid, version int64
 	err := tx.StmtContext(ctx, s.stmts.rowByID).QueryRowContext(ctx, r.ID).Scan(&rowid, &version)
 	exists := err == nil
@@ -432,7 +478,7 @@ func (s *Store) ReplaceSchema(ctx context.Context, r index.SchemaReplace) (index
 		}
 		gen := gens[r.Database]
 		for _, rec := range r.Upserts {
-			d, ok, err := s.upsertRow(ctx, tx, rec, gen)
+			d, ok, err := s.upsertRow(ctx, tx, rec, gen, map[objectKey]int64{})
 			if err != nil {
 				return err
 			}
@@ -542,12 +588,15 @@ func wrapUnavailable(err error) error {
 
 // deleteWhere removes chunks matching a WHERE clause over chunks,
 // leaving a tombstone for each.
-func (s *Store) deleteWhere(ctx context.Context, db, where string, args ...any) (int, error) {
+func (s *Store) deleteWhere(ctx context.Context, db string, marks []index.Mark, where string, args ...any) (int, error) {
 	if db == "" {
 		return 0, index.ErrNoDatabase
 	}
 	var ids []string
 	gens, err := s.write(ctx, []string{db}, func(tx *sql.Tx, gens map[string]int64) error {
+		if err := setMarks(ctx, tx, s.stmts.setMark, db, marks); err != nil {
+			return err
+		}
 		var err error
 		ids, err = deleteRows(ctx, tx, db, gens[db], where, args...)
 		return err
@@ -635,7 +684,7 @@ func (s *Store) Delete(ctx context.Context, db string, ids []string) error {
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	if _, err := s.deleteWhere(ctx, db, `db = ? AND id IN (`+ph+`)`, args...); err != nil {
+	if _, err := s.deleteWhere(ctx, db, nil, `db = ? AND id IN (`+ph+`)`, args...); err != nil {
 		return fmt.Errorf("delete %d chunks of %s: %w", len(ids), db, err)
 	}
 	return nil
@@ -643,7 +692,7 @@ func (s *Store) Delete(ctx context.Context, db string, ids []string) error {
 
 // DeleteName implements index.Store.
 func (s *Store) DeleteName(ctx context.Context, db, kind, name string) error {
-	if _, err := s.deleteWhere(ctx, db, `db = ? AND kind = ? AND name = ?`, db, kind, name); err != nil {
+	if _, err := s.deleteWhere(ctx, db, nil, `db = ? AND kind = ? AND name = ?`, db, kind, name); err != nil {
 		return fmt.Errorf("delete %s %s of %s: %w", kind, name, db, err)
 	}
 	return nil
@@ -666,7 +715,7 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
 		where += ` AND name = ?`
 		args = append(args, st.Name)
 	}
-	n, err := s.deleteWhere(ctx, st.Database, where, args...)
+	n, err := s.deleteWhere(ctx, st.Database, st.Marks(), where, args...)
 	if err != nil {
 		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
@@ -702,13 +751,22 @@ func (s *Store) deleteStaleNames(ctx context.Context, st index.Stale) (int, erro
 		for _, n := range part {
 			args = append(args, n, st.Names[n])
 		}
-		n, err := s.deleteWhere(ctx, st.Database, where, args...)
+		n, err := s.deleteWhere(ctx, st.Database, index.Stale{Kinds: st.Kinds, Names: partOf(st.Names, part)}.Marks(), where, args...)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("delete stale chunks of %d objects of %s: %w", len(names), st.Database, err)
 		}
 	}
 	return total, nil
+}
+
+// partOf is names restricted to the keys in part.
+func partOf(names map[string]int64, part []string) map[string]int64 {
+	out := make(map[string]int64, len(part))
+	for _, n := range part {
+		out[n] = names[n]
+	}
+	return out
 }
 
 // Projected implements index.Store.
@@ -739,11 +797,13 @@ func (s *Store) SetProjected(ctx context.Context, db string, version int64) erro
 
 // DeleteDatabase implements index.Store.
 func (s *Store) DeleteDatabase(ctx context.Context, db string) error {
-	if _, err := s.deleteWhere(ctx, db, `db = ?`, db); err != nil {
+	if _, err := s.deleteWhere(ctx, db, nil, `db = ?`, db); err != nil {
 		return fmt.Errorf("delete database %s: %w", db, err)
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM projections WHERE db = ?`, db); err != nil {
-		return fmt.Errorf("delete database %s: %w", db, wrapUnavailable(err))
+	for _, table := range []string{"projections", "object_marks"} {
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM `+table+` WHERE db = ?`, db); err != nil {
+			return fmt.Errorf("delete database %s: %w", db, wrapUnavailable(err))
+		}
 	}
 	return nil
 }

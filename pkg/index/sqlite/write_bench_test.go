@@ -51,3 +51,45 @@ func BenchmarkReplaceSchema(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDocRun is a run of 32 doc edits of three sections each, as a
+// worker writes them (indexer.Docs): the sections at once, then the
+// older sections removed. Each section's write checks and raises its
+// doc's mark.
+func BenchmarkDocRun(b *testing.B) {
+	const dim, docs, sections = 512, 32, 3
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "index.db"), dim)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ReportAllocs()
+	v := int64(0)
+	for b.Loop() {
+		recs := make([]index.Record, 0, docs*sections)
+		names := make(map[string]int64, docs)
+		for d := range docs {
+			v++
+			name := fmt.Sprintf("guides/doc-%d.md", d)
+			names[name] = v
+			for part := range sections {
+				vec := make([]float32, dim)
+				vec[(d+part)%dim] = 1
+				var r index.Record
+				r.Vector = vec
+				r.ID, r.Database, r.Kind, r.Name, r.Part = chunk.ID("db", chunk.KindDoc, name, part), "db", chunk.KindDoc, name, part
+				r.Title = fmt.Sprintf("Doc %d > Section %d", d, part)
+				r.Text = fmt.Sprintf("Section %d of doc %d, edit %d: how refunds are booked against orders.", part, d, v)
+				r.Hash, r.Version = fmt.Sprintf("h%d", v), v
+				recs = append(recs, r)
+			}
+		}
+		if _, err := s.Upsert(ctx, recs); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.DeleteStale(ctx, index.Stale{Database: "db", Kinds: []string{chunk.KindDoc}, Names: names}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
