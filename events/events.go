@@ -349,6 +349,19 @@ var tagKeyRe = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 // Decode parses and validates one event. maxBytes bounds its size
 // (DefaultMaxEventBytes when ≤ 0).
 func Decode(b []byte, maxBytes int) (*Event, error) {
+	ev, err := DecodeCompressed(b, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return ev.Expanded()
+}
+
+// DecodeCompressed is Decode that leaves a migration's or snapshot's
+// sql_gzip compressed: the event is checked in every other respect, and
+// Expanded checks and expands the SQL when it is applied. A 1 MiB event
+// may expand to MaxSQLBytes, so a worker that holds many events holds
+// them compressed.
+func DecodeCompressed(b []byte, maxBytes int) (*Event, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxEventBytes
 	}
@@ -496,22 +509,53 @@ func (ev *Event) decodeData() error {
 	}
 	switch {
 	case ev.Migration != nil:
-		if err := checkObject(ev.Database, ev.Migration.SQL, ev.Migration.SQLGzip, ev.Migration.SQLObject); err != nil {
-			return err
-		}
-		return expandSQL(&ev.Migration.SQL, ev.Migration.SQLGzip)
+		return checkCompressed(ev.Database, ev.Migration.SQL, ev.Migration.SQLGzip, ev.Migration.SQLObject)
 	case ev.Snapshot != nil:
-		if err := checkObject(ev.Database, ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject); err != nil {
-			return err
-		}
-		if err := expandSQL(&ev.Snapshot.SQL, ev.Snapshot.SQLGzip); err != nil {
-			return err
-		}
-		if len(ev.Snapshot.SQLGzip) > 0 && strings.TrimSpace(ev.Snapshot.SQL) == "" {
-			return fieldErr("data.sql_gzip", "required: the compressed snapshot DDL is empty")
-		}
+		return checkCompressed(ev.Database, ev.Snapshot.SQL, ev.Snapshot.SQLGzip, ev.Snapshot.SQLObject)
 	}
 	return nil
+}
+
+// checkCompressed checks where a migration's or snapshot's SQL is: one
+// of inline, compressed, or in the object store.
+func checkCompressed(db, sql string, gz []byte, ref *ObjectRef) error {
+	if err := checkObject(db, sql, gz, ref); err != nil {
+		return err
+	}
+	if sql != "" && len(gz) > 0 {
+		return fieldErr("data.sql_gzip", "set sql or sql_gzip, not both")
+	}
+	return nil
+}
+
+// Expanded returns ev with its sql_gzip expanded into its SQL, checked as
+// Decode checks it; ev itself when it has none. ev is not changed, so
+// an event held compressed stays so.
+func (ev *Event) Expanded() (*Event, error) {
+	switch {
+	case ev.Migration != nil && len(ev.Migration.SQLGzip) > 0:
+		m := *ev.Migration
+		if err := expandSQL(&m.SQL, m.SQLGzip); err != nil {
+			return nil, err
+		}
+		m.SQLGzip = nil
+		out := *ev
+		out.Migration = &m
+		return &out, nil
+	case ev.Snapshot != nil && len(ev.Snapshot.SQLGzip) > 0:
+		sn := *ev.Snapshot
+		if err := expandSQL(&sn.SQL, sn.SQLGzip); err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(sn.SQL) == "" {
+			return nil, fieldErr("data.sql_gzip", "required: the compressed snapshot DDL is empty")
+		}
+		sn.SQLGzip = nil
+		out := *ev
+		out.Snapshot = &sn
+		return &out, nil
+	}
+	return ev, nil
 }
 
 // Types lists the event types in a stable order.

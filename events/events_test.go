@@ -434,6 +434,14 @@ func TestCompressedSQL(t *testing.T) {
 	if err != nil || back.Snapshot.SQL != sql {
 		t.Fatalf("decode: %v (sql %d bytes)", err, len(back.Snapshot.SQL))
 	}
+	// Held compressed, expanded on demand into a copy.
+	held, err := DecodeCompressed(b, 0)
+	if err != nil || held.Snapshot.SQL != "" || len(held.Snapshot.SQLGzip) == 0 {
+		t.Fatalf("decode compressed: %v (sql %d bytes)", err, len(held.Snapshot.SQL))
+	}
+	if x, err := held.Expanded(); err != nil || x.Snapshot.SQL != sql || x.Snapshot.SQLGzip != nil || held.Snapshot.SQL != "" {
+		t.Errorf("expanded: %v; the held event has %d bytes of SQL", err, len(held.Snapshot.SQL))
+	}
 	enc := func(data string) []byte {
 		return []byte(`{"spec":1,"type":"schema.migration","id":"x","database":"shop","data":` + data + `}`)
 	}
@@ -441,17 +449,18 @@ func TestCompressedSQL(t *testing.T) {
 	bomb := GzipSQL(strings.Repeat("a", MaxSQLBytes+1))
 	tests := []struct {
 		name, data, want string
+		inside           bool // found only when the SQL is expanded
 	}{
-		{"both set", `{"seq":1,"sql":"SELECT 1","sql_gzip":` + b64(GzipSQL("SELECT 1")) + `}`, "not both"},
-		{"not gzip", `{"seq":1,"sql_gzip":` + b64([]byte("plain text")) + `}`, "not gzip data"},
-		{"gzip bomb", `{"seq":1,"sql_gzip":` + b64(bomb) + `}`, "expands to more than"},
-		{"invalid UTF-8 inside", `{"seq":1,"sql_gzip":` + b64(GzipSQL("caf\xe9")) + `}`, "not valid UTF-8"},
-		{"object beside inline SQL", `{"seq":1,"sql":"SELECT 1","sql_object":{"name":"events/shop/x","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "set one of sql, sql_gzip and sql_object"},
-		{"object without a name", `{"seq":1,"sql_object":{"size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "data.sql_object.name"},
-		{"object without a checksum", `{"seq":1,"sql_object":{"name":"events/shop/x","size":3}}`, "data.sql_object.checksum"},
-		{"object of another database", `{"seq":1,"sql_object":{"name":"events/hr/x","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, `must be under events/shop/ (the event id, as the Go client writes it), got "events/hr/x"`},
-		{"object outside the events", `{"seq":1,"sql_object":{"name":"shop.sql","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "must be under events/shop/"},
-		{"object named for no event", `{"seq":1,"sql_object":{"name":"events/shop/","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "must be under events/shop/"},
+		{"both set", `{"seq":1,"sql":"SELECT 1","sql_gzip":` + b64(GzipSQL("SELECT 1")) + `}`, "not both", false},
+		{"not gzip", `{"seq":1,"sql_gzip":` + b64([]byte("plain text")) + `}`, "not gzip data", true},
+		{"gzip bomb", `{"seq":1,"sql_gzip":` + b64(bomb) + `}`, "expands to more than", true},
+		{"invalid UTF-8 inside", `{"seq":1,"sql_gzip":` + b64(GzipSQL("caf\xe9")) + `}`, "not valid UTF-8", true},
+		{"object beside inline SQL", `{"seq":1,"sql":"SELECT 1","sql_object":{"name":"events/shop/x","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "set one of sql, sql_gzip and sql_object", false},
+		{"object without a name", `{"seq":1,"sql_object":{"size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "data.sql_object.name", false},
+		{"object without a checksum", `{"seq":1,"sql_object":{"name":"events/shop/x","size":3}}`, "data.sql_object.checksum", false},
+		{"object of another database", `{"seq":1,"sql_object":{"name":"events/hr/x","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, `must be under events/shop/ (the event id, as the Go client writes it), got "events/hr/x"`, false},
+		{"object outside the events", `{"seq":1,"sql_object":{"name":"shop.sql","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "must be under events/shop/", false},
+		{"object named for no event", `{"seq":1,"sql_object":{"name":"events/shop/","size":3,"checksum":"00112233445566778899aabbccddeeff"}}`, "must be under events/shop/", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -459,6 +468,19 @@ func TestCompressedSQL(t *testing.T) {
 			var fe *FieldError
 			if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want a field error mentioning %q", err, tc.want)
+			}
+			held, err := DecodeCompressed(enc(tc.data), 1<<20)
+			if !tc.inside {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("compressed: got %v, want a field error mentioning %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("compressed: %v; the SQL is not read until it is expanded", err)
+			}
+			if _, err := held.Expanded(); !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("expanded: got %v, want a field error mentioning %q", err, tc.want)
 			}
 		})
 	}

@@ -218,7 +218,7 @@ func (w *Worker) queueLen(db string) int {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
 	if q := w.queues[db]; q != nil {
-		return len(q.items)
+		return len(q.items) + len(q.incoming)
 	}
 	return 0
 }

@@ -57,10 +57,15 @@ type item struct {
 
 // queue holds one database's delivered, unsettled events.
 type queue struct {
-	db      string
-	items   []*item // guarded by Worker.qmu, as is running
-	running bool
-	wake    chan struct{}
+	db    string
+	items []*item // decoded; guarded by Worker.qmu, as are incoming and running
+	// incoming are delivered and not yet decoded: the queue's goroutine
+	// decodes them (admit), so that a database whose events are costly
+	// to read pays for it in its own time, not in the consumer's
+	// handler, which every database's events pass through.
+	incoming []*item
+	running  bool
+	wake     chan struct{}
 
 	// Owned by the queue's goroutine:
 	version  int64     // the catalog version last seen
@@ -107,7 +112,7 @@ func (w *Worker) enqueue(intake, work context.Context, msg jetstream.Msg) {
 		_ = msg.Term()
 		return
 	}
-	it := w.newItem(msg, meta)
+	it := rawItem(msg, meta)
 	it.stop = keepInProgress(work, msg, w.cfg.Consumer.AckWait/3)
 	w.trace(it)
 	db := subjectDB(msg.Subject())
@@ -118,7 +123,7 @@ func (w *Worker) enqueue(intake, work context.Context, msg jetstream.Msg) {
 		q = &queue{db: db, wake: make(chan struct{}, 1), progress: time.Now(), version: -1}
 		w.queues[db] = q
 	}
-	q.items = append(q.items, it)
+	q.incoming = append(q.incoming, it)
 	w.addHeld(1)
 	if q.running {
 		q.nudge()
@@ -154,6 +159,25 @@ func (w *Worker) project(ctx context.Context, cat *catalog.Catalog) (panicked bo
 // peek picks the event to handle: the oldest non-schema event, else the
 // schema event with the lowest seq (the oldest of equal ones); nil when
 // the queue is empty.
+// admit decodes the events delivered to q since it last looked, in
+// arrival order, and adds them to its items.
+func (w *Worker) admit(q *queue) {
+	w.qmu.Lock()
+	in := q.incoming
+	q.incoming = nil
+	w.qmu.Unlock()
+	if len(in) == 0 {
+		return
+	}
+	for _, it := range in {
+		w.decode(it)
+		w.traced(it)
+	}
+	w.qmu.Lock()
+	q.items = append(q.items, in...)
+	w.qmu.Unlock()
+}
+
 func (w *Worker) peek(q *queue) *item {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
@@ -174,7 +198,7 @@ func (w *Worker) peek(q *queue) *item {
 func (w *Worker) retire(q *queue) bool {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
-	if len(q.items) > 0 {
+	if len(q.items) > 0 || len(q.incoming) > 0 {
 		return false
 	}
 	q.running = false
@@ -214,6 +238,7 @@ func (w *Worker) drain(intake, work context.Context, q *queue) {
 	// the moment the apply becomes searchable.
 	var unrested time.Time
 	for {
+		w.admit(q)
 		it := w.peek(q)
 		continues := q.pend != nil && it != nil && it.schema && it.seq == q.pend.cat.Version+1
 		if q.pend != nil && (!continues || len(q.pend.items) >= maxPending) {
@@ -365,8 +390,8 @@ func (w *Worker) flush(work context.Context, q *queue, others bool) (pause strin
 // release naks everything q holds (shutdown) and retires the queue.
 func (w *Worker) release(q *queue) {
 	w.qmu.Lock()
-	items := q.items
-	q.items, q.running = nil, false
+	items := append(q.items, q.incoming...)
+	q.items, q.incoming, q.running = nil, nil, false
 	delete(w.queues, q.db)
 	w.addHeld(-len(items))
 	w.qmu.Unlock()
@@ -731,16 +756,21 @@ func later(a, b time.Time) time.Time {
 
 // trace starts the event's span, continuing the publisher's trace.
 func (w *Worker) trace(it *item) {
+	_, it.span = tracing.Tracer().Start(tracing.Extract(context.Background(), it.msg.Headers()), "schemaq.event",
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+			attribute.String("schemaq.database", subjectDB(it.msg.Subject())),
+			attribute.Int64("schemaq.stream_seq", int64(it.meta.Sequence.Stream)),
+			attribute.Int64("schemaq.delivery", int64(it.meta.NumDelivered))))
+}
+
+// traced names the event's span by its type once it is decoded.
+func (w *Worker) traced(it *item) {
 	typ := "invalid"
 	if it.ev != nil {
 		typ = it.ev.Type
 	}
-	_, it.span = tracing.Tracer().Start(tracing.Extract(context.Background(), it.msg.Headers()), "schemaq.event "+typ,
-		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
-			attribute.String("schemaq.database", subjectDB(it.msg.Subject())),
-			attribute.Int64("schemaq.stream_seq", int64(it.meta.Sequence.Stream)),
-			attribute.Int64("schemaq.seq", it.seq),
-			attribute.Int64("schemaq.delivery", int64(it.meta.NumDelivered))))
+	it.span.SetName("schemaq.event " + typ)
+	it.span.SetAttributes(attribute.Int64("schemaq.seq", it.seq))
 }
 
 // settled counts a settled event and ends its span: acknowledged means

@@ -648,11 +648,24 @@ func (w *Worker) watchConsumers(ctx context.Context, cons streams.Consumers) {
 	}
 }
 
-// newItem decodes a delivered message. Decoding happens once, on
-// arrival, so the queue can order schema events by their seq.
+// newItem is a delivered message, decoded.
 func (w *Worker) newItem(msg jetstream.Msg, meta *jetstream.MsgMetadata) *item {
-	it := &item{msg: msg, meta: meta, arrived: time.Now(), stop: func() {}, span: trace.SpanFromContext(context.Background())}
-	it.ev, it.err = events.Decode(msg.Data(), w.cfg.MaxEventBytes)
+	it := rawItem(msg, meta)
+	w.decode(it)
+	return it
+}
+
+// rawItem is a delivered message not decoded yet: what a consumer's
+// handler makes of it, whatever its size (see admit).
+func rawItem(msg jetstream.Msg, meta *jetstream.MsgMetadata) *item {
+	return &item{msg: msg, meta: meta, arrived: time.Now(), stop: func() {}, span: trace.SpanFromContext(context.Background())}
+}
+
+// decode reads the item's event once, for its queue to order schema
+// events by seq. Compressed SQL stays compressed until it is applied
+// (schemaOnce): expanded, one event may hold 64 MiB.
+func (w *Worker) decode(it *item) {
+	it.ev, it.err = events.DecodeCompressed(it.msg.Data(), w.cfg.MaxEventBytes)
 	if it.ev != nil {
 		switch {
 		case it.ev.Migration != nil:
@@ -662,7 +675,6 @@ func (w *Worker) newItem(msg jetstream.Msg, meta *jetstream.MsgMetadata) *item {
 		}
 		it.interprets = mayInterpret(it.ev)
 	}
-	return it
 }
 
 func keepInProgress(ctx context.Context, msg jetstream.Msg, every time.Duration) func() {
@@ -878,10 +890,14 @@ const conflictReads = 3
 // written as one catalog. It returns an outcome for a prefix of evs: those
 // applied, then the one refused, if any; the rest are left for later.
 func (w *Worker) schemaOnce(ctx context.Context, evs []*events.Event, streamSeqs []uint64) []outcome {
-	ev := evs[0]
-	if o := w.migrationWaits(ctx, ev); o != nil {
+	if o := w.migrationWaits(ctx, evs[0]); o != nil {
 		return []outcome{*o}
 	}
+	evs, bad := expanded(evs)
+	if len(evs) == 0 {
+		return []outcome{bad}
+	}
+	ev := evs[0]
 	cat, rev, err := w.getCatalog(ctx, ev.Database)
 	if err != nil {
 		return []outcome{{act: actRetry, reason: err.Error()}}
@@ -905,6 +921,25 @@ func (w *Worker) schemaOnce(ctx context.Context, evs []*events.Event, streamSeqs
 			"catalog %s is at version %d, so migration %d waits for %d", ev.Database, cat.Version, ch.seq, cat.Version+1)})
 	}
 	return w.applyMigrations(ctx, cat, rev, evs, streamSeqs)
+}
+
+// expanded returns the events with their compressed SQL expanded, for
+// as long as they expand: a run stops before an event whose SQL does not
+// (it is handled alone after), and an event alone that does not is an
+// invalid event, the outcome returned with no events.
+func expanded(evs []*events.Event) ([]*events.Event, outcome) {
+	out := make([]*events.Event, 0, len(evs))
+	for i, ev := range evs {
+		x, err := ev.Expanded()
+		if err != nil {
+			if i == 0 {
+				return nil, outcome{act: actDeadLetter, kind: events.DLQKindInvalid, reason: "invalid event: " + err.Error()}
+			}
+			break
+		}
+		out = append(out, x)
+	}
+	return out, outcome{}
 }
 
 // migrationWaits tells a migration that waits for earlier ones so without

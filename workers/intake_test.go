@@ -1,0 +1,57 @@
+package workers_test
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/testenv"
+)
+
+// TestCostlyEventsStayWithTheirDatabase: a database's events that are
+// costly to read (each a compressed script of 32 MiB, under 40 KiB on
+// the wire) are read by that database's queue, and expanded only when
+// they apply. The consumer's handler, which every database's events pass
+// through, read each in full and held it expanded: 24 of them, waiting
+// for their predecessor, held another team's one-line migration back
+// for a minute and the worker's heap at 1.5 GiB.
+func TestCostlyEventsStayWithTheirDatabase(t *testing.T) {
+	const n, mib = 24, 32
+	e := newEnv(t)
+	cfg := testConfig()
+	cfg.GapTimeout = 5 * time.Minute // the flood waits for its first migration
+	e.startWorker(cfg, e.store)
+	gz := events.GzipSQL("CREATE TABLE IF NOT EXISTS t (id int);\n-- " + strings.Repeat(" ", mib<<20) + "\n")
+	for seq := int64(2); seq <= n+1; seq++ {
+		ev, err := events.New(fmt.Sprintf("flood-%d", seq), "flood", time.Now(), &events.Migration{Seq: seq, Source: fmt.Sprintf("%04d.sql", seq), SQLGzip: gz})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.publish(ev)
+	}
+	e.publish(migration(t, "victim", 1, "CREATE TABLE accounts (id bigint PRIMARY KEY);"))
+	e.waitVersion("victim", 1)
+	testenv.Eventually(t, 20*time.Second, "the flood held", func() bool { return e.consumer().NumAckPending == n })
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if held := ms.HeapAlloc >> 20; held > n*mib/4 {
+		t.Errorf("the process holds %d MiB of heap for %d compressed events of %d MiB each", held, n, mib)
+	}
+	// Compressed SQL expands when it applies; SQL that does not expand is
+	// an invalid event naming the field.
+	e.publish(migration(t, "flood", 1, "CREATE TABLE first (id int);"))
+	testenv.Eventually(t, 2*time.Minute, "the flood applied", func() bool { return e.version("flood") == n+1 })
+	bad, err := events.New("victim-2", "victim", time.Now(), &events.Migration{Seq: 2, Source: "0002.sql", SQLGzip: gz[:len(gz)/2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publish(bad)
+	dl := e.waitDeadLetters(1)
+	if !strings.Contains(dl[0].reason, "data.sql_gzip") || !strings.Contains(dl[0].reason, "corrupt gzip") {
+		t.Errorf("a truncated compressed script: %+v", dl[0])
+	}
+}
