@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/testenv"
+	"github.com/schemaq/schemaq/workers"
 )
 
 // TestCostlyEventsStayWithTheirDatabase: a database's events that are
@@ -54,4 +57,59 @@ func TestCostlyEventsStayWithTheirDatabase(t *testing.T) {
 	if !strings.Contains(dl[0].reason, "data.sql_gzip") || !strings.Contains(dl[0].reason, "corrupt gzip") {
 		t.Errorf("a truncated compressed script: %+v", dl[0])
 	}
+}
+
+// TestHeldBytesAreBounded: a team publishes migrations of nearly 1 MiB
+// that all wait for a predecessor. A consumer bounds what it holds by
+// count (MaxAckPending, and a lane's window), so the worker held all of
+// them: 700 took 1.4 GB. It must hold no more than MaxHeldBytes (and
+// one event per handler that passed its check together), still take
+// another team's migration, and apply the whole history once the
+// predecessor comes. The predecessor comes last, behind what the worker
+// will not take, so the waiting events go as gap letters after
+// GapTimeout and are re-sent by themselves once it has applied.
+func TestHeldBytesAreBounded(t *testing.T) {
+	const n, kib = 40, 1000
+	e := newEnv(t)
+	cfg := laneConfig()
+	cfg.MaxHeldBytes = 16 << 20
+	reg := prometheus.NewRegistry()
+	e.startLaneWorker(cfg, workers.WithMetrics(workers.NewMetrics(reg)))
+	pad := "-- " + strings.Repeat("x", kib<<10) + "\n"
+	for seq := int64(2); seq <= n; seq++ {
+		e.publish(migration(t, "wall", seq, fmt.Sprintf("CREATE TABLE t%d (id int);\n%s", seq, pad)))
+	}
+	e.publish(migration(t, "victim", 1, "CREATE TABLE accounts (id bigint PRIMARY KEY);"))
+	e.waitVersion("victim", 1)
+	var most float64
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		most = max(most, gauge(t, reg, "schemaq_worker_held_bytes"))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if limit := float64(cfg.MaxHeldBytes + 4*int64(cfg.MaxEventBytes)); most > limit || most < float64(cfg.MaxHeldBytes/2) {
+		t.Errorf("the worker held up to %.0f MiB of a flood of %d MiB; want between half of %d MiB and %.0f MiB", most/(1<<20), n, cfg.MaxHeldBytes>>20, limit/(1<<20))
+	}
+	e.publish(migration(t, "wall", 1, "CREATE TABLE first (id int);"))
+	testenv.Eventually(t, 2*time.Minute, "the whole history applied", func() bool { return e.version("wall") == n })
+	for _, dl := range e.deadLetters() {
+		if !strings.HasPrefix(dl.reason, "gap:") {
+			t.Errorf("a dead letter other than a gap letter: %+v", dl)
+		}
+	}
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no %s", name)
+	return 0
 }

@@ -160,7 +160,7 @@ func (w *Worker) arrive(ctx, work context.Context, msg jetstream.Msg) {
 	if w.divert(ctx, work, msg) {
 		return
 	}
-	w.enqueue(ctx, work, msg)
+	w.enqueue(ctx, work, msg, 1)
 }
 
 // divert acknowledges msg unapplied when its database's lane, fresh and
@@ -174,7 +174,7 @@ func (w *Worker) divert(ctx, work context.Context, msg jetstream.Msg) bool {
 	}
 	db := subjectDB(msg.Subject())
 	of := w.consumerOf(msg.Subject())
-	full := w.queueLen(db) >= w.cfg.LaneAt
+	full := w.queueFull(db)
 	if !full && !w.lanes.known(streams.LaneName(of, db)) {
 		return false
 	}
@@ -213,14 +213,16 @@ func (w *Worker) consumerOf(subject string) string {
 	return w.cfg.Consumer.DocsName()
 }
 
-// queueLen is how many events db's queue holds.
-func (w *Worker) queueLen(db string) int {
+// queueFull reports whether db's queue holds LaneAt events, or an
+// eighth of MaxHeldBytes: its later events go to a lane.
+func (w *Worker) queueFull(db string) bool {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
-	if q := w.queues[db]; q != nil {
-		return len(q.items) + len(q.incoming)
+	q := w.queues[db]
+	if q == nil {
+		return false
 	}
-	return 0
+	return len(q.items)+len(q.incoming) >= w.cfg.LaneAt || (w.cfg.MaxHeldBytes > 0 && q.bytes.Load() >= w.cfg.MaxHeldBytes/8)
 }
 
 // laneView returns db's lane beside the consumer named of, read again
@@ -298,8 +300,10 @@ func (w *Worker) runLane(ctx, work context.Context, name string) bool {
 	if err != nil {
 		return false // retired meanwhile, or the next tick retries
 	}
-	cc, err := c.Consume(func(msg jetstream.Msg) { w.enqueue(ctx, work, msg) },
-		jetstream.PullMaxMessages(max(64, w.cfg.LaneAt)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	// A lane takes no more while the worker holds half of MaxHeldBytes,
+	// so that the other half stays for the worker consumers.
+	cc, err := c.Consume(func(msg jetstream.Msg) { w.enqueue(ctx, work, msg, 2) },
+		w.pullLimit(max(64, w.cfg.LaneAt)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrConsumerDeleted) && !errors.Is(err, jetstream.ErrConsumerNotFound) &&
 				!errors.Is(err, jetstream.ErrNoHeartbeat) {
 				w.log.Warn("consume error", zap.String("consumer", name), zap.Error(err))

@@ -14,6 +14,7 @@ type Metrics struct {
 	ackPending  prometheus.Gauge
 	redelivered prometheus.Gauge
 	held        prometheus.Gauge
+	heldBytes   prometheus.Gauge
 	drift       prometheus.Counter
 	unplaced    prometheus.Counter
 	rested      prometheus.Counter
@@ -48,6 +49,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Events being redelivered."}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_held_events",
 			Help: "Events this process holds in its databases' queues: being applied, waiting for a predecessor, or applied and waiting for their projection."}),
+		heldBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_held_bytes",
+			Help: "Bytes of the events this process holds, as delivered, against --max-held-bytes."}),
 		drift: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_catalog_drift_total",
 			Help: "Migration statements applied tolerantly: skipped, or applied by inferring a column, because they name objects the catalog does not know."}),
 		unplaced: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_examples_unplaced_total",
@@ -70,7 +73,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		diverted: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_diverted_total",
 			Help: "Events a worker consumer acknowledged unapplied because their database's lane delivers them."}),
 	}
-	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness, m.repaired,
+	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.heldBytes, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness, m.repaired,
 		m.lanes, m.diverted)
 	return m
 }

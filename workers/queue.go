@@ -65,7 +65,10 @@ type queue struct {
 	// handler, which every database's events pass through.
 	incoming []*item
 	running  bool
-	wake     chan struct{}
+	// bytes are the bytes of the events q holds (hold), for its share
+	// of MaxHeldBytes.
+	bytes atomic.Int64
+	wake  chan struct{}
 
 	// Owned by the queue's goroutine:
 	version  int64     // the catalog version last seen
@@ -90,9 +93,19 @@ type projection struct {
 	t0    time.Time
 }
 
-func (w *Worker) addHeld(n int) {
+// hold counts items as held by q (sign 1) or no longer (-1): events for
+// the metric, bytes for q's share and the worker's budget.
+func (w *Worker) hold(q *queue, sign int, items ...*item) {
+	var n int64
+	for _, it := range items {
+		n += int64(len(it.msg.Data()))
+	}
+	n *= int64(sign)
+	q.bytes.Add(n)
+	w.held.add(n)
 	if w.m != nil {
-		w.m.held.Add(float64(n))
+		w.m.held.Add(float64(sign * len(items)))
+		w.m.heldBytes.Add(float64(n))
 	}
 }
 
@@ -104,16 +117,24 @@ func (q *queue) nudge() {
 }
 
 // enqueue hands a delivered message to its database's queue, starting the
-// queue's goroutine when it has none.
-func (w *Worker) enqueue(intake, work context.Context, msg jetstream.Msg) {
+// queue's goroutine when it has none. It waits first while the worker
+// holds MaxHeldBytes/part or more (heldBytes), keeping the message in
+// progress; if intake stops meanwhile, the message is left to be
+// redelivered.
+func (w *Worker) enqueue(intake, work context.Context, msg jetstream.Msg, part int64) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		w.log.Error("message without jetstream metadata", zap.String("subject", msg.Subject()), zap.Error(err))
 		_ = msg.Term()
 		return
 	}
+	stop := keepInProgress(work, msg, w.cfg.Consumer.AckWait/3)
+	if !w.held.wait(intake, part) {
+		stop()
+		return
+	}
 	it := rawItem(msg, meta)
-	it.stop = keepInProgress(work, msg, w.cfg.Consumer.AckWait/3)
+	it.stop = stop
 	w.trace(it)
 	db := subjectDB(msg.Subject())
 	w.qmu.Lock()
@@ -124,7 +145,7 @@ func (w *Worker) enqueue(intake, work context.Context, msg jetstream.Msg) {
 		w.queues[db] = q
 	}
 	q.incoming = append(q.incoming, it)
-	w.addHeld(1)
+	w.hold(q, 1, it)
 	if q.running {
 		q.nudge()
 		return
@@ -211,7 +232,7 @@ func (w *Worker) remove(q *queue, it *item) {
 	defer w.qmu.Unlock()
 	if i := slices.Index(q.items, it); i >= 0 {
 		q.items = slices.Delete(q.items, i, i+1)
-		w.addHeld(-1)
+		w.hold(q, -1, it)
 	}
 }
 
@@ -372,7 +393,7 @@ func (w *Worker) flush(work context.Context, q *queue, others bool) (pause strin
 			}
 		}
 	}
-	w.addHeld(-len(p.items))
+	w.hold(q, -1, p.items...)
 	for i, it := range p.items {
 		it.stop()
 		if p.outs[i].act == actAck {
@@ -393,13 +414,13 @@ func (w *Worker) release(q *queue) {
 	items := append(q.items, q.incoming...)
 	q.items, q.incoming, q.running = nil, nil, false
 	delete(w.queues, q.db)
-	w.addHeld(-len(items))
+	w.hold(q, -1, items...)
 	w.qmu.Unlock()
 	if q.pend != nil {
 		// Their catalog is written: redelivered, they are duplicates
 		// that project it.
 		items = append(items, q.pend.items...)
-		w.addHeld(-len(q.pend.items))
+		w.hold(q, -1, q.pend.items...)
 		q.pend = nil
 	}
 	for _, it := range items {
@@ -461,7 +482,7 @@ func (w *Worker) process(work context.Context, q *queue, it *item) outcome {
 			}
 			q.pend.cat, q.pend.rev = out.wrote, out.wroteRev
 			q.pend.items = append(q.pend.items, it)
-			w.addHeld(1) // still held, out of the queue
+			w.hold(q, 1, it) // still held, out of the queue
 			q.pend.outs = append(q.pend.outs, out)
 			continue
 		}

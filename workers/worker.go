@@ -91,6 +91,12 @@ type Config struct {
 	// nothing pending before it is retired.
 	LaneAt, MaxLanes int
 	LaneQuiet        time.Duration
+	// MaxHeldBytes bounds the bytes of the events a worker holds (see
+	// heldBytes); 0: no bound. One database's queue holding an eighth of
+	// it moves to a lane, as LaneAt events do; lanes take no more while
+	// the worker holds half, the worker consumers none while it holds
+	// all.
+	MaxHeldBytes int64
 	// StrictCatalog refuses (dead-letters) a migration with a statement
 	// naming an object the catalog does not know. By default such a
 	// statement is skipped and recorded as drift on the catalog (see
@@ -104,7 +110,7 @@ var DefaultConfig = Config{
 	Consumer: streams.DefaultConsumer, Concurrency: 8, GapTimeout: 2 * time.Minute, MessageTimeout: 20 * time.Second,
 	RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 5 * time.Second, ShutdownTimeout: 20 * time.Second,
 	MaxEventBytes: events.DefaultMaxEventBytes, AuditInterval: time.Minute,
-	LaneAt: 128, MaxLanes: 8, LaneQuiet: 30 * time.Second,
+	LaneAt: 128, MaxLanes: 8, LaneQuiet: 30 * time.Second, MaxHeldBytes: 64 << 20,
 }
 
 // Validate checks the config, naming every problem.
@@ -127,6 +133,9 @@ func (c Config) Validate() error {
 	}
 	if c.LaneAt < 0 || c.MaxLanes < 0 {
 		errs = append(errs, fmt.Errorf("lane-at (%d) and max lanes (%d) must not be negative", c.LaneAt, c.MaxLanes))
+	}
+	if c.MaxHeldBytes != 0 && c.MaxHeldBytes < 8*int64(c.MaxEventBytes) {
+		errs = append(errs, fmt.Errorf("max held bytes (%d) must be 0 or at least eight events of the largest size (%d)", c.MaxHeldBytes, 8*c.MaxEventBytes))
 	}
 	if c.LaneAt > 0 && c.LaneQuiet <= 0 {
 		errs = append(errs, fmt.Errorf("lane quiet must be positive with lanes on, got %v", c.LaneQuiet))
@@ -174,6 +183,7 @@ type Worker struct {
 	// (lanes.go).
 	lanes     *lanes
 	laneTimes laneTimes
+	held      *heldBytes
 	// objs is the object store of big payloads, bound on first use.
 	objMu sync.Mutex
 	objs  jetstream.ObjectStore
@@ -226,7 +236,7 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 	}
 	w := &Worker{js: js, cats: cats, store: store, emb: emb, chunker: chunk.NewChunker(cfg.Chunk), log: log, cfg: cfg, caughtUp: make(chan struct{}),
 		queues: map[string]*queue{}, refused: map[string]outcome{}, sem: make(chan struct{}, cfg.Concurrency), owner: nuid.Next(),
-		lanes: newLanes(), laneTimes: defaultLaneTimes}
+		lanes: newLanes(), laneTimes: defaultLaneTimes, held: newHeldBytes(cfg.MaxHeldBytes)}
 	for _, o := range opts {
 		o(w)
 	}
@@ -356,7 +366,7 @@ func (w *Worker) consume(ctx, workCtx context.Context, cons streams.Consumers) (
 	for _, c := range cons.All() {
 		name := c.CachedInfo().Name
 		cc, err := c.Consume(func(msg jetstream.Msg) { w.arrive(ctx, workCtx, msg) },
-			jetstream.PullMaxMessages(max(256, w.cfg.Concurrency*32)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			w.pullLimit(max(256, w.cfg.Concurrency*32)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				if !errors.Is(err, jetstream.ErrNoHeartbeat) || ctx.Err() == nil {
 					w.log.Warn("consume error", zap.String("consumer", name), zap.Error(err))
 				}
@@ -370,6 +380,24 @@ func (w *Worker) consume(ctx, workCtx context.Context, cons streams.Consumers) (
 		out = append(out, cc)
 	}
 	return out, nil
+}
+
+// pullLimit bounds what a consumer's client buffers beyond what its
+// handler took: by bytes when the worker bounds what it holds (a handler
+// waiting for bytes leaves the rest of a pull in the buffer), else by
+// messages.
+func (w *Worker) pullLimit(messages int) jetstream.PullConsumeOpt {
+	if w.cfg.MaxHeldBytes > 0 {
+		return jetstream.PullMaxBytes(4 * w.maxEventBytes())
+	}
+	return jetstream.PullMaxMessages(messages)
+}
+
+func (w *Worker) maxEventBytes() int {
+	if w.cfg.MaxEventBytes > 0 {
+		return w.cfg.MaxEventBytes
+	}
+	return events.DefaultMaxEventBytes
 }
 
 // checker is a store with a readiness check that also repairs what it
@@ -667,6 +695,9 @@ func rawItem(msg jetstream.Msg, meta *jetstream.MsgMetadata) *item {
 func (w *Worker) decode(it *item) {
 	it.ev, it.err = events.DecodeCompressed(it.msg.Data(), w.cfg.MaxEventBytes)
 	if it.ev != nil {
+		// The message keeps the event as delivered (a dead letter carries
+		// it); the envelope's copy of its data would be a third one.
+		it.ev.Data = nil
 		switch {
 		case it.ev.Migration != nil:
 			it.schema, it.seq = true, it.ev.Migration.Seq
