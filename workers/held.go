@@ -39,6 +39,14 @@ func (b *heldBytes) held() int64 {
 	return b.n
 }
 
+// below reports whether the bytes held are below the limit divided by
+// part (or there is no limit).
+func (b *heldBytes) below(part int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limit <= 0 || b.n < b.limit/part
+}
+
 // wait blocks while the bytes held are at least the limit divided by
 // part, until ctx ends (false). Nothing held always lets an event in,
 // so one larger than the limit still applies.

@@ -684,9 +684,18 @@ func (w *Worker) await(intake, work context.Context, q *queue, first *item, out 
 	}
 	w.sweepIfMoved(work, q)
 	since := later(first.arrived, q.progress)
-	left := time.Until(since.Add(w.cfg.GapTimeout))
+	wait, full := w.cfg.GapTimeout, w.heldFull(q)
+	if full {
+		wait = min(wait, fullGapWait)
+	}
+	left := time.Until(since.Add(wait))
 	if left <= 0 {
 		w.gapLetters(q, func(it *item) string {
+			if full {
+				return fmt.Sprintf("gap: migration %d waited %v for migration %d of %s (the catalog is at version %d), and its waiting migrations fill "+
+					"what this worker may hold (--max-held-mib), so that one cannot come in behind them: this one is re-sent by itself once it applies",
+					it.seq, time.Since(later(it.arrived, q.progress)).Round(time.Second), need, q.db, out.version)
+			}
 			return fmt.Sprintf("gap: migration %d waited %v for migration %d of %s, which never arrived (the catalog is at version %d); "+
 				"publish the missing migration (`schemaq publish migrations`): this one is then re-sent by itself",
 				it.seq, time.Since(later(it.arrived, q.progress)).Round(time.Second), need, q.db, out.version)
@@ -694,7 +703,7 @@ func (w *Worker) await(intake, work context.Context, q *queue, first *item, out 
 		return true
 	}
 	// The change feed wakes us when another worker applies; the tick is
-	// for a feed that missed it (a reconnect).
+	// for a feed that missed it (a reconnect), and for the bytes held.
 	t := time.NewTimer(min(left, time.Second))
 	defer t.Stop()
 	select {
@@ -704,6 +713,17 @@ func (w *Worker) await(intake, work context.Context, q *queue, first *item, out 
 	case <-t.C:
 	}
 	return true
+}
+
+// fullGapWait is how long migrations wait for their predecessor when
+// they fill what the worker may hold (heldFull): the predecessor, if it
+// was published after them, cannot be taken until they go.
+const fullGapWait = 5 * time.Second
+
+// heldFull reports whether q holds its share of MaxHeldBytes while the
+// worker holds so much that its lanes take nothing more.
+func (w *Worker) heldFull(q *queue) bool {
+	return w.cfg.MaxHeldBytes > 0 && q.bytes.Load() >= w.cfg.MaxHeldBytes/8 && !w.held.below(2)
 }
 
 // gapLetters dead-letters every schema event q holds.
