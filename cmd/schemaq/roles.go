@@ -24,6 +24,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index/redisearch"
+	"github.com/schemaq/schemaq/pkg/memlimit"
 	"github.com/schemaq/schemaq/pkg/natsconn"
 	"github.com/schemaq/schemaq/pkg/objectgc"
 	"github.com/schemaq/schemaq/pkg/pace"
@@ -54,6 +55,7 @@ type runtime struct {
 // open connects the runtime; writer says whether it runs a worker, which
 // may build a new version of a shared index.
 func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, writer bool) (*runtime, error) {
+	setMemoryLimit(log)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -98,6 +100,23 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 	cached := telemetry.InstrumentEmbedder(reg, embed.NewCached(emb, store))
 	questions := embed.NewCached(emb, embed.NewMemoryCache(10_000))
 	return &runtime{log: log, nc: nc, js: js, kv: kv, objs: objs, store: store, check: check, close: closeStore, emb: cached, qemb: questions, reg: reg, tel: tel}, nil
+}
+
+// setMemoryLimit gives the Go runtime a soft limit below the
+// container's (package memlimit). The runtime reads GOMEMLIMIT from the
+// process's own environment, so that is where an operator's setting is.
+func setMemoryLimit(log *zap.Logger) {
+	proc, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return // not Linux, or no cgroups: nothing to follow
+	}
+	set, err := memlimit.Apply(os.Getenv, "/sys/fs/cgroup", proc)
+	switch {
+	case err != nil:
+		log.Warn("the container's memory limit cannot be read; the Go runtime has none (set GOMEMLIMIT)", zap.Error(err))
+	case set > 0:
+		log.Info("Go memory limit set below the container's", zap.Int64("bytes", set), zap.Float64("share", memlimit.Share))
+	}
 }
 
 // run runs the chosen roles until ctx ends or one of them returns, then
