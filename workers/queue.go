@@ -177,9 +177,6 @@ func (w *Worker) project(ctx context.Context, cat *catalog.Catalog) (panicked bo
 	return false, err
 }
 
-// peek picks the event to handle: the oldest non-schema event, else the
-// schema event with the lowest seq (the oldest of equal ones); nil when
-// the queue is empty.
 // admit decodes the events delivered to q since it last looked, in
 // arrival order, and adds them to its items.
 func (w *Worker) admit(q *queue) {
@@ -199,6 +196,9 @@ func (w *Worker) admit(q *queue) {
 	w.qmu.Unlock()
 }
 
+// peek picks the event to handle: the oldest non-schema event, else the
+// schema event with the lowest seq (the oldest of equal ones); nil when
+// the queue is empty.
 func (w *Worker) peek(q *queue) *item {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
@@ -411,7 +411,7 @@ func (w *Worker) flush(work context.Context, q *queue, others bool) (pause strin
 // release naks everything q holds (shutdown) and retires the queue.
 func (w *Worker) release(q *queue) {
 	w.qmu.Lock()
-	items := append(q.items, q.incoming...)
+	items := slices.Concat(q.items, q.incoming)
 	q.items, q.incoming, q.running = nil, nil, false
 	delete(w.queues, q.db)
 	w.hold(q, -1, items...)
