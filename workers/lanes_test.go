@@ -98,7 +98,7 @@ func TestFloodMovesToALane(t *testing.T) {
 	if got := rep.Consumer.Pending + uint64(rep.Consumer.AckPending); lane == 0 || got < lane {
 		t.Errorf("status: the pool has %d events pending, its lane %d", got, lane)
 	}
-	if got := counter(t, reg, "schemaq_worker_diverted_total"); got < n/2 {
+	if got := metric(t, reg, "schemaq_worker_diverted_total"); got < n/2 {
 		t.Errorf("schemaq_worker_diverted_total %v: the consumer left fewer than half the flood to the lane", got)
 	}
 	testenv.Eventually(t, 120*time.Second, "the whole flood applied", func() bool { return e.version("flood") == n })
@@ -143,8 +143,8 @@ func TestReversedHistoryThroughALane(t *testing.T) {
 	}
 }
 
-// counter reads a counter of reg.
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+// metric is the value of the counter or gauge name.
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -152,7 +152,11 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+			m := mf.GetMetric()[0]
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			return m.GetCounter().GetValue()
 		}
 	}
 	t.Fatalf("no %s", name)
