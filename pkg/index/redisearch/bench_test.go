@@ -105,3 +105,42 @@ func BenchmarkReplaceSchemaLive(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDocEditInBigDatabase is the store's side of one doc edit
+// (three sections written, the older ones removed) in a database of
+// 10,000 tables, on a plain redis-server.
+func BenchmarkDocEditInBigDatabase(b *testing.B) {
+	const tables = 10_000
+	emb := embed.NewLocal(64)
+	srv := testenv.StartRedis(b)
+	opt := Options{Prefix: "b:", Dimensions: emb.Dimensions(), Model: emb.Model(), Algorithm: "FLAT", Weights: index.DefaultWeights, Writer: true}
+	s := withVersion(&Store{rdb: srv.Client(), opt: opt, spec: specOf(opt), scorer: "BM25STD"}, 1)
+	ctx := context.Background()
+	recs := make([]index.Record, 0, tables)
+	for i := range tables {
+		name := fmt.Sprintf("public.t%d", i)
+		c := chunk.Chunk{ID: chunk.ID("big", chunk.KindTable, name, 0), Database: "big", Kind: chunk.KindTable, Name: name, Schema: "public",
+			Title: name, Text: "CREATE TABLE " + name + " (id bigint)", Hash: "h", Version: 1}
+		recs = append(recs, index.Record{Chunk: c, Vector: emb.Vector(c.Text)})
+	}
+	if _, err := s.Upsert(ctx, recs); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	v := int64(1)
+	for b.Loop() {
+		v++
+		var sections []index.Record
+		for part := range 3 {
+			c := chunk.Chunk{ID: chunk.ID("big", chunk.KindDoc, "guide.md", part), Database: "big", Kind: chunk.KindDoc, Name: "guide.md", Part: part,
+				Title: "Guide", Text: fmt.Sprintf("section %d, edit %d", part, v), Hash: strconv.FormatInt(v, 10), Version: v}
+			sections = append(sections, index.Record{Chunk: c, Vector: emb.Vector(c.Text)})
+		}
+		if _, err := s.Upsert(ctx, sections); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.DeleteStale(ctx, index.Stale{Database: "big", Kinds: []string{chunk.KindDoc}, Names: map[string]int64{"guide.md": v}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
 )
 
@@ -352,9 +353,18 @@ type meta struct {
 // metas reads the listing fields of every chunk of db, in pipelined
 // batches over the database's id set.
 func (s *Store) metas(ctx context.Context, db string) ([]meta, error) {
+	return s.metasOf(ctx, db, nil)
+}
+
+// metasOf is metas of the chunks whose ids keep accepts (all when nil):
+// the id set is read whole, but only those chunks' fields.
+func (s *Store) metasOf(ctx context.Context, db string, keep func(id string) bool) ([]meta, error) {
 	ids, err := s.rdb.SMembers(ctx, s.dbKey(db)).Result()
 	if err != nil {
 		return nil, classify(err)
+	}
+	if keep != nil {
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !keep(id) })
 	}
 	slices.Sort(ids)
 	out := make([]meta, 0, len(ids))
@@ -428,7 +438,7 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (n int, err err
 	if err := s.setMarks(ctx, st.Database, st.Marks()); err != nil {
 		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
-	ms, err := s.metas(ctx, st.Database)
+	ms, err := s.metasOf(ctx, st.Database, staleIDs(st))
 	if err != nil {
 		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
@@ -449,6 +459,40 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (n int, err err
 		return n, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
 	return n, nil
+}
+
+// staleIDs accepts the ids of chunks a Stale that names its objects may
+// select (chunk.ID: db:kind:name, then :part past the first), so that a
+// doc's edit reads the fields of its own chunks, not of every chunk of
+// its database (60 ms a doc in a database of 10,000 tables). nil for a
+// Stale of whole kinds. The fields read decide: a name with a colon may
+// let another object's id through, never keep one out.
+func staleIDs(st index.Stale) func(id string) bool {
+	names := st.Names
+	if names == nil && st.Name != "" {
+		names = map[string]int64{st.Name: st.Below}
+	}
+	if names == nil {
+		return nil
+	}
+	return func(id string) bool {
+		for _, k := range st.Kinds {
+			prefix := chunk.ID(st.Database, k, "", 0)
+			if !strings.HasPrefix(id, prefix) {
+				continue
+			}
+			rest := id[len(prefix):]
+			if _, ok := names[rest]; ok {
+				return true
+			}
+			if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+				if _, ok := names[rest[:i]]; ok {
+					return true
+				}
+			}
+		}
+		return false
+	}
 }
 
 // DeleteDatabase implements index.Store.
