@@ -69,10 +69,10 @@ func TestCostlyEventsStayWithTheirDatabase(t *testing.T) {
 // will not take, so the waiting events go as gap letters after
 // GapTimeout and are re-sent by themselves once it has applied.
 func TestHeldBytesAreBounded(t *testing.T) {
-	const n, kib = 40, 1000
+	const n, kib = 40, 500
 	e := newEnv(t)
 	cfg := laneConfig()
-	cfg.MaxHeldBytes = 16 << 20
+	cfg.MaxHeldBytes = 8 * int64(cfg.MaxEventBytes) // the least allowed
 	reg := prometheus.NewRegistry()
 	e.startLaneWorker(cfg, workers.WithMetrics(workers.NewMetrics(reg)))
 	pad := "-- " + strings.Repeat("x", kib<<10) + "\n"
@@ -91,7 +91,7 @@ func TestHeldBytesAreBounded(t *testing.T) {
 		t.Errorf("the worker held up to %.0f MiB of a flood of %d MiB; want between half of %d MiB and %.0f MiB", most/(1<<20), n, cfg.MaxHeldBytes>>20, limit/(1<<20))
 	}
 	e.publish(migration(t, "wall", 1, "CREATE TABLE first (id int);"))
-	testenv.Eventually(t, 2*time.Minute, "the whole history applied", func() bool { return e.version("wall") == n })
+	testenv.Eventually(t, 4*time.Minute, "the whole history applied", func() bool { return e.version("wall") == n })
 	for _, dl := range e.deadLetters() {
 		if !strings.HasPrefix(dl.reason, "gap:") {
 			t.Errorf("a dead letter other than a gap letter: %+v", dl)

@@ -686,7 +686,7 @@ func (w *Worker) await(intake, work context.Context, q *queue, first *item, out 
 	since := later(first.arrived, q.progress)
 	wait, full := w.cfg.GapTimeout, w.heldFull(q)
 	if full {
-		wait = min(wait, fullGapWait)
+		wait = min(wait/4, fullGapWait)
 	}
 	left := time.Until(since.Add(wait))
 	if left <= 0 {
@@ -716,8 +716,9 @@ func (w *Worker) await(intake, work context.Context, q *queue, first *item, out 
 }
 
 // fullGapWait is how long migrations wait for their predecessor when
-// they fill what the worker may hold (heldFull): the predecessor, if it
-// was published after them, cannot be taken until they go.
+// they fill what the worker may hold (heldFull), or a quarter of
+// GapTimeout if that is shorter: the predecessor, if it was published
+// after them, cannot be taken until they go.
 const fullGapWait = 5 * time.Second
 
 // heldFull reports whether q holds its share of MaxHeldBytes while the
