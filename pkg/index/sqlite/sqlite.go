@@ -362,6 +362,7 @@ func (s *Store) checkRecords(recs []index.Record) error {
 // markAbove reports whether r's object has a mark above r's version (a
 // newer edit or a delete was applied), and otherwise raises the mark to
 // it.
+//
 // A doc's sections come together, so seen keeps the marks one
 // transaction has read or set: one lookup per doc, not per section.
 func (s *Store) markAbove(ctx context.Context, tx *sql.Tx, r index.Record, seen map[objectKey]int64) (bool, error) {
