@@ -173,19 +173,26 @@ func Marked(kind string) bool { return kind == chunk.KindDoc || kind == chunk.Ki
 // Marks are the object marks a Stale sets: for each Marked kind, each
 // named object at its bound. An unnamed Stale sets none.
 func (s Stale) Marks() []Mark {
+	named := s.Named()
 	var out []Mark
 	for _, k := range s.Kinds {
 		if !Marked(k) {
 			continue
 		}
-		if s.Names == nil && s.Name != "" {
-			out = append(out, Mark{Kind: k, Name: s.Name, Version: s.Below})
-		}
-		for _, n := range slices.Sorted(maps.Keys(s.Names)) {
-			out = append(out, Mark{Kind: k, Name: n, Version: s.Names[n]})
+		for _, n := range slices.Sorted(maps.Keys(named)) {
+			out = append(out, Mark{Kind: k, Name: n, Version: named[n]})
 		}
 	}
 	return out
+}
+
+// Named is the objects s names, each with its bound: Names, or Name at
+// Below; nil for a Stale of whole kinds.
+func (s Stale) Named() map[string]int64 {
+	if s.Names == nil && s.Name != "" {
+		return map[string]int64{s.Name: s.Below}
+	}
+	return s.Names
 }
 
 // Mark is an object's newest version: no chunk of it below is written.

@@ -468,10 +468,7 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (n int, err err
 // Stale of whole kinds. The fields read decide: a name with a colon may
 // let another object's id through, never keep one out.
 func staleIDs(st index.Stale) func(id string) bool {
-	names := st.Names
-	if names == nil && st.Name != "" {
-		names = map[string]int64{st.Name: st.Below}
-	}
+	names := st.Named()
 	if names == nil {
 		return nil
 	}
