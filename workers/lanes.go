@@ -279,9 +279,9 @@ func (w *Worker) openLane(ctx, work context.Context, of, db string, start uint64
 // a schema lane holds half as many as its consumer, so that with the
 // LaneAt its queue holds before the lane, a reversed history of some
 // hundreds still applies at once. Docs never wait, and a docs lane holds
-// LaneAt. Each event held is memory: with MaxLanes lanes beside each
-// consumer a worker may hold MaxLanes × (MaxAckPending/2 + LaneAt) more
-// events than its two consumers' 2 × MaxAckPending.
+// LaneAt. With MaxLanes lanes beside each consumer a worker may hold
+// MaxLanes × (MaxAckPending/2 + LaneAt) more events than its two
+// consumers' 2 × MaxAckPending; MaxHeldBytes bounds their bytes.
 func (w *Worker) laneWindow(of string) int {
 	if of == w.cfg.Consumer.SchemaName() {
 		return max(w.cfg.Consumer.MaxAckPending/2, w.cfg.LaneAt)

@@ -134,8 +134,8 @@ func (c Config) Validate() error {
 	if c.LaneAt < 0 || c.MaxLanes < 0 {
 		errs = append(errs, fmt.Errorf("lane-at (%d) and max lanes (%d) must not be negative", c.LaneAt, c.MaxLanes))
 	}
-	if c.MaxHeldBytes != 0 && c.MaxHeldBytes < 8*int64(c.MaxEventBytes) {
-		errs = append(errs, fmt.Errorf("max held bytes (%d) must be 0 or at least eight events of the largest size (%d)", c.MaxHeldBytes, 8*c.MaxEventBytes))
+	if c.MaxHeldBytes != 0 && c.MaxHeldBytes < 8*int64(c.eventBytes()) {
+		errs = append(errs, fmt.Errorf("max held bytes (%d) must be 0 or at least eight events of the largest size (%d)", c.MaxHeldBytes, 8*c.eventBytes()))
 	}
 	if c.LaneAt > 0 && c.LaneQuiet <= 0 {
 		errs = append(errs, fmt.Errorf("lane quiet must be positive with lanes on, got %v", c.LaneQuiet))
@@ -388,14 +388,16 @@ func (w *Worker) consume(ctx, workCtx context.Context, cons streams.Consumers) (
 // messages.
 func (w *Worker) pullLimit(messages int) jetstream.PullConsumeOpt {
 	if w.cfg.MaxHeldBytes > 0 {
-		return jetstream.PullMaxBytes(4 * w.maxEventBytes())
+		return jetstream.PullMaxBytes(4 * w.cfg.eventBytes())
 	}
 	return jetstream.PullMaxMessages(messages)
 }
 
-func (w *Worker) maxEventBytes() int {
-	if w.cfg.MaxEventBytes > 0 {
-		return w.cfg.MaxEventBytes
+// eventBytes is the largest event the worker takes: MaxEventBytes, or
+// the default that decoding applies when it is 0.
+func (c Config) eventBytes() int {
+	if c.MaxEventBytes > 0 {
+		return c.MaxEventBytes
 	}
 	return events.DefaultMaxEventBytes
 }
