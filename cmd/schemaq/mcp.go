@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
@@ -29,8 +28,20 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	}
 	httpAddr := fs.String("http", envString(e, "SCHEMAQ_MCP_HTTP", ""), "serve streamable HTTP on this address instead of stdio [SCHEMAQ_MCP_HTTP]")
 	embedded := fs.Bool("embedded", envString(e, "SCHEMAQ_MCP_EMBEDDED", "") == "1", "run NATS, worker, daemon and the index in this process (data in --data-dir) instead of connecting to --nats-url [SCHEMAQ_MCP_EMBEDDED=1]")
+	var bounds mcpserver.HTTPConfig
+	if err := intVar(fs, e, &bounds.MaxSessions, "max-sessions", "SCHEMAQ_MCP_MAX_SESSIONS", mcpserver.DefaultMaxSessions,
+		"with --http, the sessions kept at once; a new one closes the least recently used, whose client opens another"); err != nil {
+		return err
+	}
+	if err := durationVar(fs, e, &bounds.SessionIdle, "session-idle", "SCHEMAQ_MCP_SESSION_IDLE", time.Hour,
+		"with --http, close a session no request has used for this long (0: by count only)"); err != nil {
+		return err
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if bounds.MaxSessions < 1 || bounds.SessionIdle < 0 {
+		return usagef("mcp: --max-sessions must be 1 or more and --session-idle 0 or more, got %d and %s", bounds.MaxSessions, bounds.SessionIdle)
 	}
 	// Refuse an open listener before dialling anything.
 	token := e.getenv("SCHEMAQ_MCP_TOKEN") // a secret: from the environment only
@@ -81,11 +92,16 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
-	var handler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	handler := mcpserver.HTTPHandler(server, bounds)
 	if token != "" {
 		handler = requireBearer(token, handler)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// As the HTTP API's: a request's headers and body must arrive in time
+	// (a trickled body held a handler for good), and an idle connection
+	// is closed. Streamed replies are not cut: ReadTimeout bounds reading
+	// the request, not the handler.
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	log.Info("mcp serving streamable HTTP", zap.String("addr", ln.Addr().String()))
 	fmt.Fprintf(e.stderr, "schemaq mcp: streamable HTTP on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)

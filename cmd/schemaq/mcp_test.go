@@ -246,7 +246,7 @@ func TestMCPTools(t *testing.T) {
 func TestMCPOverHTTP(t *testing.T) {
 	cli, _ := mcpFixture(t)
 	server := mcpserver.New(cli, "0.0.0-test")
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	srv := httptest.NewServer(mcpserver.HTTPHandler(server, mcpserver.HTTPConfig{}))
 	defer srv.Close()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1.0.0"}, nil).
 		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
@@ -276,6 +276,9 @@ func TestMCPHTTPNeedsATokenBeyondLoopback(t *testing.T) {
 	ns := testenv.NATS(t)
 	if _, errOut, code := runAt(t, ns.ClientURL(), "mcp", "--http", "0.0.0.0:0"); code != exitUsage || !strings.Contains(errOut, "needs a bearer token: set SCHEMAQ_MCP_TOKEN") {
 		t.Errorf("non-loopback without a token (exit %d): %s", code, errOut)
+	}
+	if _, errOut, code := runAt(t, ns.ClientURL(), "mcp", "--http", "127.0.0.1:0", "--max-sessions", "0"); code != exitUsage || !strings.Contains(errOut, "--max-sessions must be 1 or more") {
+		t.Errorf("no room for a session (exit %d): %s", code, errOut)
 	}
 	addr := freePort(t)
 	startService(t, "mcp", []string{"mcp", "--http", addr}, map[string]string{"SCHEMAQ_NATS_URL": ns.ClientURL(), "SCHEMAQ_MCP_TOKEN": "s3cret"})
