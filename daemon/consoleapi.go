@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/bearer"
 )
 
 // The console's own endpoints. The request endpoints (search, ask,
@@ -32,7 +33,7 @@ const (
 )
 
 func (a access) String() string {
-	return [...]string{accessRead, accessWrite, accessAdmin}[a]
+	return [...]string{bearer.AccessRead, bearer.AccessWrite, bearer.AccessAdmin}[a]
 }
 
 // databaseScoped is a console request about one database, whose name is
@@ -140,13 +141,13 @@ func (p *principal) mayConsole(endpoint string, need access, req any) *events.Er
 	}
 	granted := mayRead
 	switch {
-	case p.admin:
+	case p.Admin:
 		granted = mayAdmin
-	case p.write:
+	case p.Write:
 		granted = mayWrite
 	}
 	if granted < need {
-		return events.Errorf(events.CodeForbidden, "token %q has %s access; %s needs %s", p.name, granted, endpoint, need)
+		return events.Errorf(events.CodeForbidden, "token %q has %s access; %s needs %s", p.Name, granted, endpoint, need)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/bearer"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/deadletter"
@@ -61,7 +62,7 @@ func consoleRig(t *testing.T) (*rig, *httptest.Server) {
 			t.Fatal(err)
 		}
 	}
-	tokens := []daemon.HTTPToken{
+	tokens := []bearer.Token{
 		{Name: "shop-reader", Token: "shop-reader-0123456789", Databases: []string{"shop"}, Access: "read"},
 		{Name: "shop-writer", Token: "shop-writer-0123456789", Databases: []string{"shop"}, Access: "write"},
 		{Name: "shop-admin", Token: "shop-admin-01234567890", Databases: []string{"shop"}, Access: "admin"},
@@ -391,7 +392,7 @@ func TestConsoleLimitsEachCaller(t *testing.T) {
 	recs := &blockingRecords{Records: r.cli, entered: make(chan struct{}, 16), release: make(chan struct{})}
 	r.daemon(daemon.DefaultConfig, nil, daemon.WithRecords(recs))
 	r.publishShop()
-	tokens := []daemon.HTTPToken{
+	tokens := []bearer.Token{
 		{Name: "shop-reader", Token: "shop-reader-0123456789", Databases: []string{"shop"}, Access: "read"},
 		{Name: "other-admin", Token: "other-admin-0123456789", Databases: []string{"other"}, Access: "admin"},
 	}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/bearer"
 	"github.com/schemaq/schemaq/pkg/console"
 	"github.com/schemaq/schemaq/pkg/telemetry"
 )
@@ -42,9 +43,9 @@ type HTTPConfig struct {
 	// Addr is the address the API listens on, for AllowedHosts' default.
 	Addr string
 	// Tokens grant bearer tokens some databases, to read or to write
-	// (LoadHTTPTokens); Token, when set too, is one more with every
+	// (bearer.Load); Token, when set too, is one more with every
 	// database.
-	Tokens []HTTPToken
+	Tokens []bearer.Token
 	// NoConsole leaves the web console out: / and the pages under it
 	// answer the API's JSON 404.
 	NoConsole bool
@@ -61,7 +62,7 @@ const maxHTTPBody = events.DefaultMaxEventBytes
 // on every other path a browser GETs.
 func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
 	mux := http.NewServeMux()
-	ring := newKeyring(cfg.Token, cfg.Tokens)
+	ring := bearer.NewKeyring(cfg.Token, cfg.Tokens)
 	for _, ep := range d.endpoints() {
 		mux.Handle("/v1/"+ep.name, authorized(ring, d.httpEndpoint(ep)))
 	}
@@ -135,7 +136,7 @@ func (d *Daemon) httpEndpoint(ep endpoint) http.Handler {
 		who := principalOf(r.Context())
 		req := &httpRequest{subject: events.ServiceName + "." + ep.name, data: body, headers: micro.Headers{}, out: make(chan *nats.Msg, 1), caller: "http", who: who}
 		if who != nil {
-			req.caller = "http:" + who.name
+			req.caller = "http:" + who.Name
 		}
 		if id != "" {
 			req.headers[HeaderRequestID] = []string{id}

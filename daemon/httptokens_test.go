@@ -15,6 +15,7 @@ import (
 
 	"github.com/schemaq/schemaq/daemon"
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/bearer"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
@@ -44,7 +45,7 @@ func TestHTTPTokensPerDatabase(t *testing.T) {
 ]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := daemon.LoadHTTPTokens(file)
+	tokens, err := bearer.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,32 +100,4 @@ func TestHTTPTokensPerDatabase(t *testing.T) {
 		exs, err := r.cli.Examples(context.Background(), "other")
 		return err == nil && len(exs) == 1 && exs[0].Author == "http:other-writer"
 	})
-}
-
-// TestLoadHTTPTokensNamesEveryProblem: a tokens file that is wrong is
-// refused at start, each problem named.
-func TestLoadHTTPTokensNamesEveryProblem(t *testing.T) {
-	cases := []struct{ name, file, want string }{
-		{"not JSON", `tokens`, "invalid character"},
-		{"unknown key", `{"tokens": [], "admin": true}`, `unknown field "admin"`},
-		{"no tokens", `{"tokens": []}`, "no tokens"},
-		{"short token", `{"tokens": [{"name": "a", "token": "short", "databases": ["shop"], "access": "read"}]}`, "at least 16 bytes"},
-		{"token and hash", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "sha256": "00", "databases": ["shop"], "access": "read"}]}`, "one of them"},
-		{"bad hash", `{"tokens": [{"name": "a", "sha256": "xyz", "databases": ["shop"], "access": "read"}]}`, "64 hex digits"},
-		{"no databases", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "access": "read"}]}`, "list its databases"},
-		{"bad database", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "databases": ["shop.>"], "access": "read"}]}`, "not a database name"},
-		{"bad access", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "databases": ["shop"], "access": "root"}]}`, `access is "read", "write" or "admin"`},
-		{"a name twice", `{"tokens": [{"name": "a", "token": "0123456789abcdef", "databases": ["shop"], "access": "read"}, {"name": "a", "token": "0123456789abcdeg", "databases": ["shop"], "access": "read"}]}`, "used twice"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			file := filepath.Join(t.TempDir(), "tokens.json")
-			if err := os.WriteFile(file, []byte(tc.file), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := daemon.LoadHTTPTokens(file); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want %q", err, tc.want)
-			}
-		})
-	}
 }

@@ -364,7 +364,7 @@ func (d *Daemon) approveExamples(ctx context.Context, who *principal, req *Examp
 	// The approver is who the token says, as feedback's author is.
 	by := "http"
 	if who != nil {
-		by = "http:" + who.name
+		by = "http:" + who.Name
 	}
 	pub, err := recs.ApproveExamples(ctx, req.Database, req.IDs, by)
 	switch {

@@ -21,6 +21,7 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/ask"
 	askopenai "github.com/schemaq/schemaq/pkg/ask/openai"
+	"github.com/schemaq/schemaq/pkg/bearer"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/embed"
 	embedopenai "github.com/schemaq/schemaq/pkg/embed/openai"
@@ -457,10 +458,10 @@ type roleFlags struct {
 	http, httpToken string
 	httpOptional    bool
 	// httpHosts are the Host headers the HTTP API answers;
-	// httpTokensFile grants tokens databases (daemon.LoadHTTPTokens).
+	// httpTokensFile grants tokens databases (bearer.Load).
 	httpHosts      []string
 	httpTokensFile string
-	httpTokens     []daemon.HTTPToken
+	httpTokens     []bearer.Token
 	httpNoConsole  bool
 	// replica: the daemon opens only once the worker has caught up, as
 	// its index is its own.
@@ -601,7 +602,7 @@ func (r *roleFlags) check() error {
 		return usagef("--stream-replicas must be zero (keep what exists) or more, got %d", r.streamReplicas)
 	}
 	if r.httpTokensFile != "" {
-		tokens, err := daemon.LoadHTTPTokens(r.httpTokensFile)
+		tokens, err := bearer.Load(r.httpTokensFile)
 		if err != nil {
 			return usagef("%v", err)
 		}

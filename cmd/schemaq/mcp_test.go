@@ -260,10 +260,10 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 }
 
-// bearer adds an Authorization header to every request.
-type bearer struct{ token string }
+// bearerAuth adds an Authorization header to every request.
+type bearerAuth struct{ token string }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b bearerAuth) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
@@ -298,7 +298,7 @@ func TestMCPHTTPNeedsATokenBeyondLoopback(t *testing.T) {
 	}
 	for token, ok := range map[string]bool{"wrong": false, "s3cret": true} {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1.0.0"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1}, nil)
+			&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerAuth{token}}, MaxRetries: -1}, nil)
 		if ok != (err == nil) {
 			t.Errorf("token %q: connect error %v", token, err)
 		}
