@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/schemaq/schemaq/pkg/bearer"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/mcpserver"
 )
@@ -28,6 +28,7 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	}
 	httpAddr := fs.String("http", envString(e, "SCHEMAQ_MCP_HTTP", ""), "serve streamable HTTP on this address instead of stdio [SCHEMAQ_MCP_HTTP]")
 	embedded := fs.Bool("embedded", envString(e, "SCHEMAQ_MCP_EMBEDDED", "") == "1", "run NATS, worker, daemon and the index in this process (data in --data-dir) instead of connecting to --nats-url [SCHEMAQ_MCP_EMBEDDED=1]")
+	tokensFile := fs.String("tokens-file", envString(e, "SCHEMAQ_MCP_TOKENS_FILE", ""), "with --http, a JSON file of tokens, each with its databases and read or write access, as the HTTP API's (docs/api.md) [SCHEMAQ_MCP_TOKENS_FILE]")
 	var bounds mcpserver.HTTPConfig
 	if err := intVar(fs, e, &bounds.MaxSessions, "max-sessions", "SCHEMAQ_MCP_MAX_SESSIONS", mcpserver.DefaultMaxSessions,
 		"with --http, the sessions kept at once; a new one closes the least recently used, whose client opens another"); err != nil {
@@ -43,10 +44,18 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	if bounds.MaxSessions < 1 || bounds.SessionIdle < 0 {
 		return usagef("mcp: --max-sessions must be 1 or more and --session-idle 0 or more, got %d and %s", bounds.MaxSessions, bounds.SessionIdle)
 	}
-	// Refuse an open listener before dialling anything.
+	// Refuse an open listener, or a bad tokens file, before dialling
+	// anything.
 	token := e.getenv("SCHEMAQ_MCP_TOKEN") // a secret: from the environment only
-	if *httpAddr != "" && token == "" && !loopback(*httpAddr) {
-		return usagef("mcp --http %s: serving beyond this host needs a bearer token: set SCHEMAQ_MCP_TOKEN (clients send Authorization: Bearer <token>), or bind a loopback address such as 127.0.0.1:8765", *httpAddr)
+	var tokens []bearer.Token
+	if *tokensFile != "" {
+		var err error
+		if tokens, err = bearer.Load(*tokensFile); err != nil {
+			return usagef("mcp --tokens-file: %v", err)
+		}
+	}
+	if *httpAddr != "" && token == "" && tokens == nil && !loopback(*httpAddr) {
+		return usagef("mcp --http %s: serving beyond this host needs a bearer token: set SCHEMAQ_MCP_TOKEN or --tokens-file (clients send Authorization: Bearer <token>), or bind a loopback address such as 127.0.0.1:8765", *httpAddr)
 	}
 	log, err := r.log.build(e) // stderr: stdout carries the protocol on stdio
 	if err != nil {
@@ -93,8 +102,8 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	handler := mcpserver.HTTPHandler(server, bounds)
-	if token != "" {
-		handler = requireBearer(token, handler)
+	if ring := bearer.NewKeyring(token, tokens); !ring.Empty() {
+		handler = mcpserver.RequireToken(ring, handler)
 	}
 	// As the HTTP API's: a request's headers and body must arrive in time
 	// (a trickled body held a handler for good), and an idle connection
@@ -127,18 +136,4 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// requireBearer lets through requests that carry the token, comparing in
-// constant time; the others get 401 with the scheme to use.
-func requireBearer(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="schemaq"`)
-			http.Error(w, "a bearer token is required (Authorization: Bearer <SCHEMAQ_MCP_TOKEN>)", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/bearer"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/mcpserver"
 	"github.com/schemaq/schemaq/pkg/testenv"
@@ -414,5 +416,126 @@ func TestAmbiguousQuestions(t *testing.T) {
 	// only, and counted.
 	if m := regexp.MustCompile(`(?m)^schemaq_daemon_retrieval_only_total (\d+)$`).FindStringSubmatch(body); m == nil || len(m[1]) == 1 && m[1] < "2" {
 		t.Errorf("schemaq_daemon_retrieval_only_total: %v, want at least the 2 asks", m)
+	}
+}
+
+// TestMCPTokensPerDatabase runs `schemaq mcp --http --tokens-file`'s
+// handler against the real stack with two tokens of the shop database:
+// every tool and resource refuses any other database, list_databases
+// and resources/list show only the shop, feedback needs write access,
+// and a session answers only the token that opened it.
+func TestMCPTokensPerDatabase(t *testing.T) {
+	cli, checker := mcpFixture(t)
+	server := mcpserver.New(cli, "0.0.0-test", mcpserver.WithChecker(checker))
+	const readToken, writeToken = "shop-reader-token-0123", "shop-writer-token-0123"
+	ring := bearer.NewKeyring("", []bearer.Token{
+		{Name: "shop-reader", Token: readToken, Databases: []string{"shop"}, Access: bearer.AccessRead},
+		{Name: "shop-writer", Token: writeToken, Databases: []string{"shop"}, Access: bearer.AccessWrite},
+	})
+	srv := httptest.NewServer(mcpserver.RequireToken(ring, mcpserver.HTTPHandler(server, mcpserver.HTTPConfig{})))
+	t.Cleanup(srv.Close) // after the sessions' own cleanups, which close their streams
+	connectAs := func(token string) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearerAuth{token}}, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	reader, writer := connectAs(readToken), connectAs(writeToken)
+	ctx := context.Background()
+
+	if out, isErr := call(t, reader, "list_databases", map[string]any{}); isErr || !strings.Contains(out, `"shop"`) || strings.Contains(out, "video") || strings.Contains(out, "tenant") {
+		t.Errorf("list_databases with the shop's token: %s", out)
+	}
+	// Each tool's arguments, valid but for the database; a tool added
+	// without a row here fails the test.
+	args := map[string]func(db string) map[string]any{
+		"list_tables":       func(db string) map[string]any { return map[string]any{"database": db} },
+		"describe_table":    func(db string) map[string]any { return map[string]any{"database": db, "table": "film"} },
+		"search_schema":     func(db string) map[string]any { return map[string]any{"database": db, "question": "films"} },
+		"explain_retrieval": func(db string) map[string]any { return map[string]any{"database": db, "question": "films"} },
+		"ask_sql":           func(db string) map[string]any { return map[string]any{"database": db, "question": "How many films?"} },
+		"submit_feedback": func(db string) map[string]any {
+			return map[string]any{"database": db, "question": "How many orders?", "sql": "SELECT count(*) FROM orders"}
+		},
+		"check_migration": func(db string) map[string]any {
+			return map[string]any{"database": db, "migrations": []map[string]any{{"name": "9_x.sql", "sql": "CREATE TABLE x (a int);"}}}
+		},
+	}
+	tools, err := reader.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if tl.Name == "list_databases" {
+			continue
+		}
+		mk, ok := args[tl.Name]
+		if !ok {
+			t.Errorf("tool %s: no arguments to check its access with", tl.Name)
+			continue
+		}
+		for _, db := range []string{"video", "tenant", "nope"} {
+			if out, isErr := call(t, reader, tl.Name, mk(db)); !isErr || !strings.Contains(out, `forbidden: token "shop-reader" may not use database "`+db+`"`) {
+				t.Errorf("%s on %s with the shop's token: %s", tl.Name, db, out)
+			}
+		}
+		out, _ := call(t, reader, tl.Name, mk("shop"))
+		if forbidden := strings.Contains(out, "forbidden"); forbidden != (tl.Name == "submit_feedback") {
+			t.Errorf("%s on shop with the shop's read token: %s", tl.Name, out)
+		}
+	}
+	if out, isErr := call(t, writer, "submit_feedback", args["submit_feedback"]("shop")); isErr {
+		t.Errorf("feedback with the shop's write token: %s", out)
+	}
+
+	listed, err := reader.ListResources(ctx, nil)
+	if err != nil || len(listed.Resources) == 0 {
+		t.Fatalf("resources/list: %v %v", listed, err)
+	}
+	for _, r := range listed.Resources {
+		if !strings.HasPrefix(r.URI, mcpserver.ResourcePrefix+"shop/") {
+			t.Errorf("resources/list with the shop's token lists %s", r.URI)
+		}
+	}
+	if _, err := reader.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.ResourcePrefix + "video/tables/public.film"}); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("reading another database's table: %v", err)
+	}
+
+	// Raw requests: no token, and a session opened by one token asked
+	// with another.
+	post := func(token, session string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if session != "" {
+			req.Body = io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body) //nolint:errcheck // the status is what counts
+		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+	}
+	if code, _ := post("", ""); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d", code)
+	}
+	code, session := post(readToken, "")
+	if code != http.StatusOK || session == "" {
+		t.Fatalf("initialize with the read token: %d %q", code, session)
+	}
+	if code, _ := post(writeToken, session); code != http.StatusForbidden {
+		t.Errorf("the reader's session asked with the writer's token: %d, want 403", code)
+	}
+	if code, _ := post(readToken, session); code != http.StatusOK {
+		t.Errorf("the reader's session with its own token: %d", code)
 	}
 }

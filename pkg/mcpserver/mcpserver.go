@@ -125,15 +125,27 @@ type DatabasesOut struct {
 	Databases []client.Database `json:"databases"`
 }
 
-func (t *tools) listDatabases(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, DatabasesOut, error) {
-	dbs, err := t.b.Databases(ctx)
+func (t *tools) listDatabases(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, DatabasesOut, error) {
+	dbs, err := t.databases(ctx, req.Extra)
 	if err != nil {
-		return nil, DatabasesOut{}, toolError(err)
-	}
-	if dbs == nil {
-		dbs = []client.Database{}
+		return nil, DatabasesOut{}, err
 	}
 	return nil, DatabasesOut{Databases: dbs}, nil
+}
+
+// databases are the databases the request's token may use.
+func (t *tools) databases(ctx context.Context, extra *mcp.RequestExtra) ([]client.Database, error) {
+	dbs, err := t.b.Databases(ctx)
+	if err != nil {
+		return nil, toolError(err)
+	}
+	out := []client.Database{}
+	for _, db := range dbs {
+		if mayUse(extra, db.Name) == nil {
+			out = append(out, db)
+		}
+	}
+	return out, nil
 }
 
 // DatabaseIn names a database.
@@ -153,7 +165,10 @@ type TablesOut struct {
 	DriftTotal int            `json:"drift_total,omitempty"`
 }
 
-func (t *tools) listTables(ctx context.Context, _ *mcp.CallToolRequest, in DatabaseIn) (*mcp.CallToolResult, TablesOut, error) {
+func (t *tools) listTables(ctx context.Context, req *mcp.CallToolRequest, in DatabaseIn) (*mcp.CallToolResult, TablesOut, error) {
+	if err := mayUse(req.Extra, in.Database); err != nil {
+		return nil, TablesOut{}, err
+	}
 	r, err := t.b.Tables(ctx, &events.TablesRequest{Database: in.Database, Limit: MaxTables})
 	if err != nil {
 		return nil, TablesOut{}, toolError(err)
@@ -168,7 +183,10 @@ type TableIn struct {
 	Table    string `json:"table" jsonschema:"the table, as schema.table or just table"`
 }
 
-func (t *tools) describeTable(ctx context.Context, _ *mcp.CallToolRequest, in TableIn) (*mcp.CallToolResult, events.TableInfo, error) {
+func (t *tools) describeTable(ctx context.Context, req *mcp.CallToolRequest, in TableIn) (*mcp.CallToolResult, events.TableInfo, error) {
+	if err := mayUse(req.Extra, in.Database); err != nil {
+		return nil, events.TableInfo{}, err
+	}
 	if strings.TrimSpace(in.Table) == "" {
 		return nil, events.TableInfo{}, errors.New("bad_request: table is required")
 	}
@@ -251,12 +269,15 @@ type SearchOut struct {
 	Ambiguous bool                 `json:"ambiguous,omitempty"`
 }
 
-func (t *tools) searchSchema(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, SearchOut, error) {
-	req, err := in.request(false)
+func (t *tools) searchSchema(ctx context.Context, req *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, SearchOut, error) {
+	if err := mayUse(req.Extra, in.Database); err != nil {
+		return nil, SearchOut{}, err
+	}
+	sreq, err := in.request(false)
 	if err != nil {
 		return nil, SearchOut{}, err
 	}
-	r, err := t.b.Search(ctx, req)
+	r, err := t.b.Search(ctx, sreq)
 	if err != nil {
 		return nil, SearchOut{}, toolError(err)
 	}
@@ -302,7 +323,10 @@ type AskOut struct {
 	Ambiguous bool                 `json:"ambiguous,omitempty"`
 }
 
-func (t *tools) askSQL(ctx context.Context, _ *mcp.CallToolRequest, in AskIn) (*mcp.CallToolResult, AskOut, error) {
+func (t *tools) askSQL(ctx context.Context, req *mcp.CallToolRequest, in AskIn) (*mcp.CallToolResult, AskOut, error) {
+	if err := mayUse(req.Extra, in.Database); err != nil {
+		return nil, AskOut{}, err
+	}
 	r, err := t.b.Ask(ctx, &events.AskRequest{Database: in.Database, Question: in.Question, AllowSystemCatalogs: in.AllowSystemCatalogs, Hints: in.Hints, Schemas: in.Schemas})
 	if err != nil {
 		if r != nil && r.RejectedSQL != "" {
@@ -340,6 +364,9 @@ type FeedbackOut struct {
 }
 
 func (t *tools) submitFeedback(ctx context.Context, req *mcp.CallToolRequest, in FeedbackIn) (*mcp.CallToolResult, FeedbackOut, error) {
+	if err := mayWrite(req.Extra, in.Database); err != nil {
+		return nil, FeedbackOut{}, err
+	}
 	r, err := t.b.Feedback(ctx, &events.FeedbackRequest{Database: in.Database, Question: in.Question, SQL: in.SQL, AskID: in.AskID, Corrected: in.Corrected, Schema: in.Schema,
 		Client: clientOf(req)})
 	if err != nil {
@@ -377,7 +404,10 @@ type CheckOut struct {
 	Breaks bool `json:"breaks"`
 }
 
-func (t *tools) checkMigration(ctx context.Context, _ *mcp.CallToolRequest, in CheckIn) (*mcp.CallToolResult, CheckOut, error) {
+func (t *tools) checkMigration(ctx context.Context, req *mcp.CallToolRequest, in CheckIn) (*mcp.CallToolResult, CheckOut, error) {
+	if err := mayUse(req.Extra, in.Database); err != nil {
+		return nil, CheckOut{}, err
+	}
 	if err := events.ValidateDatabase(in.Database); err != nil {
 		return nil, CheckOut{}, toolError(events.Errorf(events.CodeBadRequest, "%v", err))
 	}
@@ -407,12 +437,15 @@ type ExplainOut struct {
 	Explain    []events.ExplainItem `json:"explain"`
 }
 
-func (t *tools) explainRetrieval(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, ExplainOut, error) {
-	req, err := in.request(true)
+func (t *tools) explainRetrieval(ctx context.Context, req *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, ExplainOut, error) {
+	if err := mayUse(req.Extra, in.Database); err != nil {
+		return nil, ExplainOut{}, err
+	}
+	sreq, err := in.request(true)
 	if err != nil {
 		return nil, ExplainOut{}, err
 	}
-	r, err := t.b.Search(ctx, req)
+	r, err := t.b.Search(ctx, sreq)
 	if err != nil {
 		return nil, ExplainOut{}, toolError(err)
 	}
@@ -438,7 +471,7 @@ func (t *tools) explainRetrieval(ctx context.Context, _ *mcp.CallToolRequest, in
 const ResourcesPage = 200
 
 // listResources answers resources/list with every table and view of every
-// database, ResourcesPage at a time (the cursor is the offset), so a
+// database the request's token may use, ResourcesPage at a time (the cursor is the offset), so a
 // client can browse them; the SDK itself lists only static resources.
 func (t *tools) listResources(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -453,9 +486,9 @@ func (t *tools) listResources(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			offset = n
 		}
-		dbs, err := t.b.Databases(ctx)
+		dbs, err := t.databases(ctx, req.GetExtra())
 		if err != nil {
-			return nil, toolError(err)
+			return nil, err
 		}
 		var all []*mcp.Resource
 		for _, db := range dbs {
@@ -494,6 +527,9 @@ func (t *tools) readTable(ctx context.Context, req *mcp.ReadResourceRequest) (*m
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	table, _ := url.PathUnescape(strings.TrimPrefix(u.Path, "/tables/"))
+	if err := mayUse(req.Extra, u.Host); err != nil {
+		return nil, err
+	}
 	r, err := t.b.Tables(ctx, &events.TablesRequest{Database: u.Host, Table: table})
 	if err != nil {
 		var we *events.Error
