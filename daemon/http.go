@@ -324,10 +324,8 @@ func (d *Daemon) ListenHTTP(ctx context.Context, addr string, cfg HTTPConfig) er
 	if cfg.Addr == "" {
 		cfg.Addr = addr
 	}
-	srv := &http.Server{Handler: d.HTTPHandler(cfg), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	d.log.Info("http api listening", zap.String("addr", ln.Addr().String()), zap.Bool("token", cfg.Token != ""))
-	return telemetry.ServeUntil(ctx, ln, srv, 10*time.Second)
+	return telemetry.ServeUntil(ctx, ln, telemetry.HTTPServer(d.HTTPHandler(cfg)), 10*time.Second)
 }
 
 // CheckHTTP refuses an address beyond loopback without a token.

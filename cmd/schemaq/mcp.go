@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/bearer"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/mcpserver"
+	"github.com/schemaq/schemaq/pkg/telemetry"
 )
 
 // runMCP serves schemaq's tools to AI agents over MCP: stdio for a local
@@ -105,24 +105,12 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	if ring := bearer.NewKeyring(token, tokens); !ring.Empty() {
 		handler = mcpserver.RequireToken(ring, handler)
 	}
-	// As the HTTP API's: a request's headers and body must arrive in time
-	// (a trickled body held a handler for good), and an idle connection
-	// is closed. Streamed replies are not cut: ReadTimeout bounds reading
-	// the request, not the handler.
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	log.Info("mcp serving streamable HTTP", zap.String("addr", ln.Addr().String()))
 	fmt.Fprintf(e.stderr, "schemaq mcp: streamable HTTP on http://%s\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
+	if err := telemetry.ServeUntil(ctx, ln, telemetry.HTTPServer(handler), r.shutdown); err != nil {
 		return fmt.Errorf("mcp: %w", err)
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), r.shutdown)
-	defer cancel()
-	return srv.Shutdown(sctx)
+	return nil
 }
 
 // loopback reports whether addr (host:port) binds only this host.

@@ -94,7 +94,19 @@ func (s *Server) Serve(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("metrics listener %s: %w", addr, err)
 	}
-	return ServeUntil(ctx, ln, &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}, 5*time.Second)
+	return ServeUntil(ctx, ln, HTTPServer(s.Handler()), 5*time.Second)
+}
+
+// HTTPServer serves h with the bounds every schemaq listener keeps: a
+// request's headers must arrive in 5 s and the whole request in 30 s (a
+// body trickled a byte at a time held a handler for as long as its
+// client liked), headers are at most 64 KiB, and an idle connection
+// closes after 2 minutes (without it, and without a read timeout, a
+// kept-alive connection stayed open for good). A streamed reply is not
+// cut: the read timeout bounds reading the request, not the handler.
+func HTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 }
 
 // ServeUntil serves srv on ln until ctx ends, then shuts it down, giving
