@@ -490,6 +490,11 @@ func TestMCPTokensPerDatabase(t *testing.T) {
 	if out, isErr := call(t, writer, "submit_feedback", args["submit_feedback"]("shop")); isErr {
 		t.Errorf("feedback with the shop's write token: %s", out)
 	}
+	// The example names the token its feedback came with.
+	testenv.Eventually(t, 10*time.Second, "the writer's example", func() bool {
+		exs, err := cli.Examples(ctx, "shop")
+		return err == nil && slices.ContainsFunc(exs, func(ex client.StoredExample) bool { return ex.Client == "mcp:agent@shop-writer" })
+	})
 
 	listed, err := reader.ListResources(ctx, nil)
 	if err != nil || len(listed.Resources) == 0 {

@@ -377,7 +377,10 @@ func (t *tools) submitFeedback(ctx context.Context, req *mcp.CallToolRequest, in
 
 // clientOf names the MCP client that called, as it named itself at
 // initialize ("mcp:claude-desktop"), for the feedback it gives; "mcp"
-// when it gave no name.
+// when it gave no name. Over HTTP with tokens, the token's name follows
+// ("mcp:claude-desktop@shop-agents"): the daemon knows the MCP server
+// only as the NATS user it connects as, and the token says which team's
+// agent it was.
 func clientOf(req *mcp.CallToolRequest) string {
 	name := ""
 	if req != nil && req.Session != nil {
@@ -385,11 +388,16 @@ func clientOf(req *mcp.CallToolRequest) string {
 			name = p.ClientInfo.Name
 		}
 	}
-	name = events.AsID(name, 100)
-	if name == "" {
-		return "mcp"
+	who := "mcp"
+	if name = events.AsID(name, 100); name != "" {
+		who += ":" + name
 	}
-	return "mcp:" + name
+	if req != nil {
+		if g, _ := grantOf(req.Extra); g != nil {
+			who += "@" + g.Name
+		}
+	}
+	return who
 }
 
 // CheckIn is proposed migrations for a database.
