@@ -38,6 +38,8 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 		"with --http, close a session no request has used for this long (0: by count only)"); err != nil {
 		return err
 	}
+	fs.BoolVar(&bounds.Stateless, "stateless", envString(e, "SCHEMAQ_MCP_STATELESS", "") == "1",
+		"with --http, keep no sessions: each request is answered alone, so replicas need no session affinity (feedback from a client of a protocol before 2026-07-28 then names only the token) [SCHEMAQ_MCP_STATELESS=1]")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -425,6 +425,21 @@ func TestAmbiguousQuestions(t *testing.T) {
 // and resources/list show only the shop, feedback needs write access,
 // and a session answers only the token that opened it.
 func TestMCPTokensPerDatabase(t *testing.T) {
+	for _, mode := range []struct {
+		name   string
+		cfg    mcpserver.HTTPConfig
+		client string // the feedback's client
+	}{
+		{"sessions", mcpserver.HTTPConfig{}, "mcp:agent@shop-writer"},
+		// Without sessions the client names itself in every request
+		// (the protocol of 2026-07-28, which the Go SDK speaks).
+		{"stateless", mcpserver.HTTPConfig{Stateless: true}, "mcp:agent@shop-writer"},
+	} {
+		t.Run(mode.name, func(t *testing.T) { checkMCPTokens(t, mode.cfg, mode.client) })
+	}
+}
+
+func checkMCPTokens(t *testing.T, cfg mcpserver.HTTPConfig, wantClient string) {
 	cli, checker := mcpFixture(t)
 	server := mcpserver.New(cli, "0.0.0-test", mcpserver.WithChecker(checker))
 	const readToken, writeToken = "shop-reader-token-0123", "shop-writer-token-0123"
@@ -432,7 +447,7 @@ func TestMCPTokensPerDatabase(t *testing.T) {
 		{Name: "shop-reader", Token: readToken, Databases: []string{"shop"}, Access: bearer.AccessRead},
 		{Name: "shop-writer", Token: writeToken, Databases: []string{"shop"}, Access: bearer.AccessWrite},
 	})
-	srv := httptest.NewServer(mcpserver.RequireToken(ring, mcpserver.HTTPHandler(server, mcpserver.HTTPConfig{})))
+	srv := httptest.NewServer(mcpserver.RequireToken(ring, mcpserver.HTTPHandler(server, cfg)))
 	t.Cleanup(srv.Close) // after the sessions' own cleanups, which close their streams
 	connectAs := func(token string) *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(),
@@ -493,7 +508,7 @@ func TestMCPTokensPerDatabase(t *testing.T) {
 	// The example names the token its feedback came with.
 	testenv.Eventually(t, 10*time.Second, "the writer's example", func() bool {
 		exs, err := cli.Examples(ctx, "shop")
-		return err == nil && slices.ContainsFunc(exs, func(ex client.StoredExample) bool { return ex.Client == "mcp:agent@shop-writer" })
+		return err == nil && slices.ContainsFunc(exs, func(ex client.StoredExample) bool { return ex.Client == wantClient })
 	})
 
 	listed, err := reader.ListResources(ctx, nil)
@@ -534,6 +549,32 @@ func TestMCPTokensPerDatabase(t *testing.T) {
 		t.Errorf("no token: %d", code)
 	}
 	code, session := post(readToken, "")
+	if cfg.Stateless {
+		if code != http.StatusOK || session != "" {
+			t.Errorf("initialize without sessions: %d, session %q", code, session)
+		}
+		// A client of an older protocol named itself only at
+		// initialize, which no session remembers: the token names it.
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"submit_feedback","arguments":{"database":"shop","question":"Orders in all","sql":"SELECT count(*) FROM orders"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+writeToken)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.Contains(string(body), `"isError":true`) {
+			t.Fatalf("feedback of an older protocol's client: %d %s", resp.StatusCode, body)
+		}
+		testenv.Eventually(t, 10*time.Second, "the older client's example", func() bool {
+			exs, err := cli.Examples(ctx, "shop")
+			return err == nil && slices.ContainsFunc(exs, func(ex client.StoredExample) bool { return ex.Question == "Orders in all" && ex.Client == "mcp@shop-writer" })
+		})
+		return
+	}
 	if code != http.StatusOK || session == "" {
 		t.Fatalf("initialize with the read token: %d %q", code, session)
 	}

@@ -26,6 +26,12 @@ type HTTPConfig struct {
 	// SessionIdle closes a session no request has used for this long
 	// (0: sessions are closed by count only).
 	SessionIdle time.Duration
+	// Stateless keeps no session at all: each request is answered on
+	// its own, so replicas behind a load balancer need no affinity. A
+	// client of a protocol before 2026-07-28 named itself only at
+	// initialize, which is then forgotten; GET (the stream for requests
+	// from the server, which no tool makes) is refused.
+	Stateless bool
 }
 
 // DefaultMaxSessions is HTTPConfig.MaxSessions's default: each session
@@ -37,6 +43,9 @@ const sessionHeader = "Mcp-Session-Id"
 
 // HTTPHandler serves server over streamable HTTP with cfg's bounds.
 func HTTPHandler(server *mcp.Server, cfg HTTPConfig) http.Handler {
+	if cfg.Stateless {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true})
+	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}

@@ -214,3 +214,33 @@ func TestHTTPRefusesRebinding(t *testing.T) {
 		t.Errorf("a body of 5 MiB: %d, want 413", code)
 	}
 }
+
+// TestHTTPStateless: without sessions every request is answered on its
+// own (no initialize first, any replica), a real client works as it is,
+// and a flood of initialize leaves nothing behind.
+func TestHTTPStateless(t *testing.T) {
+	server := New(nil, "0.0.0-test")
+	srv := httptest.NewServer(HTTPHandler(server, HTTPConfig{Stateless: true}))
+	t.Cleanup(srv.Close)
+	if code, id := post(t, srv.URL, "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); code != http.StatusOK || id != "" {
+		t.Errorf("tools/list without initialize: %d, session %q", code, id)
+	}
+	for range 200 {
+		if code, id := post(t, srv.URL, "", initializeBody); code != http.StatusOK || id != "" {
+			t.Fatalf("initialize: %d, session %q", code, id)
+		}
+	}
+	if n := liveSessions(server); n != 0 {
+		t.Errorf("%d sessions live after 200 initialize, want none", n)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(tools.Tools) == 0 {
+		t.Errorf("tools/list through a client: %v %v", tools, err)
+	}
+}

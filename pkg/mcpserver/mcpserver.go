@@ -383,9 +383,11 @@ func (t *tools) submitFeedback(ctx context.Context, req *mcp.CallToolRequest, in
 // agent it was.
 func clientOf(req *mcp.CallToolRequest) string {
 	name := ""
-	if req != nil && req.Session != nil {
-		if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
-			name = p.ClientInfo.Name
+	if req != nil {
+		// From the request itself on the protocol of 2026-07-28 and
+		// later, else from the session's initialize.
+		if ci := req.ClientInfo(); ci != nil {
+			name = ci.Name
 		}
 	}
 	who := "mcp"
