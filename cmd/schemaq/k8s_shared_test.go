@@ -275,6 +275,9 @@ func TestKubernetesSharedIndex(t *testing.T) {
 			runExampleJob(t, natsURL)
 			searchPublished(t, natsURL)
 			checkHTTPAPI(t, running["daemon"]["SCHEMAQ_HTTP_ADDR"], k8sTestHTTPToken)
+			if m := deps["schemaq-mcp"]; m != nil {
+				checkMCPDeployment(t, objs, &m.Spec.Template.Spec, cms, natsURL)
+			}
 			if aclUser != "" {
 				noDenials(t, adminURL, aclUser)
 			}

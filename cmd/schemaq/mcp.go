@@ -8,7 +8,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/pkg/bearer"
@@ -89,30 +92,57 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	server := mcpserver.New(cli, buildInfo().Version, mcpserver.WithChecker(checker))
+	g := newGroup(ctx)
+	if !*embedded && r.metrics != "" { // embedded roles serve their own
+		tel := mcpHealth(nc)
+		g.Go(func(ctx context.Context) error { return tel.Serve(ctx, r.metrics) })
+	}
 	if *httpAddr == "" {
-		log.Info("mcp serving on stdio")
-		stdio := &mcpserver.LineTransport{In: os.Stdin, Out: os.Stdout, OnRefused: func(line, code int, reason string) {
-			log.Warn("mcp: refused a line; the session goes on", zap.Int("line", line), zap.Int("code", code), zap.String("reason", reason))
-		}}
-		if err := server.Run(ctx, stdio); err != nil && !errors.Is(err, context.Canceled) {
-			return fmt.Errorf("mcp: %w", err)
+		g.Go(func(ctx context.Context) error { return serveMCPStdio(ctx, log, server) })
+	} else {
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			return g.Stop(fmt.Errorf("mcp: %w", err))
 		}
-		return nil
+		handler := mcpserver.HTTPHandler(server, bounds)
+		if ring := bearer.NewKeyring(token, tokens); !ring.Empty() {
+			handler = mcpserver.RequireToken(ring, handler)
+		}
+		log.Info("mcp serving streamable HTTP", zap.String("addr", ln.Addr().String()), zap.Bool("stateless", bounds.Stateless), zap.Int("tokens", len(tokens)))
+		fmt.Fprintf(e.stderr, "schemaq mcp: streamable HTTP on http://%s\n", ln.Addr())
+		g.Go(func(ctx context.Context) error {
+			if err := telemetry.ServeUntil(ctx, ln, telemetry.HTTPServer(handler), r.shutdown); err != nil {
+				return fmt.Errorf("mcp: %w", err)
+			}
+			return nil
+		})
 	}
-	ln, err := net.Listen("tcp", *httpAddr)
-	if err != nil {
-		return fmt.Errorf("mcp: %w", err)
-	}
-	handler := mcpserver.HTTPHandler(server, bounds)
-	if ring := bearer.NewKeyring(token, tokens); !ring.Empty() {
-		handler = mcpserver.RequireToken(ring, handler)
-	}
-	log.Info("mcp serving streamable HTTP", zap.String("addr", ln.Addr().String()))
-	fmt.Fprintf(e.stderr, "schemaq mcp: streamable HTTP on http://%s\n", ln.Addr())
-	if err := telemetry.ServeUntil(ctx, ln, telemetry.HTTPServer(handler), r.shutdown); err != nil {
+	g.Wait()
+	return g.Stop(nil)
+}
+
+// serveMCPStdio serves server on stdin and stdout until the input ends.
+func serveMCPStdio(ctx context.Context, log *zap.Logger, server *mcp.Server) error {
+	log.Info("mcp serving on stdio")
+	stdio := &mcpserver.LineTransport{In: os.Stdin, Out: os.Stdout, OnRefused: func(line, code int, reason string) {
+		log.Warn("mcp: refused a line; the session goes on", zap.Int("line", line), zap.Int("code", code), zap.String("reason", reason))
+	}}
+	if err := server.Run(ctx, stdio); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	return nil
+}
+
+// mcpHealth is what a Deployment probes on --metrics-addr: /healthz,
+// /readyz (ready while NATS is connected: every tool goes through it)
+// and the process's /metrics.
+func mcpHealth(nc *nats.Conn) *telemetry.Server {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildInfoMetric(reg)
+	tel := telemetry.New(reg)
+	tel.AddCheck("nats", telemetry.NATSCheck(nc))
+	return tel
 }
 
 // loopback reports whether addr (host:port) binds only this host.
