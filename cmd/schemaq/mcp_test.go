@@ -571,7 +571,9 @@ func checkMCPTokens(t *testing.T, cfg mcpserver.HTTPConfig, wantClient string) {
 		}
 		testenv.Eventually(t, 10*time.Second, "the older client's example", func() bool {
 			exs, err := cli.Examples(ctx, "shop")
-			return err == nil && slices.ContainsFunc(exs, func(ex client.StoredExample) bool { return ex.Question == "Orders in all" && ex.Client == "mcp@shop-writer" })
+			return err == nil && slices.ContainsFunc(exs, func(ex client.StoredExample) bool {
+				return ex.Question == "Orders in all" && ex.Client == "mcp@shop-writer"
+			})
 		})
 		return
 	}
