@@ -24,99 +24,129 @@ import (
 // agent, streamable HTTP (--http) for shared deployments. It talks to the
 // running system over NATS, or to an embedded one with --embedded.
 func runMCP(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "mcp", "[--http ADDR] [--embedded] [flags]")
-	var r roleFlags
-	if err := r.register(fs, e, "json", true, roleSet{worker: true, serve: true}); err != nil {
+	var o mcpOptions
+	if err := o.parse(e, args); err != nil {
 		return err
 	}
-	httpAddr := fs.String("http", envString(e, "SCHEMAQ_MCP_HTTP", ""), "serve streamable HTTP on this address instead of stdio [SCHEMAQ_MCP_HTTP]")
-	embedded := fs.Bool("embedded", envString(e, "SCHEMAQ_MCP_EMBEDDED", "") == "1", "run NATS, worker, daemon and the index in this process (data in --data-dir) instead of connecting to --nats-url [SCHEMAQ_MCP_EMBEDDED=1]")
-	tokensFile := fs.String("tokens-file", envString(e, "SCHEMAQ_MCP_TOKENS_FILE", ""), "with --http, a JSON file of tokens, each with its databases and read or write access, as the HTTP API's (docs/api.md) [SCHEMAQ_MCP_TOKENS_FILE]")
-	var bounds mcpserver.HTTPConfig
-	if err := intVar(fs, e, &bounds.MaxSessions, "max-sessions", "SCHEMAQ_MCP_MAX_SESSIONS", mcpserver.DefaultMaxSessions,
-		"with --http, the sessions kept at once; a new one closes the least recently used, whose client opens another"); err != nil {
-		return err
-	}
-	if err := durationVar(fs, e, &bounds.SessionIdle, "session-idle", "SCHEMAQ_MCP_SESSION_IDLE", time.Hour,
-		"with --http, close a session no request has used for this long (0: by count only)"); err != nil {
-		return err
-	}
-	fs.BoolVar(&bounds.Stateless, "stateless", envString(e, "SCHEMAQ_MCP_STATELESS", "") == "1",
-		"with --http, keep no sessions: each request is answered alone, so replicas need no session affinity (feedback from a client of a protocol before 2026-07-28 then names only the token) [SCHEMAQ_MCP_STATELESS=1]")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if bounds.MaxSessions < 1 || bounds.SessionIdle < 0 {
-		return usagef("mcp: --max-sessions must be 1 or more and --session-idle 0 or more, got %d and %s", bounds.MaxSessions, bounds.SessionIdle)
-	}
-	// Refuse an open listener, or a bad tokens file, before dialling
-	// anything.
-	token := e.getenv("SCHEMAQ_MCP_TOKEN") // a secret: from the environment only
-	var tokens []bearer.Token
-	if *tokensFile != "" {
-		var err error
-		if tokens, err = bearer.Load(*tokensFile); err != nil {
-			return usagef("mcp --tokens-file: %v", err)
-		}
-	}
-	if *httpAddr != "" && token == "" && tokens == nil && !loopback(*httpAddr) {
-		return usagef("mcp --http %s: serving beyond this host needs a bearer token: set SCHEMAQ_MCP_TOKEN or --tokens-file (clients send Authorization: Bearer <token>), or bind a loopback address such as 127.0.0.1:8765", *httpAddr)
-	}
-	log, err := r.log.build(e) // stderr: stdout carries the protocol on stdio
+	log, err := o.role.log.build(e) // stderr: stdout carries the protocol on stdio
 	if err != nil {
 		return err
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
-	var cli *client.Client
-	var nc *nats.Conn
-	if *embedded {
-		em, err := startEmbedded(ctx, &r, log.Named("embedded"), "", 0)
-		if err != nil {
-			return err
-		}
-		defer em.shutdown() //nolint:errcheck // logged by the roles
-		if nc, err = em.connect(); err != nil {
-			return err
-		}
-		defer nc.Close()
-		cli, _ = client.New(nc)
-	} else {
-		if nc, err = r.nats.connect(log); err != nil {
-			return err
-		}
-		defer nc.Close()
-		cli, _ = client.New(nc)
+	nc, done, err := o.connect(ctx, log)
+	if err != nil {
+		return err
 	}
+	defer done()
+	cli, _ := client.New(nc)
 	checker, err := newImpactSource(nc)
 	if err != nil {
 		return err
 	}
-	server := mcpserver.New(cli, buildInfo().Version, mcpserver.WithChecker(checker))
+	return o.serve(ctx, e, log, nc, mcpserver.New(cli, buildInfo().Version, mcpserver.WithChecker(checker)))
+}
+
+// mcpOptions are `schemaq mcp`'s flags and the tokens they name.
+type mcpOptions struct {
+	role     roleFlags
+	http     string
+	embedded bool
+	bounds   mcpserver.HTTPConfig
+	token    string // SCHEMAQ_MCP_TOKEN: every database
+	tokens   []bearer.Token
+}
+
+// parse reads the flags and refuses an open listener, or a bad tokens
+// file, before anything is dialled.
+func (o *mcpOptions) parse(e *env, args []string) error {
+	fs := newFlags(e, "mcp", "[--http ADDR] [--embedded] [flags]")
+	if err := o.role.register(fs, e, "json", true, roleSet{worker: true, serve: true}); err != nil {
+		return err
+	}
+	fs.StringVar(&o.http, "http", envString(e, "SCHEMAQ_MCP_HTTP", ""), "serve streamable HTTP on this address instead of stdio [SCHEMAQ_MCP_HTTP]")
+	fs.BoolVar(&o.embedded, "embedded", envString(e, "SCHEMAQ_MCP_EMBEDDED", "") == "1", "run NATS, worker, daemon and the index in this process (data in --data-dir) instead of connecting to --nats-url [SCHEMAQ_MCP_EMBEDDED=1]")
+	tokensFile := fs.String("tokens-file", envString(e, "SCHEMAQ_MCP_TOKENS_FILE", ""), "with --http, a JSON file of tokens, each with its databases and read or write access, as the HTTP API's (docs/api.md) [SCHEMAQ_MCP_TOKENS_FILE]")
+	if err := intVar(fs, e, &o.bounds.MaxSessions, "max-sessions", "SCHEMAQ_MCP_MAX_SESSIONS", mcpserver.DefaultMaxSessions,
+		"with --http, the sessions kept at once; a new one closes the least recently used, whose client opens another"); err != nil {
+		return err
+	}
+	if err := durationVar(fs, e, &o.bounds.SessionIdle, "session-idle", "SCHEMAQ_MCP_SESSION_IDLE", time.Hour,
+		"with --http, close a session no request has used for this long (0: by count only)"); err != nil {
+		return err
+	}
+	fs.BoolVar(&o.bounds.Stateless, "stateless", envString(e, "SCHEMAQ_MCP_STATELESS", "") == "1",
+		"with --http, keep no sessions: each request is answered alone, so replicas need no session affinity (feedback from a client of a protocol before 2026-07-28 then names only the token) [SCHEMAQ_MCP_STATELESS=1]")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if o.bounds.MaxSessions < 1 || o.bounds.SessionIdle < 0 {
+		return usagef("mcp: --max-sessions must be 1 or more and --session-idle 0 or more, got %d and %s", o.bounds.MaxSessions, o.bounds.SessionIdle)
+	}
+	o.token = e.getenv("SCHEMAQ_MCP_TOKEN") // a secret: from the environment only
+	if *tokensFile != "" {
+		var err error
+		if o.tokens, err = bearer.Load(*tokensFile); err != nil {
+			return usagef("mcp --tokens-file: %v", err)
+		}
+	}
+	if o.http != "" && o.token == "" && o.tokens == nil && !loopback(o.http) {
+		return usagef("mcp --http %s: serving beyond this host needs a bearer token: set SCHEMAQ_MCP_TOKEN or --tokens-file (clients send Authorization: Bearer <token>), or bind a loopback address such as 127.0.0.1:8765", o.http)
+	}
+	return nil
+}
+
+// connect dials NATS, or starts the embedded system and connects to it;
+// done closes what it opened.
+func (o *mcpOptions) connect(ctx context.Context, log *zap.Logger) (nc *nats.Conn, done func(), err error) {
+	if !o.embedded {
+		if nc, err = o.role.nats.connect(log); err != nil {
+			return nil, nil, err
+		}
+		return nc, nc.Close, nil
+	}
+	em, err := startEmbedded(ctx, &o.role, log.Named("embedded"), "", 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if nc, err = em.connect(); err != nil {
+		em.shutdown() //nolint:errcheck // logged by the roles
+		return nil, nil, err
+	}
+	return nc, func() {
+		nc.Close()
+		em.shutdown() //nolint:errcheck // logged by the roles
+	}, nil
+}
+
+// serve answers on stdio or HTTP, and serves the health endpoints
+// beside, until ctx ends or the input does.
+func (o *mcpOptions) serve(ctx context.Context, e *env, log *zap.Logger, nc *nats.Conn, server *mcp.Server) error {
 	g := newGroup(ctx)
-	if !*embedded && r.metrics != "" { // embedded roles serve their own
+	if !o.embedded && o.role.metrics != "" { // embedded roles serve their own
 		tel := mcpHealth(nc)
-		g.Go(func(ctx context.Context) error { return tel.Serve(ctx, r.metrics) })
+		g.Go(func(ctx context.Context) error { return tel.Serve(ctx, o.role.metrics) })
 	}
-	if *httpAddr == "" {
+	if o.http == "" {
 		g.Go(func(ctx context.Context) error { return serveMCPStdio(ctx, log, server) })
-	} else {
-		ln, err := net.Listen("tcp", *httpAddr)
-		if err != nil {
-			return g.Stop(fmt.Errorf("mcp: %w", err))
-		}
-		handler := mcpserver.HTTPHandler(server, bounds)
-		if ring := bearer.NewKeyring(token, tokens); !ring.Empty() {
-			handler = mcpserver.RequireToken(ring, handler)
-		}
-		log.Info("mcp serving streamable HTTP", zap.String("addr", ln.Addr().String()), zap.Bool("stateless", bounds.Stateless), zap.Int("tokens", len(tokens)))
-		fmt.Fprintf(e.stderr, "schemaq mcp: streamable HTTP on http://%s\n", ln.Addr())
-		g.Go(func(ctx context.Context) error {
-			if err := telemetry.ServeUntil(ctx, ln, telemetry.HTTPServer(handler), r.shutdown); err != nil {
-				return fmt.Errorf("mcp: %w", err)
-			}
-			return nil
-		})
+		g.Wait()
+		return g.Stop(nil)
 	}
+	ln, err := net.Listen("tcp", o.http)
+	if err != nil {
+		return g.Stop(fmt.Errorf("mcp: %w", err))
+	}
+	handler := mcpserver.HTTPHandler(server, o.bounds)
+	if ring := bearer.NewKeyring(o.token, o.tokens); !ring.Empty() {
+		handler = mcpserver.RequireToken(ring, handler)
+	}
+	log.Info("mcp serving streamable HTTP", zap.String("addr", ln.Addr().String()), zap.Bool("stateless", o.bounds.Stateless), zap.Int("tokens", len(o.tokens)))
+	fmt.Fprintf(e.stderr, "schemaq mcp: streamable HTTP on http://%s\n", ln.Addr())
+	g.Go(func(ctx context.Context) error {
+		if err := telemetry.ServeUntil(ctx, ln, telemetry.HTTPServer(handler), o.role.shutdown); err != nil {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		return nil
+	})
 	g.Wait()
 	return g.Stop(nil)
 }
