@@ -176,11 +176,12 @@ func (k *Keyring) Find(token string) *Grant {
 }
 
 // FromHeader returns the grant of the bearer token in an Authorization
-// header, or nil.
+// header, or nil. The scheme's name is case-insensitive (RFC 9110
+// §11.1): clients that send "bearer" were refused.
 func (k *Keyring) FromHeader(header string) *Grant {
-	token, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
+	const scheme = "Bearer "
+	if len(header) < len(scheme) || !strings.EqualFold(header[:len(scheme)], scheme) {
 		return nil
 	}
-	return k.Find(token)
+	return k.Find(header[len(scheme):])
 }

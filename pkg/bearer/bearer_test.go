@@ -51,6 +51,9 @@ func TestKeyringFindsItsHolders(t *testing.T) {
 	}{
 		{"Bearer global-token-0123456789", "token", true, true},
 		{"Bearer shop-app-token-0123", "shop-app", true, false},
+		{"bearer shop-app-token-0123", "shop-app", true, false},
+		{"BEARER shop-app-token-0123", "shop-app", true, false},
+		{"Basic shop-app-token-0123", "", false, false},
 		{"Bearer hashed-token-0123456789", "ci", true, true},
 		{"shop-app-token-0123", "", false, false},
 		{"Bearer shop-app-token-012", "", false, false},
