@@ -16,8 +16,9 @@ import (
 
 // TestMCPInspector drives `schemaq mcp` with the MCP Inspector CLI, the
 // reference client built on the TypeScript SDK, over stdio and streamable
-// HTTP: it lists the tools (which that SDK validates, schemas included)
-// and calls every one. The Go SDK's client is more lenient, so it cannot
+// HTTP (with sessions on loopback, and without sessions behind tokens): it
+// lists the tools (which that SDK validates, schemas included) and calls
+// every one. The Go SDK's client is more lenient, so it cannot
 // stand in for this. .ci/run installs the Inspector from npm and names it
 // in SCHEMAQ_MCP_INSPECTOR.
 func TestMCPInspector(t *testing.T) {
@@ -118,4 +119,35 @@ func TestMCPInspector(t *testing.T) {
 		return err == nil
 	})
 	check("http", []string{"http://" + httpAddr + "/mcp", "--transport", "http"})
+
+	// Streamable HTTP without sessions and with tokens, as
+	// k8s/components/mcp runs it: the Inspector sends the token as a
+	// header, and a token of one database is refused another.
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(tokens, []byte(`{"tokens": [
+		{"name": "all", "token": "inspector-all-token-0123", "databases": ["*"], "access": "write"},
+		{"name": "shop-only", "token": "inspector-shop-token-0123", "databases": ["shop"], "access": "read"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokAddr := freePort(t)
+	startService(t, "mcp http tokens", []string{"mcp", "--http", tokAddr, "--stateless", "--tokens-file", tokens}, map[string]string{"SCHEMAQ_NATS_URL": url})
+	testenv.Eventually(t, 10*time.Second, "mcp with tokens listening", func() bool {
+		c, err := net.Dial("tcp", tokAddr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	as := func(token string) []string {
+		return []string{"http://" + tokAddr + "/mcp", "--transport", "http", "--header", "Authorization: Bearer " + token}
+	}
+	check("http, stateless, a token of every database", as("inspector-all-token-0123"))
+	// A tool error is the Inspector's exit status 5, its result on stdout.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, inspector, append(append([]string{"--cli"}, as("inspector-shop-token-0123")...),
+		"--method", "tools/call", "--tool-name", "list_tables", "--tool-arg", "database=video")...).Output()
+	if err == nil || !strings.Contains(string(out), `forbidden: token \"shop-only\" may not use database \"video\"`) {
+		t.Errorf("another database with the shop's token (%v): %s", err, out)
+	}
 }
