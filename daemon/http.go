@@ -46,6 +46,10 @@ type HTTPConfig struct {
 	// (bearer.Load); Token, when set too, is one more with every
 	// database.
 	Tokens []bearer.Token
+	// TokensFile, when set, is where Tokens came from: ListenHTTP reads
+	// it again when it changes (bearer.Watch), so a token revoked there
+	// stops working without a restart.
+	TokensFile string
 	// NoConsole leaves the web console out: / and the pages under it
 	// answer the API's JSON 404.
 	NoConsole bool
@@ -61,8 +65,11 @@ const maxHTTPBody = events.DefaultMaxEventBytes
 // (consoleapi.go), GET /openapi.json, and the web console (pkg/console)
 // on every other path a browser GETs.
 func (d *Daemon) HTTPHandler(cfg HTTPConfig) http.Handler {
+	return d.httpHandler(cfg, bearer.NewKeyring(cfg.Token, cfg.Tokens))
+}
+
+func (d *Daemon) httpHandler(cfg HTTPConfig, ring *bearer.Keyring) http.Handler {
 	mux := http.NewServeMux()
-	ring := bearer.NewKeyring(cfg.Token, cfg.Tokens)
 	for _, ep := range d.endpoints() {
 		mux.Handle("/v1/"+ep.name, authorized(ring, d.httpEndpoint(ep)))
 	}
@@ -324,8 +331,18 @@ func (d *Daemon) ListenHTTP(ctx context.Context, addr string, cfg HTTPConfig) er
 	if cfg.Addr == "" {
 		cfg.Addr = addr
 	}
+	ring := bearer.NewKeyring(cfg.Token, cfg.Tokens)
+	if cfg.TokensFile != "" {
+		go bearer.Watch(ctx, ring, cfg.TokensFile, cfg.Token, bearer.WatchEvery, func(n int, err error) {
+			if err != nil {
+				d.log.Error("http tokens file not reloaded; the tokens stay as they were", zap.String("file", cfg.TokensFile), zap.Error(err))
+				return
+			}
+			d.log.Info("http tokens reloaded", zap.String("file", cfg.TokensFile), zap.Int("tokens", n))
+		})
+	}
 	d.log.Info("http api listening", zap.String("addr", ln.Addr().String()), zap.Bool("token", cfg.Token != ""))
-	return telemetry.ServeUntil(ctx, ln, telemetry.HTTPServer(d.HTTPHandler(cfg)), 10*time.Second)
+	return telemetry.ServeUntil(ctx, ln, telemetry.HTTPServer(d.httpHandler(cfg, ring)), 10*time.Second)
 }
 
 // CheckHTTP refuses an address beyond loopback without a token.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -100,4 +101,67 @@ func TestHTTPTokensPerDatabase(t *testing.T) {
 		exs, err := r.cli.Examples(context.Background(), "other")
 		return err == nil && len(exs) == 1 && exs[0].Author == "http:other-writer"
 	})
+}
+
+// TestHTTPTokensFileIsReloaded runs ListenHTTP with a tokens file and
+// changes the file under it: the token taken out is refused and the one
+// put in answers, without a restart; a file that no longer loads leaves
+// the tokens as they were.
+func TestHTTPTokensFileIsReloaded(t *testing.T) {
+	r := newRig(t)
+	r.daemon(daemon.DefaultConfig, nil)
+	r.publishShop()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tokens.json")
+	write := func(content string) {
+		t.Helper()
+		// As an editor or a config tool does: a new file renamed over.
+		tmp := filepath.Join(dir, "tokens.tmp")
+		if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token := func(name, tok string) string {
+		return `{"tokens": [{"name": "` + name + `", "token": "` + tok + `", "databases": ["shop"], "access": "read"}]}`
+	}
+	write(token("old", "old-token-0123456789"))
+	tokens, err := bearer.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.d.ListenHTTP(ctx, addr, daemon.HTTPConfig{Tokens: tokens, TokensFile: file}) }()
+	t.Cleanup(func() { cancel(); <-done })
+	status := func(tok string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/databases", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	testenv.Eventually(t, 10*time.Second, "the API answers the old token", func() bool { return status("old-token-0123456789") == http.StatusOK })
+
+	write(token("new", "new-token-0123456789"))
+	testenv.Eventually(t, 3*bearer.WatchEvery, "the new token answers", func() bool { return status("new-token-0123456789") == http.StatusOK })
+	if got := status("old-token-0123456789"); got != http.StatusUnauthorized {
+		t.Errorf("the token taken out of the file: %d, want 401", got)
+	}
+	write(`{"tokens": []}`)
+	time.Sleep(bearer.WatchEvery + time.Second)
+	if got := status("new-token-0123456789"); got != http.StatusOK {
+		t.Errorf("after a file that does not load: %d, want the tokens kept", got)
+	}
 }

@@ -573,7 +573,7 @@ func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
 	r.httpHosts = commaList(e.getenv("SCHEMAQ_HTTP_ALLOWED_HOSTS"))
 	r.httpToken = e.getenv("SCHEMAQ_HTTP_TOKEN")
 	fs.BoolVar(&r.httpNoConsole, "http-no-console", envString(e, "SCHEMAQ_HTTP_NO_CONSOLE", "") == "1", "serve the HTTP API without the web console at / [SCHEMAQ_HTTP_NO_CONSOLE=1]")
-	fs.StringVar(&r.httpTokensFile, "http-tokens-file", envString(e, "SCHEMAQ_HTTP_TOKENS_FILE", ""), "a JSON file of HTTP API tokens, each with its databases and read or write access (docs/api.md) [SCHEMAQ_HTTP_TOKENS_FILE]")
+	fs.StringVar(&r.httpTokensFile, "http-tokens-file", envString(e, "SCHEMAQ_HTTP_TOKENS_FILE", ""), "a JSON file of HTTP API tokens, each with its databases and read or write access (docs/api.md); read again when it changes [SCHEMAQ_HTTP_TOKENS_FILE]")
 	fs.BoolVar(&r.daemon.AllowSystemCatalogs, "allow-system-catalogs", envString(e, "SCHEMAQ_ALLOW_SYSTEM_CATALOGS", "") == "1", "let an ask that asks for it (allow_system_catalogs) have SQL that reads pg_catalog, information_schema, reg* casts and the session's identity; off, such requests are narrowed to the database's own tables [SCHEMAQ_ALLOW_SYSTEM_CATALOGS=1]")
 	d := &r.daemon
 	for _, err := range []error{

@@ -40,7 +40,7 @@ func checkMCPDeployment(t *testing.T, objs []kruntime.Object, spec *corev1.PodSp
 	if vars["SCHEMAQ_METRICS_ADDR"] != fmt.Sprintf(":%d", containerPort(c, "metrics")) {
 		t.Errorf("the MCP container's SCHEMAQ_METRICS_ADDR %q is not its metrics port", vars["SCHEMAQ_METRICS_ADDR"])
 	}
-	file := mountSecretFile(t, objs, spec, c, vars["SCHEMAQ_MCP_TOKENS_FILE"])
+	vol, file := mountSecretFile(t, objs, spec, c, vars["SCHEMAQ_MCP_TOKENS_FILE"])
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -76,12 +76,35 @@ func checkMCPDeployment(t *testing.T, objs []kruntime.Object, spec *corev1.PodSp
 	if out, isErr := call(t, cs, "list_tables", map[string]any{"database": "not-" + tok.Databases[0]}); !isErr || !strings.Contains(out, "forbidden") {
 		t.Errorf("another database with token %s: %s", tok.Name, out)
 	}
+
+	// The Secret updated as kubectl apply would: the token replaced is
+	// refused and the new one answers, without a restart.
+	rotated := tok
+	rotated.Token = "rotated-" + tok.Token
+	b, _ := json.Marshal(map[string]any{"tokens": []bearer.Token{rotated}})
+	vol.Write(t, map[string][]byte{filepath.Base(file): b})
+	status := func(token string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	testenv.Eventually(t, 3*bearer.WatchEvery, "the rotated token answers", func() bool { return status(rotated.Token) == http.StatusOK })
+	if got := status(tok.Token); got != http.StatusUnauthorized {
+		t.Errorf("the token the Secret no longer holds: %d, want 401", got)
+	}
 }
 
-// mountSecretFile writes the file at path, from the Secret volume the
-// container mounts over its directory, as the kubelet lays it out, and
-// returns where it is.
-func mountSecretFile(t *testing.T, objs []kruntime.Object, spec *corev1.PodSpec, c corev1.Container, path string) string {
+// mountSecretFile lays the file at path out as the kubelet mounts the
+// Secret volume the container has over its directory, and returns the
+// volume and where the file is in it.
+func mountSecretFile(t *testing.T, objs []kruntime.Object, spec *corev1.PodSpec, c corev1.Container, path string) (*testenv.SecretVolume, string) {
 	t.Helper()
 	var volume string
 	for _, m := range c.VolumeMounts {
@@ -104,20 +127,6 @@ func mountSecretFile(t *testing.T, objs []kruntime.Object, spec *corev1.PodSpec,
 	if secretName == "" || data == nil {
 		t.Fatalf("%s: no read-only Secret volume over its directory holds it (volume %q, Secret %q)", path, volume, secretName)
 	}
-	dir := t.TempDir()
-	stamp := filepath.Join(dir, "..2026_12_06_00_00_00.000000001")
-	if err := os.Mkdir(stamp, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(stamp, filepath.Base(path)), data, 0o440); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Base(stamp), filepath.Join(dir, "..data")); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, filepath.Base(path))
-	if err := os.Symlink(filepath.Join("..data", filepath.Base(path)), file); err != nil {
-		t.Fatal(err)
-	}
-	return file
+	vol := testenv.NewSecretVolume(t)
+	return vol, vol.Write(t, map[string][]byte{filepath.Base(path): data})[filepath.Base(path)]
 }

@@ -52,8 +52,9 @@ type mcpOptions struct {
 	http     string
 	embedded bool
 	bounds   mcpserver.HTTPConfig
-	token    string // SCHEMAQ_MCP_TOKEN: every database
-	tokens   []bearer.Token
+	token      string // SCHEMAQ_MCP_TOKEN: every database
+	tokens     []bearer.Token
+	tokensFile string
 }
 
 // parse reads the flags and refuses an open listener, or a bad tokens
@@ -65,7 +66,7 @@ func (o *mcpOptions) parse(e *env, args []string) error {
 	}
 	fs.StringVar(&o.http, "http", envString(e, "SCHEMAQ_MCP_HTTP", ""), "serve streamable HTTP on this address instead of stdio [SCHEMAQ_MCP_HTTP]")
 	fs.BoolVar(&o.embedded, "embedded", envString(e, "SCHEMAQ_MCP_EMBEDDED", "") == "1", "run NATS, worker, daemon and the index in this process (data in --data-dir) instead of connecting to --nats-url [SCHEMAQ_MCP_EMBEDDED=1]")
-	tokensFile := fs.String("tokens-file", envString(e, "SCHEMAQ_MCP_TOKENS_FILE", ""), "with --http, a JSON file of tokens, each with its databases and read or write access, as the HTTP API's (docs/api.md) [SCHEMAQ_MCP_TOKENS_FILE]")
+	fs.StringVar(&o.tokensFile, "tokens-file", envString(e, "SCHEMAQ_MCP_TOKENS_FILE", ""), "with --http, a JSON file of tokens, each with its databases and read or write access, as the HTTP API's (docs/api.md); read again when it changes [SCHEMAQ_MCP_TOKENS_FILE]")
 	if err := intVar(fs, e, &o.bounds.MaxSessions, "max-sessions", "SCHEMAQ_MCP_MAX_SESSIONS", mcpserver.DefaultMaxSessions,
 		"with --http, the sessions kept at once; a new one closes the least recently used, whose client opens another"); err != nil {
 		return err
@@ -83,9 +84,9 @@ func (o *mcpOptions) parse(e *env, args []string) error {
 		return usagef("mcp: --max-sessions must be 1 or more and --session-idle 0 or more, got %d and %s", o.bounds.MaxSessions, o.bounds.SessionIdle)
 	}
 	o.token = e.getenv("SCHEMAQ_MCP_TOKEN") // a secret: from the environment only
-	if *tokensFile != "" {
+	if o.tokensFile != "" {
 		var err error
-		if o.tokens, err = bearer.Load(*tokensFile); err != nil {
+		if o.tokens, err = bearer.Load(o.tokensFile); err != nil {
 			return usagef("mcp --tokens-file: %v", err)
 		}
 	}
@@ -138,6 +139,9 @@ func (o *mcpOptions) serve(ctx context.Context, e *env, log *zap.Logger, nc *nat
 	handler := mcpserver.HTTPHandler(server, o.bounds)
 	if ring := bearer.NewKeyring(o.token, o.tokens); !ring.Empty() {
 		handler = mcpserver.RequireToken(ring, handler)
+		if o.tokensFile != "" {
+			g.Background(func(ctx context.Context) { o.watchTokens(ctx, log, ring) })
+		}
 	}
 	log.Info("mcp serving streamable HTTP", zap.String("addr", ln.Addr().String()), zap.Bool("stateless", o.bounds.Stateless), zap.Int("tokens", len(o.tokens)))
 	fmt.Fprintf(e.stderr, "schemaq mcp: streamable HTTP on http://%s\n", ln.Addr())
@@ -149,6 +153,18 @@ func (o *mcpOptions) serve(ctx context.Context, e *env, log *zap.Logger, nc *nat
 	})
 	g.Wait()
 	return g.Stop(nil)
+}
+
+// watchTokens reads the tokens file again when it changes, so a token
+// revoked there stops working without a restart.
+func (o *mcpOptions) watchTokens(ctx context.Context, log *zap.Logger, ring *bearer.Keyring) {
+	bearer.Watch(ctx, ring, o.tokensFile, o.token, bearer.WatchEvery, func(n int, err error) {
+		if err != nil {
+			log.Error("mcp tokens file not reloaded; the tokens stay as they were", zap.String("file", o.tokensFile), zap.Error(err))
+			return
+		}
+		log.Info("mcp tokens reloaded", zap.String("file", o.tokensFile), zap.Int("tokens", n))
+	})
 }
 
 // serveMCPStdio serves server on stdin and stdout until the input ends.

@@ -332,7 +332,7 @@ func (rt *runtime) serveHTTP(g *group, r *roleFlags, d *daemon.Daemon) {
 	if r.http == "" {
 		return
 	}
-	cfg := daemon.HTTPConfig{Token: r.httpToken, Tokens: r.httpTokens, Version: r.daemon.Version, AllowedHosts: r.httpHosts, Addr: r.http, NoConsole: r.httpNoConsole}
+	cfg := daemon.HTTPConfig{Token: r.httpToken, Tokens: r.httpTokens, TokensFile: r.httpTokensFile, Version: r.daemon.Version, AllowedHosts: r.httpHosts, Addr: r.http, NoConsole: r.httpNoConsole}
 	if r.httpOptional {
 		g.Background(func(ctx context.Context) {
 			if err := d.ListenHTTP(ctx, r.http, cfg); err != nil {

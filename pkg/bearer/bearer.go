@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/safefile"
@@ -131,8 +132,13 @@ func (g *Grant) MayUse(db string) bool {
 }
 
 // Keyring holds the tokens' hashes, compared in constant time against a
-// request's; every entry is compared, whatever matched first.
+// request's; every entry is compared, whatever matched first. Its set
+// may be replaced while requests read it (Watch).
 type Keyring struct {
+	set atomic.Pointer[keys]
+}
+
+type keys struct {
 	hashes [][sha256.Size]byte
 	owners []*Grant
 }
@@ -141,8 +147,16 @@ type Keyring struct {
 // "token" with every right on every database.
 func NewKeyring(global string, tokens []Token) *Keyring {
 	k := &Keyring{}
+	k.Replace(global, tokens)
+	return k
+}
+
+// Replace makes global and tokens the keyring's set, at once for every
+// request that reads it after.
+func (k *Keyring) Replace(global string, tokens []Token) {
+	ks := &keys{}
 	if global != "" {
-		k.add(sha256.Sum256([]byte(global)), &Grant{Name: "token", Databases: []string{"*"}, Write: true, Admin: true})
+		ks.add(sha256.Sum256([]byte(global)), &Grant{Name: "token", Databases: []string{"*"}, Write: true, Admin: true})
 	}
 	for _, t := range tokens {
 		h := sha256.Sum256([]byte(t.Token))
@@ -150,26 +164,27 @@ func NewKeyring(global string, tokens []Token) *Keyring {
 			b, _ := hex.DecodeString(t.SHA256)
 			copy(h[:], b)
 		}
-		k.add(h, &Grant{Name: t.Name, Databases: t.Databases, Write: t.Access != AccessRead, Admin: t.Access == AccessAdmin})
+		ks.add(h, &Grant{Name: t.Name, Databases: t.Databases, Write: t.Access != AccessRead, Admin: t.Access == AccessAdmin})
 	}
-	return k
+	k.set.Store(ks)
 }
 
-func (k *Keyring) add(h [sha256.Size]byte, g *Grant) {
-	k.hashes = append(k.hashes, h)
-	k.owners = append(k.owners, g)
+func (ks *keys) add(h [sha256.Size]byte, g *Grant) {
+	ks.hashes = append(ks.hashes, h)
+	ks.owners = append(ks.owners, g)
 }
 
 // Empty reports whether the keyring holds no token.
-func (k *Keyring) Empty() bool { return len(k.hashes) == 0 }
+func (k *Keyring) Empty() bool { return len(k.set.Load().hashes) == 0 }
 
 // Find returns the grant of token, or nil.
 func (k *Keyring) Find(token string) *Grant {
 	got := sha256.Sum256([]byte(token))
+	ks := k.set.Load()
 	var found *Grant
-	for i, h := range k.hashes {
+	for i, h := range ks.hashes {
 		if subtle.ConstantTimeCompare(got[:], h[:]) == 1 {
-			found = k.owners[i]
+			found = ks.owners[i]
 		}
 	}
 	return found
