@@ -48,10 +48,10 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 
 // mcpOptions are `schemaq mcp`'s flags and the tokens they name.
 type mcpOptions struct {
-	role     roleFlags
-	http     string
-	embedded bool
-	bounds   mcpserver.HTTPConfig
+	role       roleFlags
+	http       string
+	embedded   bool
+	bounds     mcpserver.HTTPConfig
 	token      string // SCHEMAQ_MCP_TOKEN: every database
 	tokens     []bearer.Token
 	tokensFile string
