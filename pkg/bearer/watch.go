@@ -22,7 +22,9 @@ const WatchEvery = 10 * time.Second
 // longer loads leaves the set as it was. report hears of each reload: the
 // tokens it holds, or why the file was kept out.
 func Watch(ctx context.Context, ring *Keyring, path, global string, every time.Duration, report func(tokens int, err error)) {
-	last, _ := stamp(path)
+	// The first look reads the file again: it may have changed between
+	// the caller's Load and now.
+	last := fileStamp{resolved: "(not read yet)"}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

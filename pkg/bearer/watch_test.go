@@ -62,7 +62,7 @@ func TestWatchFollowsTheSecret(t *testing.T) {
 	eventually("the bad file is reported", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(reports) >= 2
+		return len(reports) > 0 && reports[len(reports)-1] != "1 <nil>"
 	})
 	time.Sleep(50 * time.Millisecond) // ten more looks at the same bad file
 	if ring.Find("new-token-0123456789") == nil {
@@ -71,7 +71,8 @@ func TestWatchFollowsTheSecret(t *testing.T) {
 	mu.Lock()
 	got := append([]string(nil), reports...)
 	mu.Unlock()
-	if len(got) != 2 || got[0] != "1 <nil>" || got[1] == "0 <nil>" {
-		t.Errorf("reports %q, want one reload and one refusal", got)
+	// The first look may read the file it started with again.
+	if n := len(got); n < 2 || n > 3 || got[n-2] != "1 <nil>" || got[n-1] == "0 <nil>" || (n == 3 && got[0] != "1 <nil>") {
+		t.Errorf("reports %q, want reloads and then one refusal", got)
 	}
 }
