@@ -21,7 +21,7 @@ import (
 // HTTPConfig bounds the sessions the HTTP transport keeps.
 type HTTPConfig struct {
 	// MaxSessions is how many sessions are kept at once; a new one
-	// closes the least recently used beyond it. At most 0: 1,000.
+	// closes the least recently used beyond it (0 or less: 1,000).
 	MaxSessions int
 	// SessionIdle closes a session no request has used for this long
 	// (0: sessions are closed by count only).
