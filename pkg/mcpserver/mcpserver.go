@@ -9,12 +9,12 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -481,52 +481,92 @@ func (t *tools) explainRetrieval(ctx context.Context, req *mcp.CallToolRequest, 
 const ResourcesPage = 200
 
 // listResources answers resources/list with every table and view of every
-// database the request's token may use, ResourcesPage at a time (the cursor is the offset), so a
+// database the request's token may use, ResourcesPage at a time, so a
 // client can browse them; the SDK itself lists only static resources.
+// The cursor names the database and the last table listed, so a page
+// reads only its own tables: an offset had every page read every
+// table before it (50 pages of a 10,000-table database read 500,000).
 func (t *tools) listResources(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "resources/list" {
 			return next(ctx, method, req)
 		}
-		offset := 0
+		var at resourceCursor
 		if p, ok := req.GetParams().(*mcp.ListResourcesParams); ok && p != nil && p.Cursor != "" {
-			n, err := strconv.Atoi(p.Cursor)
-			if err != nil || n < 0 {
-				return nil, fmt.Errorf("resources/list: cursor %q is not one this server gave", p.Cursor)
+			var err error
+			if at, err = decodeCursor(p.Cursor); err != nil {
+				return nil, err
 			}
-			offset = n
 		}
 		dbs, err := t.databases(ctx, req.GetExtra())
 		if err != nil {
 			return nil, err
 		}
-		var all []*mcp.Resource
-		for _, db := range dbs {
-			after := ""
-			for {
-				r, err := t.b.Tables(ctx, &events.TablesRequest{Database: db.Name, Limit: events.MaxTablesLimit, After: after})
-				if err != nil {
-					break // a database with docs only has no tables
-				}
-				for _, tb := range r.Tables {
-					all = append(all, &mcp.Resource{URI: ResourcePrefix + db.Name + "/tables/" + url.PathEscape(tb.Name),
-						Name: db.Name + "/" + tb.Name, MIMEType: "text/plain", Description: tb.Comment})
-				}
-				if after = r.Next; after == "" {
-					break
-				}
-			}
-		}
-		res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
-		if offset < len(all) {
-			end := min(offset+ResourcesPage, len(all))
-			res.Resources = all[offset:end]
-			if end < len(all) {
-				res.NextCursor = strconv.Itoa(end)
-			}
-		}
-		return res, nil
+		slices.SortFunc(dbs, func(a, b client.Database) int { return strings.Compare(a.Name, b.Name) })
+		return t.resourcesPage(ctx, dbs, at), nil
 	}
+}
+
+// resourceCursor is where a resources/list page ends: the database and
+// the last table listed of it.
+type resourceCursor struct {
+	Database string `json:"db"`
+	After    string `json:"after,omitempty"`
+}
+
+func decodeCursor(s string) (resourceCursor, error) {
+	var c resourceCursor
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(raw, &c)
+	}
+	if err != nil || c.Database == "" {
+		return c, fmt.Errorf("resources/list: cursor %s is not one this server gave", events.Quote(s))
+	}
+	return c, nil
+}
+
+func (c resourceCursor) String() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// resourcesPage lists up to ResourcesPage tables from at on, databases
+// in name order; a database gone since the cursor was given is passed.
+func (t *tools) resourcesPage(ctx context.Context, dbs []client.Database, at resourceCursor) *mcp.ListResourcesResult {
+	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	start, found := slices.BinarySearchFunc(dbs, at.Database, func(d client.Database, name string) int { return strings.Compare(d.Name, name) })
+	after := at.After
+	if !found {
+		after = ""
+	}
+	for i := start; i < len(dbs); i, after = i+1, "" {
+		db := dbs[i].Name
+		for {
+			room := ResourcesPage - len(res.Resources)
+			r, err := t.b.Tables(ctx, &events.TablesRequest{Database: db, Limit: room, After: after})
+			if err != nil {
+				break // a database with docs only has no tables
+			}
+			for _, tb := range r.Tables {
+				res.Resources = append(res.Resources, &mcp.Resource{URI: ResourcePrefix + db + "/tables/" + url.PathEscape(tb.Name),
+					Name: db + "/" + tb.Name, MIMEType: "text/plain", Description: tb.Comment})
+			}
+			if len(res.Resources) >= ResourcesPage {
+				switch {
+				case r.Next != "":
+					res.NextCursor = resourceCursor{Database: db, After: r.Next}.String()
+				case i+1 < len(dbs):
+					res.NextCursor = resourceCursor{Database: dbs[i+1].Name}.String()
+				}
+				return res
+			}
+			if after = r.Next; after == "" {
+				break
+			}
+		}
+	}
+	return res
 }
 
 // readTable serves schemaq://<database>/tables/<schema.table>.
