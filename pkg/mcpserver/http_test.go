@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/schemaq/schemaq/pkg/bearer"
 )
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
@@ -20,6 +21,12 @@ const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 // session the reply names.
 func post(t *testing.T, url, id, body string) (int, string) {
 	t.Helper()
+	return postAs(t, url, "", id, body)
+}
+
+// postAs is post with a bearer token, when not empty.
+func postAs(t *testing.T, url, token, id, body string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +35,9 @@ func post(t *testing.T, url, id, body string) (int, string) {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if id != "" {
 		req.Header.Set(sessionHeader, id)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -242,5 +252,54 @@ func TestHTTPStateless(t *testing.T) {
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil || len(tools.Tools) == 0 {
 		t.Errorf("tools/list through a client: %v %v", tools, err)
+	}
+}
+
+// TestHTTPTokensKeepTheirShare: with tokens, a team that floods the
+// server with sessions closes its own, once it holds its share, and not
+// another team's; the other team's next sessions take from the flood.
+func TestHTTPTokensKeepTheirShare(t *testing.T) {
+	server := New(nil, "0.0.0-test")
+	const quiet, loud = "quiet-team-token-0123", "loud-team-token-01234"
+	ring := bearer.NewKeyring("", []bearer.Token{
+		{Name: "quiet", Token: quiet, Databases: []string{"*"}, Access: bearer.AccessRead},
+		{Name: "loud", Token: loud, Databases: []string{"*"}, Access: bearer.AccessRead},
+	})
+	srv := httptest.NewServer(RequireToken(ring, HTTPHandler(server, HTTPConfig{MaxSessions: 10})))
+	t.Cleanup(srv.Close)
+	openAs := func(token string) string {
+		t.Helper()
+		code, id := postAs(t, srv.URL, token, "", initializeBody)
+		if code != http.StatusOK || id == "" {
+			t.Fatalf("initialize: %d, session %q", code, id)
+		}
+		return id
+	}
+	var mine []string
+	for range 4 {
+		mine = append(mine, openAs(quiet))
+	}
+	for range 200 {
+		openAs(loud)
+	}
+	for i, id := range mine {
+		if code, _ := postAs(t, srv.URL, quiet, id, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); code != http.StatusOK {
+			t.Errorf("the quiet team's session %d after the loud team's flood: %d", i, code)
+		}
+	}
+	if n := liveSessions(server); n > 10 {
+		t.Errorf("%d sessions live, want at most 10", n)
+	}
+	// The quiet team's share is half: its sixth session closes its own
+	// first one, the seventh its second.
+	mine = append(mine, openAs(quiet), openAs(quiet), openAs(quiet))
+	alive := 0
+	for _, id := range mine {
+		if code, _ := postAs(t, srv.URL, quiet, id, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); code == http.StatusOK {
+			alive++
+		}
+	}
+	if alive != 5 {
+		t.Errorf("the quiet team keeps %d of its 7 sessions, want its share of 5", alive)
 	}
 }
