@@ -68,7 +68,7 @@ func (o *mcpOptions) parse(e *env, args []string) error {
 	fs.BoolVar(&o.embedded, "embedded", envString(e, "SCHEMAQ_MCP_EMBEDDED", "") == "1", "run NATS, worker, daemon and the index in this process (data in --data-dir) instead of connecting to --nats-url [SCHEMAQ_MCP_EMBEDDED=1]")
 	fs.StringVar(&o.tokensFile, "tokens-file", envString(e, "SCHEMAQ_MCP_TOKENS_FILE", ""), "with --http, a JSON file of tokens, each with its databases and read or write access, as the HTTP API's (docs/api.md); read again when it changes [SCHEMAQ_MCP_TOKENS_FILE]")
 	if err := intVar(fs, e, &o.bounds.MaxSessions, "max-sessions", "SCHEMAQ_MCP_MAX_SESSIONS", mcpserver.DefaultMaxSessions,
-		"with --http, the sessions kept at once; a new one closes the least recently used, whose client opens another"); err != nil {
+		"with --http, the sessions kept at once; a new one closes the least recently used (with tokens, its own token's once that holds its share), whose client opens another"); err != nil {
 		return err
 	}
 	if err := durationVar(fs, e, &o.bounds.SessionIdle, "session-idle", "SCHEMAQ_MCP_SESSION_IDLE", time.Hour,
