@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -25,22 +26,47 @@ type Server interface {
 	ConnectedUrlRedacted() string
 }
 
+// JetStreamWait bounds how long CheckServer asks a JetStream that does
+// not answer yet. A cluster starting with its processes has no meta
+// leader for a while, and a loaded server can miss the client's 5 s: a
+// process that gave up at the first unanswered request was restarted
+// by its orchestrator, or failed a test run (a replica started beside
+// another on a busy CI machine).
+const JetStreamWait = 30 * time.Second
+
+// attemptTimeout is one request's, the client's own default.
+const attemptTimeout = 5 * time.Second
+
 // CheckServer refuses a server older than MinServerVersion, or one
 // without JetStream for this account, naming the server and what it
-// lacks.
+// lacks. A JetStream that does not answer is asked again, with backoff,
+// for JetStreamWait or until ctx ends.
 func CheckServer(ctx context.Context, nc Server, js jetstream.JetStream) error {
 	v := nc.ConnectedServerVersion()
 	if err := CheckServerVersion(v); err != nil {
 		return fmt.Errorf("nats server at %s: %w", nc.ConnectedUrlRedacted(), err)
 	}
-	if _, err := js.AccountInfo(ctx); err != nil {
-		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+	start, wait := time.Now(), 250*time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		_, err := js.AccountInfo(actx)
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 			return fmt.Errorf("nats server at %s (%s): JetStream is not enabled for this account; start nats-server with -js (or jetstream {} in its config): %w",
 				nc.ConnectedUrlRedacted(), v, err)
+		case ctx.Err() != nil || time.Since(start)+wait > JetStreamWait:
+			return fmt.Errorf("nats server at %s (%s): JetStream account info, %d attempts in %s: %w",
+				nc.ConnectedUrlRedacted(), v, attempt, time.Since(start).Round(time.Millisecond), err)
 		}
-		return fmt.Errorf("nats server at %s (%s): JetStream account info: %w", nc.ConnectedUrlRedacted(), v, err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
 	}
-	return nil
 }
 
 // CheckServerVersion compares a server's version (e.g. "2.9.10",

@@ -2,12 +2,16 @@ package natsconn
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 func TestCheckServerVersion(t *testing.T) {
@@ -63,5 +67,40 @@ func TestCheckServerNeedsJetStream(t *testing.T) {
 		}
 		nc.Close()
 		ns.Shutdown()
+	}
+}
+
+// TestCheckServerWaitsForJetStream: a cluster that lost its JetStream
+// quorum does not answer; CheckServer asks again until its context ends
+// and says how often it asked, where it gave up at the first timeout.
+func TestCheckServerWaitsForJetStream(t *testing.T) {
+	servers := testenv.NATSCluster(t, 3)
+	nc, err := nats.Connect(servers[0].ClientURL(), nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	testenv.Kill(t, servers, servers[1].Name())
+	testenv.Kill(t, servers, servers[2].Name())
+	jsc, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A leader left alone answers until it notices it lost its quorum.
+	testenv.Eventually(t, 60*time.Second, "JetStream stops answering", func() bool {
+		actx, acancel := context.WithTimeout(context.Background(), time.Second)
+		defer acancel()
+		_, err := jsc.AccountInfo(actx)
+		return err != nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
+	defer cancel()
+	err = CheckServer(ctx, nc, jsc)
+	if err == nil {
+		t.Fatal("a JetStream without quorum passed the check")
+	}
+	var attempts int
+	if _, scanErr := fmt.Sscanf(err.Error()[strings.Index(err.Error(), "account info, ")+len("account info, "):], "%d attempts", &attempts); scanErr != nil || attempts < 2 {
+		t.Errorf("%v: want several attempts named", err)
 	}
 }
