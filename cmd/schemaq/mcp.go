@@ -10,8 +10,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/pkg/bearer"
@@ -183,10 +181,7 @@ func serveMCPStdio(ctx context.Context, log *zap.Logger, server *mcp.Server) err
 // /readyz (ready while NATS is connected: every tool goes through it)
 // and the process's /metrics.
 func mcpHealth(nc *nats.Conn) *telemetry.Server {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	buildInfoMetric(reg)
-	tel := telemetry.New(reg)
+	tel := telemetry.New(processRegistry())
 	tel.AddCheck("nats", telemetry.NATSCheck(nc))
 	return tel
 }

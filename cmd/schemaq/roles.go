@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/daemon"
@@ -84,9 +83,7 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 	if err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	buildInfoMetric(reg)
+	reg := processRegistry()
 	if ls, ok := store.(interface{ LeaseStats() redisearch.LeaseStats }); ok {
 		leaseMetrics(reg, ls)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // version is set at build time with -ldflags "-X main.version=…" (task
@@ -70,4 +71,13 @@ func buildInfoMetric(reg prometheus.Registerer) {
 		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "goversion": b.Go}})
 	g.Set(1)
 	reg.MustRegister(g)
+}
+
+// processRegistry is a registry with what every process reports of
+// itself: the Go runtime, the process, and which schemaq it is.
+func processRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildInfoMetric(reg)
+	return reg
 }
