@@ -472,9 +472,12 @@ func staleIDs(st index.Stale) func(id string) bool {
 	if names == nil {
 		return nil
 	}
+	prefixes := make([]string, len(st.Kinds))
+	for i, k := range st.Kinds {
+		prefixes[i] = chunk.ID(st.Database, k, "", 0)
+	}
 	return func(id string) bool {
-		for _, k := range st.Kinds {
-			prefix := chunk.ID(st.Database, k, "", 0)
+		for _, prefix := range prefixes {
 			if !strings.HasPrefix(id, prefix) {
 				continue
 			}
