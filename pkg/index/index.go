@@ -134,6 +134,10 @@ type Store interface {
 	// each of those objects below its own version. A named object of a
 	// Marked kind keeps its bound as its mark.
 	DeleteStale(ctx context.Context, s Stale) (int, error)
+	// Marks returns the marks of db's objects of a Marked kind among
+	// names: each one's newest version written or deleted. An object
+	// without a mark is left out.
+	Marks(ctx context.Context, db, kind string, names []string) (map[string]int64, error)
 	// DeleteDatabase removes every chunk of db.
 	DeleteDatabase(ctx context.Context, db string) error
 	// SearchText runs a BM25 query.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -433,7 +434,8 @@ func testObjectMarks(t *testing.T, s index.Store) {
 		kind  string
 		doc   string
 		apply func()
-		want  int // the object's chunks after the step
+		want  int   // the object's chunks after the step
+		mark  int64 // and its mark (0: none)
 	}{
 		{"a delete applied before the edit it follows", "", chunk.KindDoc, "gone.md", func() {
 			if _, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindDoc}, Name: "gone.md", Below: 10}); err != nil {
@@ -442,12 +444,12 @@ func testObjectMarks(t *testing.T, s index.Store) {
 			if n := mustUpsert(t, s, []index.Record{section(chunk.KindDoc, "gone.md", 0, 7), section(chunk.KindDoc, "gone.md", 1, 7)}); n != 0 {
 				t.Errorf("an edit older than the delete wrote %d sections", n)
 			}
-		}, 0},
+		}, 0, 10},
 		{"an edit after the delete", "", chunk.KindDoc, "gone.md", func() {
 			if n := mustUpsert(t, s, []index.Record{section(chunk.KindDoc, "gone.md", 0, 11)}); n != 1 {
 				t.Errorf("an edit newer than the delete wrote %d sections, want 1", n)
 			}
-		}, 1},
+		}, 1, 11},
 		{"an older, longer edit after a shorter one", "", chunk.KindDoc, "shrunk.md", func() {
 			mustUpsert(t, s, []index.Record{section(chunk.KindDoc, "shrunk.md", 0, 20)})
 			if _, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindDoc}, Names: map[string]int64{"shrunk.md": 20}}); err != nil {
@@ -460,31 +462,31 @@ func testObjectMarks(t *testing.T, s index.Store) {
 			if n := mustUpsert(t, s, old); n != 0 {
 				t.Errorf("the older edit wrote %d sections, want none", n)
 			}
-		}, 1},
+		}, 1, 20},
 		{"an example deleted before its older publish", "", chunk.KindExample, "q9", func() {
 			if _, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindExample}, Names: map[string]int64{"q9": 30}}); err != nil {
 				t.Fatal(err)
 			}
 			mustUpsert(t, s, []index.Record{section(chunk.KindExample, "q9", 0, 25)})
-		}, 0},
+		}, 0, 30},
 		{"the example published again", "", chunk.KindExample, "q9", func() {
 			mustUpsert(t, s, []index.Record{section(chunk.KindExample, "q9", 0, 31)})
-		}, 1},
+		}, 1, 31},
 		{"a table is the catalog's to order, not marked", "", chunk.KindTable, "public.t", func() {
 			if _, err := s.DeleteStale(ctx, index.Stale{Database: "shop", Kinds: []string{chunk.KindTable}, Name: "public.t", Below: 9}); err != nil {
 				t.Fatal(err)
 			}
 			mustUpsert(t, s, []index.Record{section(chunk.KindTable, "public.t", 0, 3)})
-		}, 1},
+		}, 1, 0},
 		{"another database's doc of the same name", "hr", chunk.KindDoc, "gone.md", func() {
 			mustUpsert(t, s, []index.Record{sectionOf("hr", chunk.KindDoc, "gone.md", 0, 1), section(chunk.KindDoc, "gone.md", 0, 1)})
-		}, 1},
+		}, 1, 1},
 		{"a database dropped forgets its marks", "", chunk.KindDoc, "gone.md", func() {
 			if err := s.DeleteDatabase(ctx, "shop"); err != nil {
 				t.Fatal(err)
 			}
 			mustUpsert(t, s, []index.Record{section(chunk.KindDoc, "gone.md", 0, 1)})
-		}, 1},
+		}, 1, 1},
 	}
 	for _, st := range steps {
 		st.apply()
@@ -492,6 +494,42 @@ func testObjectMarks(t *testing.T, s index.Store) {
 		if got := count(db, st.kind, st.doc); got != st.want {
 			t.Errorf("%s: %s of %s has %d chunks, want %d", st.name, st.doc, db, got, st.want)
 		}
+		marks, err := s.Marks(ctx, db, st.kind, []string{st.doc, "never-written.md"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int64{st.doc: st.mark}; st.mark == 0 && len(marks) != 0 || st.mark != 0 && !maps.Equal(marks, want) {
+			t.Errorf("%s: marks %v, want %s at %d", st.name, marks, st.doc, st.mark)
+		}
+	}
+	testManyMarks(t, s)
+}
+
+// testManyMarks reads marks of more objects than one statement or
+// command takes, most of them without one.
+func testManyMarks(t *testing.T, s index.Store) {
+	ctx := context.Background()
+	names := make(map[string]int64)
+	var all []string
+	for i := range 450 {
+		n := fmt.Sprintf("bulk/%03d.md", i)
+		all = append(all, n)
+		if i%7 == 0 {
+			names[n] = int64(100 + i)
+		}
+	}
+	if _, err := s.DeleteStale(ctx, index.Stale{Database: "bulk", Kinds: []string{chunk.KindDoc}, Names: names}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Marks(ctx, "bulk", chunk.KindDoc, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, names) {
+		t.Errorf("marks of 450 docs: got %d, want %d (%v…)", len(got), len(names), got["bulk/007.md"])
+	}
+	if got, err := s.Marks(ctx, "bulk", chunk.KindExample, all); err != nil || len(got) != 0 {
+		t.Errorf("another kind's marks: %v %v", got, err)
 	}
 }
 

@@ -563,6 +563,37 @@ func (s *Store) Metas(ctx context.Context, f index.Filter) (map[string]index.Met
 	return out, nil
 }
 
+// Marks implements index.Store.
+func (s *Store) Marks(ctx context.Context, db, kind string, names []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(names))
+	if !index.Marked(kind) {
+		return out, nil
+	}
+	for start := 0; start < len(names); start += batchSize {
+		part := names[start:min(start+batchSize, len(names))]
+		fields := make([]string, len(part))
+		for i, n := range part {
+			fields[i] = markField(kind, n)
+		}
+		vals, err := s.rdb.HMGet(ctx, s.marksKey(db), fields...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("marks of %d %s objects of %s: %w", len(names), kind, db, classify(err))
+		}
+		for i, v := range vals {
+			str, ok := v.(string)
+			if !ok {
+				continue // no mark
+			}
+			n, err := strconv.ParseInt(str, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("mark of %s %s of %s: %q is not a version", kind, part[i], db, str)
+			}
+			out[part[i]] = n
+		}
+	}
+	return out, nil
+}
+
 // Projected implements index.Store.
 func (s *Store) Projected(ctx context.Context, db string) (int64, error) {
 	v, err := s.rdb.HGet(ctx, s.projectedKey(db), db).Int64()

@@ -723,6 +723,40 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (int, error) {
 	return n, nil
 }
 
+// Marks implements index.Store.
+func (s *Store) Marks(ctx context.Context, db, kind string, names []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(names))
+	for start := 0; start < len(names); start += staleNamesPerStatement {
+		part := names[start:min(start+staleNamesPerStatement, len(names))]
+		args := []any{db, kind}
+		for _, n := range part {
+			args = append(args, n)
+		}
+		if err := s.readMarks(ctx, out, `SELECT name, version FROM object_marks WHERE db = ? AND kind = ? AND name IN (`+
+			placeholders(len(part))+`)`, args...); err != nil {
+			return nil, fmt.Errorf("marks of %d %s objects of %s: %w", len(names), kind, db, wrapUnavailable(err))
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) readMarks(ctx context.Context, into map[string]int64, query string, args ...any) error {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var v int64
+		if err := rows.Scan(&name, &v); err != nil {
+			return err
+		}
+		into[name] = v
+	}
+	return rows.Err()
+}
+
 // placeholders is the list of n SQL parameters, for an IN (…).
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
 
