@@ -173,6 +173,10 @@ func (s *Snapshot) With(upserts []Doc, removed []string) *Snapshot {
 		n.remove(s, &ch, id)
 	}
 	for i := range upserts {
+		if num, ok := ch.id(s, upserts[i].Chunk.ID); ok && n.docs[num].chunk.Kind == upserts[i].Chunk.Kind {
+			n.replace(s, &ch, num, &upserts[i])
+			continue
+		}
 		n.remove(s, &ch, upserts[i].Chunk.ID)
 		n.add(s, &ch, &upserts[i])
 	}
@@ -248,7 +252,7 @@ func (n *Snapshot) remove(old *Snapshot, ch *changes, id string) {
 	for _, t := range d.terms {
 		key := postingKey(d.chunk.Kind, t)
 		p := ch.postingList(old, key)
-		if i := slices.IndexFunc(p, func(p posting) bool { return p.doc == num }); i >= 0 {
+		if i, ok := findPosting(p, num); ok {
 			p = slices.Delete(p, i, i+1)
 		}
 		ch.postings[key] = p
@@ -268,7 +272,61 @@ func (n *Snapshot) remove(old *Snapshot, ch *changes, id string) {
 	n.kindTokens[d.chunk.Kind] -= int64(d.length)
 }
 
-func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
+// findPosting finds num's posting in p, which is sorted by number.
+func findPosting(p []posting, num int32) (int, bool) {
+	return slices.BinarySearchFunc(p, num, func(p posting, n int32) int { return int(p.doc - n) })
+}
+
+// replace is remove and add of a chunk stored already, under its number,
+// done term by term: a posting list the old and new versions share keeps
+// its place and changes the frequencies. Removing and inserting each
+// posting moved the tail of every list the chunk is in, twice, so a
+// list every doc shares made re-publishing n docs cost n² (25,000 docs
+// edited on one word: 20 s against 7 s to publish them first).
+func (n *Snapshot) replace(old *Snapshot, ch *changes, num int32, in *Doc) {
+	was := n.docs[num]
+	d, tf := n.newDoc(in)
+	for _, t := range was.terms {
+		if tf[t] != nil {
+			continue
+		}
+		key := postingKey(was.chunk.Kind, t)
+		p := ch.postingList(old, key)
+		if i, ok := findPosting(p, num); ok {
+			p = slices.Delete(p, i, i+1)
+		}
+		ch.postings[key] = p
+	}
+	for _, t := range d.terms {
+		key := postingKey(d.chunk.Kind, t)
+		p := ch.postingList(old, key)
+		if i, ok := findPosting(p, num); ok {
+			p[i].tf = *tf[t] // p is this change's copy
+		} else {
+			p = slices.Insert(p, i, posting{doc: num, tf: *tf[t]})
+		}
+		ch.postings[key] = p
+	}
+	if was.chunk.Schema != d.chunk.Schema {
+		x := ch.filed(old, was.chunk)[0]
+		l := x.list()
+		if i, ok := slices.BinarySearch(l, num); ok {
+			l = slices.Delete(l, i, i+1)
+		}
+		x.m[x.key] = l
+		x = ch.filed(old, d.chunk)[0]
+		l = x.list()
+		i, _ := slices.BinarySearch(l, num)
+		x.m[x.key] = slices.Insert(l, i, num)
+	}
+	n.docs[num] = d
+	n.tokens += int64(d.length - was.length)
+	n.kindTokens[d.chunk.Kind] += int64(d.length - was.length)
+}
+
+// newDoc analyses in: the doc, and each distinct term's frequency by
+// field.
+func (n *Snapshot) newDoc(in *Doc) (*doc, map[string]*[fields]uint16) {
 	d := &doc{chunk: in.Chunk}
 	if len(in.Vector) == n.dim {
 		d.setVector(in.Vector)
@@ -289,6 +347,11 @@ func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
 			d.length++
 		}
 	}
+	return d, tf
+}
+
+func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
+	d, tf := n.newDoc(in)
 	var num int32
 	if k := len(n.free); k > 0 {
 		num = n.free[k-1]
@@ -303,7 +366,7 @@ func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
 		p := ch.postingList(old, key)
 		// Postings stay sorted by number, so a reused number keeps scans
 		// and tie order deterministic.
-		i, _ := slices.BinarySearchFunc(p, num, func(p posting, n int32) int { return int(p.doc - n) })
+		i, _ := findPosting(p, num)
 		ch.postings[key] = slices.Insert(p, i, posting{doc: num, tf: *tf[t]})
 	}
 	for _, x := range ch.filed(old, d.chunk) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -380,6 +381,157 @@ func TestSchemaSearchScoresAsTheWholeDoes(t *testing.T) {
 		}
 		if len(got) == 0 || !slices.EqualFunc(got, want, func(a, b index.Hit) bool { return a.Chunk.ID == b.Chunk.ID && a.Score == b.Score }) {
 			t.Errorf("schemas %v: %d hits, want the whole search's %d, in its order and scores", schemas, len(got), len(want))
+		}
+	}
+}
+
+// postingsByID is what a snapshot's postings and filing lists say, by
+// chunk id rather than number (a snapshot built in steps numbers its
+// chunks otherwise), after checking each list is sorted by number.
+func postingsByID(t *testing.T, s *Snapshot) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	id := func(num int32) string { return s.docs[num].chunk.ID }
+	postings := map[string]bool{}
+	for k := range s.postings.base {
+		postings[k] = true
+	}
+	for k := range s.postings.over {
+		postings[k] = true
+	}
+	for k := range postings {
+		p, ok := s.postings.get(k)
+		if !ok || len(p) == 0 {
+			continue
+		}
+		if !slices.IsSortedFunc(p, func(a, b posting) int { return int(a.doc - b.doc) }) {
+			t.Fatalf("postings of %q are not sorted by number", k)
+		}
+		for _, x := range p {
+			out["t:"+k] = append(out["t:"+k], fmt.Sprintf("%s:%v", id(x.doc), x.tf))
+		}
+		slices.Sort(out["t:"+k])
+	}
+	for name, l := range map[string]layered[[]int32]{"schema": s.schemas, "kind": s.kinds} {
+		seen := map[string]bool{}
+		for k := range l.base {
+			seen[k] = true
+		}
+		for k := range l.over {
+			seen[k] = true
+		}
+		for k := range seen {
+			nums, _ := l.get(k)
+			if !slices.IsSorted(nums) {
+				t.Fatalf("%s list %q is not sorted", name, k)
+			}
+			for _, num := range nums {
+				out[name+":"+k] = append(out[name+":"+k], id(num))
+			}
+			slices.Sort(out[name+":"+k])
+		}
+	}
+	return out
+}
+
+// Chunks written again under their ids (docs published again, tables
+// re-projected) are replaced term by term; the snapshot must be the one
+// built at once from the final chunks, and the snapshot before it
+// untouched.
+func TestReplacedChunksEqualABuildFromScratch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	docs := corpus(rng, 500)
+	base := New(3).With(docs, nil)
+	before := postingsByID(t, base)
+	fresh := corpus(rand.New(rand.NewPCG(7, 8)), 500)
+	final := slices.Clone(docs)
+	var edits []Doc
+	for i := range docs {
+		var d Doc
+		switch i % 5 {
+		case 0: // the same chunk again
+			d = docs[i]
+		case 1: // other words
+			d = docs[i]
+			d.Fields = fresh[i].Fields
+		case 2: // another schema, and a word more
+			d = docs[i]
+			d.Chunk.Schema, d.Fields.Schema = "archive", "archive"
+			d.Fields.Body += " w1 w299"
+		case 3: // emptied
+			d = docs[i]
+			d.Fields = index.Fields{}
+		default:
+			continue
+		}
+		d.Vector = fresh[i].Vector
+		edits = append(edits, d)
+		final[i] = d
+	}
+	// One With, as a run of docs is written, and one chunk per With.
+	stepped := base
+	for _, e := range edits {
+		stepped = stepped.With([]Doc{e}, nil)
+	}
+	for name, got := range map[string]*Snapshot{"one change": base.With(edits, nil), "a change per chunk": stepped} {
+		once := New(3).With(final, nil)
+		if !maps.Equal(chunkText(got), chunkText(once)) || !sameLists(postingsByID(t, got), postingsByID(t, once)) {
+			t.Errorf("%s: the postings differ from a build from scratch", name)
+		}
+		if got.tokens != once.tokens || !maps.Equal(got.kindTokens, once.kindTokens) || got.Len() != once.Len() {
+			t.Errorf("%s: %d tokens %v, %d chunks; from scratch %d %v %d", name, got.tokens, got.kindTokens, got.Len(), once.tokens, once.kindTokens, once.Len())
+		}
+		v := index.VectorQuery{Filter: index.Filter{Database: "db"}, Vector: []float32{0.3, -0.2, 0.1}, Limit: 30}
+		q := index.TextQuery{Filter: index.Filter{Database: "db", Schemas: []string{"archive"}}, Terms: []string{"w1", "w299"}, Limit: 30}
+		for _, pair := range [][2][]index.Hit{{got.SearchVector(v), once.SearchVector(v)}, {got.SearchText(q), once.SearchText(q)}} {
+			if len(pair[0]) == 0 || fmt.Sprint(hitIDs(pair[0])) != fmt.Sprint(hitIDs(pair[1])) {
+				t.Errorf("%s: hits %v, from scratch %v", name, hitIDs(pair[0]), hitIDs(pair[1]))
+			}
+		}
+	}
+	if !sameLists(postingsByID(t, base), before) {
+		t.Error("the snapshot the changes started from changed")
+	}
+}
+
+func sameLists(a, b map[string][]string) bool {
+	return maps.EqualFunc(a, b, slices.Equal[[]string])
+}
+
+// chunkText is the ids a snapshot holds, with their schema and terms:
+// a replaced chunk must carry its new ones.
+func chunkText(s *Snapshot) map[string]string {
+	out := map[string]string{}
+	for _, d := range s.docs {
+		if d != nil {
+			out[d.chunk.ID] = fmt.Sprint(d.chunk.Schema, d.terms, d.length)
+		}
+	}
+	return out
+}
+
+// Docs published again, in runs of 64 as the worker writes them, into a
+// snapshot of 25,000 that share their common words.
+func BenchmarkRepublishDocs(b *testing.B) {
+	const n, run = 25000, 64
+	docOf := func(i, v int) Doc {
+		return Doc{Chunk: chunk.Chunk{ID: fmt.Sprintf("shop:doc:d%05d.md:0", i), Database: "shop", Kind: chunk.KindDoc, Name: fmt.Sprintf("d%05d.md", i)},
+			Fields: index.Fields{Name: fmt.Sprintf("doc %d", i), Body: fmt.Sprintf("the orders table %d holds rows v%d", i, v)}}
+	}
+	docs := make([]Doc, n)
+	for i := range docs {
+		docs[i] = docOf(i, 0)
+	}
+	base := New(3).With(docs, nil)
+	b.ResetTimer()
+	for v := 1; b.Loop(); v++ {
+		s := base
+		for start := 0; start < n; start += run {
+			edits := make([]Doc, 0, run)
+			for i := start; i < min(start+run, n); i++ {
+				edits = append(edits, docOf(i, v))
+			}
+			s = s.With(edits, nil)
 		}
 	}
 }
