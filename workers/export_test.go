@@ -21,3 +21,16 @@ func (w *Worker) Handle(ctx context.Context, msg jetstream.Msg) string {
 	}
 	return w.handle(ctx, w.newItem(msg, meta)).act.String()
 }
+
+// Compact deletes the superseded events queued so far, as Run's
+// compactor does, and counts them by outcome.
+func (w *Worker) Compact(ctx context.Context) map[string]int {
+	out := map[string]int{}
+	if w.compact == nil {
+		return out
+	}
+	for _, e := range w.compact.next() {
+		out[w.compact.remove(ctx, e)]++
+	}
+	return out
+}

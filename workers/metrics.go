@@ -32,6 +32,9 @@ type Metrics struct {
 	// worker consumer left to a lane (lanes.go).
 	lanes    prometheus.Gauge
 	diverted prometheus.Counter
+	// superseded counts doc events a newer one made useless, by what
+	// became of them (supersede.go).
+	superseded *prometheus.CounterVec
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -72,9 +75,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Lanes this worker consumes: databases whose events of one kind flooded and were moved out of the other databases' way."}),
 		diverted: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_diverted_total",
 			Help: "Events a worker consumer acknowledged unapplied because their database's lane delivers them."}),
+		superseded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_worker_superseded_events_total",
+			Help: "Doc and example events newer events may have superseded, by outcome: deleted from the stream, gone (deleted already), live (it still holds an example no newer event replaced), kept (not an event of that object), failed or skipped (left in the stream)."}, []string{"outcome"}),
 	}
 	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.heldBytes, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness, m.repaired,
-		m.lanes, m.diverted)
+		m.lanes, m.diverted, m.superseded)
 	return m
 }
 

@@ -604,13 +604,17 @@ func (w *Worker) handleDocs(ctx context.Context, items []*item) (outs []outcome)
 	}()
 	db := items[0].ev.Database
 	edits := make([]indexer.DocEdit, len(items))
+	docs := make([]objectVersion, len(items))
 	for i, it := range items {
 		edits[i] = w.docEdit(it)
+		docs[i] = objectVersion{name: edits[i].ID, seq: it.meta.Sequence.Stream}
 	}
+	s := w.supersede(ctx, db, chunk.KindDoc, docs)
 	if _, err := indexer.Docs(ctx, w.store, w.emb, db, edits); err != nil {
 		w.log.Warn("a run of docs failed; the first is indexed alone, the rest after it", zap.String("db", db), zap.Int("docs", len(items)), zap.Error(err))
 		return []outcome{w.handle(ctx, items[0])}
 	}
+	s.done(ctx)
 	outs = make([]outcome, len(items))
 	for i, it := range items {
 		outs[i] = outcome{act: actAck, db: db, typ: it.ev.Type}

@@ -52,6 +52,8 @@ type Store interface {
 	// DeleteDatabase drops a retired database's chunks (forget).
 	DeleteDatabase(ctx context.Context, db string) error
 	Projected(ctx context.Context, db string) (int64, error)
+	// Marks name the events that superseded docs came from (supersede.go).
+	Marks(ctx context.Context, db, kind string, names []string) (map[string]int64, error)
 }
 
 // Config of a worker. Start from DefaultConfig.
@@ -103,6 +105,11 @@ type Config struct {
 	// catalog.Tolerant), so that DDL a replay cannot see does not stop a
 	// history.
 	StrictCatalog bool
+	// KeepSuperseded keeps every doc and example event in the stream.
+	// By default an event whose every doc or example a newer event
+	// replaced or deleted is deleted from the stream once that one is
+	// applied (supersede.go).
+	KeepSuperseded bool
 }
 
 // DefaultConfig suits most deployments.
@@ -191,6 +198,8 @@ type Worker struct {
 	// listed on it every second, and binding it reads its info.
 	streamMu sync.Mutex
 	stream   jetstream.Stream
+	// compact deletes superseded events; nil with KeepSuperseded.
+	compact *compactor
 }
 
 // Option configures a Worker.
@@ -242,6 +251,9 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 	}
 	if w.prio == nil {
 		w.prio = NewPriority()
+	}
+	if !cfg.KeepSuperseded {
+		w.compact = newCompactor(w.eventStream, store, cfg.eventBytes(), log, w.m)
 	}
 	return w, nil
 }
@@ -322,6 +334,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		zap.Int("concurrency", w.cfg.Concurrency))
 	w.ready.Store(true)
 	defer w.ready.Store(false)
+	if w.compact != nil {
+		go w.compact.run(ctx)
+	}
 	go func() {
 		failed := w.reproject(workCtx)
 		w.awaitCaughtUp(ctx, cons)
@@ -761,6 +776,21 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 	switch ev.Type {
 	case events.TypeMigration, events.TypeSnapshot:
 		out = w.schema(ctx, []*events.Event{ev}, streamSeqs([]*item{it}))[0]
+	case events.TypeDocUpsert, events.TypeDocDelete, events.TypeExamplesUpsert, events.TypeExamplesDelete:
+		kind, objs := objectVersions(ev, it.meta.Sequence.Stream)
+		s := w.supersede(ctx, ev.Database, kind, objs)
+		if out = w.applyObjects(ctx, it); out.act == actAck {
+			s.done(ctx)
+		}
+	}
+	out.db, out.typ = ev.Database, ev.Type
+	return out
+}
+
+// applyObjects applies an event of docs or examples.
+func (w *Worker) applyObjects(ctx context.Context, it *item) (out outcome) {
+	ev := it.ev
+	switch ev.Type {
 	case events.TypeDocUpsert:
 		out = transient(indexer.Docs(ctx, w.store, w.emb, ev.Database, []indexer.DocEdit{w.docEdit(it)}))
 	case events.TypeDocDelete:
@@ -791,7 +821,6 @@ func (w *Worker) handleEvent(ctx context.Context, it *item) outcome {
 	case events.TypeExamplesDelete:
 		out = transientErr(w.deleteExamples(ctx, ev, it.meta.Sequence.Stream))
 	}
-	out.db, out.typ = ev.Database, ev.Type
 	return out
 }
 

@@ -428,13 +428,19 @@ func View(c *catalog.Catalog, v *catalog.View) Chunk {
 // the SQL was written in (its search_path). An empty id becomes a hash of
 // the question, so re-publishing the same question replaces it.
 func Example(db, schema, id, question, sql string) Chunk {
-	if id == "" {
-		id = events.ExampleID(question)
-	}
-	ch := Chunk{Database: db, Kind: KindExample, Name: id, Schema: schema, Title: strings.TrimSpace(question),
+	ch := Chunk{Database: db, Kind: KindExample, Name: ExampleName(id, question), Schema: schema, Title: strings.TrimSpace(question),
 		Text: "Question: " + strings.TrimSpace(question) + "\nSQL: " + strings.TrimSpace(sql) + "\n"}
 	ch.seal()
 	return ch
+}
+
+// ExampleName is an example's name in the index: its id, or one its
+// question makes (events.ExampleID).
+func ExampleName(id, question string) string {
+	if id == "" {
+		return events.ExampleID(question)
+	}
+	return id
 }
 
 // TagOrigin is the tag an example chunk carries when it did not come

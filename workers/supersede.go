@@ -1,0 +1,298 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/chunk"
+)
+
+// Superseded events leave the stream. A team whose CI publishes every
+// doc on each run adds an event per doc per run, and the stream kept
+// them all: its disk grew without end, and a new replica replayed every
+// edit of every doc to index the last. Only each doc's and example's
+// newest event decides what the index holds (docs.delete), so once a
+// newer edit or delete of every object an event holds is applied, the
+// event is deleted from the stream.
+//
+// The index's mark of a doc or example is the stream sequence of its
+// newest event applied, so the worker reads the marks of the objects it
+// applies before and after: a mark below the event's sequence names an
+// event it may supersede, a mark above it a newer event that may
+// supersede this one. Deleting is best effort and off the apply path:
+// an event not deleted (the queue was full, the worker stopped) stays,
+// as every event did before, and costs disk only. Before deleting, the
+// worker reads the event back: it must hold the object whose mark named
+// it, in the same database, and every object it holds must have a newer
+// mark. So a mark that names some other event (a stream deleted and made
+// again numbers from 1) deletes nothing, and neither does an examples
+// event some of whose examples no later event replaced.
+
+// maxSuperseded bounds the superseded events waiting to be deleted: a
+// replay of a long history finds them faster than they are deleted.
+const maxSuperseded = 1 << 16
+
+// supersededEvent is an event that may be superseded: a newer event of
+// the object named, a doc or example of db, was applied.
+type supersededEvent struct {
+	db, kind, name string
+	seq            uint64
+}
+
+// objectVersion is a doc or example an apply wrote or deleted, at its
+// event's stream sequence.
+type objectVersion struct {
+	name string
+	seq  uint64
+}
+
+// supersession watches one apply of doc or example events of one kind:
+// begin before it, done after it succeeded.
+type supersession struct {
+	w        *Worker
+	db, kind string
+	objs     []objectVersion
+	before   map[string]int64
+}
+
+// supersede begins watching an apply of objects of kind in db; nil when
+// the worker keeps superseded events.
+func (w *Worker) supersede(ctx context.Context, db, kind string, objs []objectVersion) *supersession {
+	if w.compact == nil || len(objs) == 0 {
+		return nil
+	}
+	s := &supersession{w: w, db: db, kind: kind, objs: objs}
+	s.before = s.marks(ctx)
+	return s
+}
+
+// done hands the compactor the events the apply may have superseded,
+// and its own events if a newer one superseded them meanwhile.
+func (s *supersession) done(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	after := s.marks(ctx)
+	var out []supersededEvent
+	for _, o := range s.objs {
+		if prev := s.before[o.name]; prev > 0 && uint64(prev) < o.seq {
+			out = append(out, supersededEvent{db: s.db, kind: s.kind, name: o.name, seq: uint64(prev)})
+		}
+		if now := after[o.name]; uint64(now) > o.seq {
+			out = append(out, supersededEvent{db: s.db, kind: s.kind, name: o.name, seq: o.seq})
+		}
+	}
+	s.w.compact.add(out)
+}
+
+// marks reads the objects' marks; nil when the store cannot say, which
+// only leaves events in the stream.
+func (s *supersession) marks(ctx context.Context) map[string]int64 {
+	names := make([]string, len(s.objs))
+	for i, o := range s.objs {
+		names[i] = o.name
+	}
+	marks, err := s.w.store.Marks(ctx, s.db, s.kind, names)
+	if err != nil {
+		s.w.log.Debug("marks unread; superseded events stay in the stream", zap.String("db", s.db), zap.Error(err))
+		return nil
+	}
+	return marks
+}
+
+// markReader is the part of the store the compactor checks an event
+// against.
+type markReader interface {
+	Marks(ctx context.Context, db, kind string, names []string) (map[string]int64, error)
+}
+
+// compactor deletes superseded events from the event stream, outside
+// the apply path.
+type compactor struct {
+	stream   func(ctx context.Context) (jetstream.Stream, error)
+	marks    markReader
+	maxBytes int
+	log      *zap.Logger
+	m        *Metrics
+	mu       sync.Mutex
+	pending  []supersededEvent
+	wake     chan struct{}
+	// lastFull is when a full queue was last logged.
+	lastFull time.Time
+}
+
+func newCompactor(stream func(ctx context.Context) (jetstream.Stream, error), marks markReader, maxBytes int, log *zap.Logger, m *Metrics) *compactor {
+	return &compactor{stream: stream, marks: marks, maxBytes: maxBytes, log: log, m: m, wake: make(chan struct{}, 1)}
+}
+
+// add queues events without waiting: past maxSuperseded they stay in
+// the stream, counted.
+func (c *compactor) add(evs []supersededEvent) {
+	if len(evs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	room := min(len(evs), maxSuperseded-len(c.pending))
+	c.pending = append(c.pending, evs[:room]...)
+	left := len(evs) - room
+	logFull := left > 0 && time.Since(c.lastFull) > time.Minute
+	if logFull {
+		c.lastFull = time.Now()
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	if left > 0 {
+		c.count(supersededSkipped, left)
+	}
+	if logFull {
+		c.log.Warn("superseded events left in the stream: the queue of deletions is full", zap.Int("events", left), zap.Int("queued", maxSuperseded))
+	}
+}
+
+// next takes the queued events.
+func (c *compactor) next() []supersededEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.pending
+	c.pending = nil
+	return out
+}
+
+// Outcomes of a superseded event, as schemaq_worker_superseded_events_total
+// counts them.
+const (
+	supersededDeleted = "deleted" // deleted from the stream
+	supersededGone    = "gone"    // deleted already (another replica)
+	supersededLive    = "live"    // holds an object no newer event replaced: left
+	supersededKept    = "kept"    // not an event of the object the mark named: left
+	supersededFailed  = "failed"  // the stream or the store did not answer: left
+	supersededSkipped = "skipped" // the queue was full: left
+)
+
+func (c *compactor) count(outcome string, n int) {
+	if c.m != nil {
+		c.m.superseded.WithLabelValues(outcome).Add(float64(n))
+	}
+}
+
+// run deletes queued events until ctx ends; what is queued then stays.
+func (c *compactor) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+			for _, e := range c.next() {
+				if ctx.Err() != nil {
+					return
+				}
+				c.count(c.remove(ctx, e), 1)
+			}
+		}
+	}
+}
+
+// remove deletes e from the stream once it has read it back as an
+// event of e's object whose every object a newer event replaced.
+func (c *compactor) remove(ctx context.Context, e supersededEvent) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := c.stream(ctx)
+	if err != nil {
+		return c.failed(e, err)
+	}
+	msg, err := s.GetMsg(ctx, e.seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return supersededGone
+	}
+	if err != nil {
+		return c.failed(e, err)
+	}
+	names, err := objectsOf(msg, e, c.maxBytes)
+	if err != nil {
+		c.log.Warn("a mark names a stream event that is not one of its object's; left in the stream", zap.String("db", e.db),
+			zap.String("kind", e.kind), zap.String("name", e.name), zap.Uint64("stream_seq", e.seq), zap.Error(err))
+		return supersededKept
+	}
+	marks, err := c.marks.Marks(ctx, e.db, e.kind, names)
+	if err != nil {
+		return c.failed(e, err)
+	}
+	for _, n := range names {
+		if uint64(marks[n]) <= e.seq {
+			return supersededLive
+		}
+	}
+	err = s.DeleteMsg(ctx, e.seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return supersededGone
+	}
+	if err != nil {
+		return c.failed(e, err)
+	}
+	return supersededDeleted
+}
+
+func (c *compactor) failed(e supersededEvent, err error) string {
+	c.log.Debug("a superseded event stays in the stream", zap.String("db", e.db), zap.String("kind", e.kind), zap.String("name", e.name),
+		zap.Uint64("stream_seq", e.seq), zap.Error(err))
+	return supersededFailed
+}
+
+// objectsOf returns the names of the objects of e's kind that msg, an
+// event of e's database published on its own subject, holds, once it
+// has checked that e's object is one of them.
+func objectsOf(msg *jetstream.RawStreamMsg, e supersededEvent, maxBytes int) ([]string, error) {
+	ev, err := events.DecodeCompressed(msg.Data, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	if ev.Database != e.db || ev.Subject() != msg.Subject {
+		return nil, fmt.Errorf("an event of database %q on %s", ev.Database, msg.Subject)
+	}
+	kind, names := eventObjects(ev)
+	if kind != e.kind || !slices.Contains(names, e.name) {
+		return nil, fmt.Errorf("a %s event of %s %q", ev.Type, kind, names)
+	}
+	return names, nil
+}
+
+// eventObjects is the kind and names of the docs or examples an event
+// writes or deletes, as the index names them; none for schema events.
+func eventObjects(ev *events.Event) (kind string, names []string) {
+	switch {
+	case ev.DocUpsert != nil:
+		return chunk.KindDoc, []string{ev.DocUpsert.DocID}
+	case ev.DocDelete != nil:
+		return chunk.KindDoc, []string{ev.DocDelete.DocID}
+	case ev.Examples != nil:
+		for _, ex := range ev.Examples.Examples {
+			names = append(names, chunk.ExampleName(ex.ID, ex.Question))
+		}
+		return chunk.KindExample, names
+	case ev.ExamplesDelete != nil:
+		return chunk.KindExample, slices.Clone(ev.ExamplesDelete.IDs)
+	}
+	return "", nil
+}
+
+// objectVersions are the objects ev holds, at seq.
+func objectVersions(ev *events.Event, seq uint64) (string, []objectVersion) {
+	kind, names := eventObjects(ev)
+	out := make([]objectVersion, len(names))
+	for i, n := range names {
+		out[i] = objectVersion{name: n, seq: seq}
+	}
+	return kind, out
+}
