@@ -29,8 +29,8 @@ func (w *Worker) Compact(ctx context.Context) map[string]int {
 	if w.compact == nil {
 		return out
 	}
-	for _, e := range w.compact.next() {
-		out[w.compact.remove(ctx, e)]++
+	for _, n := range w.compact.removeAll(ctx, w.compact.next()) {
+		out[n.outcome] = n.events
 	}
 	return out
 }

@@ -193,53 +193,134 @@ func (c *compactor) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.wake:
-			for _, e := range c.next() {
-				if ctx.Err() != nil {
-					return
-				}
-				c.count(c.remove(ctx, e), 1)
+			for _, n := range c.removeAll(ctx, c.next()) {
+				c.count(n.outcome, n.events)
 			}
 		}
 	}
 }
 
-// remove deletes e from the stream once it has read it back as an
-// event of e's object whose every object a newer event replaced.
-func (c *compactor) remove(ctx context.Context, e supersededEvent) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// compactBatch is how many events one read of marks checks.
+const compactBatch = 64
+
+type outcomeCount struct {
+	outcome string
+	events  int
+}
+
+// removeAll removes evs in batches, until ctx ends, and counts the
+// outcomes.
+func (c *compactor) removeAll(ctx context.Context, evs []supersededEvent) []outcomeCount {
+	counts := map[string]int{}
+	for start := 0; start < len(evs) && ctx.Err() == nil; start += compactBatch {
+		for _, o := range c.removeBatch(ctx, evs[start:min(start+compactBatch, len(evs))]) {
+			counts[o]++
+		}
+	}
+	out := make([]outcomeCount, 0, len(counts))
+	for o, n := range counts {
+		out = append(out, outcomeCount{o, n})
+	}
+	return out
+}
+
+// candidate is a superseded event read back, with the objects it holds.
+type candidate struct {
+	e     supersededEvent
+	names []string
+}
+
+// removeBatch deletes each of evs from the stream once it has read it
+// back as an event of its object whose every object a newer event
+// replaced, and returns what became of each.
+func (c *compactor) removeBatch(ctx context.Context, evs []supersededEvent) []string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	out := make([]string, 0, len(evs))
 	s, err := c.stream(ctx)
 	if err != nil {
-		return c.failed(e, err)
+		for _, e := range evs {
+			out = append(out, c.failed(e, err))
+		}
+		return out
 	}
+	var cands []candidate
+	for _, e := range evs {
+		cand, outcome := c.readBack(ctx, s, e)
+		if outcome != "" {
+			out = append(out, outcome)
+			continue
+		}
+		cands = append(cands, cand)
+	}
+	marks := c.readMarks(ctx, cands)
+	for _, cand := range cands {
+		out = append(out, c.removeIfReplaced(ctx, s, cand, marks))
+	}
+	return out
+}
+
+// readBack reads e's event; an outcome when it goes no further.
+func (c *compactor) readBack(ctx context.Context, s jetstream.Stream, e supersededEvent) (candidate, string) {
 	msg, err := s.GetMsg(ctx, e.seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return supersededGone
+		return candidate{}, supersededGone
 	}
 	if err != nil {
-		return c.failed(e, err)
+		return candidate{}, c.failed(e, err)
 	}
 	names, err := objectsOf(msg, e, c.maxBytes)
 	if err != nil {
 		c.log.Warn("a mark names a stream event that is not one of its object's; left in the stream", zap.String("db", e.db),
 			zap.String("kind", e.kind), zap.String("name", e.name), zap.Uint64("stream_seq", e.seq), zap.Error(err))
-		return supersededKept
+		return candidate{}, supersededKept
 	}
-	marks, err := c.marks.Marks(ctx, e.db, e.kind, names)
-	if err != nil {
-		return c.failed(e, err)
+	return candidate{e: e, names: names}, ""
+}
+
+// markKey is a database's objects of one kind.
+type markKey struct{ db, kind string }
+
+// readMarks reads the marks of the candidates' objects, one read per
+// database and kind; a read that fails leaves its objects unmarked, so
+// their events stay.
+func (c *compactor) readMarks(ctx context.Context, cands []candidate) map[markKey]map[string]int64 {
+	names := map[markKey][]string{}
+	for _, cand := range cands {
+		k := markKey{cand.e.db, cand.e.kind}
+		names[k] = append(names[k], cand.names...)
 	}
-	for _, n := range names {
-		if uint64(marks[n]) <= e.seq {
+	out := make(map[markKey]map[string]int64, len(names))
+	for k, ns := range names {
+		slices.Sort(ns)
+		m, err := c.marks.Marks(ctx, k.db, k.kind, slices.Compact(ns))
+		if err != nil {
+			c.log.Debug("marks unread; superseded events stay in the stream", zap.String("db", k.db), zap.Error(err))
+			continue
+		}
+		out[k] = m
+	}
+	return out
+}
+
+// removeIfReplaced deletes cand's event when a newer event replaced
+// every object it holds.
+func (c *compactor) removeIfReplaced(ctx context.Context, s jetstream.Stream, cand candidate, marks map[markKey]map[string]int64) string {
+	m, ok := marks[markKey{cand.e.db, cand.e.kind}]
+	if !ok {
+		return c.failed(cand.e, errors.New("marks unread"))
+	}
+	for _, n := range cand.names {
+		if uint64(m[n]) <= cand.e.seq {
 			return supersededLive
 		}
 	}
-	err = s.DeleteMsg(ctx, e.seq)
+	err := s.DeleteMsg(ctx, cand.e.seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return supersededGone
 	}
 	if err != nil {
-		return c.failed(e, err)
+		return c.failed(cand.e, err)
 	}
 	return supersededDeleted
 }
