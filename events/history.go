@@ -32,6 +32,9 @@ type AppliedMigration struct {
 type SnapshotBase struct {
 	Seq    int64  `json:"seq"`
 	Source string `json:"source,omitempty"`
+	// StreamSeq is where the snapshot's event sits in the event stream
+	// (0 when not recorded).
+	StreamSeq uint64 `json:"stream_seq,omitempty"`
 }
 
 // CatalogHistory is what a catalog entry records of how the catalog came

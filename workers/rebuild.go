@@ -174,7 +174,7 @@ func (f *replayFold) apply(ctx context.Context, e schemaEvent) error {
 		if err != nil {
 			return nil // refused when it came, too
 		}
-		next.Rebase(catalog.Base{Seq: s.Seq, Source: s.Source})
+		next.Rebase(catalog.Base{Seq: s.Seq, Source: s.Source, StreamSeq: e.streamSeq})
 		f.replay.Reset(next)
 		f.cat = f.replay.Catalog()
 		return nil

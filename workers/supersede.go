@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 )
 
@@ -107,6 +108,31 @@ func (s *supersession) marks(ctx context.Context) map[string]int64 {
 	}
 	return marks
 }
+
+// kindSchema names schema events among superseded ones; the catalog,
+// not marks, says they are superseded.
+const kindSchema = "schema"
+
+// supersedeSchema hands the compactor the schema events a snapshot
+// replaced: those of the catalog it was applied over (was).
+func (w *Worker) supersedeSchema(was *catalog.Catalog) {
+	if w.compact == nil {
+		return
+	}
+	var out []supersededEvent
+	if b := was.Base(); b != nil && b.StreamSeq > 0 {
+		out = append(out, supersededEvent{db: was.Database, kind: kindSchema, name: schemaName(events.TypeSnapshot, b.Seq), seq: b.StreamSeq})
+	}
+	for _, a := range was.History() {
+		if a.StreamSeq > 0 {
+			out = append(out, supersededEvent{db: was.Database, kind: kindSchema, name: schemaName(events.TypeMigration, a.Seq), seq: a.StreamSeq})
+		}
+	}
+	w.compact.add(out)
+}
+
+// schemaName names a schema event among superseded ones.
+func schemaName(typ string, seq int64) string { return fmt.Sprintf("%s %d", typ, seq) }
 
 // markReader is the part of the store the compactor checks an event
 // against.
@@ -287,6 +313,9 @@ type markKey struct{ db, kind string }
 func (c *compactor) readMarks(ctx context.Context, cands []candidate) map[markKey]map[string]int64 {
 	names := map[markKey][]string{}
 	for _, cand := range cands {
+		if cand.e.kind == kindSchema {
+			continue
+		}
 		k := markKey{cand.e.db, cand.e.kind}
 		names[k] = append(names[k], cand.names...)
 	}
@@ -306,13 +335,15 @@ func (c *compactor) readMarks(ctx context.Context, cands []candidate) map[markKe
 // removeIfReplaced deletes cand's event when a newer event replaced
 // every object it holds.
 func (c *compactor) removeIfReplaced(ctx context.Context, s jetstream.Stream, cand candidate, marks map[markKey]map[string]int64) string {
-	m, ok := marks[markKey{cand.e.db, cand.e.kind}]
-	if !ok {
-		return c.failed(cand.e, errors.New("marks unread"))
-	}
-	for _, n := range cand.names {
-		if uint64(m[n]) <= cand.e.seq {
-			return supersededLive
+	if cand.e.kind != kindSchema {
+		m, ok := marks[markKey{cand.e.db, cand.e.kind}]
+		if !ok {
+			return c.failed(cand.e, errors.New("marks unread"))
+		}
+		for _, n := range cand.names {
+			if uint64(m[n]) <= cand.e.seq {
+				return supersededLive
+			}
 		}
 	}
 	err := s.DeleteMsg(ctx, cand.e.seq)
@@ -350,9 +381,13 @@ func objectsOf(msg *jetstream.RawStreamMsg, e supersededEvent, maxBytes int) ([]
 }
 
 // eventObjects is the kind and names of the docs or examples an event
-// writes or deletes, as the index names them; none for schema events.
+// writes or deletes, as the index names them, or of the schema event.
 func eventObjects(ev *events.Event) (kind string, names []string) {
 	switch {
+	case ev.Migration != nil:
+		return kindSchema, []string{schemaName(ev.Type, ev.Migration.Seq)}
+	case ev.Snapshot != nil:
+		return kindSchema, []string{schemaName(ev.Type, ev.Snapshot.Seq)}
 	case ev.DocUpsert != nil:
 		return chunk.KindDoc, []string{ev.DocUpsert.DocID}
 	case ev.DocDelete != nil:

@@ -12,9 +12,11 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/index/sqlite"
+	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/workers"
 )
@@ -318,5 +320,92 @@ func TestSupersededExamplesGoWhenEveryOneIsReplaced(t *testing.T) {
 	n, err := e.store.Count(ctx, index.Filter{Database: "shop", Kinds: []string{chunk.KindExample}})
 	if err != nil || n != 2 {
 		t.Errorf("%d examples indexed (%v), want the refunds question and q3", n, err)
+	}
+}
+
+// schemaEvents reads the schema events of db left in the stream: their
+// types and seqs, in order.
+func (e *env) schemaEvents(db string) []string {
+	e.t.Helper()
+	ctx := context.Background()
+	s, err := e.js.Stream(ctx, events.Stream)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	if err := streams.ReadEvents(ctx, s, events.SchemaSubject(db), db, 0, func(ev *events.Event, _ uint64) error {
+		seq := int64(0)
+		if ev.Migration != nil {
+			seq = ev.Migration.Seq
+		} else {
+			seq = ev.Snapshot.Seq
+		}
+		out = append(out, fmt.Sprintf("%s %d", ev.Type, seq))
+		return nil
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// A team that publishes a schema dump on every deploy adds a snapshot
+// per deploy. Once one is applied, the events of the catalog it
+// replaced leave the stream; a refused migration, which the history
+// does not name, and another database's events stay; a damaged catalog
+// entry is still rebuilt from what is left.
+func TestSnapshotsSupersedeTheSchemaEventsBefore(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	snap := func(seq int64, sql string) *events.Event {
+		ev, err := events.New(fmt.Sprintf("shop-snap-%d", seq), "shop", time.Now(), &events.Snapshot{Seq: seq, Source: "dump.sql", SQL: sql})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int PRIMARY KEY);"))
+	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int"))
+	e.waitDeadLetters(1)
+	fixed := migration(t, "shop", 2, "CREATE TABLE b (id int);")
+	fixed.ID = "shop-0002-fixed"
+	e.publish(fixed)
+	e.publish(migration(t, "other", 1, "CREATE TABLE z (id int);"))
+	e.waitVersion("shop", 2)
+	e.publish(snap(3, "CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE b (id int); CREATE TABLE c (id int);"))
+	e.publish(migration(t, "shop", 4, "CREATE TABLE d (id int);"))
+	e.waitVersion("shop", 4)
+	want := []string{"schema.migration 2", "schema.snapshot 3", "schema.migration 4"} // the refused one stays
+	testenv.Eventually(t, 20*time.Second, "the events before the first snapshot gone", func() bool {
+		return fmt.Sprint(e.schemaEvents("shop")) == fmt.Sprint(want)
+	})
+	e.publish(snap(5, "CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE e (id int);"))
+	e.publish(migration(t, "shop", 6, "CREATE TABLE f (id int);"))
+	e.waitVersion("shop", 6)
+	want = []string{"schema.migration 2", "schema.snapshot 5", "schema.migration 6"}
+	testenv.Eventually(t, 20*time.Second, "the first snapshot and the migration after it gone", func() bool {
+		return fmt.Sprint(e.schemaEvents("shop")) == fmt.Sprint(want)
+	})
+	if got := e.schemaEvents("other"); fmt.Sprint(got) != "[schema.migration 1]" {
+		t.Errorf("another database's events: %v", got)
+	}
+
+	before, _, err := e.cats.Get(context.Background(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.corrupt("shop")
+	e.publish(migration(t, "shop", 7, "CREATE TABLE g (id int);"))
+	e.waitVersion("shop", 7)
+	got, _, err := e.cats.Get(context.Background(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "e", "f", "g"} {
+		if got.Table(catalog.QualName{Schema: "public", Name: name}) == nil {
+			t.Errorf("the catalog rebuilt from what is left lacks table %s", name)
+		}
+	}
+	if got.Table(catalog.QualName{Schema: "public", Name: "b"}) != nil || got.Base().Seq != 5 || len(got.History()) != len(before.History())+1 {
+		t.Errorf("rebuilt: base %v, %d applied, want the snapshot 5 and %d", got.Base(), len(got.History()), len(before.History())+1)
 	}
 }

@@ -105,10 +105,10 @@ type Config struct {
 	// catalog.Tolerant), so that DDL a replay cannot see does not stop a
 	// history.
 	StrictCatalog bool
-	// KeepSuperseded keeps every doc and example event in the stream.
-	// By default an event whose every doc or example a newer event
-	// replaced or deleted is deleted from the stream once that one is
-	// applied (supersede.go).
+	// KeepSuperseded keeps every event in the stream. By default an
+	// event whose every doc or example a newer event replaced or
+	// deleted, or a schema event an applied snapshot replaced, is
+	// deleted from the stream (supersede.go).
 	KeepSuperseded bool
 }
 
@@ -973,10 +973,11 @@ func (w *Worker) schemaOnce(ctx context.Context, evs []*events.Event, streamSeqs
 	case ch.seq <= cat.Version:
 		return with(w.appliedAlready(ctx, ev, cat, ch, streamSeqs[0]))
 	case ev.Snapshot != nil:
-		o := w.applySnapshot(ctx, evs, ch, rev)
+		o := w.applySnapshot(ctx, evs, ch, rev, streamSeqs[0])
 		if o.wrote == nil {
 			return with(o)
 		}
+		w.supersedeSchema(cat)
 		return []outcome{o}
 	case ch.seq > cat.Version+1: // another worker wrote since the version was read
 		return with(outcome{act: actWait, reason: fmt.Sprintf(
@@ -1075,7 +1076,7 @@ func (w *Worker) appliedAlready(ctx context.Context, ev *events.Event, cat *cata
 // applySnapshot replaces the catalog with the snapshot's. An outcome
 // that wrote the catalog carries its new version; any other is the
 // caller's to label with the catalog's.
-func (w *Worker) applySnapshot(ctx context.Context, evs []*events.Event, ch schemaChange, rev uint64) outcome {
+func (w *Worker) applySnapshot(ctx context.Context, evs []*events.Event, ch schemaChange, rev uint64, streamSeq uint64) outcome {
 	ev := evs[0]
 	sql := ch.sql
 	if ev.Snapshot.SQLObject != nil {
@@ -1095,7 +1096,7 @@ func (w *Worker) applySnapshot(ctx context.Context, evs []*events.Event, ch sche
 	if err != nil {
 		return outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, ch.seq, err)}
 	}
-	next.Rebase(catalog.Base{Seq: ch.seq, Source: ch.source})
+	next.Rebase(catalog.Base{Seq: ch.seq, Source: ch.source, StreamSeq: streamSeq})
 	if rev, err = w.cats.Put(ctx, next, rev); err != nil {
 		return outcome{act: actRetry, reason: err.Error(), conflict: errors.Is(err, catalogkv.ErrConflict)}
 	}

@@ -556,7 +556,7 @@ func (r *roleFlags) registerWorker(fs *flag.FlagSet, e *env) error {
 		}
 	}
 	fs.BoolVar(&w.StrictCatalog, "strict-catalog", envString(e, "SCHEMAQ_STRICT_CATALOG", "") == "1", "dead-letter a migration with a statement naming an object the catalog does not know, instead of skipping the statement as drift [SCHEMAQ_STRICT_CATALOG=1]")
-	fs.BoolVar(&w.KeepSuperseded, "keep-superseded", envString(e, "SCHEMAQ_KEEP_SUPERSEDED", "") == "1", "keep every doc and example event in the stream; by default one whose every doc or example a newer event replaced or deleted is deleted once that one is applied [SCHEMAQ_KEEP_SUPERSEDED=1]")
+	fs.BoolVar(&w.KeepSuperseded, "keep-superseded", envString(e, "SCHEMAQ_KEEP_SUPERSEDED", "") == "1", "keep every event in the stream; by default an event whose every doc or example a newer event replaced or deleted, or a schema event a snapshot replaced, is deleted once that one is applied [SCHEMAQ_KEEP_SUPERSEDED=1]")
 	return nil
 }
 
