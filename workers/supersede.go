@@ -82,13 +82,22 @@ func (s *supersession) done(ctx context.Context) {
 		return
 	}
 	after := s.marks(ctx)
+	// An examples event names its predecessor once per example: each
+	// event goes to the compactor once.
+	seen := map[uint64]bool{}
 	var out []supersededEvent
+	add := func(name string, seq uint64) {
+		if !seen[seq] {
+			seen[seq] = true
+			out = append(out, supersededEvent{db: s.db, kind: s.kind, name: name, seq: seq})
+		}
+	}
 	for _, o := range s.objs {
 		if prev := s.before[o.name]; prev > 0 && uint64(prev) < o.seq {
-			out = append(out, supersededEvent{db: s.db, kind: s.kind, name: o.name, seq: uint64(prev)})
+			add(o.name, uint64(prev))
 		}
 		if now := after[o.name]; uint64(now) > o.seq {
-			out = append(out, supersededEvent{db: s.db, kind: s.kind, name: o.name, seq: o.seq})
+			add(o.name, o.seq)
 		}
 	}
 	s.w.compact.add(out)
@@ -346,11 +355,12 @@ func (c *compactor) removeIfReplaced(ctx context.Context, s jetstream.Stream, ca
 			}
 		}
 	}
-	err := s.DeleteMsg(ctx, cand.e.seq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return supersededGone
-	}
-	if err != nil {
+	if err := s.DeleteMsg(ctx, cand.e.seq); err != nil {
+		// The server says only in words that the message was gone (another
+		// replica deleted it first): ask again.
+		if _, gerr := s.GetMsg(ctx, cand.e.seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+			return supersededGone
+		}
 		return c.failed(cand.e, err)
 	}
 	return supersededDeleted
