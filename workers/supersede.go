@@ -46,6 +46,9 @@ const maxSuperseded = 1 << 16
 type supersededEvent struct {
 	db, kind, name string
 	seq            uint64
+	// by is the schema event that superseded it (a snapshot); docs and
+	// examples are superseded by the events their marks name.
+	by uint64
 }
 
 // objectVersion is a doc or example an apply wrote or deleted, at its
@@ -122,19 +125,20 @@ func (s *supersession) marks(ctx context.Context) map[string]int64 {
 // not marks, says they are superseded.
 const kindSchema = "schema"
 
-// supersedeSchema hands the compactor the schema events a snapshot
-// replaced: those of the catalog it was applied over (was).
-func (w *Worker) supersedeSchema(was *catalog.Catalog) {
+// supersedeSchema hands the compactor the schema events a snapshot, at
+// stream sequence by, replaced: those of the catalog it was applied
+// over (was).
+func (w *Worker) supersedeSchema(was *catalog.Catalog, by uint64) {
 	if w.compact == nil {
 		return
 	}
 	var out []supersededEvent
 	if b := was.Base(); b != nil && b.StreamSeq > 0 {
-		out = append(out, supersededEvent{db: was.Database, kind: kindSchema, name: schemaName(events.TypeSnapshot, b.Seq), seq: b.StreamSeq})
+		out = append(out, supersededEvent{db: was.Database, kind: kindSchema, name: schemaName(events.TypeSnapshot, b.Seq), seq: b.StreamSeq, by: by})
 	}
 	for _, a := range was.History() {
 		if a.StreamSeq > 0 {
-			out = append(out, supersededEvent{db: was.Database, kind: kindSchema, name: schemaName(events.TypeMigration, a.Seq), seq: a.StreamSeq})
+			out = append(out, supersededEvent{db: was.Database, kind: kindSchema, name: schemaName(events.TypeMigration, a.Seq), seq: a.StreamSeq, by: by})
 		}
 	}
 	w.compact.add(out)
@@ -288,9 +292,9 @@ func (c *compactor) removeBatch(ctx context.Context, evs []supersededEvent) []st
 		}
 		cands = append(cands, cand)
 	}
-	marks := c.readMarks(ctx, cands)
+	v := &batchView{c: c, s: s, marks: c.readMarks(ctx, cands), held: map[uint64][]string{}}
 	for _, cand := range cands {
-		out = append(out, c.removeIfReplaced(ctx, s, cand, marks))
+		out = append(out, v.removeIfReplaced(ctx, cand))
 	}
 	return out
 }
@@ -306,8 +310,7 @@ func (c *compactor) readBack(ctx context.Context, s jetstream.Stream, e supersed
 	}
 	names, err := objectsOf(msg, e, c.maxBytes)
 	if err != nil {
-		c.log.Warn("a mark names a stream event that is not one of its object's; left in the stream", zap.String("db", e.db),
-			zap.String("kind", e.kind), zap.String("name", e.name), zap.Uint64("stream_seq", e.seq), zap.Error(err))
+		c.warnForeign(e, err)
 		return candidate{}, supersededKept
 	}
 	return candidate{e: e, names: names}, ""
@@ -341,29 +344,95 @@ func (c *compactor) readMarks(ctx context.Context, cands []candidate) map[markKe
 	return out
 }
 
-// removeIfReplaced deletes cand's event when a newer event replaced
-// every object it holds.
-func (c *compactor) removeIfReplaced(ctx context.Context, s jetstream.Stream, cand candidate, marks map[markKey]map[string]int64) string {
-	if cand.e.kind != kindSchema {
-		m, ok := marks[markKey{cand.e.db, cand.e.kind}]
-		if !ok {
-			return c.failed(cand.e, errors.New("marks unread"))
-		}
-		for _, n := range cand.names {
-			if uint64(m[n]) <= cand.e.seq {
-				return supersededLive
-			}
-		}
+// batchView is what one batch has read: the marks, and the objects
+// held by the events the marks name.
+type batchView struct {
+	c     *compactor
+	s     jetstream.Stream
+	marks map[markKey]map[string]int64
+	held  map[uint64][]string // by stream sequence; nil: not an event that holds any
+}
+
+// removeIfReplaced deletes cand's event when newer events in the stream
+// replaced every object it holds.
+func (v *batchView) removeIfReplaced(ctx context.Context, cand candidate) string {
+	e := cand.e
+	if outcome := v.replaced(ctx, cand); outcome != "" {
+		return outcome
 	}
-	if err := s.DeleteMsg(ctx, cand.e.seq); err != nil {
+	if err := v.s.DeleteMsg(ctx, e.seq); err != nil {
 		// The server says only in words that the message was gone (another
 		// replica deleted it first): ask again.
-		if _, gerr := s.GetMsg(ctx, cand.e.seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+		if _, gerr := v.s.GetMsg(ctx, e.seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
 			return supersededGone
 		}
-		return c.failed(cand.e, err)
+		return v.c.failed(e, err)
 	}
 	return supersededDeleted
+}
+
+// replaced is "" when every object cand holds has a newer event in the
+// stream, and otherwise what becomes of cand. A snapshot replaced a
+// schema event when it comes after it. A doc or example's mark must be
+// newer and name an event in the stream that holds the object: marks
+// of an index built from another stream (one deleted and made again
+// numbers from 1) name events that do not, and an index that holds a
+// newer version than the stream does must not take the stream's events
+// away.
+func (v *batchView) replaced(ctx context.Context, cand candidate) string {
+	e := cand.e
+	if e.kind == kindSchema {
+		if e.by <= e.seq {
+			v.c.warnForeign(e, fmt.Errorf("the snapshot that replaced it sits before it, at %d", e.by))
+			return supersededKept
+		}
+		return ""
+	}
+	m, ok := v.marks[markKey{e.db, e.kind}]
+	if !ok {
+		return v.c.failed(e, errors.New("marks unread"))
+	}
+	for _, n := range cand.names {
+		mark := uint64(m[n])
+		if mark <= e.seq {
+			return supersededLive
+		}
+		held, err := v.heldBy(ctx, e, mark)
+		if err != nil {
+			return v.c.failed(e, err)
+		}
+		if !slices.Contains(held, n) {
+			v.c.warnForeign(e, fmt.Errorf("the mark of %s %q names stream event %d, which does not hold it", e.kind, n, mark))
+			return supersededKept
+		}
+	}
+	return ""
+}
+
+// heldBy returns the objects of e's kind in e's database that the event
+// at seq holds, read once per batch.
+func (v *batchView) heldBy(ctx context.Context, e supersededEvent, seq uint64) ([]string, error) {
+	if held, ok := v.held[seq]; ok {
+		return held, nil
+	}
+	msg, err := v.s.GetMsg(ctx, seq)
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, err
+	}
+	var held []string
+	if err == nil {
+		held, _ = objectsHeld(msg, e.db, e.kind, v.c.maxBytes)
+	}
+	v.held[seq] = held
+	return held, nil
+}
+
+// warnForeign logs an event left because the index or the catalog
+// names events the stream does not hold as it says.
+func (c *compactor) warnForeign(e supersededEvent, err error) {
+	c.log.Warn("an index mark or a catalog's history names stream events that are not its objects': left in the stream. "+
+		"An index or catalog kept across a stream made again does; rebuild the index", zap.String("db", e.db),
+		zap.String("kind", e.kind), zap.String("name", e.name), zap.Uint64("stream_seq", e.seq), zap.Error(err))
 }
 
 func (c *compactor) failed(e supersededEvent, err error) string {
@@ -376,16 +445,29 @@ func (c *compactor) failed(e supersededEvent, err error) string {
 // event of e's database published on its own subject, holds, once it
 // has checked that e's object is one of them.
 func objectsOf(msg *jetstream.RawStreamMsg, e supersededEvent, maxBytes int) ([]string, error) {
+	names, err := objectsHeld(msg, e.db, e.kind, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(names, e.name) {
+		return nil, fmt.Errorf("an event of %s %q", e.kind, names)
+	}
+	return names, nil
+}
+
+// objectsHeld returns the names of the objects of kind that msg holds,
+// once it has checked that msg is an event of db on its own subject.
+func objectsHeld(msg *jetstream.RawStreamMsg, db, kind string, maxBytes int) ([]string, error) {
 	ev, err := events.DecodeCompressed(msg.Data, maxBytes)
 	if err != nil {
 		return nil, err
 	}
-	if ev.Database != e.db || ev.Subject() != msg.Subject {
+	if ev.Database != db || ev.Subject() != msg.Subject {
 		return nil, fmt.Errorf("an event of database %q on %s", ev.Database, msg.Subject)
 	}
-	kind, names := eventObjects(ev)
-	if kind != e.kind || !slices.Contains(names, e.name) {
-		return nil, fmt.Errorf("a %s event of %s %q", ev.Type, kind, names)
+	k, names := eventObjects(ev)
+	if k != kind {
+		return nil, fmt.Errorf("a %s event", ev.Type)
 	}
 	return names, nil
 }

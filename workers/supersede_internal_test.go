@@ -1,12 +1,14 @@
 package workers
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/chunk"
@@ -59,5 +61,20 @@ func TestObjectsOfChecksTheEventReadBack(t *testing.T) {
 				t.Errorf("objects %q (%v), want %q", got, err, tc.names)
 			}
 		})
+	}
+}
+
+// A catalog kept across a stream made again names its events by the old
+// numbering: a snapshot replaces only the schema events before it.
+func TestASnapshotReplacesOnlyWhatCameBefore(t *testing.T) {
+	v := &batchView{c: newCompactor(nil, nil, 0, zaptest.NewLogger(t), nil)}
+	for _, tc := range []struct {
+		seq, by uint64
+		want    string
+	}{{5, 9, ""}, {9, 9, supersededKept}, {500, 9, supersededKept}} {
+		e := supersededEvent{db: "shop", kind: kindSchema, name: "schema.migration 3", seq: tc.seq, by: tc.by}
+		if got := v.replaced(context.Background(), candidate{e: e, names: []string{e.name}}); got != tc.want {
+			t.Errorf("event %d, snapshot at %d: %q, want %q", tc.seq, tc.by, got, tc.want)
+		}
 	}
 }

@@ -193,13 +193,14 @@ func TestSupersededEventsAreCheckedBeforeTheyGo(t *testing.T) {
 	e.publishDoc("shop", "a.md", "# A\n\nnew") // 2
 	e.publishDoc("hr", "a.md", "# HR\n\nhr's") // 3
 	e.publishDoc("shop", "z.md", "# Z\n\nzed") // 4
+	e.publishDoc("shop", "b.md", "# B\n\nbee") // 5
 	msgs := map[uint64]jetstream.Msg{}
 	ctx := context.Background()
 	cons, err := e.js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.StreamSubjectDocs}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := cons.Fetch(4)
+	batch, err := cons.Fetch(5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,11 +219,16 @@ func TestSupersededEventsAreCheckedBeforeTheyGo(t *testing.T) {
 		out   map[string]int // the compactor's outcomes
 		left  []uint64       // the doc events the stream still holds
 	}{
-		{"the newer edit first: nothing to supersede", 2, nil, map[string]int{}, []uint64{1, 2, 3, 4}},
-		{"the older edit after it goes", 1, nil, map[string]int{"deleted": 1}, []uint64{2, 3, 4}},
-		{"the same, redelivered: gone already", 1, nil, map[string]int{"gone": 1}, []uint64{2, 3, 4}},
-		{"a mark naming another database's event", 4, map[string]int64{"z.md": 3}, map[string]int{"kept": 1}, []uint64{2, 3, 4}},
-		{"a mark naming another doc's event", 4, map[string]int64{"z.md": 2}, map[string]int{"kept": 1}, []uint64{2, 3, 4}},
+		{"the newer edit first: nothing to supersede", 2, nil, map[string]int{}, []uint64{1, 2, 3, 4, 5}},
+		{"the older edit after it goes", 1, nil, map[string]int{"deleted": 1}, []uint64{2, 3, 4, 5}},
+		{"the same, redelivered: gone already", 1, nil, map[string]int{"gone": 1}, []uint64{2, 3, 4, 5}},
+		{"a mark naming another database's event", 4, map[string]int64{"z.md": 3}, map[string]int{"kept": 1}, []uint64{2, 3, 4, 5}},
+		{"a mark naming another doc's event", 4, map[string]int64{"z.md": 2}, map[string]int{"kept": 1}, []uint64{2, 3, 4, 5}},
+		// An index kept across a stream made again holds marks from the
+		// old numbering: the new stream's events, which it does not
+		// apply, must stay for an index rebuilt from them.
+		{"a mark past the end of the stream", 4, map[string]int64{"z.md": 100}, map[string]int{"kept": 1}, []uint64{2, 3, 4, 5}},
+		{"a newer mark naming another doc's event", 4, map[string]int64{"z.md": 5}, map[string]int{"kept": 1}, []uint64{2, 3, 4, 5}},
 	}
 	for _, st := range steps {
 		if st.marks != nil {

@@ -977,7 +977,7 @@ func (w *Worker) schemaOnce(ctx context.Context, evs []*events.Event, streamSeqs
 		if o.wrote == nil {
 			return with(o)
 		}
-		w.supersedeSchema(cat)
+		w.supersedeSchema(cat, streamSeqs[0])
 		return []outcome{o}
 	case ch.seq > cat.Version+1: // another worker wrote since the version was read
 		return with(outcome{act: actWait, reason: fmt.Sprintf(
