@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/status"
@@ -45,7 +47,9 @@ func printStatus(e *env, rep *status.Report) {
 		fmt.Fprintf(e.stdout, "consumer %s: %d pending, %d in flight, %d redelivered\n", c.Name, c.Pending, c.AckPending, c.Redelivered)
 	}
 	printCatalogs(e, rep)
+	printLargest(e, "events in the stream", rep.Events)
 	fmt.Fprintf(e.stdout, "dead letters: %d\n", rep.DeadLetters)
+	printLargest(e, "dead letters", rep.Letters)
 	fmt.Fprintf(e.stdout, "object store %s: %d bytes\n", events.ObjectBucket, rep.ObjectBytes)
 	printDaemons(e, rep)
 	for _, w := range rep.Warnings {
@@ -66,6 +70,30 @@ func printCatalogs(e *env, rep *status.Report) {
 	for _, n := range slices.Sorted(maps.Keys(rep.Unreadable)) {
 		fmt.Fprintf(e.stdout, "  %-30s UNREADABLE: %s\n", n, rep.Unreadable[n])
 	}
+}
+
+// largestShown is how many databases status names by the events they
+// hold (--json has them all).
+const largestShown = 5
+
+// printLargest names the databases holding the most of what, largest
+// first: the stream's disk is shared, and this is whose events fill it.
+func printLargest(e *env, what string, by map[string]uint64) {
+	if len(by) == 0 {
+		return
+	}
+	dbs := slices.SortedFunc(maps.Keys(by), func(a, b string) int {
+		return cmp.Or(cmp.Compare(by[b], by[a]), cmp.Compare(a, b))
+	})
+	parts := make([]string, 0, largestShown)
+	for _, db := range dbs[:min(largestShown, len(dbs))] {
+		parts = append(parts, fmt.Sprintf("%s %d", db, by[db]))
+	}
+	line := fmt.Sprintf("  %s, most first: %s", what, strings.Join(parts, ", "))
+	if more := len(dbs) - largestShown; more > 0 {
+		line += fmt.Sprintf(" (and %d more databases)", more)
+	}
+	fmt.Fprintln(e.stdout, line)
 }
 
 func printDaemons(e *env, rep *status.Report) {

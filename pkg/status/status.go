@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -55,6 +56,11 @@ type Report struct {
 	// history the catalog could not follow.
 	Drift       map[string]int `json:"drift,omitempty"`
 	DeadLetters uint64         `json:"dead_letters"`
+	// Events counts, per database, the events the stream holds (schema,
+	// docs and examples) and Letters its dead letters: whose events fill
+	// the stream's disk, which every database shares.
+	Events  map[string]uint64 `json:"events_by_database,omitempty"`
+	Letters map[string]uint64 `json:"dead_letters_by_database,omitempty"`
 	// ObjectBytes is the size of the object store: big events' SQL
 	// until applied, big catalogs (`schemaq sweep` says what is left over).
 	ObjectBytes uint64 `json:"object_bytes"`
@@ -78,6 +84,9 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Report, error) {
 		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
 	rep.Stream.Messages, rep.Stream.Bytes, rep.Stream.LastSeq = si.State.Msgs, si.State.Bytes, si.State.LastSeq
+	if rep.Events, err = perDatabase(ctx, s); err != nil {
+		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
+	}
 	if err := rep.consumers(ctx, s); err != nil {
 		return nil, err
 	}
@@ -88,6 +97,7 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Report, error) {
 		if di, err := d.Info(ctx); err == nil {
 			rep.DeadLetters = di.State.Msgs
 		}
+		rep.Letters, _ = perDatabase(ctx, d) // the total above says enough without it
 	}
 	if obj, err := streams.Objects(ctx, js); err == nil {
 		if st, err := obj.Status(ctx); err == nil {
@@ -99,6 +109,22 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Report, error) {
 		rep.Warnings = DaemonWarnings(ds)
 	}
 	return rep, nil
+}
+
+// perDatabase counts s's messages by the database their subject names
+// (schemaq.<kind>.<database>), from the server's count per subject.
+func perDatabase(ctx context.Context, s jetstream.Stream) (map[string]uint64, error) {
+	si, err := s.Info(ctx, jetstream.WithSubjectFilter("schemaq.>"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	for subject, n := range si.State.Subjects {
+		if parts := strings.Split(subject, "."); len(parts) == 3 && n > 0 {
+			out[parts[2]] += n
+		}
+	}
+	return out, nil
 }
 
 func (rep *Report) consumers(ctx context.Context, s jetstream.Stream) error {
