@@ -159,7 +159,7 @@ func (c *compactor) removeBatch(ctx context.Context, evs []supersededEvent) []st
 		}
 		cands = append(cands, cand)
 	}
-	v := &batchView{c: c, s: s, marks: c.readMarks(ctx, cands), held: map[uint64][]string{}}
+	v := &batchView{c: c, s: s, marks: c.readMarks(ctx, cands), held: map[uint64]*heldObjects{}}
 	for _, cand := range cands {
 		out = append(out, v.removeIfReplaced(ctx, cand))
 	}
@@ -217,7 +217,8 @@ type batchView struct {
 	c     *compactor
 	s     jetstream.Stream
 	marks map[markKey]map[string]int64
-	held  map[uint64][]string // by stream sequence; nil: not an event that holds any
+	held  map[uint64]*heldObjects // by stream sequence; nil: no message there
+	last  uint64                  // the stream's last sequence, once read
 }
 
 // removeIfReplaced deletes cand's event when newer events in the stream
@@ -268,7 +269,17 @@ func (v *batchView) replaced(ctx context.Context, cand candidate) string {
 		if err != nil {
 			return v.c.failed(e, err)
 		}
-		if !slices.Contains(held, n) {
+		if held == nil {
+			// Deleted since: superseded in turn, and this index has not
+			// applied what replaced it yet (a replica behind another).
+			// Left for now.
+			if last, err := v.lastSeq(ctx); err != nil || mark <= last {
+				return v.c.failed(e, fmt.Errorf("the newer event of %s %q, at %d, is no longer in the stream", e.kind, n, mark))
+			}
+			v.c.warnForeign(e, fmt.Errorf("the mark of %s %q names stream event %d, past the stream's last", e.kind, n, mark))
+			return supersededKept
+		}
+		if !slices.Contains(held.names, n) {
 			v.c.warnForeign(e, fmt.Errorf("the mark of %s %q names stream event %d, which does not hold it", e.kind, n, mark))
 			return supersededKept
 		}
@@ -276,9 +287,14 @@ func (v *batchView) replaced(ctx context.Context, cand candidate) string {
 	return ""
 }
 
+// heldObjects are the objects an event holds; an event that holds none
+// of the kind asked for holds an empty list.
+type heldObjects struct{ names []string }
+
 // heldBy returns the objects of e's kind in e's database that the event
-// at seq holds, read once per batch.
-func (v *batchView) heldBy(ctx context.Context, e supersededEvent, seq uint64) ([]string, error) {
+// at seq holds, read once per batch; nil when the stream holds no
+// message there.
+func (v *batchView) heldBy(ctx context.Context, e supersededEvent, seq uint64) (*heldObjects, error) {
 	if held, ok := v.held[seq]; ok {
 		return held, nil
 	}
@@ -286,12 +302,26 @@ func (v *batchView) heldBy(ctx context.Context, e supersededEvent, seq uint64) (
 	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, err
 	}
-	var held []string
+	var held *heldObjects
 	if err == nil {
-		held, _ = objectsHeld(msg, e.db, e.kind, v.c.maxBytes)
+		names, _ := objectsHeld(msg, e.db, e.kind, v.c.maxBytes)
+		held = &heldObjects{names: names}
 	}
 	v.held[seq] = held
 	return held, nil
+}
+
+// lastSeq is the stream's last sequence, read once per batch: a mark
+// past it names an event this stream never held.
+func (v *batchView) lastSeq(ctx context.Context) (uint64, error) {
+	if v.last == 0 {
+		info, err := v.s.Info(ctx)
+		if err != nil {
+			return 0, err
+		}
+		v.last = info.State.LastSeq
+	}
+	return v.last, nil
 }
 
 // warnForeign logs an event left because the index or the catalog
