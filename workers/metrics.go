@@ -76,7 +76,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		diverted: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_diverted_total",
 			Help: "Events a worker consumer acknowledged unapplied because their database's lane delivers them."}),
 		superseded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_worker_superseded_events_total",
-			Help: "Events newer events may have superseded (docs, examples, schema events before a snapshot), by outcome: deleted from the stream, gone (deleted already), live (it still holds an example no newer event replaced), kept (not an event of that object), failed or skipped (left in the stream)."}, []string{"outcome"}),
+			Help: "Events newer events may have superseded (docs, examples, schema events before a snapshot), by outcome: deleted from the stream, gone (deleted already), live (it still holds an example no newer event replaced), kept (a mark or history names events the stream does not hold as it says), failed or skipped (left in the stream)."}, []string{"outcome"}),
 	}
 	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.heldBytes, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness, m.repaired,
 		m.lanes, m.diverted, m.superseded)
