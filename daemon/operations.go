@@ -76,6 +76,8 @@ func (d *Daemon) operations(ctx context.Context, who *principal, _ *OperationsRe
 		maps.DeleteFunc(rep.Catalogs, func(db string, _ int64) bool { return !who.mayUse(db) })
 		maps.DeleteFunc(rep.Drift, func(db string, _ int) bool { return !who.mayUse(db) })
 		maps.DeleteFunc(rep.Unreadable, func(db string, _ string) bool { return !who.mayUse(db) })
+		maps.DeleteFunc(rep.EventsByDatabase, func(db string, _ uint64) bool { return !who.mayUse(db) })
+		maps.DeleteFunc(rep.LettersByDatabase, func(db string, _ uint64) bool { return !who.mayUse(db) })
 	}
 	out := &OperationsReply{Report: rep, Letters: []deadletter.Letter{}}
 	box, err := d.letterBox(ctx)

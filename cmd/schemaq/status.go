@@ -47,9 +47,9 @@ func printStatus(e *env, rep *status.Report) {
 		fmt.Fprintf(e.stdout, "consumer %s: %d pending, %d in flight, %d redelivered\n", c.Name, c.Pending, c.AckPending, c.Redelivered)
 	}
 	printCatalogs(e, rep)
-	printLargest(e, "events in the stream", rep.Events)
+	printLargest(e, "events in the stream", rep.EventsByDatabase)
 	fmt.Fprintf(e.stdout, "dead letters: %d\n", rep.DeadLetters)
-	printLargest(e, "dead letters", rep.Letters)
+	printLargest(e, "dead letters", rep.LettersByDatabase)
 	fmt.Fprintf(e.stdout, "object store %s: %d bytes\n", events.ObjectBucket, rep.ObjectBytes)
 	printDaemons(e, rep)
 	for _, w := range rep.Warnings {

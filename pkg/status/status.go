@@ -56,11 +56,12 @@ type Report struct {
 	// history the catalog could not follow.
 	Drift       map[string]int `json:"drift,omitempty"`
 	DeadLetters uint64         `json:"dead_letters"`
-	// Events counts, per database, the events the stream holds (schema,
-	// docs and examples) and Letters its dead letters: whose events fill
-	// the stream's disk, which every database shares.
-	Events  map[string]uint64 `json:"events_by_database,omitempty"`
-	Letters map[string]uint64 `json:"dead_letters_by_database,omitempty"`
+	// EventsByDatabase counts, per database, the events the stream holds
+	// (schema, docs and examples), and LettersByDatabase its dead
+	// letters: whose events fill the stream's disk, which every database
+	// shares.
+	EventsByDatabase  map[string]uint64 `json:"events_by_database,omitempty"`
+	LettersByDatabase map[string]uint64 `json:"dead_letters_by_database,omitempty"`
 	// ObjectBytes is the size of the object store: big events' SQL
 	// until applied, big catalogs (`schemaq sweep` says what is left over).
 	ObjectBytes uint64 `json:"object_bytes"`
@@ -84,7 +85,7 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Report, error) {
 		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
 	rep.Stream.Messages, rep.Stream.Bytes, rep.Stream.LastSeq = si.State.Msgs, si.State.Bytes, si.State.LastSeq
-	if rep.Events, err = perDatabase(ctx, s); err != nil {
+	if rep.EventsByDatabase, err = perDatabase(ctx, s); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
 	if err := rep.consumers(ctx, s); err != nil {
@@ -97,7 +98,7 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Report, error) {
 		if di, err := d.Info(ctx); err == nil {
 			rep.DeadLetters = di.State.Msgs
 		}
-		rep.Letters, _ = perDatabase(ctx, d) // the total above says enough without it
+		rep.LettersByDatabase, _ = perDatabase(ctx, d) // the total above says enough without it
 	}
 	if obj, err := streams.Objects(ctx, js); err == nil {
 		if st, err := obj.Status(ctx); err == nil {
