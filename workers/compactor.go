@@ -99,9 +99,7 @@ func (c *compactor) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.wake:
-			for _, n := range c.removeAll(ctx, c.next()) {
-				c.count(n.outcome, n.events)
-			}
+			c.drain(ctx, c.next(), func(outcome string) { c.count(outcome, 1) })
 		}
 	}
 }
@@ -109,25 +107,14 @@ func (c *compactor) run(ctx context.Context) {
 // compactBatch is how many events one read of marks checks.
 const compactBatch = 64
 
-type outcomeCount struct {
-	outcome string
-	events  int
-}
-
-// removeAll removes evs in batches, until ctx ends, and counts the
-// outcomes.
-func (c *compactor) removeAll(ctx context.Context, evs []supersededEvent) []outcomeCount {
-	counts := map[string]int{}
+// drain removes evs in batches until ctx ends, telling tally what became
+// of each as each batch ends.
+func (c *compactor) drain(ctx context.Context, evs []supersededEvent, tally func(outcome string)) {
 	for start := 0; start < len(evs) && ctx.Err() == nil; start += compactBatch {
 		for _, o := range c.removeBatch(ctx, evs[start:min(start+compactBatch, len(evs))]) {
-			counts[o]++
+			tally(o)
 		}
 	}
-	out := make([]outcomeCount, 0, len(counts))
-	for o, n := range counts {
-		out = append(out, outcomeCount{o, n})
-	}
-	return out
 }
 
 // candidate is a superseded event read back, with the objects it holds.

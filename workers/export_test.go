@@ -29,8 +29,6 @@ func (w *Worker) Compact(ctx context.Context) map[string]int {
 	if w.compact == nil {
 		return out
 	}
-	for _, n := range w.compact.removeAll(ctx, w.compact.next()) {
-		out[n.outcome] = n.events
-	}
+	w.compact.drain(ctx, w.compact.next(), func(outcome string) { out[outcome]++ })
 	return out
 }
