@@ -168,7 +168,8 @@ func (s *Snapshot) With(upserts []Doc, removed []string) *Snapshot {
 	if n.kindTokens == nil {
 		n.kindTokens = map[string]int64{}
 	}
-	ch := changes{ids: map[string]int32{}, postings: map[string][]posting{}, schemas: map[string][]int32{}, kinds: map[string][]int32{}}
+	ch := changes{ids: map[string]int32{}, postings: map[string][]posting{}, schemas: map[string][]int32{}, kinds: map[string][]int32{},
+		emptied: map[string]bool{}}
 	for _, id := range removed {
 		n.remove(s, &ch, id)
 	}
@@ -180,6 +181,7 @@ func (s *Snapshot) With(upserts []Doc, removed []string) *Snapshot {
 		n.remove(s, &ch, upserts[i].Chunk.ID)
 		n.add(s, &ch, &upserts[i])
 	}
+	ch.sweep()
 	n.ids = s.ids.with(ch.ids)
 	n.postings = s.postings.with(ch.postings)
 	n.schemas = s.schemas.with(ch.schemas)
@@ -203,6 +205,45 @@ type changes struct {
 	postings map[string][]posting
 	schemas  map[string][]int32
 	kinds    map[string][]int32
+	// emptied are the posting lists where a removed posting was only
+	// emptied (unpost), to be swept out once the change is complete:
+	// deleting each from the middle moved the rest of the list, so a
+	// word every doc had, gone from each (a date in every doc's
+	// footer), cost n² to re-publish.
+	emptied map[string]bool
+}
+
+// noPosting is an emptied posting's frequencies: a term a chunk holds
+// occurs in some field.
+var noPosting [fields]uint16
+
+// post sets num's posting in key's list, inserting it where the number
+// is not there (or only emptied) yet.
+func (c *changes) post(s *Snapshot, key string, num int32, tf [fields]uint16) {
+	p := c.postingList(s, key)
+	if i, ok := findPosting(p, num); ok {
+		p[i].tf = tf // p is this change's copy
+	} else {
+		p = slices.Insert(p, i, posting{doc: num, tf: tf})
+	}
+	c.postings[key] = p
+}
+
+// unpost empties num's posting in key's list; sweep removes it.
+func (c *changes) unpost(s *Snapshot, key string, num int32) {
+	p := c.postingList(s, key)
+	if i, ok := findPosting(p, num); ok {
+		p[i].tf = noPosting
+		c.emptied[key] = true
+	}
+	c.postings[key] = p
+}
+
+// sweep removes the emptied postings, one pass per list.
+func (c *changes) sweep() {
+	for key := range c.emptied {
+		c.postings[key] = slices.DeleteFunc(c.postings[key], func(p posting) bool { return p.tf == noPosting })
+	}
 }
 
 func (c *changes) postingList(s *Snapshot, term string) []posting {
@@ -250,12 +291,7 @@ func (n *Snapshot) remove(old *Snapshot, ch *changes, id string) {
 	}
 	d := n.docs[num]
 	for _, t := range d.terms {
-		key := postingKey(d.chunk.Kind, t)
-		p := ch.postingList(old, key)
-		if i, ok := findPosting(p, num); ok {
-			p = slices.Delete(p, i, i+1)
-		}
-		ch.postings[key] = p
+		ch.unpost(old, postingKey(d.chunk.Kind, t), num)
 	}
 	for _, x := range ch.filed(old, d.chunk) {
 		l := x.list()
@@ -287,25 +323,12 @@ func (n *Snapshot) replace(old *Snapshot, ch *changes, num int32, in *Doc) {
 	was := n.docs[num]
 	d, tf := n.newDoc(in)
 	for _, t := range was.terms {
-		if tf[t] != nil {
-			continue
+		if tf[t] == nil {
+			ch.unpost(old, postingKey(was.chunk.Kind, t), num)
 		}
-		key := postingKey(was.chunk.Kind, t)
-		p := ch.postingList(old, key)
-		if i, ok := findPosting(p, num); ok {
-			p = slices.Delete(p, i, i+1)
-		}
-		ch.postings[key] = p
 	}
 	for _, t := range d.terms {
-		key := postingKey(d.chunk.Kind, t)
-		p := ch.postingList(old, key)
-		if i, ok := findPosting(p, num); ok {
-			p[i].tf = *tf[t] // p is this change's copy
-		} else {
-			p = slices.Insert(p, i, posting{doc: num, tf: *tf[t]})
-		}
-		ch.postings[key] = p
+		ch.post(old, postingKey(d.chunk.Kind, t), num, *tf[t])
 	}
 	if was.chunk.Schema != d.chunk.Schema {
 		x := ch.filed(old, was.chunk)[0]
@@ -362,12 +385,9 @@ func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
 		n.docs = append(n.docs, d)
 	}
 	for _, t := range d.terms {
-		key := postingKey(d.chunk.Kind, t)
-		p := ch.postingList(old, key)
 		// Postings stay sorted by number, so a reused number keeps scans
 		// and tie order deterministic.
-		i, _ := findPosting(p, num)
-		ch.postings[key] = slices.Insert(p, i, posting{doc: num, tf: *tf[t]})
+		ch.post(old, postingKey(d.chunk.Kind, t), num, *tf[t])
 	}
 	for _, x := range ch.filed(old, d.chunk) {
 		l := x.list()
