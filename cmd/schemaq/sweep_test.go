@@ -179,7 +179,10 @@ func TestSweepKeepsHeldMigrations(t *testing.T) {
 	publish(1)
 	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("hist at version %d", n), func() bool {
 		out, _, _ := runAt(t, url, "status", "--json")
-		return strings.Contains(out, fmt.Sprintf(`"hist":%d`, n))
+		var st struct {
+			Catalogs map[string]int64 `json:"catalogs"`
+		}
+		return json.Unmarshal([]byte(out), &st) == nil && st.Catalogs["hist"] == n
 	})
 	if l := letters(t, url, "hist"); len(l) != 0 {
 		t.Fatalf("dead letters: %+v", l)
