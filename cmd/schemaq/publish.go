@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -160,9 +161,9 @@ func (p *publishCmd) events(ctx context.Context, now time.Time) ([]*events.Event
 		}
 		return snapshotEvent(ctx, p.cli, db, p.paths, p.seq, now)
 	case "docs":
-		return docEvents(db, p.paths, p.tags, now)
+		return docEvents(db, p.paths, p.tags, runToken(), now)
 	default:
-		return exampleEvents(db, p.paths, now)
+		return exampleEvents(db, p.paths, runToken(), now)
 	}
 }
 
@@ -301,12 +302,28 @@ func (p *publishCmd) reportJSON(out *publishOutcome) error {
 	return nil
 }
 
-// eventID is stable for the same content, so publishing the same docs
-// twice is dropped by the stream's duplicate window, while an edited file
-// makes a new event.
-func eventID(db, kind, key, content string) string {
+// eventID names an event by its content and, for docs and examples, the
+// run that publishes it (run): a publish retried within the run is
+// dropped by the stream's duplicate window. Across runs the same content
+// is published again, as migrations are: with ids by content alone, a
+// doc edited and then reverted within the window (v1, v2, v1 again) was
+// dropped as a duplicate of the first v1, and the index kept v2 while
+// publish said "indexed and searchable". The stream keeps only each
+// doc's newest event, so publishing again costs the apply, not disk.
+func eventID(db, kind, key, content, run string) string {
 	sum := sha256.Sum256([]byte(content))
-	return fmt.Sprintf("%s-%s-%s-%s", db, kind, key, hex.EncodeToString(sum[:6]))
+	id := fmt.Sprintf("%s-%s-%s-%s", db, kind, key, hex.EncodeToString(sum[:6]))
+	if run != "" {
+		id += "-" + run
+	}
+	return id
+}
+
+// runToken names one publish run.
+func runToken() string {
+	var tok [4]byte
+	_, _ = rand.Read(tok[:])
+	return hex.EncodeToString(tok[:])
 }
 
 func snapshotEvent(ctx context.Context, cli *client.Client, db string, paths []string, seq int64, now time.Time) ([]*events.Event, error) {
@@ -328,7 +345,7 @@ func snapshotEvent(ctx context.Context, cli *client.Client, db string, paths []s
 	}
 	snap := &events.Snapshot{Seq: seq, Source: filepath.Base(paths[0])}
 	snap.SQL, snap.SQLGzip = client.SQLPayload(string(sql))
-	ev, err := events.New(eventID(db, "s", fmt.Sprint(seq), string(sql)), db, now, snap)
+	ev, err := events.New(eventID(db, "s", fmt.Sprint(seq), string(sql), ""), db, now, snap)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", paths[0], err)
 	}
@@ -388,7 +405,7 @@ func (t *tagFlags) Set(v string) error {
 	return nil
 }
 
-func docEvents(db string, paths []string, tags tagFlags, now time.Time) ([]*events.Event, error) {
+func docEvents(db string, paths []string, tags tagFlags, run string, now time.Time) ([]*events.Event, error) {
 	var out []*events.Event
 	for _, root := range paths {
 		st, err := os.Stat(root)
@@ -409,7 +426,7 @@ func docEvents(db string, paths []string, tags tagFlags, now time.Time) ([]*even
 			}
 			rel, _ := filepath.Rel(base, p)
 			id := filepath.ToSlash(rel)
-			ev, err := events.New(eventID(db, "d", strings.NewReplacer("/", "_", " ", "_").Replace(id), string(body)), db, now,
+			ev, err := events.New(eventID(db, "d", strings.NewReplacer("/", "_", " ", "_").Replace(id), string(body), run), db, now,
 				&events.DocUpsert{DocID: id, Body: string(body), Tags: tags})
 			if err != nil {
 				return fmt.Errorf("doc %s: %w", p, err)
@@ -430,7 +447,7 @@ func docEvents(db string, paths []string, tags tagFlags, now time.Time) ([]*even
 // examplesPerEvent keeps an examples event well under the size limit.
 const examplesPerEvent = 100
 
-func exampleEvents(db string, paths []string, now time.Time) ([]*events.Event, error) {
+func exampleEvents(db string, paths []string, run string, now time.Time) ([]*events.Event, error) {
 	var all []events.Example
 	for _, p := range paths {
 		f, err := safefile.Open(filepath.Dir(p), p, events.MaxSQLBytes)
@@ -462,7 +479,7 @@ func exampleEvents(db string, paths []string, now time.Time) ([]*events.Event, e
 	for start := 0; start < len(all); start += examplesPerEvent {
 		batch := all[start:min(start+examplesPerEvent, len(all))]
 		b, _ := json.Marshal(batch)
-		ev, err := events.New(eventID(db, "x", fmt.Sprint(start/examplesPerEvent+1), string(b)), db, now, &events.ExamplesUpsert{Examples: batch})
+		ev, err := events.New(eventID(db, "x", fmt.Sprint(start/examplesPerEvent+1), string(b), run), db, now, &events.ExamplesUpsert{Examples: batch})
 		if err != nil {
 			return nil, fmt.Errorf("examples: %w", err)
 		}
