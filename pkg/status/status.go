@@ -80,14 +80,12 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w (has schemaq run against this server yet?)", events.Stream, err)
 	}
-	si, err := s.Info(ctx)
+	si, err := s.Info(ctx, jetstream.WithSubjectFilter(everySubject))
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
 	rep.Stream.Messages, rep.Stream.Bytes, rep.Stream.LastSeq = si.State.Msgs, si.State.Bytes, si.State.LastSeq
-	if rep.EventsByDatabase, err = perDatabase(ctx, s); err != nil {
-		return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
-	}
+	rep.EventsByDatabase = perDatabase(si.State.Subjects)
 	if err := rep.consumers(ctx, s); err != nil {
 		return nil, err
 	}
@@ -95,10 +93,10 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Report, error) {
 		return nil, err
 	}
 	if d, err := js.Stream(ctx, events.DeadLetterStream); err == nil {
-		if di, err := d.Info(ctx); err == nil {
+		if di, err := d.Info(ctx, jetstream.WithSubjectFilter(everySubject)); err == nil {
 			rep.DeadLetters = di.State.Msgs
+			rep.LettersByDatabase = perDatabase(di.State.Subjects)
 		}
-		rep.LettersByDatabase, _ = perDatabase(ctx, d) // the total above says enough without it
 	}
 	if obj, err := streams.Objects(ctx, js); err == nil {
 		if st, err := obj.Status(ctx); err == nil {
@@ -112,20 +110,19 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Report, error) {
 	return rep, nil
 }
 
-// perDatabase counts s's messages by the database their subject names
-// (schemaq.<kind>.<database>), from the server's count per subject.
-func perDatabase(ctx context.Context, s jetstream.Stream) (map[string]uint64, error) {
-	si, err := s.Info(ctx, jetstream.WithSubjectFilter("schemaq.>"))
-	if err != nil {
-		return nil, err
-	}
+// everySubject has a stream's info count its messages per subject too.
+const everySubject = "schemaq.>"
+
+// perDatabase sums a stream's messages per subject by the database the
+// subject names (schemaq.<kind>.<database>).
+func perDatabase(subjects map[string]uint64) map[string]uint64 {
 	out := map[string]uint64{}
-	for subject, n := range si.State.Subjects {
+	for subject, n := range subjects {
 		if parts := strings.Split(subject, "."); len(parts) == 3 && n > 0 {
 			out[parts[2]] += n
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (rep *Report) consumers(ctx context.Context, s jetstream.Stream) error {
