@@ -277,6 +277,22 @@ func (x numberList) list() []int32 {
 	return slices.Clone(l)
 }
 
+// put files num in the list, in order.
+func (x numberList) put(num int32) {
+	l := x.list()
+	i, _ := slices.BinarySearch(l, num)
+	x.m[x.key] = slices.Insert(l, i, num)
+}
+
+// drop takes num out of the list.
+func (x numberList) drop(num int32) {
+	l := x.list()
+	if i, ok := slices.BinarySearch(l, num); ok {
+		l = slices.Delete(l, i, i+1)
+	}
+	x.m[x.key] = l
+}
+
 func (c *changes) id(s *Snapshot, id string) (int32, bool) {
 	if v, ok := c.ids[id]; ok {
 		return v, v >= 0
@@ -294,11 +310,7 @@ func (n *Snapshot) remove(old *Snapshot, ch *changes, id string) {
 		ch.unpost(old, postingKey(d.chunk.Kind, t), num)
 	}
 	for _, x := range ch.filed(old, d.chunk) {
-		l := x.list()
-		if i, ok := slices.BinarySearch(l, num); ok {
-			l = slices.Delete(l, i, i+1)
-		}
-		x.m[x.key] = l
+		x.drop(num)
 	}
 	ch.ids[id] = -1
 	n.docs[num] = nil
@@ -331,16 +343,8 @@ func (n *Snapshot) replace(old *Snapshot, ch *changes, num int32, in *Doc) {
 		ch.post(old, postingKey(d.chunk.Kind, t), num, *tf[t])
 	}
 	if was.chunk.Schema != d.chunk.Schema {
-		x := ch.filed(old, was.chunk)[0]
-		l := x.list()
-		if i, ok := slices.BinarySearch(l, num); ok {
-			l = slices.Delete(l, i, i+1)
-		}
-		x.m[x.key] = l
-		x = ch.filed(old, d.chunk)[0]
-		l = x.list()
-		i, _ := slices.BinarySearch(l, num)
-		x.m[x.key] = slices.Insert(l, i, num)
+		ch.filed(old, was.chunk)[0].drop(num) // the schema's list
+		ch.filed(old, d.chunk)[0].put(num)
 	}
 	n.docs[num] = d
 	n.tokens += int64(d.length - was.length)
@@ -390,9 +394,7 @@ func (n *Snapshot) add(old *Snapshot, ch *changes, in *Doc) {
 		ch.post(old, postingKey(d.chunk.Kind, t), num, *tf[t])
 	}
 	for _, x := range ch.filed(old, d.chunk) {
-		l := x.list()
-		i, _ := slices.BinarySearch(l, num)
-		x.m[x.key] = slices.Insert(l, i, num)
+		x.put(num)
 	}
 	ch.ids[in.Chunk.ID] = num
 	n.live++
