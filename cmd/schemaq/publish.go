@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -161,9 +160,9 @@ func (p *publishCmd) events(ctx context.Context, now time.Time) ([]*events.Event
 		}
 		return snapshotEvent(ctx, p.cli, db, p.paths, p.seq, now)
 	case "docs":
-		return docEvents(db, p.paths, p.tags, runToken(), now)
+		return docEvents(db, p.paths, p.tags, client.RunToken(), now)
 	default:
-		return exampleEvents(db, p.paths, runToken(), now)
+		return exampleEvents(db, p.paths, client.RunToken(), now)
 	}
 }
 
@@ -317,13 +316,6 @@ func eventID(db, kind, key, content, run string) string {
 		id += "-" + run
 	}
 	return id
-}
-
-// runToken names one publish run.
-func runToken() string {
-	var tok [4]byte
-	_, _ = rand.Read(tok[:])
-	return hex.EncodeToString(tok[:])
 }
 
 func snapshotEvent(ctx context.Context, cli *client.Client, db string, paths []string, seq int64, now time.Time) ([]*events.Event, error) {

@@ -125,9 +125,7 @@ func (c *Client) MigrationEvents(ctx context.Context, db string, paths []string,
 	if err != nil {
 		return nil, nil, fmt.Errorf("publish migrations to %s: %w", db, err)
 	}
-	var tok [4]byte
-	_, _ = rand.Read(tok[:])
-	run := hex.EncodeToString(tok[:])
+	run := RunToken()
 	var out []*events.Event
 	for i, s := range plan.Pending {
 		seq := plan.From + int64(i)
@@ -180,4 +178,13 @@ func SQLPayload(sql string) (string, []byte) {
 		return "", events.GzipSQL(sql)
 	}
 	return sql, nil
+}
+
+// RunToken names one publish run in its events' ids: a publish retried
+// within the run is dropped by the stream's duplicate window, and a run
+// after it publishes again.
+func RunToken() string {
+	var tok [4]byte
+	_, _ = rand.Read(tok[:])
+	return hex.EncodeToString(tok[:])
 }
