@@ -52,7 +52,8 @@ type Store interface {
 	// DeleteDatabase drops a retired database's chunks (forget).
 	DeleteDatabase(ctx context.Context, db string) error
 	Projected(ctx context.Context, db string) (int64, error)
-	// Marks name the events that superseded docs came from (supersede.go).
+	// Marks are the stream sequences of docs' and examples' newest events
+	// applied, which name the events newer ones superseded (supersede.go).
 	Marks(ctx context.Context, db, kind string, names []string) (map[string]int64, error)
 }
 
