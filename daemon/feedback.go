@@ -12,6 +12,7 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
+	"github.com/schemaq/schemaq/pkg/streams"
 )
 
 // Feedback. A caller hands back SQL that answers a question: a model's
@@ -68,6 +69,9 @@ func (d *Daemon) feedback(ctx context.Context, req *events.FeedbackRequest) (*ev
 	if err != nil {
 		d.log.Warn("feedback not published", zap.String("database", req.Database), zap.String("example", ex.ID), zap.Error(err))
 		d.countFeedback("failed")
+		if full := (*streams.FullError)(nil); errors.As(err, &full) {
+			return nil, events.Errorf(events.CodeRateLimited, "database %s holds the most examples events the stream keeps of one database (--max-events-per-database, the operator's setting); nothing was stored", events.Quote(req.Database))
+		}
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return nil, events.Errorf(events.CodeTimeout, "the stream did not acknowledge the feedback before the deadline; it may or may not be stored, and sending it again is safe")
 		}

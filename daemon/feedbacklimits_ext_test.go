@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
+	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
@@ -63,6 +65,25 @@ func TestFeedbackIsBounded(t *testing.T) {
 		exs, err := r.cli.Examples(ctx, "shop")
 		if err != nil || len(exs) != 2 {
 			t.Fatalf("stored %d examples (%v), want 2", len(exs), err)
+		}
+	})
+	t.Run("events the stream keeps of a database", func(t *testing.T) {
+		r := newRig(t)
+		r.daemon(daemon.DefaultConfig, nil, daemon.WithFeedback(r.cli))
+		r.publishShop()
+		scfg := streams.DefaultConfig
+		scfg.MaxEventsPerDatabase = 10 // above the schema events of shop
+		if _, err := streams.Ensure(ctx, r.js, scfg); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if err := give(r, i); err != nil {
+				t.Fatalf("feedback %d: %v", i, err)
+			}
+		}
+		err := give(r, 10)
+		if !errors.Is(err, &events.Error{Code: events.CodeRateLimited}) || !strings.Contains(err.Error(), `database "shop" holds the most examples events`) {
+			t.Fatalf("the eleventh examples event: %v, want it refused at the stream's bound", err)
 		}
 	})
 }

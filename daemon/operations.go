@@ -78,6 +78,7 @@ func (d *Daemon) operations(ctx context.Context, who *principal, _ *OperationsRe
 		maps.DeleteFunc(rep.Unreadable, func(db string, _ string) bool { return !who.mayUse(db) })
 		maps.DeleteFunc(rep.EventsByDatabase, func(db string, _ uint64) bool { return !who.mayUse(db) })
 		maps.DeleteFunc(rep.LettersByDatabase, func(db string, _ uint64) bool { return !who.mayUse(db) })
+		maps.DeleteFunc(rep.NearBound, func(db string, _ map[string]uint64) bool { return !who.mayUse(db) })
 	}
 	out := &OperationsReply{Report: rep, Letters: []deadletter.Letter{}}
 	box, err := d.letterBox(ctx)

@@ -31,6 +31,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/rerank/httprerank"
 	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/verify"
 	"github.com/schemaq/schemaq/workers"
 )
@@ -453,6 +454,8 @@ type roleFlags struct {
 	metricsOptional bool
 	// streamReplicas is --stream-replicas (0: keep).
 	streamReplicas int
+	// maxEvents is --max-events-per-database (0: keep, -1: none).
+	maxEvents int
 	// http is the HTTP API's address ("" none) and httpToken its bearer
 	// token; httpOptional is as metricsOptional.
 	http, httpToken string
@@ -530,6 +533,9 @@ func (r *roleFlags) register(fs *flag.FlagSet, e *env, defLog string, connect bo
 	if err := intVar(fs, e, &r.streamReplicas, "stream-replicas", "SCHEMAQ_STREAM_REPLICAS", 0, "copies a JetStream cluster keeps of schemaq's streams, buckets and object store (at most the servers running JetStream); existing ones are scaled in place. 0 keeps what exists and creates what is missing with one"); err != nil {
 		return err
 	}
+	if err := intVar(fs, e, &r.maxEvents, "max-events-per-database", "SCHEMAQ_MAX_EVENTS_PER_DATABASE", 0, "events the stream keeps of one database of each kind (schema, docs, examples); past it the server refuses that database's publishes of that kind, and nobody else's. 0 keeps the stream's bound (a new stream gets 100000); -1 removes it"); err != nil {
+		return err
+	}
 	fs.StringVar(&r.metrics, "metrics-addr", envString(e, "SCHEMAQ_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 [SCHEMAQ_METRICS_ADDR]")
 	return nil
 }
@@ -601,6 +607,9 @@ func (r *roleFlags) registerDaemon(fs *flag.FlagSet, e *env) error {
 func (r *roleFlags) check() error {
 	if r.streamReplicas < 0 {
 		return usagef("--stream-replicas must be zero (keep what exists) or more, got %d", r.streamReplicas)
+	}
+	if r.maxEvents < streams.NoEventLimit {
+		return usagef("--max-events-per-database must be -1 (no bound), 0 (keep the stream's) or more, got %d", r.maxEvents)
 	}
 	if r.httpTokensFile != "" {
 		tokens, err := bearer.Load(r.httpTokensFile)

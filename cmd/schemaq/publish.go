@@ -212,6 +212,9 @@ func (p *publishCmd) publish(ctx context.Context, evs []*events.Event) (*publish
 	out := &publishOutcome{results: []published{}, indexed: map[events.IndexedRef]int64{}}
 	for _, ev := range evs {
 		ack, err := p.cli.Publish(ctx, ev)
+		if err != nil && len(out.results) > 0 {
+			return nil, fmt.Errorf("%w (%d of the %d events were published before it)", err, len(out.results), len(evs))
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -64,6 +64,8 @@ func (r *roleFlags) open(ctx context.Context, log *zap.Logger, nc *nats.Conn, wr
 	}
 	scfg := streams.DefaultConfig
 	scfg.Replicas = r.streamReplicas
+	scfg.MaxEventsPerDatabase = int64(r.maxEvents)
+	scfg.OnLimitKept = func(why string) { log.Warn("the event stream's default bound was not applied", zap.String("why", why)) }
 	scfg.OnScale = func(asset string, from, to int) {
 		log.Info("scaled a JetStream asset", zap.String("asset", asset), zap.Int("from_replicas", from), zap.Int("to_replicas", to))
 	}

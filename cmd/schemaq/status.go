@@ -48,6 +48,7 @@ func printStatus(e *env, rep *status.Report) {
 	}
 	printCatalogs(e, rep)
 	printLargest(e, "events in the stream", rep.EventsByDatabase)
+	printBound(e, rep)
 	fmt.Fprintf(e.stdout, "dead letters: %d\n", rep.DeadLetters)
 	printLargest(e, "dead letters", rep.LettersByDatabase)
 	fmt.Fprintf(e.stdout, "object store %s: %d bytes\n", events.ObjectBucket, rep.ObjectBytes)
@@ -69,6 +70,23 @@ func printCatalogs(e *env, rep *status.Report) {
 	}
 	for _, n := range slices.Sorted(maps.Keys(rep.Unreadable)) {
 		fmt.Fprintf(e.stdout, "  %-30s UNREADABLE: %s\n", n, rep.Unreadable[n])
+	}
+}
+
+// printBound says the stream's bound on events per database, and warns
+// of the databases that near it.
+func printBound(e *env, rep *status.Report) {
+	bound := rep.Stream.MaxEventsPerDatabase
+	if bound <= 0 {
+		fmt.Fprintln(e.stdout, "events per database: no bound (--max-events-per-database)")
+		return
+	}
+	fmt.Fprintf(e.stdout, "events per database: at most %d of each kind\n", bound)
+	for _, db := range slices.Sorted(maps.Keys(rep.NearBound)) {
+		for _, kind := range slices.Sorted(maps.Keys(rep.NearBound[db])) {
+			fmt.Fprintf(e.stderr, "warning: database %s holds %d %s events of the %d the stream keeps of one database: past it its %s publishes are refused (--max-events-per-database)\n",
+				db, rep.NearBound[db][kind], kind, bound, kind)
+		}
 	}
 }
 

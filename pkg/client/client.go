@@ -103,7 +103,7 @@ func (c *Client) Publish(ctx context.Context, ev *events.Event) (Published, erro
 			return Published{}, fmt.Errorf("publish %s %s: no %s stream answered on %s (is schemaq up, or have its streams been created?): %w",
 				ev.Type, ev.ID, events.Stream, ev.Subject(), err)
 		}
-		return Published{}, fmt.Errorf("publish %s %s: %w", ev.Type, ev.ID, err)
+		return Published{}, fmt.Errorf("publish %s %s: %w", ev.Type, ev.ID, streams.NameFull(err, ev.Subject()))
 	}
 	return Published{Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }

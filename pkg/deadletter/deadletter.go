@@ -185,7 +185,7 @@ func (b *Box) Retry(ctx context.Context, seq uint64) (string, error) {
 	msg.Data = l.Data
 	msg.Header.Set(events.HeaderMsgID, fmt.Sprintf("%s-retry-%d-%d", l.EventID, seq, time.Now().UnixNano()))
 	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
-		return "", fmt.Errorf("retry dead letter %d: %w", seq, err)
+		return "", fmt.Errorf("retry dead letter %d: %w", seq, streams.NameFull(err, target))
 	}
 	if err := b.s.DeleteMsg(ctx, seq); err != nil && !gone(err) {
 		return "", fmt.Errorf("retry dead letter %d: republished, but could not remove it: %w", seq, err)
@@ -321,7 +321,7 @@ func (b *Box) tidy(ctx context.Context, sw *Swept, l Letter, version int64, rese
 		re.Data = full.Data
 		re.Header.Set(events.HeaderMsgID, "resend-"+strconv.FormatUint(l.Seq, 10))
 		if _, err := b.js.PublishMsg(ctx, re); err != nil {
-			return fmt.Errorf("re-send dead letter %d: %w", l.Seq, err)
+			return fmt.Errorf("re-send dead letter %d: %w", l.Seq, streams.NameFull(err, target))
 		}
 		sw.Resent++
 	default:

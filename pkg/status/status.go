@@ -41,6 +41,9 @@ type Report struct {
 		Messages uint64 `json:"messages"`
 		Bytes    uint64 `json:"bytes"`
 		LastSeq  uint64 `json:"last_seq"`
+		// MaxEventsPerDatabase is the stream's bound on one database's
+		// events of one kind (0: none).
+		MaxEventsPerDatabase int64 `json:"max_events_per_database"`
 	} `json:"stream"`
 	// Consumer is the shared workers' two durables (schema, and docs
 	// with examples) and their lanes summed; Consumers lists every durable on the
@@ -62,6 +65,10 @@ type Report struct {
 	// shares.
 	EventsByDatabase  map[string]uint64 `json:"events_by_database,omitempty"`
 	LettersByDatabase map[string]uint64 `json:"dead_letters_by_database,omitempty"`
+	// NearBound counts, per database and kind, the events of those
+	// holding nine tenths of the bound or more: past it their publishes
+	// of that kind are refused.
+	NearBound map[string]map[string]uint64 `json:"near_bound,omitempty"`
 	// ObjectBytes is the size of the object store: big events' SQL
 	// until applied, big catalogs (`schemaq sweep` says what is left over).
 	ObjectBytes uint64 `json:"object_bytes"`
@@ -86,6 +93,8 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Report, error) {
 	}
 	rep.Stream.Messages, rep.Stream.Bytes, rep.Stream.LastSeq = si.State.Msgs, si.State.Bytes, si.State.LastSeq
 	rep.EventsByDatabase = perDatabase(si.State.Subjects)
+	rep.Stream.MaxEventsPerDatabase = max(si.Config.MaxMsgsPerSubject, 0)
+	rep.NearBound = nearBound(si.State.Subjects, rep.Stream.MaxEventsPerDatabase)
 	if err := rep.consumers(ctx, s); err != nil {
 		return nil, err
 	}
@@ -121,6 +130,29 @@ func perDatabase(subjects map[string]uint64) map[string]uint64 {
 		if parts := strings.Split(subject, "."); len(parts) == 3 && n > 0 {
 			out[parts[2]] += n
 		}
+	}
+	return out
+}
+
+// nearBound picks, per database and kind, the subjects holding nine
+// tenths of bound or more (none without a bound).
+func nearBound(subjects map[string]uint64, bound int64) map[string]map[string]uint64 {
+	if bound <= 0 {
+		return nil
+	}
+	var out map[string]map[string]uint64
+	for subject, n := range subjects {
+		parts := strings.Split(subject, ".")
+		if len(parts) != 3 || 10*n < 9*uint64(bound) {
+			continue
+		}
+		if out == nil {
+			out = map[string]map[string]uint64{}
+		}
+		if out[parts[2]] == nil {
+			out[parts[2]] = map[string]uint64{}
+		}
+		out[parts[2]][parts[1]] = n
 	}
 	return out
 }

@@ -20,7 +20,8 @@ func Unanswered(err error) bool {
 		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
 		return true
 	case errors.As(err, &api):
-		return api.Code == 503
+		// A store's refusal (a database past its bound) is an answer.
+		return api.Code == 503 && api.ErrorCode != jsStoreFailed
 	}
 	return false
 }

@@ -34,6 +34,16 @@ type Config struct {
 	// MaxAge bounds how long events are kept (0: forever). Catalogs live
 	// in the bucket, so old events are only needed for replay.
 	MaxAge time.Duration
+	// MaxEventsPerDatabase bounds the events the stream keeps of one
+	// database of each kind (schema, docs, examples): past it the server
+	// refuses that database's publishes of that kind, and no one else's
+	// (--max-events-per-database). 0 keeps the stream's bound, giving a
+	// stream without one DefaultMaxEventsPerDatabase; NoEventLimit
+	// removes it. A process started without the setting never changes
+	// the others'.
+	MaxEventsPerDatabase int64
+	// OnLimitKept, when set, hears why the default bound was not applied.
+	OnLimitKept func(why string)
 	// Memory stores streams in memory (tests).
 	Memory bool
 }
@@ -64,7 +74,11 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 		ensure        func(ctx context.Context, replicas int) error
 	}{
 		{events.Stream, events.Stream, func(ctx context.Context, r int) error {
-			return ensureStream(ctx, js, jetstream.StreamConfig{
+			per, record, err := eventLimit(ctx, js, c.MaxEventsPerDatabase, c.OnLimitKept)
+			if err != nil {
+				return err
+			}
+			cfg := jetstream.StreamConfig{
 				Name:        events.Stream,
 				Description: "schemaq events: schema migrations and snapshots, docs, examples",
 				Subjects:    []string{events.StreamSubjectSchema, events.StreamSubjectDocs, events.StreamSubjectExamples},
@@ -73,7 +87,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 				Duplicates:  c.DuplicateWindow,
 				MaxAge:      c.MaxAge,
 				MaxMsgSize:  events.DefaultMaxEventBytes,
-			})
+			}
+			limitConfig(&cfg, per, record)
+			return ensureStream(ctx, js, cfg)
 		}},
 		{events.DeadLetterStream, events.DeadLetterStream, func(ctx context.Context, r int) error {
 			return ensureStream(ctx, js, jetstream.StreamConfig{
@@ -180,7 +196,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 func sameStream(have, want jetstream.StreamConfig) bool {
 	return have.Description == want.Description && slices.Equal(have.Subjects, want.Subjects) &&
 		have.Storage == want.Storage && have.Replicas == want.Replicas && have.Duplicates == want.Duplicates &&
-		have.MaxAge == want.MaxAge && sameLimit(int64(have.MaxMsgSize), int64(want.MaxMsgSize))
+		have.MaxAge == want.MaxAge && sameLimit(int64(have.MaxMsgSize), int64(want.MaxMsgSize)) && sameLimits(have, want)
 }
 
 // sameLimit: JetStream keeps "no limit" as -1 where a config says 0.
