@@ -236,6 +236,20 @@ func (v *batchView) removeIfReplaced(ctx context.Context, cand candidate) string
 // away.
 func (v *batchView) replaced(ctx context.Context, cand candidate) string {
 	e := cand.e
+	if e.kind == kindSchema && e.id != "" {
+		// The history applied the seq from e.by: it must be there, a
+		// schema event of the database; the catalog then no longer
+		// needs e.
+		held, err := v.heldBy(ctx, e, e.by)
+		if err != nil || held == nil {
+			return v.c.failed(e, fmt.Errorf("the event the history applied instead, at %d, is not in the stream (%v)", e.by, err))
+		}
+		if len(held.names) == 0 {
+			v.c.warnForeign(e, fmt.Errorf("the history applied its seq from stream event %d, which is no schema event of the database", e.by))
+			return supersededKept
+		}
+		return ""
+	}
 	if e.kind == kindSchema {
 		if e.by <= e.seq {
 			v.c.warnForeign(e, fmt.Errorf("the snapshot that replaced it sits before it, at %d", e.by))
@@ -329,12 +343,33 @@ func (c *compactor) failed(e supersededEvent, err error) string {
 // event of e's database published on its own subject, holds, once it
 // has checked that e's object is one of them.
 func objectsOf(msg *jetstream.RawStreamMsg, e supersededEvent, maxBytes int) ([]string, error) {
+	if e.id != "" {
+		return setAsideOf(msg, e, maxBytes)
+	}
 	names, err := objectsHeld(msg, e.db, e.kind, maxBytes)
 	if err != nil {
 		return nil, err
 	}
 	if !slices.Contains(names, e.name) {
 		return nil, fmt.Errorf("an event of %s %q", e.kind, names)
+	}
+	return names, nil
+}
+
+// setAsideOf checks that msg is the set-aside schema event e names: of
+// its database, on its subject, with the id its dead letter recorded
+// (a stream made again numbers other events there).
+func setAsideOf(msg *jetstream.RawStreamMsg, e supersededEvent, maxBytes int) ([]string, error) {
+	ev, err := events.DecodeCompressed(msg.Data, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	if ev.Database != e.db || ev.Subject() != msg.Subject || ev.ID != e.id {
+		return nil, fmt.Errorf("event %q of database %q on %s, where its dead letter named event %q", ev.ID, ev.Database, msg.Subject, e.id)
+	}
+	kind, names := eventObjects(ev)
+	if kind != kindSchema {
+		return nil, fmt.Errorf("a %s event", ev.Type)
 	}
 	return names, nil
 }

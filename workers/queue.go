@@ -781,6 +781,7 @@ func (w *Worker) sweep(ctx context.Context, db string, version int64) error {
 		return err
 	}
 	sw, err := box.Sweep(ctx, db, version)
+	w.setAside(ctx, db, sw.Obsolete)
 	for _, r := range sw.Refused {
 		// Not a letter a worker wrote: left for a person to read (dlq
 		// show) and delete.

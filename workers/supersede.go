@@ -10,6 +10,7 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/deadletter"
 )
 
 // Superseded events leave the stream. A team whose CI publishes every
@@ -46,6 +47,10 @@ type supersededEvent struct {
 	// by is the schema event that superseded it (a snapshot); docs and
 	// examples are superseded by the events their marks name.
 	by uint64
+	// id is set for a schema event set aside (setAside): the id the
+	// event read back must carry; by is then the event the history
+	// applied at its seq instead.
+	id string
 }
 
 // objectVersion is a doc or example an apply wrote or deleted, at its
@@ -139,6 +144,56 @@ func (w *Worker) supersedeSchema(was *catalog.Catalog, by uint64) {
 		}
 	}
 	w.compact.add(out)
+}
+
+// setAside hands the compactor the schema events of db whose dead
+// letters a sweep dropped because the history moved past them: a
+// migration refused, then fixed and published again, or one that waited
+// for a predecessor and was re-sent. Each CI run that publishes a broken
+// migration adds such an event, and they stayed in the stream for good,
+// counted against the database's bound (--max-events-per-database). One
+// goes only when the catalog's history applied its seq from another
+// event, which it names: then no replica can apply it any more (the
+// catalog is past it), and a catalog rebuilt from the stream does not
+// read it. A history that names no event there (older than stream
+// sequences in histories) or names this very event keeps it.
+func (w *Worker) setAside(ctx context.Context, db string, letters []deadletter.Letter) {
+	if w.compact == nil || len(letters) == 0 {
+		return
+	}
+	cat, _, err := w.cats.Get(ctx, db)
+	if err != nil || cat == nil {
+		w.log.Debug("catalog unread; set-aside schema events stay in the stream", zap.String("db", db), zap.Error(err))
+		return
+	}
+	w.compact.add(setAsideEvents(cat, letters))
+}
+
+// setAsideEvents are the events of letters that cat's history applied
+// from another event.
+func setAsideEvents(cat *catalog.Catalog, letters []deadletter.Letter) []supersededEvent {
+	var out []supersededEvent
+	for _, l := range letters {
+		named := appliedAt(cat, l.EventSeq)
+		if l.StreamSeq == 0 || l.EventID == "" || named == 0 || named == l.StreamSeq {
+			continue
+		}
+		out = append(out, supersededEvent{db: cat.Database, kind: kindSchema, name: fmt.Sprintf("seq %d", l.EventSeq), seq: l.StreamSeq, by: named, id: l.EventID})
+	}
+	return out
+}
+
+// appliedAt is the stream sequence of the event the history applied
+// seq from (a migration, or the snapshot the history starts at); 0 when
+// it does not say.
+func appliedAt(cat *catalog.Catalog, seq int64) uint64 {
+	if a := cat.AppliedSeq(seq); a != nil {
+		return a.StreamSeq
+	}
+	if b := cat.Base(); b != nil && seq <= b.Seq {
+		return b.StreamSeq
+	}
+	return 0
 }
 
 // schemaName names a schema event among superseded ones.

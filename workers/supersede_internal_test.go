@@ -3,6 +3,7 @@ package workers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
+	"github.com/schemaq/schemaq/pkg/deadletter"
 )
 
 // A superseded event is deleted only when the stream holds, at its
@@ -53,6 +56,11 @@ func TestObjectsOfChecksTheEventReadBack(t *testing.T) {
 		{"a doc where an example was named", raw("shop", doc, ""), supersededEvent{db: "shop", kind: chunk.KindExample, name: "a.md"}, ""},
 		{"every example of the event", raw("shop", exs, ""), supersededEvent{db: "shop", kind: chunk.KindExample, name: "q1"}, "q1 " + events.ExampleID("How many?")},
 		{"not an event", &jetstream.RawStreamMsg{Subject: "schemaq.docs.shop", Data: []byte(`{"hello":1}`)}, supersededEvent{db: "shop", kind: chunk.KindDoc, name: "a.md"}, ""},
+		{"the set-aside migration its letter names", raw("shop", mig, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev"}, "schema.migration 4"},
+		{"a set-aside snapshot", raw("shop", snap, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev"}, "schema.snapshot 4"},
+		{"another event where a letter named one", raw("shop", mig, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev-2"}, ""},
+		{"another database's event with the letter's id", raw("billing", mig, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev"}, ""},
+		{"a doc with the letter's id", raw("shop", doc, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,5 +84,41 @@ func TestASnapshotReplacesOnlyWhatCameBefore(t *testing.T) {
 		if got := v.replaced(context.Background(), candidate{e: e, names: []string{e.name}}); got != tc.want {
 			t.Errorf("event %d, snapshot at %d: %q, want %q", tc.seq, tc.by, got, tc.want)
 		}
+	}
+}
+
+// TestSetAsideOnlyWhatTheHistoryAppliedElsewhere: a dead-lettered schema
+// event goes only when the history names the event it applied that seq
+// from, and that is another event.
+func TestSetAsideOnlyWhatTheHistoryAppliedElsewhere(t *testing.T) {
+	cat := catalog.New("shop").Rebase(catalog.Base{Seq: 3, StreamSeq: 30}).Record(catalog.Applied{Seq: 4, StreamSeq: 41}).Record(catalog.Applied{Seq: 5})
+	for _, tc := range []struct {
+		seq  int64
+		want uint64
+	}{
+		{4, 41}, // a migration applied from event 41
+		{2, 30}, // below the snapshot the history starts at
+		{3, 30},
+		{5, 0}, // an entry from before histories named stream sequences
+		{6, 0}, // past the history
+	} {
+		if got := appliedAt(cat, tc.seq); got != tc.want {
+			t.Errorf("seq %d applied from %d, want %d", tc.seq, got, tc.want)
+		}
+	}
+	letters := []deadletter.Letter{
+		{EventSeq: 4, StreamSeq: 40, EventID: "refused-4"}, // refused, then applied from 41: goes
+		{EventSeq: 4, StreamSeq: 41, EventID: "gap-4"},     // the event the history applied: stays
+		{EventSeq: 2, StreamSeq: 25, EventID: "below-3"},   // the snapshot covers it: goes
+		{EventSeq: 5, StreamSeq: 50, EventID: "old-5"},     // the history does not say: stays
+		{EventSeq: 4, StreamSeq: 0, EventID: "no-seq"},     // a letter that names no event: stays
+		{EventSeq: 4, StreamSeq: 42},                       // nor an id to read back: stays
+	}
+	var got []string
+	for _, e := range setAsideEvents(cat, letters) {
+		got = append(got, fmt.Sprintf("%s@%d by %d", e.id, e.seq, e.by))
+	}
+	if want := "[refused-4@40 by 41 below-3@25 by 30]"; fmt.Sprint(got) != want {
+		t.Errorf("set aside %v, want %s", got, want)
 	}
 }

@@ -365,9 +365,8 @@ func (e *env) schemaEvents(db string) []string {
 
 // A team that publishes a schema dump on every deploy adds a snapshot
 // per deploy. Once one is applied, the events of the catalog it
-// replaced leave the stream; a refused migration, which the history
-// does not name, and another database's events stay; a damaged catalog
-// entry is still rebuilt from what is left.
+// replaced leave the stream; another database's events stay; a damaged
+// catalog entry is still rebuilt from what is left.
 func TestSnapshotsSupersedeTheSchemaEventsBefore(t *testing.T) {
 	e := newEnv(t)
 	e.startWorker(testConfig(), e.store)
@@ -389,14 +388,14 @@ func TestSnapshotsSupersedeTheSchemaEventsBefore(t *testing.T) {
 	e.publish(snap(3, "CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE b (id int); CREATE TABLE c (id int);"))
 	e.publish(migration(t, "shop", 4, "CREATE TABLE d (id int);"))
 	e.waitVersion("shop", 4)
-	want := []string{"schema.migration 2", "schema.snapshot 3", "schema.migration 4"} // the refused one stays
+	want := []string{"schema.snapshot 3", "schema.migration 4"} // the refused one went once the fix applied
 	testenv.Eventually(t, 20*time.Second, "the events before the first snapshot gone", func() bool {
 		return fmt.Sprint(e.schemaEvents("shop")) == fmt.Sprint(want)
 	})
 	e.publish(snap(5, "CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE e (id int);"))
 	e.publish(migration(t, "shop", 6, "CREATE TABLE f (id int);"))
 	e.waitVersion("shop", 6)
-	want = []string{"schema.migration 2", "schema.snapshot 5", "schema.migration 6"}
+	want = []string{"schema.snapshot 5", "schema.migration 6"}
 	testenv.Eventually(t, 20*time.Second, "the first snapshot and the migration after it gone", func() bool {
 		return fmt.Sprint(e.schemaEvents("shop")) == fmt.Sprint(want)
 	})
@@ -423,4 +422,58 @@ func TestSnapshotsSupersedeTheSchemaEventsBefore(t *testing.T) {
 	if got.Table(catalog.QualName{Schema: "public", Name: "b"}) != nil || got.Base().Seq != 5 || len(got.History()) != len(before.History())+1 {
 		t.Errorf("rebuilt: base %v, %d applied, want the snapshot 5 and %d", got.Base(), len(got.History()), len(before.History())+1)
 	}
+}
+
+// TestRefusedMigrationsLeaveOnceFixed: a CI job that publishes a broken
+// migration on every run adds an event each time, each refused. Once the
+// fix is applied, the sweep drops their dead letters and the events
+// leave the stream with them, while the fix, the other database's
+// refused migration (not fixed) and the events the history names stay.
+func TestRefusedMigrationsLeaveOnceFixed(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(testConfig(), e.store)
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int PRIMARY KEY);"))
+	for run := range 3 {
+		broken := migration(t, "shop", 2, "CREATE TABLE b (id int")
+		broken.ID = fmt.Sprintf("shop-0002-run%d", run)
+		e.publish(broken)
+	}
+	e.publish(migration(t, "other", 1, "CREATE TABLE z (id int"))
+	e.waitDeadLetters(4)
+	if got := e.schemaEvents("shop"); len(got) != 4 {
+		t.Fatalf("before the fix, shop's events: %v, want the migration and the 3 refused", got)
+	}
+	fixed := migration(t, "shop", 2, "CREATE TABLE b (id int);")
+	fixed.ID = "shop-0002-fixed"
+	e.publish(fixed)
+	e.waitVersion("shop", 2)
+	testenv.Eventually(t, 20*time.Second, "the refused events gone", func() bool {
+		return fmt.Sprint(e.schemaEvents("shop")) == "[schema.migration 1 schema.migration 2]"
+	})
+	ids := e.schemaIDs("shop")
+	if len(ids) != 2 || ids[1] != fixed.ID {
+		t.Errorf("shop's events left: %v, want the first migration and the fix", ids)
+	}
+	if got := e.schemaEvents("other"); fmt.Sprint(got) != "[schema.migration 1]" {
+		t.Errorf("another database's refused migration, not fixed: %v", got)
+	}
+}
+
+// schemaIDs are the ids of db's schema events left in the stream, in
+// order.
+func (e *env) schemaIDs(db string) []string {
+	e.t.Helper()
+	ctx := context.Background()
+	s, err := e.js.Stream(ctx, events.Stream)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	if err := streams.ReadEvents(ctx, s, events.SchemaSubject(db), db, 0, func(ev *events.Event, _ uint64) error {
+		out = append(out, ev.ID)
+		return nil
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
 }

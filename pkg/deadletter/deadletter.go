@@ -246,6 +246,10 @@ func (b *Box) Purge(ctx context.Context, db string) (uint64, error) {
 // Swept is what a sweep did.
 type Swept struct {
 	Resent, Dropped int
+	// Obsolete are the letters dropped because the history moved past
+	// their events (headers only): those events are in the event stream
+	// still, and nothing will apply them.
+	Obsolete []Letter
 	// Refused are letters not re-sent because the event they hold is not
 	// one this database's subject carries: left for a person.
 	Refused []error
@@ -304,6 +308,7 @@ func (b *Box) tidy(ctx context.Context, sw *Swept, l Letter, version int64, rese
 		// fixed migration at that seq. Nothing will read its SQL again.
 		object = b.objectOf(ctx, l)
 		sw.Dropped++
+		sw.Obsolete = append(sw.Obsolete, l)
 	case l.Kind == events.DLQKindGap && resend:
 		full, err := b.Get(ctx, l.Seq)
 		if errors.Is(err, ErrNotFound) {
