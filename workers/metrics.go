@@ -35,6 +35,9 @@ type Metrics struct {
 	// superseded counts doc events a newer one made useless, by what
 	// became of them (supersede.go).
 	superseded *prometheus.CounterVec
+	// fullest is the largest share of the stream's bound on events per
+	// database that one database's events of one kind hold (bound.go).
+	fullest prometheus.Gauge
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -77,9 +80,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Events a worker consumer acknowledged unapplied because their database's lane delivers them."}),
 		superseded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_worker_superseded_events_total",
 			Help: "Events newer events may have superseded (docs, examples, schema events before a snapshot), by outcome: deleted from the stream, gone (deleted already), live (it still holds an example no newer event replaced), kept (a mark or history names events the stream does not hold as it says), failed or skipped (left in the stream)."}, []string{"outcome"}),
+		fullest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_stream_fullest_database_share",
+			Help: "The largest share of the stream's bound on one database's events of one kind (--max-events-per-database) that a database holds; at 1 its publishes of that kind are refused. 0 without a bound."}),
 	}
 	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.heldBytes, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness, m.repaired,
-		m.lanes, m.diverted, m.superseded)
+		m.lanes, m.diverted, m.superseded, m.fullest)
 	return m
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap/zaptest"
 
@@ -476,4 +478,27 @@ func (e *env) schemaIDs(db string) []string {
 		e.t.Fatal(err)
 	}
 	return out
+}
+
+// TestFullestDatabaseShareIsExported: the gauge an alert reads says how
+// near the fullest database is to the stream's bound, before its
+// publishes are refused.
+func TestFullestDatabaseShareIsExported(t *testing.T) {
+	e := newEnv(t)
+	scfg := streams.DefaultConfig
+	scfg.MaxEventsPerDatabase = 10
+	if _, err := streams.Ensure(context.Background(), e.js, scfg); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 9 {
+		e.publishDoc("shop", fmt.Sprintf("page%d.md", i), "# Page\n\nOrders.")
+	}
+	e.publishDoc("other", "page.md", "# Page\n\nOrders.")
+	reg := prometheus.NewRegistry()
+	cfg := testConfig()
+	cfg.KeepSuperseded = true
+	e.startWorker(cfg, e.store, workers.WithMetrics(workers.NewMetrics(reg)))
+	testenv.Eventually(t, 10*time.Second, "the fullest database's share read", func() bool {
+		return metric(t, reg, "schemaq_stream_fullest_database_share") == 0.9
+	})
 }

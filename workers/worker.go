@@ -346,6 +346,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 	if w.m != nil {
 		go w.watchConsumers(ctx, cons)
+		go w.watchBound(ctx)
 	}
 	go w.watchLanes(ctx, workCtx)
 	<-ctx.Done()

@@ -134,8 +134,8 @@ func perDatabase(subjects map[string]uint64) map[string]uint64 {
 	return out
 }
 
-// nearBound picks, per database and kind, the subjects holding nine
-// tenths of bound or more (none without a bound).
+// nearBound picks, per database and kind, the subjects holding
+// streams.NearShare of bound or more (none without a bound).
 func nearBound(subjects map[string]uint64, bound int64) map[string]map[string]uint64 {
 	if bound <= 0 {
 		return nil
@@ -143,7 +143,7 @@ func nearBound(subjects map[string]uint64, bound int64) map[string]map[string]ui
 	var out map[string]map[string]uint64
 	for subject, n := range subjects {
 		parts := strings.Split(subject, ".")
-		if len(parts) != 3 || 10*n < 9*uint64(bound) {
+		if len(parts) != 3 || float64(n) < streams.NearShare*float64(bound) {
 			continue
 		}
 		if out == nil {

@@ -27,6 +27,10 @@ import (
 // snapshot); it bounds one database to 100,000 events of each kind.
 const DefaultMaxEventsPerDatabase = 100_000
 
+// NearShare is the share of the bound past which a database is warned
+// of (status, the workers' log).
+const NearShare = 0.9
+
 // NoEventLimit, as Config.MaxEventsPerDatabase, removes the bound.
 const NoEventLimit = -1
 
@@ -72,7 +76,7 @@ func eventLimit(ctx context.Context, js jetstream.JetStream, want int64, onKept 
 	if want == 0 {
 		target = DefaultMaxEventsPerDatabase
 	}
-	subject, held, err := fullestSubject(ctx, s)
+	subject, held, _, err := Fullest(ctx, s)
 	if err != nil {
 		return 0, false, fmt.Errorf("count the events each database holds: %w", err)
 	}
@@ -89,20 +93,20 @@ func eventLimit(ctx context.Context, js jetstream.JetStream, want int64, onKept 
 	return 0, false, fmt.Errorf("--max-events-per-database %d: %s, the history its catalog replays from; raise the bound, or publish a snapshot of that database first", want, why)
 }
 
-// fullestSubject is the event subject holding the most messages.
-func fullestSubject(ctx context.Context, s jetstream.Stream) (string, uint64, error) {
+// Fullest reads the event subject holding the most events (one
+// database's of one kind), how many, and the stream's bound on each (0:
+// none).
+func Fullest(ctx context.Context, s jetstream.Stream) (subject string, held uint64, bound int64, err error) {
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(">"))
 	if err != nil {
-		return "", 0, err
+		return "", 0, 0, err
 	}
-	var subject string
-	var most uint64
 	for sub, n := range info.State.Subjects {
-		if n > most || n == most && sub < subject {
-			subject, most = sub, n
+		if n > held || n == held && sub < subject {
+			subject, held = sub, n
 		}
 	}
-	return subject, most, nil
+	return subject, held, max(info.Config.MaxMsgsPerSubject, 0), nil
 }
 
 // limitConfig sets cfg's bound on events per subject (0: none), and
