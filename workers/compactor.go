@@ -357,8 +357,10 @@ func objectsOf(msg *jetstream.RawStreamMsg, e supersededEvent, maxBytes int) ([]
 }
 
 // setAsideOf checks that msg is the set-aside schema event e names: of
-// its database, on its subject, with the id its dead letter recorded
-// (a stream made again numbers other events there).
+// its database, on its subject, with the id and seq its dead letter
+// recorded (a stream made again numbers other events there, and a
+// letter is only what its headers say: one naming a pending migration's
+// event under the seq of an applied one must not take it away).
 func setAsideOf(msg *jetstream.RawStreamMsg, e supersededEvent, maxBytes int) ([]string, error) {
 	ev, err := events.DecodeCompressed(msg.Data, maxBytes)
 	if err != nil {
@@ -368,8 +370,8 @@ func setAsideOf(msg *jetstream.RawStreamMsg, e supersededEvent, maxBytes int) ([
 		return nil, fmt.Errorf("event %q of database %q on %s, where its dead letter named event %q", ev.ID, ev.Database, msg.Subject, e.id)
 	}
 	kind, names := eventObjects(ev)
-	if kind != kindSchema {
-		return nil, fmt.Errorf("a %s event", ev.Type)
+	if kind != kindSchema || !slices.Contains(names, schemaName(ev.Type, e.at)) {
+		return nil, fmt.Errorf("%s %v, where its dead letter named seq %d", ev.Type, names, e.at)
 	}
 	return names, nil
 }

@@ -48,9 +48,10 @@ type supersededEvent struct {
 	// examples are superseded by the events their marks name.
 	by uint64
 	// id is set for a schema event set aside (setAside): the id the
-	// event read back must carry; by is then the event the history
-	// applied at its seq instead.
+	// event read back must carry, at the schema seq at; by is then the
+	// event the history applied that seq from instead.
 	id string
+	at int64
 }
 
 // objectVersion is a doc or example an apply wrote or deleted, at its
@@ -178,7 +179,8 @@ func setAsideEvents(cat *catalog.Catalog, letters []deadletter.Letter) []superse
 		if l.StreamSeq == 0 || l.EventID == "" || named == 0 || named == l.StreamSeq {
 			continue
 		}
-		out = append(out, supersededEvent{db: cat.Database, kind: kindSchema, name: fmt.Sprintf("seq %d", l.EventSeq), seq: l.StreamSeq, by: named, id: l.EventID})
+		out = append(out, supersededEvent{db: cat.Database, kind: kindSchema, name: fmt.Sprintf("seq %d", l.EventSeq), seq: l.StreamSeq, by: named,
+			id: l.EventID, at: l.EventSeq})
 	}
 	return out
 }

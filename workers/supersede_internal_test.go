@@ -56,11 +56,12 @@ func TestObjectsOfChecksTheEventReadBack(t *testing.T) {
 		{"a doc where an example was named", raw("shop", doc, ""), supersededEvent{db: "shop", kind: chunk.KindExample, name: "a.md"}, ""},
 		{"every example of the event", raw("shop", exs, ""), supersededEvent{db: "shop", kind: chunk.KindExample, name: "q1"}, "q1 " + events.ExampleID("How many?")},
 		{"not an event", &jetstream.RawStreamMsg{Subject: "schemaq.docs.shop", Data: []byte(`{"hello":1}`)}, supersededEvent{db: "shop", kind: chunk.KindDoc, name: "a.md"}, ""},
-		{"the set-aside migration its letter names", raw("shop", mig, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev"}, "schema.migration 4"},
-		{"a set-aside snapshot", raw("shop", snap, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev"}, "schema.snapshot 4"},
-		{"another event where a letter named one", raw("shop", mig, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev-2"}, ""},
-		{"another database's event with the letter's id", raw("billing", mig, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev"}, ""},
-		{"a doc with the letter's id", raw("shop", doc, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev"}, ""},
+		{"the set-aside migration its letter names", raw("shop", mig, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev", at: 4}, "schema.migration 4"},
+		{"a set-aside snapshot", raw("shop", snap, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev", at: 4}, "schema.snapshot 4"},
+		{"another event where a letter named one", raw("shop", mig, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev-2", at: 4}, ""},
+		{"the letter's event at another seq than it says", raw("shop", mig, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev", at: 2}, ""},
+		{"another database's event with the letter's id", raw("billing", mig, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev", at: 4}, ""},
+		{"a doc with the letter's id", raw("shop", doc, ""), supersededEvent{db: "shop", kind: kindSchema, id: "ev", at: 4}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,9 +117,9 @@ func TestSetAsideOnlyWhatTheHistoryAppliedElsewhere(t *testing.T) {
 	}
 	var got []string
 	for _, e := range setAsideEvents(cat, letters) {
-		got = append(got, fmt.Sprintf("%s@%d by %d", e.id, e.seq, e.by))
+		got = append(got, fmt.Sprintf("%s %d@%d by %d", e.id, e.at, e.seq, e.by))
 	}
-	if want := "[refused-4@40 by 41 below-3@25 by 30]"; fmt.Sprint(got) != want {
+	if want := "[refused-4 4@40 by 41 below-3 2@25 by 30]"; fmt.Sprint(got) != want {
 		t.Errorf("set aside %v, want %s", got, want)
 	}
 }
