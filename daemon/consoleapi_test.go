@@ -25,6 +25,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/deadletter"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/natsembed"
+	"github.com/schemaq/schemaq/pkg/streams"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
@@ -82,6 +83,13 @@ func TestConsoleEndpoints(t *testing.T) {
 		return strings.Contains(body, "ghosts")
 	})
 	testenv.Eventually(t, 10*time.Second, "one feedback example counted", func() bool { return feedbackCount(t, r) == 1 })
+	// shop's six migrations fill a bound of six: operations names shop as
+	// near it to shop's admin, and to nobody else.
+	scfg := streams.DefaultConfig
+	scfg.MaxEventsPerDatabase = 6
+	if _, err := streams.Ensure(context.Background(), r.js, scfg); err != nil {
+		t.Fatal(err)
+	}
 	replySchema := openAPISchemas(t, srv.URL)
 	schemaOf := map[string]string{"/v1/examples": "ExamplesReply", "/v1/examples/delete": "ExamplesDeleteReply", "/v1/examples/approve": "ExamplesApproveReply", "/v1/docs": "DocsReply",
 		"/v1/check": "CheckReply", "/v1/operations": "OperationsReply", "/v1/deadletters/retry": "LetterReply", "/v1/deadletters/delete": "LetterReply"}
@@ -117,7 +125,7 @@ func TestConsoleEndpoints(t *testing.T) {
 		{"a check of another team's", "/v1/check", "shop-reader-0123456789", `{"database":"other","migrations":[{"name":"a.sql","sql":"CREATE TABLE t (id int);"}]}`, 403, nil, nil},
 		{"operations as a writer", "/v1/operations", "shop-writer-0123456789", `{}`, 403, []string{"needs admin"}, []string{"guide.md"}},
 		{"operations as shop's admin", "/v1/operations", "shop-admin-01234567890", `{}`, 200,
-			[]string{`"shop/guide.md"`, `"catalogs":{"shop":6}`, `"dead_letters":1`}, []string{"other/guide.md", `"other"`}},
+			[]string{`"shop/guide.md"`, `"catalogs":{"shop":6}`, `"dead_letters":1`, `"max_events_per_database":6`, `"near_bound":{"shop":{"schema":6}}`}, []string{"other/guide.md", `"other"`}},
 		{"operations as other's admin", "/v1/operations", "other-admin-0123456789", `{}`, 200,
 			[]string{`"other/guide.md"`, `"catalogs":{}`}, []string{"shop/guide.md", `"shop"`}},
 	} {

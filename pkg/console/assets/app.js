@@ -58,8 +58,10 @@ function setCrumbs(...parts) {
   crumbs.replaceChildren(...parts.flatMap((p, i) => (i ? [h('span', { 'aria-hidden': 'true' }, ' / '), p] : [p])));
 }
 
+// show puts nodes in the view; arrays among them are spread, as h does
+// with children (replaceChildren would print an array as text).
 function show(...nodes) {
-  view.replaceChildren(...nodes);
+  view.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== undefined && n !== null && n !== false));
   view.focus({ preventScroll: true });
 }
 
@@ -644,6 +646,22 @@ function grid(caption, head, rows) {
   return h('table', { class: 'grid' }, h('caption', {}, caption), h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, c)))), h('tbody', {}, rows));
 }
 
+// boundLines say how many events the stream keeps of one database, who
+// holds the most, and who nears the bound (their publishes are refused
+// past it). An admin token sees only its own databases here.
+function boundLines(r) {
+  const bound = r.stream.max_events_per_database;
+  const held = Object.entries(r.events_by_database || {}).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)).slice(0, 5);
+  const near = Object.entries(r.near_bound || {}).sort(([a], [b]) => a.localeCompare(b))
+    .flatMap(([db, kinds]) => Object.entries(kinds).sort().map(([kind, n]) =>
+      h('p', { class: 'warning' }, `Database ${db} holds ${n} ${kind} events of the ${bound} the stream keeps of one database: past it its ${kind} publishes are refused.`)));
+  return [
+    h('p', {}, bound ? `Events per database: at most ${bound} of each kind (schema, docs, examples).` : 'Events per database: no bound.'),
+    held.length ? grid('Databases holding the most events', ['database', 'events'], held.map(([db, n]) => h('tr', {}, h('td', {}, link(dbPath(db), db)), h('td', {}, String(n))))) : [],
+    near,
+  ];
+}
+
 async function operations() {
   setCrumbs(h('span', {}, 'operations'));
   document.title = 'operations · schemaq';
@@ -652,6 +670,7 @@ async function operations() {
   const cats = Object.entries(r.catalogs || {}).sort(([a], [b]) => a.localeCompare(b));
   show(h('h1', {}, 'Operations'),
     h('p', {}, `Stream: ${r.stream.messages} events (${r.stream.bytes} bytes), last seq ${r.stream.last_seq}. Object store: ${r.object_bytes} bytes.`),
+    boundLines(r),
     grid('Consumers: how far behind each is', ['consumer', 'pending', 'in flight', 'redelivered', 'delivered up to'],
       r.consumers.map((c) => h('tr', {}, h('td', {}, c.name), h('td', { class: c.pending ? 'warn' : '' }, String(c.pending)), h('td', {}, String(c.ack_pending)), h('td', {}, String(c.redelivered)), h('td', {}, String(c.delivered_seq))))),
     grid('Daemons answering', ['id', 'version', 'gateway', 'store', 'system catalogs'],
