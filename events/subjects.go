@@ -69,6 +69,11 @@ const (
 	HeaderDLQSeq = "Schemaq-Dlq-Seq"
 	// HeaderDLQEventID is the dead-lettered event's id.
 	HeaderDLQEventID = "Schemaq-Dlq-Event-Id"
+	// HeaderResentFrom, on an event re-sent from its dead letter (a
+	// sweep's re-send of a gap letter, `dlq retry`), is the stream
+	// sequence of the event as first published: once the copy is
+	// applied, the first leaves the stream.
+	HeaderResentFrom = "Schemaq-Resent-From"
 )
 
 // Kinds of dead letters (HeaderDLQKind).

@@ -404,6 +404,9 @@ func (w *Worker) flush(work context.Context, q *queue, others bool) (pause strin
 			zap.Uint64("delivery", it.meta.NumDelivered))
 		act := w.settle(it.msg, it.meta, out, log)
 		w.settled(out.typ, act, it, time.Since(p.t0).Seconds()/float64(len(p.items)))
+		if act == actAck {
+			w.resentApplied(p.cat, it)
+		}
 	}
 	return ""
 }

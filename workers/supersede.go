@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"go.uber.org/zap"
 
@@ -183,6 +184,34 @@ func setAsideEvents(cat *catalog.Catalog, letters []deadletter.Letter) []superse
 			id: l.EventID, at: l.EventSeq})
 	}
 	return out
+}
+
+// resentApplied hands the compactor the first publication of a schema
+// event re-sent from its dead letter (a gap letter's re-send, `dlq
+// retry`), once the copy it applied is the event the history names: the
+// letter went at the re-send, and the first event stayed for good.
+func (w *Worker) resentApplied(cat *catalog.Catalog, it *item) {
+	if w.compact == nil || cat == nil || it.ev == nil {
+		return
+	}
+	if e, ok := resentEvent(cat, it.ev, it.msg.Headers().Get(events.HeaderResentFrom), it.meta.Sequence.Stream); ok {
+		w.compact.add([]supersededEvent{e})
+	}
+}
+
+// resentEvent is the first publication of ev, applied at stream
+// sequence here, that the header resentFrom names, when cat's history
+// applied ev's seq from here.
+func resentEvent(cat *catalog.Catalog, ev *events.Event, resentFrom string, here uint64) (supersededEvent, bool) {
+	first, err := strconv.ParseUint(resentFrom, 10, 64)
+	if err != nil || first == 0 || first == here || (ev.Migration == nil && ev.Snapshot == nil) {
+		return supersededEvent{}, false
+	}
+	seq := changeOf(ev).seq
+	if appliedAt(cat, seq) != here {
+		return supersededEvent{}, false
+	}
+	return supersededEvent{db: cat.Database, kind: kindSchema, name: fmt.Sprintf("seq %d", seq), seq: first, by: here, id: ev.ID, at: seq}, true
 }
 
 // appliedAt is the stream sequence of the event the history applied

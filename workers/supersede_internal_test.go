@@ -123,3 +123,46 @@ func TestSetAsideOnlyWhatTheHistoryAppliedElsewhere(t *testing.T) {
 		t.Errorf("set aside %v, want %s", got, want)
 	}
 }
+
+// TestResentEventsGoOnceTheCopyApplies: the first publication of a
+// re-sent event is handed on only when the history applied the copy.
+func TestResentEventsGoOnceTheCopyApplies(t *testing.T) {
+	cat := catalog.New("shop").Record(catalog.Applied{Seq: 1, StreamSeq: 3}).Record(catalog.Applied{Seq: 2, StreamSeq: 9})
+	mig := func(seq int64) *events.Event {
+		ev, err := events.New(fmt.Sprintf("shop-%d", seq), "shop", time.Now(), &events.Migration{Seq: seq, Source: "m.sql", SQL: "SELECT 1;"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	doc, err := events.New("shop-doc", "shop", time.Now(), &events.DocUpsert{DocID: "a.md", Body: "# A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		ev     *events.Event
+		header string
+		here   uint64
+		want   string
+	}{
+		{"the copy the history applied", mig(2), "5", 9, "shop-2 2@5 by 9"},
+		{"a copy the history did not apply (a replica applied the first)", mig(2), "5", 11, ""},
+		{"no header", mig(2), "", 9, ""},
+		{"a header that names the copy itself", mig(2), "9", 9, ""},
+		{"a header that is no number", mig(2), "five", 9, ""},
+		{"a seq past the history", mig(3), "5", 12, ""},
+		{"a doc", doc, "5", 9, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, ok := resentEvent(cat, tc.ev, tc.header, tc.here)
+			got := ""
+			if ok {
+				got = fmt.Sprintf("%s %d@%d by %d", e.id, e.at, e.seq, e.by)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -502,3 +502,21 @@ func TestFullestDatabaseShareIsExported(t *testing.T) {
 		return metric(t, reg, "schemaq_stream_fullest_database_share") == 0.9
 	})
 }
+
+// TestResentGapEventsLeaveTheStream: a migration published before its
+// predecessor waits, is dead-lettered as a gap, and is re-sent by the
+// sweep once the predecessor applies; the copy applies, and the first
+// publication leaves the stream.
+func TestResentGapEventsLeaveTheStream(t *testing.T) {
+	e := newEnv(t)
+	cfg := testConfig()
+	e.startWorker(cfg, e.store)
+	e.publish(migration(t, "shop", 1, "CREATE TABLE a (id int);"))
+	e.publish(migration(t, "shop", 3, "CREATE TABLE c (id int);"))
+	e.waitDeadLetters(1)
+	e.publish(migration(t, "shop", 2, "CREATE TABLE b (id int);"))
+	e.waitVersion("shop", 3)
+	testenv.Eventually(t, 20*time.Second, "the first publication of migration 3 gone", func() bool {
+		return fmt.Sprint(e.schemaEvents("shop")) == "[schema.migration 1 schema.migration 2 schema.migration 3]"
+	})
+}

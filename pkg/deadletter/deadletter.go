@@ -184,6 +184,7 @@ func (b *Box) Retry(ctx context.Context, seq uint64) (string, error) {
 	msg := nats.NewMsg(target)
 	msg.Data = l.Data
 	msg.Header.Set(events.HeaderMsgID, fmt.Sprintf("%s-retry-%d-%d", l.EventID, seq, time.Now().UnixNano()))
+	resentFrom(msg, *l)
 	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
 		return "", fmt.Errorf("retry dead letter %d: %w", seq, streams.NameFull(err, target))
 	}
@@ -191,6 +192,14 @@ func (b *Box) Retry(ctx context.Context, seq uint64) (string, error) {
 		return "", fmt.Errorf("retry dead letter %d: republished, but could not remove it: %w", seq, err)
 	}
 	return target, nil
+}
+
+// resentFrom marks msg, a re-send of l's event, with where the event
+// first sat in the event stream.
+func resentFrom(msg *nats.Msg, l Letter) {
+	if l.StreamSeq > 0 {
+		msg.Header.Set(events.HeaderResentFrom, strconv.FormatUint(l.StreamSeq, 10))
+	}
 }
 
 // Delete removes a letter and the object holding its event's SQL, which
@@ -325,6 +334,7 @@ func (b *Box) tidy(ctx context.Context, sw *Swept, l Letter, version int64, rese
 		re := nats.NewMsg(target)
 		re.Data = full.Data
 		re.Header.Set(events.HeaderMsgID, "resend-"+strconv.FormatUint(l.Seq, 10))
+		resentFrom(re, l)
 		if _, err := b.js.PublishMsg(ctx, re); err != nil {
 			return fmt.Errorf("re-send dead letter %d: %w", l.Seq, streams.NameFull(err, target))
 		}

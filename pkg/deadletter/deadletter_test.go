@@ -94,6 +94,9 @@ func TestBox(t *testing.T) {
 	if err != nil || sw.Dropped != 1 || sw.Resent != 2 || len(sw.Refused) != 1 {
 		t.Fatalf("Sweep = %+v, %v; want 1 dropped, 2 re-sent, 1 refused", sw, err)
 	}
+	if len(sw.Obsolete) != 1 || sw.Obsolete[0].StreamSeq != 10 || sw.Obsolete[0].EventSeq != 2 {
+		t.Errorf("obsolete letters %+v, want the refused seq 2's, naming stream event 10", sw.Obsolete)
+	}
 	left, _ := box.List(ctx, "shop")
 	if len(left) != 1 || left[0].EventSeq != 7 {
 		t.Fatalf("after the sweep: %+v", left)
@@ -105,6 +108,14 @@ func TestBox(t *testing.T) {
 	info, _ := s.Info(ctx)
 	if info.State.Msgs != 2 {
 		t.Errorf("the event stream holds %d re-sent events, want 2", info.State.Msgs)
+	}
+	// Each re-send names where its event first sat, so that it leaves
+	// the stream once the copy applies.
+	for seq, first := range map[uint64]string{1: "11", 2: "12"} {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil || m.Header.Get(events.HeaderResentFrom) != first {
+			t.Errorf("re-send %d: resent from %q (%v), want %s", seq, m.Header.Get(events.HeaderResentFrom), err, first)
+		}
 	}
 
 	if err := box.Delete(ctx, left[0].Seq); err != nil {
@@ -124,6 +135,10 @@ func TestBox(t *testing.T) {
 	target, err := box.Retry(ctx, seq)
 	if err != nil || target != events.SchemaSubject("shop") {
 		t.Fatalf("Retry = %q, %v", target, err)
+	}
+	info, _ = s.Info(ctx)
+	if m, err := s.GetMsg(ctx, info.State.LastSeq); err != nil || m.Header.Get(events.HeaderResentFrom) != "20" {
+		t.Errorf("the retried event: %v, want it resent from 20", err)
 	}
 	if n, err := box.Purge(ctx, ""); err != nil || n != 1 {
 		t.Errorf("Purge = %d, %v; want the one _invalid letter", n, err)
