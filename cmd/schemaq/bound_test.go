@@ -50,6 +50,10 @@ func TestEventsPerDatabaseBoundThroughTheBinary(t *testing.T) {
 	if strings.Contains(errOut, "retrying") {
 		t.Errorf("the refusal was retried as a stream that did not answer: %s", errOut)
 	}
+	out, _, code = runAt(t, url, "publish", "docs", "--db", "shop", "--json", shop)
+	if code != exitFailure || !strings.Contains(out, `{"error":{"code":"database_full","message":"publish docs.upsert`) {
+		t.Errorf("shop past its bound, --json (exit %d): %s", code, out)
+	}
 	if out, errOut, code := runAt(t, url, "publish", "docs", "--db", "other", "--wait", "30s", other); code != exitOK {
 		t.Fatalf("other beside a full shop (exit %d): %s %s", code, out, errOut)
 	}

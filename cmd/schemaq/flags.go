@@ -389,16 +389,24 @@ func (c *clientFlags) jsonFailure(e *env, err error) error {
 	return &reportedError{err}
 }
 
+// codeDatabaseFull is a publish --json failure the stream refused for
+// its database's bound, which a CI job may want to tell from others.
+const codeDatabaseFull = "database_full"
+
 // jsonError is err as --json prints it: a wire error as it came, a
-// command line's as usage, anything else as failed.
+// command line's as usage, a publish past the database's bound as
+// database_full, anything else as failed.
 func jsonError(err error) events.Error {
 	var we *events.Error
 	var ue *usageError
+	var full *streams.FullError
 	switch {
 	case errors.As(err, &we):
 		return *we
 	case errors.As(err, &ue):
 		return events.Error{Code: "usage", Message: err.Error()}
+	case errors.As(err, &full):
+		return events.Error{Code: codeDatabaseFull, Message: err.Error()}
 	}
 	return events.Error{Code: "failed", Message: err.Error()}
 }
