@@ -64,6 +64,12 @@ func New(nc *nats.Conn) (*Client, error) {
 	return &Client{nc: nc, js: js}, nil
 }
 
+// FullError is a publish the stream refused because the event's
+// database holds the most events of its kind the stream keeps
+// (--max-events-per-database): nothing was stored, and publishing again
+// will not help until events leave or an operator raises the bound.
+type FullError = streams.FullError
+
 // Published is the outcome of a publish.
 type Published struct {
 	Sequence  uint64 // position in the SCHEMAQ stream

@@ -371,3 +371,39 @@ func TestWaitOutlivesALetterStreamLeader(t *testing.T) {
 		t.Errorf("progress reports: %+v", reports)
 	}
 }
+
+// TestPublishPastTheBound: an event past its database's bound comes back
+// at once as a *FullError naming the database and kind, not retried as
+// a stream without a leader; another database publishes on.
+func TestPublishPastTheBound(t *testing.T) {
+	ctx := context.Background()
+	js, cli := connect(t)
+	cfg := streams.DefaultConfig
+	cfg.MaxEventsPerDatabase = 2
+	if _, err := streams.Ensure(ctx, js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	retries := 0
+	cli.OnPublishRetry(func(int, error) { retries++ })
+	doc := func(db string, i int) error {
+		ev, err := events.New(fmt.Sprintf("%s-%d", db, i), db, time.Now(), &events.DocUpsert{DocID: fmt.Sprintf("d%d.md", i), Body: "# D"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cli.Publish(ctx, ev)
+		return err
+	}
+	for i := range 2 {
+		if err := doc("shop", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := doc("shop", 2)
+	var full *client.FullError
+	if !errors.As(err, &full) || full.Database != "shop" || full.Kind != "docs" || retries != 0 {
+		t.Errorf("the third docs event of shop: %v (%d retries), want a FullError of shop's docs at once", err, retries)
+	}
+	if err := doc("other", 0); err != nil {
+		t.Errorf("another database: %v", err)
+	}
+}
