@@ -343,6 +343,26 @@ func TestSupersededExamplesGoWhenEveryOneIsReplaced(t *testing.T) {
 // schemaEvents reads the schema events of db left in the stream: their
 // types and seqs, in order.
 func (e *env) schemaEvents(db string) []string {
+	return e.eachSchemaEvent(db, func(ev *events.Event) string {
+		seq := int64(0)
+		if ev.Migration != nil {
+			seq = ev.Migration.Seq
+		} else {
+			seq = ev.Snapshot.Seq
+		}
+		return fmt.Sprintf("%s %d", ev.Type, seq)
+	})
+}
+
+// schemaIDs are the ids of db's schema events left in the stream, in
+// order.
+func (e *env) schemaIDs(db string) []string {
+	return e.eachSchemaEvent(db, func(ev *events.Event) string { return ev.ID })
+}
+
+// eachSchemaEvent says what each schema event of db left in the stream
+// is, in order.
+func (e *env) eachSchemaEvent(db string, what func(*events.Event) string) []string {
 	e.t.Helper()
 	ctx := context.Background()
 	s, err := e.js.Stream(ctx, events.Stream)
@@ -351,13 +371,7 @@ func (e *env) schemaEvents(db string) []string {
 	}
 	var out []string
 	if err := streams.ReadEvents(ctx, s, events.SchemaSubject(db), db, 0, func(ev *events.Event, _ uint64) error {
-		seq := int64(0)
-		if ev.Migration != nil {
-			seq = ev.Migration.Seq
-		} else {
-			seq = ev.Snapshot.Seq
-		}
-		out = append(out, fmt.Sprintf("%s %d", ev.Type, seq))
+		out = append(out, what(ev))
 		return nil
 	}); err != nil {
 		e.t.Fatal(err)
@@ -459,25 +473,6 @@ func TestRefusedMigrationsLeaveOnceFixed(t *testing.T) {
 	if got := e.schemaEvents("other"); fmt.Sprint(got) != "[schema.migration 1]" {
 		t.Errorf("another database's refused migration, not fixed: %v", got)
 	}
-}
-
-// schemaIDs are the ids of db's schema events left in the stream, in
-// order.
-func (e *env) schemaIDs(db string) []string {
-	e.t.Helper()
-	ctx := context.Background()
-	s, err := e.js.Stream(ctx, events.Stream)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []string
-	if err := streams.ReadEvents(ctx, s, events.SchemaSubject(db), db, 0, func(ev *events.Event, _ uint64) error {
-		out = append(out, ev.ID)
-		return nil
-	}); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
 }
 
 // TestFullestDatabaseShareIsExported: the gauge an alert reads says how
