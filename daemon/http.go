@@ -19,6 +19,7 @@ import (
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/bearer"
 	"github.com/schemaq/schemaq/pkg/console"
+	"github.com/schemaq/schemaq/pkg/loopback"
 	"github.com/schemaq/schemaq/pkg/telemetry"
 )
 
@@ -347,22 +348,8 @@ func (d *Daemon) ListenHTTP(ctx context.Context, addr string, cfg HTTPConfig) er
 
 // CheckHTTP refuses an address beyond loopback without a token.
 func CheckHTTP(addr string, tokens bool) error {
-	if !tokens && !loopbackOnly(addr) {
+	if !tokens && !loopback.Addr(addr) {
 		return fmt.Errorf("--http-addr %s listens beyond loopback: set a bearer token (SCHEMAQ_HTTP_TOKEN, or SCHEMAQ_HTTP_TOKEN_FILE), or listen on 127.0.0.1", addr)
 	}
 	return nil
-}
-
-// loopbackOnly reports whether addr listens on a loopback address only
-// (":8080" and "0.0.0.0:8080" listen everywhere).
-func loopbackOnly(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

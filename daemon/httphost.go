@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/schemaq/schemaq/events"
+	"github.com/schemaq/schemaq/pkg/loopback"
 )
 
 // A token-less API on loopback is reachable from any page a local
@@ -29,7 +30,7 @@ var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
 // page does not have, and a cluster's Service names are many).
 func newAllowedHosts(configured []string, addr string) allowedHosts {
 	if len(configured) == 0 {
-		if addr != "" && !loopbackOnly(addr) {
+		if addr != "" && !loopback.Addr(addr) {
 			return allowedHosts{any: true}
 		}
 		configured = loopbackHosts

@@ -14,6 +14,7 @@ import (
 
 	"github.com/schemaq/schemaq/pkg/bearer"
 	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/loopback"
 	"github.com/schemaq/schemaq/pkg/mcpserver"
 	"github.com/schemaq/schemaq/pkg/telemetry"
 )
@@ -88,7 +89,7 @@ func (o *mcpOptions) parse(e *env, args []string) error {
 			return usagef("mcp --tokens-file: %v", err)
 		}
 	}
-	if o.http != "" && o.token == "" && o.tokens == nil && !loopback(o.http) {
+	if o.http != "" && o.token == "" && o.tokens == nil && !loopback.Addr(o.http) {
 		return usagef("mcp --http %s: serving beyond this host needs a bearer token: set SCHEMAQ_MCP_TOKEN or --tokens-file (clients send Authorization: Bearer <token>), or bind a loopback address such as 127.0.0.1:8765", o.http)
 	}
 	return nil
@@ -184,17 +185,4 @@ func mcpHealth(nc *nats.Conn) *telemetry.Server {
 	tel := telemetry.New(processRegistry())
 	tel.AddCheck("nats", telemetry.NATSCheck(nc))
 	return tel
-}
-
-// loopback reports whether addr (host:port) binds only this host.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

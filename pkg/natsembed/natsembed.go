@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/schemaq/schemaq/pkg/loopback"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -127,20 +128,11 @@ func (o Options) serverOptions() (*server.Options, error) {
 	case o.User != "":
 		opts.Username, opts.Password = o.User, o.Password
 	}
-	if !o.NoListen && !loopback(o.Host) && !authorized(opts) {
+	if !o.NoListen && !loopback.Host(o.Host) && !authorized(opts) {
 		return nil, fmt.Errorf("%w: listening on %s; set a token (SCHEMAQ_NATS_TOKEN), a user and password (SCHEMAQ_NATS_USER, SCHEMAQ_NATS_PASSWORD) or a configuration with authorization (--nats-config), or listen on 127.0.0.1", ErrOpen, net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	}
 	opts.JetStreamMaxStore = storeLimit(o.StoreDir)
 	return opts, nil
-}
-
-// loopback reports whether host can be reached from this machine only.
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // authorized reports whether opts ask clients to authenticate.
