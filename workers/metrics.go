@@ -79,7 +79,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		diverted: prometheus.NewCounter(prometheus.CounterOpts{Name: "schemaq_worker_diverted_total",
 			Help: "Events a worker consumer acknowledged unapplied because their database's lane delivers them."}),
 		superseded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schemaq_worker_superseded_events_total",
-			Help: "Events newer events may have superseded (docs, examples, schema events before a snapshot), by outcome: deleted from the stream, gone (deleted already), live (it still holds an example no newer event replaced), kept (a mark or history names events the stream does not hold as it says), failed or skipped (left in the stream)."}, []string{"outcome"}),
+			Help: "Events newer events may have superseded (docs, examples, schema events before a snapshot, refused or re-sent schema events once their seq applied from another), by outcome: deleted from the stream, gone (deleted already), live (it still holds an example no newer event replaced), kept (a mark or history names events the stream does not hold as it says), failed or skipped (left in the stream)."}, []string{"outcome"}),
 		fullest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_stream_fullest_database_share",
 			Help: "The largest share of the stream's bound on one database's events of one kind (--max-events-per-database) that a database holds; at 1 its publishes of that kind are refused. 0 without a bound."}),
 	}
