@@ -44,6 +44,9 @@ type LetterReply struct {
 	// Retried is the subject the letter's event was published to again.
 	Retried string `json:"retried,omitempty"`
 	Deleted bool   `json:"deleted,omitempty"`
+	// EventDeleted: the letter's event left the event stream too, so a
+	// replica replaying it neither applies it nor letters it again.
+	EventDeleted bool `json:"event_deleted,omitempty"`
 }
 
 const (
@@ -151,9 +154,11 @@ func (d *Daemon) deleteLetter(ctx context.Context, who *principal, req *LetterRe
 	if err != nil {
 		return nil, err
 	}
-	if err := box.Delete(ctx, req.Seq); err != nil {
+	del, err := box.Delete(ctx, req.Seq)
+	if err != nil {
 		return nil, events.Errorf(events.CodeStreamUnavailable, "dead letter %d was not deleted: %v", req.Seq, err)
 	}
-	d.log.Info("dead letter deleted from the console", zap.Uint64("seq", req.Seq), zap.String("database", l.Database), zap.String("by", who.nameOr("http")))
-	return &LetterReply{Seq: req.Seq, Database: l.Database, Deleted: true}, nil
+	d.log.Info("dead letter deleted from the console", zap.Uint64("seq", req.Seq), zap.String("database", l.Database), zap.String("by", who.nameOr("http")),
+		zap.Bool("event_deleted", del.Event), zap.NamedError("event_kept", del.EventKept))
+	return &LetterReply{Seq: req.Seq, Database: l.Database, Deleted: true, EventDeleted: del.Event}, nil
 }

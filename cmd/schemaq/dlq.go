@@ -109,10 +109,18 @@ func dlqList(ctx context.Context, e *env, box *deadletter.Box, c *clientFlags) e
 func dlqOne(ctx context.Context, e *env, box *deadletter.Box, c *clientFlags, verb string, seq uint64) error {
 	switch verb {
 	case "delete":
-		if err := box.Delete(ctx, seq); err != nil {
+		del, err := box.Delete(ctx, seq)
+		if err != nil {
 			return notFoundHint(err, seq)
 		}
-		fmt.Fprintf(e.stdout, "dead letter %d deleted\n", seq)
+		switch {
+		case del.Event:
+			fmt.Fprintf(e.stdout, "dead letter %d deleted, and its event from the stream\n", seq)
+		case del.EventKept != nil:
+			fmt.Fprintf(e.stdout, "dead letter %d deleted; its event stays in the stream (%v)\n", seq, del.EventKept)
+		default:
+			fmt.Fprintf(e.stdout, "dead letter %d deleted\n", seq)
+		}
 	case "show":
 		l, err := box.Get(ctx, seq)
 		if err != nil {

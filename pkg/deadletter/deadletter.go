@@ -202,18 +202,32 @@ func resentFrom(msg *nats.Msg, l Letter) {
 	}
 }
 
-// Delete removes a letter and the object holding its event's SQL, which
-// nothing will apply now.
-func (b *Box) Delete(ctx context.Context, seq uint64) error {
+// Deleted is what Delete removed besides the letter.
+type Deleted struct {
+	// Event: the letter's event left the event stream too (drop.go);
+	// EventKept says why it did not, when it was asked to and failed.
+	Event     bool
+	EventKept error
+}
+
+// Delete removes a letter, the object holding its event's SQL, which
+// nothing will apply now, and the event itself when nothing rests on it
+// (drop.go), so that a replica replaying the stream neither applies it
+// nor writes its letter again.
+func (b *Box) Delete(ctx context.Context, seq uint64) (Deleted, error) {
 	l, err := b.Get(ctx, seq)
 	if err != nil {
-		return err
+		return Deleted{}, err
 	}
+	var out Deleted
+	// The event first: a letter deleted before it failed would leave no
+	// record of the event to delete.
+	out.Event, out.EventKept = b.dropEvent(ctx, l)
 	if err := b.s.DeleteMsg(ctx, seq); err != nil && !gone(err) {
-		return fmt.Errorf("delete dead letter %d: %w", seq, err)
+		return out, fmt.Errorf("delete dead letter %d: %w", seq, err)
 	}
 	b.deleteObject(ctx, sqlObject(l.Data))
-	return nil
+	return out, nil
 }
 
 // Purge removes every letter of db ("": of every database), and the

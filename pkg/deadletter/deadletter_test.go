@@ -118,7 +118,7 @@ func TestBox(t *testing.T) {
 		}
 	}
 
-	if err := box.Delete(ctx, left[0].Seq); err != nil {
+	if _, err := box.Delete(ctx, left[0].Seq); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := box.Get(ctx, left[0].Seq); !errors.Is(err, deadletter.ErrNotFound) {

@@ -627,7 +627,7 @@ function letterRow(l, status) {
     for (const b of row.querySelectorAll('button')) b.disabled = true;
     try {
       const r = await api('POST', '/v1/deadletters/' + what, { seq: l.seq });
-      status.replaceChildren(h('span', { class: 'ok' }, r.retried ? `Letter ${l.seq} re-sent to ${r.retried}.` : `Letter ${l.seq} deleted.`));
+      status.replaceChildren(h('span', { class: 'ok' }, r.retried ? `Letter ${l.seq} re-sent to ${r.retried}.` : `Letter ${l.seq} deleted${r.event_deleted ? ', and its event from the stream' : ''}.`));
       row.classList.add('gone');
     } catch (err) {
       for (const b of row.querySelectorAll('button')) b.disabled = false;
