@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -28,31 +27,7 @@ func (c *Client) History(ctx context.Context, db string) (*events.CatalogHistory
 	if e == nil || err != nil {
 		return &events.CatalogHistory{Database: db}, err
 	}
-	b := e.Value()
-	h, err := events.DecodeCatalogHistory(b)
-	if errors.Is(err, events.ErrCatalogInObject) {
-		// A catalog too big for its entry: the entry names the object.
-		name, nerr := events.CatalogEntryObjectName(b)
-		if nerr != nil {
-			return nil, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), nerr)
-		}
-		obj, oerr := streams.Objects(ctx, c.js)
-		if oerr != nil {
-			return nil, oerr
-		}
-		if b, err = obj.GetBytes(ctx, name); err != nil {
-			return nil, fmt.Errorf("read catalog %s from object %s: %w", db, name, err)
-		}
-		h, err = events.DecodeCatalogHistory(b)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), err)
-	}
-	if v, ok := events.CatalogEntryVersion(e.Value()); ok {
-		h.Version = v // the header's, which an object's body does not hold
-	}
-	h.Database = db
-	return h, nil
+	return streams.CatalogHistory(ctx, c.js, e)
 }
 
 // CatalogVersion is db's catalog version, read from its entry's header

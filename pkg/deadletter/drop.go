@@ -72,24 +72,9 @@ func (b *Box) historyNames(ctx context.Context, db string, seq uint64) (bool, er
 	if err != nil {
 		return false, fmt.Errorf("catalog %s: %w", db, err)
 	}
-	data := e.Value()
-	h, err := events.DecodeCatalogHistory(data)
-	if errors.Is(err, events.ErrCatalogInObject) {
-		name, nerr := events.CatalogEntryObjectName(data)
-		if nerr != nil {
-			return false, fmt.Errorf("catalog %s: %w", db, nerr)
-		}
-		obj, oerr := streams.Objects(ctx, b.js)
-		if oerr != nil {
-			return false, oerr
-		}
-		if data, err = obj.GetBytes(ctx, name); err != nil {
-			return false, fmt.Errorf("catalog %s from object %s: %w", db, name, err)
-		}
-		h, err = events.DecodeCatalogHistory(data)
-	}
+	h, err := streams.CatalogHistory(ctx, b.js, e)
 	if err != nil {
-		return false, fmt.Errorf("catalog %s: %w", db, err)
+		return false, err
 	}
 	if h.Base != nil && h.Base.StreamSeq == seq {
 		return true, nil
