@@ -1159,28 +1159,34 @@ func TestExamplesThatFitNoTableAreReported(t *testing.T) {
 	if !strings.Contains(got["dropped"], "data.examples[2].sql: reads refunds") || !strings.Contains(got["typo"], `data.examples[3].sql: parse: syntax error at or near "FORM" at character 10`) {
 		t.Errorf("warnings %v", got)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	unplaced := -1.0
 	fresh := map[string]uint64{}
-	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "schemaq_worker_examples_unplaced_total":
-			unplaced = mf.GetMetric()[0].GetCounter().GetValue()
-		case "schemaq_worker_freshness_seconds":
-			for _, m := range mf.GetMetric() {
-				fresh[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+	read := func() {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			switch mf.GetName() {
+			case "schemaq_worker_examples_unplaced_total":
+				unplaced = mf.GetMetric()[0].GetCounter().GetValue()
+			case "schemaq_worker_freshness_seconds":
+				for _, m := range mf.GetMetric() {
+					fresh[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+				}
 			}
 		}
 	}
+	// Both events are acknowledged, each having taken its time to
+	// searchable; the acknowledgement follows the index write the wait
+	// above saw, so it is waited for too.
+	acked := func() bool {
+		read()
+		return fresh[events.TypeMigration] == 1 && fresh[events.TypeExamplesUpsert] == 1
+	}
+	testenv.Eventually(t, 5*time.Second, "both events acknowledged", acked)
 	if unplaced != 2 {
 		t.Errorf("schemaq_worker_examples_unplaced_total = %v, want 2", unplaced)
-	}
-	// Both events were acknowledged: each took its time to searchable.
-	if fresh[events.TypeMigration] != 1 || fresh[events.TypeExamplesUpsert] != 1 {
-		t.Errorf("schemaq_worker_freshness_seconds counts %v, want one migration and one examples event", fresh)
 	}
 }
 
