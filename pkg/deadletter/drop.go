@@ -37,15 +37,8 @@ func (b *Box) dropEvent(ctx context.Context, l *Letter) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	m, err := s.GetMsg(ctx, l.StreamSeq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil // gone already: superseded, or the stream made again
-	}
-	if err != nil {
+	if there, err := holds(ctx, s, l); err != nil || !there {
 		return false, err
-	}
-	if m.Subject != l.Subject || !bytes.Equal(m.Data, l.Data) {
-		return false, nil // another event there: a stream made again
 	}
 	if strings.HasPrefix(l.Subject, events.SchemaSubject("")) {
 		if named, err := b.historyNames(ctx, l.Database, l.StreamSeq); err != nil || named {
@@ -56,6 +49,20 @@ func (b *Box) dropEvent(ctx context.Context, l *Letter) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// holds reports whether the event stream holds l's very event where l
+// says: the same bytes on the same subject. Another event there, or none,
+// is a stream made again, or an event superseded and deleted since.
+func holds(ctx context.Context, s jetstream.Stream, l *Letter) (bool, error) {
+	m, err := s.GetMsg(ctx, l.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return m.Subject == l.Subject && bytes.Equal(m.Data, l.Data), nil
 }
 
 // historyNames reports whether db's catalog history applied the event

@@ -51,27 +51,47 @@ const noLimit = "none"
 func eventLimit(ctx context.Context, js jetstream.JetStream, want int64, onKept func(string)) (per int64, record bool, err error) {
 	s, err := js.Stream(ctx, events.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		switch {
-		case want == 0:
-			return DefaultMaxEventsPerDatabase, true, nil
-		case want < 0:
-			return 0, true, nil
-		}
-		return want, true, nil
+		return newStreamLimit(want), true, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
 	cfg := s.CachedInfo().Config
 	have := max(cfg.MaxMsgsPerSubject, 0)
+	if per, ok := limitWithoutCounts(want, have, cfg.Metadata[limitKey]); ok {
+		return per, true, nil
+	}
+	return limitOverCounts(ctx, s, want, have, onKept)
+}
+
+// newStreamLimit is the bound of a stream made now.
+func newStreamLimit(want int64) int64 {
+	switch {
+	case want == 0:
+		return DefaultMaxEventsPerDatabase
+	case want < 0:
+		return 0
+	}
+	return want
+}
+
+// limitWithoutCounts is the bound when no database's events need
+// counting first: removed, kept, or raised.
+func limitWithoutCounts(want, have int64, recorded string) (int64, bool) {
 	switch {
 	case want < 0:
-		return 0, true, nil
-	case want == 0 && (have > 0 || cfg.Metadata[limitKey] == noLimit):
-		return have, true, nil
+		return 0, true
+	case want == 0 && (have > 0 || recorded == noLimit):
+		return have, true
 	case want > 0 && have > 0 && want >= have:
-		return want, true, nil
+		return want, true
 	}
+	return 0, false
+}
+
+// limitOverCounts sets a bound where there was none, or lowers one,
+// once no database holds more than it.
+func limitOverCounts(ctx context.Context, s jetstream.Stream, want, have int64, onKept func(string)) (int64, bool, error) {
 	target := want
 	if want == 0 {
 		target = DefaultMaxEventsPerDatabase
