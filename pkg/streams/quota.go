@@ -42,19 +42,15 @@ const limitKey = "schemaq.max_events_per_database"
 const noLimit = "none"
 
 // eventLimit resolves want (Config.MaxEventsPerDatabase) against the
-// stream as it is: the per-subject bound to set (0: none), and whether
-// to record it as chosen (not when the default was held back). Lowering a
-// bound below what a database holds would have the server delete that
+// stream as it is (s; nil when there is none yet): the per-subject bound
+// to set (0: none), and whether to record it as chosen (not when the
+// default was held back). Lowering a bound below what a database holds would have the server delete that
 // database's oldest events, the history its catalog replays from, so it
 // is refused, naming the database; the default is not applied over such
 // a database either (onKept hears why).
-func eventLimit(ctx context.Context, js jetstream.JetStream, want int64, onKept func(string)) (per int64, record bool, err error) {
-	s, err := js.Stream(ctx, events.Stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+func eventLimit(ctx context.Context, s jetstream.Stream, want int64, onKept func(string)) (per int64, record bool, err error) {
+	if s == nil {
 		return newStreamLimit(want), true, nil
-	}
-	if err != nil {
-		return 0, false, err
 	}
 	cfg := s.CachedInfo().Config
 	have := max(cfg.MaxMsgsPerSubject, 0)

@@ -74,7 +74,13 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 		ensure        func(ctx context.Context, replicas int) error
 	}{
 		{events.Stream, events.Stream, func(ctx context.Context, r int) error {
-			per, record, err := eventLimit(ctx, js, c.MaxEventsPerDatabase, c.OnLimitKept)
+			// One read of the stream as it is serves the bound and the
+			// comparison with what is wanted.
+			have, err := js.Stream(ctx, events.Stream)
+			if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+				return err
+			}
+			per, record, err := eventLimit(ctx, have, c.MaxEventsPerDatabase, c.OnLimitKept)
 			if err != nil {
 				return err
 			}
@@ -89,7 +95,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 				MaxMsgSize:  events.DefaultMaxEventBytes,
 			}
 			limitConfig(&cfg, per, record)
-			return ensureStream(ctx, js, cfg)
+			return ensureStreamOver(ctx, js, have, cfg)
 		}},
 		{events.DeadLetterStream, events.DeadLetterStream, func(ctx context.Context, r int) error {
 			return ensureStream(ctx, js, jetstream.StreamConfig{
@@ -186,7 +192,14 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 
 // ensureStream creates cfg's stream, or updates one that differs.
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
-	if s, err := js.Stream(ctx, cfg.Name); err == nil && sameStream(s.CachedInfo().Config, cfg) {
+	have, _ := js.Stream(ctx, cfg.Name)
+	return ensureStreamOver(ctx, js, have, cfg)
+}
+
+// ensureStreamOver creates cfg's stream, or updates have (nil: none was
+// read) when it differs.
+func ensureStreamOver(ctx context.Context, js jetstream.JetStream, have jetstream.Stream, cfg jetstream.StreamConfig) error {
+	if have != nil && sameStream(have.CachedInfo().Config, cfg) {
 		return nil
 	}
 	_, err := js.CreateOrUpdateStream(ctx, cfg)
