@@ -393,34 +393,3 @@ func TestHybridFallsBackOnRefusal(t *testing.T) {
 		t.Error("the refusal was not remembered")
 	}
 }
-
-func TestStaleIDs(t *testing.T) {
-	names := index.Stale{Database: "shop", Kinds: []string{chunk.KindDoc}, Names: map[string]int64{"guide.md": 5, "a:b.md": 3}}
-	one := index.Stale{Database: "shop", Kinds: []string{chunk.KindExample}, Name: "q1", Below: 9}
-	tests := []struct {
-		st   index.Stale
-		id   string
-		want bool
-	}{
-		{names, "shop:doc:guide.md", true},
-		{names, "shop:doc:guide.md:2", true},
-		{names, "shop:doc:a:b.md", true},
-		{names, "shop:doc:a:b.md:1", true},
-		{names, "shop:doc:guide.mdx", false},
-		{names, "shop:doc:other.md", false},
-		{names, "shop:example:guide.md", false},
-		{names, "hr:doc:guide.md", false},
-		{names, "shop:table:public.guide.md", false},
-		{one, "shop:example:q1", true},
-		{one, "shop:example:q10", false},
-		{one, "shop:doc:q1", false},
-	}
-	for _, tc := range tests {
-		if got := staleIDs(tc.st)(tc.id); got != tc.want {
-			t.Errorf("%+v selects %s: %v, want %v", tc.st, tc.id, got, tc.want)
-		}
-	}
-	if staleIDs(index.Stale{Database: "shop", Kinds: []string{chunk.KindTable}, Below: 3}) != nil {
-		t.Error("a Stale of whole kinds must read every chunk")
-	}
-}

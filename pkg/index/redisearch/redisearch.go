@@ -118,8 +118,9 @@ type Store struct {
 	hybridOff bool  // FT.HYBRID failed once: fuse client-side from then on
 	checkedAt time.Time
 
-	mem        memCache // SearchMemory's snapshots
-	watch      watch    // SearchMemory's lease
+	mem        memCache  // SearchMemory's snapshots
+	metaCache  metaCache // every chunk's listing fields, per database (metas.go)
+	watch      watch     // SearchMemory's lease
 	leaseStats struct{ announcements, waited, stale atomic.Int64 }
 }
 

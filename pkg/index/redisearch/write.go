@@ -14,7 +14,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/index"
 )
 
@@ -119,10 +118,17 @@ func hashFields(r index.Record) []any {
 // that a process searching in memory catches up by reading only what
 // changed since the generation it holds (memory.go). Every horizonEvery
 // generations the log forgets what is older than logHorizon; a reader
-// further behind loads the database whole. KEYS[g]: generations hash,
-// KEYS[g+1]: change log.
+// further behind loads the database whole. The first change of a
+// generations hash that went missing (a Redis that came back empty)
+// stamps it with a new incarnation, so that metas held from before are
+// not taken for its (metas.go). KEYS[g]: generations hash, KEYS[g+1]:
+// change log.
 const changeLog = `
 local function changed(g, db, id)
+  if redis.call('HEXISTS', KEYS[g], 'i:' .. db) == 0 then
+    local t = redis.call('TIME')
+    redis.call('HSET', KEYS[g], 'i:' .. db, t[1] .. '.' .. t[2])
+  end
   local gen = redis.call('HINCRBY', KEYS[g], 'g:' .. db, 1)
   redis.call('ZADD', KEYS[g+1], gen, id)
   if gen % 256 == 0 and gen > 4096 then
@@ -342,56 +348,6 @@ func (s *Store) Delete(ctx context.Context, db string, ids []string) (err error)
 	return nil
 }
 
-// meta is what filtering and listing need of a stored chunk.
-type meta struct {
-	id, kind, schema, object string
-	tags                     map[string]string
-	hash                     string
-	version                  int64
-}
-
-// metas reads the listing fields of every chunk of db, in pipelined
-// batches over the database's id set.
-func (s *Store) metas(ctx context.Context, db string) ([]meta, error) {
-	return s.metasOf(ctx, db, nil)
-}
-
-// metasOf is metas of the chunks whose ids keep accepts (all when nil):
-// the id set is read whole, but only those chunks' fields.
-func (s *Store) metasOf(ctx context.Context, db string, keep func(id string) bool) ([]meta, error) {
-	ids, err := s.rdb.SMembers(ctx, s.dbKey(db)).Result()
-	if err != nil {
-		return nil, classify(err)
-	}
-	if keep != nil {
-		ids = slices.DeleteFunc(ids, func(id string) bool { return !keep(id) })
-	}
-	slices.Sort(ids)
-	out := make([]meta, 0, len(ids))
-	for start := 0; start < len(ids); start += batchSize {
-		batch := ids[start:min(start+batchSize, len(ids))]
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.SliceCmd, len(batch))
-		for i, id := range batch {
-			cmds[i] = pipe.HMGet(ctx, s.chunkKey(id), fKind, fSchema, fObject, fTagMap, fHash, fVersion, fDB)
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, classify(err)
-		}
-		for i, c := range cmds {
-			v := c.Val()
-			if len(v) != 7 || v[6] == nil || str(v[6]) != hexTag(db) {
-				continue // deleted since the set was read
-			}
-			m := meta{id: batch[i], kind: unhexTag(str(v[0])), schema: unhexTag(str(v[1])), object: str(v[2]), hash: str(v[4])}
-			_ = json.Unmarshal([]byte(str(v[3])), &m.tags)
-			m.version, _ = strconv.ParseInt(str(v[5]), 10, 64)
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
-
 func str(v any) string {
 	switch v := v.(type) {
 	case string:
@@ -410,15 +366,14 @@ func (s *Store) DeleteName(ctx context.Context, db, kind, name string) (err erro
 		return index.ErrNoDatabase
 	}
 	defer s.announced(ctx, &err, db)
-	ms, err := s.metas(ctx, db)
-	if err != nil {
-		return fmt.Errorf("delete %s %s of %s: %w", kind, name, db, err)
-	}
 	var ids []string
-	for _, m := range ms {
+	err = s.eachMeta(ctx, db, func(m meta) {
 		if m.kind == kind && m.object == name {
 			ids = append(ids, m.id)
 		}
+	})
+	if err != nil {
+		return fmt.Errorf("delete %s %s of %s: %w", kind, name, db, err)
 	}
 	if _, err := s.deleteIDs(ctx, db, ids, ""); err != nil {
 		return fmt.Errorf("delete %s %s of %s: %w", kind, name, db, err)
@@ -438,12 +393,8 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (n int, err err
 	if err := s.setMarks(ctx, st.Database, st.Marks()); err != nil {
 		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
-	ms, err := s.metasOf(ctx, st.Database, staleIDs(st))
-	if err != nil {
-		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
-	}
 	var ids, below []string
-	for _, m := range ms {
+	err = s.eachMeta(ctx, st.Database, func(m meta) {
 		if st.Selects(m.kind, m.object, m.version) {
 			b := st.Below
 			if st.Names != nil {
@@ -451,6 +402,9 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (n int, err err
 			}
 			ids, below = append(ids, m.id), append(below, strconv.FormatInt(b, 10))
 		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
 	// Each is deleted only while still below its bound: a newer write
 	// that landed since stays.
@@ -459,40 +413,6 @@ func (s *Store) DeleteStale(ctx context.Context, st index.Stale) (n int, err err
 		return n, fmt.Errorf("delete stale chunks of %s: %w", st.Database, err)
 	}
 	return n, nil
-}
-
-// staleIDs accepts the ids of chunks a Stale that names its objects may
-// select (chunk.ID: db:kind:name, then :part past the first), so that a
-// doc's edit reads the fields of its own chunks, not of every chunk of
-// its database (60 ms a doc in a database of 10,000 tables). nil for a
-// Stale of whole kinds. The fields read decide: a name with a colon may
-// let another object's id through, never keep one out.
-func staleIDs(st index.Stale) func(id string) bool {
-	names := st.Named()
-	if names == nil {
-		return nil
-	}
-	prefixes := make([]string, len(st.Kinds))
-	for i, k := range st.Kinds {
-		prefixes[i] = chunk.ID(st.Database, k, "", 0)
-	}
-	return func(id string) bool {
-		for _, prefix := range prefixes {
-			if !strings.HasPrefix(id, prefix) {
-				continue
-			}
-			rest := id[len(prefix):]
-			if _, ok := names[rest]; ok {
-				return true
-			}
-			if i := strings.LastIndexByte(rest, ':'); i >= 0 {
-				if _, ok := names[rest[:i]]; ok {
-					return true
-				}
-			}
-		}
-		return false
-	}
 }
 
 // DeleteDatabase implements index.Store.
@@ -532,15 +452,14 @@ func (s *Store) Count(ctx context.Context, f index.Filter) (int, error) {
 		}
 		return int(n), nil
 	}
-	ms, err := s.metas(ctx, f.Database)
-	if err != nil {
-		return 0, fmt.Errorf("count chunks of %s: %w", f.Database, err)
-	}
 	n := 0
-	for _, m := range ms {
+	err := s.eachMeta(ctx, f.Database, func(m meta) {
 		if f.Admits(m.kind, m.schema, m.tags) {
 			n++
 		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count chunks of %s: %w", f.Database, err)
 	}
 	return n, nil
 }
@@ -550,15 +469,14 @@ func (s *Store) Metas(ctx context.Context, f index.Filter) (map[string]index.Met
 	if f.Database == "" {
 		return nil, index.ErrNoDatabase
 	}
-	ms, err := s.metas(ctx, f.Database)
-	if err != nil {
-		return nil, fmt.Errorf("list chunks of %s: %w", f.Database, err)
-	}
-	out := make(map[string]index.Meta, len(ms))
-	for _, m := range ms {
+	out := map[string]index.Meta{}
+	err := s.eachMeta(ctx, f.Database, func(m meta) {
 		if f.Admits(m.kind, m.schema, m.tags) {
 			out[m.id] = index.Meta{Hash: m.hash, Version: m.version}
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list chunks of %s: %w", f.Database, err)
 	}
 	return out, nil
 }
