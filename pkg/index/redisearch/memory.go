@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -56,6 +55,9 @@ type memKey struct {
 // change log.
 type memSnap struct {
 	cur *memsearch.Current
+	// mark is where the snapshot stands in the change log; only a
+	// catch-up, one at a time (cur's), reads and moves it.
+	mark logMark
 	// changedAt is when a check last found the database changed, and
 	// usedAt the last search (both under mem.mu).
 	changedAt time.Time
@@ -290,7 +292,7 @@ func (s *Store) snapshot(ctx context.Context, db string) (*memsearch.Snapshot, e
 		if base == nil || since < horizon {
 			base, since = memsearch.New(s.opt.Dimensions), -1
 		}
-		return s.catchUp(ctx, v, db, base, since)
+		return s.catchUp(ctx, v, db, c, base, since)
 	})
 	if caughtUp && held != nil { // a write since the last check, not the first load
 		s.mem.mu.Lock()
@@ -365,55 +367,44 @@ const catchUpPasses = 4
 // while they were read, some chunks may be newer than the rest, so what
 // changed since the generation the pass began at is read again. A
 // snapshot therefore reflects one generation, and a projection written
-// in one MULTI is in it whole or not at all.
-func (s *Store) catchUp(ctx context.Context, v int, db string, base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
+// in one MULTI is in it whole or not at all. Like held metas (metas.go),
+// a snapshot goes on from its mark only while the log continues from
+// it: after writes Redis lost it is loaded whole.
+func (s *Store) catchUp(ctx context.Context, v int, db string, c *memSnap, base *memsearch.Snapshot, since int64) (*memsearch.Snapshot, int64, error) {
 	for pass := 1; ; pass++ {
-		gen, horizon, landing, ids, err := s.changedSince(ctx, v, db, since)
+		var st metaState
+		var err error
+		var ids []string
+		if since >= 0 {
+			if st, err = s.logSince(ctx, v, db, c.mark); err == nil && !st.follows(c.mark) {
+				// The change log does not go on from the snapshot.
+				base, since = memsearch.New(s.opt.Dimensions), -1
+				continue
+			}
+			ids = st.changed(since)
+		} else {
+			st, err = s.logWhole(ctx, v, db)
+			ids = st.ids
+		}
 		if err != nil {
 			return nil, 0, err
 		}
-		if since >= 0 && since < horizon {
-			// The change log forgot generations this reader needs.
-			base, since = memsearch.New(s.opt.Dimensions), -1
-			continue
-		}
-		if landing && since >= 0 {
+		if st.landing && since >= 0 {
 			return base, since, nil // whole as it is, until the projection has landed
 		}
-		docs, removed, moved, landed, err := s.readChunks(ctx, v, db, ids, gen)
+		docs, removed, moved, landed, err := s.readChunks(ctx, v, db, ids, st.gen)
 		if err != nil {
 			return nil, 0, err
 		}
 		if landed && since >= 0 {
 			return base, since, nil // a projection began landing as this pass read
 		}
-		base = base.With(docs, removed)
+		base, c.mark = base.With(docs, removed), st.mark()
 		if !moved || pass == catchUpPasses {
-			return base, gen, nil
+			return base, st.gen, nil
 		}
-		since = gen
+		since = st.gen
 	}
-}
-
-// changedSince reads db's generation, the change log's horizon and the
-// ids changed since generation since (every id, when since is -1) in one
-// MULTI, so that they agree.
-func (s *Store) changedSince(ctx context.Context, v int, db string, since int64) (gen, horizon int64, landing bool, ids []string, err error) {
-	pipe := s.rdb.TxPipeline()
-	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v, db), genFields(db)...)
-	var idsCmd *redis.StringSliceCmd
-	if since < 0 {
-		idsCmd = pipe.SMembers(ctx, s.dbKeyAt(v, db))
-	} else {
-		idsCmd = pipe.ZRangeByScore(ctx, s.changesKeyAt(v, db), &redis.ZRangeBy{Min: "(" + strconv.FormatInt(since, 10), Max: "+inf"})
-	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return 0, 0, false, nil, fmt.Errorf("load %s: %w", db, classify(err))
-	}
-	vals := genCmd.Val() // nil fields: nothing was ever written
-	ids = idsCmd.Val()
-	slices.Sort(ids) // chunks numbered in id order, whatever order the set gave
-	return intOf(vals[0]), intOf(vals[1]), vals[2] != nil, ids, nil
 }
 
 // readChunks reads the chunks ids of db, in batches, and reports whether

@@ -64,16 +64,23 @@ type meta struct {
 	version                  int64
 }
 
-// metaHold is one database's metas, as of generation gen.
-type metaHold struct {
-	mu          sync.Mutex // one catch-up at a time
-	byID        map[string]meta
+// logMark is where a holder of a database's chunks (metas here, a
+// snapshot in memory.go) stands in its change log: the generation, the
+// fence and the incarnation it read them at.
+type logMark struct {
 	gen         int64
 	fence       []redis.Z // the log's last pairs at gen, by score
 	incarnation string
-	usedAt      time.Time // under metaCache.mu
-	size        int       // under metaCache.mu
-	dropped     bool      // under metaCache.mu: no longer in the cache
+}
+
+// metaHold is one database's metas, as of its mark.
+type metaHold struct {
+	mu      sync.Mutex // one catch-up at a time
+	byID    map[string]meta
+	mark    logMark
+	usedAt  time.Time // under metaCache.mu
+	size    int       // under metaCache.mu
+	dropped bool      // under metaCache.mu: no longer in the cache
 }
 
 // eachMeta calls fn with every chunk of db, brought up to the
@@ -166,23 +173,19 @@ func (s *Store) sizeMetas(h *metaHold) {
 }
 
 // catchUpMetas brings h up to the generation Redis holds: the chunks the
-// change log names since h.gen, or every chunk when the checks above
+// change log names since h's mark, or every chunk when the checks above
 // fail or h holds nothing yet. h.mu held.
 func (s *Store) catchUpMetas(ctx context.Context, v int, db string, h *metaHold) error {
 	if h.byID != nil {
-		from := h.gen
-		if len(h.fence) > 0 {
-			from = int64(h.fence[0].Score)
-		}
-		st, err := s.metaChanges(ctx, v, db, from)
+		st, err := s.logSince(ctx, v, db, h.mark)
 		if err != nil {
 			return err
 		}
-		if st.follows(h) {
-			return s.applyMetas(ctx, v, db, h, st, st.changed(h.gen))
+		if st.follows(h.mark) {
+			return s.applyMetas(ctx, v, db, h, st, st.changed(h.mark.gen))
 		}
 	}
-	st, err := s.metaChanges(ctx, v, db, -1)
+	st, err := s.logWhole(ctx, v, db)
 	if err != nil {
 		return err
 	}
@@ -191,26 +194,27 @@ func (s *Store) catchUpMetas(ctx context.Context, v int, db string, h *metaHold)
 }
 
 // metaState is what one MULTI read of a database: its generation, the
-// change log's horizon, the incarnation, and either its whole id set or
-// the log from a generation on.
+// change log's horizon, the incarnation and landing mark, and either its
+// whole id set or the log from a mark's fence on.
 type metaState struct {
 	gen, horizon int64
 	incarnation  string
+	landing      bool
 	ids          []string  // read whole: every id
 	log          []redis.Z // by score
 }
 
-// follows reports whether st, the log read from h's lowest fence on,
-// continues what h holds (above).
-func (st metaState) follows(h *metaHold) bool {
-	if st.gen < h.gen || h.gen < st.horizon || st.incarnation != h.incarnation {
+// follows reports whether st, the log read from m's fence on, continues
+// from m (above).
+func (st metaState) follows(m logMark) bool {
+	if st.gen < m.gen || m.gen < st.horizon || st.incarnation != m.incarnation {
 		return false
 	}
-	if h.gen == 0 {
-		return true // nothing was held: every change is in the log
+	if m.gen == 0 {
+		return true // nothing was read: every change is in the log
 	}
-	fenced := make(map[string]int64, len(h.fence))
-	for _, z := range h.fence {
+	fenced := make(map[string]int64, len(m.fence))
+	for _, z := range m.fence {
 		fenced[str(z.Member)] = int64(z.Score)
 	}
 	now := make(map[string]int64, len(st.log))
@@ -218,7 +222,7 @@ func (st metaState) follows(h *metaHold) bool {
 	for _, z := range st.log {
 		id, score := str(z.Member), int64(z.Score)
 		now[id] = score
-		if score > h.gen {
+		if score > m.gen {
 			continue
 		}
 		if fenced[id] != score {
@@ -230,14 +234,15 @@ func (st metaState) follows(h *metaHold) bool {
 		return false
 	}
 	for id, score := range fenced {
-		if score > anchor && now[id] <= h.gen {
+		if score > anchor && now[id] <= m.gen {
 			return false
 		}
 	}
 	return true
 }
 
-// changed are the ids st names as changed after generation since.
+// changed are the ids st names as changed after generation since, in
+// id order.
 func (st metaState) changed(since int64) []string {
 	var ids []string
 	for _, z := range st.log {
@@ -245,35 +250,54 @@ func (st metaState) changed(since int64) []string {
 			ids = append(ids, str(z.Member))
 		}
 	}
+	slices.Sort(ids)
 	return ids
 }
 
-// fence is the last fenceCount pairs of st's log.
-func (st metaState) fence() []redis.Z {
-	return slices.Clone(st.log[max(0, len(st.log)-fenceCount):])
+// mark is where st stands: its generation, the last fenceCount pairs of
+// its log, its incarnation.
+func (st metaState) mark() logMark {
+	return logMark{gen: st.gen, fence: slices.Clone(st.log[max(0, len(st.log)-fenceCount):]), incarnation: st.incarnation}
 }
 
-// metaChanges reads db's generation, horizon and incarnation with its
-// change log from generation from on, or with its whole id set and the
-// log's last pairs when from is -1, in one MULTI.
-func (s *Store) metaChanges(ctx context.Context, v int, db string, from int64) (metaState, error) {
-	pipe := s.rdb.TxPipeline()
-	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v, db), "g:"+db, "h:"+db, "i:"+db)
-	var logCmd *redis.ZSliceCmd
-	var idsCmd *redis.StringSliceCmd
-	if from < 0 {
-		idsCmd = pipe.SMembers(ctx, s.dbKeyAt(v, db))
-		logCmd = pipe.ZRangeWithScores(ctx, s.changesKeyAt(v, db), -fenceCount, -1)
-	} else {
-		logCmd = pipe.ZRangeByScoreWithScores(ctx, s.changesKeyAt(v, db), &redis.ZRangeBy{Min: strconv.FormatInt(from, 10), Max: "+inf"})
+// logSince reads db's state with its change log from m's fence on (from
+// its generation when it has no fence), in one MULTI.
+func (s *Store) logSince(ctx context.Context, v int, db string, m logMark) (metaState, error) {
+	from := m.gen
+	if len(m.fence) > 0 {
+		from = int64(m.fence[0].Score)
 	}
+	return s.readLog(ctx, v, db, func(pipe redis.Pipeliner) *redis.ZSliceCmd {
+		return pipe.ZRangeByScoreWithScores(ctx, s.changesKeyAt(v, db), &redis.ZRangeBy{Min: strconv.FormatInt(from, 10), Max: "+inf"})
+	}, nil)
+}
+
+// logWhole reads db's state with its whole id set (in id order: the
+// snapshots number chunks so, whatever order the set gave) and the
+// log's last pairs, in one MULTI.
+func (s *Store) logWhole(ctx context.Context, v int, db string) (metaState, error) {
+	var idsCmd *redis.StringSliceCmd
+	st, err := s.readLog(ctx, v, db, func(pipe redis.Pipeliner) *redis.ZSliceCmd {
+		idsCmd = pipe.SMembers(ctx, s.dbKeyAt(v, db))
+		return pipe.ZRangeWithScores(ctx, s.changesKeyAt(v, db), -fenceCount, -1)
+	}, func() []string { return idsCmd.Val() })
+	slices.Sort(st.ids)
+	return st, err
+}
+
+// readLog runs one MULTI of db's generations fields and what queue
+// adds, and takes the ids from ids when given.
+func (s *Store) readLog(ctx context.Context, v int, db string, queue func(redis.Pipeliner) *redis.ZSliceCmd, ids func() []string) (metaState, error) {
+	pipe := s.rdb.TxPipeline()
+	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v, db), "g:"+db, "h:"+db, "i:"+db, "l:"+db)
+	logCmd := queue(pipe)
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return metaState{}, fmt.Errorf("read chunks of %s: %w", db, classify(err))
 	}
-	vals := genCmd.Val()
-	st := metaState{gen: intOf(vals[0]), horizon: intOf(vals[1]), incarnation: str(vals[2]), log: logCmd.Val()}
-	if idsCmd != nil {
-		st.ids = idsCmd.Val()
+	vals := genCmd.Val() // nil fields: nothing was ever written
+	st := metaState{gen: intOf(vals[0]), horizon: intOf(vals[1]), incarnation: str(vals[2]), landing: vals[3] != nil, log: logCmd.Val()}
+	if ids != nil {
+		st.ids = ids()
 	}
 	return st, nil
 }
@@ -292,7 +316,7 @@ func (s *Store) applyMetas(ctx context.Context, v int, db string, h *metaHold, s
 	for _, m := range found {
 		h.byID[m.id] = m
 	}
-	h.gen, h.fence, h.incarnation = st.gen, st.fence(), st.incarnation
+	h.mark = st.mark()
 	return nil
 }
 

@@ -22,7 +22,7 @@ func TestHeldMetasFollowTheLog(t *testing.T) {
 		}
 		return out
 	}
-	held := &metaHold{gen: 5, incarnation: "i1", fence: z("a", 3, "b", 4, "c", 5)}
+	held := logMark{gen: 5, incarnation: "i1", fence: z("a", 3, "b", 4, "c", 5)}
 	tests := []struct {
 		name string
 		st   metaState
@@ -46,7 +46,7 @@ func TestHeldMetasFollowTheLog(t *testing.T) {
 			}
 		})
 	}
-	if !(metaState{gen: 3, log: z("a", 1, "b", 2, "c", 3)}).follows(&metaHold{}) {
+	if !(metaState{gen: 3, log: z("a", 1, "b", 2, "c", 3)}).follows(logMark{}) {
 		t.Error("a hold of nothing does not follow a log that starts at 1")
 	}
 }
@@ -147,8 +147,34 @@ func TestHeldMetasAfterLostWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := metasOf(t, a, "shop")
-		if _, ok := got["shop:table:public.lost"]; ok || len(got) != 5 {
+		if _, ok := got["shop:table:public.lost"]; ok || len(got) != 5 || got["shop:table:public.c"].Version != 3 {
 			t.Errorf("after the failover: %v; want a, b, c, d and e", keysOf(got))
+		}
+	})
+	t.Run("a snapshot through the failover", func(t *testing.T) {
+		rdb.FlushAll(ctx)
+		a, reader := bare(t, rdb), inMemory(t, rdb, "t:", dim)
+		if _, err := a.Upsert(ctx, tables(1, "public.a", "public.b")); err != nil {
+			t.Fatal(err)
+		}
+		replica := dumpKeys(t, rdb)
+		if _, err := a.Upsert(ctx, tables(2, "public.lost", "public.gone")); err != nil {
+			t.Fatal(err)
+		}
+		if snap, err := reader.snapshot(ctx, "shop"); err != nil || len(snap.Metas(index.Filter{Database: "shop"})) != 4 {
+			t.Fatalf("snapshot before: %v", err)
+		}
+		restoreKeys(t, rdb, replica)
+		if _, err := bare(t, rdb).Upsert(ctx, tables(3, "public.c", "public.d", "public.e")); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := reader.snapshot(ctx, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := snap.Metas(index.Filter{Database: "shop"})
+		if _, ok := got["shop:table:public.lost"]; ok || len(got) != 5 || got["shop:table:public.c"].Version != 3 {
+			t.Errorf("snapshot after the failover: %v; want a, b, c, d and e", keysOf(got))
 		}
 	})
 	t.Run("back empty, then the same writes again", func(t *testing.T) {
