@@ -494,6 +494,10 @@ func ReadHeaders(ctx context.Context, s jetstream.Stream, subject string, fn fun
 	return readSubject(ctx, s, subject, true, fn)
 }
 
+// readIdleSeconds is how long a read waits for the next message while
+// the server says the subject holds more.
+const readIdleSeconds = 10
+
 // readBufferBytes bounds what a read holds ahead of its caller: more
 // than the largest message a stream of schemaq's takes (an event of a
 // MiB and its headers, or a letter carrying one).
@@ -530,25 +534,30 @@ func readSubject(ctx context.Context, s jetstream.Stream, subject string, header
 		return 0, fmt.Errorf("read %s: %w", subject, err)
 	}
 	defer it.Stop()
-	n := 0
+	n, idle := 0, 0
 	for {
 		msg, err := it.Next(jetstream.NextMaxWait(time.Second))
 		if errors.Is(err, nats.ErrTimeout) {
 			// Nothing came: messages may have been deleted meanwhile;
 			// only the server's count can say the subject is read out.
+			// A busy server may just be slow (seen under CI's load with
+			// the race detector): wait on while it holds some.
 			left, err := count()
 			if err != nil {
 				return n, err
 			}
-			if left > 0 && ctx.Err() == nil {
-				return n, fmt.Errorf("read %s: the stream holds %d messages there and sent none within a second", subject, left)
+			if left == 0 || ctx.Err() != nil {
+				return n, ctx.Err()
 			}
-			return n, ctx.Err()
+			if idle++; idle == readIdleSeconds {
+				return n, fmt.Errorf("read %s: the stream holds %d messages there and sent none within %d s", subject, left, readIdleSeconds)
+			}
+			continue
 		}
 		if err != nil {
 			return n, fmt.Errorf("read %s after %d messages: %w", subject, n, err)
 		}
-		n++
+		n, idle = n+1, 0
 		if err := fn(msg); err != nil {
 			return n, err
 		}
