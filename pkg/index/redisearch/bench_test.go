@@ -106,26 +106,35 @@ func BenchmarkReplaceSchemaLive(b *testing.B) {
 	}
 }
 
+// bigDatabase is a store on a plain redis-server holding a database
+// "big" of n tables at version 1, and the record of its table i at
+// version v.
+func bigDatabase(b *testing.B, n int) (*Store, *embed.Local, func(i int, v int64) index.Record) {
+	emb := embed.NewLocal(64)
+	opt := Options{Prefix: "b:", Dimensions: emb.Dimensions(), Model: emb.Model(), Algorithm: "FLAT", Weights: index.DefaultWeights, Writer: true}
+	s := withVersion(&Store{rdb: testenv.StartRedis(b).Client(), opt: opt, spec: specOf(opt), scorer: "BM25STD"}, 1)
+	table := func(i int, v int64) index.Record {
+		name := fmt.Sprintf("public.t%d", i)
+		c := chunk.Chunk{ID: chunk.ID("big", chunk.KindTable, name, 0), Database: "big", Kind: chunk.KindTable, Name: name, Schema: "public",
+			Title: name, Text: "CREATE TABLE " + name + " (id bigint)", Hash: strconv.FormatInt(v, 10), Version: v}
+		return index.Record{Chunk: c, Vector: emb.Vector(c.Text)}
+	}
+	recs := make([]index.Record, 0, n)
+	for i := range n {
+		recs = append(recs, table(i, 1))
+	}
+	if _, err := s.Upsert(context.Background(), recs); err != nil {
+		b.Fatal(err)
+	}
+	return s, emb, table
+}
+
 // BenchmarkDocEditInBigDatabase is the store's side of one doc edit
 // (three sections written, the older ones removed) in a database of
 // 10,000 tables, on a plain redis-server.
 func BenchmarkDocEditInBigDatabase(b *testing.B) {
-	const tables = 10_000
-	emb := embed.NewLocal(64)
-	srv := testenv.StartRedis(b)
-	opt := Options{Prefix: "b:", Dimensions: emb.Dimensions(), Model: emb.Model(), Algorithm: "FLAT", Weights: index.DefaultWeights, Writer: true}
-	s := withVersion(&Store{rdb: srv.Client(), opt: opt, spec: specOf(opt), scorer: "BM25STD"}, 1)
+	s, emb, _ := bigDatabase(b, 10_000)
 	ctx := context.Background()
-	recs := make([]index.Record, 0, tables)
-	for i := range tables {
-		name := fmt.Sprintf("public.t%d", i)
-		c := chunk.Chunk{ID: chunk.ID("big", chunk.KindTable, name, 0), Database: "big", Kind: chunk.KindTable, Name: name, Schema: "public",
-			Title: name, Text: "CREATE TABLE " + name + " (id bigint)", Hash: "h", Version: 1}
-		recs = append(recs, index.Record{Chunk: c, Vector: emb.Vector(c.Text)})
-	}
-	if _, err := s.Upsert(ctx, recs); err != nil {
-		b.Fatal(err)
-	}
 	b.ReportAllocs()
 	v := int64(1)
 	for b.Loop() {
@@ -151,24 +160,8 @@ func BenchmarkDocEditInBigDatabase(b *testing.B) {
 // changed.
 func BenchmarkMigrationReadsInBigDatabase(b *testing.B) {
 	const tables = 10_000
-	emb := embed.NewLocal(64)
-	srv := testenv.StartRedis(b)
-	opt := Options{Prefix: "b:", Dimensions: emb.Dimensions(), Model: emb.Model(), Algorithm: "FLAT", Weights: index.DefaultWeights, Writer: true}
-	s := withVersion(&Store{rdb: srv.Client(), opt: opt, spec: specOf(opt), scorer: "BM25STD"}, 1)
+	s, _, table := bigDatabase(b, tables)
 	ctx := context.Background()
-	table := func(i int, v int64) index.Record {
-		name := fmt.Sprintf("public.t%d", i)
-		c := chunk.Chunk{ID: chunk.ID("big", chunk.KindTable, name, 0), Database: "big", Kind: chunk.KindTable, Name: name, Schema: "public",
-			Title: name, Text: "CREATE TABLE " + name + " (id bigint)", Hash: strconv.FormatInt(v, 10), Version: v}
-		return index.Record{Chunk: c, Vector: emb.Vector(c.Text)}
-	}
-	recs := make([]index.Record, 0, tables)
-	for i := range tables {
-		recs = append(recs, table(i, 1))
-	}
-	if _, err := s.Upsert(ctx, recs); err != nil {
-		b.Fatal(err)
-	}
 	b.ReportAllocs()
 	v := int64(1)
 	for b.Loop() {

@@ -3,7 +3,6 @@ package redisearch
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -283,20 +282,4 @@ func TestHeldMetasReadOnlyWhatChanged(t *testing.T) {
 			t.Errorf("%s held as %+v, stored %+v", id, held[id], m)
 		}
 	}
-}
-
-// hmgets is how many HMGETs the server ran since its stats were reset.
-func hmgets(t *testing.T, rdb *redis.Client) int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_hmget:calls="); ok {
-			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			return n
-		}
-	}
-	return 0
 }
