@@ -1,6 +1,7 @@
 package catalogkv
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -38,5 +39,85 @@ func BenchmarkEncode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkEncodeMigrations is what a worker pays per migration to
+// encode a database of 10,000 tables: each op encodes the next version,
+// one table altered, sharing the rest with the version before (as the
+// worker's ShareWith leaves them). fresh encodes every table each time.
+func BenchmarkEncodeMigrations(b *testing.B) {
+	const tables, versions = 10_000, 32
+	var sql strings.Builder
+	for i := range tables {
+		fmt.Fprintf(&sql, "CREATE TABLE t%d (id bigint PRIMARY KEY, name text NOT NULL, created_at timestamptz DEFAULT now(), owner_id bigint);\n", i)
+	}
+	c, err := catalog.New("bench").Apply("bench.sql", sql.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cats := []*catalog.Catalog{c}
+	for v := 1; v < versions; v++ {
+		n, err := c.Apply("alter.sql", fmt.Sprintf("ALTER TABLE t%d ADD COLUMN c%d int;", v*97, v))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n.ShareWith(c)
+		cats, c = append(cats, n), n
+	}
+	for _, mode := range []string{"fresh", "held"} {
+		b.Run(mode, func(b *testing.B) {
+			var e encoder
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				var err error
+				if mode == "fresh" {
+					_, err = Encode(cats[i%versions])
+				} else {
+					_, err = e.encode(cats[i%versions])
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// TestEncoderKeepsTableJSONWithinItsBound: the databases written longest
+// ago lose their table JSON first, and what is written is the same
+// either way.
+func TestEncoderKeepsTableJSONWithinItsBound(t *testing.T) {
+	cat := func(db string, n int) *catalog.Catalog {
+		var sql strings.Builder
+		for i := range n {
+			fmt.Fprintf(&sql, "CREATE TABLE t%d (id bigint PRIMARY KEY, note text);\n", i)
+		}
+		c, err := catalog.New(db).Apply("t.sql", sql.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := cat("a", 100), cat("b", 100)
+	var probe encoder
+	if _, err := probe.encode(a); err != nil {
+		t.Fatal(err)
+	}
+	e := encoder{limit: probe.held * 3 / 2} // room for one database
+	for _, c := range []*catalog.Catalog{a, b} {
+		got, err := e.encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := Encode(c)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: held and fresh encodings differ", c.Database)
+		}
+	}
+	if _, ok := e.dbs["a"]; ok || e.dbs["b"] == nil || e.held != e.dbs["b"].held || e.held > e.limit {
+		t.Errorf("held %d bytes of %v, limit %d; want b's alone", e.held, len(e.dbs), e.limit)
 	}
 }

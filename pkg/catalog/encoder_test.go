@@ -1,0 +1,93 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// wireBytes is the catalog's JSON as one json.Marshal of wireCatalog
+// writes it: what Encoder must write byte for byte, since the worker
+// compares and hashes catalogs by their bytes.
+func wireBytes(t testing.TB, c *Catalog) []byte {
+	t.Helper()
+	w := wireCatalog{Database: c.Database, Version: c.Version,
+		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base, Functions: c.Functions(), Drift: c.drift, Routines: c.Routines()}
+	for _, s := range c.Schemas() {
+		w.Schemas = append(w.Schemas, wireSchema{s, c.schemas[s]})
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestEncoderWritesWhatOneMarshalWrites(t *testing.T) {
+	tests := []struct{ name, sql string }{
+		{"empty", ""},
+		{"tables, a view, an enum, a function", `
+CREATE SCHEMA shop;
+COMMENT ON SCHEMA shop IS 'the <shop> & its "orders"';
+CREATE TYPE shop.status AS ENUM ('new', 'paid');
+CREATE TABLE shop.customers (id bigint PRIMARY KEY, name text NOT NULL);
+COMMENT ON TABLE shop.customers IS 'who buys: <b>&amp;</b>';
+CREATE TABLE shop.orders (id bigint PRIMARY KEY, customer_id bigint REFERENCES shop.customers (id), status shop.status DEFAULT 'new');
+CREATE VIEW shop.open_orders AS SELECT id FROM shop.orders WHERE status = 'new';
+CREATE FUNCTION shop.total(o bigint) RETURNS numeric LANGUAGE sql AS 'SELECT 1';`},
+		{"partitions", `
+CREATE TABLE events (id bigint, at date) PARTITION BY RANGE (at);
+CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New("shop")
+			if tc.sql != "" {
+				c = mustApply(t, c, tc.sql)
+			}
+			var e Encoder
+			got, err := e.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := wireBytes(t, c); !bytes.Equal(got, want) {
+				t.Errorf("encoder wrote\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestEncoderEncodesOnlyWhatChanged: after a migration, the tables the
+// new catalog shares with the one before keep the JSON written then, and
+// the bytes are still one Marshal's.
+func TestEncoderEncodesOnlyWhatChanged(t *testing.T) {
+	c := mustApply(t, New("shop"), `
+CREATE TABLE a (id int PRIMARY KEY);
+CREATE TABLE b (id int PRIMARY KEY, a_id int REFERENCES a (id));
+CREATE TABLE c (id int);`)
+	var e Encoder
+	if _, err := e.Marshal(c); err != nil {
+		t.Fatal(err)
+	}
+	first := map[string]*byte{}
+	for tb, b := range e.tables {
+		first[tb.Name] = &b[0]
+	}
+	n := mustApply(t, c, `ALTER TABLE c ADD COLUMN note text; DROP TABLE b; CREATE TABLE d (id int);`)
+	n.ShareWith(c)
+	got, err := e.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := wireBytes(t, n); !bytes.Equal(got, want) {
+		t.Fatalf("after the migration the encoder wrote\n%s\nwant\n%s", got, want)
+	}
+	for tb, b := range e.tables {
+		if reused := first[tb.Name] == &b[0]; reused != (tb.Name == "a") {
+			t.Errorf("table %s: JSON reused %v", tb.Name, reused)
+		}
+	}
+	if len(e.tables) != 3 {
+		t.Errorf("the encoder holds %d tables' JSON, want the 3 of the catalog", len(e.tables))
+	}
+}
