@@ -505,11 +505,15 @@ type wireSchema struct {
 	Comment string `json:"comment,omitempty"`
 }
 
-// MarshalJSON encodes the catalog deterministically, as wireCatalog's
-// fields in order (Encoder writes the same bytes).
+// MarshalJSON encodes the catalog deterministically. Encoder writes the
+// same bytes, keeping each table's JSON for the next version.
 func (c *Catalog) MarshalJSON() ([]byte, error) {
-	var e Encoder
-	return e.Marshal(c)
+	w := wireCatalog{Database: c.Database, Version: c.Version,
+		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base, Functions: c.Functions(), Drift: c.drift, Routines: c.Routines()}
+	for _, s := range c.Schemas() {
+		w.Schemas = append(w.Schemas, wireSchema{s, c.schemas[s]})
+	}
+	return json.Marshal(w)
 }
 
 // UnmarshalJSON decodes what MarshalJSON wrote, rejecting duplicates.

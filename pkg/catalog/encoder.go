@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 )
 
 // Encoder writes one database's catalogs again and again, as a worker
@@ -18,43 +19,70 @@ type Encoder struct {
 // Marshal encodes c as MarshalJSON does, and keeps the JSON of c's
 // tables, and only theirs, for the next call.
 func (e *Encoder) Marshal(c *Catalog) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(e.bytes + 4096)
+	if err := e.Encode(&buf, c); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Encode writes what Marshal returns to w, table by table: a gzip
+// writer takes it without the whole JSON ever being held.
+func (e *Encoder) Encode(w io.Writer, c *Catalog) error {
 	head := wireHead{Database: c.Database, Version: c.Version}
 	for _, s := range c.Schemas() {
 		head.Schemas = append(head.Schemas, wireSchema{s, c.schemas[s]})
 	}
 	hb, err := json.Marshal(head)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	tb, err := json.Marshal(wireTail{Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base,
 		Functions: c.Functions(), Drift: c.drift, Routines: c.Routines()})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	tables := c.Tables()
 	next := make(map[*Table][]byte, len(tables))
-	var buf bytes.Buffer
-	buf.Grow(len(hb) + len(tb) + e.bytes + 64)
-	buf.Write(hb[:len(hb)-1]) // without its closing brace
-	buf.WriteString(`,"tables":[`)
+	ew := errWriter{w: w}
+	ew.write(hb[:len(hb)-1]) // without its closing brace
+	ew.write([]byte(`,"tables":[`))
 	size := 0
 	for i, t := range tables {
 		b, ok := e.tables[t]
 		if !ok {
 			if b, err = json.Marshal(t); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if i > 0 {
-			buf.WriteByte(',')
+			ew.write(comma)
 		}
-		buf.Write(b)
+		ew.write(b)
 		next[t], size = b, size+len(b)
 	}
-	buf.WriteString("],")
-	buf.Write(tb[1:]) // without its opening brace
+	ew.write([]byte("],"))
+	ew.write(tb[1:]) // without its opening brace
+	if ew.err != nil {
+		return ew.err
+	}
 	e.tables, e.bytes = next, size
-	return buf.Bytes(), nil
+	return nil
+}
+
+var comma = []byte{','}
+
+// errWriter keeps the first error of a run of writes.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (ew *errWriter) write(b []byte) {
+	if ew.err == nil {
+		_, ew.err = ew.w.Write(b)
+	}
 }
 
 // Held is how many bytes of table JSON e keeps for the next call.

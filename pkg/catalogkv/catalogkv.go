@@ -331,13 +331,7 @@ type dbEncoder struct {
 const heldJSONBytes = 64 << 20
 
 func (e *encoder) encode(c *catalog.Catalog) ([]byte, error) {
-	b, err := e.json(c)
-	if err != nil {
-		return nil, fmt.Errorf("encode catalog %s: %w", c.Database, err)
-	}
 	var buf bytes.Buffer
-	// JSON compresses to about a tenth at this level.
-	buf.Grow(headerLen + len(b)/8)
 	buf.WriteString(headerMagic)
 	_ = binary.Write(&buf, binary.BigEndian, c.Version)
 	zw, _ := e.writers.Get().(*gzip.Writer)
@@ -349,7 +343,7 @@ func (e *encoder) encode(c *catalog.Catalog) ([]byte, error) {
 		zw.Reset(&buf)
 	}
 	defer e.writers.Put(zw)
-	if _, err := zw.Write(b); err != nil {
+	if err := e.writeJSON(zw, c); err != nil {
 		return nil, fmt.Errorf("encode catalog %s: %w", c.Database, err)
 	}
 	if err := zw.Close(); err != nil {
@@ -358,16 +352,16 @@ func (e *encoder) encode(c *catalog.Catalog) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// json is c's JSON, through its database's encoder.
-func (e *encoder) json(c *catalog.Catalog) ([]byte, error) {
+// writeJSON writes c's JSON to w through its database's encoder.
+func (e *encoder) writeJSON(w io.Writer, c *catalog.Catalog) error {
 	d := e.dbEncoder(c.Database)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	b, err := d.enc.Marshal(c)
+	err := d.enc.Encode(w, c)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if d.dropped {
-		return b, err
+		return err
 	}
 	e.held += d.enc.Held() - d.held
 	d.held = d.enc.Held()
@@ -378,7 +372,7 @@ func (e *encoder) json(c *catalog.Catalog) ([]byte, error) {
 	for e.held > limit && len(e.dbs) > 0 {
 		e.dropOldest()
 	}
-	return b, err
+	return err
 }
 
 // dbEncoder returns db's encoder.
