@@ -483,21 +483,45 @@ func compareQual(a, b QualName) int {
 }
 
 // wireCatalog is the JSON form: sorted slices, so equal catalogs serialise
-// to equal bytes (the worker compares and hashes them).
+// to equal bytes (the worker compares and hashes them). Its fields are
+// its head's, the tables, then its tail's, in that order: Encoder writes
+// the tables between the two halves.
 type wireCatalog struct {
+	wireHead
+	Tables []*Table `json:"tables"`
+	wireTail
+}
+
+type wireHead struct {
 	Database string       `json:"database"`
 	Version  int64        `json:"version"`
 	Schemas  []wireSchema `json:"schemas"`
-	Tables   []*Table     `json:"tables"`
-	Views    []*View      `json:"views"`
-	Enums    []*Enum      `json:"enums"`
-	History  []Applied    `json:"history,omitempty"`
-	Base     *Base        `json:"base,omitempty"`
+}
+
+type wireTail struct {
+	Views   []*View   `json:"views"`
+	Enums   []*Enum   `json:"enums"`
+	History []Applied `json:"history,omitempty"`
+	Base    *Base     `json:"base,omitempty"`
 	// Functions is new: catalogs stored before it decode without them.
 	Functions []*Function `json:"functions,omitempty"`
 	Drift     []Drift     `json:"drift,omitempty"`
 	// Routines is newer still.
 	Routines []*Routine `json:"routines,omitempty"`
+}
+
+// wireHead and wireTail are c's JSON around its tables.
+func (c *Catalog) wireHead() wireHead {
+	h := wireHead{Database: c.Database, Version: c.Version}
+	for _, s := range c.Schemas() {
+		h.Schemas = append(h.Schemas, wireSchema{s, c.schemas[s]})
+	}
+	return h
+}
+
+func (c *Catalog) wireTail() wireTail {
+	return wireTail{Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base,
+		Functions: c.Functions(), Drift: c.drift, Routines: c.Routines()}
 }
 
 type wireSchema struct {
@@ -508,12 +532,7 @@ type wireSchema struct {
 // MarshalJSON encodes the catalog deterministically. Encoder writes the
 // same bytes, keeping each table's JSON for the next version.
 func (c *Catalog) MarshalJSON() ([]byte, error) {
-	w := wireCatalog{Database: c.Database, Version: c.Version,
-		Tables: c.Tables(), Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base, Functions: c.Functions(), Drift: c.drift, Routines: c.Routines()}
-	for _, s := range c.Schemas() {
-		w.Schemas = append(w.Schemas, wireSchema{s, c.schemas[s]})
-	}
-	return json.Marshal(w)
+	return json.Marshal(wireCatalog{c.wireHead(), c.Tables(), c.wireTail()})
 }
 
 // UnmarshalJSON decodes what MarshalJSON wrote, rejecting duplicates.

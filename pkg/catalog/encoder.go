@@ -30,16 +30,11 @@ func (e *Encoder) Marshal(c *Catalog) ([]byte, error) {
 // Encode writes what Marshal returns to w, table by table: a gzip
 // writer takes it without the whole JSON ever being held.
 func (e *Encoder) Encode(w io.Writer, c *Catalog) error {
-	head := wireHead{Database: c.Database, Version: c.Version}
-	for _, s := range c.Schemas() {
-		head.Schemas = append(head.Schemas, wireSchema{s, c.schemas[s]})
-	}
-	hb, err := json.Marshal(head)
+	hb, err := json.Marshal(c.wireHead())
 	if err != nil {
 		return err
 	}
-	tb, err := json.Marshal(wireTail{Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base,
-		Functions: c.Functions(), Drift: c.drift, Routines: c.Routines()})
+	tb, err := json.Marshal(c.wireTail())
 	if err != nil {
 		return err
 	}
@@ -87,21 +82,3 @@ func (ew *errWriter) write(b []byte) {
 
 // Held is how many bytes of table JSON e keeps for the next call.
 func (e *Encoder) Held() int { return e.bytes }
-
-// wireHead and wireTail are wireCatalog's fields before and after its
-// tables, in its order.
-type wireHead struct {
-	Database string       `json:"database"`
-	Version  int64        `json:"version"`
-	Schemas  []wireSchema `json:"schemas"`
-}
-
-type wireTail struct {
-	Views     []*View     `json:"views"`
-	Enums     []*Enum     `json:"enums"`
-	History   []Applied   `json:"history,omitempty"`
-	Base      *Base       `json:"base,omitempty"`
-	Functions []*Function `json:"functions,omitempty"`
-	Drift     []Drift     `json:"drift,omitempty"`
-	Routines  []*Routine  `json:"routines,omitempty"`
-}

@@ -85,3 +85,19 @@ CREATE TABLE c (id int);`)
 		t.Errorf("the encoder holds %d tables' JSON, want the 3 of the catalog", len(e.tables))
 	}
 }
+
+// TestTheStoredFormIsUnchanged: catalogs stored by earlier releases are
+// compared with new ones by their bytes, so MarshalJSON and Encoder
+// write the form they did before the encoder (this literal is what
+// MarshalJSON wrote then).
+func TestTheStoredFormIsUnchanged(t *testing.T) {
+	c := mustApply(t, New("shop"), `CREATE SCHEMA s; COMMENT ON SCHEMA s IS 'a <b> & "c"'; CREATE TYPE s.st AS ENUM ('x'); CREATE TABLE s.t (id int PRIMARY KEY, st s.st); CREATE VIEW s.v AS SELECT id FROM s.t;`)
+	c.Version = 3
+	const want = `{"database":"shop","version":3,"schemas":[{"name":"public"},{"name":"s","comment":"a \u003cb\u003e \u0026 \"c\""}],"tables":[{"schema":"s","name":"t","columns":[{"name":"id","type":"integer","not_null":true},{"name":"st","type":"s.st","enum":{"schema":"s","name":"st"}}],"primary_key":{"name":"t_pkey","columns":["id"]}}],"views":[{"schema":"s","name":"v","definition":"SELECT id FROM s.t","columns":[{"name":"id","type":"integer"}],"reads":[{"schema":"s","name":"t"}]}],"enums":[{"schema":"s","name":"st","labels":["x"]}]}`
+	var e Encoder
+	for name, marshal := range map[string]func(*Catalog) ([]byte, error){"MarshalJSON": (*Catalog).MarshalJSON, "Encoder": e.Marshal} {
+		if got, err := marshal(c); err != nil || string(got) != want {
+			t.Errorf("%s wrote\n%s\nwant\n%s (%v)", name, got, want, err)
+		}
+	}
+}
