@@ -246,10 +246,11 @@ func (sp *speculation) Confirm(ctx context.Context) (bool, error) {
 }
 
 // genFields are db's fields in the generations hash: its generation,
-// its change log's horizon, and its landing mark, set while a projection
+// its change log's horizon, its landing mark, set while a projection
 // too big for one MULTI is written in batches (ReplaceSchema) and
-// cleared with the projected version when it has landed whole.
-func genFields(db string) []string { return []string{"g:" + db, "h:" + db, "l:" + db} }
+// cleared with the projected version when it has landed whole, and its
+// incarnation (changeLog).
+func genFields(db string) []string { return []string{"g:" + db, "h:" + db, "l:" + db, "i:" + db} }
 
 // readGen reads db's generation, change-log horizon and landing mark in
 // version v.

@@ -289,13 +289,13 @@ func (s *Store) logWhole(ctx context.Context, v int, db string) (metaState, erro
 // adds, and takes the ids from ids when given.
 func (s *Store) readLog(ctx context.Context, v int, db string, queue func(redis.Pipeliner) *redis.ZSliceCmd, ids func() []string) (metaState, error) {
 	pipe := s.rdb.TxPipeline()
-	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v, db), "g:"+db, "h:"+db, "i:"+db, "l:"+db)
+	genCmd := pipe.HMGet(ctx, s.gensKeyAt(v, db), genFields(db)...)
 	logCmd := queue(pipe)
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return metaState{}, fmt.Errorf("read chunks of %s: %w", db, classify(err))
 	}
 	vals := genCmd.Val() // nil fields: nothing was ever written
-	st := metaState{gen: intOf(vals[0]), horizon: intOf(vals[1]), incarnation: str(vals[2]), landing: vals[3] != nil, log: logCmd.Val()}
+	st := metaState{gen: intOf(vals[0]), horizon: intOf(vals[1]), landing: vals[2] != nil, incarnation: str(vals[3]), log: logCmd.Val()}
 	if ids != nil {
 		st.ids = ids()
 	}
