@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,4 +71,38 @@ func BenchmarkApplyHistory(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(files)), "migrations/op")
 	})
+}
+
+// BenchmarkMigrateBigCatalog applies one migration to a catalog of ten
+// thousand tables as a worker does: a replay from the catalog written
+// last, one ALTER, and the result made to share what did not change.
+func BenchmarkMigrateBigCatalog(b *testing.B) {
+	base, err := Snapshot("db", "big.sql", bigSchema(10_000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		r := NewReplay(base)
+		sql := fmt.Sprintf("ALTER TABLE t%d ADD COLUMN extra_%d text;", i%10_000, i)
+		if err := r.Apply(context.Background(), "m.sql", sql, Applied{Seq: int64(i)}); err != nil {
+			b.Fatal(err)
+		}
+		r.Catalog().ShareWith(base)
+	}
+}
+
+// bigSchema is n tables, each referencing the one before.
+func bigSchema(n int) string {
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, "CREATE TABLE t%d (id bigint PRIMARY KEY, name text NOT NULL, note text, created_at timestamptz", i)
+		if i > 0 {
+			fmt.Fprintf(&sb, ", t%d_id bigint REFERENCES t%d", i-1, i-1)
+		}
+		sb.WriteString(");\n")
+	}
+	return sb.String()
 }

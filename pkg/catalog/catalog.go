@@ -11,6 +11,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -225,8 +226,15 @@ type Catalog struct {
 
 	schemas map[string]string // name → comment
 	tables  map[QualName]*Table
-	views   map[QualName]*View
-	enums   map[QualName]*Enum
+	// frozen are the tables of the catalog this one was cloned from,
+	// which the two share until this one changes them: a table is
+	// copied out of it before its first change (thaw). Copying every
+	// table at each clone cost a worker a quarter of a migration's time
+	// at ten thousand tables, to change one or two. The catalog cloned
+	// from is never changed again, so the map is read, never written.
+	frozen map[QualName]*Table
+	views  map[QualName]*View
+	enums  map[QualName]*Enum
 	// functions are user-defined functions, for the SQL guard.
 	functions map[QualName]*Function
 	// routines are the PL/pgSQL routines that can change the schema,
@@ -373,7 +381,9 @@ func lookup[T any](m map[QualName]T, name string) T {
 	return found
 }
 
-// Clone returns a deep copy that shares nothing mutable with c.
+// Clone returns a copy of c to change. It shares c's tables until it
+// changes them (see frozen), and nothing else mutable; c must not be
+// changed after.
 func (c *Catalog) Clone() *Catalog {
 	n := &Catalog{
 		Database: c.Database,
@@ -382,7 +392,8 @@ func (c *Catalog) Clone() *Catalog {
 		drift:    slices.Clip(c.drift),
 		base:     c.base,
 		schemas:  make(map[string]string, len(c.schemas)),
-		tables:   make(map[QualName]*Table, len(c.tables)),
+		tables:   maps.Clone(c.tables),
+		frozen:   c.tables,
 		views:    make(map[QualName]*View, len(c.views)),
 		enums:    make(map[QualName]*Enum, len(c.enums)),
 
@@ -398,8 +409,8 @@ func (c *Catalog) Clone() *Catalog {
 	for k, v := range c.schemas {
 		n.schemas[k] = v
 	}
-	for k, t := range c.tables {
-		n.tables[k] = t.clone()
+	if n.tables == nil {
+		n.tables = map[QualName]*Table{}
 	}
 	for k, v := range c.views {
 		n.views[k] = v.clone()

@@ -26,12 +26,24 @@ func FuzzApply(f *testing.F) {
 		"COPY t FROM stdin;\n1\n\\.\n",
 		"SET search_path = ''; CREATE TABLE x (); RESET search_path; DROP SCHEMA public CASCADE;",
 		"CREATE TABLE a (id int); ALTER TABLE a INHERIT a; ALTER TABLE a ADD COLUMN x int;",
+		"ALTER TABLE t DROP CONSTRAINT t_pkey CASCADE; ALTER TABLE parent ADD COLUMN z int, ADD UNIQUE (x);",
+		"ALTER TABLE pp ADD UNIQUE (id, k); ALTER TABLE pp DETACH PARTITION pp1; ALTER TYPE mood RENAME VALUE 'a' TO 'c';",
+		"ALTER TABLE r RENAME COLUMN a TO c; ALTER TABLE t DROP COLUMN a CASCADE; DROP TABLE r CASCADE;",
 		"CREATE TABLE m (id int) PARTITION BY LIST (id); CREATE TABLE m1 PARTITION OF m FOR VALUES IN (1); ALTER TABLE m1 ATTACH PARTITION m FOR VALUES IN (2); ALTER TABLE m ADD COLUMN y int;",
 	}
 	for _, s := range seeds {
 		f.Add(s)
 	}
-	base, err := New("db").Apply("base.sql", "CREATE TABLE t (id int PRIMARY KEY, a text, b int); CREATE SCHEMA s;")
+	// Tables that others reference, partitions, inheritance, a view and
+	// an enum: a statement's changes spread through each of them, and
+	// the result shares the tables it did not change with base.
+	base, err := New("db").Apply("base.sql", `CREATE TABLE t (id int PRIMARY KEY, a text, b int); CREATE SCHEMA s;
+		CREATE TABLE r (id int PRIMARY KEY, t_id int REFERENCES t, a text);
+		CREATE TABLE pp (id int, k int, PRIMARY KEY (id, k), FOREIGN KEY (id) REFERENCES t) PARTITION BY LIST (k);
+		CREATE TABLE pp1 PARTITION OF pp FOR VALUES IN (1);
+		CREATE TABLE parent (id int PRIMARY KEY, x text); CREATE TABLE child (y int) INHERITS (parent);
+		CREATE TYPE mood AS ENUM ('a', 'b'); CREATE TABLE feel (m mood DEFAULT 'a', r_id int REFERENCES r);
+		CREATE VIEW v AS SELECT id, a FROM t;`)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -72,7 +72,8 @@ func (c *Catalog) stampChanges(seq int64, source string) {
 }
 
 // Rebase marks c as built from the snapshot base: its history starts
-// anew, without drift.
+// anew, without drift. c is a catalog Snapshot returned, whose tables are
+// all its own: every one is changed.
 func (c *Catalog) Rebase(b Base) *Catalog {
 	c.history, c.base, c.Version, c.drift = nil, &b, b.Seq, nil
 	for _, t := range c.tables {

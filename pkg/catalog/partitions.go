@@ -10,10 +10,14 @@ import "slices"
 // state, marked Inherited and made anew after every script, so a key
 // dropped from the parent or a partition detached loses them.
 func (c *Catalog) syncPartitions() {
-	var parts []*Table
-	for _, t := range c.tables {
+	var parts, shared []*Table
+	for q, t := range c.tables {
 		if !hasInherited(t) && t.PartitionOf == nil {
 			continue
+		}
+		if c.isFrozen(t) {
+			shared = append(shared, t)
+			t = c.thaw(q)
 		}
 		if t.PrimaryKey != nil && t.PrimaryKey.Inherited {
 			t.PrimaryKey = nil
@@ -62,6 +66,12 @@ func (c *Catalog) syncPartitions() {
 	}
 	for _, t := range parts {
 		derive(t, 0)
+	}
+	// A shared table whose copies came out as they were stays shared.
+	for _, t := range shared {
+		if q := t.QualName(); c.tables[q].equal(t) {
+			c.tables[q] = t
+		}
 	}
 }
 

@@ -61,6 +61,8 @@ func (a *applier) reachOf(n *pg.Node) reach {
 		return reach{all: true}
 	case n.GetDropStmt() != nil:
 		switch n.GetDropStmt().RemoveType {
+		case pg.ObjectType_OBJECT_FUNCTION, pg.ObjectType_OBJECT_PROCEDURE:
+			return a.droppingRoutines(n.GetDropStmt())
 		case pg.ObjectType_OBJECT_INDEX, pg.ObjectType_OBJECT_SEQUENCE, pg.ObjectType_OBJECT_TRIGGER,
 			pg.ObjectType_OBJECT_POLICY, pg.ObjectType_OBJECT_RULE, pg.ObjectType_OBJECT_EXTENSION:
 			return reach{} // not modelled: DROP leaves the catalog as it is
@@ -171,4 +173,31 @@ func (a *applier) defining(parts []string) reach {
 	}
 	q := QualName{schema, name}
 	return reach{functions: []QualName{q}, routines: []QualName{q}}
+}
+
+// droppingRoutines reaches the functions and routines a DROP FUNCTION or
+// PROCEDURE may remove: those of its names, in every schema when a name
+// has none (see dropFunctions). Migrations drop and recreate functions
+// often; reaching everything copied every table for them.
+func (a *applier) droppingRoutines(s *pg.DropStmt) reach {
+	var r reach
+	for _, obj := range s.Objects {
+		owa := obj.GetObjectWithArgs()
+		if owa == nil {
+			continue
+		}
+		schema, name := qualFromList(pgtree.Strings(owa.Objname))
+		named := func(q QualName) bool { return q.Name == name && (schema == "" || q.Schema == schema) }
+		for q := range a.cat.functions {
+			if named(q) {
+				r.functions = append(r.functions, q)
+			}
+		}
+		for q := range a.cat.routines {
+			if named(q) {
+				r.routines = append(r.routines, q)
+			}
+		}
+	}
+	return r
 }

@@ -62,7 +62,10 @@ func (r *Replay) Apply(ctx context.Context, source, sql string, a Applied) error
 		return err
 	}
 	if len(r.since) >= checkpointEvery {
-		r.base, r.since = r.cur.Clone(), nil
+		// The working catalog becomes the checkpoint, never changed
+		// again, and work goes on in its clone: a clone's source must
+		// stay as it is (Clone).
+		r.base, r.cur, r.since = r.cur, r.cur.Clone(), nil
 	}
 	drifted := len(r.cur.drift)
 	spent := newBudget(ctx, s.opts.limits)

@@ -26,9 +26,10 @@ func (a *applier) savepoint() *savepoint {
 	return sp
 }
 
-// beforeChange saves what the statement n may change in the open blocks,
-// and charges interpreted DDL to the object budget. Every statement that
-// may change the catalog passes here first.
+// beforeChange copies out the shared tables the statement n may change
+// (thawReach), saves what it may change in the open blocks, and charges
+// interpreted DDL to the object budget. Every statement that may change
+// the catalog passes here first.
 func (a *applier) beforeChange(n *pg.Node) error {
 	if a.calls != nil {
 		objects := 1
@@ -39,10 +40,14 @@ func (a *applier) beforeChange(n *pg.Node) error {
 			return err
 		}
 	}
+	r := a.reachOf(n)
+	// Before the blocks save it: what they keep must be the copy that
+	// the statement changes and a rollback puts back.
+	a.thawReach(r)
 	if len(a.savepoints) == 0 {
 		return nil
 	}
-	saved := a.keep(a.reachOf(n))
+	saved := a.keep(r)
 	if a.calls != nil && saved > 0 {
 		if err := a.calls.budget.step(saved); err != nil {
 			return err

@@ -1,0 +1,164 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// thawBase is a catalog whose tables reach each other every way a
+// statement's changes spread: foreign keys, partitions, inheritance, an
+// enum's columns.
+const thawBase = `
+	CREATE TYPE mood AS ENUM ('ok', 'sad');
+	CREATE TABLE customers (id bigint PRIMARY KEY, email text UNIQUE, m mood DEFAULT 'ok');
+	CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint REFERENCES customers, total numeric);
+	CREATE TABLE lines (id bigint PRIMARY KEY, order_id bigint REFERENCES orders, sku text);
+	CREATE TABLE events (id bigint, at date, customer_id bigint, PRIMARY KEY (id, at), FOREIGN KEY (customer_id) REFERENCES customers) PARTITION BY RANGE (at);
+	CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+	CREATE TABLE people (id int PRIMARY KEY, name text);
+	CREATE TABLE staff (badge text) INHERITS (people);
+	CREATE TABLE notes (id int, body text);
+	CREATE VIEW big AS SELECT id FROM orders WHERE total > 100;`
+
+// TestApplyCopiesOnlyWhatItChanges: the catalog Apply returns shares
+// every table the migration did not reach with the catalog it started
+// from, and that catalog stays as it was.
+func TestApplyCopiesOnlyWhatItChanges(t *testing.T) {
+	base, err := Snapshot("shop", "base.sql", thawBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := base.MarshalJSON()
+	for _, tc := range []struct {
+		name, sql string
+		copied    []string // the tables the result does not share
+	}{
+		{"a column", "ALTER TABLE notes ADD COLUMN author text;", []string{"notes"}},
+		{"a comment", "COMMENT ON COLUMN orders.total IS 'with tax';", []string{"orders"}},
+		{"a comment on a view", "COMMENT ON VIEW big IS 'large';", nil},
+		{"a new table referencing others", "CREATE TABLE refunds (id int, order_id bigint REFERENCES orders, customer_id bigint REFERENCES customers);", nil},
+		{"a foreign key added", "ALTER TABLE notes ADD COLUMN customer_id bigint REFERENCES customers;", []string{"notes"}},
+		{"a partitioned parent and its partition", "ALTER TABLE events ADD COLUMN kind text;", []string{"events", "events_2026"}},
+		{"a key the partitions inherit", "ALTER TABLE events ADD UNIQUE (id, at, customer_id);", []string{"events", "events_2026"}},
+		{"a new partition", "CREATE TABLE events_2027 PARTITION OF events FOR VALUES FROM ('2027-01-01') TO ('2028-01-01');", nil},
+		{"a parent and its child", "ALTER TABLE people ADD COLUMN email text;", []string{"people", "staff"}},
+		{"only the parent", "ALTER TABLE ONLY people ALTER COLUMN name SET NOT NULL;", []string{"people", "staff"}},
+		{"a view", "CREATE VIEW sad AS SELECT * FROM customers WHERE m = 'sad';", nil},
+		{"an index and grants", "CREATE INDEX ON orders (total); GRANT SELECT ON orders TO reader;", nil},
+		{"a routine that alters", `CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$ BEGIN ALTER TABLE lines ADD COLUMN qty int; END $$; SELECT f();`, []string{"lines"}},
+		{"an exception block rolled back", `DO $$ BEGIN ALTER TABLE lines ADD COLUMN qty int; RAISE EXCEPTION 'no'; EXCEPTION WHEN OTHERS THEN NULL; END $$;`, []string{"lines"}},
+		{"a function dropped and made again", "CREATE FUNCTION g() RETURNS int LANGUAGE sql AS 'SELECT 1'; DROP FUNCTION g(); DROP FUNCTION IF EXISTS public.h(int); CREATE FUNCTION g() RETURNS int LANGUAGE sql AS 'SELECT 2';", nil},
+		{"a drop", "DROP TABLE notes;", nil}, // reach unknown: every table copied
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, err := base.Apply("m.sql", tc.sql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var copied []string
+			for q, nt := range next.tables {
+				if bt := base.tables[q]; bt != nil && bt != nt {
+					copied = append(copied, q.Name)
+				}
+			}
+			slices.Sort(copied)
+			want := tc.copied
+			if tc.sql == "DROP TABLE notes;" {
+				want = nil
+				for q := range next.tables {
+					want = append(want, q.Name)
+				}
+				slices.Sort(want)
+			}
+			if !slices.Equal(copied, want) {
+				t.Errorf("copied %v, want %v", copied, want)
+			}
+			checkShared(t, base, withShared(next, base))
+			if after, _ := base.MarshalJSON(); string(after) != string(before) {
+				t.Fatal("Apply changed the catalog it started from")
+			}
+		})
+	}
+}
+
+// withShared is next made to share what did not change with prev, as a
+// worker writes it.
+func withShared(next, prev *Catalog) *Catalog {
+	next.ShareWith(prev)
+	return next
+}
+
+// TestReplayLeavesItsCheckpointsAlone: a replay changes one working
+// catalog in place past several checkpoints, then goes back to the last
+// one when a migration fails; neither the catalog it started from nor
+// the checkpoint changed meanwhile.
+func TestReplayLeavesItsCheckpointsAlone(t *testing.T) {
+	base, err := Snapshot("shop", "base.sql", thawBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := base.MarshalJSON()
+	r := NewReplay(base)
+	seq := int64(0)
+	apply := func(sql string) error {
+		seq++
+		return r.Apply(context.Background(), fmt.Sprintf("%d.sql", seq), sql, Applied{Seq: seq})
+	}
+	tables := []string{"customers", "orders", "lines", "notes", "people", "events"}
+	for i := range 3*checkpointEvery + 5 {
+		if err := apply(fmt.Sprintf("ALTER TABLE %s ADD COLUMN c%d int;", tables[i%len(tables)], i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mid, _ := r.Catalog().MarshalJSON()
+	// Half applied, then refused: the replay redoes from its checkpoint.
+	if err := apply("ALTER TABLE orders ADD COLUMN late int; ALTER TABLE nowhere ADD COLUMN x int;"); err == nil {
+		t.Fatal("a migration naming a missing table applied")
+	}
+	seq--
+	if got, _ := r.Catalog().MarshalJSON(); string(got) != string(mid) {
+		t.Fatal("the refused migration left changes behind")
+	}
+	if r.Catalog().Table(QualName{"public", "orders"}).Column("late") != nil {
+		t.Fatal("the refused migration's first statement stayed")
+	}
+	if after, _ := base.MarshalJSON(); string(after) != string(before) {
+		t.Fatal("the replay changed the catalog it started from")
+	}
+	if err := apply("ALTER TABLE orders ADD COLUMN late int;"); err != nil {
+		t.Fatal(err)
+	}
+	added := 0
+	for i := range 3*checkpointEvery + 5 {
+		if tables[i%len(tables)] == "orders" {
+			added++
+		}
+	}
+	if n := len(r.Catalog().Table(QualName{"public", "orders"}).Columns); n != 3+added+1 {
+		t.Fatalf("orders has %d columns, want %d", n, 3+added+1)
+	}
+}
+
+// TestUndoneDropKeepsTheFunction: a DROP FUNCTION reaches only the
+// functions it names, and an exception block that fails after it puts
+// them back.
+func TestUndoneDropKeepsTheFunction(t *testing.T) {
+	c, err := New("db").Apply("m.sql", `CREATE SCHEMA s;
+		CREATE FUNCTION keep() RETURNS int LANGUAGE sql STABLE AS 'SELECT 1';
+		CREATE FUNCTION s.keep() RETURNS int LANGUAGE sql STABLE AS 'SELECT 1';
+		CREATE FUNCTION other() RETURNS int LANGUAGE sql STABLE AS 'SELECT 1';
+		DO $$ BEGIN DROP FUNCTION keep(); RAISE EXCEPTION 'no'; EXCEPTION WHEN OTHERS THEN NULL; END $$;
+		DROP FUNCTION s.keep();`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range c.Functions() {
+		names = append(names, f.QualName().String())
+	}
+	if want := []string{"public.keep", "public.other"}; !slices.Equal(names, want) {
+		t.Fatalf("functions %v, want %v", names, want)
+	}
+}
