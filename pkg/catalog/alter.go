@@ -357,10 +357,12 @@ func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
 			}
 		}
 	}
-	for _, other := range a.cat.tables {
-		other.ForeignKeys = slices.DeleteFunc(other.ForeignKeys, func(fk ForeignKey) bool {
-			return fk.RefTable == q && slices.Contains(fk.RefColumns, name)
-		})
+	refers := func(fk ForeignKey) bool { return fk.RefTable == q && slices.Contains(fk.RefColumns, name) }
+	for oq, other := range a.cat.tables {
+		if slices.ContainsFunc(other.ForeignKeys, refers) {
+			other = a.changing(oq)
+			other.ForeignKeys = slices.DeleteFunc(other.ForeignKeys, refers)
+		}
 	}
 	uses := func(cols []string) bool { return slices.Contains(cols, name) }
 	if t.PrimaryKey != nil && uses(t.PrimaryKey.Columns) {
@@ -405,17 +407,17 @@ func (a *applier) dropConstraint(t *Table, name string, missingOK, cascade bool)
 		return nil
 	}
 	q := t.QualName()
-	for _, other := range a.cat.tables {
+	refers := func(fk ForeignKey) bool { return fk.RefTable == q && slices.Equal(fk.RefColumns, keyCols) }
+	for oq, other := range a.cat.tables {
 		for _, fk := range other.ForeignKeys {
-			if other != t && fk.RefTable == q && slices.Equal(fk.RefColumns, keyCols) && !cascade {
+			if other != t && refers(fk) && !cascade {
 				return dependent("cannot drop constraint %s on %s: constraint %s on %s depends on it (use CASCADE)",
 					QuoteIdent(name), q, QuoteIdent(fk.Name), other.QualName())
 			}
 		}
-		if cascade {
-			other.ForeignKeys = slices.DeleteFunc(other.ForeignKeys, func(fk ForeignKey) bool {
-				return fk.RefTable == q && slices.Equal(fk.RefColumns, keyCols)
-			})
+		if cascade && slices.ContainsFunc(other.ForeignKeys, refers) {
+			other = a.changing(oq)
+			other.ForeignKeys = slices.DeleteFunc(other.ForeignKeys, refers)
 		}
 	}
 	return nil

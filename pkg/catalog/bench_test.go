@@ -75,22 +75,30 @@ func BenchmarkApplyHistory(b *testing.B) {
 
 // BenchmarkMigrateBigCatalog applies one migration to a catalog of ten
 // thousand tables as a worker does: a replay from the catalog written
-// last, one ALTER, and the result made to share what did not change.
+// last, one statement, and the result made to share what did not change.
 func BenchmarkMigrateBigCatalog(b *testing.B) {
 	base, err := Snapshot("db", "big.sql", bigSchema(10_000))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		r := NewReplay(base)
-		sql := fmt.Sprintf("ALTER TABLE t%d ADD COLUMN extra_%d text;", i%10_000, i)
-		if err := r.Apply(context.Background(), "m.sql", sql, Applied{Seq: int64(i)}); err != nil {
-			b.Fatal(err)
-		}
-		r.Catalog().ShareWith(base)
+	for _, tc := range []struct{ name, sql string }{
+		{"add-column", "ALTER TABLE t%[1]d ADD COLUMN extra_%[2]d text;"},
+		{"drop-column", "ALTER TABLE t%[1]d DROP COLUMN note;"},
+		{"drop-table", "DROP TABLE t%[1]d CASCADE;"},
+		{"rename-table", "ALTER TABLE t%[1]d RENAME TO renamed_%[2]d;"},
+	} {
+		b.Run("migration="+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				r := NewReplay(base)
+				if err := r.Apply(context.Background(), "m.sql", fmt.Sprintf(tc.sql, i%10_000, i), Applied{Seq: int64(i)}); err != nil {
+					b.Fatal(err)
+				}
+				r.Catalog().ShareWith(base)
+			}
+		})
 	}
 }
 

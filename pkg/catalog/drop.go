@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"maps"
 	"slices"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
@@ -116,8 +117,9 @@ func (a *applier) dropRelations(targets []QualName, cascade bool) error {
 			return err
 		}
 	}
-	for _, t := range a.cat.tables {
-		if doomed[t.QualName()] {
+	refersToDoomed := func(fk ForeignKey) bool { return doomed[fk.RefTable] }
+	for q, t := range a.cat.tables {
+		if doomed[q] {
 			continue
 		}
 		for _, fk := range t.ForeignKeys {
@@ -126,8 +128,13 @@ func (a *applier) dropRelations(targets []QualName, cascade bool) error {
 					fk.RefTable, QuoteIdent(fk.Name), t.QualName())
 			}
 		}
-		t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, func(fk ForeignKey) bool { return doomed[fk.RefTable] })
+		if slices.ContainsFunc(t.ForeignKeys, refersToDoomed) {
+			t = a.changing(q)
+			t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, refersToDoomed)
+		}
 	}
+	gone := slices.Collect(maps.Keys(doomed))
+	a.keep(reach{tables: gone, views: gone})
 	for q := range doomed {
 		delete(a.cat.tables, q)
 		delete(a.cat.views, q)

@@ -53,6 +53,12 @@ func (a *applier) keep(r reach) int {
 	}
 	n := 0
 	for _, q := range r.tables {
+		if len(a.savepoints) > 0 {
+			// A rollback puts a table's contents back into the object
+			// saved: that must be this catalog's own copy, never a table
+			// it shares.
+			a.cat.thaw(q)
+		}
 		n += keepOne(a, q, a.cat.tables, func(j *journal) *map[QualName]kept[Table] { return &j.tables }, (*Table).clone)
 	}
 	for _, q := range r.views {

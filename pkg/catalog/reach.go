@@ -6,11 +6,14 @@ import (
 	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
-// reachOf says what statement n may change, for an exception block to
-// save first (see savepoint). It names objects only where it is sure; a
-// statement whose effects spread (a DROP and its cascade, a RENAME and
-// the references it repoints, a column or constraint drop and the
-// foreign keys that go with it) reaches everything.
+// reachOf says what statement n may change, for its tables to be copied
+// out of the shared ones (thawReach) and for an exception block to save
+// first (see savepoint). It names objects only where it is sure; a
+// statement whose effects spread (a RENAME and the references it
+// repoints, a DROP SCHEMA or TYPE and their cascades) reaches
+// everything. Where a drop's cascade is found as it runs (relations,
+// columns, constraints), what it changes beyond its reach is reached
+// there (changing).
 func (a *applier) reachOf(n *pg.Node) reach {
 	switch {
 	case n.GetCreateStmt() != nil:
@@ -63,6 +66,9 @@ func (a *applier) reachOf(n *pg.Node) reach {
 		switch n.GetDropStmt().RemoveType {
 		case pg.ObjectType_OBJECT_FUNCTION, pg.ObjectType_OBJECT_PROCEDURE:
 			return a.droppingRoutines(n.GetDropStmt())
+		case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_FOREIGN_TABLE,
+			pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW:
+			return reach{} // dropRelations reaches what it takes as it goes
 		case pg.ObjectType_OBJECT_INDEX, pg.ObjectType_OBJECT_SEQUENCE, pg.ObjectType_OBJECT_TRIGGER,
 			pg.ObjectType_OBJECT_POLICY, pg.ObjectType_OBJECT_RULE, pg.ObjectType_OBJECT_EXTENSION:
 			return reach{} // not modelled: DROP leaves the catalog as it is
@@ -93,18 +99,10 @@ func (a *applier) creating(rv *pg.RangeVar, view bool) reach {
 	return r
 }
 
-// onlyTheTable are the ALTER TABLE subcommands that change the table
-// itself, its partitions and inheritance children, and nothing else.
-func onlyTheTable(t pg.AlterTableType) bool {
-	switch t {
-	case pg.AlterTableType_AT_DropColumn, pg.AlterTableType_AT_DropConstraint:
-		return false // foreign keys of other tables may go with them
-	}
-	return true
-}
-
 // altering reaches the table an ALTER TABLE changes, its descendants, and
-// a partition it attaches or detaches.
+// a partition it attaches or detaches. The foreign keys of other tables
+// that a dropped column or key takes with it are reached where they go
+// (changing).
 func (a *applier) altering(s *pg.AlterTableStmt) reach {
 	if s.Relation == nil {
 		return reach{}
@@ -114,9 +112,6 @@ func (a *applier) altering(s *pg.AlterTableStmt) reach {
 		cmd := c.GetAlterTableCmd()
 		if cmd == nil {
 			continue
-		}
-		if !onlyTheTable(cmd.Subtype) {
-			return reach{all: true}
 		}
 		if pc := cmd.Def.GetPartitionCmd(); pc != nil && pc.Name != nil {
 			if q, kind := a.resolveRV(pc.Name); kind == relTable {

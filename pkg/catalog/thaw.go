@@ -40,3 +40,13 @@ func (a *applier) thawReach(r reach) {
 		a.cat.thaw(q)
 	}
 }
+
+// changing returns the table named q for a change beyond its statement's
+// reach (a foreign key that goes with the column or table a drop takes):
+// copied out of the shared tables and saved in the open blocks first, as
+// beforeChange does for the reach.
+func (a *applier) changing(q QualName) *Table {
+	t := a.cat.thaw(q)
+	a.keep(reach{tables: []QualName{q}})
+	return t
+}
