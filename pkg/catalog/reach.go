@@ -9,11 +9,10 @@ import (
 // reachOf says what statement n may change, for its tables to be copied
 // out of the shared ones (thawReach) and for an exception block to save
 // first (see savepoint). It names objects only where it is sure; a
-// statement whose effects spread (a RENAME and the references it
-// repoints, a DROP SCHEMA or TYPE and their cascades) reaches
-// everything. Where a drop's cascade is found as it runs (relations,
-// columns, constraints), what it changes beyond its reach is reached
-// there (changing).
+// statement whose effects spread (a SET SCHEMA, a DROP SCHEMA or TYPE
+// and their cascades) reaches everything. Where a drop's cascade or a
+// rename's references are found as they run, what they change beyond
+// the reach is reached there (changing).
 func (a *applier) reachOf(n *pg.Node) reach {
 	switch {
 	case n.GetCreateStmt() != nil:
@@ -60,7 +59,9 @@ func (a *applier) reachOf(n *pg.Node) reach {
 		return a.defining(listStrings(&pg.Node{Node: &pg.Node_List{List: &pg.List{Items: n.GetCreateFunctionStmt().Funcname}}}))
 	case n.GetDefineStmt() != nil:
 		return a.defining(pgtree.Strings(n.GetDefineStmt().Defnames))
-	case n.GetRenameStmt() != nil, n.GetAlterObjectSchemaStmt() != nil:
+	case n.GetRenameStmt() != nil:
+		return a.renaming(n.GetRenameStmt())
+	case n.GetAlterObjectSchemaStmt() != nil:
 		return reach{all: true}
 	case n.GetDropStmt() != nil:
 		switch n.GetDropStmt().RemoveType {
@@ -123,16 +124,7 @@ func (a *applier) altering(s *pg.AlterTableStmt) reach {
 	if kind != relTable {
 		return reach{tables: also}
 	}
-	r := reach{tables: append(also, q)}
-	seen := map[QualName]bool{q: true}
-	for i := len(also); i < len(r.tables); i++ {
-		for _, child := range a.children(r.tables[i]) {
-			if cq := child.QualName(); !seen[cq] {
-				seen[cq] = true
-				r.tables = append(r.tables, cq)
-			}
-		}
-	}
+	r := reach{tables: append(also, a.lineage(q)...)}
 	return r
 }
 
@@ -195,4 +187,53 @@ func (a *applier) droppingRoutines(s *pg.DropStmt) reach {
 		}
 	}
 	return r
+}
+
+// lineage is q and every table that descends from it, by partition or
+// inheritance.
+func (a *applier) lineage(q QualName) []QualName {
+	out := []QualName{q}
+	seen := map[QualName]bool{q: true}
+	for i := 0; i < len(out); i++ {
+		for _, child := range a.children(out[i]) {
+			if cq := child.QualName(); !seen[cq] {
+				seen[cq] = true
+				out = append(out, cq)
+			}
+		}
+	}
+	return out
+}
+
+// renaming reaches the table a RENAME changes itself: a relation, one of
+// its columns (and its descendants' column), a constraint, the key an
+// index is. The references that follow a relation, a column or a
+// sequence into other tables are reached where they are repointed
+// (changing). Inside an exception block a rename reaches everything:
+// the views it repoints are saved only that way.
+func (a *applier) renaming(s *pg.RenameStmt) reach {
+	if len(a.savepoints) > 0 {
+		return reach{all: true}
+	}
+	switch s.RenameType {
+	case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW,
+		pg.ObjectType_OBJECT_FOREIGN_TABLE, pg.ObjectType_OBJECT_TABCONSTRAINT:
+		if q, kind := a.resolveRV(s.Relation); kind == relTable {
+			return reach{tables: []QualName{q}}
+		}
+		return reach{}
+	case pg.ObjectType_OBJECT_COLUMN:
+		if q, kind := a.resolveRV(s.Relation); kind == relTable {
+			return reach{tables: a.lineage(q)}
+		}
+		return reach{}
+	case pg.ObjectType_OBJECT_INDEX:
+		if q, ok := a.resolveIndexOwner(s.Relation); ok {
+			return reach{tables: []QualName{q}}
+		}
+		return reach{}
+	case pg.ObjectType_OBJECT_SEQUENCE:
+		return reach{}
+	}
+	return reach{all: true}
 }

@@ -95,9 +95,13 @@ func (a *applier) sequenceUsed(seq QualName) bool {
 // otherwise, so one the catalog never saw is accepted.
 func (a *applier) moveSequence(from, to QualName) {
 	old, repl := sequenceDefaultOf(from), sequenceDefaultOf(to)
-	for _, t := range a.cat.tables {
-		for _, c := range t.Columns {
-			if c.Default == old {
+	calls := func(c *Column) bool { return c.Default == old }
+	for q, t := range a.cat.tables {
+		if !slices.ContainsFunc(t.Columns, calls) {
+			continue
+		}
+		for _, c := range a.changing(q).Columns {
+			if calls(c) {
 				c.Default = repl
 			}
 		}
@@ -228,8 +232,12 @@ func (a *applier) renameColumn(s *pg.RenameStmt) error {
 	for _, ch := range t.Checks {
 		ren(ch.Columns)
 	}
-	for _, other := range a.cat.tables {
-		for _, fk := range other.ForeignKeys {
+	refers := func(fk ForeignKey) bool { return fk.RefTable == q && slices.Contains(fk.RefColumns, s.Subname) }
+	for oq, other := range a.cat.tables {
+		if !slices.ContainsFunc(other.ForeignKeys, refers) {
+			continue
+		}
+		for _, fk := range a.changing(oq).ForeignKeys {
 			if fk.RefTable == q {
 				ren(fk.RefColumns)
 			}
@@ -277,7 +285,15 @@ func (a *applier) moveRelation(from, to QualName) error {
 
 func (a *applier) repoint(from, to QualName) {
 	a.forgetKinship()
-	for _, t := range a.cat.tables {
+	refers := func(t *Table) bool {
+		return (t.PartitionOf != nil && *t.PartitionOf == from) || slices.Contains(t.Inherits, from) ||
+			slices.ContainsFunc(t.ForeignKeys, func(fk ForeignKey) bool { return fk.RefTable == from })
+	}
+	for q, t := range a.cat.tables {
+		if !refers(t) {
+			continue
+		}
+		t = a.changing(q)
 		for i := range t.ForeignKeys {
 			if t.ForeignKeys[i].RefTable == from {
 				t.ForeignKeys[i].RefTable = to
