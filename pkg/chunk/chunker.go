@@ -63,17 +63,19 @@ func (k *Chunker) Catalog(c *catalog.Catalog) []Chunk {
 			hints[t] = hintsOf(t)
 		}
 	}
-	idx := newFKIndex(c, catalog.NewGraph(c), func(t *catalog.Table) []string { return hints[t] })
+	g := catalog.NewGraph(c)
+	remembered := func(t *catalog.Table) []string { return hints[t] }
 	var out []Chunk
 	for _, t := range tables {
 		if t.PartitionOf != nil {
 			next.tables[t] = tableMemo{hints: hints[t]}
 			continue
 		}
-		deps := tableDeps(c, t, idx)
+		near := aroundOf(c, g, t, remembered)
+		deps := tableDeps(c, t, near)
 		m, ok := prev.tables[t]
 		if !ok || m.deps != deps || m.chunks == nil {
-			m = tableMemo{deps: deps, chunks: table(c, t, idx, k.opts)}
+			m = tableMemo{deps: deps, chunks: table(c, t, near, k.opts)}
 			k.renders.Add(1)
 		}
 		m.hints = hints[t]
@@ -97,20 +99,19 @@ func (k *Chunker) Catalog(c *catalog.Catalog) []Chunk {
 
 // tableDeps is everything besides the table itself that its chunks are
 // rendered from.
-func tableDeps(c *catalog.Catalog, t *catalog.Table, idx *fkIndex) string {
-	q := t.QualName()
+func tableDeps(c *catalog.Catalog, t *catalog.Table, near around) string {
 	var b strings.Builder
-	for _, h := range idx.incoming[q] {
+	for _, h := range near.incoming {
 		b.WriteString(h)
 		b.WriteByte(0)
 	}
 	b.WriteByte(1)
-	for _, p := range idx.partitions[q] {
+	for _, p := range near.partitions {
 		b.WriteString(p)
 		b.WriteByte(0)
 	}
 	b.WriteByte(1)
-	for _, h := range idx.partJoins[q] {
+	for _, h := range near.partJoins {
 		b.WriteString(h)
 		b.WriteByte(0)
 	}

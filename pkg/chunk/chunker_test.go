@@ -47,6 +47,9 @@ func TestChunkerReusesOnlyWhatStillHolds(t *testing.T) {
 		if want := Catalog(n, Options{}); !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d (%s): the chunker's chunks differ from a fresh chunking:\n got %v\nwant %v", i+1, st.name, ids(got), ids(want))
 		}
+		if want := tablerChunks(n, Options{}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d (%s): the chunker's chunks differ from the Tabler's:\n got %v\nwant %v", i+1, st.name, ids(got), ids(want))
+		}
 		if r := int(k.renders.Load() - before); r != st.rendered {
 			t.Errorf("step %d (%s): %d tables and views rendered, want %d", i+1, st.name, r, st.rendered)
 		}
@@ -75,8 +78,12 @@ func TestChunkerLemmy(t *testing.T) {
 		}
 		n.ShareWith(c) // as a worker does before it writes
 		n.Version = int64(i + 1)
-		if got, want := k.Catalog(n), Catalog(n, Options{MaxTableBytes: 600}); !reflect.DeepEqual(got, want) {
+		got := k.Catalog(n)
+		if want := Catalog(n, Options{MaxTableBytes: 600}); !reflect.DeepEqual(got, want) {
 			t.Fatalf("migration %d (%s): the chunker's chunks differ from a fresh chunking", i+1, rel)
+		}
+		if want := tablerChunks(n, Options{MaxTableBytes: 600}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("migration %d (%s): the chunker's chunks differ from the Tabler's", i+1, rel)
 		}
 		c = n
 	}
@@ -86,6 +93,22 @@ func ids(chunks []Chunk) []string {
 	out := make([]string, len(chunks))
 	for i, c := range chunks {
 		out[i] = c.ID + "@" + c.Hash[:8]
+	}
+	return out
+}
+
+// tablerChunks is c chunked table by table through a Tabler, as a daemon
+// renders the tables it adds to a result, in the Chunker's order.
+func tablerChunks(c *catalog.Catalog, opts Options) []Chunk {
+	tb := NewTabler(catalog.NewGraph(c), opts)
+	var out []Chunk
+	for _, t := range c.Tables() {
+		if t.PartitionOf == nil {
+			out = appendVersioned(out, tb.Table(t), c.Version)
+		}
+	}
+	for _, v := range c.Views() {
+		out = appendVersioned(out, []Chunk{View(c, v)}, c.Version)
 	}
 	return out
 }

@@ -114,8 +114,9 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	if prev != nil {
 		pv = prev.vocab
 	}
-	g := &graph{Graph: catalog.NewGraph(cat), cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat),
-		chunks: chunk.NewTabler(cat, chunk.Options{}), vocab: newVocab(cat, pv), rendered: kept.Map[[]chunk.Chunk]{Max: maxRendered},
+	cg := catalog.NewGraph(cat)
+	g := &graph{Graph: cg, cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat),
+		chunks: chunk.NewTabler(cg, chunk.Options{}), vocab: newVocab(cat, pv), rendered: kept.Map[[]chunk.Chunk]{Max: maxRendered},
 		tableWords: kept.Map[[]string]{Max: maxRendered}}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
