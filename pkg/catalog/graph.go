@@ -115,6 +115,17 @@ func (g *Graph) inferredJoins() map[string][]InferredJoin {
 	return g.inferred
 }
 
+// Warm builds the neighbours and, with inferred, the inferred joins now,
+// where the first use would: a daemon warms each catalog version as it
+// arrives, so that the first question after a migration does not pay for
+// them (30 ms at ten thousand tables).
+func (g *Graph) Warm(inferred bool) {
+	g.adjacency()
+	if inferred {
+		g.inferredJoins()
+	}
+}
+
 // Catalog is the catalog the graph is of.
 func (g *Graph) Catalog() *Catalog { return g.cat }
 

@@ -208,3 +208,23 @@ CREATE TABLE memo (memo_id int PRIMARY KEY, body text);
 		t.Errorf("a missing table described: %+v", d)
 	}
 }
+
+// TestWarmBuildsWhatQuestionsFollow: a warmed graph has its neighbours,
+// and its inferred joins only when asked, before any question reads them.
+func TestWarmBuildsWhatQuestionsFollow(t *testing.T) {
+	cat, err := Snapshot("db", "s.sql", `CREATE TABLE category (category_id int PRIMARY KEY);
+		CREATE TABLE film_category (film_id int, category_id int);
+		CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE b (a_id int REFERENCES a);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGraph(cat)
+	g.Warm(false)
+	if len(g.adj["public.a"]) != 1 || g.inferred != nil {
+		t.Fatalf("warmed without inferred joins: neighbours %v, inferred %v", g.adj, g.inferred)
+	}
+	g.Warm(true)
+	if len(g.inferred["public.category"]) != 1 {
+		t.Fatalf("warmed with inferred joins: %v", g.inferred)
+	}
+}

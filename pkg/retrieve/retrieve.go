@@ -153,12 +153,13 @@ func New(search Searcher, embedder embed.Embedder, catalogs Catalogs, cfg Config
 	return r, nil
 }
 
-// Warm builds what retrieval derives from cat (the foreign-key graph, the
-// schema vocabulary) ahead of the first request that needs it; the daemon
-// calls it as each new catalog arrives.
+// Warm builds what retrieval derives from cat (the foreign-key graph and
+// the joins propagation follows, the schema vocabulary) ahead of the
+// first request that needs it; the daemon calls it as each new catalog
+// arrives.
 func (r *Retriever) Warm(cat *catalog.Catalog) {
 	if cat != nil {
-		r.graphs.get(cat)
+		r.graphs.get(cat).Warm(r.cfg.Propagate.InferJoins)
 	}
 }
 
