@@ -552,27 +552,77 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return fmt.Errorf("decode catalog: %w", err)
 	}
+	n, err := fromWire(w)
+	if err != nil {
+		return err
+	}
+	*c = *n
+	return nil
+}
+
+// wellFormed refuses what MarshalJSON never writes and every reader of a
+// catalog relies on: a null table, view, enum or function, or column of
+// one, and a foreign key whose columns and referenced columns differ in
+// number. An entry is read by every daemon; either stopped the process
+// that decoded it.
+func wellFormed(w wireCatalog) error {
+	for i, t := range w.Tables {
+		if t == nil {
+			return fmt.Errorf("table %d is null", i+1)
+		}
+		if j := slices.Index(t.Columns, nil); j >= 0 {
+			return fmt.Errorf("column %d of table %s is null", j+1, t.QualName())
+		}
+		for _, fk := range t.ForeignKeys {
+			if len(fk.Columns) != len(fk.RefColumns) {
+				return fmt.Errorf("foreign key %s of table %s has %d columns and %d referenced", fk.Name, t.QualName(), len(fk.Columns), len(fk.RefColumns))
+			}
+		}
+	}
+	for i, v := range w.Views {
+		if v == nil {
+			return fmt.Errorf("view %d is null", i+1)
+		}
+		if j := slices.Index(v.Columns, nil); j >= 0 {
+			return fmt.Errorf("column %d of view %s is null", j+1, v.QualName())
+		}
+	}
+	if i := slices.Index(w.Enums, nil); i >= 0 {
+		return fmt.Errorf("enum %d is null", i+1)
+	}
+	if i := slices.Index(w.Functions, nil); i >= 0 {
+		return fmt.Errorf("function %d is null", i+1)
+	}
+	return nil
+}
+
+// fromWire is the catalog w holds, refused when it is not one
+// MarshalJSON could have written.
+func fromWire(w wireCatalog) (*Catalog, error) {
 	n := New(w.Database)
 	n.Version = w.Version
 	n.history, n.base, n.drift = w.History, w.Base, w.Drift
 	for i := 1; i < len(n.history); i++ {
 		if n.history[i].Seq <= n.history[i-1].Seq {
-			return fmt.Errorf("decode catalog: history out of order at seq %d", n.history[i].Seq)
+			return nil, fmt.Errorf("decode catalog: history out of order at seq %d", n.history[i].Seq)
 		}
 	}
 	n.schemas = map[string]string{}
 	for _, s := range w.Schemas {
 		n.schemas[s.Name] = s.Comment
 	}
+	if err := wellFormed(w); err != nil {
+		return nil, fmt.Errorf("decode catalog: %w", err)
+	}
 	for _, t := range w.Tables {
 		if _, dup := n.tables[t.QualName()]; dup {
-			return fmt.Errorf("decode catalog: duplicate table %s", t.QualName())
+			return nil, fmt.Errorf("decode catalog: duplicate table %s", t.QualName())
 		}
 		n.tables[t.QualName()] = t
 	}
 	for _, v := range w.Views {
 		if _, dup := n.views[v.QualName()]; dup {
-			return fmt.Errorf("decode catalog: duplicate view %s", v.QualName())
+			return nil, fmt.Errorf("decode catalog: duplicate view %s", v.QualName())
 		}
 		n.views[v.QualName()] = v
 	}
@@ -581,17 +631,16 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 	}
 	for _, r := range w.Routines {
 		if r == nil || len(r.Sources) == 0 {
-			return fmt.Errorf("decode catalog: routine without source")
+			return nil, fmt.Errorf("decode catalog: routine without source")
 		}
 		n.routines[r.QualName()] = r
 	}
 	for _, e := range w.Enums {
 		if _, dup := n.enums[e.QualName()]; dup {
-			return fmt.Errorf("decode catalog: duplicate enum %s", e.QualName())
+			return nil, fmt.Errorf("decode catalog: duplicate enum %s", e.QualName())
 		}
 		n.enums[e.QualName()] = e
 	}
 	n.finish()
-	*c = *n
-	return nil
+	return n, nil
 }

@@ -124,3 +124,45 @@ func FuzzInterpret(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecode: whatever a catalog entry holds (every daemon decodes what
+// the bucket has), decoding returns a catalog or an error and never
+// panics, and what it returns can be encoded, rendered, walked as a join
+// graph and migrated. Run longer with:
+//
+//	go test ./pkg/catalog -run '^$' -fuzz FuzzDecode -fuzztime 5m
+func FuzzDecode(f *testing.F) {
+	c, err := Snapshot("shop", "base.sql", thawBase)
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, _ := c.MarshalJSON()
+	f.Add(good)
+	for _, s := range []string{
+		`{"database":"d","version":1,"schemas":[],"tables":[null],"views":[],"enums":[]}`,
+		`{"database":"d","version":1,"tables":[{"schema":"public","name":"t","columns":[null]}]}`,
+		`{"database":"d","tables":[{"schema":"public","name":"t","partition_of":{"schema":"public","name":"t"},"foreign_keys":[{"columns":["a"],"ref_table":{"schema":"public","name":"t"}}]}]}`,
+		`{"database":"d","tables":[{"schema":"public","name":"a","inherits":[{"schema":"public","name":"b"}]},{"schema":"public","name":"b","inherits":[{"schema":"public","name":"a"}]}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c Catalog
+		if err := c.UnmarshalJSON(b); err != nil {
+			return
+		}
+		if _, err := c.MarshalJSON(); err != nil {
+			t.Fatalf("a decoded catalog does not encode: %v", err)
+		}
+		_ = c.DDL()
+		g := NewGraph(&c)
+		g.Warm(true)
+		for _, tb := range c.Tables() {
+			_ = g.Describe(tb.QualName().Key())
+		}
+		if tables := c.Tables(); len(tables) > 0 {
+			q := tables[0].QualName()
+			_, _ = c.Apply("m.sql", "ALTER TABLE "+QuoteIdent(q.Schema)+"."+QuoteIdent(q.Name)+" ADD COLUMN fuzz_col int; DROP TABLE "+QuoteIdent(q.Schema)+"."+QuoteIdent(q.Name)+" CASCADE;")
+		}
+	})
+}
