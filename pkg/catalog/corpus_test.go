@@ -108,6 +108,8 @@ func replayLemmy(tb testing.TB) *Catalog {
 	}
 	c := New("lemmy")
 	var enc Encoder
+	var dec Decoder
+	var decoded *Catalog // what dec decoded last
 	for i, rel := range strings.Fields(string(order)) {
 		b, err := os.ReadFile(filepath.Join(dir, rel))
 		if err != nil {
@@ -131,7 +133,18 @@ func replayLemmy(tb testing.TB) *Catalog {
 		if got, err := enc.Marshal(n); err != nil || !bytes.Equal(got, wireBytes(tb, n)) {
 			tb.Fatalf("migration %d (%s): the encoder's bytes differ from one Marshal's (%v)", i+1, rel, err)
 		}
-		c = n
+		// What a daemon reads of each version: the same catalog, its
+		// unchanged tables the objects it decoded the version before.
+		d, err := dec.Unmarshal(wireBytes(tb, n))
+		if err != nil || !bytes.Equal(wireBytes(tb, d), wireBytes(tb, n)) {
+			tb.Fatalf("migration %d (%s): the decoder read another catalog (%v)", i+1, rel, err)
+		}
+		for q, t := range n.tables {
+			if decoded != nil && c.tables[q] == t && d.tables[q] != decoded.tables[q] {
+				tb.Fatalf("migration %d (%s): the decoder decoded %s again, which did not change", i+1, rel, q)
+			}
+		}
+		c, decoded = n, d
 	}
 	return c
 }

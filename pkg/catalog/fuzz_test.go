@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"errors"
 	"runtime/debug"
 	"strings"
@@ -147,12 +148,29 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// A daemon's Decoder has read a catalog before: it must read
+		// this one as UnmarshalJSON does all the same.
+		var dec Decoder
+		if _, err := dec.Unmarshal(good); err != nil {
+			t.Fatal(err)
+		}
+		viaDecoder, decErr := dec.Unmarshal(b)
 		var c Catalog
 		if err := c.UnmarshalJSON(b); err != nil {
+			if decErr == nil {
+				t.Fatalf("UnmarshalJSON refused what the Decoder read: %v", err)
+			}
 			return
 		}
-		if _, err := c.MarshalJSON(); err != nil {
+		if decErr != nil {
+			t.Fatalf("the Decoder refused what UnmarshalJSON read: %v", decErr)
+		}
+		want, err := c.MarshalJSON()
+		if err != nil {
 			t.Fatalf("a decoded catalog does not encode: %v", err)
+		}
+		if got, _ := viaDecoder.MarshalJSON(); !bytes.Equal(got, want) {
+			t.Fatalf("the Decoder read\n%s\nUnmarshalJSON\n%s", got, want)
 		}
 		_ = c.DDL()
 		g := NewGraph(&c)

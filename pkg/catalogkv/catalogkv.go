@@ -113,7 +113,7 @@ func (s *Store) Get(ctx context.Context, db string) (*catalog.Catalog, uint64, e
 	if ok && k.rev == e.Revision() {
 		return k.cat, k.rev, nil
 	}
-	c, object, err := decodeValue(ctx, s.objs, e.Value())
+	c, object, err := decodeValue(ctx, s.objs, e.Value(), nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), err)
 	}
@@ -237,10 +237,11 @@ type objectRef struct {
 }
 
 // decodeValue decodes an entry, reading the object it references when it
-// references one (and returning its name).
-func decodeValue(ctx context.Context, objs jetstream.ObjectStore, b []byte) (*catalog.Catalog, string, error) {
+// references one (and returning its name), through dec when not nil
+// (decodeWith).
+func decodeValue(ctx context.Context, objs jetstream.ObjectStore, b []byte, dec *catalog.Decoder) (*catalog.Catalog, string, error) {
 	if len(b) < headerLen || string(b[:len(refMagic)]) != refMagic {
-		c, err := Decode(b)
+		c, err := decodeWith(b, dec)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
@@ -260,7 +261,7 @@ func decodeValue(ctx context.Context, objs jetstream.ObjectStore, b []byte) (*ca
 	if err != nil {
 		return nil, "", fmt.Errorf("decode catalog: read object %s: %w", ref.Object, err)
 	}
-	c, err := Decode(append(header(headerMagic, 0), gz...))
+	c, err := decodeWith(append(header(headerMagic, 0), gz...), dec)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: object %s: %w", ErrCorrupt, ref.Object, err)
 	}
@@ -310,25 +311,8 @@ func Encode(c *catalog.Catalog) ([]byte, error) {
 // tables), up to heldJSONBytes of table JSON over all databases.
 type encoder struct {
 	writers sync.Pool // *gzip.Writer
-
-	mu    sync.Mutex
-	dbs   map[string]*dbEncoder
-	held  int // bytes of table JSON the dbs' encoders keep
-	limit int // on held; heldJSONBytes when 0
+	dbs     perDatabase[catalog.Encoder, *catalog.Encoder]
 }
-
-// dbEncoder is one database's JSON encoder, one write at a time.
-type dbEncoder struct {
-	mu      sync.Mutex
-	enc     catalog.Encoder
-	held    int       // under encoder.mu
-	usedAt  time.Time // under encoder.mu
-	dropped bool      // under encoder.mu
-}
-
-// heldJSONBytes bounds the table JSON kept between writes; the
-// databases written longest ago go first.
-const heldJSONBytes = 64 << 20
 
 func (e *encoder) encode(c *catalog.Catalog) ([]byte, error) {
 	var buf bytes.Buffer
@@ -354,59 +338,15 @@ func (e *encoder) encode(c *catalog.Catalog) ([]byte, error) {
 
 // writeJSON writes c's JSON to w through its database's encoder.
 func (e *encoder) writeJSON(w io.Writer, c *catalog.Catalog) error {
-	d := e.dbEncoder(c.Database)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	err := d.enc.Encode(w, c)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if d.dropped {
-		return err
-	}
-	e.held += d.enc.Held() - d.held
-	d.held = d.enc.Held()
-	limit := e.limit
-	if limit == 0 {
-		limit = heldJSONBytes
-	}
-	for e.held > limit && len(e.dbs) > 0 {
-		e.dropOldest()
-	}
-	return err
-}
-
-// dbEncoder returns db's encoder.
-func (e *encoder) dbEncoder(db string) *dbEncoder {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.dbs == nil {
-		e.dbs = map[string]*dbEncoder{}
-	}
-	d := e.dbs[db]
-	if d == nil {
-		d = &dbEncoder{}
-		e.dbs[db] = d
-	}
-	d.usedAt = time.Now()
-	return d
-}
-
-// dropOldest forgets the encoder written longest ago. e.mu held.
-func (e *encoder) dropOldest() {
-	var oldest string
-	for db, d := range e.dbs {
-		if oldest == "" || d.usedAt.Before(e.dbs[oldest].usedAt) {
-			oldest = db
-		}
-	}
-	d := e.dbs[oldest]
-	e.held -= d.held
-	d.held, d.dropped = 0, true
-	delete(e.dbs, oldest)
+	return e.dbs.use(c.Database, func(enc *catalog.Encoder) error { return enc.Encode(w, c) })
 }
 
 // Decode reads what Encode wrote.
-func Decode(b []byte) (*catalog.Catalog, error) {
+func Decode(b []byte) (*catalog.Catalog, error) { return decodeWith(b, nil) }
+
+// decodeWith is Decode through dec, which reuses the tables it decoded
+// the time before; nil decodes every table.
+func decodeWith(b []byte, dec *catalog.Decoder) (*catalog.Catalog, error) {
 	if len(b) >= headerLen && string(b[:len(refMagic)]) == refMagic {
 		return nil, errors.New("decode catalog: the entry references an object; read it through a Store or Watcher with the object store")
 	}
@@ -420,6 +360,9 @@ func Decode(b []byte) (*catalog.Catalog, error) {
 	raw, err := io.ReadAll(zr)
 	if err != nil {
 		return nil, fmt.Errorf("decode catalog: %w", err)
+	}
+	if dec != nil {
+		return dec.Unmarshal(raw)
 	}
 	// UnmarshalJSON directly: through json.Unmarshal the whole catalog
 	// would be scanned for validity once more before it is decoded.
@@ -445,6 +388,9 @@ type Watcher struct {
 	pending chan struct{} // a new entry waits to be decoded
 	objs    jetstream.ObjectStore
 	local   *Store
+	// decoders keep each database's tables by their JSON between
+	// versions (catalog.Decoder), up to heldJSONBytes.
+	decoders perDatabase[catalog.Decoder, *catalog.Decoder]
 }
 
 // watched is one database's newest entry and the last catalog decoded.
@@ -610,9 +556,10 @@ func (cw *Watcher) catalog(db string, decoder bool) *catalog.Catalog {
 }
 
 // decode turns an entry into its catalog: the very catalog when this
-// process wrote it, otherwise decoded and made to share its unchanged
-// tables with the one before (prev), so that per-table work downstream
-// is not redone for what did not change.
+// process wrote it, otherwise decoded through the database's
+// catalog.Decoder, which decodes only the tables whose JSON changed, and
+// made to share the rest with the one before (prev), so that per-table
+// work downstream is not redone for what did not change.
 func (cw *Watcher) decode(db string, raw []byte, prev *catalog.Catalog) (*catalog.Catalog, error) {
 	if cw.local != nil {
 		if c := cw.local.writtenAs(db, raw); c != nil {
@@ -621,7 +568,11 @@ func (cw *Watcher) decode(db string, raw []byte, prev *catalog.Catalog) (*catalo
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, _, err := decodeValue(ctx, cw.objs, raw)
+	var c *catalog.Catalog
+	err := cw.decoders.use(db, func(dec *catalog.Decoder) (err error) {
+		c, _, err = decodeValue(ctx, cw.objs, raw, dec)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
