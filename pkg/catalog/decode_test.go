@@ -70,3 +70,45 @@ func TestDecoderDecodesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("decoded again %v, want %v", again, want)
 	}
 }
+
+// TestSplitTables: the tables are found as encoding/json reads the
+// object, or not at all.
+func TestSplitTables(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		elems    []string // nil: not split
+		rest     string
+	}{
+		{"as MarshalJSON writes", `{"database":"d","tables":[{"name":"a"},{"name":"b"}],"views":[]}`, []string{`{"name":"a"}`, `{"name":"b"}`}, `{"database":"d","tables":[],"views":[]}`},
+		{"with space", " {\n \"tables\" : [ {\"name\":\"a\"} ,\t{} ] }\n", []string{`{"name":"a"}`, `{}`}, " {\n \"tables\" : [] }\n"},
+		{"brackets and quotes in strings", `{"tables":[{"comment":"a ] } \" [ {"},{"x":"\\"}]}`, []string{`{"comment":"a ] } \" [ {"}`, `{"x":"\\"}`}, `{"tables":[]}`},
+		{"tables within a table", `{"tables":[{"tables":[1,2]}]}`, []string{`{"tables":[1,2]}`}, `{"tables":[]}`},
+		{"empty", `{"tables":[]}`, []string{}, `{"tables":[]}`},
+		{"null elements", `{"tables":[null,1]}`, []string{`null`, `1`}, `{"tables":[]}`},
+		{"no tables", `{"database":"d"}`, nil, ""},
+		{"another case", `{"Tables":[{}]}`, nil, ""},
+		{"two keys", `{"tables":[],"tables":[{}]}`, nil, ""},
+		{"an escaped key", `{"t\u0061bles":[{}],"tables":[]}`, nil, ""},
+		{"not an array", `{"tables":{}}`, nil, ""},
+		{"no comma", `{"tables":[{} {}]}`, nil, ""},
+		{"unterminated", `{"tables":[{"a":"]}`, nil, ""},
+		{"after the object", `{"tables":[]} {}`, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			elems, rest, ok := splitTables([]byte(tc.in))
+			if ok != (tc.elems != nil) {
+				t.Fatalf("split %v, want %v", ok, tc.elems != nil)
+			}
+			if !ok {
+				return
+			}
+			got := []string{}
+			for _, e := range elems {
+				got = append(got, string(e))
+			}
+			if !slices.Equal(got, tc.elems) || string(rest) != tc.rest {
+				t.Fatalf("got %q and %q, want %q and %q", got, rest, tc.elems, tc.rest)
+			}
+		})
+	}
+}
