@@ -341,6 +341,33 @@ func (e *encoder) writeJSON(w io.Writer, c *catalog.Catalog) error {
 	return e.dbs.use(c.Database, func(enc *catalog.Encoder) error { return enc.Encode(w, c) })
 }
 
+// maxCatalogJSON bounds a catalog's JSON once expanded. 50,000 tables
+// are about 25 MB; an entry past it is refused as corrupt rather than
+// expanded into every daemon's memory (a few KiB of gzip can expand to
+// gigabytes).
+const maxCatalogJSON = 1 << 30
+
+// expand gunzips b, refusing more than limit bytes. The size gzip
+// records is only a hint, and bounded: b is untrusted.
+func expand(b []byte, limit int) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if len(b) >= 4 {
+		hint := int(binary.LittleEndian.Uint32(b[len(b)-4:]))
+		buf.Grow(min(hint, 32*len(b), limit) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(zr, int64(limit)+1)); err != nil {
+		return nil, err
+	}
+	if buf.Len() > limit {
+		return nil, fmt.Errorf("its JSON is over %d MiB once expanded", limit>>20)
+	}
+	return buf.Bytes(), nil
+}
+
 // Decode reads what Encode wrote.
 func Decode(b []byte) (*catalog.Catalog, error) { return decodeWith(b, nil) }
 
@@ -353,11 +380,7 @@ func decodeWith(b []byte, dec *catalog.Decoder) (*catalog.Catalog, error) {
 	if _, ok := events.CatalogEntryVersion(b); ok {
 		b = b[headerLen:]
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("decode catalog: %w", err)
-	}
-	raw, err := io.ReadAll(zr)
+	raw, err := expand(b, maxCatalogJSON)
 	if err != nil {
 		return nil, fmt.Errorf("decode catalog: %w", err)
 	}

@@ -2,7 +2,10 @@ package catalogkv
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,5 +175,31 @@ func BenchmarkDecodeMigrations(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestExpandIsBounded: an entry's gzip is expanded up to the bound and
+// refused past it, whatever size its trailer claims.
+func TestExpandIsBounded(t *testing.T) {
+	zip := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(b)
+		_ = zw.Close()
+		return buf.Bytes()
+	}
+	const limit = 1 << 20
+	exact := bytes.Repeat([]byte("{}"), limit/2)
+	if got, err := expand(zip(exact), limit); err != nil || !bytes.Equal(got, exact) {
+		t.Fatalf("%d bytes, at the bound: %d back, %v", len(exact), len(got), err)
+	}
+	bomb := zip(make([]byte, 4*limit)) // 4 MiB of zeros in about 4 KiB
+	if _, err := expand(bomb, limit); err == nil || !strings.Contains(err.Error(), "over 1 MiB") {
+		t.Fatalf("a bomb past the bound: %v", err)
+	}
+	lying := slices.Clone(zip(exact))
+	binary.LittleEndian.PutUint32(lying[len(lying)-4:], 1<<31) // claims 2 GiB
+	if _, err := expand(lying, limit); err == nil {
+		t.Fatal("a trailer that lies about the size was taken")
 	}
 }
