@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // AppliedMigration is one migration a catalog records as applied, in
@@ -73,6 +74,15 @@ func CatalogEntryObjectName(entry []byte) (string, error) {
 // catalog's JSON). An entry of the object form returns
 // ErrCatalogInObject.
 func DecodeCatalogHistory(b []byte) (*CatalogHistory, error) {
+	return decodeCatalogHistory(b, MaxCatalogJSONBytes)
+}
+
+// MaxCatalogJSONBytes bounds a catalog entry's JSON once expanded:
+// 50,000 tables are about 25 MB, and a few KiB of gzip can expand to
+// gigabytes. Readers refuse an entry past it.
+const MaxCatalogJSONBytes = 1 << 30
+
+func decodeCatalogHistory(b []byte, limit int64) (*CatalogHistory, error) {
 	if len(b) >= CatalogEntryHeaderLen {
 		switch string(b[:len(CatalogEntryInline)]) {
 		case CatalogEntryObject:
@@ -86,7 +96,11 @@ func DecodeCatalogHistory(b []byte) (*CatalogHistory, error) {
 		return nil, fmt.Errorf("catalog entry: %w", err)
 	}
 	var h CatalogHistory
-	if err := json.NewDecoder(zr).Decode(&h); err != nil {
+	lr := &io.LimitedReader{R: zr, N: limit + 1}
+	if err := json.NewDecoder(lr).Decode(&h); err != nil {
+		if lr.N == 0 {
+			return nil, fmt.Errorf("catalog entry: its JSON is over %d MiB once expanded", limit>>20)
+		}
 		return nil, fmt.Errorf("catalog entry: %w", err)
 	}
 	return &h, nil

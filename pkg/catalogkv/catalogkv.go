@@ -341,14 +341,10 @@ func (e *encoder) writeJSON(w io.Writer, c *catalog.Catalog) error {
 	return e.dbs.use(c.Database, func(enc *catalog.Encoder) error { return enc.Encode(w, c) })
 }
 
-// maxCatalogJSON bounds a catalog's JSON once expanded. 50,000 tables
-// are about 25 MB; an entry past it is refused as corrupt rather than
-// expanded into every daemon's memory (a few KiB of gzip can expand to
-// gigabytes).
-const maxCatalogJSON = 1 << 30
-
-// expand gunzips b, refusing more than limit bytes. The size gzip
-// records is only a hint, and bounded: b is untrusted.
+// expand gunzips b, refusing more than limit bytes: an entry past
+// events.MaxCatalogJSONBytes is refused as corrupt rather than expanded
+// into every daemon's memory. The size gzip records is only a hint, and
+// bounded: b is untrusted.
 func expand(b []byte, limit int) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
@@ -380,7 +376,7 @@ func decodeWith(b []byte, dec *catalog.Decoder) (*catalog.Catalog, error) {
 	if _, ok := events.CatalogEntryVersion(b); ok {
 		b = b[headerLen:]
 	}
-	raw, err := expand(b, maxCatalogJSON)
+	raw, err := expand(b, events.MaxCatalogJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("decode catalog: %w", err)
 	}
