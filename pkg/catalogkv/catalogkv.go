@@ -45,6 +45,9 @@ type Store struct {
 	// finds it.
 	wrote map[string]written
 	enc   encoder
+	// decoders read what other processes wrote, decoding only the
+	// tables that changed since the entry read before.
+	decoders perDatabase[catalog.Decoder, *catalog.Decoder]
 }
 
 type written struct {
@@ -113,7 +116,12 @@ func (s *Store) Get(ctx context.Context, db string) (*catalog.Catalog, uint64, e
 	if ok && k.rev == e.Revision() {
 		return k.cat, k.rev, nil
 	}
-	c, object, err := decodeValue(ctx, s.objs, e.Value(), nil)
+	var c *catalog.Catalog
+	var object string
+	err = s.decoders.use(db, func(dec *catalog.Decoder) (err error) {
+		c, object, err = decodeValue(ctx, s.objs, e.Value(), dec)
+		return err
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("read catalog %s (revision %d): %w", db, e.Revision(), err)
 	}
