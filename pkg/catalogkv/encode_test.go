@@ -50,24 +50,8 @@ func BenchmarkEncode(b *testing.B) {
 // one table altered, sharing the rest with the version before (as the
 // worker's ShareWith leaves them). fresh encodes every table each time.
 func BenchmarkEncodeMigrations(b *testing.B) {
-	const tables, versions = 10_000, 32
-	var sql strings.Builder
-	for i := range tables {
-		fmt.Fprintf(&sql, "CREATE TABLE t%d (id bigint PRIMARY KEY, name text NOT NULL, created_at timestamptz DEFAULT now(), owner_id bigint);\n", i)
-	}
-	c, err := catalog.New("bench").Apply("bench.sql", sql.String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	cats := []*catalog.Catalog{c}
-	for v := 1; v < versions; v++ {
-		n, err := c.Apply("alter.sql", fmt.Sprintf("ALTER TABLE t%d ADD COLUMN c%d int;", v*97, v))
-		if err != nil {
-			b.Fatal(err)
-		}
-		n.ShareWith(c)
-		cats, c = append(cats, n), n
-	}
+	cats := migrationVersions(b)
+	versions := len(cats)
 	for _, mode := range []string{"fresh", "held"} {
 		b.Run(mode, func(b *testing.B) {
 			var e encoder
@@ -87,6 +71,29 @@ func BenchmarkEncodeMigrations(b *testing.B) {
 			}
 		})
 	}
+}
+
+// migrationVersions is 32 versions of a database of 10,000 tables, one
+// table altered in each, sharing the rest with the version before.
+func migrationVersions(b *testing.B) []*catalog.Catalog {
+	var sql strings.Builder
+	for i := range 10_000 {
+		fmt.Fprintf(&sql, "CREATE TABLE t%d (id bigint PRIMARY KEY, name text NOT NULL, created_at timestamptz DEFAULT now(), owner_id bigint);\n", i)
+	}
+	c, err := catalog.New("bench").Apply("bench.sql", sql.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cats := []*catalog.Catalog{c}
+	for v := 1; v < 32; v++ {
+		n, err := c.Apply("alter.sql", fmt.Sprintf("ALTER TABLE t%d ADD COLUMN c%d int;", v*97, v))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n.ShareWith(c)
+		cats, c = append(cats, n), n
+	}
+	return cats
 }
 
 // TestEncoderKeepsTableJSONWithinItsBound: the databases written longest
@@ -131,30 +138,15 @@ func TestEncoderKeepsTableJSONWithinItsBound(t *testing.T) {
 // change with the version before (Watcher.decode). fresh decodes every
 // table each time; held decodes through the database's catalog.Decoder.
 func BenchmarkDecodeMigrations(b *testing.B) {
-	const tables, versions = 10_000, 32
-	var sql strings.Builder
-	for i := range tables {
-		fmt.Fprintf(&sql, "CREATE TABLE t%d (id bigint PRIMARY KEY, name text NOT NULL, created_at timestamptz DEFAULT now(), owner_id bigint);\n", i)
-	}
-	c, err := catalog.New("bench").Apply("bench.sql", sql.String())
-	if err != nil {
-		b.Fatal(err)
-	}
 	var entries [][]byte
-	for v := range versions {
-		if v > 0 {
-			n, err := c.Apply("alter.sql", fmt.Sprintf("ALTER TABLE t%d ADD COLUMN c%d int;", v*97, v))
-			if err != nil {
-				b.Fatal(err)
-			}
-			c = n
-		}
+	for _, c := range migrationVersions(b) {
 		e, err := Encode(c)
 		if err != nil {
 			b.Fatal(err)
 		}
 		entries = append(entries, e)
 	}
+	versions := len(entries)
 	for _, mode := range []string{"fresh", "held"} {
 		b.Run(mode, func(b *testing.B) {
 			var dec catalog.Decoder
