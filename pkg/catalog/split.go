@@ -14,63 +14,22 @@ import (
 // whole.
 func splitTables(b []byte) (elems [][]byte, rest []byte, ok bool) {
 	s := jsonScan{b: b}
-	s.space()
-	if !s.take('{') {
-		return nil, nil, false
-	}
 	found := false
 	var cut [2]int // the array's contents in b
-	for first := true; ; first = false {
-		s.space()
-		if s.take('}') {
-			break
+	ok = s.object(func(key string) bool {
+		if key != "tables" {
+			return !strings.EqualFold(key, "tables") && s.skip() // encoding/json folds case
 		}
-		if !first && (!s.take(',') || !s.spaceThen()) {
-			return nil, nil, false
+		if found {
+			return false // twice: encoding/json takes the last
 		}
-		key, good := s.key()
-		if !good {
-			return nil, nil, false
-		}
-		tables := key == "tables"
-		if !tables && strings.EqualFold(key, "tables") {
-			return nil, nil, false // encoding/json folds case
-		}
-		s.space()
-		if !s.take(':') {
-			return nil, nil, false
-		}
-		s.space()
-		if !tables {
-			if !s.skip() {
-				return nil, nil, false
-			}
-			continue
-		}
-		if found || !s.take('[') {
-			return nil, nil, false // twice, or not an array
-		}
-		found = true
-		cut[0] = s.i
-		for n := 0; ; n++ {
-			s.space()
-			if s.take(']') {
-				break
-			}
-			if n > 0 && !s.take(',') {
-				return nil, nil, false
-			}
-			s.space()
-			start := s.i
-			if !s.skip() {
-				return nil, nil, false
-			}
-			elems = append(elems, b[start:s.i])
-		}
+		found, cut[0] = true, s.i+1
+		var good bool
+		elems, good = s.elements()
 		cut[1] = s.i - 1
-	}
-	s.space()
-	if !found || s.i != len(b) {
+		return good
+	})
+	if !ok || !found {
 		return nil, nil, false
 	}
 	rest = make([]byte, 0, len(b)-(cut[1]-cut[0]))
@@ -84,16 +43,68 @@ type jsonScan struct {
 	i int
 }
 
+// object walks an object that is all of s, calling value at each
+// member's value with its key; value skips it, or fails the walk.
+func (s *jsonScan) object(value func(key string) bool) bool {
+	s.space()
+	if !s.take('{') {
+		return false
+	}
+	for first := true; ; first = false {
+		s.space()
+		if s.take('}') {
+			break
+		}
+		if !first && !s.take(',') {
+			return false
+		}
+		s.space()
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		s.space()
+		if !s.take(':') {
+			return false
+		}
+		s.space()
+		if !value(key) {
+			return false
+		}
+	}
+	s.space()
+	return s.i == len(s.b)
+}
+
+// elements walks an array and returns its elements.
+func (s *jsonScan) elements() ([][]byte, bool) {
+	if !s.take('[') {
+		return nil, false
+	}
+	var out [][]byte
+	for n := 0; ; n++ {
+		s.space()
+		if s.take(']') {
+			return out, true
+		}
+		if n > 0 {
+			if !s.take(',') {
+				return nil, false
+			}
+			s.space()
+		}
+		start := s.i
+		if !s.skip() {
+			return nil, false
+		}
+		out = append(out, s.b[start:s.i])
+	}
+}
+
 func (s *jsonScan) space() {
 	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
 		s.i++
 	}
-}
-
-// spaceThen skips space and reports whether anything follows.
-func (s *jsonScan) spaceThen() bool {
-	s.space()
-	return s.i < len(s.b)
 }
 
 func (s *jsonScan) take(c byte) bool {
@@ -146,30 +157,36 @@ func (s *jsonScan) skip() bool {
 	case '"':
 		return s.str()
 	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				if !s.str() {
-					return false
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return true
-				}
-			}
-			s.i++
-		}
-		return false
+		return s.container()
 	}
 	start := s.i
 	for s.i < len(s.b) && !strings.ContainsRune(",}] \t\n\r", rune(s.b[s.i])) {
 		s.i++
 	}
 	return s.i > start
+}
+
+// container skips an object or array by its depth, strings skipped
+// whole.
+func (s *jsonScan) container() bool {
+	depth := 0
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '"':
+			if !s.str() {
+				return false
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				s.i++
+				return true
+			}
+		}
+		s.i++
+	}
+	return false
 }
