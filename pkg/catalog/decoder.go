@@ -27,19 +27,9 @@ type decoded struct {
 // keeps the JSON of the catalog's tables, and only theirs, for the next
 // call.
 func (d *Decoder) Unmarshal(b []byte) (*Catalog, error) {
-	elems, rest, ok := splitTables(b)
-	if !ok {
-		// Not as MarshalJSON writes: encoding/json says what is wrong.
-		var raw struct {
-			Tables []json.RawMessage `json:"tables"`
-		}
-		if err := json.Unmarshal(b, &raw); err != nil {
-			return nil, fmt.Errorf("decode catalog: %w", err)
-		}
-		elems, rest = nil, b
-		for _, r := range raw.Tables {
-			elems = append(elems, r)
-		}
+	elems, rest, split := splitTables(b)
+	if !split {
+		rest = b // not as MarshalJSON writes: encoding/json reads it all
 	}
 	var w struct {
 		wireHead
@@ -48,6 +38,11 @@ func (d *Decoder) Unmarshal(b []byte) (*Catalog, error) {
 	}
 	if err := json.Unmarshal(rest, &w); err != nil {
 		return nil, fmt.Errorf("decode catalog: %w", err)
+	}
+	if !split {
+		for _, r := range w.Tables {
+			elems = append(elems, r)
+		}
 	}
 	next := make(map[string]decoded, len(elems))
 	tables := make([]*Table, len(elems))
