@@ -357,13 +357,7 @@ func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
 			}
 		}
 	}
-	refers := func(fk ForeignKey) bool { return fk.RefTable == q && slices.Contains(fk.RefColumns, name) }
-	for oq, other := range a.cat.tables {
-		if slices.ContainsFunc(other.ForeignKeys, refers) {
-			other = a.changing(oq)
-			other.ForeignKeys = slices.DeleteFunc(other.ForeignKeys, refers)
-		}
-	}
+	a.dropForeignKeys(func(fk ForeignKey) bool { return fk.RefTable == q && slices.Contains(fk.RefColumns, name) })
 	uses := func(cols []string) bool { return slices.Contains(cols, name) }
 	if t.PrimaryKey != nil && uses(t.PrimaryKey.Columns) {
 		t.PrimaryKey = nil
@@ -408,17 +402,29 @@ func (a *applier) dropConstraint(t *Table, name string, missingOK, cascade bool)
 	}
 	q := t.QualName()
 	refers := func(fk ForeignKey) bool { return fk.RefTable == q && slices.Equal(fk.RefColumns, keyCols) }
-	for oq, other := range a.cat.tables {
+	if cascade {
+		a.dropForeignKeys(refers)
+		return nil
+	}
+	for _, other := range a.cat.tables {
 		for _, fk := range other.ForeignKeys {
-			if other != t && refers(fk) && !cascade {
+			if other != t && refers(fk) {
 				return dependent("cannot drop constraint %s on %s: constraint %s on %s depends on it (use CASCADE)",
 					QuoteIdent(name), q, QuoteIdent(fk.Name), other.QualName())
 			}
 		}
-		if cascade && slices.ContainsFunc(other.ForeignKeys, refers) {
-			other = a.changing(oq)
-			other.ForeignKeys = slices.DeleteFunc(other.ForeignKeys, refers)
-		}
 	}
 	return nil
+}
+
+// dropForeignKeys removes the foreign keys gone matches from every
+// table, copying out (changing) only the tables that lose one: the
+// cascade of a dropped column, key or table.
+func (a *applier) dropForeignKeys(gone func(ForeignKey) bool) {
+	for q, t := range a.cat.tables {
+		if slices.ContainsFunc(t.ForeignKeys, gone) {
+			t = a.changing(q)
+			t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, gone)
+		}
+	}
 }

@@ -117,20 +117,17 @@ func (a *applier) dropRelations(targets []QualName, cascade bool) error {
 			return err
 		}
 	}
-	refersToDoomed := func(fk ForeignKey) bool { return doomed[fk.RefTable] }
-	for q, t := range a.cat.tables {
-		if doomed[q] {
-			continue
-		}
-		for _, fk := range t.ForeignKeys {
-			if doomed[fk.RefTable] && !cascade {
-				return dependent("cannot drop %s because constraint %s on table %s depends on it (use CASCADE)",
-					fk.RefTable, QuoteIdent(fk.Name), t.QualName())
+	if !cascade {
+		for q, t := range a.cat.tables {
+			if doomed[q] {
+				continue
 			}
-		}
-		if slices.ContainsFunc(t.ForeignKeys, refersToDoomed) {
-			t = a.changing(q)
-			t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, refersToDoomed)
+			for _, fk := range t.ForeignKeys {
+				if doomed[fk.RefTable] {
+					return dependent("cannot drop %s because constraint %s on table %s depends on it (use CASCADE)",
+						fk.RefTable, QuoteIdent(fk.Name), t.QualName())
+				}
+			}
 		}
 	}
 	gone := slices.Collect(maps.Keys(doomed))
@@ -139,6 +136,8 @@ func (a *applier) dropRelations(targets []QualName, cascade bool) error {
 		delete(a.cat.tables, q)
 		delete(a.cat.views, q)
 	}
+	// What is left loses its keys to what went.
+	a.dropForeignKeys(func(fk ForeignKey) bool { return doomed[fk.RefTable] })
 	return nil
 }
 
