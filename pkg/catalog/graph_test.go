@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -67,7 +68,7 @@ func TestInferJoins(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, j := range inferJoins(cat, func(t *Table) bool { return len(t.ForeignKeys) > 0 }) {
+			for _, j := range declaredJoins(cat) {
 				got = append(got, j.From.Key()+"."+j.FromColumn+" → "+j.To.Key()+"."+j.ToColumn)
 			}
 			slices.Sort(got)
@@ -91,7 +92,7 @@ func BenchmarkInferJoins(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if n := len(inferJoins(cat, func(t *Table) bool { return len(t.ForeignKeys) > 0 })); n != 10000 {
+		if n := len(declaredJoins(cat)); n != 10000 {
 			b.Fatalf("%d joins, want 10000", n)
 		}
 	}
@@ -141,7 +142,7 @@ func TestInferredJoinNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := inferJoins(cat, func(t *Table) bool { return len(t.ForeignKeys) > 0 })
+	j := declaredJoins(cat)
 	if len(j) != 1 {
 		t.Fatalf("joins %v", j)
 	}
@@ -226,5 +227,123 @@ func TestWarmBuildsWhatQuestionsFollow(t *testing.T) {
 	g.Warm(true)
 	if len(g.inferred["public.category"]) != 1 {
 		t.Fatalf("warmed with inferred joins: %v", g.inferred)
+	}
+}
+
+// declaredJoins are the joins inferred for cat's tables that declare no
+// key of their own, schema by schema in name order.
+func declaredJoins(cat *Catalog) []InferredJoin {
+	found := inferJoins(cat, func(t *Table) bool { return len(t.ForeignKeys) > 0 }, nil)
+	var out []InferredJoin
+	for _, name := range slices.Sorted(maps.Keys(found)) {
+		out = append(out, found[name].joins...)
+	}
+	return out
+}
+
+// TestNextTakesOverUnchangedSchemas: a version's graph built from the
+// previous one (Next) has the joins a graph built from nothing has, and
+// finds again only the schemas whose tables changed.
+func TestNextTakesOverUnchangedSchemas(t *testing.T) {
+	base, err := Snapshot("db", "base.sql", `
+		CREATE SCHEMA films; CREATE SCHEMA shop; CREATE SCHEMA hr;
+		CREATE TABLE films.category (category_id int PRIMARY KEY, name text);
+		CREATE TABLE films.film (film_id int PRIMARY KEY, title text);
+		CREATE TABLE films.film_category (film_id int, category_id int);
+		CREATE TABLE shop.customers (id int PRIMARY KEY, name text);
+		CREATE TABLE shop.orders (id int PRIMARY KEY, customer_id int, total numeric);
+		CREATE TABLE hr.staff (staff_id int PRIMARY KEY, name text);
+		CREATE TABLE hr.shifts (shift_id int PRIMARY KEY, staff_id int);
+		CREATE TABLE hr.clock (at timestamptz, staff_id int) PARTITION BY RANGE (at);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := NewGraph(base)
+	prev.Warm(true)
+	for _, tc := range []struct {
+		name, sql string
+		found     []string // the schemas whose joins are found again
+	}{
+		{"nothing a join reads", "CREATE VIEW films.titles AS SELECT title FROM films.film; COMMENT ON VIEW films.titles IS 'titles';", nil},
+		{"a column that names no key", "ALTER TABLE films.film ADD COLUMN length int;", []string{"films"}},
+		{"a column that names a key", "ALTER TABLE films.film ADD COLUMN category_id int;", []string{"films"}},
+		{"a table joined dropped", "DROP TABLE shop.customers;", []string{"shop"}},
+		{"a key dropped", "ALTER TABLE hr.staff DROP CONSTRAINT staff_pkey;", []string{"hr"}},
+		{"a key declared", "ALTER TABLE shop.orders ADD FOREIGN KEY (customer_id) REFERENCES shop.customers;", []string{"shop"}},
+		{"a partition in another schema declares its root's key", "CREATE SCHEMA logs; CREATE TABLE logs.clock_2026 PARTITION OF hr.clock (FOREIGN KEY (staff_id) REFERENCES hr.staff) FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');", []string{"hr"}},
+		{"a new schema", "CREATE SCHEMA pay; CREATE TABLE pay.payments (id int PRIMARY KEY, staff_id int);", []string{"pay"}},
+		{"a table renamed", "ALTER TABLE films.category RENAME TO genre;", []string{"films"}},
+		// Statements that reach every table copy every table
+		// (thaw.go): their versions find every schema's joins again.
+		{"a schema renamed", "ALTER SCHEMA hr RENAME TO people;", []string{"films", "people", "shop"}},
+		{"a schema dropped", "DROP SCHEMA hr CASCADE;", []string{"films", "shop"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cat, err := base.Apply("m.sql", tc.sql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next, fresh := prev.Next(cat), NewGraph(cat)
+			for _, tbl := range cat.Tables() {
+				key := tbl.QualName().Key()
+				if got, want := next.Inferred(key), fresh.Inferred(key); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: joins %v, from nothing %v", key, got, want)
+				}
+			}
+			old := *prev.found.Load()
+			var found []string
+			for name, s := range *next.found.Load() {
+				if old[name] != s {
+					found = append(found, name)
+				}
+			}
+			slices.Sort(found)
+			if !slices.Equal(found, tc.found) {
+				t.Errorf("found again %v, want %v", found, tc.found)
+			}
+			if next.base != nil {
+				t.Error("the graph still holds the previous version's joins")
+			}
+		})
+	}
+}
+
+// BenchmarkNextGraph builds and warms a version's graph after a migration
+// that added a column to one table of ten thousand, from the previous
+// version's graph and from nothing: a daemon does it for every version.
+// Joins are inferred schema by schema, so a catalog in one schema finds
+// them all again either way.
+func BenchmarkNextGraph(b *testing.B) {
+	for _, schemas := range []int{1000, 1} {
+		var ddl []byte
+		per := 10_000 / schemas
+		for s := range schemas {
+			ddl = fmt.Appendf(ddl, "CREATE SCHEMA s%d;\n", s)
+			for i := range per {
+				ddl = fmt.Appendf(ddl, "CREATE TABLE s%d.t%d (t%d_id int PRIMARY KEY, t%d_id int, label text);\n", s, i, i, (i+1)%per)
+			}
+		}
+		base, err := Snapshot("db", "s.sql", string(ddl))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cat, err := base.Apply("m.sql", "ALTER TABLE s0.t1 ADD COLUMN extra text;")
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev := NewGraph(base)
+		prev.Warm(true)
+		for _, from := range []string{"previous", "nothing"} {
+			b.Run(fmt.Sprintf("schemas=%d/from=%s", schemas, from), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					g := NewGraph(cat)
+					if from == "previous" {
+						g = prev.Next(cat)
+					}
+					g.Warm(true)
+				}
+			})
+		}
 	}
 }

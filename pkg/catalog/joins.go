@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/schemaq/schemaq/pkg/text"
@@ -49,26 +50,67 @@ func CompareJoins(a, b InferredJoin) int {
 // Names compare with case and underscores ignored (CategoryID). Each
 // pair of columns comes once: two tables keyed by the same name join
 // each other from one side only.
-func inferJoins(cat *Catalog, declares func(*Table) bool) []InferredJoin {
-	bySchema := map[string][]keyedTable{}
+//
+// The joins come by schema. A schema whose joins base (an earlier
+// version's) found from the same tables keeps them: a migration changes
+// a few schemas of many.
+func inferJoins(cat *Catalog, declares func(*Table) bool, base map[string]*schemaJoins) map[string]*schemaJoins {
+	bySchema := map[string]*schemaJoins{}
 	for _, t := range cat.Tables() {
 		if t.PartitionOf == nil {
-			bySchema[t.Schema] = append(bySchema[t.Schema], keyedTable{t, t.QualName().Key()})
+			s := bySchema[t.Schema]
+			if s == nil {
+				s = &schemaJoins{}
+				bySchema[t.Schema] = s
+			}
+			s.tables = append(s.tables, keyedTable{t: t})
+			s.declares = append(s.declares, declares(t))
 		}
 	}
-	j := &joinFinder{seen: map[[2]joinEnd]bool{}}
-	for _, tables := range bySchema {
-		keys := newJoinKeys(tables)
-		if len(keys.byKey) == 0 && len(keys.byName) == 0 {
+	for name, s := range bySchema {
+		if b := base[name]; b != nil && b.foundFrom(s) {
+			bySchema[name] = b
 			continue
 		}
-		for _, kt := range tables {
-			if !declares(kt.t) { // one that declares its joins is left alone
-				j.match(kt, keys)
-			}
+		s.find()
+	}
+	return bySchema
+}
+
+// schemaJoins are one schema's inferred joins and what they were found
+// from: its tables (partitions aside) in catalog order, and whether each
+// declares its joins. A schema's joins depend on nothing else, and a
+// table a catalog holds is never changed (a clone copies it first), so a
+// later version whose schema holds the very same tables, declaring
+// alike, has the very same joins.
+type schemaJoins struct {
+	tables   []keyedTable
+	declares []bool
+	joins    []InferredJoin
+}
+
+// foundFrom reports whether s's joins were found from next's tables.
+func (s *schemaJoins) foundFrom(next *schemaJoins) bool {
+	return slices.Equal(s.declares, next.declares) &&
+		slices.EqualFunc(s.tables, next.tables, func(a, b keyedTable) bool { return a.t == b.t })
+}
+
+// find finds the schema's joins.
+func (s *schemaJoins) find() {
+	for i := range s.tables {
+		s.tables[i].key = s.tables[i].t.QualName().Key()
+	}
+	keys := newJoinKeys(s.tables)
+	if len(keys.byKey) == 0 && len(keys.byName) == 0 {
+		return
+	}
+	j := &joinFinder{seen: map[[2]joinEnd]bool{}}
+	for i, kt := range s.tables {
+		if !s.declares[i] { // one that declares its joins is left alone
+			j.match(kt, keys)
 		}
 	}
-	return j.out
+	s.joins = j.out
 }
 
 // keyedTable is a table with its key, which each join it is in carries.

@@ -111,10 +111,12 @@ func (gc *graphCache) get(cat *catalog.Catalog) *graph {
 
 func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	var pv *vocab
+	var cg *catalog.Graph
 	if prev != nil {
-		pv = prev.vocab
+		pv, cg = prev.vocab, prev.Next(cat)
+	} else {
+		cg = catalog.NewGraph(cat)
 	}
-	cg := catalog.NewGraph(cat)
 	g := &graph{Graph: cg, cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat),
 		chunks: chunk.NewTabler(cg, chunk.Options{}), vocab: newVocab(cat, pv), rendered: kept.Map[[]chunk.Chunk]{Max: maxRendered},
 		tableWords: kept.Map[[]string]{Max: maxRendered}}
