@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -109,7 +110,8 @@ func replayLemmy(tb testing.TB) *Catalog {
 	c := New("lemmy")
 	var enc Encoder
 	var dec Decoder
-	var decoded *Catalog // what dec decoded last
+	var decoded *Catalog     // what dec decoded last
+	var written, read *Graph // the worker's and the daemon's graphs
 	for i, rel := range strings.Fields(string(order)) {
 		b, err := os.ReadFile(filepath.Join(dir, rel))
 		if err != nil {
@@ -144,9 +146,28 @@ func replayLemmy(tb testing.TB) *Catalog {
 				tb.Fatalf("migration %d (%s): the decoder decoded %s again, which did not change", i+1, rel, q)
 			}
 		}
+		written, read = nextGraph(tb, written, n), nextGraph(tb, read, d)
 		c, decoded = n, d
 	}
 	return c
+}
+
+// nextGraph builds and warms cat's graph from prev's, as a daemon does
+// for each version, and holds it to the graph built from nothing.
+func nextGraph(tb testing.TB, prev *Graph, cat *Catalog) *Graph {
+	tb.Helper()
+	g := NewGraph(cat)
+	if prev != nil {
+		g = prev.Next(cat)
+	}
+	g.Warm(true)
+	fresh := NewGraph(cat)
+	fresh.Warm(true)
+	if !reflect.DeepEqual(g.adj, fresh.adj) || !reflect.DeepEqual(g.inferred, fresh.inferred) {
+		tb.Fatalf("version %d: the graph built from the previous one differs from the graph built from nothing:\n%v %v\n%v %v",
+			cat.Version, g.adj, g.inferred, fresh.adj, fresh.inferred)
+	}
+	return g
 }
 
 // TestCorpusLemmyReplay replays Lemmy's 342 migrations and compares the

@@ -29,7 +29,13 @@ type Graph struct {
 	// The adjacency and the inferred joins are built on first use: a
 	// worker chunking a catalog needs neither.
 	adjOnce sync.Once
-	adj     map[string]map[string]bool // by table key (QualName.Key), roots for partitions
+	// adj counts, by table key (QualName.Key; roots for partitions), the
+	// declared keys between each pair of tables, either way.
+	adj map[string]map[string]int
+	// lent is the previous version's adjacency, lent like base below.
+	lent *lentAdjacency
+	// built is the adjacency once it is built, for the next version.
+	built   atomic.Pointer[lentAdjacency]
 	infOnce sync.Once
 	// inferred lists each inferred join under both of its tables' keys.
 	inferred map[string][]InferredJoin
@@ -81,35 +87,6 @@ func NewGraph(cat *Catalog) *Graph {
 	return g
 }
 
-// adjacency builds the neighbours by declared keys.
-func (g *Graph) adjacency() map[string]map[string]bool {
-	g.adjOnce.Do(func() {
-		cat := g.cat
-		g.adj = map[string]map[string]bool{}
-		link := func(a, b string) {
-			if a == b {
-				return
-			}
-			if g.adj[a] == nil {
-				g.adj[a] = map[string]bool{}
-			}
-			g.adj[a][b] = true
-		}
-		for _, t := range cat.Tables() {
-			key := cat.PartitionRoot(t).QualName().Key()
-			for _, fk := range t.ForeignKeys {
-				ref := fk.RefTable.Key()
-				if rt := cat.Table(fk.RefTable); rt != nil {
-					ref = cat.PartitionRoot(rt).QualName().Key()
-				}
-				link(key, ref)
-				link(ref, key)
-			}
-		}
-	})
-	return g.adj
-}
-
 // inferredJoins finds the joins the names imply.
 func (g *Graph) inferredJoins() map[string][]InferredJoin {
 	g.infOnce.Do(func() {
@@ -132,14 +109,15 @@ func (g *Graph) inferredJoins() map[string][]InferredJoin {
 
 // Next builds the graph of cat, a later version of g's database, taking
 // over the inferred joins g found in the schemas whose tables cat shares
-// with g's catalog: finding every schema's joins again was the largest
-// part of a daemon's work per version at ten thousand tables. A graph
-// whose inferred joins were never asked for lends nothing.
+// with g's catalog, and its neighbours where few tables changed: finding
+// them all again was most of a daemon's work per version at ten
+// thousand tables. What g never built it does not lend.
 func (g *Graph) Next(cat *Catalog) *Graph {
 	next := NewGraph(cat)
 	if found := g.found.Load(); found != nil {
 		next.base = *found
 	}
+	next.lent = g.built.Load()
 	return next
 }
 
@@ -158,8 +136,9 @@ func (g *Graph) Warm(inferred bool) {
 func (g *Graph) Catalog() *Catalog { return g.cat }
 
 // Neighbours are the tables a table (by key) joins by declared keys, by
-// their keys. The map is the graph's own: do not modify it.
-func (g *Graph) Neighbours(key string) map[string]bool { return g.adjacency()[key] }
+// their keys, each with the number of keys between the two, either way.
+// The map is the graph's own: do not modify it.
+func (g *Graph) Neighbours(key string) map[string]int { return g.adjacency()[key] }
 
 // Inferred are the inferred joins a table (by key) is in, either side,
 // in the order they were found. The slice is the graph's own.

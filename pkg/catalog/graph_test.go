@@ -117,12 +117,12 @@ CREATE TABLE audit (entry int, region int REFERENCES region);
 	g := NewGraph(cat)
 	for _, tc := range []struct {
 		a, b string
-		want bool
+		want int
 	}{
-		{"public.payment", "public.customer", true},
-		{"public.customer", "public.payment", true},
-		{"public.payment_2022_a", "public.customer", false},
-		{"public.audit", "public.region", true},
+		{"public.payment", "public.customer", 1},
+		{"public.customer", "public.payment", 1},
+		{"public.payment_2022_a", "public.customer", 0},
+		{"public.audit", "public.region", 1},
 	} {
 		if got := g.Neighbours(tc.a)[tc.b]; got != tc.want {
 			t.Errorf("%s joins %s: %v, want %v", tc.a, tc.b, got, tc.want)
@@ -241,17 +241,24 @@ func declaredJoins(cat *Catalog) []InferredJoin {
 	return out
 }
 
-// TestNextTakesOverUnchangedSchemas: a version's graph built from the
-// previous one (Next) has the joins a graph built from nothing has, and
-// finds again only the schemas whose tables changed.
-func TestNextTakesOverUnchangedSchemas(t *testing.T) {
+// TestNextGraph: a version's graph built from the previous one (Next)
+// has the neighbours and joins a graph built from nothing has. It finds
+// joins again only in the schemas whose tables changed, and updates the
+// neighbours unless a partition or its root changed.
+func TestNextGraph(t *testing.T) {
 	base, err := Snapshot("db", "base.sql", `
-		CREATE SCHEMA films; CREATE SCHEMA shop; CREATE SCHEMA hr;
+		CREATE SCHEMA films; CREATE SCHEMA shop; CREATE SCHEMA hr; CREATE SCHEMA "Shop";
 		CREATE TABLE films.category (category_id int PRIMARY KEY, name text);
 		CREATE TABLE films.film (film_id int PRIMARY KEY, title text);
 		CREATE TABLE films.film_category (film_id int, category_id int);
+		CREATE TABLE films.reviews (film_id int REFERENCES films.film, body text);
 		CREATE TABLE shop.customers (id int PRIMARY KEY, name text);
 		CREATE TABLE shop.orders (id int PRIMARY KEY, customer_id int, total numeric);
+		CREATE TABLE shop.products (id int PRIMARY KEY);
+		CREATE TABLE shop.lines (order_id int REFERENCES shop.orders, product_id int, qty int);
+		CREATE TABLE shop.events (at date, customer_id int REFERENCES shop.customers) PARTITION BY RANGE (at);
+		CREATE TABLE shop.events_2026 PARTITION OF shop.events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+		CREATE TABLE "Shop".lines (order_id int REFERENCES shop.orders);
 		CREATE TABLE hr.staff (staff_id int PRIMARY KEY, name text);
 		CREATE TABLE hr.shifts (shift_id int PRIMARY KEY, staff_id int);
 		CREATE TABLE hr.clock (at timestamptz, staff_id int) PARTITION BY RANGE (at);`)
@@ -260,23 +267,35 @@ func TestNextTakesOverUnchangedSchemas(t *testing.T) {
 	}
 	prev := NewGraph(base)
 	prev.Warm(true)
+	before := fmt.Sprint(prev.adj)
+	if n := prev.Neighbours("shop.lines")["shop.orders"]; n != 2 {
+		t.Fatalf("shop.lines and \"Shop\".lines share a key: %d keys to shop.orders, want 2", n)
+	}
 	for _, tc := range []struct {
 		name, sql string
 		found     []string // the schemas whose joins are found again
+		updated   bool     // the neighbours updated, not built from nothing
 	}{
-		{"nothing a join reads", "CREATE VIEW films.titles AS SELECT title FROM films.film; COMMENT ON VIEW films.titles IS 'titles';", nil},
-		{"a column that names no key", "ALTER TABLE films.film ADD COLUMN length int;", []string{"films"}},
-		{"a column that names a key", "ALTER TABLE films.film ADD COLUMN category_id int;", []string{"films"}},
-		{"a table joined dropped", "DROP TABLE shop.customers;", []string{"shop"}},
-		{"a key dropped", "ALTER TABLE hr.staff DROP CONSTRAINT staff_pkey;", []string{"hr"}},
-		{"a key declared", "ALTER TABLE shop.orders ADD FOREIGN KEY (customer_id) REFERENCES shop.customers;", []string{"shop"}},
-		{"a partition in another schema declares its root's key", "CREATE SCHEMA logs; CREATE TABLE logs.clock_2026 PARTITION OF hr.clock (FOREIGN KEY (staff_id) REFERENCES hr.staff) FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');", []string{"hr"}},
-		{"a new schema", "CREATE SCHEMA pay; CREATE TABLE pay.payments (id int PRIMARY KEY, staff_id int);", []string{"pay"}},
-		{"a table renamed", "ALTER TABLE films.category RENAME TO genre;", []string{"films"}},
+		{"nothing a join reads", "CREATE VIEW films.titles AS SELECT title FROM films.film; COMMENT ON VIEW films.titles IS 'titles';", nil, true},
+		{"a column that names no key", "ALTER TABLE films.film ADD COLUMN length int;", []string{"films"}, true},
+		{"a column that names a key", "ALTER TABLE films.film ADD COLUMN category_id int;", []string{"films"}, true},
+		{"a table joined dropped", "DROP TABLE films.category;", []string{"films"}, true},
+		{"a key dropped", "ALTER TABLE hr.staff DROP CONSTRAINT staff_pkey;", []string{"hr"}, true},
+		{"a key declared", "ALTER TABLE shop.orders ADD FOREIGN KEY (customer_id) REFERENCES shop.customers;", []string{"shop"}, true},
+		{"a second key between two tables", "ALTER TABLE shop.lines ADD COLUMN order2_id int REFERENCES shop.orders;", []string{"shop"}, true},
+		{"a table and the keys to it", "DROP TABLE shop.orders CASCADE;", []string{"Shop", "shop"}, true},
+		{"one of two tables under one key", `DROP TABLE "Shop".lines;`, nil, true},
+		{"a new schema", "CREATE SCHEMA pay; CREATE TABLE pay.payments (id int PRIMARY KEY, staff_id int REFERENCES hr.staff);", []string{"pay"}, true},
+		{"a table renamed", "ALTER TABLE films.film RENAME TO movie;", []string{"films"}, true},
+		{"a new partition", "CREATE TABLE shop.events_2027 PARTITION OF shop.events FOR VALUES FROM ('2027-01-01') TO ('2028-01-01');", nil, false},
+		{"a key on a partitioned table", "ALTER TABLE shop.events ADD COLUMN product_id int REFERENCES shop.products;", []string{"shop"}, false},
+		{"a key on a partition", "ALTER TABLE shop.events_2026 ADD FOREIGN KEY (customer_id) REFERENCES shop.customers;", nil, false},
+		{"a partition detached", "ALTER TABLE shop.events DETACH PARTITION shop.events_2026;", []string{"shop"}, false},
+		{"a partition in another schema declares its root's key", "CREATE SCHEMA logs; CREATE TABLE logs.clock_2026 PARTITION OF hr.clock (FOREIGN KEY (staff_id) REFERENCES hr.staff) FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');", []string{"hr"}, false},
 		// Statements that reach every table copy every table
 		// (thaw.go): their versions find every schema's joins again.
-		{"a schema renamed", "ALTER SCHEMA hr RENAME TO people;", []string{"films", "people", "shop"}},
-		{"a schema dropped", "DROP SCHEMA hr CASCADE;", []string{"films", "shop"}},
+		{"a schema renamed", "ALTER SCHEMA hr RENAME TO people;", []string{"Shop", "films", "people", "shop"}, false},
+		{"a schema dropped", "DROP SCHEMA hr CASCADE;", []string{"Shop", "films", "shop"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cat, err := base.Apply("m.sql", tc.sql)
@@ -284,11 +303,13 @@ func TestNextTakesOverUnchangedSchemas(t *testing.T) {
 				t.Fatal(err)
 			}
 			next, fresh := prev.Next(cat), NewGraph(cat)
-			for _, tbl := range cat.Tables() {
-				key := tbl.QualName().Key()
-				if got, want := next.Inferred(key), fresh.Inferred(key); !reflect.DeepEqual(got, want) {
-					t.Errorf("%s: joins %v, from nothing %v", key, got, want)
-				}
+			next.Warm(true)
+			fresh.Warm(true)
+			if !reflect.DeepEqual(next.adj, fresh.adj) {
+				t.Errorf("neighbours %v, from nothing %v", next.adj, fresh.adj)
+			}
+			if !reflect.DeepEqual(next.inferred, fresh.inferred) {
+				t.Errorf("joins %v, from nothing %v", next.inferred, fresh.inferred)
 			}
 			old := *prev.found.Load()
 			var found []string
@@ -299,10 +320,22 @@ func TestNextTakesOverUnchangedSchemas(t *testing.T) {
 			}
 			slices.Sort(found)
 			if !slices.Equal(found, tc.found) {
-				t.Errorf("found again %v, want %v", found, tc.found)
+				t.Errorf("found joins again in %v, want %v", found, tc.found)
 			}
-			if next.base != nil {
-				t.Error("the graph still holds the previous version's joins")
+			shared := 0
+			for k, m := range next.adj {
+				if reflect.ValueOf(m).UnsafePointer() == reflect.ValueOf(prev.adj[k]).UnsafePointer() {
+					shared++
+				}
+			}
+			if updated := shared > 0; updated != tc.updated {
+				t.Errorf("updated %v (%d neighbour sets shared), want %v", updated, shared, tc.updated)
+			}
+			if next.base != nil || next.lent != nil {
+				t.Error("the graph still holds the previous version's")
+			}
+			if after := fmt.Sprint(prev.adj); after != before {
+				t.Fatalf("the previous version's neighbours changed:\n%s\nwere\n%s", after, before)
 			}
 		})
 	}
@@ -311,16 +344,22 @@ func TestNextTakesOverUnchangedSchemas(t *testing.T) {
 // BenchmarkNextGraph builds and warms a version's graph after a migration
 // that added a column to one table of ten thousand, from the previous
 // version's graph and from nothing: a daemon does it for every version.
-// Joins are inferred schema by schema, so a catalog in one schema finds
-// them all again either way.
+// Joins are inferred schema by schema, so a catalog in one schema infers
+// them all again either way; its neighbours are updated.
 func BenchmarkNextGraph(b *testing.B) {
 	for _, schemas := range []int{1000, 1} {
 		var ddl []byte
 		per := 10_000 / schemas
 		for s := range schemas {
 			ddl = fmt.Appendf(ddl, "CREATE SCHEMA s%d;\n", s)
+			// Every other table declares a key to the one before; the
+			// others' joins are inferred.
 			for i := range per {
-				ddl = fmt.Appendf(ddl, "CREATE TABLE s%d.t%d (t%d_id int PRIMARY KEY, t%d_id int, label text);\n", s, i, i, (i+1)%per)
+				ddl = fmt.Appendf(ddl, "CREATE TABLE s%d.t%d (t%d_id int PRIMARY KEY, t%d_id int, label text", s, i, i, (i+1)%per)
+				if i%2 == 1 {
+					ddl = fmt.Appendf(ddl, ", up int REFERENCES s%d.t%d", s, i-1)
+				}
+				ddl = append(ddl, ");\n"...)
 			}
 		}
 		base, err := Snapshot("db", "s.sql", string(ddl))

@@ -75,7 +75,7 @@ func bridgeAt(g *graph, items []Item, pos map[string]int, i, placed int, schemas
 		}
 		for a := range g.Neighbours(b) {
 			pa, ok := pos[a]
-			if !ok || pa >= i || a == key || own[a] {
+			if !ok || pa >= i || a == key || own[a] > 0 {
 				continue
 			}
 			if pa < bestPartner || (pa == bestPartner && (at < bestAt || (at == bestAt && b < bridge))) {
