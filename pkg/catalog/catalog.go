@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultSchema is where unqualified names are created and looked up, as in
@@ -250,23 +251,86 @@ type Catalog struct {
 	// tables request, and sorting it each time was a few percent of a
 	// worker's and a daemon's CPU. Nil while the catalog is being built.
 	order *order
+	// frozenOrder is the order of the catalog this one was cloned from,
+	// when it had been computed: the tables of frozen in name order,
+	// which this one's order starts from.
+	frozenOrder []*Table
 }
 
 // order is a finished catalog's objects sorted by schema and name,
 // computed on first use.
 type order struct {
 	once   sync.Once
+	done   atomic.Bool
 	tables []*Table
 	views  []*View
+	// from is an earlier version's tables in name order and had the map
+	// they are of, lent until the order is computed: a migration adds
+	// or drops a few tables of thousands, and sorting them all again
+	// took 4.5 ms a version at ten thousand.
+	from []*Table
+	had  map[QualName]*Table
 }
 
 func (o *order) get(c *Catalog) *order {
-	o.once.Do(func() { o.tables, o.views = sortedValues(c.tables), sortedValues(c.views) })
+	o.once.Do(func() {
+		if o.from != nil {
+			o.tables = resorted(o.from, o.had, c.tables)
+		} else {
+			o.tables = sortedValues(c.tables)
+		}
+		o.views = sortedValues(c.views)
+		o.from, o.had = nil, nil
+		o.done.Store(true)
+	})
 	return o
 }
 
+// sortedTables are c's tables in name order if that has been computed.
+func (c *Catalog) sortedTables() []*Table {
+	if c.order == nil || !c.order.done.Load() {
+		return nil
+	}
+	return c.order.tables
+}
+
 // finish marks c as no longer built: its order may be cached.
-func (c *Catalog) finish() { c.order = &order{} }
+func (c *Catalog) finish() {
+	c.order = &order{from: c.frozenOrder, had: c.frozen}
+	c.frozenOrder = nil
+}
+
+// resorted are the tables of now in name order, from those of had in
+// name order: the ones still there in their places, each now's version,
+// and the new ones merged in.
+func resorted(from []*Table, had, now map[QualName]*Table) []*Table {
+	out := make([]*Table, 0, len(now))
+	for _, t := range from {
+		if n := now[t.QualName()]; n != nil {
+			out = append(out, n)
+		}
+	}
+	if len(out) == len(now) {
+		return out
+	}
+	var added []*Table
+	for q, t := range now {
+		if had[q] == nil {
+			added = append(added, t)
+		}
+	}
+	slices.SortFunc(added, func(a, b *Table) int { return compareQual(a.QualName(), b.QualName()) })
+	merged := make([]*Table, 0, len(now))
+	i := 0
+	for _, t := range out {
+		for i < len(added) && compareQual(added[i].QualName(), t.QualName()) < 0 {
+			merged = append(merged, added[i])
+			i++
+		}
+		merged = append(merged, t)
+	}
+	return append(merged, added[i:]...)
+}
 
 // New returns an empty catalog for database, holding only the public schema.
 func New(database string) *Catalog {
@@ -396,6 +460,8 @@ func (c *Catalog) Clone() *Catalog {
 		frozen:   c.tables,
 		views:    make(map[QualName]*View, len(c.views)),
 		enums:    make(map[QualName]*Enum, len(c.enums)),
+
+		frozenOrder: c.sortedTables(),
 
 		functions: make(map[QualName]*Function, len(c.functions)),
 		routines:  make(map[QualName]*Routine, len(c.routines)),
@@ -642,5 +708,10 @@ func fromWire(w wireCatalog) (*Catalog, error) {
 		n.enums[e.QualName()] = e
 	}
 	n.finish()
+	// Catalogs are written with their tables in name order: a decoder
+	// need not sort them again.
+	if slices.IsSortedFunc(w.Tables, func(a, b *Table) int { return compareQual(a.QualName(), b.QualName()) }) {
+		n.order.from, n.order.had = w.Tables, n.tables
+	}
 	return n, nil
 }

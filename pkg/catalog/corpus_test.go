@@ -146,6 +146,11 @@ func replayLemmy(tb testing.TB) *Catalog {
 				tb.Fatalf("migration %d (%s): the decoder decoded %s again, which did not change", i+1, rel, q)
 			}
 		}
+		for _, c := range []*Catalog{n, d} {
+			if !slices.Equal(c.Tables(), sortedValues(c.tables)) {
+				tb.Fatalf("migration %d (%s): tables out of name order", i+1, rel)
+			}
+		}
 		written, read = nextGraph(tb, written, n), nextGraph(tb, read, d)
 		c, decoded = n, d
 	}

@@ -29,8 +29,13 @@ func (c *Catalog) ShareWith(prev *Catalog) {
 	shareMap(c.routines, prev.routines, func(a, b *Routine) bool {
 		return a.Schema == b.Schema && a.Name == b.Name && slices.Equal(a.Sources, b.Sources)
 	})
-	if c.order != nil {
-		c.order = &order{} // it may hold the objects just replaced
+	if o := c.order; o != nil {
+		// It may hold the objects just replaced; their names stand.
+		next := &order{from: o.from, had: o.had}
+		if sorted := c.sortedTables(); sorted != nil {
+			next.from, next.had = sorted, c.tables
+		}
+		c.order = next
 	}
 }
 

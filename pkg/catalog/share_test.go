@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -220,6 +221,91 @@ func tableNames(ts []*Table) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
 		out[i] = t.Name
+	}
+	return out
+}
+
+// TestTablesStayInNameOrder: a catalog's tables are listed in name order
+// whether its order was sorted, carried over from the catalog it was
+// cloned from, kept through ShareWith, or read off the wire.
+func TestTablesStayInNameOrder(t *testing.T) {
+	base, err := Snapshot("db", "base.sql", `
+		CREATE SCHEMA b; CREATE SCHEMA d;
+		CREATE TABLE b.m (id int PRIMARY KEY); CREATE TABLE b.p (m_id int REFERENCES b.m);
+		CREATE TABLE d.a (x int); CREATE TABLE d.k (x int); CREATE TABLE public.z (x int);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrder := func(t *testing.T, what string, c *Catalog) {
+		t.Helper()
+		got, want := c.Tables(), sortedValues(c.tables)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: tables %v, want %v", what, qualNames(got), qualNames(want))
+		}
+	}
+	inOrder(t, "the base", base)
+	for _, tc := range []struct{ name, sql string }{
+		{"nothing changed", "COMMENT ON TABLE d.a IS 'a';"},
+		{"a table first", "CREATE SCHEMA a; CREATE TABLE a.first (x int);"},
+		{"a table last", "CREATE TABLE public.zz (x int);"},
+		{"tables between", "CREATE TABLE b.n (x int); CREATE TABLE d.b (x int); CREATE TABLE d.j (x int);"},
+		{"a table dropped", "DROP TABLE d.k;"},
+		{"the first and last dropped", "DROP TABLE b.p; DROP TABLE b.m; DROP TABLE public.z;"},
+		{"a table renamed past others", "ALTER TABLE d.a RENAME TO zed;"},
+		{"a table moved to another schema", "ALTER TABLE public.z SET SCHEMA b;"},
+		{"a schema renamed", "ALTER SCHEMA b RENAME TO y;"},
+		{"every table dropped", "DROP TABLE b.p, b.m, d.a, d.k, public.z;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base.Tables() // the order a clone starts from
+			n, err := base.Apply("m.sql", tc.sql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inOrder(t, "applied", n)
+			n.ShareWith(base)
+			inOrder(t, "shared", n)
+			// A clone of a clone whose order was never listed.
+			m, err := n.Apply("m2.sql", "CREATE TABLE public.again (x int);")
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := m.Apply("m3.sql", "CREATE TABLE b.again (x int);")
+			if err != nil {
+				t.Fatal(err)
+			}
+			inOrder(t, "applied twice", o)
+			inOrder(t, "applied once", m)
+			var d Decoder
+			got, err := d.Unmarshal(wireBytes(t, o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			inOrder(t, "decoded", got)
+		})
+	}
+	// A catalog written by hand need not list its tables in order.
+	var wire map[string]any
+	if err := json.Unmarshal(wireBytes(t, base), &wire); err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(wire["tables"].([]any))
+	b, err := json.Marshal(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Decoder
+	got, err := d.Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrder(t, "decoded from tables in reverse", got)
+}
+
+func qualNames(ts []*Table) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.QualName().String()
 	}
 	return out
 }
