@@ -18,14 +18,17 @@ type Chunker struct {
 	opts Options
 	mu   sync.Mutex
 	last map[string]*memo // per database, what the last call rendered
-	// renders counts tables and views rendered, for tests.
-	renders atomic.Int64
+	// renders counts tables and views rendered, and updates the catalogs
+	// chunked by what changed (update), for tests.
+	renders, updates atomic.Int64
 }
 
 // memo is what one database's last catalog rendered, by object.
 type memo struct {
+	cat    *catalog.Catalog // the catalog rendered
 	tables map[*catalog.Table]tableMemo
 	views  map[*catalog.View]Chunk
+	enums  string // every enum's name and labels (enumsKey)
 }
 
 // tableMemo is a table's chunks and what else they were rendered from:
@@ -52,35 +55,18 @@ func (k *Chunker) Catalog(c *catalog.Catalog) []Chunk {
 		prev = &memo{}
 	}
 	tables, views := c.Tables(), c.Views()
-	next := &memo{tables: make(map[*catalog.Table]tableMemo, len(tables)), views: make(map[*catalog.View]Chunk, len(views))}
-	// The incoming hints and partitions of every table, from each table's
-	// own foreign keys (remembered with it: joinHint is not free).
-	hints := make(map[*catalog.Table][]string, len(tables))
-	for _, t := range tables {
-		if m, ok := prev.tables[t]; ok {
-			hints[t] = m.hints
-		} else {
-			hints[t] = hintsOf(t)
-		}
+	next := &memo{cat: c, enums: enumsKey(c), views: make(map[*catalog.View]Chunk, len(views))}
+	if !k.update(prev, next) {
+		k.rebuild(prev, next, tables)
 	}
-	g := catalog.NewGraph(c)
-	remembered := func(t *catalog.Table) []string { return hints[t] }
 	var out []Chunk
+	if n := len(tables) + len(views); n > 0 {
+		out = make([]Chunk, 0, n) // a table is one chunk unless it is wide
+	}
 	for _, t := range tables {
-		if t.PartitionOf != nil {
-			next.tables[t] = tableMemo{hints: hints[t]}
-			continue
+		if t.PartitionOf == nil {
+			out = appendVersioned(out, next.tables[t].chunks, c.Version)
 		}
-		near := aroundOf(c, g, t, remembered)
-		deps := tableDeps(c, t, near)
-		m, ok := prev.tables[t]
-		if !ok || m.deps != deps || m.chunks == nil {
-			m = tableMemo{deps: deps, chunks: table(c, t, near, k.opts)}
-			k.renders.Add(1)
-		}
-		m.hints = hints[t]
-		next.tables[t] = m
-		out = appendVersioned(out, m.chunks, c.Version)
 	}
 	for _, v := range views {
 		ch, ok := prev.views[v]
@@ -95,6 +81,60 @@ func (k *Chunker) Catalog(c *catalog.Catalog) []Chunk {
 	k.last[c.Database] = next
 	k.mu.Unlock()
 	return out
+}
+
+// rebuild memoizes every table of next's catalog, rendering those whose
+// chunks prev does not hold as they are now.
+func (k *Chunker) rebuild(prev, next *memo, tables []*catalog.Table) {
+	c := next.cat
+	next.tables = make(map[*catalog.Table]tableMemo, len(tables))
+	// The incoming hints and partitions of every table, from each table's
+	// own foreign keys (remembered with it: joinHint is not free).
+	for _, t := range tables {
+		if m, ok := prev.tables[t]; ok {
+			next.tables[t] = tableMemo{hints: m.hints}
+		} else {
+			next.tables[t] = tableMemo{hints: hintsOf(t)}
+		}
+	}
+	g := catalog.NewGraph(c)
+	for _, t := range tables {
+		if t.PartitionOf == nil {
+			k.render(prev, next, g, t)
+		}
+	}
+}
+
+// render memoizes table t of next's catalog, whose own hints next holds
+// already: prev's chunks where they were rendered from the same
+// neighbours, else rendered now.
+func (k *Chunker) render(prev, next *memo, g *catalog.Graph, t *catalog.Table) {
+	c := next.cat
+	hints := next.tables[t].hints
+	near := aroundOf(c, g, t, func(t *catalog.Table) []string { return next.tables[t].hints })
+	deps := tableDeps(c, t, near)
+	m, ok := prev.tables[t]
+	if !ok || m.deps != deps || m.chunks == nil {
+		m = tableMemo{deps: deps, chunks: table(c, t, near, k.opts)}
+		k.renders.Add(1)
+	}
+	m.hints = hints
+	next.tables[t] = m
+}
+
+// enumsKey is every enum of c with its labels: the chunks of a table
+// with an enum column show its labels.
+func enumsKey(c *catalog.Catalog) string {
+	var b strings.Builder
+	for _, e := range c.Enums() {
+		b.WriteString(e.QualName().String())
+		for _, l := range e.Labels {
+			b.WriteByte(0)
+			b.WriteString(l)
+		}
+		b.WriteByte(1)
+	}
+	return b.String()
 }
 
 // tableDeps is everything besides the table itself that its chunks are

@@ -18,19 +18,28 @@ import (
 func TestChunkerReusesOnlyWhatStillHolds(t *testing.T) {
 	steps := []struct {
 		name, sql string
-		rendered  int // tables and views rendered anew
+		rendered  int  // tables and views rendered anew
+		updated   bool // by what changed, not over every table
 	}{
-		{"a new table pointing at customers", `CREATE TABLE reviews (id int, customer_id bigint REFERENCES customers (id))`, 2},
-		{"a column of one table", `ALTER TABLE reviews ADD COLUMN stars int`, 1},
-		{"an enum label", `ALTER TYPE order_status ADD VALUE 'returned'`, 1},
-		{"a partition attached", `CREATE TABLE events_2027 PARTITION OF events FOR VALUES FROM ('2027-01-01') TO ('2028-01-01')`, 1},
-		{"a column of the partitioned table", `ALTER TABLE events ADD COLUMN customer_id bigint`, 1},
-		{"a key on a partition: its root and the table it references", `ALTER TABLE events_2026 ADD FOREIGN KEY (customer_id) REFERENCES customers (id)`, 2},
-		{"the same key on another partition", `ALTER TABLE events_2027 ADD FOREIGN KEY (customer_id) REFERENCES customers (id)`, 0},
-		{"a view replaced", `CREATE OR REPLACE VIEW paid_orders AS SELECT o.id FROM orders o`, 1},
-		{"the referencing table dropped", `DROP TABLE reviews`, 1},
-		{"nothing the chunks show", `CREATE INDEX ON orders (status)`, 0},
-		{"a table renamed: it, and the two that join it", `ALTER TABLE customers RENAME TO clients`, 3},
+		{"a new table pointing at customers", `CREATE TABLE reviews (id int, customer_id bigint REFERENCES customers (id))`, 2, true},
+		{"a column of one table", `ALTER TABLE reviews ADD COLUMN stars int`, 1, true},
+		{"an enum label", `ALTER TYPE order_status ADD VALUE 'returned'`, 1, false},
+		{"a partition attached", `CREATE TABLE events_2027 PARTITION OF events FOR VALUES FROM ('2027-01-01') TO ('2028-01-01')`, 1, false},
+		{"a column of the partitioned table", `ALTER TABLE events ADD COLUMN customer_id bigint`, 1, false},
+		{"a key on a partition: its root and the table it references", `ALTER TABLE events_2026 ADD FOREIGN KEY (customer_id) REFERENCES customers (id)`, 2, false},
+		{"the same key on another partition", `ALTER TABLE events_2027 ADD FOREIGN KEY (customer_id) REFERENCES customers (id)`, 0, false},
+		{"a view replaced", `CREATE OR REPLACE VIEW paid_orders AS SELECT o.id FROM orders o`, 1, true},
+		{"the referencing table dropped", `DROP TABLE reviews`, 1, true},
+		{"nothing the chunks show", `CREATE INDEX ON orders (status)`, 0, true},
+		{"a comment on a partitioned table", `COMMENT ON TABLE events IS 'what happened'`, 1, true},
+		{"a key to the partitioned table's neighbour", `ALTER TABLE orders ADD COLUMN note text`, 1, true},
+		{"a partition dropped: its root", `DROP TABLE events_2027`, 1, false},
+		{"two tables, one referencing the other", `CREATE TABLE items (id bigint PRIMARY KEY); CREATE TABLE lines (item_id bigint REFERENCES items (id))`, 2, true},
+		{"the referenced table renamed: it and the one that joins it", `ALTER TABLE items RENAME TO products`, 2, true},
+		{"the referenced table dropped with the key to it", `DROP TABLE products CASCADE`, 1, true},
+		// A partition's key follows its table: partitions moved.
+		{"a table renamed: it, and the two that join it", `ALTER TABLE customers RENAME TO clients`, 3, false},
+		{"a table dropped with the keys to it", `DROP TABLE clients CASCADE`, 2, false},
 	}
 	c := shop(t)
 	k := NewChunker(Options{})
@@ -42,7 +51,7 @@ func TestChunkerReusesOnlyWhatStillHolds(t *testing.T) {
 		}
 		n.ShareWith(c) // as a worker does before it writes
 		n.Version = c.Version + 1
-		before := k.renders.Load()
+		before, updates := k.renders.Load(), k.updates.Load()
 		got := k.Catalog(n)
 		if want := Catalog(n, Options{}); !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d (%s): the chunker's chunks differ from a fresh chunking:\n got %v\nwant %v", i+1, st.name, ids(got), ids(want))
@@ -52,6 +61,9 @@ func TestChunkerReusesOnlyWhatStillHolds(t *testing.T) {
 		}
 		if r := int(k.renders.Load() - before); r != st.rendered {
 			t.Errorf("step %d (%s): %d tables and views rendered, want %d", i+1, st.name, r, st.rendered)
+		}
+		if updated := k.updates.Load() > updates; updated != st.updated {
+			t.Errorf("step %d (%s): updated %v, want %v", i+1, st.name, updated, st.updated)
 		}
 		c = n
 	}
@@ -86,6 +98,10 @@ func TestChunkerLemmy(t *testing.T) {
 			t.Fatalf("migration %d (%s): the chunker's chunks differ from the Tabler's", i+1, rel)
 		}
 		c = n
+	}
+	// Most migrations change a few tables and no partition.
+	if n := k.updates.Load(); n < 300 {
+		t.Errorf("%d of 342 catalogs updated by what changed, want most", n)
 	}
 }
 
