@@ -5,9 +5,8 @@ import "maps"
 // lentAdjacency is a version's adjacency with what it was built from, for
 // the next version's graph to update.
 type lentAdjacency struct {
-	cat        *Catalog
-	adj        map[string]map[string]int
-	partitions map[QualName][]*Table
+	cat *Catalog
+	adj map[string]map[string]int
 }
 
 // adjacency builds the neighbours by declared keys: from the previous
@@ -21,8 +20,8 @@ func (g *Graph) adjacency() map[string]map[string]int {
 				g.link(g.cat, t, 1, nil)
 			}
 		}
-		g.lent = nil
-		g.built.Store(&lentAdjacency{cat: g.cat, adj: g.adj, partitions: g.partitions})
+		g.lent, g.changes = nil, nil
+		g.built.Store(&lentAdjacency{cat: g.cat, adj: g.adj})
 	})
 	return g.adj
 }
@@ -69,45 +68,21 @@ func (g *Graph) link(cat *Catalog, t *Table, delta int, own map[string]bool) {
 }
 
 // update builds the adjacency from prev's by taking out the keys of the
-// tables the migration dropped or changed and counting in their new
-// versions' and the new tables'. That is exact only when every other
-// table's keys join the same roots as before: when no table that changed
-// is a partition or has partitions, in either version (a table is never
-// changed once a catalog holds it, so an unchanged partition's root
-// changed only if a table on its way there did). It reports false,
-// leaving the adjacency unbuilt, where that does not hold or where so
-// many tables changed (a quarter, and hundreds) that building from
-// nothing is as quick.
+// tables the migration dropped or changed (g.changes) and counting in
+// their new versions' and the new tables'. That is exact only when every
+// other table's keys join the same roots as before, which successor saw
+// to. It reports false, leaving the adjacency unbuilt, where the graph
+// was built from nothing.
 func (g *Graph) update(prev *lentAdjacency) bool {
-	partitioned := func(t *Table, partitions map[QualName][]*Table) bool {
-		return t.PartitionOf != nil || len(partitions[t.QualName()]) > 0
-	}
-	var gone, came []*Table
-	for q, t := range prev.cat.tables {
-		if g.cat.tables[q] != t {
-			if partitioned(t, prev.partitions) {
-				return false
-			}
-			gone = append(gone, t)
-		}
-	}
-	for q, t := range g.cat.tables {
-		if prev.cat.tables[q] != t {
-			if partitioned(t, g.partitions) {
-				return false
-			}
-			came = append(came, t)
-		}
-	}
-	if n := len(gone) + len(came); n > 256 && n > len(g.cat.tables)/4 {
+	if g.changes == nil {
 		return false
 	}
 	g.adj = maps.Clone(prev.adj)
 	own := map[string]bool{}
-	for _, t := range gone {
+	for _, t := range g.changes.gone {
 		g.link(prev.cat, t, -1, own)
 	}
-	for _, t := range came {
+	for _, t := range g.changes.came {
 		g.link(g.cat, t, 1, own)
 	}
 	return true

@@ -43,8 +43,12 @@ type Graph struct {
 	// next version's graph (Next) to take over; base is the previous
 	// version's, lent to inferredJoins and then let go, so that no graph
 	// holds a chain of older versions.
-	found    atomic.Pointer[map[string]*schemaJoins]
-	base     map[string]*schemaJoins
+	found atomic.Pointer[map[string]*schemaJoins]
+	base  map[string]*schemaJoins
+	// changes are the tables that changed since the version whose graph
+	// this one was built from (Next), when no partition is among them,
+	// until the adjacency is built from that version's.
+	changes  *changes
 	keysOnce sync.Once
 	byKey    map[string]*Table
 }
@@ -113,7 +117,7 @@ func (g *Graph) inferredJoins() map[string][]InferredJoin {
 // them all again was most of a daemon's work per version at ten
 // thousand tables. What g never built it does not lend.
 func (g *Graph) Next(cat *Catalog) *Graph {
-	next := NewGraph(cat)
+	next := g.successor(cat)
 	if found := g.found.Load(); found != nil {
 		next.base = *found
 	}

@@ -308,6 +308,9 @@ func TestNextGraph(t *testing.T) {
 			if !reflect.DeepEqual(next.adj, fresh.adj) {
 				t.Errorf("neighbours %v, from nothing %v", next.adj, fresh.adj)
 			}
+			if !sameGraph(next, fresh) {
+				t.Errorf("incoming keys %v, from nothing %v", next.incoming, fresh.incoming)
+			}
 			if !reflect.DeepEqual(next.inferred, fresh.inferred) {
 				t.Errorf("joins %v, from nothing %v", next.inferred, fresh.inferred)
 			}
@@ -385,4 +388,12 @@ func BenchmarkNextGraph(b *testing.B) {
 			})
 		}
 	}
+}
+
+// sameGraph reports whether two warmed graphs of one catalog hold the
+// same keys, partitions, neighbours and joins.
+func sameGraph(a, b *Graph) bool {
+	return reflect.DeepEqual(a.incoming, b.incoming) && reflect.DeepEqual(a.partitions, b.partitions) &&
+		reflect.DeepEqual(a.partitionKeys, b.partitionKeys) && reflect.DeepEqual(a.adj, b.adj) &&
+		reflect.DeepEqual(a.inferred, b.inferred)
 }

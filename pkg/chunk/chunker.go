@@ -26,6 +26,7 @@ type Chunker struct {
 // memo is what one database's last catalog rendered, by object.
 type memo struct {
 	cat    *catalog.Catalog // the catalog rendered
+	graph  *catalog.Graph   // its graph, which the next catalog's updates
 	tables map[*catalog.Table]tableMemo
 	views  map[*catalog.View]Chunk
 	enums  string // every enum's name and labels (enumsKey)
@@ -98,6 +99,7 @@ func (k *Chunker) rebuild(prev, next *memo, tables []*catalog.Table) {
 		}
 	}
 	g := catalog.NewGraph(c)
+	next.graph = g
 	for _, t := range tables {
 		if t.PartitionOf == nil {
 			k.render(prev, next, g, t)

@@ -2,12 +2,14 @@ package chunk
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 )
 
-// maxUpdate is the most tables a migration may change for the Chunker to
-// update the last catalog's chunks rather than go over every table.
+// maxUpdate is the most tables a migration may change, going and coming,
+// for the Chunker to update the last catalog's chunks rather than go
+// over every table.
 const maxUpdate = 256
 
 // update memoizes next's catalog from prev's by what changed between the
@@ -47,7 +49,8 @@ func (k *Chunker) update(prev, next *memo) bool {
 		redo[t] = true
 		referenced(t)
 	}
-	g := catalog.NewGraph(c)
+	g := prev.graph.Next(c)
+	next.graph = g
 	for t := range redo {
 		if t.PartitionOf == nil {
 			k.render(prev, next, g, t)
@@ -57,37 +60,14 @@ func (k *Chunker) update(prev, next *memo) bool {
 	return true
 }
 
-// changed lists the tables of prev that now does not hold (dropped, or
-// changed and so copied), and those of now that prev did not. ok is false
-// where one of them is a partition, or there are more than maxUpdate.
+// changed are the tables prev's catalog held that now's does not, and
+// those now's holds that prev's did not (catalog.Changes). ok is false
+// where one of them is a partition, or more than maxUpdate changed.
 func changed(prev, now *catalog.Catalog) (gone, came []*catalog.Table, ok bool) {
-	kept := 0
-	for _, t := range now.Tables() {
-		p := prev.Table(t.QualName())
-		if p == t {
-			kept++
-			continue
-		}
-		if t.PartitionOf != nil || len(came) == maxUpdate {
-			return nil, nil, false
-		}
-		came = append(came, t)
-		if p != nil {
-			gone = append(gone, p)
-		}
-	}
-	if before := prev.Tables(); kept+len(gone) < len(before) {
-		// Dropped or renamed: their names are gone.
-		for _, t := range before {
-			if now.Table(t.QualName()) == nil {
-				gone = append(gone, t)
-			}
-		}
-	}
-	for _, t := range gone {
-		if t.PartitionOf != nil || len(gone) > maxUpdate {
-			return nil, nil, false
-		}
+	gone, came = catalog.Changes(prev, now)
+	partition := func(t *catalog.Table) bool { return t.PartitionOf != nil }
+	if len(gone)+len(came) > maxUpdate || slices.ContainsFunc(gone, partition) || slices.ContainsFunc(came, partition) {
+		return nil, nil, false
 	}
 	return gone, came, true
 }
