@@ -47,11 +47,16 @@ func (g *Graph) successor(cat *Catalog) *Graph {
 	if len(gone)+len(came) > maxGraphChanges || slices.ContainsFunc(gone, partition) || slices.ContainsFunc(came, partition) {
 		return NewGraph(cat)
 	}
-	next := &Graph{cat: cat, partitions: g.partitions, partitionKeys: g.partitionKeys,
+	return &Graph{cat: cat, incoming: g.nextIncoming(gone, came), partitions: g.partitions, partitionKeys: g.partitionKeys,
 		changes: &changes{gone: gone, came: came}}
-	next.incoming = maps.Clone(g.incoming)
-	lists := map[QualName][]Incoming{}
+}
+
+// nextIncoming are g's incoming keys with the keys of the tables that
+// went taken out and those of the tables that came put in, in catalog
+// order.
+func (g *Graph) nextIncoming(gone, came []*Table) map[QualName][]Incoming {
 	dropped := map[*Table]bool{}
+	lists := map[QualName][]Incoming{} // of the tables those keys reference
 	for _, t := range gone {
 		dropped[t] = true
 		for _, fk := range t.ForeignKeys {
@@ -64,32 +69,31 @@ func (g *Graph) successor(cat *Catalog) *Graph {
 		}
 	}
 	for ref := range lists {
-		var list []Incoming
 		for _, in := range g.incoming[ref] {
 			if !dropped[in.From] {
-				list = append(list, in)
+				lists[ref] = append(lists[ref], in)
 			}
 		}
-		lists[ref] = list
 	}
 	for _, t := range came {
 		for i, fk := range t.ForeignKeys {
 			lists[fk.RefTable] = append(lists[fk.RefTable], Incoming{From: t, Index: i, Key: fk})
 		}
 	}
+	incoming := maps.Clone(g.incoming)
 	for ref, list := range lists {
 		if len(list) == 0 {
-			delete(next.incoming, ref)
+			delete(incoming, ref)
 			continue
 		}
-		// In catalog order, as newGraph lists them.
+		// In catalog order, as NewGraph lists them.
 		slices.SortFunc(list, func(a, b Incoming) int {
 			if c := compareQual(a.From.QualName(), b.From.QualName()); c != 0 {
 				return c
 			}
 			return a.Index - b.Index
 		})
-		next.incoming[ref] = list
+		incoming[ref] = list
 	}
-	return next
+	return incoming
 }
