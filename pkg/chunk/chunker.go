@@ -26,7 +26,7 @@ type Chunker struct {
 // memo is what one database's last catalog rendered, by object.
 type memo struct {
 	cat    *catalog.Catalog // the catalog rendered
-	graph  *catalog.Graph   // its graph, which the next catalog's updates
+	graph  *catalog.Graph   // its graph, for the next catalog's to update
 	tables map[*catalog.Table]tableMemo
 	views  map[*catalog.View]Chunk
 	enums  string // every enum's name and labels (enumsKey)
