@@ -20,7 +20,7 @@ func (g *Graph) adjacency() map[string]map[string]int {
 				g.link(g.cat, t, 1, nil)
 			}
 		}
-		g.lent, g.changes = nil, nil
+		g.lent = nil
 		g.built.Store(&lentAdjacency{cat: g.cat, adj: g.adj})
 	})
 	return g.adj

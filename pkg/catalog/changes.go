@@ -35,6 +35,18 @@ type changes struct {
 	gone, came []*Table
 }
 
+// Changed are the tables that changed (Changes) since the version whose
+// graph g was built from by Next, for what else is updated version by
+// version to update by the same tables. ok is false where g was built
+// from nothing: a partition changed, more than 256 tables did, or there
+// was no version before.
+func (g *Graph) Changed() (gone, came []*Table, ok bool) {
+	if g.changes == nil {
+		return nil, nil, false
+	}
+	return g.changes.gone, g.changes.came, true
+}
+
 // successor is the graph of cat, a later version of g's catalog: g's with
 // the keys of the tables that changed taken out and put back, or built
 // from nothing where a partition changed or many tables did. While no

@@ -46,8 +46,7 @@ type Graph struct {
 	found atomic.Pointer[map[string]*schemaJoins]
 	base  map[string]*schemaJoins
 	// changes are the tables that changed since the version whose graph
-	// this one was built from (Next), when no partition is among them,
-	// until the adjacency is built from that version's.
+	// this one was built from (Next), when no partition is among them.
 	changes  *changes
 	keysOnce sync.Once
 	byKey    map[string]*Table

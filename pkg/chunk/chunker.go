@@ -98,8 +98,11 @@ func (k *Chunker) rebuild(prev, next *memo, tables []*catalog.Table) {
 			next.tables[t] = tableMemo{hints: hintsOf(t)}
 		}
 	}
-	g := catalog.NewGraph(c)
-	next.graph = g
+	g := next.graph // update's, when it built one
+	if g == nil {
+		g = catalog.NewGraph(c)
+		next.graph = g
+	}
 	for _, t := range tables {
 		if t.PartitionOf == nil {
 			k.render(prev, next, g, t)
