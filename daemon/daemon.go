@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,9 +24,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/schemaq/schemaq/events"
@@ -38,7 +34,6 @@ import (
 	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/redact"
 	"github.com/schemaq/schemaq/pkg/retrieve"
-	"github.com/schemaq/schemaq/pkg/tracing"
 )
 
 // Catalogs is the daemon's view of the catalogs (a catalogkv.Watcher).
@@ -381,127 +376,6 @@ func (d *Daemon) endpoints() []endpoint {
 			return &events.FeedbackReply{Database: db, Error: e}
 		})},
 	}
-}
-
-// adapt turns fn into a micro handler: strict decode, validation, a slot
-// of the concurrency limit (or busy), a deadline, panic recovery, and one
-// reply — the typed result or a typed error.
-func adapt[Req any, PReq interface {
-	*Req
-	validator
-}, Resp any](d *Daemon, endpoint string, fn func(context.Context, PReq) (Resp, error), errReply func(db string, e *events.Error) any) micro.Handler {
-	return micro.HandlerFunc(func(raw micro.Request) {
-		if why := replyRefused(raw.Reply()); why != "" {
-			d.refuseReply(endpoint, raw.Reply(), why)
-			return
-		}
-		start := time.Now()
-		id := requestIDOr(raw.Headers().Get(HeaderRequestID))
-		r := &tracked{Request: raw, d: d, endpoint: endpoint, id: id, start: start, send: d.nc.PublishMsg}
-		if s, ok := raw.(sender); ok {
-			r.send = s.send // HTTP: the reply goes to the response, not a subject
-		}
-		// db is the database the request names, once it is known to be
-		// one: error replies carry it, as answers do.
-		var db string
-		fail := func(e *events.Error) {
-			d.reply(r, endpoint, nil, e, func(e *events.Error) any { return errReply(db, e) })
-		}
-		select {
-		case d.sem <- struct{}{}:
-		default:
-			fail(events.Errorf(events.CodeBusy, "the daemon is at its limit of %d concurrent requests; retry shortly", cap(d.sem)))
-			return
-		}
-		// micro calls handlers one at a time per subscription; the work
-		// runs in its own goroutine so replicas serve requests concurrently.
-		// The slot is given back as the reply goes out, not after: a
-		// caller that sends its next request on the reply must find it
-		// free, or a client at exactly MaxConcurrent would see busy.
-		r.release = sync.OnceFunc(func() { <-d.sem })
-		d.replying.Add(1)
-		go func() {
-			defer d.replying.Done()
-			defer r.release()
-			defer d.pace.Begin()()
-			defer func() {
-				if p := recover(); p != nil {
-					d.log.Error("handler panic", zap.String("endpoint", endpoint), zap.String("request_id", id), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-					fail(events.Errorf(events.CodeInternal, "internal error"))
-				}
-			}()
-			// The caller's trace (traceparent) continues here.
-			ctx, cancel := context.WithTimeout(tracing.Extract(context.Background(), raw.Headers()), d.timeout(endpoint))
-			defer cancel()
-			ctx = context.WithValue(ctx, requestIDKey{}, id)
-			ctx = context.WithValue(ctx, callerKey{}, callerOf(raw))
-			ctx, span := tracing.Tracer().Start(ctx, events.ServiceName+"."+endpoint, trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithAttributes(attribute.String("schemaq.request_id", id)))
-			defer span.End()
-			var req Req
-			if err := events.DecodeRequest(r.Data(), &req); err != nil {
-				fail(events.Errorf(events.CodeBadRequest, "%v", err))
-				return
-			}
-			if t, ok := any(&req).(targeted); ok {
-				if err := subjectDatabase(r.Subject(), endpoint, t); err != nil {
-					fail(events.Errorf(events.CodeBadRequest, "%v", err))
-					return
-				}
-				if events.ValidateDatabase(*t.Target()) == nil {
-					db = *t.Target()
-				}
-			}
-			if err := PReq(&req).Validate(); err != nil {
-				span.SetStatus(codes.Error, events.CodeBadRequest)
-				fail(events.Errorf(events.CodeBadRequest, "%v", err))
-				return
-			}
-			if t, ok := any(&req).(targeted); ok {
-				span.SetAttributes(attribute.String("schemaq.database", *t.Target()))
-				// The database the handler will use, decoded strictly:
-				// what an HTTP token may use is judged on it, not on a
-				// looser reading of the body.
-				if e := principalOfRequest(raw).mayAsk(endpoint, *t.Target()); e != nil {
-					fail(e)
-					return
-				}
-				db = *t.Target()
-				if !d.acquireDatabase(db) {
-					fail(d.databaseBusy(db))
-					return
-				}
-				// Given back with the daemon's slot, as the reply goes out.
-				whole := r.release
-				r.release = sync.OnceFunc(func() { d.perDB.release(db); whole() })
-				defer r.release()
-			}
-			resp, err := fn(ctx, &req)
-			if err != nil {
-				d.log.Debug("request failed", zap.String("endpoint", endpoint), zap.String("request_id", id), zap.Error(err))
-			}
-			if we := d.classify(ctx, endpoint, err); we != nil {
-				span.SetStatus(codes.Error, we.Code)
-				if we.Code == events.CodeStoreUnavailable && d.handOver(ctx, r, we) {
-					return
-				}
-				// resp is a typed nil here; send the endpoint's error shape.
-				fail(we)
-				return
-			}
-			// What a reply spent counts whether or not it answered.
-			d.observeStages(resp)
-			// A reply may carry its own error (ask: the rejected SQL).
-			if w, ok := any(resp).(interface{ WireError() *events.Error }); ok && w.WireError() != nil {
-				b, _ := json.Marshal(resp)
-				if err := r.Error(w.WireError().Code, w.WireError().Message, b); err != nil {
-					d.log.Warn("reply failed", zap.String("endpoint", endpoint), zap.Error(err))
-				}
-				return
-			}
-			d.reply(r, endpoint, resp, nil, nil)
-		}()
-	})
 }
 
 // requestIDKey carries a request's id in its context: an ask's reply
