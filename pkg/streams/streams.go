@@ -68,119 +68,155 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Ke
 	if c.Replicas < 0 {
 		return nil, fmt.Errorf("stream replicas must be zero (keep) or more, got %d", c.Replicas)
 	}
-	var kv jetstream.KeyValue
-	assets := []struct {
-		name, backing string // as schemaq names it; its JetStream stream
-		ensure        func(ctx context.Context, replicas int) error
-	}{
-		{events.Stream, events.Stream, func(ctx context.Context, r int) error {
-			// One read of the stream as it is serves the bound and the
-			// comparison with what is wanted.
-			have, err := js.Stream(ctx, events.Stream)
-			if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-				return err
-			}
-			per, record, err := eventLimit(ctx, have, c.MaxEventsPerDatabase, c.OnLimitKept)
-			if err != nil {
-				return err
-			}
-			cfg := jetstream.StreamConfig{
-				Name:        events.Stream,
-				Description: "schemaq events: schema migrations and snapshots, docs, examples",
-				Subjects:    []string{events.StreamSubjectSchema, events.StreamSubjectDocs, events.StreamSubjectExamples},
-				Storage:     c.storage(),
-				Replicas:    r,
-				Duplicates:  c.DuplicateWindow,
-				MaxAge:      c.MaxAge,
-				MaxMsgSize:  events.DefaultMaxEventBytes,
-			}
-			limitConfig(&cfg, per, record)
-			return ensureStreamOver(ctx, js, have, cfg)
-		}},
-		{events.DeadLetterStream, events.DeadLetterStream, func(ctx context.Context, r int) error {
-			return ensureStream(ctx, js, jetstream.StreamConfig{
-				Name:        events.DeadLetterStream,
-				Description: "schemaq events that could not be applied, with the reason in headers",
-				Subjects:    []string{events.DeadLetterSubjects},
-				Storage:     c.storage(),
-				Replicas:    r,
-				// A letter's id is its event's stream sequence. Every serve
-				// replica refuses a bad event, some only when they replay the
-				// stream hours later; a day's window keeps one letter per event.
-				Duplicates: 24 * time.Hour,
-			})
-		}},
-		{"bucket " + events.CatalogBucket, "KV_" + events.CatalogBucket, func(ctx context.Context, r int) error {
-			var err error
-			kv, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
-				Bucket:       events.CatalogBucket,
-				Description:  "schemaq catalogs, one key per database",
-				History:      5,
-				Storage:      c.storage(),
-				Replicas:     r,
-				MaxValueSize: int32(events.DefaultMaxEventBytes),
-			})
-			return err
-		}},
-		{"object store " + events.ObjectBucket, "OBJ_" + events.ObjectBucket, func(ctx context.Context, r int) error {
-			return ensureObjects(ctx, js, jetstream.ObjectStoreConfig{
-				Bucket:      events.ObjectBucket,
-				Description: "schemaq payloads larger than a message: big snapshots and migrations, big catalogs",
-				Storage:     c.storage(),
-				Replicas:    r,
-			})
-		}},
-		{"bucket " + events.SweepBucket, "KV_" + events.SweepBucket, func(ctx context.Context, r int) error {
-			_, err := ensureKV(ctx, js, jetstream.KeyValueConfig{
-				Bucket:      events.SweepBucket,
-				Description: "schemaq object sweeps: which worker swept last, and when",
-				History:     1,
-				Storage:     c.storage(),
-				Replicas:    r,
-			})
-			return err
-		}},
-		{"bucket " + events.AttemptBucket, "KV_" + events.AttemptBucket, func(ctx context.Context, r int) error {
-			_, err := ensureKV(ctx, js, jetstream.KeyValueConfig{
-				Bucket:      events.AttemptBucket,
-				Description: "schemaq workers: redelivered events being handled, to tell one that ends the process",
-				History:     1,
-				// A marker outlives a crash by one redelivery; a day is ample
-				// and keeps a bucket of abandoned markers from growing.
-				TTL:      24 * time.Hour,
-				Storage:  c.storage(),
-				Replicas: r,
-			})
-			return err
-		}},
-	}
-	for _, a := range assets {
-		var have int
-		err := ensureAsset(ctx, func(ctx context.Context) (err error) {
-			have, err = existingReplicas(ctx, js, a.backing)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("ensure %s: %w", a.name, err)
-		}
-		want := c.Replicas
-		switch {
-		case want == 0 && have > 0:
-			want = have
-		case want == 0:
-			want = 1
-		}
-		if err := ensureAsset(ctx, func(ctx context.Context) error { return a.ensure(ctx, want) }); err != nil {
-			if want > 1 {
-				return nil, fmt.Errorf("ensure %s at %d replicas: %w (a JetStream cluster keeps at most one replica per server: --stream-replicas must not exceed the servers that run JetStream)", a.name, want, err)
-			}
-			return nil, fmt.Errorf("ensure %s: %w", a.name, err)
-		}
-		if have > 0 && have != want && c.OnScale != nil {
-			c.OnScale(a.name, have, want)
+	t := &topology{js: js, c: c}
+	for _, a := range t.assets() {
+		if err := t.ensure(ctx, a); err != nil {
+			return nil, err
 		}
 	}
-	return kv, nil
+	return t.kv, nil
+}
+
+// topology ensures schemaq's assets one by one, each by a method.
+type topology struct {
+	js jetstream.JetStream
+	c  Config
+	kv jetstream.KeyValue // the catalog bucket, once ensured
+}
+
+// asset is one stream, bucket or object store.
+type asset struct {
+	name, backing string // as schemaq names it; its JetStream stream
+	ensure        func(ctx context.Context, replicas int) error
+}
+
+func (t *topology) assets() []asset {
+	return []asset{
+		{events.Stream, events.Stream, t.eventStream},
+		{events.DeadLetterStream, events.DeadLetterStream, t.deadLetters},
+		{"bucket " + events.CatalogBucket, "KV_" + events.CatalogBucket, t.catalogs},
+		{"object store " + events.ObjectBucket, "OBJ_" + events.ObjectBucket, t.objects},
+		{"bucket " + events.SweepBucket, "KV_" + events.SweepBucket, t.sweeps},
+		{"bucket " + events.AttemptBucket, "KV_" + events.AttemptBucket, t.attempts},
+	}
+}
+
+// ensure ensures a at the replicas wanted: Config.Replicas, or when that
+// is 0 what the asset has (1 for a new one).
+func (t *topology) ensure(ctx context.Context, a asset) error {
+	var have int
+	err := ensureAsset(ctx, func(ctx context.Context) (err error) {
+		have, err = existingReplicas(ctx, t.js, a.backing)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ensure %s: %w", a.name, err)
+	}
+	want := t.c.Replicas
+	switch {
+	case want == 0 && have > 0:
+		want = have
+	case want == 0:
+		want = 1
+	}
+	if err := ensureAsset(ctx, func(ctx context.Context) error { return a.ensure(ctx, want) }); err != nil {
+		if want > 1 {
+			return fmt.Errorf("ensure %s at %d replicas: %w (a JetStream cluster keeps at most one replica per server: --stream-replicas must not exceed the servers that run JetStream)", a.name, want, err)
+		}
+		return fmt.Errorf("ensure %s: %w", a.name, err)
+	}
+	if have > 0 && have != want && t.c.OnScale != nil {
+		t.c.OnScale(a.name, have, want)
+	}
+	return nil
+}
+
+// eventStream is the stream of every database's events, with its bound
+// on the events of one database of a kind.
+func (t *topology) eventStream(ctx context.Context, r int) error {
+	// One read of the stream as it is serves the bound and the
+	// comparison with what is wanted.
+	have, err := t.js.Stream(ctx, events.Stream)
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return err
+	}
+	per, record, err := eventLimit(ctx, have, t.c.MaxEventsPerDatabase, t.c.OnLimitKept)
+	if err != nil {
+		return err
+	}
+	cfg := jetstream.StreamConfig{
+		Name:        events.Stream,
+		Description: "schemaq events: schema migrations and snapshots, docs, examples",
+		Subjects:    []string{events.StreamSubjectSchema, events.StreamSubjectDocs, events.StreamSubjectExamples},
+		Storage:     t.c.storage(),
+		Replicas:    r,
+		Duplicates:  t.c.DuplicateWindow,
+		MaxAge:      t.c.MaxAge,
+		MaxMsgSize:  events.DefaultMaxEventBytes,
+	}
+	limitConfig(&cfg, per, record)
+	return ensureStreamOver(ctx, t.js, have, cfg)
+}
+
+func (t *topology) deadLetters(ctx context.Context, r int) error {
+	return ensureStream(ctx, t.js, jetstream.StreamConfig{
+		Name:        events.DeadLetterStream,
+		Description: "schemaq events that could not be applied, with the reason in headers",
+		Subjects:    []string{events.DeadLetterSubjects},
+		Storage:     t.c.storage(),
+		Replicas:    r,
+		// A letter's id is its event's stream sequence. Every serve
+		// replica refuses a bad event, some only when they replay the
+		// stream hours later; a day's window keeps one letter per event.
+		Duplicates: 24 * time.Hour,
+	})
+}
+
+func (t *topology) catalogs(ctx context.Context, r int) error {
+	var err error
+	t.kv, err = ensureKV(ctx, t.js, jetstream.KeyValueConfig{
+		Bucket:       events.CatalogBucket,
+		Description:  "schemaq catalogs, one key per database",
+		History:      5,
+		Storage:      t.c.storage(),
+		Replicas:     r,
+		MaxValueSize: int32(events.DefaultMaxEventBytes),
+	})
+	return err
+}
+
+func (t *topology) objects(ctx context.Context, r int) error {
+	return ensureObjects(ctx, t.js, jetstream.ObjectStoreConfig{
+		Bucket:      events.ObjectBucket,
+		Description: "schemaq payloads larger than a message: big snapshots and migrations, big catalogs",
+		Storage:     t.c.storage(),
+		Replicas:    r,
+	})
+}
+
+func (t *topology) sweeps(ctx context.Context, r int) error {
+	_, err := ensureKV(ctx, t.js, jetstream.KeyValueConfig{
+		Bucket:      events.SweepBucket,
+		Description: "schemaq object sweeps: which worker swept last, and when",
+		History:     1,
+		Storage:     t.c.storage(),
+		Replicas:    r,
+	})
+	return err
+}
+
+func (t *topology) attempts(ctx context.Context, r int) error {
+	_, err := ensureKV(ctx, t.js, jetstream.KeyValueConfig{
+		Bucket:      events.AttemptBucket,
+		Description: "schemaq workers: redelivered events being handled, to tell one that ends the process",
+		History:     1,
+		// A marker outlives a crash by one redelivery; a day is ample
+		// and keeps a bucket of abandoned markers from growing.
+		TTL:      24 * time.Hour,
+		Storage:  t.c.storage(),
+		Replicas: r,
+	})
+	return err
 }
 
 // Every process ensures the topology when it starts, and an update of
