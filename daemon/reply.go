@@ -97,7 +97,7 @@ func AskError(err error) *events.Error {
 func contextItems(res *retrieve.Result, text bool) []events.ContextItem {
 	out := make([]events.ContextItem, 0, len(res.Items))
 	for _, it := range res.Items {
-		c := events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score, Bridge: it.Bridge, Title: it.Title}
+		c := events.ContextItem{ID: it.Chunks[0].ID, Kind: it.Kind, Name: it.Name, Score: it.Score, Bridge: it.Bridge, Placed: it.Placed, Title: it.Title}
 		if text {
 			c.Text = it.Text
 		}
@@ -149,7 +149,7 @@ func wireExplain(ex []retrieve.Explain) []events.ExplainItem {
 			DocRank: e.DocRank, Doc: e.Doc, SchemaRoute: e.SchemaRoute, SchemaEvidence: e.SchemaEvidence,
 			SchemaLikelihood: e.SchemaLikelihood, SchemaByFeatures: e.SchemaByFeatures, LiftedTo: e.LiftedTo,
 			FusedRank: e.FusedRank, FusedScore: e.FusedScore, SchemaRank: e.SchemaRank, SchemaScore: e.SchemaScore,
-			RerankRank: e.RerankRank, RerankScore: e.RerankScore, FinalRank: e.FinalRank, Bridge: e.Bridge})
+			RerankRank: e.RerankRank, RerankScore: e.RerankScore, FinalRank: e.FinalRank, Bridge: e.Bridge, Placed: e.Placed})
 	}
 	return out
 }

@@ -148,3 +148,25 @@ SELECT f();`, catalog.Tolerant())
 		}
 	}
 }
+
+// Why join completion placed or added a table reaches the wire, in the
+// results and in the explanation alike.
+func TestRepliesSayWhyATableWasPlaced(t *testing.T) {
+	const why, bridge = "covers name, which no table before it has; joins public.film_actor", "joins public.a and public.b"
+	c := chunk.Chunk{ID: "films/table/public.actor/0", Kind: chunk.KindTable, Name: "public.actor"}
+	b := chunk.Chunk{ID: "films/table/public.ab/0", Kind: chunk.KindTable, Name: "public.ab"}
+	res := &retrieve.Result{
+		Items: []retrieve.Item{
+			{Candidate: rerank.Candidate{Kind: c.Kind, Name: c.Name, Chunks: []chunk.Chunk{c}}, Placed: why},
+			{Candidate: rerank.Candidate{Kind: b.Kind, Name: b.Name, Chunks: []chunk.Chunk{b}}, Bridge: bridge},
+		},
+		Explain: []retrieve.Explain{{Kind: c.Kind, Name: c.Name, FinalRank: 1, Placed: why}, {Kind: b.Kind, Name: b.Name, FinalRank: 2, Bridge: bridge}},
+	}
+	items, ex := contextItems(res, false), wireExplain(res.Explain)
+	if items[0].Placed != why || items[0].Bridge != "" || items[1].Bridge != bridge || items[1].Placed != "" {
+		t.Errorf("results: %+v", items)
+	}
+	if ex[0].Placed != why || ex[1].Bridge != bridge || ex[1].Placed != "" {
+		t.Errorf("explain: %+v", ex)
+	}
+}

@@ -374,6 +374,13 @@ type ContextItem struct {
 	// there) or added (score 0). Bridges come on top of the k ranked
 	// results.
 	Bridge string `json:"bridge,omitempty"`
+	// Placed, when set, says why join completion placed the table here
+	// among the k ranked results: the question names it inside the name
+	// of the table before it ("the question names it in
+	// video_games.game_publisher"), or it has question words no table
+	// before it has and joins one of them ("covers name, which no table
+	// before it has; joins movie_3.film_actor").
+	Placed string `json:"placed,omitempty"`
 	// Title is what a person reads the item by: a doc section's heading
 	// path, an example's question (its Name is an id).
 	Title string `json:"title,omitempty"`
@@ -447,6 +454,8 @@ type ExplainItem struct {
 	RerankScore float64 `json:"rerank_score,omitempty"`
 	FinalRank   int     `json:"final_rank,omitempty"`
 	Bridge      string  `json:"bridge,omitempty"`
+	// Placed is why join completion placed it among the k (ContextItem).
+	Placed string `json:"placed,omitempty"`
 }
 
 // Drift is a statement of a database's applied history that the worker

@@ -81,6 +81,9 @@ func printAnswer(e *env, reply *events.AskReply, explain bool) {
 			if c.Bridge != "" {
 				line += "  (" + c.Bridge + ")"
 			}
+			if c.Placed != "" {
+				line += "  (" + c.Placed + ")"
+			}
 			fmt.Fprintln(e.stdout, line)
 		}
 		for _, j := range reply.Joins {

@@ -388,7 +388,13 @@ func stagePath(ex retrieve.Explain) string {
 	if ex.LiftedTo > 0 {
 		s += ", lifted by a join"
 	}
-	return s + ", fused " + r(ex.FusedRank) + ", final " + r(ex.FinalRank)
+	s += ", fused " + r(ex.FusedRank) + ", final " + r(ex.FinalRank)
+	for _, why := range []string{ex.Placed, ex.Bridge} {
+		if why != "" {
+			s += " (" + why + ")"
+		}
+	}
+	return s
 }
 
 // progressWriter passes a counter's carriage-return updates to a

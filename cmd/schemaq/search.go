@@ -56,6 +56,9 @@ func runSearch(ctx context.Context, e *env, args []string) (err error) {
 		}
 		rank++
 		fmt.Fprintf(e.stdout, "%2d  %-7s %-40s %.4f\n", rank, r.Kind, displayName(r), r.Score)
+		if r.Placed != "" {
+			fmt.Fprintf(e.stdout, "    placed: %s\n", r.Placed)
+		}
 		printText(e, *text, r.Text)
 	}
 	if len(bridges) > 0 {

@@ -32,34 +32,35 @@ type Explain struct {
 	RerankScore      float64
 	FinalRank        int
 	Bridge           string // why expansion added it
+	Placed           string // why expansion placed it among the k
 }
 
 // explain records every candidate's way through the stages, and the
-// bridges expansion added, with the ranks they ended at.
+// tables expansion added or placed, with the ranks they ended at.
 func (p *run) explain() {
 	final := map[string]int{}
 	for i, it := range p.res.Items {
 		final[it.Kind+"\x00"+it.Name] = i + 1
 	}
-	// A candidate moved up as a bridge says so in its own record; a
-	// bridge no list ranked gets one of its own.
-	bridges := map[string]string{}
+	// A candidate expansion moved up says why in its own record; a table
+	// no list ranked gets one of its own.
+	moved := map[string]Item{}
 	for _, it := range p.res.Items {
-		if it.Bridge != "" {
-			bridges[it.Kind+"\x00"+it.Name] = it.Bridge
+		if it.Bridge != "" || it.Placed != "" {
+			moved[it.Kind+"\x00"+it.Name] = it
 		}
 	}
 	for _, o := range p.all {
 		o.ex.FinalRank = final[o.key]
-		if b, ok := bridges[o.key]; ok {
-			o.ex.Bridge = b
-			delete(bridges, o.key)
+		if it, ok := moved[o.key]; ok {
+			o.ex.Bridge, o.ex.Placed = it.Bridge, it.Placed
+			delete(moved, o.key)
 		}
 		p.res.Explain = append(p.res.Explain, o.ex)
 	}
 	for i, it := range p.res.Items {
-		if b, ok := bridges[it.Kind+"\x00"+it.Name]; ok {
-			p.res.Explain = append(p.res.Explain, Explain{Kind: it.Kind, Name: it.Name, FinalRank: i + 1, Bridge: b})
+		if _, ok := moved[it.Kind+"\x00"+it.Name]; ok {
+			p.res.Explain = append(p.res.Explain, Explain{Kind: it.Kind, Name: it.Name, FinalRank: i + 1, Bridge: it.Bridge, Placed: it.Placed})
 		}
 	}
 }

@@ -55,6 +55,11 @@ type Item struct {
 	// it is ("joins public.a and public.b"): added, or moved up from
 	// further down. A bridge is one beyond the k results asked for.
 	Bridge string
+	// Placed, when set, says why join completion placed the item where
+	// it is among the k results: a table the question names inside
+	// another's name (named targets), or one that covers what the first
+	// results do not (coverage gaps).
+	Placed string
 }
 
 // Result is a retrieval's outcome.

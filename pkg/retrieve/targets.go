@@ -43,6 +43,7 @@ func (r *Retriever) namedTargets(cat *catalog.Catalog, items []Item, depth int, 
 			continue
 		}
 		items = moveUp(g, items, target, tablePosition(items, target), i+1, "")
+		items[i+1].Placed = "the question names it in " + items[i].Name
 		i++ // the target is placed: it leads to nothing more
 	}
 	return items

@@ -92,9 +92,16 @@ func TestNamedTargets(t *testing.T) {
 			}
 			items := r.namedTargets(cat, ranked, tt.depth, terms, tt.schemas)
 			var got []string
-			for _, it := range items {
+			placed := 0
+			for i, it := range items {
 				if it.Bridge != "" {
 					t.Errorf("%s is marked a bridge: a target counts among the k", it.Name)
+				}
+				if it.Placed != "" {
+					placed++
+					if want := "the question names it in " + items[i-1].Name; it.Placed != want {
+						t.Errorf("%s placed %q, want %q", it.Name, it.Placed, want)
+					}
 				}
 				if !slices.Contains(tt.ranked, strings.TrimPrefix(it.Name, "public.")) && len(it.Chunks) == 0 {
 					t.Errorf("added target %s has no chunks", it.Name)
@@ -104,6 +111,28 @@ func TestNamedTargets(t *testing.T) {
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got  %v\nwant %v", got, tt.want)
 			}
+			// Each target says why it is there: as many as the tables
+			// that moved or came in.
+			if moved := movedUp(tt.ranked, got); placed != moved {
+				t.Errorf("%d items say why they were placed, %d moved up or came in", placed, moved)
+			}
 		})
 	}
+}
+
+// movedUp counts the tables of got that came in or are ranked higher
+// than ranked put them, relative to the others.
+func movedUp(ranked, got []string) int {
+	n := 0
+	rest := slices.Clone(ranked)
+	for _, g := range got {
+		at := slices.Index(rest, g)
+		if at != 0 {
+			n++
+		}
+		if at >= 0 {
+			rest = slices.Delete(rest, at, at+1)
+		}
+	}
+	return n
 }

@@ -178,6 +178,7 @@ function explainPicture(results, explain) {
     if (e.doc) why.push('named by doc ' + e.doc);
     if (e.lifted_to) why.push('lifted by a join');
     if (e.bridge) why.push(e.bridge);
+    if (e.placed) why.push(e.placed);
     return h('tr', {}, h('th', { scope: 'row' }, r.name, why.length ? h('div', { class: 'muted' }, why.join('; ')) : ''), cells);
   }).filter(Boolean);
   return h('section', {}, h('h2', {}, 'Why each result, stage by stage'),
@@ -192,7 +193,8 @@ function resultList(db, results) {
     h('div', { class: 'head' },
       h('span', { class: 'kind' }, r.kind),
       r.kind === 'table' || r.kind === 'view' ? link(dbPath(db, 'tables', r.name), r.name) : h('span', {}, r.title || r.name),
-      r.bridge ? h('span', { class: 'bridge' }, r.bridge) : h('span', { class: 'muted' }, ' score ' + Number(r.score).toFixed(3))),
+      r.bridge ? h('span', { class: 'bridge' }, r.bridge) : h('span', { class: 'muted' }, ' score ' + Number(r.score).toFixed(3)),
+      r.placed ? h('span', { class: 'muted placed' }, ' · ' + r.placed) : ''),
     r.text ? h('details', {}, h('summary', {}, 'DDL and text'), h('pre', {}, r.text)) : '')));
 }
 
