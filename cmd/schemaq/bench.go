@@ -280,6 +280,8 @@ func registerTuning(fs *flag.FlagSet, cfg *retrieve.Config) {
 	fs.IntVar(&cfg.Analyse.PrefixMin, "prefix-min", cfg.Analyse.PrefixMin, "BM25: add identifier terms of at least N letters that abbreviate a question word (0: off)")
 	fs.IntVar(&cfg.Expand.MaxBridges, "max-bridges", cfg.Expand.MaxBridges, "join completion: at most this many tables that join two of the strongest")
 	fs.IntVar(&cfg.Expand.Depth, "bridge-depth", cfg.Expand.Depth, "join completion: look for bridges among the first N candidates")
+	fs.IntVar(&cfg.Expand.Gaps, "gaps", cfg.Expand.Gaps, "join completion: at most N tables that cover question words none of the first --gap-depth has, each right after the one it joins (0: off)")
+	fs.IntVar(&cfg.Expand.GapDepth, "gap-depth", cfg.Expand.GapDepth, "join completion: the first N candidates whose words --gaps completes")
 	fs.IntVar(&cfg.Expand.Targets, "named-targets", cfg.Expand.Targets, "join completion: within the first N, a table whose name holds a question word that names a table it joins (game_publisher for \"the publisher Acme\") gets that table right after it (0: off)")
 	fs.IntVar(&cfg.Route.Expansion, "schema-expansion", cfg.Route.Expansion, "add up to N unfound tables of the best schema")
 	fs.Float64Var(&cfg.Rescore.Weights.Table, "w-table", cfg.Rescore.Weights.Table, "schema rescoring: weight of a table-name hit")

@@ -200,6 +200,10 @@ type ExpandConfig struct {
 	// letters) that names a table it joins (game_publisher for "published
 	// by Acme") gets publisher right after it (0: off).
 	Targets int
+	// Gaps: up to Gaps tables that cover question terms none of the
+	// first GapDepth candidates has in its names or columns, each placed
+	// right after the one of them it joins (0: off).
+	Gaps, GapDepth int
 }
 
 // KNN weights in fusion: the local embedder's vectors are much weaker than
@@ -222,5 +226,5 @@ var DefaultConfig = Config{
 		AmbiguousShare: 0.6},
 	Propagate: PropagateConfig{Enabled: true, Weight: 0.9, Seeds: 5, Own: 0.1, InferJoins: true},
 	Rescore:   RescoreConfig{Enabled: true, Weights: rerank.DefaultWeights, Window: 5, ExampleCoverage: 0.5},
-	Expand:    ExpandConfig{Enabled: true, MaxBridges: 3, Depth: 20, Targets: 5},
+	Expand:    ExpandConfig{Enabled: true, MaxBridges: 3, Depth: 20, Targets: 5, Gaps: 2, GapDepth: 5},
 }

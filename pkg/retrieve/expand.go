@@ -128,8 +128,8 @@ func cut(items []Item, k int) []Item {
 }
 
 // expand completes the ranking with the tables its strongest ones lead
-// to by name and by joins, then keeps the first k (namedTargets,
-// complete, cut).
+// to by name, by what they leave uncovered and by joins, then keeps the
+// first k (namedTargets, fillGaps, complete, cut).
 func (p *run) expand() {
 	items := make([]Item, len(p.cands))
 	for i, c := range p.cands {
@@ -140,6 +140,7 @@ func (p *run) expand() {
 		// question's.
 		asked := append(slices.Clip(p.res.Terms), p.hintTerms...)
 		items = p.r.namedTargets(p.cat, items, p.cfg.Expand.Targets, asked, p.req.Schemas)
+		items = p.r.fillGaps(p.cat, items, p.cfg.Expand.GapDepth, p.cfg.Expand.Gaps, asked, p.req.Schemas)
 		items = p.r.complete(p.cat, items, p.cfg.Expand.Depth, p.cfg.Expand.MaxBridges, p.req.Schemas)
 	}
 	p.items = cut(items, p.k)

@@ -1288,3 +1288,78 @@ CREATE TABLE coupons (code text, percent int);`)
 		t.Errorf("the example reading a dropped table: items %+v, stale %d", res.Items, res.Stale)
 	}
 }
+
+// A question that names the third table only by a value: "starred by
+// Kirk Jovovich" needs actor, which holds the name, while film and
+// film_actor take the question's words. The proper name adds the term
+// name; no table of the first five has it, and actor, which joins
+// film_actor, does (coverage gaps, docs/retrieval.md stage 10).
+func TestGapsBringTheTableAValueNames(t *testing.T) {
+	cat, err := catalog.Snapshot("films", "films.sql", `
+CREATE TABLE language (language_id int PRIMARY KEY, name text);
+CREATE TABLE film (film_id int PRIMARY KEY, title text, description text, length int, rental_rate numeric, language_id int REFERENCES language);
+CREATE TABLE film_text (film_id int PRIMARY KEY, title text, description text);
+CREATE TABLE actor (actor_id int PRIMARY KEY, first_name text, last_name text);
+CREATE TABLE film_actor (actor_id int REFERENCES actor, film_id int REFERENCES film, PRIMARY KEY (actor_id, film_id));
+CREATE TABLE store (store_id int PRIMARY KEY, manager_staff_id int);
+CREATE TABLE inventory (inventory_id int PRIMARY KEY, film_id int REFERENCES film, store_id int REFERENCES store);
+CREATE TABLE rental (rental_id int PRIMARY KEY, inventory_id int REFERENCES inventory, rental_date date);
+CREATE TABLE customer (customer_id int PRIMARY KEY, first_name text, last_name text, email text);
+CREATE TABLE staff (staff_id int PRIMARY KEY, first_name text, last_name text, store_id int REFERENCES store);
+CREATE TABLE city (city_id int PRIMARY KEY, name text);
+CREATE TABLE country (country_id int PRIMARY KEY, name text);
+CREATE TABLE film_review (review_id int PRIMARY KEY, film_id int REFERENCES film, stars int, body text);
+CREATE TABLE film_award (award_id int PRIMARY KEY, film_id int REFERENCES film, award text, year int);
+`+peopleSchemas(4, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	const q = "In films with a length of 113 minutes, how many of the films are starred by Kirk Jovovich?"
+	ask := func(gaps, k int) *retrieve.Result {
+		cfg := retrieve.DefaultConfig
+		cfg.Expand.Gaps = gaps
+		return retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "films", Question: q, K: k})
+	}
+	first := func(res *retrieve.Result, n int) []string { return names(res.Items)[:min(n, len(res.Items))] }
+	if got := first(ask(0, 5), 5); slices.Contains(got, "public.actor") {
+		t.Fatalf("without gaps actor is among the first 5 already (%v): the question tests nothing", got)
+	}
+	on := ask(retrieve.DefaultConfig.Expand.Gaps, 5)
+	got := first(on, 5)
+	at := slices.Index(got, "public.actor")
+	if at < 0 || at == 0 || got[at-1] != "public.film_actor" {
+		t.Fatalf("first 5 %v: want actor right after film_actor", got)
+	}
+	const why = "covers name, which no table before it has; joins public.film_actor"
+	if it := on.Items[at]; it.Placed != why || it.Bridge != "" {
+		t.Errorf("actor placed %q, bridge %q; want placed %q, no bridge", it.Placed, it.Bridge, why)
+	}
+	explained := false
+	for _, ex := range on.Explain {
+		if ex.Name == "public.actor" {
+			explained = ex.Placed == why && ex.FinalRank == at+1
+		}
+	}
+	if !explained {
+		t.Errorf("the explanation does not say why actor is at %d: %+v", at+1, on.Explain)
+	}
+	// A longer list starts with the shorter one.
+	if longer := first(ask(retrieve.DefaultConfig.Expand.Gaps, 12), 5); !slices.Equal(longer, got) {
+		t.Errorf("first 5 of 12 %v, of 5 %v", longer, got)
+	}
+}
+
+// peopleSchemas writes n schemas of m tables each that hold people's
+// names, as a pooled database's other teams' do: the word name is then
+// common, and finds no table by itself.
+func peopleSchemas(n, m int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "CREATE SCHEMA team%d;\n", i)
+		for j := range m {
+			fmt.Fprintf(&b, "CREATE TABLE team%d.people%d (id int PRIMARY KEY, first_name text, last_name text, team text, joined date);\n", i, j)
+		}
+	}
+	return b.String()
+}
