@@ -14,7 +14,8 @@ import (
 
 // Two schemas alike but for their names, so that routing, hedging and
 // the schema shares run on every input; no keys on one side, so that
-// join inference does too.
+// join inference does too; and a schema of more tables than the first
+// five, with junctions, so that join completion places tables.
 const fuzzDDL = `
 CREATE SCHEMA east;
 CREATE SCHEMA west;
@@ -26,14 +27,32 @@ CREATE TABLE west.order_lines (order_id int, product_id int, qty int);
 CREATE TYPE west.mood AS ENUM ('happy', 'sad');
 CREATE TABLE "West Side"."Product Catalog" ("productID" int, "Unit Price ($)" numeric, mood west.mood);
 COMMENT ON TABLE east.orders IS 'Checkouts of the east store.';
+CREATE SCHEMA films;
+CREATE TABLE films.language (language_id int PRIMARY KEY, name text);
+CREATE TABLE films.film (film_id int PRIMARY KEY, title text, length int, language_id int REFERENCES films.language);
+CREATE TABLE films.actor (actor_id int PRIMARY KEY, first_name text, last_name text);
+CREATE TABLE films.film_actor (actor_id int, film_id int, PRIMARY KEY (actor_id, film_id));
+CREATE TABLE films.category (category_id int PRIMARY KEY, name text);
+CREATE TABLE films.film_category (film_id int REFERENCES films.film, category_id int REFERENCES films.category, PRIMARY KEY (film_id, category_id));
+CREATE TABLE films.inventory (inventory_id int PRIMARY KEY, film_id int REFERENCES films.film, store_id int);
+CREATE TABLE films.rental (rental_id int PRIMARY KEY, inventory_id int REFERENCES films.inventory, customer_id int);
+CREATE SCHEMA games;
+CREATE TABLE games.genre (id int PRIMARY KEY, genre_name text);
+CREATE TABLE games.game (id int PRIMARY KEY, genre_id int REFERENCES games.genre, game_name text);
+CREATE TABLE games.publisher (id int PRIMARY KEY, publisher_name text);
+CREATE TABLE games.game_publisher (id int PRIMARY KEY, game_id int REFERENCES games.game, publisher_id int REFERENCES games.publisher);
+CREATE TABLE games.platform (id int PRIMARY KEY, platform_name text);
+CREATE TABLE games.game_platform (id int PRIMARY KEY, game_publisher_id int REFERENCES games.game_publisher, platform_id int REFERENCES games.platform);
+CREATE TABLE games.region_sales (game_platform_id int REFERENCES games.game_platform, num_sales real);
 `
 
 // FuzzRetrieve: no question or hint, however odd (quotes and operators
 // FTS5 and RediSearch give meaning to, numbers, dates, other scripts,
-// invalid UTF-8, very long words), makes retrieval fail or return what
-// the index does not hold; the daemon answers whatever a caller sends.
+// invalid UTF-8, very long words), makes retrieval fail, return what
+// the index does not hold, or order its first k otherwise than when
+// more are asked for; the daemon answers whatever a caller sends.
 func FuzzRetrieve(f *testing.F) {
-	ddl := strings.Replace(fuzzDDL, `CREATE TABLE "West Side"`, `CREATE SCHEMA "West Side"; CREATE TABLE "West Side"`, 1)
+	ddl := strings.Replace(fuzzDDL, `CREATE TABLE "West Side"`, `CREATE SCHEMA "West Side"; CREATE TABLE "West Side"`, 1) + peopleSchemas(4, 8)
 	cat, err := catalog.Snapshot("shop", "shop.sql", ddl)
 	if err != nil {
 		f.Fatal(err)
@@ -61,6 +80,8 @@ func FuzzRetrieve(f *testing.F) {
 		{strings.Repeat("a", 5000), strings.Repeat("ab ", 2000)},
 		{"\xff\xfe orders \x00 customers", "\x80"},
 		{"east west West Side productID Unit Price ($)", ""},
+		{"Which films are starred by Kirk Jovovich, and in which category?", "rental of the film in Nederlands"},
+		{"Which games were published by 10TACLE Studios on the platform of Anne Smith?", ""},
 		{"   ", ""},
 		{"?!.,;:", "*"},
 	} {
@@ -109,6 +130,20 @@ func FuzzRetrieve(f *testing.F) {
 		for _, term := range res.Terms {
 			if !utf8.ValidString(term.Term) {
 				t.Errorf("query term %q is not UTF-8", term.Term)
+			}
+		}
+		// Nothing before the cut depends on k: the results are the first
+		// of a longer list, join completion's placements included.
+		long, err := r.Retrieve(ctx, retrieve.Request{Database: "shop", Question: q, Hints: hints, K: 31})
+		if err != nil {
+			t.Fatalf("Retrieve(%q, hints %q, k 31): %v", q, hints, err)
+		}
+		if len(long.Items) < len(res.Items) {
+			t.Fatalf("k 31 gave %d items, k %d gave %d", len(long.Items), want, len(res.Items))
+		}
+		for i, it := range res.Items {
+			if l := long.Items[i]; l.Kind != it.Kind || l.Name != it.Name || l.Placed != it.Placed || l.Bridge != it.Bridge {
+				t.Errorf("item %d: %s %s (%q) at k %d, %s %s (%q) at k 31", i, it.Kind, it.Name, it.Placed, want, l.Kind, l.Name, l.Placed)
 			}
 		}
 	})
