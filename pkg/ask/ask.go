@@ -109,68 +109,104 @@ func (e *GatewayFailure) Unwrap() error { return e.Err }
 // repair round for what the model got wrong; an error means the ask
 // itself failed (its context ended).
 func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req Request, res *retrieve.Result) (*Answer, error) {
-	ans := &Answer{}
+	q := &asking{a: a, cat: cat, req: req, ans: &Answer{}}
 	msgs := Prompt(req.Database, res, req.Question, req.Hints)
-	tracer := otel.Tracer(traceScope)
-	try := func(msgs []Message) (*attempt, error) {
-		t0 := time.Now()
-		lctx, span := tracer.Start(ctx, "llm", trace.WithSpanKind(trace.SpanKindClient))
-		ans.Usage.Calls++
-		out, err := a.gw.Complete(lctx, Completion{Messages: msgs, JSON: true})
-		if err != nil {
-			span.SetStatus(codes.Error, "gateway failed")
-		}
-		span.End()
-		ans.LLM += time.Since(t0)
-		if err != nil {
-			return nil, err
-		}
-		ans.Usage.add(out.Usage)
-		at := &attempt{raw: out.Content}
-		at.sql, at.explanation, at.failure = ParseOutput(out.Content)
-		if at.failure != nil || at.sql == "" {
-			return at, nil
-		}
-		t0 = time.Now()
-		gctx, gspan := tracer.Start(ctx, "guard")
-		defer gspan.End()
-		at.guard, at.failure = sqlguard.CheckWith(at.sql, cat, sqlguard.Options{SystemCatalogs: req.SystemCatalogs})
-		if at.failure == nil && a.verify != nil {
-			var r *sqlguard.Rejection
-			switch err := a.verify.Verify(gctx, req.Database, at.sql); {
-			case errors.As(err, &r):
-				at.failure = r
-			case err != nil:
-				at.guard.Warnings = append(at.guard.Warnings, "not verified against the database: "+redact.Text(err.Error()))
-			}
-		}
-		ans.Guard += time.Since(t0)
-		if at.failure != nil {
-			gspan.SetStatus(codes.Error, "refused")
-		}
-		return at, nil
-	}
-	at, err := try(msgs)
+	at, err := q.try(ctx, msgs)
 	var first *attempt
 	if err == nil && at.failure != nil {
 		// One repair round with the exact error.
 		first = at
-		at, err = try(repairMessages(msgs, at.raw, at.failure.Error()))
+		at, err = q.try(ctx, repairMessages(msgs, at.raw, at.failure.Error()))
 	}
 	if err != nil {
-		if !errors.Is(err, ErrGateway) || ctx.Err() != nil {
-			return nil, fmt.Errorf("ask %s: %w", req.Database, err)
-		}
-		// A gateway failure still answers (with the context retrieved),
-		// and, when it failed in the repair round, with the first answer
-		// and why it was refused.
-		f := &GatewayFailure{Err: err}
-		if first != nil {
-			ans.RejectedSQL, f.First = first.sql, first.failure
-		}
-		ans.Err = f
-		return ans, nil
+		return q.gatewayFailed(ctx, err, first)
 	}
+	return q.settle(at), nil
+}
+
+// asking is one question on its way to checked SQL: up to two gateway
+// calls, and the guard on what each wrote. ans collects what they
+// spent.
+type asking struct {
+	a   *Asker
+	cat *catalog.Catalog
+	req Request
+	ans *Answer
+}
+
+// try asks the gateway once and checks the SQL it wrote, if any.
+func (q *asking) try(ctx context.Context, msgs []Message) (*attempt, error) {
+	at, err := q.complete(ctx, msgs)
+	if err != nil || at.failure != nil || at.sql == "" {
+		return at, err
+	}
+	q.check(ctx, at)
+	return at, nil
+}
+
+// complete is one gateway call, counted and timed, and its output read.
+func (q *asking) complete(ctx context.Context, msgs []Message) (*attempt, error) {
+	t0 := time.Now()
+	ctx, span := otel.Tracer(traceScope).Start(ctx, "llm", trace.WithSpanKind(trace.SpanKindClient))
+	q.ans.Usage.Calls++
+	out, err := q.a.gw.Complete(ctx, Completion{Messages: msgs, JSON: true})
+	if err != nil {
+		span.SetStatus(codes.Error, "gateway failed")
+	}
+	span.End()
+	q.ans.LLM += time.Since(t0)
+	if err != nil {
+		return nil, err
+	}
+	q.ans.Usage.add(out.Usage)
+	at := &attempt{raw: out.Content}
+	at.sql, at.explanation, at.failure = ParseOutput(out.Content)
+	return at, nil
+}
+
+// check runs the guard on at's SQL against the catalog, and the
+// verifier against the database when there is one; a refusal is at's
+// failure.
+func (q *asking) check(ctx context.Context, at *attempt) {
+	t0 := time.Now()
+	ctx, span := otel.Tracer(traceScope).Start(ctx, "guard")
+	defer span.End()
+	at.guard, at.failure = sqlguard.CheckWith(at.sql, q.cat, sqlguard.Options{SystemCatalogs: q.req.SystemCatalogs})
+	if at.failure == nil && q.a.verify != nil {
+		var r *sqlguard.Rejection
+		switch err := q.a.verify.Verify(ctx, q.req.Database, at.sql); {
+		case errors.As(err, &r):
+			at.failure = r
+		case err != nil:
+			at.guard.Warnings = append(at.guard.Warnings, "not verified against the database: "+redact.Text(err.Error()))
+		}
+	}
+	q.ans.Guard += time.Since(t0)
+	if at.failure != nil {
+		span.SetStatus(codes.Error, "refused")
+	}
+}
+
+// gatewayFailed answers an ask whose gateway call failed: with the
+// context retrieved, and, when it failed in the repair round, with the
+// first answer and why it was refused. Any other error, or an ask whose
+// context ended, fails the ask.
+func (q *asking) gatewayFailed(ctx context.Context, err error, first *attempt) (*Answer, error) {
+	if !errors.Is(err, ErrGateway) || ctx.Err() != nil {
+		return nil, fmt.Errorf("ask %s: %w", q.req.Database, err)
+	}
+	f := &GatewayFailure{Err: err}
+	if first != nil {
+		q.ans.RejectedSQL, f.First = first.sql, first.failure
+	}
+	q.ans.Err = f
+	return q.ans, nil
+}
+
+// settle is the answer the last attempt gives: its SQL with the tables
+// it reads, or why there is none.
+func (q *asking) settle(at *attempt) *Answer {
+	ans := q.ans
 	ans.SQL, ans.Explanation = at.sql, at.explanation
 	switch {
 	case at.failure != nil:
@@ -182,7 +218,7 @@ func (a *Asker) Ask(ctx context.Context, cat *catalog.Catalog, req Request, res 
 		ans.Tables = at.guard.Tables
 		ans.Warnings = at.guard.Warnings
 	}
-	return ans, nil
+	return ans
 }
 
 // traceScope names this package's spans: the gateway call and the guard.
