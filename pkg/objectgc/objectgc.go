@@ -247,11 +247,25 @@ func (s *Collector) once(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	evs, cats, err := s.candidates(ctx, obj, rep)
+	if err != nil {
+		return rep, err
+	}
+	if err := s.sweepCatalogs(ctx, obj, rep, cats); err != nil {
+		return rep, err
+	}
+	return rep, s.sweepEvents(ctx, obj, rep, evs)
+}
+
+// candidates lists the store and sorts what is old enough to judge by
+// kind and database: events/<db>/… and catalogs/<db>/…. The rest is
+// counted and kept.
+func (s *Collector) candidates(ctx context.Context, obj jetstream.ObjectStore, rep *Report) (evs, cats candidates, err error) {
 	list, err := obj.List(ctx)
 	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
-		return rep, fmt.Errorf("list objects: %w", err)
+		return nil, nil, fmt.Errorf("list objects: %w", err)
 	}
-	evs, cats := candidates{}, candidates{}
+	evs, cats = candidates{}, candidates{}
 	cutoff := s.now().Add(-s.cfg.Grace)
 	for _, info := range list {
 		rep.Objects++
@@ -273,10 +287,16 @@ func (s *Collector) once(ctx context.Context) (*Report, error) {
 			cats[db] = append(cats[db], info)
 		}
 	}
+	return evs, cats, nil
+}
+
+// sweepCatalogs removes each database's catalog objects but the one its
+// catalog entry references.
+func (s *Collector) sweepCatalogs(ctx context.Context, obj jetstream.ObjectStore, rep *Report, cats candidates) error {
 	for db, infos := range cats {
 		current, err := s.cats.Object(ctx, db)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		for _, info := range infos {
 			if info.Name == current {
@@ -284,20 +304,27 @@ func (s *Collector) once(ctx context.Context) (*Report, error) {
 				continue
 			}
 			if err := s.remove(ctx, obj, rep, info, "a catalog replaced since"); err != nil {
-				return rep, err
+				return err
 			}
 		}
 	}
+	return nil
+}
+
+// sweepEvents removes the event objects nothing needs any more
+// (eventsNeeded). A database whose references cannot be read keeps its
+// objects and is reported skipped.
+func (s *Collector) sweepEvents(ctx context.Context, obj jetstream.ObjectStore, rep *Report, evs candidates) error {
 	if len(evs) == 0 {
-		return rep, nil
+		return nil
 	}
 	stream, err := s.js.Stream(ctx, events.Stream)
 	if err != nil {
-		return rep, fmt.Errorf("stream %s: %w", events.Stream, err)
+		return fmt.Errorf("stream %s: %w", events.Stream, err)
 	}
 	dlq, err := s.js.Stream(ctx, events.DeadLetterStream)
 	if err != nil {
-		return rep, fmt.Errorf("stream %s: %w", events.DeadLetterStream, err)
+		return fmt.Errorf("stream %s: %w", events.DeadLetterStream, err)
 	}
 	for db, infos := range evs {
 		needed, err := s.eventsNeeded(ctx, stream, dlq, db)
@@ -314,11 +341,11 @@ func (s *Collector) once(ctx context.Context) (*Report, error) {
 				continue
 			}
 			if err := s.remove(ctx, obj, rep, info, why); err != nil {
-				return rep, err
+				return err
 			}
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // eventsNeeded reads what references db's event objects and returns the
