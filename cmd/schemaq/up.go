@@ -36,38 +36,17 @@ func runUp(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	// Health and metrics on loopback by default, so that healthcheck
-	// works right after the quick start; a port taken (a second up) only
-	// costs them, with a warning. --metrics-addr "" turns them off.
-	metricsSet := e.getenv("SCHEMAQ_METRICS_ADDR") != ""
-	fs.Visit(func(f *flag.Flag) { metricsSet = metricsSet || f.Name == "metrics-addr" })
-	if !metricsSet {
-		r.metrics, r.metricsOptional = upMetricsAddr, true
-		if !free(r.metrics) {
-			fmt.Fprintf(e.stderr, "schemaq: no health or metrics endpoint: %s is taken (another schemaq up?); set --metrics-addr (SCHEMAQ_METRICS_ADDR)\n", r.metrics)
-			r.metrics = ""
-		}
-	}
-	// The HTTP API likewise, on loopback, where it needs no token.
-	httpSet := e.getenv("SCHEMAQ_HTTP_ADDR") != ""
-	fs.Visit(func(f *flag.Flag) { httpSet = httpSet || f.Name == "http-addr" })
-	if !httpSet {
-		r.http, r.httpOptional = upHTTPAddr, true
-		if !free(r.http) {
-			fmt.Fprintf(e.stderr, "schemaq: no HTTP API: %s is taken (another schemaq up?); set --http-addr (SCHEMAQ_HTTP_ADDR)\n", r.http)
-			r.http = ""
-		}
-	}
+	// works right after the quick start; the HTTP API likewise, where on
+	// loopback it needs no token. --metrics-addr "" turns them off.
+	onLoopback(e, fs, "metrics-addr", "SCHEMAQ_METRICS_ADDR", upMetricsAddr, "no health or metrics endpoint", &r.metrics, &r.metricsOptional)
+	onLoopback(e, fs, "http-addr", "SCHEMAQ_HTTP_ADDR", upHTTPAddr, "no HTTP API", &r.http, &r.httpOptional)
 	// The embedded server's credentials, the ones its clients are given;
 	// its own in-process clients present them too.
 	r.nats.user, r.nats.password, r.nats.token, r.nats.creds = e.getenv("SCHEMAQ_NATS_USER"), e.getenv("SCHEMAQ_NATS_PASSWORD"),
 		e.getenv("SCHEMAQ_NATS_TOKEN"), e.getenv("SCHEMAQ_NATS_CREDS")
-	host, portStr, err := net.SplitHostPort(*listen)
+	host, port, err := listenAddr(*listen)
 	if err != nil {
-		return usagef("--listen: %v", err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return usagef("--listen: port %q is not a number", portStr)
+		return err
 	}
 	log, err := r.log.build(e)
 	if err != nil {
@@ -99,4 +78,34 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	<-ctx.Done()
 	remove()
 	return em.shutdown()
+}
+
+// onLoopback gives an endpoint neither its flag nor its variable set the
+// loopback address addr, marked optional: a port taken (a second up)
+// only costs the endpoint, with a warning that says what is missing.
+func onLoopback(e *env, fs *flag.FlagSet, name, envName, addr, what string, dst *string, optional *bool) {
+	set := e.getenv(envName) != ""
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	if set {
+		return
+	}
+	*dst, *optional = addr, true
+	if !free(addr) {
+		fmt.Fprintf(e.stderr, "schemaq: %s: %s is taken (another schemaq up?); set --%s (%s)\n", what, addr, name, envName)
+		*dst = ""
+	}
+}
+
+// listenAddr splits --listen into the host and port the embedded server
+// takes.
+func listenAddr(listen string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, usagef("--listen: %v", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return "", 0, usagef("--listen: port %q is not a number", portStr)
+	}
+	return host, port, nil
 }

@@ -757,3 +757,30 @@ func TestUpServesHTTP(t *testing.T) {
 		t.Errorf("POST /v1/search: %d %s", resp.StatusCode, body)
 	}
 }
+
+// --listen is an address with a numeric port; anything else is a usage
+// error that names the flag.
+func TestListenAddr(t *testing.T) {
+	for _, tt := range []struct {
+		listen, host string
+		port         int
+		err          string
+	}{
+		{"127.0.0.1:4222", "127.0.0.1", 4222, ""},
+		{"[::1]:4223", "::1", 4223, ""},
+		{"localhost", "", 0, "--listen: address localhost: missing port in address"},
+		{"127.0.0.1:nats", "", 0, `--listen: port "nats" is not a number`},
+	} {
+		host, port, err := listenAddr(tt.listen)
+		if tt.err != "" {
+			var u *usageError
+			if !errors.As(err, &u) || err.Error() != tt.err {
+				t.Errorf("%q: %v, want the usage error %q", tt.listen, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || host != tt.host || port != tt.port {
+			t.Errorf("%q: %q %d %v", tt.listen, host, port, err)
+		}
+	}
+}
