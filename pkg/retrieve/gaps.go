@@ -9,7 +9,6 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/rerank"
-	"github.com/schemaq/schemaq/pkg/text"
 )
 
 // Coverage gaps. A question over three tables often names the third
@@ -96,29 +95,31 @@ func (g *graph) gapFill(items []Item, depth int, terms []Term, schema string) ga
 	}
 	var best gapFill
 	for _, p := range first {
-		for c := range g.joined(p) {
+		g.eachJoined(p, func(c string) {
 			t := g.tables[c]
 			if t == nil || t.Schema != schema || t.PartitionOf != nil || slices.Contains(first, c) {
-				continue
+				return
 			}
-			f := gapFill{table: c, partner: p, rank: tablePosition(items, c)}
+			var gain float64
 			for _, w := range g.relationTerms(c) {
-				if weight, ok := gaps[w]; ok {
-					f.covers = append(f.covers, w)
-					f.gain += weight
-				}
+				gain += gaps[w]
 			}
-			if f.gain == 0 {
-				continue
+			if gain == 0 || gain < best.gain {
+				return // most neighbours of a hub end here, with nothing built
 			}
+			f := gapFill{table: c, partner: p, gain: gain, rank: tablePosition(items, c), junctionEnd: g.junctionEnd(p, c)}
 			if f.rank < 0 {
 				f.rank = len(items)
 			}
-			f.junctionEnd = g.junctionEnd(p, c)
 			if best.table == "" || betterFill(f, best) {
+				for _, w := range g.relationTerms(c) {
+					if _, ok := gaps[w]; ok {
+						f.covers = append(f.covers, w)
+					}
+				}
 				best = f
 			}
-		}
+		})
 	}
 	return best
 }
@@ -154,18 +155,20 @@ func (g *graph) gaps(terms []Term, covered map[string]bool, schema string) map[s
 	return out
 }
 
-// joined are the tables key joins, by declared keys and by the joins
-// names imply.
-func (g *graph) joined(key string) map[string]bool {
-	out := map[string]bool{}
+// eachJoined calls fn with each table key joins, by declared keys and by
+// the joins names imply; a table joined both ways comes more than once.
+// The hub of a big schema joins thousands: nothing is copied.
+func (g *graph) eachJoined(key string, fn func(string)) {
 	for x := range g.Neighbours(key) {
-		out[x] = true
+		fn(x)
 	}
 	for _, j := range g.Inferred(key) {
-		out[j.FromKey()], out[j.ToKey()] = true, true
+		if x := j.ToKey(); x != key {
+			fn(x)
+		} else if x := j.FromKey(); x != key {
+			fn(x)
+		}
 	}
-	delete(out, key)
-	return out
 }
 
 // junctionEnd reports whether c is an end of the junction p: p's primary
@@ -193,27 +196,13 @@ func (g *graph) junctionEnd(p, c string) bool {
 }
 
 // relationTerms are the analysed words of a table's or view's names and
-// columns, former ones too (what the vocabulary counts), each once and
-// sorted, kept per catalog version. The slice is the cache's.
+// columns, former ones too, each once and sorted: what the vocabulary
+// counted of it (schemaVocab.objTerms). The slice is the vocabulary's.
 func (g *graph) relationTerms(key string) []string {
-	return g.relationWords.Get(key, func() []string {
-		var names []string
-		var columns []*catalog.Column
-		if t := g.tables[key]; t != nil {
-			names, columns = namesOf(t.Name, t.Renamed), t.Columns
-		} else if v := g.views[key]; v != nil {
-			names, columns = namesOf(v.Name, v.Renamed), v.Columns
-		}
-		for _, c := range columns {
-			names = append(names, columnNamesOf(c)...)
-		}
-		var out []string
-		for _, n := range names {
-			out = append(out, text.Terms(n)...)
-		}
-		slices.Sort(out)
-		return slices.Compact(out)
-	})
+	if part := g.vocab.parts[g.schemaOf(key)]; part != nil {
+		return part.objTerms[key]
+	}
+	return nil
 }
 
 // schemaOf is the schema of the table or view keyed key; "" when the

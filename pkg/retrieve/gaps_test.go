@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -116,6 +117,40 @@ func TestFillGaps(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got  %v\nwant %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// BenchmarkFillGapsHub: the worst a first table can make coverage gaps
+// do, a hub that thousands of tables reference (a users or projects
+// table), with the gap's term in every one of them, and more of them
+// than the cache of tables' words holds (maxRendered).
+func BenchmarkFillGapsHub(b *testing.B) {
+	for _, n := range []int{500, 5000} {
+		var ddl strings.Builder
+		ddl.WriteString("CREATE TABLE users (id int PRIMARY KEY, login text);\n")
+		for i := range 4 {
+			fmt.Fprintf(&ddl, "CREATE TABLE x%d (id int PRIMARY KEY, user_id int REFERENCES users, title text);\n", i)
+		}
+		for i := range n {
+			fmt.Fprintf(&ddl, "CREATE TABLE t%d (id int PRIMARY KEY, user_id int REFERENCES users, label_%d text, note text, created_at date);\n", i, i)
+		}
+		cat, err := catalog.Snapshot("hub", "hub.sql", ddl.String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := &Retriever{graphs: newGraphCache()}
+		r.graphs.get(cat).Warm(true)
+		terms := []Term{{Term: "user", Why: FromQuestion}, {Term: "note", Why: FromQuestion}}
+		ranked := rankedTables([]string{"users", "x0", "x1", "x2", "x3"})
+		b.Run(fmt.Sprintf("neighbours=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				items := r.fillGaps(cat, slices.Clone(ranked), 5, 2, terms, nil)
+				if len(items) != len(ranked)+1 || items[1].Name != "public.t0" {
+					b.Fatalf("got %v, want t0 placed after users", items)
+				}
 			}
 		})
 	}

@@ -32,10 +32,6 @@ type graph struct {
 	// tableWords keeps the analysed words of table names, which named
 	// targets compare for the neighbours of the best tables.
 	tableWords kept.Map[[]string]
-	// relationWords keeps the analysed words of tables' and views'
-	// names and columns, which coverage gaps compare for the first
-	// results and their neighbours.
-	relationWords kept.Map[[]string]
 }
 
 // maxRendered bounds the tables kept rendered.
@@ -123,7 +119,7 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	}
 	g := &graph{Graph: cg, cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat),
 		chunks: chunk.NewTabler(cg, chunk.Options{}), vocab: newVocab(cat, pv), rendered: kept.Map[[]chunk.Chunk]{Max: maxRendered},
-		tableWords: kept.Map[[]string]{Max: maxRendered}, relationWords: kept.Map[[]string]{Max: maxRendered}}
+		tableWords: kept.Map[[]string]{Max: maxRendered}}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
 	}

@@ -182,6 +182,41 @@ func sameVocab(t *testing.T, step string, got, want *vocab) {
 	}
 }
 
+// sameTerms checks that v holds, for every table and view of cat and
+// no other, the terms a plain scan of its names and columns finds
+// (coverage gaps compare them).
+func sameTerms(t *testing.T, step string, v *vocab, cat *catalog.Catalog) {
+	t.Helper()
+	want := map[string][]string{}
+	scan := func(schema, key, name string, renamed []catalog.Rename, columns []*catalog.Column) {
+		names := namesOf(name, renamed)
+		for _, c := range columns {
+			names = append(names, columnNamesOf(c)...)
+		}
+		var ts []string
+		for _, n := range names {
+			ts = append(ts, text.Terms(n)...)
+		}
+		slices.Sort(ts)
+		want[schema+"\x00"+key] = slices.Compact(ts)
+	}
+	for _, tb := range cat.Tables() {
+		scan(tb.Schema, tb.QualName().Key(), tb.Name, tb.Renamed, tb.Columns)
+	}
+	for _, vw := range cat.Views() {
+		scan(vw.Schema, vw.QualName().Key(), vw.Name, vw.Renamed, vw.Columns)
+	}
+	got := map[string][]string{}
+	for schema, part := range v.parts {
+		for key, ts := range part.objTerms {
+			got[schema+"\x00"+key] = ts
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: the terms of tables and views differ from a scan", step)
+	}
+}
+
 // sameOwners checks that v names, for every table, view and column name
 // of cat, the tables and views a plain scan finds: by schema, then tables
 // before views, each in catalog order; none for a name more than
@@ -264,6 +299,7 @@ func TestVocabUpdatesLikeARebuild(t *testing.T) {
 	v := newVocab(c, nil)
 	sameVocab(t, "the base", v, referenceVocab(c))
 	sameOwners(t, "the base", v, c)
+	sameTerms(t, "the base", v, c)
 	for i, sql := range steps {
 		n, err := c.Apply("m.sql", sql)
 		if err != nil {
@@ -274,6 +310,7 @@ func TestVocabUpdatesLikeARebuild(t *testing.T) {
 		step := fmt.Sprintf("step %d (%s)", i+1, sql)
 		sameVocab(t, step, v, referenceVocab(n))
 		sameOwners(t, step, v, n)
+		sameTerms(t, step, v, n)
 		c = n
 	}
 }
@@ -289,6 +326,7 @@ func TestVocabUpdatesSpiderUnion(t *testing.T) {
 	v := newVocab(c, nil)
 	sameVocab(t, "the snapshot", v, referenceVocab(c))
 	sameOwners(t, "the snapshot", v, c)
+	sameTerms(t, "the snapshot", v, c)
 	for i := range 40 {
 		s := schemas[(i*37)%len(schemas)]
 		var sql string
@@ -312,6 +350,7 @@ func TestVocabUpdatesSpiderUnion(t *testing.T) {
 		step := fmt.Sprintf("step %d (%s)", i+1, sql)
 		sameVocab(t, step, v, referenceVocab(n))
 		sameOwners(t, step, v, n)
+		sameTerms(t, step, v, n)
 		c = n
 	}
 }

@@ -29,11 +29,14 @@ type schemaVocab struct {
 	idents  map[string][]string // table, view and column name, lower case → this schema's tables and views that have it
 	objDF   map[string]int      // term → how many of its tables and views have it in their name or columns
 	counted int                 // its tables and views, partitions aside: what objDF counts
+	// objTerms are each table's and view's terms (by key), sorted: what
+	// it has in its names and columns, which coverage gaps compare.
+	objTerms map[string][]string
 }
 
 func newSchemaVocab(schema string, objs []any) *schemaVocab {
 	p := &schemaVocab{objs: objs, names: map[string]bool{}, columns: map[string]bool{}, post: map[string]float64{}, heads: map[string][]string{},
-		idents: map[string][]string{}, objDF: map[string]int{}}
+		idents: map[string][]string{}, objDF: map[string]int{}, objTerms: make(map[string][]string, len(objs))}
 	schemaTerms := text.Terms(schema)
 	for _, o := range objs {
 		switch o := o.(type) {
@@ -43,12 +46,12 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 			// is the table a query names, and a table of many partitions
 			// would make every word of it common and push every one of
 			// its names past maxIdentifierOwners.
-			p.object(schemaTerms, o.Name, o.Renamed, o.Columns, o.PartitionOf == nil)
+			p.object(schemaTerms, o.QualName().Key(), o.Name, o.Renamed, o.Columns, o.PartitionOf == nil)
 			if o.PartitionOf == nil {
 				p.identify(o.QualName().Key(), o.Name, o.Renamed, o.Columns)
 			}
 		case *catalog.View:
-			p.object(schemaTerms, o.Name, o.Renamed, o.Columns, true)
+			p.object(schemaTerms, o.QualName().Key(), o.Name, o.Renamed, o.Columns, true)
 			p.identify(o.QualName().Key(), o.Name, o.Renamed, o.Columns)
 		}
 	}
@@ -56,9 +59,9 @@ func newSchemaVocab(schema string, objs []any) *schemaVocab {
 	return p
 }
 
-// object files the terms of one table's or view's names and columns;
-// counted says whether it counts in objDF.
-func (p *schemaVocab) object(schemaTerms []string, name string, renamed []catalog.Rename, columns []*catalog.Column, counted bool) {
+// object files the terms of one table's or view's names and columns,
+// keyed key; counted says whether it counts in objDF.
+func (p *schemaVocab) object(schemaTerms []string, key, name string, renamed []catalog.Rename, columns []*catalog.Column, counted bool) {
 	for _, t := range schemaTerms {
 		p.names[t] = true
 	}
@@ -83,10 +86,16 @@ func (p *schemaVocab) object(schemaTerms []string, name string, renamed []catalo
 			p.count(ts, 1)
 		}
 	}
-	if counted {
-		for t := range has {
+	terms := make([]string, 0, len(has))
+	for t := range has {
+		terms = append(terms, t)
+		if counted {
 			p.objDF[t]++
 		}
+	}
+	slices.Sort(terms)
+	p.objTerms[key] = terms
+	if counted {
 		p.counted++
 	}
 }
