@@ -152,7 +152,7 @@ SELECT f();`, catalog.Tolerant())
 // Why join completion placed or added a table reaches the wire, in the
 // results and in the explanation alike.
 func TestRepliesSayWhyATableWasPlaced(t *testing.T) {
-	const why, bridge = "covers name, which no table before it has; joins public.film_actor", "joins public.a and public.b"
+	const why, bridge = "has name, which no table before it covers; joins public.film_actor", "joins public.a and public.b"
 	c := chunk.Chunk{ID: "films/table/public.actor/0", Kind: chunk.KindTable, Name: "public.actor"}
 	b := chunk.Chunk{ID: "films/table/public.ab/0", Kind: chunk.KindTable, Name: "public.ab"}
 	res := &retrieve.Result{

@@ -378,8 +378,8 @@ type ContextItem struct {
 	// among the k ranked results: the question names it inside the name
 	// of the table before it ("the question names it in
 	// video_games.game_publisher"), or it has question words no table
-	// before it has and joins one of them ("covers name, which no table
-	// before it has; joins movie_3.film_actor").
+	// before it covers and joins one of them ("has name, which no table
+	// before it covers; joins movie_3.film_actor").
 	Placed string `json:"placed,omitempty"`
 	// Title is what a person reads the item by: a doc section's heading
 	// path, an example's question (its Name is an id).

@@ -367,8 +367,8 @@ func TestStagePath(t *testing.T) {
 			"bm25 7, knn -, schema 8 (evidence 6, likelihood 9), fused 19, final -"},
 		{retrieve.Explain{KNNRank: 3, HintRank: 2, IdentifierRank: 1, Identifier: "movie_release_year", SchemaRoute: 1, LiftedTo: 0.1, FusedRank: 1, FinalRank: 1},
 			"bm25 -, knn 3, hints 2, identifier 1 (movie_release_year), schema 1, lifted by a join, fused 1, final 1"},
-		{retrieve.Explain{SchemaRoute: 1, LiftedTo: 0.1, FusedRank: 12, FinalRank: 3, Placed: "covers name, which no table before it has; joins public.film_actor"},
-			"bm25 -, knn -, schema 1, lifted by a join, fused 12, final 3 (covers name, which no table before it has; joins public.film_actor)"},
+		{retrieve.Explain{SchemaRoute: 1, LiftedTo: 0.1, FusedRank: 12, FinalRank: 3, Placed: "has name, which no table before it covers; joins public.film_actor"},
+			"bm25 -, knn -, schema 1, lifted by a join, fused 12, final 3 (has name, which no table before it covers; joins public.film_actor)"},
 		{retrieve.Explain{FinalRank: 6, Bridge: "joins public.a and public.b"},
 			"bm25 -, knn -, schema -, fused -, final 6 (joins public.a and public.b)"},
 	} {

@@ -9,6 +9,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/rerank"
+	"github.com/schemaq/schemaq/pkg/text"
 )
 
 // Coverage gaps. A question over three tables often names the third
@@ -70,10 +71,13 @@ type gapFill struct {
 }
 
 func (f gapFill) why() string {
-	return "covers " + strings.Join(f.covers, ", ") + ", which no table before it has; joins " + f.partner
+	return "has " + strings.Join(f.covers, ", ") + ", which no table before it covers; joins " + f.partner
 }
 
-// gapFill finds the table that fills the first depth items' gaps best:
+// gapFill finds the table that fills the first depth items' gaps best.
+// A term a table has only in its key columns (order_line's book_id for
+// "book") is not covered there: the key names the table it references,
+// which holds what the question asks of the book, its title. The best:
 // the most weight covered, then the far end of a junction among them (a
 // junction is asked for both its ends), then the better ranked, then the
 // first by name. The zero gapFill when no table covers a gap.
@@ -85,8 +89,11 @@ func (g *graph) gapFill(items []Item, depth int, terms []Term, schema string) ga
 			continue
 		}
 		first = append(first, it.Name)
+		keys := g.keyTerms(it.Name)
 		for _, w := range g.relationTerms(it.Name) {
-			covered[w] = true
+			if !slices.Contains(keys, w) {
+				covered[w] = true
+			}
 		}
 	}
 	gaps := g.gaps(terms, covered, schema)
@@ -203,6 +210,58 @@ func (g *graph) relationTerms(key string) []string {
 		return part.objTerms[key]
 	}
 	return nil
+}
+
+// keyTerms are the terms a table has only in the columns that join it
+// to another (its foreign keys' and its inferred joins' columns), not in
+// its name or other columns: book for order_line's book_id, kept per
+// catalog version. The slice is the cache's.
+func (g *graph) keyTerms(key string) []string {
+	return g.keyWords.Get(key, func() []string {
+		t := g.tables[key]
+		if t == nil {
+			return nil
+		}
+		joins := map[string]bool{}
+		for _, fk := range t.ForeignKeys {
+			for _, c := range fk.Columns {
+				joins[strings.ToLower(c)] = true
+			}
+		}
+		for _, j := range g.Inferred(key) {
+			if j.FromKey() == key {
+				joins[strings.ToLower(j.FromColumn)] = true
+			}
+		}
+		if len(joins) == 0 {
+			return nil
+		}
+		own := map[string]bool{}
+		for _, n := range namesOf(t.Name, t.Renamed) {
+			for _, w := range text.Terms(n) {
+				own[w] = true
+			}
+		}
+		for _, c := range t.Columns {
+			if !joins[strings.ToLower(c.Name)] {
+				for _, n := range columnNamesOf(c) {
+					for _, w := range text.Terms(n) {
+						own[w] = true
+					}
+				}
+			}
+		}
+		var out []string
+		for c := range joins {
+			for _, w := range text.Terms(c) {
+				if !own[w] && !slices.Contains(out, w) {
+					out = append(out, w)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	})
 }
 
 // schemaOf is the schema of the table or view keyed key; "" when the

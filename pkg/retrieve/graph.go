@@ -32,6 +32,9 @@ type graph struct {
 	// tableWords keeps the analysed words of table names, which named
 	// targets compare for the neighbours of the best tables.
 	tableWords kept.Map[[]string]
+	// keyWords keeps the words tables have only in their join columns,
+	// which coverage gaps do not count as covered there.
+	keyWords kept.Map[[]string]
 }
 
 // maxRendered bounds the tables kept rendered.
@@ -119,7 +122,7 @@ func buildGraph(cat *catalog.Catalog, prev *graph) *graph {
 	}
 	g := &graph{Graph: cg, cat: cat, tables: map[string]*catalog.Table{}, views: map[string]*catalog.View{}, names: sqlguard.NewNames(cat),
 		chunks: chunk.NewTabler(cg, chunk.Options{}), vocab: newVocab(cat, pv), rendered: kept.Map[[]chunk.Chunk]{Max: maxRendered},
-		tableWords: kept.Map[[]string]{Max: maxRendered}}
+		tableWords: kept.Map[[]string]{Max: maxRendered}, keyWords: kept.Map[[]string]{Max: maxRendered}}
 	for _, v := range cat.Views() {
 		g.views[v.QualName().Key()] = v
 	}

@@ -1331,7 +1331,7 @@ CREATE TABLE film_award (award_id int PRIMARY KEY, film_id int REFERENCES film, 
 	if at < 0 || at == 0 || got[at-1] != "public.film_actor" {
 		t.Fatalf("first 5 %v: want actor right after film_actor", got)
 	}
-	const why = "covers name, which no table before it has; joins public.film_actor"
+	const why = "has name, which no table before it covers; joins public.film_actor"
 	if it := on.Items[at]; it.Placed != why || it.Bridge != "" {
 		t.Errorf("actor placed %q, bridge %q; want placed %q, no bridge", it.Placed, it.Bridge, why)
 	}
