@@ -178,6 +178,8 @@ func TestMCPTools(t *testing.T) {
 		// A schema without foreign keys: the joins its names imply.
 		{"describe_table", map[string]any{"database": "video", "table": "film_category"}, false, []string{`"joins":["public.film_category.category_id = public.category.category_id","public.film_category.film_id = public.film.film_id"]`}},
 		{"search_schema", map[string]any{"database": "video", "question": "How many comedy films are there?"}, false, []string{`"joins":["public.film_category.category_id = public.category.category_id","public.film_category.film_id = public.film.film_id"]`}},
+		// A table join completion adds says why: the join to make.
+		{"search_schema", map[string]any{"database": "shop", "question": "payments of customers", "kinds": []string{"table"}, "k": 2}, false, []string{`"name":"public.orders"`, `"why":"joins public.payments and public.customers"`}},
 		// Drift in a catalog is shown by the tools about its database.
 		{"list_tables", map[string]any{"database": "tenant"}, false, []string{`"drift_total":4`, `"inferred":"column public.projects.tenant_id"`}},
 		{"search_schema", map[string]any{"database": "tenant", "question": "tenant of each invoice"}, false, []string{`"warnings":["the catalog of tenant has drift: 4 statement(s)`}},

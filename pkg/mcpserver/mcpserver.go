@@ -8,6 +8,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -251,6 +252,11 @@ type SearchResult struct {
 	Score     float64 `json:"score"`
 	Text      string  `json:"text"`
 	Truncated bool    `json:"truncated,omitempty"`
+	// Why says why join completion put the table where it is: a bridge
+	// that joins two results ("joins public.a and public.b"), or a table
+	// placed among the k ("has name, which no table before it covers;
+	// joins public.film_actor"). An agent reads it as the join to make.
+	Why string `json:"why,omitempty"`
 }
 
 // SearchOut is search_schema's result.
@@ -283,7 +289,7 @@ func (t *tools) searchSchema(ctx context.Context, req *mcp.CallToolRequest, in S
 	}
 	out := SearchOut{Results: []SearchResult{}, Warnings: r.Warnings, Schemas: r.Schemas, Ambiguous: r.Ambiguous}
 	for _, it := range r.Results {
-		res := SearchResult{Kind: it.Kind, Name: it.Name, Score: it.Score, Text: it.Text}
+		res := SearchResult{Kind: it.Kind, Name: it.Name, Score: it.Score, Text: it.Text, Why: cmp.Or(it.Bridge, it.Placed)}
 		if it.Kind == "example" && it.Title != "" {
 			res.Name = it.Title // an example is known by its question, not its id
 		}
