@@ -8,7 +8,6 @@ import (
 
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
-	"github.com/schemaq/schemaq/pkg/rerank"
 	"github.com/schemaq/schemaq/pkg/text"
 )
 
@@ -51,11 +50,11 @@ func (r *Retriever) fillGaps(cat *catalog.Catalog, items []Item, depth, limit in
 		if f.table == "" {
 			break
 		}
-		it := Item{Candidate: g.candidateOf(items, f.table), Placed: f.why()}
-		if at := tablePosition(items, f.table); at >= 0 {
-			items = slices.Delete(items, at, at+1)
-		}
-		items = slices.Insert(items, tablePosition(items, f.partner)+1, it)
+		// The table is below the first depth or unranked, so below its
+		// partner: taking it out does not move the partner.
+		to := tablePosition(items, f.partner) + 1
+		items = moveUp(g, items, f.table, tablePosition(items, f.table), to, "")
+		items[to].Placed = f.why()
 	}
 	return items
 }
@@ -274,13 +273,4 @@ func (g *graph) schemaOf(key string) string {
 		return v.Schema
 	}
 	return ""
-}
-
-// candidateOf is the candidate a list ranked for the table key, or the
-// table rendered as the index would.
-func (g *graph) candidateOf(items []Item, key string) rerank.Candidate {
-	if at := tablePosition(items, key); at >= 0 {
-		return items[at].Candidate
-	}
-	return bridgeCandidate(g, key)
 }
