@@ -304,6 +304,19 @@ func (d *Daemon) join() error {
 			return fmt.Errorf("register endpoint %s.*: %w", ep.name, err)
 		}
 	}
+	// Ready means the server routes requests here: until it has the
+	// subscriptions, a request sent on the strength of /readyz finds no
+	// responder. A connection that is down resends them on reconnect, so
+	// a flush that fails only delays readiness to the next check.
+	if err := d.nc.FlushTimeout(2 * time.Second); err != nil {
+		_ = svc.Stop()
+		why := "the server has not confirmed the subscriptions: " + err.Error()
+		if d.State() != why {
+			d.log.Warn("not joining the queue group yet", zap.String("reason", why))
+		}
+		d.setState(why)
+		return nil
+	}
 	d.svc = svc
 	d.ready.Store(true)
 	d.setState("")

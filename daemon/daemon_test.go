@@ -481,6 +481,36 @@ func TestStoreUnavailable(t *testing.T) {
 	})
 }
 
+// Ready means the server routes requests to the daemon. A daemon whose
+// server has not confirmed its subscriptions (here, one that is down)
+// is not ready, and says why: a caller that trusted /readyz would send
+// requests that no subscription takes.
+func TestReadyWaitsForTheServer(t *testing.T) {
+	r := newRig(t)
+	gone := testenv.NATS(t)
+	nc, err := nats.Connect(gone.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(time.Hour),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	gone.Shutdown()
+	testenv.Eventually(t, 5*time.Second, "the connection notices", func() bool { return !nc.IsConnected() })
+	cfg := daemon.DefaultConfig
+	cfg.HealthInterval = 50 * time.Millisecond
+	d, err := daemon.New(nc, r.cats, r.store, &countingRetriever{}, nil, zaptest.NewLogger(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.run(d.Run)
+	testenv.Eventually(t, 10*time.Second, "a state that says why", func() bool {
+		return strings.Contains(d.State(), "the server has not confirmed the subscriptions")
+	})
+	if d.Ready() {
+		t.Fatalf("ready while its server is down (state %q)", d.State())
+	}
+}
+
 // Two daemons, one cut off from its store: every request succeeds. The
 // cut-off one hands what it already took to the other and leaves the
 // queue group until its store answers; then it takes its share again.

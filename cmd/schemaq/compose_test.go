@@ -75,7 +75,13 @@ func startService(t *testing.T, name string, args []string, vars map[string]stri
 		})
 		return logs
 	}
-	t.Cleanup(func() { stop() })
+	t.Cleanup(func() {
+		// A failure elsewhere in the test is often explained by what the
+		// service logged (a store check that failed, a refused connection).
+		if logs := stop(); t.Failed() {
+			t.Logf("service %s logged:\n%s", name, logs)
+		}
+	})
 	return stop
 }
 

@@ -330,19 +330,7 @@ func (c *Client) request(ctx context.Context, endpoint string, req any, reply an
 	if err != nil {
 		return fmt.Errorf("%s: %w", endpoint, err)
 	}
-	send := func(subject string) (*nats.Msg, error) {
-		m := nats.NewMsg(subject)
-		m.Data = data
-		injectTrace(ctx, m)
-		return c.nc.RequestMsgWithContext(ctx, m)
-	}
-	msg, err := send(subject)
-	if errors.Is(err, nats.ErrNoResponders) && subject != events.EndpointSubject(endpoint) {
-		// A daemon from before per-database subjects, in a rolling
-		// upgrade: it answers on the catch-all subject only.
-		subject = events.EndpointSubject(endpoint)
-		msg, err = send(subject)
-	}
+	msg, err := c.send(ctx, subject, data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return events.Errorf(events.CodeNoDaemon, "no schemaq daemon answers on %s: none is running, or none can reach its index store (a daemon leaves the queue group while its /readyz fails); is `schemaq up` or `schemaq daemon` running?", subject)
@@ -355,6 +343,39 @@ func (c *Client) request(ctx context.Context, endpoint string, req any, reply an
 		return fmt.Errorf("%s: malformed reply: %w", subject, err)
 	}
 	return nil
+}
+
+// A request that finds no daemon is asked again for noDaemonGrace, every
+// noDaemonPoll: a replica leaves the queue group while its store check
+// fails and joins again at the next check that passes (a second apart by
+// default), and a request in that gap would fail although the daemon is
+// back a moment later. No daemon took it, so asking again is safe even
+// for ask.
+const (
+	noDaemonGrace = 2 * time.Second
+	noDaemonPoll  = 250 * time.Millisecond
+)
+
+// send sends one request on subject. It never falls back to another
+// subject: NATS drops a publish that permissions refuse without a reply,
+// so a caller granted only its databases' subjects would wait out its
+// whole deadline for a catch-all it may not use.
+func (c *Client) send(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
+	grace := time.Now().Add(noDaemonGrace)
+	for {
+		m := nats.NewMsg(subject)
+		m.Data = data
+		injectTrace(ctx, m)
+		msg, err := c.nc.RequestMsgWithContext(ctx, m)
+		if !errors.Is(err, nats.ErrNoResponders) || !time.Now().Before(grace) {
+			return msg, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(noDaemonPoll):
+		}
+	}
 }
 
 // injectTrace writes the caller's trace context (W3C traceparent) into
