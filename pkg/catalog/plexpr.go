@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -381,7 +382,7 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 	switch x.Kind {
 	case pg.A_Expr_Kind_AEXPR_OP:
 		if x.Lexpr == nil {
-			return unknown, stop("prefix operator %s", op)
+			return e.prefix(op, x.Rexpr, r)
 		}
 		return e.binary(op, x.Lexpr, x.Rexpr, r)
 	case pg.A_Expr_Kind_AEXPR_IN:
@@ -547,21 +548,7 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 		if !ok1 || !ok2 {
 			return unknown, stop("arithmetic on %q and %q", brief(l), brief(rv))
 		}
-		switch op {
-		case "+":
-			return integer(x + y), nil
-		case "-":
-			return integer(x - y), nil
-		case "*":
-			return integer(x * y), nil
-		}
-		if y == 0 {
-			return unknown, stop("division by zero")
-		}
-		if op == "/" {
-			return integer(x / y), nil
-		}
-		return integer(x % y), nil
+		return arithmetic(op, x, y)
 	}
 	if err := e.read(l, rv); err != nil {
 		return unknown, err
@@ -585,6 +572,65 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 		return boolean(c >= 0), nil
 	}
 	return unknown, stop("operator %s", op)
+}
+
+// prefix evaluates a prefix operator: the sign of an integer (-n in a
+// loop's bounds, an OFFSET).
+func (e *evaluator) prefix(op string, rx *pg.Node, r *row) (value, error) {
+	if op != "-" && op != "+" {
+		return unknown, stop("prefix operator %s", op)
+	}
+	v, err := e.eval(rx, r)
+	if err != nil || !v.known() || v.kind == vNull {
+		return v, err
+	}
+	i, ok := v.asInt()
+	if !ok {
+		return unknown, stop("prefix operator %s on %q", op, brief(v))
+	}
+	if op == "+" {
+		return integer(i), nil
+	}
+	return arithmetic("-", 0, i)
+}
+
+// arithmetic is integer arithmetic as PostgreSQL's bigint does it: a
+// result out of range is its error, not a value that wrapped round (a
+// table named after it would be another table).
+func arithmetic(op string, x, y int64) (value, error) {
+	var z int64
+	switch op {
+	case "+":
+		z = x + y
+		if (z > x) != (y > 0) {
+			return unknown, stop("bigint out of range")
+		}
+	case "-":
+		z = x - y
+		if (z < x) != (y > 0) {
+			return unknown, stop("bigint out of range")
+		}
+	case "*":
+		z = x * y
+		if x != 0 && (z/x != y || (x == -1 && y == math.MinInt64)) {
+			return unknown, stop("bigint out of range")
+		}
+	case "/", "%":
+		if y == 0 {
+			return unknown, stop("division by zero")
+		}
+		if x == math.MinInt64 && y == -1 {
+			if op == "%" {
+				return integer(0), nil
+			}
+			return unknown, stop("bigint out of range")
+		}
+		if op == "/" {
+			return integer(x / y), nil
+		}
+		return integer(x % y), nil
+	}
+	return integer(z), nil
 }
 
 func concatArrays(l, r value) value {

@@ -301,6 +301,44 @@ SELECT rn('b', 'bee');`,
 			want:   []string{"bee.note text", "view b"},
 			absent: []string{"b.note text"},
 		},
+		{
+			name: "signs, and arithmetic out of bigint's range",
+			sql: `CREATE FUNCTION signed(n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF -n < 0 THEN
+    EXECUTE format('CREATE TABLE signed_%s (id int)', -(-n) + +1);
+  END IF;
+END $$;
+CREATE FUNCTION big(n bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('CREATE TABLE big_%s (id int)', n * 4611686018427387904);
+END $$;
+SELECT signed(2); SELECT big(2);`,
+			want:   []string{"signed_3.id integer"},
+			absent: []string{"big_0.id integer", "big_-9223372036854775808.id integer"},
+			drift:  []string{"bigint out of range"},
+		},
+		{
+			// PostgreSQL refuses both; the interpreter stops with its
+			// words, and the catalog says where it may differ.
+			name: "a negative LIMIT or OFFSET",
+			sql: `CREATE FUNCTION lim(n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM information_schema.tables LIMIT n) THEN
+    EXECUTE 'CREATE TABLE lim_made (id int)';
+  END IF;
+END $$;
+CREATE FUNCTION off(n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM information_schema.tables ORDER BY table_name OFFSET n) THEN
+    EXECUTE 'CREATE TABLE off_made (id int)';
+  END IF;
+END $$;
+SELECT lim(-1); SELECT off(-3); SELECT off(NULL);`,
+			want:   []string{"off_made.id integer"},
+			absent: []string{"lim_made.id integer"},
+			drift:  []string{"LIMIT must not be negative", "OFFSET must not be negative"},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -480,7 +480,7 @@ func (r *row) copy() *row {
 }
 
 // project evaluates the select list over the matched rows, with count(),
-// DISTINCT, ORDER BY and LIMIT.
+// DISTINCT, ORDER BY, OFFSET and LIMIT.
 func (e *evaluator) project(s *pg.SelectStmt, rels []boundRel, matched []*row, res *result, outer *row) (*result, error) {
 	if len(rels) == 0 {
 		matched = []*row{{outer: outer}}
@@ -488,10 +488,35 @@ func (e *evaluator) project(s *pg.SelectStmt, rels []boundRel, matched []*row, r
 	if agg, ok, err := e.aggregate(s, matched, res); ok || err != nil {
 		return agg, err
 	}
-	type outRow struct {
-		vals []value
-		src  *row
+	rows, err := e.targets(s, matched, res)
+	if err != nil {
+		return nil, err
 	}
+	if rows, err = e.sortRows(s, rows, res.cols); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		res.rows = append(res.rows, r.vals)
+	}
+	if len(s.DistinctClause) > 0 {
+		res.rows = distinct(res.rows)
+	}
+	if res.rows, err = e.window(s, res.rows, outer); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// outRow is a projected row, with the source row that ORDER BY may
+// still read columns of.
+type outRow struct {
+	vals []value
+	src  *row
+}
+
+// targets evaluates the select list over each matched row; * and a.*
+// expand to their sources' columns. It names res's columns.
+func (e *evaluator) targets(s *pg.SelectStmt, matched []*row, res *result) ([]outRow, error) {
 	var rows []outRow
 	for _, m := range matched {
 		var vals []value
@@ -526,98 +551,132 @@ func (e *evaluator) project(s *pg.SelectStmt, rels []boundRel, matched []*row, r
 			res.cols = append(res.cols, targetName(t.GetResTarget()))
 		}
 	}
-	if len(s.SortClause) > 0 {
-		keys := make([][]value, len(rows))
-		for i, r := range rows {
-			for _, sc := range s.SortClause {
-				sb := sc.GetSortBy()
-				var v value
-				var err error
-				if idx := outputIndex(sb.Node, res.cols); idx >= 0 {
-					v = r.vals[idx]
-				} else if v, err = e.eval(sb.Node, r.src); err != nil {
-					return nil, err
-				}
-				if !v.known() {
-					return nil, stop("ORDER BY over %s", errUnknownValue)
-				}
-				keys[i] = append(keys[i], v)
-			}
-		}
-		idx := make([]int, len(rows))
-		for i := range idx {
-			idx[i] = i
-		}
-		var cmpErr error
-		slices.SortStableFunc(idx, func(a, b int) int {
-			for k, sc := range s.SortClause {
-				x, y := keys[a][k], keys[b][k]
-				c := 0
-				switch {
-				case x.kind == vNull && y.kind == vNull:
-				case x.kind == vNull:
-					c = 1
-				case y.kind == vNull:
-					c = -1
-				default:
-					var ok bool
-					if c, ok = compare(x, y); !ok {
-						cmpErr = stop("ORDER BY over values of different types")
-					}
-				}
-				if sc.GetSortBy().SortbyDir == pg.SortByDir_SORTBY_DESC {
-					c = -c
-				}
-				if c != 0 {
-					return c
-				}
-			}
-			return 0
-		})
-		if cmpErr != nil {
-			return nil, cmpErr
-		}
-		sorted := make([]outRow, len(rows))
-		for i, j := range idx {
-			sorted[i] = rows[j]
-		}
-		rows = sorted
+	return rows, nil
+}
+
+// sortRows orders rows by ORDER BY, whose keys are output columns (by
+// name or position) or expressions over the source row. NULLs sort
+// last ascending, as PostgreSQL's default; a key of unknown value
+// stops, as the order would be a guess.
+func (e *evaluator) sortRows(s *pg.SelectStmt, rows []outRow, cols []string) ([]outRow, error) {
+	if len(s.SortClause) == 0 {
+		return rows, nil
 	}
+	keys := make([][]value, len(rows))
+	for i, r := range rows {
+		for _, sc := range s.SortClause {
+			sb := sc.GetSortBy()
+			var v value
+			var err error
+			if idx := outputIndex(sb.Node, cols); idx >= 0 {
+				v = r.vals[idx]
+			} else if v, err = e.eval(sb.Node, r.src); err != nil {
+				return nil, err
+			}
+			if !v.known() {
+				return nil, stop("ORDER BY over %s", errUnknownValue)
+			}
+			keys[i] = append(keys[i], v)
+		}
+	}
+	idx := make([]int, len(rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	var cmpErr error
+	slices.SortStableFunc(idx, func(a, b int) int {
+		for k, sc := range s.SortClause {
+			c, ok := sortCompare(keys[a][k], keys[b][k])
+			if !ok {
+				cmpErr = stop("ORDER BY over values of different types")
+			}
+			if sc.GetSortBy().SortbyDir == pg.SortByDir_SORTBY_DESC {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	if cmpErr != nil {
+		return nil, cmpErr
+	}
+	sorted := make([]outRow, len(rows))
+	for i, j := range idx {
+		sorted[i] = rows[j]
+	}
+	return sorted, nil
+}
+
+// sortCompare compares two ORDER BY keys, NULL after every value.
+func sortCompare(x, y value) (int, bool) {
+	switch {
+	case x.kind == vNull && y.kind == vNull:
+		return 0, true
+	case x.kind == vNull:
+		return 1, true
+	case y.kind == vNull:
+		return -1, true
+	}
+	return compare(x, y)
+}
+
+// distinct keeps the first of each run of equal rows, in order.
+func distinct(rows [][]value) [][]value {
+	seen := map[string]bool{}
+	var uniq [][]value
 	for _, r := range rows {
-		res.rows = append(res.rows, r.vals)
-	}
-	if len(s.DistinctClause) > 0 {
-		seen := map[string]bool{}
-		var uniq [][]value
-		for _, r := range res.rows {
-			k := rowKey(r)
-			if !seen[k] {
-				seen[k] = true
-				uniq = append(uniq, r)
-			}
+		k := rowKey(r)
+		if !seen[k] {
+			seen[k] = true
+			uniq = append(uniq, r)
 		}
-		res.rows = uniq
 	}
-	if s.LimitOffset != nil {
-		v, err := e.eval(s.LimitOffset, outer)
-		n, ok := v.asInt()
-		if err != nil || !ok {
-			return nil, stop("OFFSET")
+	return uniq
+}
+
+// window applies OFFSET, then LIMIT. NULL leaves either out, as in
+// PostgreSQL; a negative one is PostgreSQL's error, and a bound of
+// unknown value stops.
+func (e *evaluator) window(s *pg.SelectStmt, rows [][]value, outer *row) ([][]value, error) {
+	bound := func(n *pg.Node, what string) (int64, bool, error) {
+		if n == nil {
+			return 0, false, nil
 		}
-		res.rows = res.rows[min(int(n), len(res.rows)):]
-	}
-	if s.LimitCount != nil {
-		v, err := e.eval(s.LimitCount, outer)
+		v, err := e.eval(n, outer)
 		if err != nil {
-			return nil, err
+			return 0, false, err
 		}
-		if n, ok := v.asInt(); ok && int(n) < len(res.rows) {
-			res.rows = res.rows[:n]
-		} else if !ok && v.kind != vNull {
-			return nil, stop("LIMIT")
+		if v.kind == vNull {
+			return 0, false, nil
 		}
+		i, ok := v.asInt()
+		switch {
+		case !v.known():
+			return 0, false, stop("%s over %s", what, errUnknownValue)
+		case !ok:
+			return 0, false, stop("%s of %s", what, brief(v))
+		case i < 0:
+			return 0, false, stop("%s must not be negative", what)
+		}
+		return i, true, nil
 	}
-	return res, nil
+	off, ok, err := bound(s.LimitOffset, "OFFSET")
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		rows = rows[min(off, int64(len(rows))):]
+	}
+	limit, ok, err := bound(s.LimitCount, "LIMIT")
+	if err != nil {
+		return nil, err
+	}
+	if ok && limit < int64(len(rows)) {
+		rows = rows[:limit]
+	}
+	return rows, nil
 }
 
 func rowKey(r []value) string {
