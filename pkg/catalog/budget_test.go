@@ -25,6 +25,10 @@ func TestBudgetsStopHostileRoutines(t *testing.T) {
 		// tables is how many tables of the form x<n> may exist after
 		// (at most), where a loop creates them.
 		tables int
+		// allocMiB, when set, bounds what Apply allocates in all: a
+		// budget checked only after a value is built lets the build
+		// itself take what the budget was for.
+		allocMiB uint64
 	}{
 		{
 			name: "EXECUTE of a DO block that calls its caller again",
@@ -98,6 +102,16 @@ END $$;`,
 			stop: "the byte budget",
 		},
 		{
+			name: "string_to_array of millions of characters, by a NULL delimiter",
+			sql: `DO $$ DECLARE s text := 'x'; a text[]; BEGIN
+  FOR i IN 1..22 LOOP s := s || s; END LOOP;
+  a := string_to_array(s, NULL);
+  a := string_to_array(s || s || s, NULL);
+END $$;`,
+			stop:     "the byte budget",
+			allocMiB: 128,
+		},
+		{
 			name: "format() repeating a long argument",
 			sql: `DO $$ DECLARE s text := 'abcdefgh'; f text := '%1$s'; BEGIN
   FOR i IN 1..20 LOOP s := s || s; END LOOP;
@@ -138,10 +152,13 @@ SELECT big();`,
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := heapInUse()
+			before, allocated := heapInUse(), totalAlloc()
 			c, err := New("db").Apply("0001.sql", tc.sql, Tolerant())
 			if err != nil {
 				t.Fatal(err)
+			}
+			if a := (totalAlloc() - allocated) >> 20; tc.allocMiB > 0 && a > tc.allocMiB {
+				t.Errorf("Apply allocated %d MiB, want at most %d", a, tc.allocMiB)
 			}
 			if grew := heapInUse() - before; grew > 512<<20 {
 				t.Errorf("the heap grew by %d MiB", grew>>20)
@@ -161,6 +178,12 @@ SELECT big();`,
 			}
 		})
 	}
+}
+
+func totalAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
 }
 
 func heapInUse() int64 {

@@ -574,6 +574,46 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 	return unknown, stop("operator %s", op)
 }
 
+// splitPart is PostgreSQL's split_part: fields count from 1, or from
+// the end when negative; an empty delimiter leaves the text one field.
+func splitPart(s, delim string, n int64) (value, error) {
+	if n == 0 {
+		return unknown, stop("split_part(): field position must not be zero")
+	}
+	parts := []string{s}
+	if delim != "" {
+		parts = strings.Split(s, delim)
+	}
+	if n < 0 {
+		n += int64(len(parts)) + 1
+	}
+	if n < 1 || n > int64(len(parts)) {
+		return str(""), nil
+	}
+	return str(parts[n-1]), nil
+}
+
+// stringToArray is PostgreSQL's string_to_array of two arguments: an
+// empty text is an empty array, an empty delimiter leaves the text one
+// element, and a NULL one splits it into its characters.
+func stringToArray(s string, delim value) value {
+	out := []value{}
+	switch {
+	case s == "":
+	case delim.kind == vNull:
+		for _, r := range s {
+			out = append(out, str(string(r)))
+		}
+	case delim.String() == "":
+		out = append(out, str(s))
+	default:
+		for _, p := range strings.Split(s, delim.String()) {
+			out = append(out, str(p))
+		}
+	}
+	return value{kind: vArray, arr: out}
+}
+
 // prefix evaluates a prefix operator: the sign of an integer (-n in a
 // loop's bounds, an OFFSET).
 func (e *evaluator) prefix(op string, rx *pg.Node, r *row) (value, error) {
@@ -837,7 +877,8 @@ func (e *evaluator) funcCall(f *pg.FuncCall, r *row) (value, error) {
 // with. Strict functions return NULL for a NULL argument, as PostgreSQL's
 // do; unknown arguments make an unknown result.
 func builtin(e *evaluator, name string, args []value) (value, error) {
-	nonStrict := map[string]bool{"format": true, "concat": true, "concat_ws": true, "quote_nullable": true}
+	// string_to_array splits into characters at a NULL delimiter.
+	nonStrict := map[string]bool{"format": true, "concat": true, "concat_ws": true, "quote_nullable": true, "string_to_array": true}
 	for _, a := range args {
 		if !a.known() {
 			return unknown, nil
@@ -923,23 +964,17 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 	case "split_part":
 		if len(args) == 3 {
 			n, ok := args[2].asInt()
-			parts := strings.Split(args[0].String(), args[1].String())
-			if ok && n >= 1 && int(n) <= len(parts) {
-				return str(parts[n-1]), nil
+			if !ok {
+				break
 			}
-			if ok && n >= 1 {
-				return str(""), nil
-			}
+			return splitPart(args[0].String(), args[1].String(), n)
 		}
 	case "string_to_array":
 		if len(args) == 2 {
-			var out []value
-			if s := args[0].String(); s != "" {
-				for _, p := range strings.Split(s, args[1].String()) {
-					out = append(out, str(p))
-				}
+			if args[0].kind == vNull {
+				return null, nil
 			}
-			return e.made(value{kind: vArray, arr: out})
+			return e.made(stringToArray(args[0].String(), args[1]))
 		}
 	case "to_regclass":
 		if q, ok := e.a.regclass(args[0].String()); ok {
@@ -974,9 +1009,14 @@ func (e *evaluator) reserveFor(name string, args []value) error {
 		return e.reserve(in)
 	case "string_to_array":
 		if len(args) == 2 {
+			// Reserved before the split, which a NULL delimiter makes
+			// one element per character.
 			sep := args[1].String()
 			n := int64(1)
-			if sep != "" {
+			switch {
+			case args[1].kind == vNull:
+				n = int64(utf8.RuneCountInString(args[0].String()))
+			case sep != "":
 				n += int64(strings.Count(args[0].String(), sep))
 			}
 			return e.reserve(in + n*valueOverhead)
