@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
@@ -574,6 +575,22 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 	return unknown, stop("operator %s", op)
 }
 
+// foldCase is lower() or upper(). ASCII letters fold alike in every
+// locale; others fold as the database's LC_CTYPE says (not at all in the
+// C locale, by Unicode in most UTF-8 ones), which a replay cannot know.
+func foldCase(name, s string) (value, error) {
+	fold, foldRune := strings.ToLower, unicode.ToLower
+	if name == "upper" {
+		fold, foldRune = strings.ToUpper, unicode.ToUpper
+	}
+	for _, r := range s {
+		if r >= utf8.RuneSelf && foldRune(r) != r {
+			return unknown, stop("%s() of %q, whose letters beyond ASCII the database's locale folds", name, excerpt(s))
+		}
+	}
+	return str(fold(s)), nil
+}
+
 // splitPart is PostgreSQL's split_part: fields count from 1, or from
 // the end when negative; an empty delimiter leaves the text one field.
 func splitPart(s, delim string, n int64) (value, error) {
@@ -930,16 +947,17 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 		var out []string
 		for _, p := range parts {
 			if p.kind != vNull {
-				out = append(out, p.String())
+				out = append(out, p.output())
 			}
 		}
 		return str(strings.Join(out, sep)), nil
-	case "lower":
-		return str(strings.ToLower(args[0].String())), nil
-	case "upper":
-		return str(strings.ToUpper(args[0].String())), nil
+	case "lower", "upper":
+		return foldCase(name, args[0].String())
 	case "replace":
 		if len(args) == 3 {
+			if args[1].String() == "" {
+				return str(args[0].String()), nil // PostgreSQL replaces nothing
+			}
 			return str(strings.ReplaceAll(args[0].String(), args[1].String(), args[2].String())), nil
 		}
 	case "length", "char_length":

@@ -59,7 +59,8 @@ func boolean(b bool) value  { return value{kind: vBool, b: b} }
 
 func (v value) known() bool { return v.kind != vUnknown }
 
-// String renders v as PostgreSQL casts it to text.
+// String renders v as PostgreSQL casts it to text (::text, ||,
+// quote_literal): a boolean is true or false.
 func (v value) String() string {
 	switch v.kind {
 	case vText:
@@ -80,15 +81,27 @@ func (v value) String() string {
 			switch {
 			case e.kind == vNull:
 				parts[i] = "NULL"
-			case needsArrayQuote(e.String()):
-				parts[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(e.String()) + `"`
+			case needsArrayQuote(e.output()):
+				parts[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(e.output()) + `"`
 			default:
-				parts[i] = e.String()
+				parts[i] = e.output()
 			}
 		}
 		return "{" + strings.Join(parts, ",") + "}"
 	}
 	return ""
+}
+
+// output renders v as its type's output function does, which format(),
+// concat() and an array's elements use: a boolean is t or f there.
+func (v value) output() string {
+	if v.kind == vBool {
+		if v.b {
+			return "t"
+		}
+		return "f"
+	}
+	return v.String()
 }
 
 // brief shows v in a message: in full when short, else its start, or an
@@ -303,15 +316,19 @@ func formatSQL(f string, args []value, max int) (string, error) {
 		switch f[i] {
 		case 's':
 			if v.kind != vNull {
-				b.WriteString(v.String())
+				b.WriteString(v.output())
 			}
 		case 'I':
 			if v.kind == vNull {
 				return "", fmt.Errorf("null values cannot be formatted as an SQL identifier")
 			}
-			b.WriteString(QuoteIdent(v.String()))
+			b.WriteString(QuoteIdent(v.output()))
 		case 'L':
-			b.WriteString(quoteNullable(v))
+			if v.kind == vNull {
+				b.WriteString("NULL")
+			} else {
+				b.WriteString(literalOf(v.output()))
+			}
 		default:
 			return "", fmt.Errorf("format() type %q is not evaluated", f[i])
 		}
@@ -325,7 +342,12 @@ func quoteNullable(v value) string {
 	if v.kind == vNull {
 		return "NULL"
 	}
-	s := v.String()
+	return literalOf(v.String())
+}
+
+// literalOf is s quoted as quote_literal() writes it (render.go's
+// quoteLiteral writes DDL, where a backslash needs no E'…').
+func literalOf(s string) string {
 	q := "'" + strings.ReplaceAll(s, "'", "''") + "'"
 	if strings.Contains(s, `\`) {
 		q = "E" + strings.ReplaceAll(q, `\`, `\\`)
