@@ -112,6 +112,25 @@ END $$;`,
 			allocMiB: 128,
 		},
 		{
+			name: "array_to_string of a hundred thousand elements with a long delimiter",
+			sql: `DO $$ DECLARE a text[] := ARRAY['x']; d text := 'd'; t text; BEGIN
+  FOR i IN 1..17 LOOP a := a || a; END LOOP;
+  FOR i IN 1..10 LOOP d := d || d; END LOOP;
+  t := array_to_string(a, d);
+  EXECUTE format('CREATE TABLE %I ()', left(t, 10));
+END $$;`,
+			stop:     "the byte budget",
+			allocMiB: 128,
+		},
+		{
+			name: "lpad to a billion characters",
+			sql: `DO $$ BEGIN
+  EXECUTE format('CREATE TABLE %I ()', lpad('x', 1000000000, 'ab'));
+END $$;`,
+			stop:     "the byte budget",
+			allocMiB: 64,
+		},
+		{
 			name: "format() repeating a long argument",
 			sql: `DO $$ DECLARE s text := 'abcdefgh'; f text := '%1$s'; BEGIN
   FOR i IN 1..20 LOOP s := s || s; END LOOP;

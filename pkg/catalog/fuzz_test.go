@@ -82,6 +82,7 @@ func FuzzInterpret(f *testing.F) {
 		"DECLARE v int := (SELECT count(*) FROM pg_tables); BEGIN WHILE v > 0 LOOP v := v - 1; END LOOP; END",
 		"BEGIN EXECUTE format('%2$s %1$I %%', x, 'CREATE TABLE'); END",
 		"BEGIN IF EXISTS (SELECT 1 FROM information_schema.tables OFFSET -3 LIMIT n - 5) THEN CREATE TABLE y (); END IF; END",
+		"BEGIN EXECUTE format('CREATE TABLE %I ()', lpad(x, n * 7, x) || substr(x, -n, n) || left(x, -n) || rtrim(x, 't') || array_to_string(ARRAY[x, NULL], x, x) || split_part(x, '', -n)); END",
 		// The attacks the budgets answer (budget_test.go has each).
 		"BEGIN EXECUTE 'DO $x$ BEGIN PERFORM f(''t'', 3); END $x$'; END",
 		"DECLARE s text := x; BEGIN FOR i IN 1..40 LOOP s := s || s; END LOOP; IF s LIKE '%a%b%' THEN CREATE TABLE y (); END IF; END",

@@ -591,6 +591,41 @@ func foldCase(name, s string) (value, error) {
 	return str(fold(s)), nil
 }
 
+// arrayToString is PostgreSQL's array_to_string: the elements of every
+// dimension in order, as their output function writes them, NULLs left
+// out unless nullText stands for them. It walks without recursion, as
+// sizeOf does; reserveFor has bounded what it walks.
+func arrayToString(a value, delim string, nullText *string) string {
+	var b strings.Builder
+	first := true
+	write := func(s string) {
+		if !first {
+			b.WriteString(delim)
+		}
+		first = false
+		b.WriteString(s)
+	}
+	stack := [][]value{a.arr}
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		if len(top) == 0 {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		el := top[0]
+		stack[len(stack)-1] = top[1:]
+		switch {
+		case el.kind == vArray:
+			stack = append(stack, el.arr)
+		case el.kind == vNull && nullText != nil:
+			write(*nullText)
+		case el.kind != vNull:
+			write(el.output())
+		}
+	}
+	return b.String()
+}
+
 // splitPart is PostgreSQL's split_part: fields count from 1, or from
 // the end when negative; an empty delimiter leaves the text one field.
 func splitPart(s, delim string, n int64) (value, error) {
@@ -895,7 +930,7 @@ func (e *evaluator) funcCall(f *pg.FuncCall, r *row) (value, error) {
 // do; unknown arguments make an unknown result.
 func builtin(e *evaluator, name string, args []value) (value, error) {
 	// string_to_array splits into characters at a NULL delimiter.
-	nonStrict := map[string]bool{"format": true, "concat": true, "concat_ws": true, "quote_nullable": true, "string_to_array": true}
+	nonStrict := map[string]bool{"format": true, "concat": true, "concat_ws": true, "quote_nullable": true, "string_to_array": true, "array_to_string": true}
 	for _, a := range args {
 		if !a.known() {
 			return unknown, nil
@@ -960,6 +995,8 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 			}
 			return str(strings.ReplaceAll(args[0].String(), args[1].String(), args[2].String())), nil
 		}
+	case "left", "right", "substr", "substring", "btrim", "ltrim", "rtrim", "lpad", "rpad":
+		return e.textFunc(name, args)
 	case "length", "char_length":
 		if len(args) == 1 {
 			return integer(int64(utf8.RuneCountInString(args[0].String()))), nil
@@ -994,6 +1031,18 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 			}
 			return e.made(stringToArray(args[0].String(), args[1]))
 		}
+	case "array_to_string":
+		if (len(args) == 2 || len(args) == 3) && (args[0].kind == vArray || args[0].kind == vNull) {
+			if args[0].kind == vNull || args[1].kind == vNull {
+				return null, nil
+			}
+			var nullText *string
+			if len(args) == 3 && args[2].kind != vNull {
+				t := args[2].output()
+				nullText = &t
+			}
+			return str(arrayToString(args[0], args[1].output(), nullText)), nil
+		}
 	case "to_regclass":
 		if q, ok := e.a.regclass(args[0].String()); ok {
 			return value{kind: vOid, s: "r:" + q.String()}, nil
@@ -1017,14 +1066,26 @@ func (e *evaluator) reserveFor(name string, args []value) error {
 	switch name {
 	case "quote_ident", "quote_literal", "quote_nullable":
 		return e.reserve(2*in + 3)
-	case "concat", "concat_ws", "lower", "upper", "split_part":
-		return e.reserve(in)
+	case "concat", "concat_ws", "lower", "upper", "split_part",
+		"left", "right", "substr", "substring", "btrim", "ltrim", "rtrim":
+		return e.reserve(in) // lpad and rpad reserve what they build
+
 	case "replace":
 		if len(args) == 3 && args[1].kind == vText && args[1].s != "" {
 			n := int64(strings.Count(args[0].String(), args[1].s))
 			return e.reserve(in + n*int64(len(args[2].String())))
 		}
 		return e.reserve(in)
+	case "array_to_string":
+		// Every element may gain the delimiter and stand for a NULL.
+		if len(args) >= 2 && args[0].kind == vArray {
+			extra := int64(len(args[1].output()))
+			if len(args) == 3 {
+				extra += int64(len(args[2].output()))
+			}
+			// No walk: each element counts valueOverhead in its size.
+			return e.reserve(in + in/valueOverhead*extra)
+		}
 	case "string_to_array":
 		if len(args) == 2 {
 			// Reserved before the split, which a NULL delimiter makes
@@ -1060,7 +1121,9 @@ var oneArg = map[string]struct{}{
 var builtinNames = map[string]struct{}{
 	"quote_ident": {}, "quote_literal": {}, "lower": {}, "upper": {}, "replace": {}, "length": {},
 	"char_length": {}, "array_length": {}, "array_upper": {}, "array_lower": {}, "cardinality": {},
-	"split_part": {}, "string_to_array": {}, "to_regclass": {},
+	"split_part": {}, "string_to_array": {}, "array_to_string": {}, "to_regclass": {},
+	"left": {}, "right": {}, "substr": {}, "substring": {}, "btrim": {}, "ltrim": {}, "rtrim": {},
+	"lpad": {}, "rpad": {},
 }
 
 func (e *evaluator) subLink(s *pg.SubLink, r *row) (value, error) {

@@ -314,6 +314,15 @@ SELECT fold('Plain_ASCII'); SELECT fold('Ärzte');`,
 			drift:  []string{"whose letters beyond ASCII the database's locale folds"},
 		},
 		{
+			name: "substr() of a negative length, as PostgreSQL refuses it",
+			sql: `CREATE FUNCTION sub(n int) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  EXECUTE format('CREATE TABLE %I (id int)', substr('abcdef', 2, n));
+END $$;
+SELECT sub(3); SELECT sub(-1);`,
+			want:  []string{"bcd.id integer"},
+			drift: []string{"negative substring length not allowed"},
+		},
+		{
 			name: "signs, and arithmetic out of bigint's range",
 			sql: `CREATE FUNCTION signed(n int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
