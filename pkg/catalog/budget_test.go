@@ -131,6 +131,15 @@ END $$;`,
 			allocMiB: 64,
 		},
 		{
+			name: "format() of a width of a billion",
+			sql: `DO $$ BEGIN
+  EXECUTE format('CREATE TABLE %I ()', format('%1000000000s', 'x'));
+  EXECUTE format('CREATE TABLE %I ()', format('%*s', 1000000000, 'x'));
+END $$;`,
+			stop:     "more than",
+			allocMiB: 64,
+		},
+		{
 			name: "format() repeating a long argument",
 			sql: `DO $$ DECLARE s text := 'abcdefgh'; f text := '%1$s'; BEGIN
   FOR i IN 1..20 LOOP s := s || s; END LOOP;

@@ -81,6 +81,7 @@ func FuzzInterpret(f *testing.F) {
 		"BEGIN IF EXISTS (SELECT 1 FROM pg_constraint c JOIN pg_class r ON r.oid = c.conrelid WHERE r.relname = x) THEN DROP TABLE t CASCADE; END IF; END",
 		"DECLARE v int := (SELECT count(*) FROM pg_tables); BEGIN WHILE v > 0 LOOP v := v - 1; END LOOP; END",
 		"BEGIN EXECUTE format('%2$s %1$I %%', x, 'CREATE TABLE'); END",
+		"BEGIN EXECUTE format('CREATE TABLE %-*2$I%*s ()', x, n, -n, x); END",
 		"BEGIN IF EXISTS (SELECT 1 FROM information_schema.tables OFFSET -3 LIMIT n - 5) THEN CREATE TABLE y (); END IF; END",
 		"BEGIN EXECUTE format('CREATE TABLE %I ()', lpad(x, n * 7, x) || substr(x, -n, n) || left(x, -n) || rtrim(x, 't') || array_to_string(ARRAY[x, NULL], x, x) || split_part(x, '', -n)); END",
 		// The attacks the budgets answer (budget_test.go has each).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // value is a SQL value as far as a replay can know it. unknown stands for
@@ -269,9 +270,9 @@ func parseArrayLiteral(s string) ([]value, error) {
 var errTooLong = errors.New("a text too long")
 
 // formatSQL implements PostgreSQL's format(): %s, %I, %L and %%, with
-// positions (%2$s); widths are refused rather than guessed.
+// positions (%2$s), the flag - and widths (%-10s, %*s, %*2$s).
 // The text it writes is bounded by max: a format of a thousand %1$s of a
-// long argument is input too.
+// long argument is input too, and so is a width of a billion.
 func formatSQL(f string, args []value, max int) (string, error) {
 	var b strings.Builder
 	next := 0
@@ -284,56 +285,142 @@ func formatSQL(f string, args []value, max int) (string, error) {
 			b.WriteByte(c)
 			continue
 		}
-		i++
-		if i >= len(f) {
-			return "", fmt.Errorf("unterminated format() type specifier")
-		}
-		if f[i] == '%' {
+		if i+1 < len(f) && f[i+1] == '%' {
 			b.WriteByte('%')
+			i++
 			continue
 		}
-		arg := next
-		if j := i; f[j] >= '1' && f[j] <= '9' {
-			for j < len(f) && f[j] >= '0' && f[j] <= '9' {
-				j++
-			}
-			if j < len(f) && f[j] == '$' {
-				n, _ := strconv.Atoi(f[i:j])
-				arg, i = n-1, j+1
-			}
+		sp, err := parseSpec(f, i+1, next, args)
+		if err != nil {
+			return "", err
 		}
-		if i >= len(f) {
-			return "", fmt.Errorf("unterminated format() type specifier")
+		i, next = sp.end, sp.arg+1
+		if sp.width > max {
+			return "", errTooLong
 		}
-		if arg >= len(args) {
-			return "", fmt.Errorf("too few arguments for format()")
+		text, err := formatArg(sp.typ, args[sp.arg])
+		if err != nil {
+			return "", err
 		}
-		v := args[arg]
-		next = arg + 1
-		if !v.known() {
-			return "", errUnknownValue
+		if pad := sp.width - utf8.RuneCountInString(text); pad > 0 && sp.left {
+			text += strings.Repeat(" ", pad)
+		} else if pad > 0 {
+			text = strings.Repeat(" ", pad) + text
 		}
-		switch f[i] {
-		case 's':
-			if v.kind != vNull {
-				b.WriteString(v.output())
-			}
-		case 'I':
-			if v.kind == vNull {
-				return "", fmt.Errorf("null values cannot be formatted as an SQL identifier")
-			}
-			b.WriteString(QuoteIdent(v.output()))
-		case 'L':
-			if v.kind == vNull {
-				b.WriteString("NULL")
-			} else {
-				b.WriteString(literalOf(v.output()))
-			}
-		default:
-			return "", fmt.Errorf("format() type %q is not evaluated", f[i])
-		}
+		b.WriteString(text)
 	}
 	return b.String(), nil
+}
+
+// spec is one format() specifier: the argument it formats, its width
+// and alignment, its type, and the index of its type letter in the
+// format.
+type spec struct {
+	arg, width, end int
+	left            bool
+	typ             byte
+}
+
+// parseSpec reads %[position][flags][width]type from i, just past the
+// %: position n$, the flag -, and a width that is a number, * (the next
+// argument, taken before the value's) or *n$. A width argument that is
+// negative aligns left; one that is NULL is no width.
+func parseSpec(f string, i, next int, args []value) (spec, error) {
+	sp := spec{arg: -1}
+	unterminated := fmt.Errorf("unterminated format() type specifier")
+	// position reads n$ at i: its argument's index, and where it ends.
+	position := func(i int) (int, int, bool) {
+		j := i
+		for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+			j++
+		}
+		if j == i || j >= len(f) || f[j] != '$' || f[i] == '0' {
+			return 0, i, false
+		}
+		n, err := strconv.Atoi(f[i:j])
+		if err != nil {
+			n = len(args) + 1 // past the arguments, whatever it said
+		}
+		return n - 1, j + 1, true
+	}
+	if n, j, ok := position(i); ok {
+		sp.arg, i = n, j
+	}
+	for i < len(f) && f[i] == '-' {
+		sp.left, i = true, i+1
+	}
+	switch {
+	case i < len(f) && f[i] >= '1' && f[i] <= '9':
+		j := i
+		for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+			j++
+		}
+		w, err := strconv.Atoi(f[i:j])
+		if err != nil || w > 1<<30 {
+			w = 1 << 30 // more than any text may hold: errTooLong
+		}
+		sp.width, i = w, j
+	case i < len(f) && f[i] == '*':
+		warg := next
+		if n, j, ok := position(i + 1); ok {
+			warg, i = n, j
+		} else {
+			next, i = next+1, i+1
+		}
+		if warg >= len(args) {
+			return sp, fmt.Errorf("too few arguments for format()")
+		}
+		w := args[warg]
+		if !w.known() {
+			return sp, errUnknownValue
+		}
+		if w.kind != vNull {
+			n, ok := w.asInt()
+			if !ok {
+				return sp, fmt.Errorf("format() width %q is no integer", brief(w))
+			}
+			if n < 0 {
+				sp.left, n = true, -n
+			}
+			sp.width = int(min(n, 1<<30))
+		}
+	}
+	if i >= len(f) {
+		return sp, unterminated
+	}
+	if sp.arg < 0 {
+		sp.arg = next
+	}
+	if sp.arg >= len(args) {
+		return sp, fmt.Errorf("too few arguments for format()")
+	}
+	sp.typ, sp.end = f[i], i
+	return sp, nil
+}
+
+// formatArg is one argument as %s, %I or %L writes it.
+func formatArg(typ byte, v value) (string, error) {
+	if !v.known() {
+		return "", errUnknownValue
+	}
+	switch typ {
+	case 's':
+		if v.kind == vNull {
+			return "", nil
+		}
+		return v.output(), nil
+	case 'I':
+		if v.kind == vNull {
+			return "", fmt.Errorf("null values cannot be formatted as an SQL identifier")
+		}
+		return QuoteIdent(v.output()), nil
+	case 'L':
+		if v.kind == vNull {
+			return "NULL", nil
+		}
+		return literalOf(v.output()), nil
+	}
+	return "", fmt.Errorf("format() type %q is not evaluated", typ)
 }
 
 // quoteNullable is quote_nullable(): NULL, or the value as a string

@@ -20,6 +20,8 @@ BEGIN
     EXECUTE format('CREATE TABLE %I (id int)', 'up_' || upper('straße_ok') || '_' || lower('MiXeD'));
     EXECUTE format('CREATE TABLE %I (id int)', 'rep_' || replace('a-b-c', '-', '') || '_' || replace('abc', '', 'x'));
     EXECUTE format('CREATE TABLE %2$I_%1$s (id int)', 'tail', 'head');
+    EXECUTE format('CREATE TABLE %I (id int)', format('w_%5s|%-5s|%*s|%-*s|%*s|%9$*5$s|%2$-4s|%s|', 'ab', 'cé', 4, 'e', -3, 'f', NULL, 'g', 'h'));
+    EXECUTE format('CREATE TABLE %I (id int)', format('wl_%6L|%-8I|', 'x', 'Y'));
 END;
 $$;
 DO $$
