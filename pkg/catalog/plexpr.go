@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
@@ -575,97 +574,6 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 	return unknown, stop("operator %s", op)
 }
 
-// foldCase is lower() or upper(). ASCII letters fold alike in every
-// locale; others fold as the database's LC_CTYPE says (not at all in the
-// C locale, by Unicode in most UTF-8 ones), which a replay cannot know.
-func foldCase(name, s string) (value, error) {
-	fold, foldRune := strings.ToLower, unicode.ToLower
-	if name == "upper" {
-		fold, foldRune = strings.ToUpper, unicode.ToUpper
-	}
-	for _, r := range s {
-		if r >= utf8.RuneSelf && foldRune(r) != r {
-			return unknown, stop("%s() of %q, whose letters beyond ASCII the database's locale folds", name, excerpt(s))
-		}
-	}
-	return str(fold(s)), nil
-}
-
-// arrayToString is PostgreSQL's array_to_string: the elements of every
-// dimension in order, as their output function writes them, NULLs left
-// out unless nullText stands for them. It walks without recursion, as
-// sizeOf does; reserveFor has bounded what it walks.
-func arrayToString(a value, delim string, nullText *string) string {
-	var b strings.Builder
-	first := true
-	write := func(s string) {
-		if !first {
-			b.WriteString(delim)
-		}
-		first = false
-		b.WriteString(s)
-	}
-	stack := [][]value{a.arr}
-	for len(stack) > 0 {
-		top := stack[len(stack)-1]
-		if len(top) == 0 {
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		el := top[0]
-		stack[len(stack)-1] = top[1:]
-		switch {
-		case el.kind == vArray:
-			stack = append(stack, el.arr)
-		case el.kind == vNull && nullText != nil:
-			write(*nullText)
-		case el.kind != vNull:
-			write(el.output())
-		}
-	}
-	return b.String()
-}
-
-// splitPart is PostgreSQL's split_part: fields count from 1, or from
-// the end when negative; an empty delimiter leaves the text one field.
-func splitPart(s, delim string, n int64) (value, error) {
-	if n == 0 {
-		return unknown, stop("split_part(): field position must not be zero")
-	}
-	parts := []string{s}
-	if delim != "" {
-		parts = strings.Split(s, delim)
-	}
-	if n < 0 {
-		n += int64(len(parts)) + 1
-	}
-	if n < 1 || n > int64(len(parts)) {
-		return str(""), nil
-	}
-	return str(parts[n-1]), nil
-}
-
-// stringToArray is PostgreSQL's string_to_array of two arguments: an
-// empty text is an empty array, an empty delimiter leaves the text one
-// element, and a NULL one splits it into its characters.
-func stringToArray(s string, delim value) value {
-	out := []value{}
-	switch {
-	case s == "":
-	case delim.kind == vNull:
-		for _, r := range s {
-			out = append(out, str(string(r)))
-		}
-	case delim.String() == "":
-		out = append(out, str(s))
-	default:
-		for _, p := range strings.Split(s, delim.String()) {
-			out = append(out, str(p))
-		}
-	}
-	return value{kind: vArray, arr: out}
-}
-
 // prefix evaluates a prefix operator: the sign of an integer (-n in a
 // loop's bounds, an OFFSET).
 func (e *evaluator) prefix(op string, rx *pg.Node, r *row) (value, error) {
@@ -1069,7 +977,6 @@ func (e *evaluator) reserveFor(name string, args []value) error {
 	case "concat", "concat_ws", "lower", "upper", "split_part",
 		"left", "right", "substr", "substring", "btrim", "ltrim", "rtrim":
 		return e.reserve(in) // lpad and rpad reserve what they build
-
 	case "replace":
 		if len(args) == 3 && args[1].kind == vText && args[1].s != "" {
 			n := int64(strings.Count(args[0].String(), args[1].s))
