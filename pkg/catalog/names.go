@@ -38,6 +38,32 @@ func QuoteIdent(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
 
+// colNameWords are PostgreSQL 15's COL_NAME_KEYWORDs: a table or column
+// may bear one bare, so DDL is rendered without quotes, but
+// quote_ident() and format('%I') quote every keyword that is not
+// unreserved, and a name a helper builds from their output has the
+// quotes in it.
+var colNameWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`between bigint bit boolean char character coalesce dec decimal exists
+		extract float greatest grouping inout int integer interval least national nchar none normalize
+		nullif numeric out overlay position precision real row setof smallint substring time timestamp
+		treat trim values varchar xmlattributes xmlconcat xmlelement xmlexists xmlforest xmlnamespaces
+		xmlparse xmlpi xmlroot xmlserialize xmltable`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// quoteIdentFunc is quote_ident() and format('%I'): QuoteIdent, and a
+// column-name keyword quoted too.
+func quoteIdentFunc(s string) string {
+	if colNameWords[s] {
+		return `"` + s + `"`
+	}
+	return QuoteIdent(s)
+}
+
 func isBareIdent(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]

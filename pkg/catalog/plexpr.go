@@ -874,7 +874,7 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 		}
 		return str(s), nil
 	case "quote_ident":
-		return str(QuoteIdent(args[0].String())), nil
+		return str(quoteIdentFunc(args[0].String())), nil
 	case "quote_literal":
 		return str(quoteNullable(args[0])), nil
 	case "quote_nullable":

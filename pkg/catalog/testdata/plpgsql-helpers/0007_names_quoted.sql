@@ -20,6 +20,7 @@ BEGIN
     EXECUTE format('CREATE TABLE %I (id int)', 'up_' || upper('straße_ok') || '_' || lower('MiXeD'));
     EXECUTE format('CREATE TABLE %I (id int)', 'rep_' || replace('a-b-c', '-', '') || '_' || replace('abc', '', 'x'));
     EXECUTE format('CREATE TABLE %2$I_%1$s (id int)', 'tail', 'head');
+    EXECUTE format('CREATE TABLE %I (id int)', 'qi_' || quote_ident('between') || quote_ident('int') || quote_ident('name') || quote_ident('values') || quote_ident('timestamp') || quote_ident('left') || quote_ident('over') || quote_ident('filter') || quote_ident('do'));
     EXECUTE format('CREATE TABLE %I (id int)', format('w_%5s|%-5s|%*s|%-*s|%*s|%9$*5$s|%2$-4s|%s|', 'ab', 'cé', 4, 'e', -3, 'f', NULL, 'g', 'h'));
     EXECUTE format('CREATE TABLE %I (id int)', format('wl_%6L|%-8I|', 'x', 'Y'));
 END;
