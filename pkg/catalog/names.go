@@ -55,13 +55,27 @@ var colNameWords = func() map[string]bool {
 	return m
 }()
 
+// newerKeywords became keywords that quote_ident() quotes after
+// PostgreSQL 15 (16's SQL/JSON constructors, 17's JSON_TABLE and
+// MERGE_ACTION): whether a helper's name gets quotes depends on the
+// server's version.
+var newerKeywords = map[string]bool{
+	"json_array": true, "json_arrayagg": true, "json_object": true, "json_objectagg": true,
+	"json": true, "json_exists": true, "json_query": true, "json_scalar": true,
+	"json_serialize": true, "json_table": true, "json_value": true, "merge_action": true,
+}
+
 // quoteIdentFunc is quote_ident() and format('%I'): QuoteIdent, and a
-// column-name keyword quoted too.
-func quoteIdentFunc(s string) string {
-	if colNameWords[s] {
-		return `"` + s + `"`
+// column-name keyword quoted too. A word that is a keyword only in a
+// later version stops.
+func quoteIdentFunc(s string) (string, error) {
+	if newerKeywords[s] {
+		return "", stop("quote_ident() of %q, which PostgreSQL 16 and later quote and earlier versions do not", s)
 	}
-	return QuoteIdent(s)
+	if colNameWords[s] {
+		return `"` + s + `"`, nil
+	}
+	return QuoteIdent(s), nil
 }
 
 func isBareIdent(s string) bool {

@@ -874,7 +874,11 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 		}
 		return str(s), nil
 	case "quote_ident":
-		return str(quoteIdentFunc(args[0].String())), nil
+		q, err := quoteIdentFunc(args[0].String())
+		if err != nil {
+			return unknown, err
+		}
+		return str(q), nil
 	case "quote_literal":
 		return str(quoteNullable(args[0])), nil
 	case "quote_nullable":

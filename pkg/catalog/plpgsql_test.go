@@ -323,6 +323,18 @@ SELECT sub(3); SELECT sub(-1);`,
 			drift: []string{"negative substring length not allowed"},
 		},
 		{
+			// Keywords quote (x_"int"); json_object is one only from
+			// PostgreSQL 16, so the name depends on the server.
+			name: "quote_ident of keywords, and of one newer than some servers",
+			sql: `CREATE FUNCTION qi(w text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  EXECUTE format('CREATE TABLE %I (id int)', 'x_' || quote_ident(w));
+END $$;
+SELECT qi('int'); SELECT qi('name'); SELECT qi('json_object');`,
+			want:   []string{`x_"int".id integer`, "x_name.id integer"},
+			absent: []string{"x_json_object.id integer", `x_"json_object".id integer`},
+			drift:  []string{"PostgreSQL 16 and later quote"},
+		},
+		{
 			name: "signs, and arithmetic out of bigint's range",
 			sql: `CREATE FUNCTION signed(n int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN

@@ -413,7 +413,7 @@ func formatArg(typ byte, v value) (string, error) {
 		if v.kind == vNull {
 			return "", fmt.Errorf("null values cannot be formatted as an SQL identifier")
 		}
-		return quoteIdentFunc(v.output()), nil
+		return quoteIdentFunc(v.output())
 	case 'L':
 		if v.kind == vNull {
 			return "NULL", nil
