@@ -56,11 +56,11 @@ var colNameWords = func() map[string]bool {
 }()
 
 // newerKeywords became keywords that quote_ident() quotes after
-// PostgreSQL 15 (16's SQL/JSON constructors, 17's JSON_TABLE and
-// MERGE_ACTION): whether a helper's name gets quotes depends on the
-// server's version.
+// PostgreSQL 15 (16's SYSTEM_USER and SQL/JSON constructors, 17's
+// JSON_TABLE and MERGE_ACTION): whether a helper's name gets quotes
+// depends on the server's version.
 var newerKeywords = map[string]bool{
-	"json_array": true, "json_arrayagg": true, "json_object": true, "json_objectagg": true,
+	"system_user": true, "json_array": true, "json_arrayagg": true, "json_object": true, "json_objectagg": true,
 	"json": true, "json_exists": true, "json_query": true, "json_scalar": true,
 	"json_serialize": true, "json_table": true, "json_value": true, "merge_action": true,
 }
