@@ -417,6 +417,9 @@ func (a *applier) statement(n *pg.Node) error {
 	if err := a.beforeChange(n); err != nil {
 		return err
 	}
+	if a.noteConstraints(n) && n.GetRenameStmt() == nil {
+		return nil
+	}
 	switch {
 	case n.GetCreateSchemaStmt() != nil:
 		return a.createSchema(n.GetCreateSchemaStmt())

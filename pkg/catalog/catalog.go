@@ -241,6 +241,9 @@ type Catalog struct {
 	// routines are the PL/pgSQL routines that can change the schema,
 	// for calls later in the history.
 	routines map[QualName]*Routine
+	// otherConstraints are the names, sorted, of the constraints
+	// pg_constraint lists and no table holds (namedconstraints.go).
+	otherConstraints []string
 	// touched are the tables the last Apply changed, with how, for
 	// Record to enter in their History.
 	touched map[*Table]touch
@@ -465,6 +468,8 @@ func (c *Catalog) Clone() *Catalog {
 
 		functions: make(map[QualName]*Function, len(c.functions)),
 		routines:  make(map[QualName]*Routine, len(c.routines)),
+
+		otherConstraints: slices.Clip(c.otherConstraints), // inserts copy
 	}
 	for k, r := range c.routines {
 		n.routines[k] = r // a routine is replaced, never changed, once recorded
@@ -585,6 +590,9 @@ type wireTail struct {
 	Drift     []Drift     `json:"drift,omitempty"`
 	// Routines is newer still.
 	Routines []*Routine `json:"routines,omitempty"`
+	// OtherConstraints is newest: a catalog stored before it decodes
+	// without the names, as one whose history made none.
+	OtherConstraints []string `json:"other_constraints,omitempty"`
 }
 
 // wireHead and wireTail are c's JSON around its tables.
@@ -598,7 +606,7 @@ func (c *Catalog) wireHead() wireHead {
 
 func (c *Catalog) wireTail() wireTail {
 	return wireTail{Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base,
-		Functions: c.Functions(), Drift: c.drift, Routines: c.Routines()}
+		Functions: c.Functions(), Drift: c.drift, Routines: c.Routines(), OtherConstraints: c.otherConstraints}
 }
 
 type wireSchema struct {
@@ -668,6 +676,9 @@ func fromWire(w wireCatalog) (*Catalog, error) {
 	n := New(w.Database)
 	n.Version = w.Version
 	n.history, n.base, n.drift = w.History, w.Base, w.Drift
+	for _, name := range w.OtherConstraints {
+		n.noteConstraintName(name) // sorted and unique, whatever the entry held
+	}
 	for i := 1; i < len(n.history); i++ {
 		if n.history[i].Seq <= n.history[i-1].Seq {
 			return nil, fmt.Errorf("decode catalog: history out of order at seq %d", n.history[i].Seq)

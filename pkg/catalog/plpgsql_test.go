@@ -335,6 +335,24 @@ SELECT qi('int'); SELECT qi('name'); SELECT qi('json_object');`,
 			drift:  []string{"PostgreSQL 16 and later quote"},
 		},
 		{
+			// pg_constraint also lists constraint triggers and domain
+			// checks: by the names the catalog keeps of them, a guard on
+			// another name is answered, and one on theirs is not.
+			name: "guards on a constraint's name alone",
+			sql: `CREATE FUNCTION noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER b_audit AFTER INSERT ON b FOR EACH ROW EXECUTE FUNCTION noop();
+CREATE DOMAIN posint AS integer CHECK (VALUE > 0);
+CREATE FUNCTION once(con text, made text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = con) THEN
+    EXECUTE format('CREATE TABLE %I (id int)', made);
+  END IF;
+END $$;
+SELECT once('b_note_key', 'free_name'); SELECT once('b_audit', 'trigger_name'); SELECT once('posint_check', 'domain_name');`,
+			want:   []string{"free_name.id integer"},
+			absent: []string{"trigger_name.id integer", "domain_name.id integer"},
+			drift:  []string{"depends on a value only the database held", "depends on a value only the database held"},
+		},
+		{
 			name: "signs, and arithmetic out of bigint's range",
 			sql: `CREATE FUNCTION signed(n int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN

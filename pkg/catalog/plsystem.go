@@ -301,11 +301,17 @@ func init() {
 					r.rows = append(r.rows, []value{unknown, str(c.name), nspOid(q.Schema), str(c.typ), relOid(q), ref})
 				}
 			}
-			r.phantoms = [][]value{
-				{unknown, unknown, unknown, str("t"), unknown, unknown},       // constraint triggers
-				{unknown, unknown, unknown, str("c"), integer(0), integer(0)}, // domain checks
+			// Constraint triggers and domain checks, held by name only,
+			// are phantoms that bear their names: such a constraint may
+			// have been dropped since (the names only grow), and a
+			// trigger's relation is not held.
+			r.phantoms = sysPhantoms(r.cols, "connamespace", map[string]value{"conname": sysName, "conrelid": notHeld})
+			for _, name := range a.cat.otherConstraints {
+				if n, ok := eq["conname"]; ok && n.String() != name {
+					continue
+				}
+				r.phantoms = append(r.phantoms, []value{unknown, str(name), unknown, unknown, unknown, unknown})
 			}
-			r.phantoms = append(r.phantoms, sysPhantoms(r.cols, "connamespace", map[string]value{"conname": sysName, "conrelid": notHeld})...)
 		}})
 	register(&relDef{name: "pg_indexes", cols: []string{"schemaname", "tablename", "indexname", "tablespace", "indexdef"},
 		fill: func(a *applier, eq map[string]value, r *relation) {

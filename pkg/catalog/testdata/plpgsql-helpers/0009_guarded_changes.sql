@@ -47,3 +47,20 @@ BEGIN
     END IF;
 END;
 $$;
+
+-- A guard on a constraint's name alone. pg_constraint lists constraint
+-- triggers and domain checks as well as the tables' constraints; the
+-- catalog keeps their names, so this guard is answered.
+CREATE FUNCTION noop_trigger() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER products_audit AFTER INSERT ON products FOR EACH ROW EXECUTE FUNCTION noop_trigger();
+CREATE DOMAIN positive_int AS integer CHECK (VALUE > 0);
+CREATE OR REPLACE FUNCTION unique_by_name(tbl text, con text, col text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = con) THEN
+        EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I UNIQUE (%I)', tbl, con, col);
+    END IF;
+END;
+$$;
+SELECT unique_by_name('products', 'products_sku_key', 'sku');
+SELECT unique_by_name('products', 'products_sku_key', 'sku');
