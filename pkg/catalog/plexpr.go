@@ -441,6 +441,11 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 		if l.kind == vNull || p.kind == vNull {
 			return null, nil
 		}
+		if isSysName(l) || isSysName(p) {
+			// A system relation's name is not held: 'pg_%' matches
+			// some, '%s' the information schema's tables.
+			return unknown, nil
+		}
 		if err := e.reserve(2 * (e.size(l) + e.size(p))); err != nil {
 			return unknown, err
 		}

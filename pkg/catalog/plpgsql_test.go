@@ -353,6 +353,26 @@ SELECT once('b_note_key', 'free_name'); SELECT once('b_audit', 'trigger_name'); 
 			drift:  []string{"depends on a value only the database held", "depends on a value only the database held"},
 		},
 		{
+			// The system relations' names are not held: a pattern may
+			// match them (PostgreSQL has pg_class, information_schema
+			// has tables), unless the schema rules them out.
+			name: "LIKE over the names of system relations",
+			sql: `CREATE FUNCTION seen(pattern text, made text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_tables WHERE tablename LIKE pattern) THEN
+    EXECUTE format('CREATE TABLE %I (id int)', made);
+  END IF;
+END $$;
+CREATE FUNCTION seen_public(pattern text, made text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'public' AND table_name LIKE pattern) THEN
+    EXECUTE format('CREATE TABLE %I (id int)', made);
+  END IF;
+END $$;
+SELECT seen('pg_%', 'saw_pg'); SELECT seen_public('zz%', 'no_zz_in_public');`,
+			want:   []string{"no_zz_in_public.id integer"},
+			absent: []string{"saw_pg.id integer"},
+			drift:  []string{"depends on a value only the database held"},
+		},
+		{
 			name: "signs, and arithmetic out of bigint's range",
 			sql: `CREATE FUNCTION signed(n int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
