@@ -558,6 +558,9 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 	if err := e.read(l, rv); err != nil {
 		return unknown, err
 	}
+	if (isSysName(l) || isSysName(rv)) && op != "=" && op != "<>" && op != "!=" {
+		return unknown, nil // a name not held has no place in an order
+	}
 	c, ok := compare(l, rv)
 	if !ok {
 		return unknown, nil

@@ -156,7 +156,7 @@ func (v value) asBool() (bool, bool) {
 func compare(a, b value) (int, bool) {
 	if isSysName(a) || isSysName(b) {
 		if _, certain := sysEqual(a, b); certain {
-			return 1, true // unequal; only equality is asked of names
+			return 1, true // unequal; binary asks only equality of them
 		}
 		return 0, false
 	}
