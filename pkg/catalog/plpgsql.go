@@ -435,7 +435,11 @@ func (fr *frame) statement(kind string, n map[string]any) (flow, error) {
 	case "PLpgSQL_stmt_dynexecute":
 		return flowNext, fr.execute(n)
 	case "PLpgSQL_stmt_perform":
-		_, err := fr.query(exprQuery(n["expr"]))
+		// PERFORM sets FOUND by whether the query made a row.
+		res, err := fr.query(exprQuery(n["expr"]))
+		if err == nil {
+			fr.foundFrom(res)
+		}
 		return flowNext, err
 	case "PLpgSQL_stmt_call":
 		return flowNext, fr.call(exprQuery(n["expr"]))
@@ -630,16 +634,16 @@ func (fr *frame) forInt(n map[string]any) (flow, error) {
 	slot := integer(0)
 	fr.loop = append(fr.loop, map[string]*value{name: &slot})
 	defer func() { fr.loop = fr.loop[:len(fr.loop)-1] }()
+	ran := false
 	for i := l; (!rev && i <= h) || (rev && i >= h); {
 		// Bounds near the integer limits overflow the count above; the
 		// step budget bounds the loop whatever its body.
 		if err := fr.ev.calls.step(); err != nil {
 			return flowNext, err
 		}
-		slot = integer(i)
-		goOn, fl, err := fr.loopBody(label, asList(n["body"]))
-		if err != nil || !goOn {
-			return fl, err
+		slot, ran = integer(i), true
+		if goOn, fl, err := fr.loopBody(label, asList(n["body"])); err != nil || !goOn {
+			return fr.looped(true, fl, err)
 		}
 		if rev {
 			if i < h+st {
@@ -653,7 +657,7 @@ func (fr *frame) forInt(n map[string]any) (flow, error) {
 			i += st
 		}
 	}
-	return flowNext, nil
+	return fr.looped(ran, flowNext, nil)
 }
 
 func (fr *frame) forEach(n map[string]any) (flow, error) {
@@ -673,12 +677,20 @@ func (fr *frame) forEach(n map[string]any) (flow, error) {
 	label, _ := n["label"].(string)
 	for _, el := range arr.arr {
 		fr.set(n["varno"], el)
-		goOn, fl, err := fr.loopBody(label, asList(n["body"]))
-		if err != nil || !goOn {
-			return fl, err
+		if goOn, fl, err := fr.loopBody(label, asList(n["body"])); err != nil || !goOn {
+			return fr.looped(true, fl, err)
 		}
 	}
-	return flowNext, nil
+	return fr.looped(len(arr.arr) > 0, flowNext, nil)
+}
+
+// looped ends a FOR or FOREACH loop: FOUND says whether it ran its body
+// once or more, however it ended, as PostgreSQL sets it on leaving.
+func (fr *frame) looped(ran bool, fl flow, err error) (flow, error) {
+	if err == nil {
+		fr.setFound(ran)
+	}
+	return fl, err
 }
 
 // forQuery runs FOR target IN query (or IN EXECUTE text) over the rows
@@ -703,22 +715,32 @@ func (fr *frame) forQuery(kind string, n map[string]any) (flow, error) {
 		return flowNext, stop("FOR over %q, whose rows the catalog may not all hold", excerpt(q))
 	}
 	label, _ := n["label"].(string)
-	found := false
 	for _, r := range res.rows {
-		found = true
 		fr.assignRow(n["var"], res.cols, r)
-		goOn, fl, err := fr.loopBody(label, asList(n["body"]))
-		if err != nil || !goOn {
-			return fl, err
+		if goOn, fl, err := fr.loopBody(label, asList(n["body"])); err != nil || !goOn {
+			return fr.looped(true, fl, err)
 		}
 	}
-	fr.setFound(found)
-	return flowNext, nil
+	return fr.looped(len(res.rows) > 0, flowNext, nil)
 }
 
 func (fr *frame) setFound(b bool) {
+	fr.setFoundValue(boolean(b))
+}
+
+func (fr *frame) setFoundValue(v value) {
 	for _, i := range fr.names["found"] {
-		*fr.datums[i] = boolean(b)
+		*fr.datums[i] = v
+	}
+}
+
+// foundFrom sets FOUND from a query's rows: unknown when the rows are.
+func (fr *frame) foundFrom(res *result) {
+	switch {
+	case !res.complete:
+		fr.setFoundValue(unknown)
+	default:
+		fr.setFound(len(res.rows) > 0)
 	}
 }
 
@@ -794,7 +816,27 @@ func (fr *frame) execSQL(n map[string]any) error {
 	if into, _ := n["into"].(bool); into {
 		return fr.selectInto(q, n["target"])
 	}
+	if fr.changesRows(q) {
+		// FOUND says whether it changed a row: the data decides.
+		fr.setFoundValue(unknown)
+	}
 	return fr.apply(q)
+}
+
+// changesRows reports whether q is INSERT, UPDATE, DELETE or MERGE, the
+// static statements that set FOUND.
+func (fr *frame) changesRows(q string) bool {
+	tree, err := fr.ev.calls.parse(q)
+	if err != nil {
+		return false // apply says what is wrong with it
+	}
+	for _, st := range tree.Stmts {
+		switch n := st.Stmt; {
+		case n.GetInsertStmt() != nil, n.GetUpdateStmt() != nil, n.GetDeleteStmt() != nil, n.GetMergeStmt() != nil:
+			return true
+		}
+	}
+	return false
 }
 
 // execute runs EXECUTE of a computed text.
@@ -823,16 +865,12 @@ func (fr *frame) selectInto(q string, target any) error {
 	switch {
 	case len(res.rows) > 0 && res.complete:
 		fr.assignRow(target, res.cols, res.rows[0])
-		fr.setFound(true)
 	case len(res.rows) == 0 && res.complete:
 		fr.assignRow(target, res.cols, nil)
-		fr.setFound(false)
 	default:
 		fr.assignRow(target, res.cols, unknownRow(len(res.cols)))
-		for _, i := range fr.names["found"] {
-			*fr.datums[i] = unknown
-		}
 	}
+	fr.foundFrom(res)
 	return nil
 }
 

@@ -378,6 +378,25 @@ SELECT seen('pg_%', 'saw_pg'); SELECT seen_public('zz%', 'no_zz_in_public'); SEL
 			drift:  []string{"depends on a value only the database held", "depends on a value only the database held"},
 		},
 		{
+			// PERFORM sets FOUND by its rows; an UPDATE by the rows it
+			// changed, which only the database knows.
+			name: "FOUND after PERFORM and after an UPDATE",
+			sql: `CREATE FUNCTION found_it() RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  PERFORM 1 FROM information_schema.tables WHERE table_schema = 'public' AND table_name = 'a';
+  IF FOUND THEN
+    EXECUTE 'CREATE TABLE performed (id int)';
+  END IF;
+  UPDATE b SET note = 'x' WHERE id = 1;
+  IF NOT FOUND THEN
+    EXECUTE 'CREATE TABLE no_row_updated (id int)';
+  END IF;
+END $$;
+SELECT found_it();`,
+			want:   []string{"performed.id integer"},
+			absent: []string{"no_row_updated.id integer"},
+			drift:  []string{"depends on a value only the database held"},
+		},
+		{
 			name: "signs, and arithmetic out of bigint's range",
 			sql: `CREATE FUNCTION signed(n int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
