@@ -176,8 +176,33 @@ func (e *evaluator) eval(n *pg.Node, r *row) (value, error) {
 		return unknown, nil
 	case n.GetCaseExpr() != nil:
 		return e.caseExpr(n.GetCaseExpr(), r)
+	case n.GetMinMaxExpr() != nil:
+		return e.minMax(n.GetMinMaxExpr(), r)
 	}
 	return unknown, stop("expression %q", excerpt(deparseExpr(n)))
+}
+
+// minMax is GREATEST or LEAST of integers, NULLs left out (all NULL:
+// NULL). Over text the database's collation would decide: it stops.
+func (e *evaluator) minMax(m *pg.MinMaxExpr, r *row) (value, error) {
+	out, greatest := null, m.Op == pg.MinMaxOp_IS_GREATEST
+	for _, arg := range m.Args {
+		v, err := e.eval(arg, r)
+		if err != nil || !v.known() {
+			return unknown, err
+		}
+		if v.kind == vNull {
+			continue
+		}
+		i, ok := v.asInt()
+		if !ok {
+			return unknown, stop("GREATEST or LEAST of %q, which the database's collation orders", brief(v))
+		}
+		if o, _ := out.asInt(); out.kind == vNull || (greatest && i > o) || (!greatest && i < o) {
+			out = integer(i)
+		}
+	}
+	return out, nil
 }
 
 func constValue(c *pg.A_Const) value {
@@ -461,6 +486,8 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 			m = !m
 		}
 		return boolean(m), nil
+	case pg.A_Expr_Kind_AEXPR_NULLIF:
+		return e.nullIf(x, r)
 	case pg.A_Expr_Kind_AEXPR_DISTINCT, pg.A_Expr_Kind_AEXPR_NOT_DISTINCT:
 		l, err := e.eval(x.Lexpr, r)
 		if err != nil {
@@ -484,6 +511,32 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 		return boolean(same == (x.Kind == pg.A_Expr_Kind_AEXPR_NOT_DISTINCT)), nil
 	}
 	return unknown, stop("operator %s", op)
+}
+
+// nullIf is NULLIF(a, b): NULL when the two are equal, else a.
+func (e *evaluator) nullIf(x *pg.A_Expr, r *row) (value, error) {
+	l, err := e.eval(x.Lexpr, r)
+	if err != nil || !l.known() {
+		return unknown, err
+	}
+	rv, err := e.eval(x.Rexpr, r)
+	if err != nil || !rv.known() {
+		return unknown, err
+	}
+	if l.kind == vNull || rv.kind == vNull {
+		return l, nil
+	}
+	if err := e.read(l, rv); err != nil {
+		return unknown, err
+	}
+	c, ok := compare(l, rv)
+	switch {
+	case !ok:
+		return unknown, nil
+	case c == 0:
+		return null, nil
+	}
+	return l, nil
 }
 
 func anyEqual(l value, elems []value) value {

@@ -397,6 +397,21 @@ SELECT found_it();`,
 			drift:  []string{"depends on a value only the database held"},
 		},
 		{
+			// Integers order alike everywhere; text as the database's
+			// collation says.
+			name: "GREATEST, LEAST and NULLIF",
+			sql: `CREATE FUNCTION pick(a text, b text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  EXECUTE format('CREATE TABLE %I (id int)', 'pick_' || greatest(a, b));
+END $$;
+DO $$ BEGIN
+  EXECUTE format('CREATE TABLE %I (id int)', 'mm_' || greatest(2, NULL, 7) || '_' || least(NULL, 5, -1) || '_' || coalesce(greatest(NULL, NULL)::text, 'none') || '_' || coalesce(nullif('x', 'x'), 'gone') || '_' || nullif('y', 'x'));
+END $$;
+SELECT pick('B', 'a');`,
+			want:   []string{"mm_7_-1_none_gone_y.id integer"},
+			absent: []string{"pick_a.id integer", "pick_B.id integer"},
+			drift:  []string{"which the database's collation orders"},
+		},
+		{
 			name: "signs, and arithmetic out of bigint's range",
 			sql: `CREATE FUNCTION signed(n int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN

@@ -1,0 +1,15 @@
+-- Records read field by field, and the value functions helpers use.
+DO $$
+DECLARE
+    r record;
+    n integer;
+BEGIN
+    SELECT table_name, column_name, data_type INTO r
+      FROM information_schema.columns
+     WHERE table_schema = 'public' AND table_name = 'products' AND column_name = 'sku';
+    EXECUTE format('CREATE TABLE %I (id int)', 'rec_' || r.table_name || '_' || r.column_name || '_' || r.data_type);
+    SELECT count(*) INTO n FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'products';
+    EXECUTE format('CREATE TABLE %I (id int)', 'cols_' || n || '_' || greatest(n, 3, 1) || '_' || least(n, 3) || '_' || coalesce(nullif(n, n), 0) || '_' || nullif(n, 0));
+    EXECUTE format('CREATE TABLE %I (id int)', 'null_concat_' || coalesce('x' || NULL, 'was_null') || '_' || concat('x', NULL));
+END;
+$$;
