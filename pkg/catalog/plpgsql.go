@@ -420,6 +420,8 @@ func (fr *frame) statement(kind string, n map[string]any) (flow, error) {
 		return flowNext, fr.assign(n)
 	case "PLpgSQL_stmt_if":
 		return fr.ifStmt(n)
+	case "PLpgSQL_stmt_case":
+		return fr.caseStmt(n)
 	case "PLpgSQL_stmt_fori":
 		return fr.forInt(n)
 	case "PLpgSQL_stmt_foreach_a":
@@ -575,6 +577,34 @@ func (fr *frame) ifStmt(n map[string]any) (flow, error) {
 		}
 	}
 	return fr.exec(asList(n["else_body"]))
+}
+
+// caseStmt runs a CASE statement. A simple CASE (CASE x WHEN 1, 2 …)
+// is compiled as conditions on a hidden variable ("__Case__Variable_N__"
+// IN (1, 2)), which is set to x first. No branch taken and no ELSE is
+// PostgreSQL's case_not_found, an error a handler may catch.
+func (fr *frame) caseStmt(n map[string]any) (flow, error) {
+	if q := exprQuery(n["t_expr"]); q != "" {
+		v, err := fr.ev.certain(q, "the CASE value")
+		if err != nil {
+			return flowNext, err
+		}
+		fr.set(n["t_varno"], v)
+	}
+	for _, w := range asList(n["case_when_list"]) {
+		when, _ := w.(map[string]any)["PLpgSQL_case_when"].(map[string]any)
+		ok, err := fr.condition(exprQuery(when["expr"]))
+		if err != nil {
+			return flowNext, err
+		}
+		if ok {
+			return fr.exec(asList(when["stmts"]))
+		}
+	}
+	if haveElse, _ := n["have_else"].(bool); haveElse {
+		return fr.exec(asList(n["else_stmts"]))
+	}
+	return flowNext, &sqlError{cond: "case_not_found", err: errors.New("case not found: CASE statement is missing ELSE part")}
 }
 
 // loopBody runs one iteration and says whether the loop goes on.

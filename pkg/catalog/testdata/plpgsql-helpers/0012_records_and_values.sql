@@ -13,3 +13,28 @@ BEGIN
     EXECUTE format('CREATE TABLE %I (id int)', 'null_concat_' || coalesce('x' || NULL, 'was_null') || '_' || concat('x', NULL));
 END;
 $$;
+CREATE OR REPLACE FUNCTION by_kind(kind text, n integer) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    CASE kind
+        WHEN 'log', 'audit' THEN
+            EXECUTE format('CREATE TABLE %I (id int)', 'case_' || kind || '_history');
+        WHEN 'plain' THEN
+            EXECUTE format('CREATE TABLE %I (id int)', 'case_plain');
+        ELSE
+            EXECUTE format('CREATE TABLE %I (id int)', 'case_else_' || kind);
+    END CASE;
+    BEGIN
+        CASE WHEN n > 10 THEN
+            EXECUTE format('CREATE TABLE %I (id int)', 'case_big_' || n);
+        WHEN n > 5 THEN
+            EXECUTE format('CREATE TABLE %I (id int)', 'case_mid_' || n);
+        END CASE;
+    EXCEPTION WHEN case_not_found THEN
+        EXECUTE format('CREATE TABLE %I (id int)', 'case_none_' || n);
+    END;
+END;
+$$;
+SELECT by_kind('audit', 20);
+SELECT by_kind('plain', 7);
+SELECT by_kind('other', 1);
