@@ -82,6 +82,7 @@ func FuzzInterpret(f *testing.F) {
 		"DECLARE v int := (SELECT count(*) FROM pg_tables); BEGIN WHILE v > 0 LOOP v := v - 1; END LOOP; END",
 		"BEGIN EXECUTE format('%2$s %1$I %%', x, 'CREATE TABLE'); END",
 		"BEGIN EXECUTE format('CREATE TABLE %-*2$I%*s ()', x, n, -n, x); END",
+		"BEGIN CASE n WHEN 1, 3 THEN PERFORM 1; ELSE CASE WHEN x > 'a' THEN EXECUTE 'CREATE TABLE ' || greatest(n, 2) || nullif(x, 't') || ' ()'; END CASE; END CASE; IF FOUND THEN RETURN; END IF; END",
 		"BEGIN IF EXISTS (SELECT 1 FROM information_schema.tables OFFSET -3 LIMIT n - 5) THEN CREATE TABLE y (); END IF; END",
 		"BEGIN EXECUTE format('CREATE TABLE %I ()', lpad(x, n * 7, x) || substr(x, -n, n) || left(x, -n) || rtrim(x, 't') || array_to_string(ARRAY[x, NULL], x, x) || split_part(x, '', -n)); END",
 		// The attacks the budgets answer (budget_test.go has each).
