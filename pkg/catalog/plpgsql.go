@@ -764,13 +764,17 @@ func (fr *frame) setFoundValue(v value) {
 	}
 }
 
-// foundFrom sets FOUND from a query's rows: unknown when the rows are.
+// foundFrom sets FOUND from a query's rows: true for a row found, which
+// is certain; false only when the catalog holds every row the query
+// could make.
 func (fr *frame) foundFrom(res *result) {
 	switch {
-	case !res.complete:
-		fr.setFoundValue(unknown)
+	case len(res.rows) > 0:
+		fr.setFound(true)
+	case res.complete:
+		fr.setFound(false)
 	default:
-		fr.setFound(len(res.rows) > 0)
+		fr.setFoundValue(unknown)
 	}
 }
 
