@@ -194,8 +194,9 @@ func (e *evaluator) minMax(m *pg.MinMaxExpr, r *row) (value, error) {
 		if v.kind == vNull {
 			continue
 		}
+		// Integers only: text that reads as one ('10') orders as text.
 		i, ok := v.asInt()
-		if !ok {
+		if v.kind != vInt || !ok {
 			return unknown, stop("GREATEST or LEAST of %q, which the database's collation orders", brief(v))
 		}
 		if o, _ := out.asInt(); out.kind == vNull || (greatest && i > o) || (!greatest && i < o) {
