@@ -409,7 +409,9 @@ CREATE TABLE public.t (
 
 // roundTrip checks the two lossless paths out of a catalog: JSON, and the
 // catalog's own DDL script applied to an empty catalog.
-func roundTrip(t *testing.T, c *Catalog) {
+// throughJSON is c after a trip through its JSON, as a worker or a daemon
+// reads it from the bucket, with the JSON written.
+func throughJSON(t *testing.T, c *Catalog) (*Catalog, []byte) {
 	t.Helper()
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -419,7 +421,13 @@ func roundTrip(t *testing.T, c *Catalog) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("unmarshal: %v", err)
 	}
-	b2, _ := json.Marshal(&back)
+	return &back, b
+}
+
+func roundTrip(t *testing.T, c *Catalog) {
+	t.Helper()
+	back, b := throughJSON(t, c)
+	b2, _ := json.Marshal(back)
 	if string(b) != string(b2) {
 		t.Fatalf("JSON round trip changed the catalog:\n%s\n%s", b, b2)
 	}

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 )
@@ -36,14 +35,7 @@ func TestConstraintNamesHeld(t *testing.T) {
 			if tc.want == nil && len(c.otherConstraints) > 0 {
 				t.Errorf("held %v, want none", c.otherConstraints)
 			}
-			b, err := json.Marshal(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var back Catalog
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatal(err)
-			}
+			back, _ := throughJSON(t, c)
 			if !slices.Equal(back.otherConstraints, c.otherConstraints) {
 				t.Errorf("decoded %v, encoded %v", back.otherConstraints, c.otherConstraints)
 			}

@@ -517,14 +517,7 @@ CREATE FUNCTION plain(x int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN x +
 	if got := c.Routines(); len(got) != 1 || got[0].Name != "add_flag" {
 		t.Fatalf("routines %v: want only the one that changes the schema", got)
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Catalog
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	back, _ := throughJSON(t, c)
 	next, err := back.Apply("0002.sql", "SELECT add_flag('b');")
 	if err != nil {
 		t.Fatal(err)
@@ -532,7 +525,7 @@ CREATE FUNCTION plain(x int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN x +
 	if next.Table(QualName{"public", "b"}).Column("flag") == nil {
 		t.Fatalf("columns %v: the decoded catalog lost the helper", columnsOf(next))
 	}
-	if err := json.Unmarshal([]byte(`{"database":"x","version":1,"schemas":[],"tables":[],"views":[],"enums":[],"routines":[{"schema":"public","name":"f","sources":[]}]}`), &back); err == nil {
+	if err := json.Unmarshal([]byte(`{"database":"x","version":1,"schemas":[],"tables":[],"views":[],"enums":[],"routines":[{"schema":"public","name":"f","sources":[]}]}`), back); err == nil {
 		t.Fatal("a routine without source decoded")
 	}
 }
