@@ -131,6 +131,16 @@ END $$;`,
 			allocMiB: 64,
 		},
 		{
+			// Four bytes a character of 2^62 characters wraps round to
+			// nothing reserved.
+			name: "lpad to 2^62 characters",
+			sql: `DO $$ BEGIN
+  EXECUTE format('CREATE TABLE %I ()', lpad('x', 4611686018427387904, 'ab'));
+END $$;`,
+			stop:     "the byte budget",
+			allocMiB: 64,
+		},
+		{
 			name: "format() of a width of a billion",
 			sql: `DO $$ BEGIN
   EXECUTE format('CREATE TABLE %I ()', format('%1000000000s', 'x'));
@@ -199,6 +209,9 @@ SELECT big();`,
 			}
 			if len(stops) == 0 || !strings.Contains(strings.Join(stops, "\n"), tc.stop) {
 				t.Fatalf("drift %v: want a stop naming %q", c.Drift(), tc.stop)
+			}
+			if strings.Contains(strings.Join(stops, "\n"), "broke the interpreter") {
+				t.Errorf("drift %v: a budget should have stopped it, not a caught panic", c.Drift())
 			}
 			t.Logf("stops: %q, %d tables", stops, len(c.Tables()))
 			if n := len(c.Tables()); n > tc.tables {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"math"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -115,7 +116,8 @@ func (e *evaluator) pad(s []rune, args []value, left bool) (value, error) {
 	if n <= int64(len(s)) || len(fill) == 0 {
 		return str(string(s[:min(n, int64(len(s)))])), nil
 	}
-	if err := e.reserve(n * utf8.UTFMax); err != nil {
+	// Saturated: n * 4 past 2^63 wraps round to a small reservation.
+	if err := e.reserve(min(n, math.MaxInt64/utf8.UTFMax) * utf8.UTFMax); err != nil {
 		return unknown, err
 	}
 	pad := make([]rune, 0, n-int64(len(s)))
