@@ -417,9 +417,9 @@ func (a *applier) statement(n *pg.Node) error {
 	if err := a.beforeChange(n); err != nil {
 		return err
 	}
-	if a.noteConstraints(n) && n.GetRenameStmt() == nil {
-		return nil
-	}
+	// Triggers and domains are not modelled: only the constraint names
+	// they make are kept, and the switch below leaves them.
+	a.noteConstraints(n)
 	switch {
 	case n.GetCreateSchemaStmt() != nil:
 		return a.createSchema(n.GetCreateSchemaStmt())

@@ -29,13 +29,12 @@ func (c *Catalog) noteConstraintName(name string) {
 	}
 }
 
-// noteConstraints records the constraint names s creates that no table
+// noteConstraints records the constraint names n creates that no table
 // holds: a constraint trigger's, a domain's checks (named, or named
 // <domain>_check as PostgreSQL names an unnamed one; <domain>_not_null
 // where PostgreSQL 17 lists a domain's NOT NULL), and the new name of a
-// trigger or domain constraint renamed. It reports whether s was one of
-// those statements.
-func (a *applier) noteConstraints(n *pg.Node) bool {
+// trigger or domain constraint renamed.
+func (a *applier) noteConstraints(n *pg.Node) {
 	switch {
 	case n.GetCreateTrigStmt() != nil:
 		if s := n.GetCreateTrigStmt(); s.Isconstraint {
@@ -58,14 +57,10 @@ func (a *applier) noteConstraints(n *pg.Node) bool {
 		}
 	case n.GetRenameStmt() != nil:
 		s := n.GetRenameStmt()
-		if s.RenameType != pg.ObjectType_OBJECT_TRIGGER && s.RenameType != pg.ObjectType_OBJECT_DOMCONSTRAINT {
-			return false
+		if s.RenameType == pg.ObjectType_OBJECT_TRIGGER || s.RenameType == pg.ObjectType_OBJECT_DOMCONSTRAINT {
+			a.cat.noteConstraintName(s.Newname)
 		}
-		a.cat.noteConstraintName(s.Newname)
-	default:
-		return false
 	}
-	return true
 }
 
 func (a *applier) noteDomainConstraint(domain string, c *pg.Constraint) {
