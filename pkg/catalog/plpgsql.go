@@ -566,17 +566,28 @@ func (fr *frame) ifStmt(n map[string]any) (flow, error) {
 		}
 		return fr.exec(asList(n["then_body"]))
 	}
-	for _, e := range asList(n["elsif_list"]) {
-		el, _ := e.(map[string]any)["PLpgSQL_if_elsif"].(map[string]any)
-		ok, err := fr.condition(exprQuery(el["cond"]))
-		if err != nil {
-			return flowNext, err
-		}
-		if ok {
-			return fr.exec(asList(el["stmts"]))
-		}
+	if taken, fl, err := fr.firstBranch(n["elsif_list"], "PLpgSQL_if_elsif", "cond"); taken || err != nil {
+		return fl, err
 	}
 	return fr.exec(asList(n["else_body"]))
+}
+
+// firstBranch runs the statements of the first of branches (ELSIF or
+// WHEN nodes of kind, each a condition under condKey and its stmts)
+// whose condition holds, and reports whether one did.
+func (fr *frame) firstBranch(branches any, kind, condKey string) (taken bool, fl flow, err error) {
+	for _, b := range asList(branches) {
+		br, _ := b.(map[string]any)[kind].(map[string]any)
+		ok, err := fr.condition(exprQuery(br[condKey]))
+		if err != nil {
+			return false, flowNext, err
+		}
+		if ok {
+			fl, err := fr.exec(asList(br["stmts"]))
+			return true, fl, err
+		}
+	}
+	return false, flowNext, nil
 }
 
 // caseStmt runs a CASE statement. A simple CASE (CASE x WHEN 1, 2 …)
@@ -591,15 +602,8 @@ func (fr *frame) caseStmt(n map[string]any) (flow, error) {
 		}
 		fr.set(n["t_varno"], v)
 	}
-	for _, w := range asList(n["case_when_list"]) {
-		when, _ := w.(map[string]any)["PLpgSQL_case_when"].(map[string]any)
-		ok, err := fr.condition(exprQuery(when["expr"]))
-		if err != nil {
-			return flowNext, err
-		}
-		if ok {
-			return fr.exec(asList(when["stmts"]))
-		}
+	if taken, fl, err := fr.firstBranch(n["case_when_list"], "PLpgSQL_case_when", "expr"); taken || err != nil {
+		return fl, err
 	}
 	if haveElse, _ := n["have_else"].(bool); haveElse {
 		return fr.exec(asList(n["else_stmts"]))
