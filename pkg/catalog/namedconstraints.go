@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 // Constraints the catalog holds by name only. pg_constraint lists, beside
@@ -42,13 +44,13 @@ func (a *applier) noteConstraints(n *pg.Node) {
 		}
 	case n.GetCreateDomainStmt() != nil:
 		s := n.GetCreateDomainStmt()
-		domain := lastName(s.Domainname)
+		_, domain := qualFromList(pgtree.Strings(s.Domainname))
 		for _, c := range s.Constraints {
 			a.noteDomainConstraint(domain, c.GetConstraint())
 		}
 	case n.GetAlterDomainStmt() != nil:
 		s := n.GetAlterDomainStmt()
-		domain := lastName(s.TypeName)
+		_, domain := qualFromList(pgtree.Strings(s.TypeName))
 		switch s.Subtype {
 		case "C":
 			a.noteDomainConstraint(domain, s.Def.GetConstraint())
@@ -79,12 +81,4 @@ func (a *applier) noteDomainConstraint(domain string, c *pg.Constraint) {
 	case c.Contype == pg.ConstrType_CONSTR_NOTNULL:
 		a.cat.noteConstraintName(makeObjectName(domain, "", "not_null"))
 	}
-}
-
-// lastName is the last element of a qualified name's parts.
-func lastName(parts []*pg.Node) string {
-	if len(parts) == 0 {
-		return ""
-	}
-	return parts[len(parts)-1].GetString_().GetSval()
 }
