@@ -85,6 +85,7 @@ func FuzzInterpret(f *testing.F) {
 		"BEGIN CASE n WHEN 1, 3 THEN PERFORM 1; ELSE CASE WHEN x > 'a' THEN EXECUTE 'CREATE TABLE ' || greatest(n, 2) || nullif(x, 't') || ' ()'; END CASE; END CASE; IF FOUND THEN RETURN; END IF; END",
 		"BEGIN IF EXISTS (SELECT 1 FROM information_schema.tables OFFSET -3 LIMIT n - 5) THEN CREATE TABLE y (); END IF; END",
 		"BEGIN EXECUTE format('CREATE TABLE %I ()', lpad(x, n * 7, x) || substr(x, -n, n) || left(x, -n) || rtrim(x, 't') || array_to_string(ARRAY[x, NULL], x, x) || split_part(x, '', -n)); END",
+		"DECLARE c text; BEGIN SELECT DISTINCT constraint_name INTO c FROM information_schema.table_constraints WHERE constraint_name = x OR table_name < x; IF (SELECT count(DISTINCT constraint_type) FROM information_schema.table_constraints) > n THEN EXECUTE 'CREATE TABLE ' || c || ' ()'; END IF; END",
 		// The attacks the budgets answer (budget_test.go has each).
 		"BEGIN EXECUTE 'DO $x$ BEGIN PERFORM f(''t'', 3); END $x$'; END",
 		"DECLARE s text := x; BEGIN FOR i IN 1..40 LOOP s := s || s; END LOOP; IF s LIKE '%a%b%' THEN CREATE TABLE y (); END IF; END",

@@ -96,13 +96,14 @@ func (e *evaluator) evalText(expr string) (value, error) {
 	return e.eval(n, nil)
 }
 
-// certain evaluates expr and stops when its value is unknown.
+// certain evaluates expr and stops when its value is unknown, or a
+// stand-in for a name the catalog does not hold.
 func (e *evaluator) certain(expr, what string) (value, error) {
 	v, err := e.evalText(expr)
 	if err != nil {
 		return v, err
 	}
-	if !v.known() {
+	if !v.known() || isStandIn(v) {
 		return v, stop("%s %q, which depends on %s", what, excerpt(expr), errUnknownValue)
 	}
 	return v, nil
@@ -467,9 +468,9 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 		if l.kind == vNull || p.kind == vNull {
 			return null, nil
 		}
-		if isSysName(l) || isSysName(p) {
-			// A system relation's name is not held: 'pg_%' matches
-			// some, '%s' the information schema's tables.
+		if anyStandIn(l, p) {
+			// A name not held: 'pg_%' matches some system relations,
+			// '%s' the information schema's tables.
 			return unknown, nil
 		}
 		if err := e.reserve(2 * (e.size(l) + e.size(p))); err != nil {
@@ -586,6 +587,9 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 		if l.kind == vNull || rv.kind == vNull {
 			return null, nil
 		}
+		if anyStandIn(l, rv) {
+			return unknown, nil // a text built from a name not held
+		}
 		if err := e.reserve(e.size(l) + e.size(rv)); err != nil {
 			return unknown, err
 		}
@@ -612,7 +616,7 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 	if err := e.read(l, rv); err != nil {
 		return unknown, err
 	}
-	if (isSysName(l) || isSysName(rv)) && op != "=" && op != "<>" && op != "!=" {
+	if anyStandIn(l, rv) && op != "=" && op != "<>" && op != "!=" {
 		return unknown, nil // a name not held has no place in an order
 	}
 	c, ok := compare(l, rv)
@@ -902,7 +906,7 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 	// string_to_array splits into characters at a NULL delimiter.
 	nonStrict := map[string]bool{"format": true, "concat": true, "concat_ws": true, "quote_nullable": true, "string_to_array": true, "array_to_string": true}
 	for _, a := range args {
-		if !a.known() {
+		if !a.known() || isStandIn(a) {
 			return unknown, nil
 		}
 		if a.kind == vNull && !nonStrict[name] {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
@@ -904,7 +905,9 @@ func (fr *frame) selectInto(q string, target any) error {
 	case len(res.rows) > 0 && res.complete:
 		fr.assignRow(target, res.cols, res.rows[0])
 	case len(res.rows) == 0 && res.complete:
-		fr.assignRow(target, res.cols, nil)
+		// No row sets the targets to NULL: a variable, not a record
+		// of no columns, whose text was ''.
+		fr.assignRow(target, res.cols, slices.Repeat([]value{null}, len(res.cols)))
 	default:
 		fr.assignRow(target, res.cols, unknownRow(len(res.cols)))
 	}

@@ -353,6 +353,67 @@ SELECT once('b_note_key', 'free_name'); SELECT once('b_audit', 'trigger_name'); 
 			drift:  []string{"depends on a value only the database held", "depends on a value only the database held"},
 		},
 		{
+			// information_schema.table_constraints lists each NOT NULL
+			// column as a CHECK named <oid>_<oid>_<n>_not_null, and
+			// the system catalogs' keys as pg_…: a guard on any other
+			// name is answered, one on a name of their shapes is not,
+			// and the rows of a table count its NOT NULL columns.
+			name: "guards on table_constraints by name alone",
+			sql: `ALTER TABLE b ADD COLUMN code text NOT NULL, ADD CONSTRAINT b_code_key UNIQUE (code);
+CREATE FUNCTION once(con text, made text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.table_constraints WHERE constraint_name = con) THEN
+    EXECUTE format('CREATE TABLE %I (id int)', made);
+  END IF;
+END $$;
+CREATE FUNCTION checks(tbl text) RETURNS void LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
+  SELECT count(*) INTO n FROM information_schema.table_constraints WHERE table_name = tbl AND constraint_type = 'CHECK';
+  EXECUTE format('CREATE TABLE %I (id int)', tbl || '_checks_' || n);
+END $$;
+CREATE FUNCTION named(tbl text) RETURNS void LANGUAGE plpgsql AS $$ DECLARE c text; BEGIN
+  SELECT constraint_name INTO c FROM information_schema.table_constraints WHERE table_name = tbl AND constraint_type = 'CHECK';
+  EXECUTE format('CREATE TABLE %I (id int)', c || '_seen');
+END $$;
+SELECT once('b_code_fkey', 'free_name'); SELECT once('b_code_key', 'taken_name');
+SELECT once('2200_16384_1_not_null', 'not_null_shape'); SELECT once('pg_class_oid_index', 'system_shape');
+SELECT checks('b'); SELECT checks('a'); SELECT named('a');`,
+			want:   []string{"free_name.id integer", "b_checks_2.id integer", "a_checks_1.id integer"},
+			absent: []string{"taken_name.id integer", "not_null_shape.id integer", "system_shape.id integer"},
+			drift:  []string{"depends on a value only the database held", "depends on a value only the database held", "depends on a value only the database held"},
+		},
+		{
+			// SELECT INTO that finds no row sets a variable to NULL and
+			// a record to a row of NULLs, * naming its fields.
+			name: "SELECT INTO of no row",
+			sql: `DO $$ DECLARE c text := 'set'; r record; BEGIN
+  SELECT table_name INTO c FROM information_schema.tables WHERE table_name = 'nope';
+  SELECT * INTO r FROM information_schema.tables WHERE table_name = 'nope';
+  EXECUTE format('CREATE TABLE %I (id int)', 'into_' || coalesce(c || 'x', 'null') || '_' || coalesce(r.table_type, 'null'));
+END $$;`,
+			want: []string{"into_null_null.id integer"},
+		},
+		{
+			// Rows whose values the catalog does not hold (an owner, a
+			// NOT NULL column's constraint name) may be one row or
+			// several: DISTINCT over them is not counted, over names
+			// it holds it is.
+			name: "DISTINCT over values not held",
+			sql: `CREATE FUNCTION owners() RETURNS void LANGUAGE plpgsql AS $$ DECLARE r record; BEGIN
+  FOR r IN SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'public' LOOP
+    EXECUTE 'CREATE TABLE one_owner (id int)';
+  END LOOP;
+END $$;
+CREATE FUNCTION kinds(tbl text) RETURNS void LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
+  SELECT count(DISTINCT constraint_type) INTO n FROM information_schema.table_constraints WHERE table_name = tbl;
+  EXECUTE format('CREATE TABLE %I (id int)', tbl || '_kinds_' || n);
+  SELECT count(DISTINCT constraint_name) INTO n FROM information_schema.table_constraints WHERE table_name = tbl;
+  EXECUTE format('CREATE TABLE %I (id int)', tbl || '_names_' || n);
+END $$;
+SELECT owners(); SELECT kinds('b');`,
+			want:   []string{"b_kinds_2.id integer"},
+			absent: []string{"one_owner.id integer", "b_names_2.id integer", "b_names_1.id integer"},
+			drift:  []string{"DISTINCT over a value only the database held", "depends on a value only the database held"},
+		},
+		{
 			// The system relations' names are not held: a pattern may
 			// match them (PostgreSQL has pg_class, information_schema
 			// has tables), unless the schema rules them out.

@@ -47,51 +47,6 @@ type relation struct {
 
 func (r *relation) column(name string) int { return slices.Index(r.cols, name) }
 
-// sysName stands for the name of a system relation or schema in a
-// phantom row: it equals names that could be PostgreSQL's own (pg_… and
-// information_schema's views) and no other.
-var sysName = value{kind: vText, s: "\x00sys"}
-
-func isSysName(v value) bool { return v.kind == vText && v.s == sysName.s }
-
-// sysEqual compares a value with sysName: certain only for names no
-// system relation or schema can have.
-func sysEqual(a, b value) (eq, certain bool) {
-	other := a
-	if isSysName(a) {
-		other = b
-	}
-	if isSysName(other) {
-		return false, false
-	}
-	s := other.String()
-	if strings.HasPrefix(s, "pg_") || infoSchemaNames[s] {
-		return false, false
-	}
-	return false, true
-}
-
-// infoSchemaNames are information_schema's relations (PostgreSQL 15).
-var infoSchemaNames = map[string]bool{}
-
-func init() {
-	for _, n := range strings.Fields(`administrable_role_authorizations applicable_roles attributes
-		character_sets check_constraint_routine_usage check_constraints collation_character_set_applicability
-		collations column_column_usage column_domain_usage column_options column_privileges column_udt_usage
-		columns constraint_column_usage constraint_table_usage data_type_privileges domain_constraints
-		domain_udt_usage domains element_types enabled_roles foreign_data_wrapper_options foreign_data_wrappers
-		foreign_server_options foreign_servers foreign_table_options foreign_tables information_schema_catalog_name
-		key_column_usage parameters referential_constraints role_column_grants role_routine_grants
-		role_table_grants role_udt_grants role_usage_grants routine_column_usage routine_privileges
-		routine_routine_usage routine_sequence_usage routine_table_usage routines schemata sequences
-		sql_features sql_implementation_info sql_parts sql_sizing table_constraints table_privileges tables
-		transforms triggered_update_columns triggers udt_privileges usage_privileges user_defined_types
-		user_mapping_options user_mappings view_column_usage view_routine_usage view_table_usage views
-		_pg_foreign_data_wrappers _pg_foreign_servers _pg_foreign_table_columns _pg_foreign_tables _pg_user_mappings`) {
-		infoSchemaNames[n] = true
-	}
-}
-
 // maxQueryRows bounds the rows the queries of one Apply may combine: a
 // cross join of two system relations over ten thousand tables is a
 // hundred million.
@@ -488,7 +443,7 @@ func (e *evaluator) project(s *pg.SelectStmt, rels []boundRel, matched []*row, r
 	if agg, ok, err := e.aggregate(s, matched, res); ok || err != nil {
 		return agg, err
 	}
-	rows, err := e.targets(s, matched, res)
+	rows, err := e.targets(s, rels, matched, res)
 	if err != nil {
 		return nil, err
 	}
@@ -499,7 +454,9 @@ func (e *evaluator) project(s *pg.SelectStmt, rels []boundRel, matched []*row, r
 		res.rows = append(res.rows, r.vals)
 	}
 	if len(s.DistinctClause) > 0 {
-		res.rows = distinct(res.rows)
+		if res.rows, err = distinct(res.rows); err != nil {
+			return nil, err
+		}
 	}
 	if res.rows, err = e.window(s, res.rows, outer); err != nil {
 		return nil, err
@@ -515,19 +472,16 @@ type outRow struct {
 }
 
 // targets evaluates the select list over each matched row; * and a.*
-// expand to their sources' columns. It names res's columns.
-func (e *evaluator) targets(s *pg.SelectStmt, matched []*row, res *result) ([]outRow, error) {
+// expand to their sources' columns. It names res's columns, those of
+// * too when no row matched.
+func (e *evaluator) targets(s *pg.SelectStmt, rels []boundRel, matched []*row, res *result) ([]outRow, error) {
 	var rows []outRow
 	for _, m := range matched {
 		var vals []value
 		var cols []string
 		for _, t := range s.TargetList {
 			rt := t.GetResTarget()
-			if cr := rt.Val.GetColumnRef(); cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
-				qual := ""
-				if len(cr.Fields) == 2 {
-					qual = cr.Fields[0].GetString_().GetSval()
-				}
+			if qual, star := starOf(rt); star {
 				for _, src := range m.sources {
 					if qual == "" || qual == src.alias {
 						vals = append(vals, src.vals...)
@@ -548,10 +502,32 @@ func (e *evaluator) targets(s *pg.SelectStmt, matched []*row, res *result) ([]ou
 	}
 	if res.cols == nil {
 		for _, t := range s.TargetList {
-			res.cols = append(res.cols, targetName(t.GetResTarget()))
+			rt := t.GetResTarget()
+			qual, star := starOf(rt)
+			if !star {
+				res.cols = append(res.cols, targetName(rt))
+				continue
+			}
+			for _, br := range rels {
+				if qual == "" || qual == br.alias {
+					res.cols = append(res.cols, br.rel.cols...)
+				}
+			}
 		}
 	}
 	return rows, nil
+}
+
+// starOf reports whether a select list's target is * or a.*, and a.
+func starOf(rt *pg.ResTarget) (qual string, star bool) {
+	cr := rt.Val.GetColumnRef()
+	if cr == nil || cr.Fields[len(cr.Fields)-1].GetAStar() == nil {
+		return "", false
+	}
+	if len(cr.Fields) == 2 {
+		qual = cr.Fields[0].GetString_().GetSval()
+	}
+	return qual, true
 }
 
 // sortRows orders rows by ORDER BY, whose keys are output columns (by
@@ -622,18 +598,23 @@ func sortCompare(x, y value) (int, bool) {
 	return compare(x, y)
 }
 
-// distinct keeps the first of each run of equal rows, in order.
-func distinct(rows [][]value) [][]value {
+// distinct keeps the first of each run of equal rows, in order. Rows
+// holding a value or a name the catalog does not hold may be one row or
+// several, so how many remain is not known.
+func distinct(rows [][]value) ([][]value, error) {
 	seen := map[string]bool{}
 	var uniq [][]value
 	for _, r := range rows {
+		if len(rows) > 1 && slices.ContainsFunc(r, func(v value) bool { return !v.known() || isStandIn(v) }) {
+			return nil, stop("DISTINCT over %s", errUnknownValue)
+		}
 		k := rowKey(r)
 		if !seen[k] {
 			seen[k] = true
 			uniq = append(uniq, r)
 		}
 	}
-	return uniq
+	return uniq, nil
 }
 
 // window applies OFFSET, then LIMIT. NULL leaves either out, as in
@@ -744,38 +725,61 @@ func (e *evaluator) aggregate(s *pg.SelectStmt, matched []*row, res *result) (*r
 		if f == nil {
 			return nil, true, stop("a select list mixing count() with other columns")
 		}
-		if _, n := qualFromList(pgtree.Strings(f.Funcname)); n != "count" || f.AggDistinct || f.AggFilter != nil {
+		if _, n := qualFromList(pgtree.Strings(f.Funcname)); n != "count" || f.AggFilter != nil {
 			return nil, true, stop("aggregate in a select list")
 		}
 		if !f.AggStar && len(f.Args) != 1 {
 			return nil, true, stop("count() without one argument")
 		}
-		n := int64(0)
-		for _, m := range matched {
-			if f.AggStar {
-				n++
-				continue
-			}
-			v, err := e.eval(f.Args[0], m)
-			if err != nil {
-				return nil, true, err
-			}
-			if !v.known() {
-				res.complete = false
-			}
-			if v.kind != vNull {
-				n++
-			}
+		v, err := e.count(f, matched)
+		if err != nil {
+			return nil, true, err
 		}
-		v := integer(n)
+		if !v.known() {
+			res.complete = false
+		}
 		if !res.complete {
-			v = unknown
+			v = unknown // the phantoms may add to the count
 		}
 		vals = append(vals, v)
 		out.cols = append(out.cols, targetName(rt))
 	}
 	out.rows = [][]value{vals}
 	return out, true, nil
+}
+
+// count is count(*), count(x) or count(DISTINCT x) over the matched
+// rows: unknown when a value counted is unknown, or when DISTINCT meets
+// a name the catalog does not hold, which may equal another.
+func (e *evaluator) count(f *pg.FuncCall, matched []*row) (value, error) {
+	if f.AggStar {
+		return integer(int64(len(matched))), nil
+	}
+	n := int64(0)
+	seen := map[string]bool{}
+	for _, m := range matched {
+		v, err := e.eval(f.Args[0], m)
+		if err != nil {
+			return unknown, err
+		}
+		switch {
+		case !v.known() || f.AggDistinct && isStandIn(v):
+			return unknown, nil
+		case v.kind == vNull:
+			continue
+		case f.AggDistinct:
+			if err := e.reserve(e.size(v)); err != nil {
+				return unknown, err
+			}
+			k := rowKey([]value{v})
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
+		n++
+	}
+	return integer(n), nil
 }
 
 func (e *evaluator) values(s *pg.SelectStmt, outer *row) (*result, error) {

@@ -209,12 +209,15 @@ func init() {
 					}
 					r.rows = append(r.rows, []value{str(t.Schema), str(c.name), str(t.Schema), str(t.Name), str(infoConstraintType[c.typ])})
 				}
+				// Each NOT NULL column is listed as a CHECK constraint
+				// named by oids the catalog does not hold.
+				for _, c := range t.Columns {
+					if c.NotNull {
+						r.rows = append(r.rows, []value{str(t.Schema), notNullName, str(t.Schema), str(t.Name), str("CHECK")})
+					}
+				}
 			}
-			// NOT NULL columns are listed as CHECK constraints with
-			// generated names.
-			ph := unknownRow(len(r.cols))
-			ph[4] = str("CHECK")
-			r.phantoms = append(sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName}), ph)
+			r.phantoms = sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName, "constraint_name": sysConstraintName})
 		}})
 	register(&relDef{name: "pg_tables", cols: []string{"schemaname", "tablename", "tableowner"},
 		fill: func(a *applier, eq map[string]value, r *relation) {

@@ -154,8 +154,8 @@ func (v value) asBool() (bool, bool) {
 // both read as integers, everything else as text. ok is false when they
 // cannot be compared with certainty.
 func compare(a, b value) (int, bool) {
-	if isSysName(a) || isSysName(b) {
-		if _, certain := sysEqual(a, b); certain {
+	if anyStandIn(a, b) {
+		if _, certain := standInEqual(a, b); certain {
 			return 1, true // unequal; binary asks only equality of them
 		}
 		return 0, false

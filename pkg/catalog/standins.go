@@ -1,0 +1,89 @@
+package catalog
+
+import (
+	"regexp"
+	"strings"
+)
+
+// A stand-in is a name in a system relation's row that the catalog does
+// not hold but whose shape it knows: a system relation is named pg_… or
+// after one of information_schema's views, and a NOT NULL column's
+// constraint is named <schema oid>_<table oid>_<column>_not_null. A
+// stand-in equals a name of its shape with no certainty and any other
+// name certainly not, so a guard on a name the database could not have
+// given one is answered. Nothing else about it is known: an order, a
+// pattern, or a text built from it is unknown.
+var (
+	// sysName stands for the name of a system relation or schema.
+	sysName = value{kind: vText, s: "\x00sys"}
+	// notNullName stands for the name PostgreSQL 15 gives a NOT NULL
+	// column in information_schema.table_constraints.
+	notNullName = value{kind: vText, s: "\x00notnull"}
+	// sysConstraintName stands for a system relation's constraint: its
+	// keys (pg_…) and its NOT NULL columns.
+	sysConstraintName = value{kind: vText, s: "\x00sysconstraint"}
+)
+
+// standIns are the shapes of the names each stand-in may be.
+var standIns = map[string]func(string) bool{
+	sysName.s:           couldBeSystemName,
+	notNullName.s:       couldBeNotNullName,
+	sysConstraintName.s: func(s string) bool { return strings.HasPrefix(s, "pg_") || couldBeNotNullName(s) },
+}
+
+func isStandIn(v value) bool {
+	_, ok := standIns[v.s]
+	return v.kind == vText && ok
+}
+
+func anyStandIn(vs ...value) bool {
+	for _, v := range vs {
+		if isStandIn(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// standInEqual compares two values of which at least one is a stand-in:
+// they are certainly unequal only when the other is a name the stand-in's
+// shape rules out. Two stand-ins may be one name.
+func standInEqual(a, b value) (eq, certain bool) {
+	if !isStandIn(a) {
+		a, b = b, a
+	}
+	if isStandIn(b) {
+		return false, false
+	}
+	if standIns[a.s](b.String()) {
+		return false, false
+	}
+	return false, true
+}
+
+func couldBeSystemName(s string) bool { return strings.HasPrefix(s, "pg_") || infoSchemaNames[s] }
+
+var notNullShape = regexp.MustCompile(`^[0-9]+_[0-9]+_[0-9]+_not_null$`)
+
+func couldBeNotNullName(s string) bool { return notNullShape.MatchString(s) }
+
+// infoSchemaNames are information_schema's relations (PostgreSQL 15).
+var infoSchemaNames = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`administrable_role_authorizations applicable_roles attributes
+		character_sets check_constraint_routine_usage check_constraints collation_character_set_applicability
+		collations column_column_usage column_domain_usage column_options column_privileges column_udt_usage
+		columns constraint_column_usage constraint_table_usage data_type_privileges domain_constraints
+		domain_udt_usage domains element_types enabled_roles foreign_data_wrapper_options foreign_data_wrappers
+		foreign_server_options foreign_servers foreign_table_options foreign_tables information_schema_catalog_name
+		key_column_usage parameters referential_constraints role_column_grants role_routine_grants
+		role_table_grants role_udt_grants role_usage_grants routine_column_usage routine_privileges
+		routine_routine_usage routine_sequence_usage routine_table_usage routines schemata sequences
+		sql_features sql_implementation_info sql_parts sql_sizing table_constraints table_privileges tables
+		transforms triggered_update_columns triggers udt_privileges usage_privileges user_defined_types
+		user_mapping_options user_mappings view_column_usage view_routine_usage view_table_usage views
+		_pg_foreign_data_wrappers _pg_foreign_servers _pg_foreign_table_columns _pg_foreign_tables _pg_user_mappings`) {
+		infoSchemaNames[n] = true
+	}
+}
