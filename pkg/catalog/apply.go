@@ -417,9 +417,11 @@ func (a *applier) statement(n *pg.Node) error {
 	if err := a.beforeChange(n); err != nil {
 		return err
 	}
-	// Triggers and domains are not modelled: only the constraint names
-	// they make are kept, and the switch below leaves them.
+	// Triggers, domains and types other than enums are not modelled:
+	// only the constraint and type names they make are kept, and the
+	// switch below leaves them.
 	a.noteConstraints(n)
+	a.noteTypes(n)
 	switch {
 	case n.GetCreateSchemaStmt() != nil:
 		return a.createSchema(n.GetCreateSchemaStmt())

@@ -244,6 +244,9 @@ type Catalog struct {
 	// otherConstraints are the names, sorted, of the constraints
 	// pg_constraint lists and no table holds (namedconstraints.go).
 	otherConstraints []string
+	// otherTypes are the names, sorted, of the types pg_type lists that
+	// the catalog does not model (namedtypes.go).
+	otherTypes []string
 	// touched are the tables the last Apply changed, with how, for
 	// Record to enter in their History.
 	touched map[*Table]touch
@@ -470,6 +473,7 @@ func (c *Catalog) Clone() *Catalog {
 		routines:  make(map[QualName]*Routine, len(c.routines)),
 
 		otherConstraints: slices.Clip(c.otherConstraints), // inserts copy
+		otherTypes:       slices.Clip(c.otherTypes),
 	}
 	for k, r := range c.routines {
 		n.routines[k] = r // a routine is replaced, never changed, once recorded
@@ -593,6 +597,8 @@ type wireTail struct {
 	// OtherConstraints is newest: a catalog stored before it decodes
 	// without the names, as one whose history made none.
 	OtherConstraints []string `json:"other_constraints,omitempty"`
+	// OtherTypes is as new, and decodes the same way.
+	OtherTypes []string `json:"other_types,omitempty"`
 }
 
 // wireHead and wireTail are c's JSON around its tables.
@@ -606,7 +612,8 @@ func (c *Catalog) wireHead() wireHead {
 
 func (c *Catalog) wireTail() wireTail {
 	return wireTail{Views: c.Views(), Enums: c.Enums(), History: c.history, Base: c.base,
-		Functions: c.Functions(), Drift: c.drift, Routines: c.Routines(), OtherConstraints: c.otherConstraints}
+		Functions: c.Functions(), Drift: c.drift, Routines: c.Routines(), OtherConstraints: c.otherConstraints,
+		OtherTypes: c.otherTypes}
 }
 
 type wireSchema struct {
@@ -678,6 +685,9 @@ func fromWire(w wireCatalog) (*Catalog, error) {
 	n.history, n.base, n.drift = w.History, w.Base, w.Drift
 	for _, name := range w.OtherConstraints {
 		n.noteConstraintName(name) // sorted and unique, whatever the entry held
+	}
+	for _, name := range w.OtherTypes {
+		n.noteTypeName(name)
 	}
 	for i := 1; i < len(n.history); i++ {
 		if n.history[i].Seq <= n.history[i-1].Seq {

@@ -375,6 +375,15 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 			return unknown, stop("regclass %q, which names no table or view the catalog holds", brief(v))
 		}
 		return value{kind: vOid, s: "r:" + q.String()}, nil
+	case "regtype":
+		if v.kind == vOid {
+			return v, nil
+		}
+		q, ok := e.a.regtype(v.String())
+		if !ok {
+			return unknown, stop("regtype %q, which names no enum, table or view the catalog holds", brief(v))
+		}
+		return typeOid(q), nil
 	case "regnamespace":
 		if _, ok := e.a.cat.schemas[v.String()]; !ok {
 			return unknown, stop("regnamespace %q", brief(v))
@@ -384,6 +393,27 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 		return v, nil
 	}
 	return unknown, stop("cast to %s", typ)
+}
+
+// regtype resolves the name of an enum or of a table's or a view's row
+// type, as ::regtype does.
+func (a *applier) regtype(name string) (QualName, bool) {
+	if q, ok := a.regclass(name); ok {
+		return q, true
+	}
+	tree, err := pgtree.Parse("SELECT NULL::" + name)
+	if err != nil || len(tree.Stmts) != 1 {
+		return QualName{}, false
+	}
+	sel := tree.Stmts[0].Stmt.GetSelectStmt()
+	if sel == nil || len(sel.TargetList) != 1 {
+		return QualName{}, false
+	}
+	tc := sel.TargetList[0].GetResTarget().GetVal().GetTypeCast()
+	if tc == nil || len(tc.TypeName.ArrayBounds) > 0 {
+		return QualName{}, false
+	}
+	return a.findEnum(qualFromList(pgtree.Strings(tc.TypeName.Names)))
 }
 
 // regclass resolves a relation name as ::regclass does: parsed as a

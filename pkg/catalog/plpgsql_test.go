@@ -242,7 +242,7 @@ SELECT g('b');`,
 			name: "a DO block it cannot decide falls back to applying its statements leniently",
 			sql: `DO $$
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'mood') THEN
+  IF NOT EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'mood_ok') THEN
     CREATE TYPE mood AS ENUM ('ok');
   END IF;
   CREATE TABLE moods (m mood);
@@ -250,7 +250,7 @@ END $$;`,
 			want: []string{"moods.m mood"},
 			// The fallback may apply what a condition skipped: the stop
 			// says so.
-			drift: []string{`reference to "typname"`},
+			drift: []string{`reference to "proname"`},
 		},
 		{
 			name: "a routine's name qualifies its parameters",
@@ -379,6 +379,37 @@ SELECT checks('b'); SELECT checks('a'); SELECT named('a');`,
 			want:   []string{"free_name.id integer", "b_checks_2.id integer", "a_checks_1.id integer"},
 			absent: []string{"taken_name.id integer", "not_null_shape.id integer", "system_shape.id integer"},
 			drift:  []string{"depends on a value only the database held", "depends on a value only the database held", "depends on a value only the database held"},
+		},
+		{
+			// pg_type lists the enums and row types, held, and the
+			// domains, composite and range types and extensions' types,
+			// held by name: a guard on another name is answered, on
+			// theirs not. pg_enum lists the enums' labels.
+			name: "guards on pg_type and pg_enum",
+			sql: `CREATE DOMAIN posint AS integer CHECK (VALUE > 0);
+CREATE TYPE pair AS (x int, y int);
+CREATE TYPE floatrange AS RANGE (subtype = float8);
+CREATE EXTENSION citext;
+CREATE TYPE mood AS ENUM ('sad', 'ok');
+CREATE FUNCTION type_once(typ text, made text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_type WHERE typname = typ) THEN
+    EXECUTE format('CREATE TABLE %I (id int)', made);
+  END IF;
+END $$;
+CREATE FUNCTION label_once(label text, made text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_enum WHERE enumtypid = 'mood'::regtype AND enumlabel = label) THEN
+    EXECUTE format('CREATE TABLE %I (id int)', made);
+  END IF;
+END $$;
+SELECT type_once('feeling', 'free_type'); SELECT type_once('mood', 'taken_enum'); SELECT type_once('b', 'taken_row_type');
+SELECT type_once('int4', 'taken_builtin'); SELECT type_once('_mood', 'taken_array');
+SELECT type_once('posint', 'held_domain'); SELECT type_once('floatmultirange', 'held_multirange'); SELECT type_once('citext', 'held_extension');
+SELECT label_once('happy', 'free_label'); SELECT label_once('ok', 'taken_label');
+CREATE EXTENSION postgis;
+SELECT type_once('feeling', 'after_postgis');`,
+			want:   []string{"free_type.id integer", "free_label.id integer"},
+			absent: []string{"taken_enum.id integer", "taken_row_type.id integer", "taken_builtin.id integer", "taken_array.id integer", "held_domain.id integer", "held_multirange.id integer", "held_extension.id integer", "taken_label.id integer", "after_postgis.id integer"},
+			drift:  []string{"type_once('_mood'", "type_once('posint'", "type_once('floatmultirange'", "type_once('citext'", "type_once('feeling', 'after_postgis')"},
 		},
 		{
 			// SELECT INTO that finds no row sets a variable to NULL and

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
@@ -355,14 +356,77 @@ func init() {
 				[]value{unknown, unknown, unknown, boolean(false), boolean(true), boolean(false), unknown},
 				[]value{notHeld, unknown, unknown, unknown, unknown, unknown, unknown})
 		}})
-	for _, name := range []string{"pg_sequences", "information_schema.sequences", "pg_type", "pg_proc", "pg_extension",
-		"pg_trigger", "information_schema.triggers", "pg_enum", "pg_policy", "pg_policies", "information_schema.routines"} {
+	register(&relDef{name: "pg_type", cols: []string{"oid", "typname", "typnamespace", "typtype", "typrelid"}, fill: fillTypes})
+	register(&relDef{name: "pg_enum", cols: []string{"oid", "enumtypid", "enumsortorder", "enumlabel"},
+		fill: func(a *applier, eq map[string]value, r *relation) {
+			for q, e := range a.cat.enums {
+				if t, ok := eq["enumtypid"]; ok && t.kind == vOid && t.s != typeOid(q).s {
+					continue
+				}
+				for _, l := range e.Labels {
+					// The sort order is a float that ADD VALUE BEFORE
+					// makes fractional: not held.
+					r.rows = append(r.rows, []value{unknown, typeOid(q), unknown, str(l)})
+				}
+			}
+			if slices.Contains(a.cat.otherTypes, unknownTypes) {
+				r.phantoms = [][]value{unknownRow(len(r.cols))} // an extension's enums
+			}
+		}})
+	for _, name := range []string{"pg_sequences", "information_schema.sequences", "pg_proc", "pg_extension",
+		"pg_trigger", "information_schema.triggers", "pg_policy", "pg_policies", "information_schema.routines"} {
 		name := name
 		// Not held at all: any column read stops the query, and a query
 		// reading none cannot be certain of being empty.
 		register(&relDef{name: name, fill: func(a *applier, eq map[string]value, r *relation) {
 			r.phantoms = [][]value{{}}
 		}})
+	}
+}
+
+// typeOid is the oid of a type the catalog holds: an enum, or a table's
+// or a view's row type (a relation and a type never share a name in a
+// schema).
+func typeOid(q QualName) value { return value{kind: vOid, s: "t:" + q.String()} }
+
+// fillTypes lists pg_type: the enums and the row types of the tables and
+// views, each with its array, as rows; the types held by name only, and
+// pg_catalog's and information_schema's, as phantoms.
+func fillTypes(a *applier, eq map[string]value, r *relation) {
+	add := func(q QualName, typtype string, rel value) {
+		if n, ok := eq["typname"]; ok && n.String() != q.Name && !strings.HasPrefix(n.String(), "_") {
+			return
+		}
+		r.rows = append(r.rows, []value{typeOid(q), str(q.Name), nspOid(q.Schema), str(typtype), rel},
+			[]value{notHeld, arrayTypeName, nspOid(q.Schema), str("b"), integer(0)})
+	}
+	for q := range a.cat.enums {
+		add(q, "e", integer(0))
+	}
+	for q := range a.cat.tables {
+		add(q, "c", relOid(q))
+	}
+	for q := range a.cat.views {
+		add(q, "c", relOid(q))
+	}
+	for name := range builtinTypeNames {
+		if n, ok := eq["typname"]; ok && n.String() != name {
+			continue
+		}
+		ns := "pg_catalog"
+		if infoDomains[name] {
+			ns = "information_schema"
+		}
+		r.rows = append(r.rows, []value{notHeld, str(name), nspOid(ns), unknown, unknown})
+	}
+	r.phantoms = sysPhantoms(r.cols, "typnamespace", map[string]value{"typname": sysTypeName, "oid": notHeld})
+	for _, name := range a.cat.otherTypes {
+		n := unknown
+		if name != unknownTypes {
+			n = str(name)
+		}
+		r.phantoms = append(r.phantoms, []value{notHeld, n, unknown, unknown, unknown},
+			[]value{notHeld, arrayTypeName, unknown, str("b"), integer(0)})
 	}
 }
 

@@ -22,6 +22,13 @@ var (
 	// sysConstraintName stands for a system relation's constraint: its
 	// keys (pg_…) and its NOT NULL columns.
 	sysConstraintName = value{kind: vText, s: "\x00sysconstraint"}
+	// sysTypeName stands for the name of a type of pg_catalog or
+	// information_schema: a built-in type, a system relation's row type,
+	// or an array of one.
+	sysTypeName = value{kind: vText, s: "\x00systype"}
+	// arrayTypeName stands for the name of an array type: _ before the
+	// element type's name, or more than one when that name was taken.
+	arrayTypeName = value{kind: vText, s: "\x00array"}
 )
 
 // standIns are the shapes of the names each stand-in may be.
@@ -29,6 +36,8 @@ var standIns = map[string]func(string) bool{
 	sysName.s:           couldBeSystemName,
 	notNullName.s:       couldBeNotNullName,
 	sysConstraintName.s: func(s string) bool { return strings.HasPrefix(s, "pg_") || couldBeNotNullName(s) },
+	sysTypeName.s:       func(s string) bool { return couldBeSystemName(s) || builtinTypeNames[s] || strings.HasPrefix(s, "_") },
+	arrayTypeName.s:     func(s string) bool { return strings.HasPrefix(s, "_") },
 }
 
 func isStandIn(v value) bool {
@@ -66,6 +75,31 @@ func couldBeSystemName(s string) bool { return strings.HasPrefix(s, "pg_") || in
 var notNullShape = regexp.MustCompile(`^[0-9]+_[0-9]+_[0-9]+_not_null$`)
 
 func couldBeNotNullName(s string) bool { return notNullShape.MatchString(s) }
+
+// builtinTypeNames are pg_catalog's types but for arrays and the row
+// types of its relations, and information_schema's domains (PostgreSQL
+// 15).
+var builtinTypeNames = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`aclitem any anyarray anycompatible anycompatiblearray
+		anycompatiblemultirange anycompatiblenonarray anycompatiblerange anyelement anyenum
+		anymultirange anynonarray anyrange bit bool box bpchar bytea char cid cidr circle cstring
+		date datemultirange daterange event_trigger fdw_handler float4 float8 gtsvector
+		index_am_handler inet int2 int2vector int4 int4multirange int4range int8 int8multirange
+		int8range internal interval json jsonb jsonpath language_handler line lseg macaddr
+		macaddr8 money name numeric nummultirange numrange oid oidvector path point polygon
+		record refcursor regclass regcollation regconfig regdictionary regnamespace regoper
+		regoperator regproc regprocedure regrole regtype table_am_handler text tid time timestamp
+		timestamptz timetz trigger tsm_handler tsmultirange tsquery tsrange tstzmultirange
+		tstzrange tsvector txid_snapshot unknown uuid varbit varchar void xid xid8 xml
+		cardinal_number character_data sql_identifier time_stamp yes_or_no`) {
+		builtinTypeNames[n] = true
+	}
+}
+
+// infoDomains are the builtinTypeNames of information_schema.
+var infoDomains = map[string]bool{"cardinal_number": true, "character_data": true, "sql_identifier": true, "time_stamp": true, "yes_or_no": true}
 
 // infoSchemaNames are information_schema's relations (PostgreSQL 15).
 var infoSchemaNames = map[string]bool{}
