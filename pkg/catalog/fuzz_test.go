@@ -87,6 +87,7 @@ func FuzzInterpret(f *testing.F) {
 		"BEGIN EXECUTE format('CREATE TABLE %I ()', lpad(x, n * 7, x) || substr(x, -n, n) || left(x, -n) || rtrim(x, 't') || array_to_string(ARRAY[x, NULL], x, x) || split_part(x, '', -n)); END",
 		"DECLARE c text; BEGIN SELECT DISTINCT constraint_name INTO c FROM information_schema.table_constraints WHERE constraint_name = x OR table_name < x; IF (SELECT count(DISTINCT constraint_type) FROM information_schema.table_constraints) > n THEN EXECUTE 'CREATE TABLE ' || c || ' ()'; END IF; END",
 		"BEGIN IF NOT EXISTS (SELECT 1 FROM pg_enum e JOIN pg_type t ON t.oid = e.enumtypid WHERE t.typname = x AND e.enumtypid = x::regtype) THEN EXECUTE format('CREATE TYPE %I AS RANGE (subtype = int4)', x); END IF; END",
+		"DECLARE r record; BEGIN SELECT c.oid::regclass AS rel, c.oid AS o, x::regnamespace AS n INTO r FROM pg_class c WHERE c.relname = x; EXECUTE format('CREATE TABLE %I ()', r.rel || r.o::regclass::oid::text || r.n || x::regtype); END",
 		// The attacks the budgets answer (budget_test.go has each).
 		"BEGIN EXECUTE 'DO $x$ BEGIN PERFORM f(''t'', 3); END $x$'; END",
 		"DECLARE s text := x; BEGIN FOR i IN 1..40 LOOP s := s || s; END LOOP; IF s LIKE '%a%b%' THEN CREATE TABLE y (); END IF; END",

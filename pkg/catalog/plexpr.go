@@ -103,7 +103,7 @@ func (e *evaluator) certain(expr, what string) (value, error) {
 	if err != nil {
 		return v, err
 	}
-	if !v.known() || isStandIn(v) {
+	if !v.known() || opaque(v) {
 		return v, stop("%s %q, which depends on %s", what, excerpt(expr), errUnknownValue)
 	}
 	return v, nil
@@ -348,6 +348,9 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 	}
 	switch typ {
 	case "text", "varchar", "bpchar", "name", "char":
+		if opaque(v) {
+			return unknown, nil
+		}
 		if v.kind == vArray {
 			if err := e.reserve(2 * e.size(v)); err != nil {
 				return unknown, err
@@ -367,29 +370,15 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 		}
 		return boolean(b), nil
 	case "regclass":
-		if v.kind == vOid {
-			return v, nil
-		}
-		q, ok := e.a.regclass(v.String())
-		if !ok {
-			return unknown, stop("regclass %q, which names no table or view the catalog holds", brief(v))
-		}
-		return value{kind: vOid, s: "r:" + q.String()}, nil
+		return e.regclass(v)
 	case "regtype":
-		if v.kind == vOid {
-			return v, nil
-		}
-		q, ok := e.a.regtype(v.String())
-		if !ok {
-			return unknown, stop("regtype %q, which names no enum, table or view the catalog holds", brief(v))
-		}
-		return typeOid(q), nil
+		return e.regtype(v)
 	case "regnamespace":
-		if _, ok := e.a.cat.schemas[v.String()]; !ok {
-			return unknown, stop("regnamespace %q", brief(v))
-		}
-		return value{kind: vOid, s: "n:" + v.String()}, nil
+		return e.regnamespace(v)
 	case "oid":
+		if v.kind == vOid {
+			return value{kind: vOid, s: v.s}, nil // a number again, not a name
+		}
 		return v, nil
 	}
 	return unknown, stop("cast to %s", typ)
@@ -617,7 +606,7 @@ func (e *evaluator) binary(op string, lx, rx *pg.Node, r *row) (value, error) {
 		if l.kind == vNull || rv.kind == vNull {
 			return null, nil
 		}
-		if anyStandIn(l, rv) {
+		if opaque(l) || opaque(rv) {
 			return unknown, nil // a text built from a name not held
 		}
 		if err := e.reserve(e.size(l) + e.size(rv)); err != nil {
@@ -936,7 +925,7 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 	// string_to_array splits into characters at a NULL delimiter.
 	nonStrict := map[string]bool{"format": true, "concat": true, "concat_ws": true, "quote_nullable": true, "string_to_array": true, "array_to_string": true}
 	for _, a := range args {
-		if !a.known() || isStandIn(a) {
+		if !a.known() || opaque(a) {
 			return unknown, nil
 		}
 		if a.kind == vNull && !nonStrict[name] {
@@ -1053,7 +1042,7 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 		}
 	case "to_regclass":
 		if q, ok := e.a.regclass(args[0].String()); ok {
-			return value{kind: vOid, s: "r:" + q.String()}, nil
+			return e.a.regclassOf(q), nil
 		}
 		return unknown, nil // it may name an index or sequence we do not hold
 	case "current_schema":

@@ -412,6 +412,25 @@ SELECT type_once('feeling', 'after_postgis');`,
 			drift:  []string{"type_once('_mood'", "type_once('posint'", "type_once('floatmultirange'", "type_once('citext'", "type_once('feeling', 'after_postgis')"},
 		},
 		{
+			// ::regclass prints a relation's name, qualified when the
+			// search path would not find it; a plain oid prints as a
+			// number only the database knows.
+			name: "regclass prints names, an oid its number",
+			sql: `CREATE SCHEMA app;
+CREATE TABLE app.b (id int);
+CREATE TABLE app.c (id int);
+CREATE FUNCTION names() RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  EXECUTE format('CREATE TABLE %I (id int)', 'n_' || 'b'::regclass || '_' || 'app.b'::regclass || '_' || 'app.c'::regclass::text);
+END $$;
+CREATE FUNCTION number() RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  EXECUTE format('CREATE TABLE %I (id int)', 'o_' || (SELECT oid FROM pg_class WHERE relname = 'b' AND relnamespace = 'public'::regnamespace));
+END $$;
+SELECT names(); SELECT number();`,
+			want:   []string{"n_b_app.b_app.c.id integer"},
+			absent: []string{"o_public.b.id integer", "o_b.id integer"},
+			drift:  []string{"depends on a value only the database held"},
+		},
+		{
 			// SELECT INTO that finds no row sets a variable to NULL and
 			// a record to a row of NULLs, * naming its fields.
 			name: "SELECT INTO of no row",

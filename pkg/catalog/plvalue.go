@@ -19,6 +19,9 @@ type value struct {
 	b    bool
 	arr  []value
 	rec  *record
+	// text is what an oid cast to regclass, regtype or regnamespace
+	// prints as; a plain oid has none (regtypes.go).
+	text string
 }
 
 type vkind uint8
@@ -74,8 +77,7 @@ func (v value) String() string {
 		}
 		return "false"
 	case vOid:
-		_, name, _ := strings.Cut(v.s, ":")
-		return name
+		return v.text
 	case vArray:
 		parts := make([]string, len(v.arr))
 		for i, e := range v.arr {

@@ -1,0 +1,147 @@
+package catalog
+
+import (
+	"strings"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
+)
+
+// An oid is a number the database assigned; the catalog names the object
+// instead (relOid, typeOid, nspOid), which answers every comparison of
+// two oids. Cast to regclass, regtype or regnamespace, an oid prints as
+// its object's name, quoted and qualified as PostgreSQL prints it; a
+// plain oid prints as its number, which only the database knows, so its
+// text is unknown (opaque).
+
+// opaque reports whether v has no text the catalog knows: a stand-in for
+// a name it does not hold, or a plain oid.
+func opaque(v value) bool {
+	return isStandIn(v) || v.kind == vOid && v.text == ""
+}
+
+// regclass is v::regclass: an oid of a relation the catalog holds, or
+// its name as ::regclass reads one.
+func (e *evaluator) regclass(v value) (value, error) {
+	if v.kind == vOid {
+		if rest, ok := strings.CutPrefix(v.s, "r:"); ok {
+			if q, ok := e.a.regclass(rest); ok && relOid(q).s == v.s {
+				return e.a.regclassOf(q), nil
+			}
+		}
+		return value{kind: vOid, s: v.s}, nil // no relation the catalog holds: its number
+	}
+	q, ok := e.a.regclass(v.String())
+	if !ok {
+		return unknown, stop("regclass %q, which names no table or view the catalog holds", brief(v))
+	}
+	return e.a.regclassOf(q), nil
+}
+
+// regtype is v::regtype, for the enums and the tables' and views' row
+// types.
+func (e *evaluator) regtype(v value) (value, error) {
+	if v.kind == vOid {
+		if rest, ok := strings.CutPrefix(v.s, "t:"); ok {
+			if q, ok := e.a.regtype(rest); ok && typeOid(q).s == v.s {
+				return e.a.regtypeOf(q), nil
+			}
+		}
+		return value{kind: vOid, s: v.s}, nil
+	}
+	q, ok := e.a.regtype(v.String())
+	if !ok {
+		return unknown, stop("regtype %q, which names no enum, table or view the catalog holds", brief(v))
+	}
+	return e.a.regtypeOf(q), nil
+}
+
+// regnamespace is v::regnamespace: a schema's name is read as an
+// identifier (App is app, "App" is App).
+func (e *evaluator) regnamespace(v value) (value, error) {
+	if v.kind == vOid {
+		if rest, ok := strings.CutPrefix(v.s, "n:"); ok {
+			if schema, ok := e.a.schemaNamed(rest); ok {
+				return e.a.namespaceOf(schema)
+			}
+		}
+		return value{kind: vOid, s: v.s}, nil
+	}
+	schema, ok := e.a.schemaNamed(v.String())
+	if !ok {
+		return unknown, stop("regnamespace %q", brief(v))
+	}
+	return e.a.namespaceOf(schema)
+}
+
+// regclassOf is q's oid as a regclass: it prints as q's name, qualified
+// when the search path would find another relation of that name first,
+// or none.
+func (a *applier) regclassOf(q QualName) value {
+	v := relOid(q)
+	first, kind := a.resolve("", q.Name)
+	if kind == relNone {
+		first = QualName{}
+	}
+	v.text = a.visibleName(q, first)
+	return v
+}
+
+func (a *applier) regtypeOf(q QualName) value {
+	v := typeOid(q)
+	first := QualName{}
+	for _, s := range a.lookupPath() {
+		if c := (QualName{s, q.Name}); a.cat.enums[c] != nil || a.kindOf(c) != relNone {
+			first = c
+			break
+		}
+	}
+	v.text = a.visibleName(q, first)
+	return v
+}
+
+// visibleName prints q as PostgreSQL's reg* output functions do: its
+// name alone when the search path finds it first, else qualified. The
+// quotes are quote_ident()'s.
+func (a *applier) visibleName(q, first QualName) string {
+	name, err := quoteIdentFunc(q.Name)
+	if err != nil {
+		return "" // the server's version decides: not known
+	}
+	if first == q {
+		return name
+	}
+	schema, err := quoteIdentFunc(q.Schema)
+	if err != nil {
+		return ""
+	}
+	return schema + "." + name
+}
+
+func (a *applier) namespaceOf(schema string) (value, error) {
+	v := nspOid(schema)
+	text, err := quoteIdentFunc(schema)
+	if err != nil {
+		return unknown, err
+	}
+	v.text = text
+	return v, nil
+}
+
+// schemaNamed reads name as an identifier, as regnamespace does, and
+// reports whether the catalog holds that schema.
+func (a *applier) schemaNamed(name string) (string, bool) {
+	tree, err := pgtree.Parse("SELECT * FROM " + name + ".t")
+	if err != nil || len(tree.Stmts) != 1 {
+		return "", false
+	}
+	sel := tree.Stmts[0].Stmt.GetSelectStmt()
+	if sel == nil || len(sel.FromClause) != 1 {
+		return "", false
+	}
+	rv := sel.FromClause[0].GetRangeVar()
+	if rv == nil || rv.Catalogname != "" || rv.Schemaname == "" {
+		return "", false
+	}
+	_, ok := a.cat.schemas[rv.Schemaname]
+	return rv.Schemaname, ok
+}
