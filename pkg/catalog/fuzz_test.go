@@ -88,6 +88,7 @@ func FuzzInterpret(f *testing.F) {
 		"DECLARE c text; BEGIN SELECT DISTINCT constraint_name INTO c FROM information_schema.table_constraints WHERE constraint_name = x OR table_name < x; IF (SELECT count(DISTINCT constraint_type) FROM information_schema.table_constraints) > n THEN EXECUTE 'CREATE TABLE ' || c || ' ()'; END IF; END",
 		"BEGIN IF NOT EXISTS (SELECT 1 FROM pg_enum e JOIN pg_type t ON t.oid = e.enumtypid WHERE t.typname = x AND e.enumtypid = x::regtype) THEN EXECUTE format('CREATE TYPE %I AS RANGE (subtype = int4)', x); END IF; END",
 		"DECLARE r record; BEGIN SELECT c.oid::regclass AS rel, c.oid AS o, x::regnamespace AS n INTO r FROM pg_class c WHERE c.relname = x; EXECUTE format('CREATE TABLE %I ()', r.rel || r.o::regclass::oid::text || r.n || x::regtype); END",
+		"DECLARE n int; BEGIN SELECT count(*) INTO n FROM information_schema.key_column_usage k JOIN information_schema.schemata s ON s.schema_name = k.table_schema WHERE k.column_name = x AND position_in_unique_constraint > strpos(x, md5(x)); IF EXISTS (SELECT 1 FROM information_schema.views v, information_schema.columns c WHERE c.udt_name = x AND c.character_maximum_length > n) THEN CREATE TABLE y (); END IF; END",
 		// The attacks the budgets answer (budget_test.go has each).
 		"BEGIN EXECUTE 'DO $x$ BEGIN PERFORM f(''t'', 3); END $x$'; END",
 		"DECLARE s text := x; BEGIN FOR i IN 1..40 LOOP s := s || s; END LOOP; IF s LIKE '%a%b%' THEN CREATE TABLE y (); END IF; END",

@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -994,6 +996,20 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 		}
 	case "left", "right", "substr", "substring", "btrim", "ltrim", "rtrim", "lpad", "rpad":
 		return e.textFunc(name, args)
+	case "strpos", "position": // position(sub IN s) is position(s, sub)
+		if len(args) == 2 {
+			s, sub := args[0].String(), args[1].String()
+			i := strings.Index(s, sub)
+			if i < 0 {
+				return integer(0), nil
+			}
+			return integer(int64(utf8.RuneCountInString(s[:i])) + 1), nil
+		}
+	case "md5": // hashed names: 'ix_' || left(md5(cols), 10)
+		if args[0].kind == vText {
+			sum := md5.Sum([]byte(args[0].s))
+			return str(hex.EncodeToString(sum[:])), nil
+		}
 	case "length", "char_length":
 		if len(args) == 1 {
 			return integer(int64(utf8.RuneCountInString(args[0].String()))), nil
@@ -1112,6 +1128,7 @@ func (e *evaluator) maxText() int {
 // oneArg are the builtins that take exactly one argument.
 var oneArg = map[string]struct{}{
 	"quote_ident": {}, "quote_literal": {}, "quote_nullable": {}, "lower": {}, "upper": {}, "to_regclass": {},
+	"md5": {},
 }
 
 var builtinNames = map[string]struct{}{
@@ -1119,7 +1136,7 @@ var builtinNames = map[string]struct{}{
 	"char_length": {}, "array_length": {}, "array_upper": {}, "array_lower": {}, "cardinality": {},
 	"split_part": {}, "string_to_array": {}, "array_to_string": {}, "to_regclass": {},
 	"left": {}, "right": {}, "substr": {}, "substring": {}, "btrim": {}, "ltrim": {}, "rtrim": {},
-	"lpad": {}, "rpad": {},
+	"lpad": {}, "rpad": {}, "strpos": {}, "position": {}, "md5": {},
 }
 
 func (e *evaluator) subLink(s *pg.SubLink, r *row) (value, error) {

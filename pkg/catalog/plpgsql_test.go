@@ -431,6 +431,23 @@ SELECT names(); SELECT number();`,
 			drift:  []string{"depends on a value only the database held"},
 		},
 		{
+			// key_column_usage lists each key's columns; a key added
+			// USING INDEX has columns the catalog does not hold.
+			name: "key_column_usage, and a key over an index",
+			sql: `ALTER TABLE b ADD COLUMN a_id int REFERENCES a (id);
+CREATE FUNCTION keycols(tbl text) RETURNS void LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
+  SELECT count(*) INTO n FROM information_schema.key_column_usage WHERE table_name = tbl;
+  EXECUTE format('CREATE TABLE %I (id int)', tbl || '_key_columns_' || n);
+END $$;
+SELECT keycols('b');
+CREATE UNIQUE INDEX a_code_idx ON a (id);
+ALTER TABLE a ADD CONSTRAINT a_code_key UNIQUE USING INDEX a_code_idx;
+SELECT keycols('a');`,
+			want:   []string{"b_key_columns_2.id integer"},
+			absent: []string{"a_key_columns_1.id integer", "a_key_columns_2.id integer"},
+			drift:  []string{"depends on a value only the database held"},
+		},
+		{
 			// SELECT INTO that finds no row sets a variable to NULL and
 			// a record to a row of NULLs, * naming its fields.
 			name: "SELECT INTO of no row",

@@ -3,6 +3,7 @@ package catalog
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
@@ -147,6 +148,67 @@ func dataType(c *Column) value {
 	return unknown // a domain or an extension's type
 }
 
+// udtNames are pg_catalog's internal names of the types infoTypes
+// lists, where they differ (information_schema.columns.udt_name).
+var udtNames = map[string]string{
+	"integer": "int4", "bigint": "int8", "smallint": "int2", "boolean": "bool", "real": "float4",
+	"double precision": "float8", "character varying": "varchar", "character": "bpchar",
+	"time without time zone": "time", "time with time zone": "timetz",
+	"timestamp without time zone": "timestamp", "timestamp with time zone": "timestamptz", "bit varying": "varbit",
+}
+
+// udtName is the column's type as pg_type names it: an array's with _
+// before its element's; unknown for a domain's or an extension's.
+func udtName(c *Column) value {
+	if c.Type == "" || c.Type == "unknown" {
+		return unknown
+	}
+	elem, array := strings.CutSuffix(c.Type, "[]")
+	prefix := ""
+	if array {
+		if strings.HasSuffix(elem, "[]") {
+			return unknown // pg_type has one array type per element type: []
+		}
+		prefix = "_"
+	}
+	if c.Enum != nil {
+		return str(prefix + c.Enum.Name)
+	}
+	t := strings.TrimSpace(typmod.ReplaceAllString(elem, ""))
+	if !infoTypes[t] {
+		return unknown
+	}
+	if u, ok := udtNames[t]; ok {
+		t = u
+	}
+	return str(prefix + t)
+}
+
+// charMaxLength is the length a character or bit type declares: NULL for
+// other types, arrays and lengths not declared.
+func charMaxLength(c *Column) value {
+	t := strings.TrimSpace(typmod.ReplaceAllString(c.Type, ""))
+	switch {
+	case c.Type == "" || c.Type == "unknown":
+		return unknown
+	case strings.HasSuffix(c.Type, "[]") || c.Enum != nil:
+		return null
+	case !infoTypes[t]:
+		return unknown // a domain's length is its base type's
+	case t != "character varying" && t != "character" && t != "bit" && t != "bit varying":
+		return null
+	}
+	m := typmod.FindString(c.Type)
+	if m == "" {
+		return null
+	}
+	n, err := strconv.ParseInt(strings.Trim(m, "() "), 10, 64)
+	if err != nil {
+		return unknown
+	}
+	return integer(n)
+}
+
 var infoTypes = map[string]bool{}
 
 func init() {
@@ -175,7 +237,8 @@ func init() {
 			}
 			r.phantoms = sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName})
 		}})
-	register(&relDef{name: "information_schema.columns", cols: []string{"table_catalog", "table_schema", "table_name", "column_name", "ordinal_position", "column_default", "is_nullable", "data_type"},
+	register(&relDef{name: "information_schema.columns", cols: []string{"table_catalog", "table_schema", "table_name", "column_name", "ordinal_position", "column_default", "is_nullable", "data_type",
+		"udt_name", "character_maximum_length", "is_identity", "identity_generation"},
 		fill: func(a *applier, eq map[string]value, r *relation) {
 			add := func(schema, name string, cols []*Column, view bool) {
 				for i, c := range cols {
@@ -183,12 +246,15 @@ func init() {
 					if c.Default != "" {
 						def = str(c.Default)
 					}
-					nullable := yesNo(!c.NotNull)
+					nullable, identity, generation := yesNo(!c.NotNull), str("NO"), null
+					if c.Identity != "" {
+						identity, generation = str("YES"), str(c.Identity)
+					}
 					if view {
-						nullable, def = str("YES"), null
+						nullable, def, identity, generation = str("YES"), null, str("NO"), null
 					}
 					r.rows = append(r.rows, []value{str(a.cat.Database), str(schema), str(name), str(c.Name),
-						integer(int64(i + 1)), def, nullable, dataType(c)})
+						integer(int64(i + 1)), def, nullable, dataType(c), udtName(c), charMaxLength(c), identity, generation})
 				}
 			}
 			for _, t := range tablesOf(a, eq, "table_schema", "table_name") {
@@ -220,6 +286,24 @@ func init() {
 			}
 			r.phantoms = sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName, "constraint_name": sysConstraintName})
 		}})
+	register(&relDef{name: "information_schema.key_column_usage", cols: []string{"constraint_schema", "constraint_name", "table_schema", "table_name",
+		"column_name", "ordinal_position", "position_in_unique_constraint"}, fill: fillKeyColumns})
+	register(&relDef{name: "information_schema.schemata", cols: []string{"schema_name", "schema_owner"},
+		fill: func(a *applier, eq map[string]value, r *relation) {
+			for _, row := range namespaces(a) {
+				r.rows = append(r.rows, []value{row[1], unknown})
+			}
+			r.phantoms = [][]value{{sysName, unknown}} // sessions' temporary schemas
+		}})
+	register(&relDef{name: "information_schema.views", cols: []string{"table_schema", "table_name", "view_definition", "check_option", "is_updatable"},
+		fill: func(a *applier, eq map[string]value, r *relation) {
+			for _, v := range viewsOf(a, eq, "table_schema", "table_name") {
+				if !v.Materialized {
+					r.rows = append(r.rows, []value{str(v.Schema), str(v.Name), unknown, unknown, unknown})
+				}
+			}
+			r.phantoms = sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName})
+		}})
 	register(&relDef{name: "pg_tables", cols: []string{"schemaname", "tablename", "tableowner"},
 		fill: func(a *applier, eq map[string]value, r *relation) {
 			for _, t := range tablesOf(a, eq, "schemaname", "tablename") {
@@ -246,15 +330,8 @@ func init() {
 		}})
 	register(&relDef{name: "pg_namespace", cols: []string{"oid", "nspname", "nspowner"},
 		fill: func(a *applier, eq map[string]value, r *relation) {
-			seen := map[string]bool{}
-			for s := range a.cat.schemas {
-				seen[s] = true
-				r.rows = append(r.rows, []value{nspOid(s), str(s), unknown})
-			}
-			for _, s := range systemSchemas {
-				if !seen[s] {
-					r.rows = append(r.rows, []value{nspOid(s), str(s), unknown})
-				}
+			for _, row := range namespaces(a) {
+				r.rows = append(r.rows, append(row, unknown))
 			}
 			// Temporary and toast schemas of sessions.
 			r.phantoms = [][]value{{unknown, sysName, unknown}}
@@ -382,6 +459,80 @@ func init() {
 			r.phantoms = [][]value{{}}
 		}})
 	}
+}
+
+// namespaces are the schemas the catalog holds and the system's, each
+// as its oid and name.
+func namespaces(a *applier) [][]value {
+	var out [][]value
+	seen := map[string]bool{}
+	for s := range a.cat.schemas {
+		seen[s] = true
+		out = append(out, []value{nspOid(s), str(s)})
+	}
+	for _, s := range systemSchemas {
+		if !seen[s] {
+			out = append(out, []value{nspOid(s), str(s)})
+		}
+	}
+	return out
+}
+
+// fillKeyColumns lists information_schema.key_column_usage: a row for
+// each column of each primary, unique and foreign key. A key added USING
+// INDEX, whose columns the catalog does not hold, is a phantom with its
+// name; the system catalogs' keys are pg_….
+func fillKeyColumns(a *applier, eq map[string]value, r *relation) {
+	for _, t := range tablesOf(a, eq, "table_schema", "table_name") {
+		add := func(name string, cols []string, ref func(i int) value) {
+			if len(cols) == 0 {
+				r.phantoms = append(r.phantoms, []value{str(t.Schema), str(name), str(t.Schema), str(t.Name), unknown, unknown, unknown})
+			}
+			for i, c := range cols {
+				r.rows = append(r.rows, []value{str(t.Schema), str(name), str(t.Schema), str(t.Name), str(c), integer(int64(i + 1)), ref(i)})
+			}
+		}
+		noRef := func(int) value { return null }
+		if k := t.PrimaryKey; k != nil {
+			add(k.Name, k.Columns, noRef)
+		}
+		for _, k := range t.Unique {
+			add(k.Name, k.Columns, noRef)
+		}
+		for _, fk := range t.ForeignKeys {
+			add(fk.Name, fk.Columns, func(i int) value { return a.positionInKey(fk, i) })
+		}
+	}
+	r.phantoms = append(r.phantoms, sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName, "constraint_name": sysConstraintName})...)
+}
+
+// positionInKey is where the i-th column a foreign key references stands
+// in the referenced table's key over those columns: unknown when no key
+// the catalog holds matches them.
+func (a *applier) positionInKey(fk ForeignKey, i int) value {
+	ref := a.cat.tables[fk.RefTable]
+	if ref == nil || i >= len(fk.RefColumns) {
+		return unknown
+	}
+	keys := ref.Unique
+	if ref.PrimaryKey != nil {
+		keys = append([]Key{*ref.PrimaryKey}, keys...)
+	}
+	for _, k := range keys {
+		if len(k.Columns) == len(fk.RefColumns) && sameSet(k.Columns, fk.RefColumns) {
+			return integer(int64(slices.Index(k.Columns, fk.RefColumns[i]) + 1))
+		}
+	}
+	return unknown
+}
+
+func sameSet(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // typeOid is the oid of a type the catalog holds: an enum, or a table's
