@@ -1063,6 +1063,8 @@ func builtin(e *evaluator, name string, args []value) (value, error) {
 		return unknown, nil // it may name an index or sequence we do not hold
 	case "current_schema":
 		return str(e.a.creationSchema()), nil
+	case "current_database": // current_catalog too
+		return databaseName, nil
 	}
 	return unknown, nil
 }

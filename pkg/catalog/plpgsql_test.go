@@ -448,6 +448,21 @@ SELECT keycols('a');`,
 			drift:  []string{"depends on a value only the database held"},
 		},
 		{
+			// table_catalog is the server's database name, not schemaq's
+			// ("db" here): it equals current_database() and is not
+			// known to equal anything else.
+			name: "table_catalog is current_database()",
+			sql: `CREATE FUNCTION in_db(cat text, made text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  IF EXISTS (SELECT 1 FROM information_schema.tables WHERE table_catalog = coalesce(cat, current_database()) AND table_name = 'a') THEN
+    EXECUTE format('CREATE TABLE %I (id int)', made);
+  END IF;
+END $$;
+SELECT in_db(NULL, 'same_database'); SELECT in_db('db', 'named_db');`,
+			want:   []string{"same_database.id integer"},
+			absent: []string{"named_db.id integer"},
+			drift:  []string{"depends on a value only the database held"},
+		},
+		{
 			// SELECT INTO that finds no row sets a variable to NULL and
 			// a record to a row of NULLs, * naming its fields.
 			name: "SELECT INTO of no row",

@@ -228,11 +228,11 @@ func init() {
 	register(&relDef{name: "information_schema.tables", cols: []string{"table_catalog", "table_schema", "table_name", "table_type"},
 		fill: func(a *applier, eq map[string]value, r *relation) {
 			for _, t := range tablesOf(a, eq, "table_schema", "table_name") {
-				r.rows = append(r.rows, []value{str(a.cat.Database), str(t.Schema), str(t.Name), str("BASE TABLE")})
+				r.rows = append(r.rows, []value{databaseName, str(t.Schema), str(t.Name), str("BASE TABLE")})
 			}
 			for _, v := range viewsOf(a, eq, "table_schema", "table_name") {
 				if !v.Materialized {
-					r.rows = append(r.rows, []value{str(a.cat.Database), str(v.Schema), str(v.Name), str("VIEW")})
+					r.rows = append(r.rows, []value{databaseName, str(v.Schema), str(v.Name), str("VIEW")})
 				}
 			}
 			r.phantoms = sysPhantoms(r.cols, "table_schema", map[string]value{"table_name": sysName})
@@ -253,7 +253,7 @@ func init() {
 					if view {
 						nullable, def, identity, generation = str("YES"), null, str("NO"), null
 					}
-					r.rows = append(r.rows, []value{str(a.cat.Database), str(schema), str(name), str(c.Name),
+					r.rows = append(r.rows, []value{databaseName, str(schema), str(name), str(c.Name),
 						integer(int64(i + 1)), def, nullable, dataType(c), udtName(c), charMaxLength(c), identity, generation})
 				}
 			}

@@ -157,10 +157,14 @@ func (v value) asBool() (bool, bool) {
 // cannot be compared with certainty.
 func compare(a, b value) (int, bool) {
 	if anyStandIn(a, b) {
-		if _, certain := standInEqual(a, b); certain {
-			return 1, true // unequal; binary asks only equality of them
+		eq, certain := standInEqual(a, b)
+		switch {
+		case !certain:
+			return 0, false
+		case eq:
+			return 0, true
 		}
-		return 0, false
+		return 1, true // unequal; binary asks only equality of them
 	}
 	if a.kind == vOid && b.kind == vOid && (a.s == notHeld.s || b.s == notHeld.s) {
 		if a.s == b.s {

@@ -29,6 +29,10 @@ var (
 	// arrayTypeName stands for the name of an array type: _ before the
 	// element type's name, or more than one when that name was taken.
 	arrayTypeName = value{kind: vText, s: "\x00array"}
+	// databaseName stands for current_database(), the table_catalog of
+	// every row of information_schema: schemaq's name for a database is
+	// not the server's. It is one name, so it equals itself.
+	databaseName = value{kind: vText, s: "\x00database"}
 )
 
 // standIns are the shapes of the names each stand-in may be.
@@ -38,6 +42,7 @@ var standIns = map[string]func(string) bool{
 	sysConstraintName.s: func(s string) bool { return strings.HasPrefix(s, "pg_") || couldBeNotNullName(s) },
 	sysTypeName.s:       func(s string) bool { return couldBeSystemName(s) || builtinTypeNames[s] || strings.HasPrefix(s, "_") },
 	arrayTypeName.s:     func(s string) bool { return strings.HasPrefix(s, "_") },
+	databaseName.s:      func(string) bool { return true },
 }
 
 func isStandIn(v value) bool {
@@ -56,12 +61,16 @@ func anyStandIn(vs ...value) bool {
 
 // standInEqual compares two values of which at least one is a stand-in:
 // they are certainly unequal only when the other is a name the stand-in's
-// shape rules out. Two stand-ins may be one name.
+// shape rules out. Two stand-ins may be one name; databaseName is one,
+// and equals itself.
 func standInEqual(a, b value) (eq, certain bool) {
 	if !isStandIn(a) {
 		a, b = b, a
 	}
 	if isStandIn(b) {
+		if a.s == databaseName.s && b.s == databaseName.s {
+			return true, true
+		}
 		return false, false
 	}
 	if standIns[a.s](b.String()) {

@@ -47,3 +47,18 @@ BEGIN
         || '_' || strpos('abc', '') || '_' || strpos('abc', 'z'));
 END;
 $$;
+
+-- table_catalog is the server's name for the database, which schemaq's
+-- need not be: the catalog answers it against current_database() alone.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM information_schema.tables
+                WHERE table_catalog = current_database() AND table_schema = 'public' AND table_name = 'orders') THEN
+        CREATE TABLE orders_in_this_database (id int);
+    END IF;
+    IF EXISTS (SELECT 1 FROM information_schema.columns
+                WHERE table_catalog = current_catalog AND table_name = 'orders' AND column_name = 'no_such_column') THEN
+        CREATE TABLE never_made (id int);
+    END IF;
+END;
+$$;
