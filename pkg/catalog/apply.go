@@ -158,6 +158,9 @@ func (a *applier) run(tree *pg.ParseResult) error {
 			return a.errorAt(p.stmt, p.raw, err)
 		}
 	}
+	if err := a.endSession(); err != nil {
+		return err
+	}
 	a.cat.syncPartitions()
 	return nil
 }
@@ -226,6 +229,9 @@ type applier struct {
 	// only at the end of the script.
 	stmt int
 	raw  *pg.RawStmt
+	// temp is set once the script creates a temporary relation, which
+	// lives in tempSchema until the script ends (temp.go).
+	temp bool
 	// pending holds foreign keys to tables not created yet: generated
 	// schema files (SpiderUnion's among them) declare a reference before
 	// the table it points to, and the script is applied as one unit.
@@ -519,14 +525,23 @@ func (a *applier) creationSchema() string {
 // lookupPath is the search order for unqualified names: search_path, then
 // public, so that scripts that empty search_path still resolve.
 func (a *applier) lookupPath() []string {
-	if len(a.searchPath) == 0 {
-		return []string{DefaultSchema}
+	path := a.searchPath
+	if len(path) == 0 {
+		path = []string{DefaultSchema}
 	}
-	return a.searchPath
+	if a.temp {
+		// The session's temporary schema is searched first.
+		return append([]string{tempSchema}, path...)
+	}
+	return path
 }
 
 // target names a relation to be created.
 func (a *applier) target(rv *pg.RangeVar) QualName {
+	if isTemp(rv) {
+		a.temp = true
+		return QualName{tempSchema, rv.Relname}
+	}
 	schema := rv.Schemaname
 	if schema == "" {
 		schema = a.creationSchema()

@@ -92,6 +92,9 @@ func (a *applier) creating(rv *pg.RangeVar, view bool) reach {
 	if schema == "" {
 		schema = a.creationSchema()
 	}
+	if isTemp(rv) {
+		schema = tempSchema
+	}
 	q := QualName{schema, rv.Relname}
 	r := reach{schemas: []string{schema}, tables: []QualName{q}}
 	if view {
