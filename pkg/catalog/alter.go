@@ -215,6 +215,11 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 		if err != nil {
 			return err
 		}
+		// The keys the partition had from its parent stay, its own now,
+		// as PostgreSQL keeps the index and constraints it built: made
+		// current first, as they are derived only at the script's end.
+		a.cat.syncPartitions()
+		child.ownKeys()
 		child.PartitionOf, child.PartitionBound = nil, ""
 	case pg.AlterTableType_AT_AddInherit:
 		parent, err := a.table(cmd.Def.GetRangeVar())

@@ -8,7 +8,8 @@ import "slices"
 // own index (named <partition>_pkey, <partition>_<columns>_key) and clones
 // foreign keys under the parent's constraint name. The copies are derived
 // state, marked Inherited and made anew after every script, so a key
-// dropped from the parent or a partition detached loses them.
+// dropped from the parent drops them; a partition detached keeps them as
+// its own (ownKeys).
 func (c *Catalog) syncPartitions() {
 	var parts, shared []*Table
 	for q, t := range c.tables {
@@ -87,6 +88,20 @@ func (c *Catalog) PartitionRoot(t *Table) *Table {
 		t = p
 	}
 	return t
+}
+
+// ownKeys makes t's inherited keys its own, as a detached partition's
+// are.
+func (t *Table) ownKeys() {
+	if t.PrimaryKey != nil {
+		t.PrimaryKey.Inherited = false
+	}
+	for i := range t.Unique {
+		t.Unique[i].Inherited = false
+	}
+	for i := range t.ForeignKeys {
+		t.ForeignKeys[i].Inherited = false
+	}
 }
 
 func hasInherited(t *Table) bool {
