@@ -463,6 +463,8 @@ func (a *applier) statement(n *pg.Node) error {
 		return nil
 	case n.GetDoStmt() != nil:
 		return a.do(n.GetDoStmt())
+	case n.GetSelectStmt() != nil && n.GetSelectStmt().IntoClause != nil:
+		return a.createTableAs(selectIntoTable(n.GetSelectStmt()))
 	case n.GetSelectStmt() != nil && callsRoutine(a, n):
 		return a.interpret(func(e *evaluator) error {
 			_, err := e.query(n.GetSelectStmt(), nil)

@@ -154,8 +154,8 @@ func partitionBound(b *pg.PartitionBoundSpec) string {
 
 // like copies columns from CREATE TABLE … (LIKE other [INCLUDING …]).
 // Columns, types and NOT NULL always come along; defaults, generated
-// expressions, identity, comments and constraints only when included, as
-// in PostgreSQL.
+// expressions, identity, comments, checks and keys only when included,
+// as in PostgreSQL.
 func (a *applier) like(t *Table, l *pg.TableLikeClause) error {
 	src, err := a.table(l.Relation)
 	if err != nil {
@@ -168,6 +168,7 @@ func (a *applier) like(t *Table, l *pg.TableLikeClause) error {
 		defaults    = 1 << 3
 		generated   = 1 << 4
 		identity    = 1 << 5
+		indexes     = 1 << 6
 	) // CreateStmtLikeOption bits; INCLUDING ALL sets them all
 	opt := l.Options
 	for _, sc := range src.Columns {
@@ -201,7 +202,29 @@ func (a *applier) like(t *Table, l *pg.TableLikeClause) error {
 			}
 		}
 	}
+	if opt&indexes != 0 {
+		likeKeys(t, src)
+	}
 	return nil
+}
+
+// likeKeys copies src's primary key, unique keys and exclusion
+// constraints to t, as INCLUDING INDEXES builds their indexes anew under
+// t's default names (t_pkey, t_a_b_key, t_a_excl).
+func likeKeys(t, src *Table) {
+	if pk := src.PrimaryKey; pk != nil && t.PrimaryKey == nil {
+		t.PrimaryKey = &Key{Name: chooseConstraintName(t, "", "pkey"), Columns: slices.Clone(pk.Columns)}
+	}
+	for _, k := range src.Unique {
+		t.Unique = append(t.Unique, Key{Name: chooseConstraintName(t, columnsAddition(k.Columns), "key"), Columns: slices.Clone(k.Columns)})
+	}
+	for _, ch := range src.Checks {
+		if ch.Exclude {
+			ch.Name = chooseConstraintName(t, columnsAddition(ch.Columns), "excl")
+			ch.Columns = slices.Clone(ch.Columns)
+			t.Checks = append(t.Checks, ch)
+		}
+	}
 }
 
 // addColumn adds a column definition with its inline constraints. In

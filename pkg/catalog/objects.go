@@ -175,6 +175,14 @@ func (a *applier) createTableAs(s *pg.CreateTableAsStmt) error {
 	return nil
 }
 
+// selectIntoTable reads SELECT … INTO t FROM … as the CREATE TABLE t AS
+// SELECT … it is. The query keeps its INTO: what reads a query's columns
+// and relations passes over it (t does not exist yet).
+func selectIntoTable(s *pg.SelectStmt) *pg.CreateTableAsStmt {
+	return &pg.CreateTableAsStmt{Query: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: s}},
+		Into: s.IntoClause, Objtype: pg.ObjectType_OBJECT_TABLE}
+}
+
 // reads lists the existing tables and views a query selects from, in order
 // of appearance, leaving out its own CTE names. Names that resolve to
 // nothing (functions, objects of extensions) are left out.

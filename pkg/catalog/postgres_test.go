@@ -282,3 +282,40 @@ func TestPostgresRoutines(t *testing.T) {
 	}
 	t.Logf("%d tables, %d views: %d columns, %d keys compared; %d differ", len(c.Tables()), len(c.Views()), len(cols), len(keys), len(diffs))
 }
+
+// TestPostgresStatements applies each script of testdata/postgres-statements
+// to a database of its own in PostgreSQL and to a catalog: every column
+// (type, nullability, default) and every key must match, with no drift.
+func TestPostgresStatements(t *testing.T) {
+	p := testenv.StartPostgres(t)
+	files, err := filepath.Glob(filepath.Join("testdata", "postgres-statements", "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".sql")
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.CreateDB(t, "statements_"+name)
+			if _, err := p.Query("statements_"+name, string(b)); err != nil {
+				t.Fatalf("PostgreSQL refuses %s: %v", f, err)
+			}
+			c, err := New(name).Apply(f, string(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := c.Drift(); len(d) > 0 {
+				t.Errorf("drift: %v", d)
+			}
+			cols, keys := describe(p, t, "statements_"+name)
+			diffs := diffCatalog(cols, keys, c)
+			for _, d := range diffs {
+				t.Error(d)
+			}
+			t.Logf("%d columns, %d keys compared; %d differ", len(cols), len(keys), len(diffs))
+		})
+	}
+}

@@ -26,6 +26,8 @@ func (a *applier) reachOf(n *pg.Node) reach {
 		return reach{}
 	case n.GetViewStmt() != nil:
 		return a.creating(n.GetViewStmt().View, true)
+	case n.GetSelectStmt() != nil && n.GetSelectStmt().IntoClause != nil:
+		return a.creating(n.GetSelectStmt().IntoClause.Rel, false)
 	case n.GetAlterTableStmt() != nil:
 		return a.altering(n.GetAlterTableStmt())
 	case n.GetCommentStmt() != nil:
