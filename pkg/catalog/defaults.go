@@ -74,7 +74,10 @@ func cookExpr(a *applier, n *pg.Node, top bool) string {
 			// A literal cast to a type is a constant of that type.
 			return literalAs(c.GetSval().Sval, a.displayType(spec))
 		}
-		if tc.Arg.GetAArrayExpr() != nil {
+		if arr := tc.Arg.GetAArrayExpr(); arr != nil {
+			if len(arr.Elements) == 0 {
+				return "ARRAY[]::" + a.displayType(spec) // format_type's name
+			}
 			break // ARRAY[…]::t prints as written
 		}
 		return "(" + cookExpr(a, tc.Arg, false) + ")::" + a.displayType(spec)

@@ -35,13 +35,17 @@ func (a *applier) drop(s *pg.DropStmt) error {
 			targets = append(targets, q)
 		}
 		return a.dropRelations(targets, cascade)
-	case pg.ObjectType_OBJECT_TYPE:
+	case pg.ObjectType_OBJECT_TYPE, pg.ObjectType_OBJECT_DOMAIN:
 		for _, obj := range s.Objects {
 			schema, name := qualFromList(listStrings(obj))
 			q, ok := a.findEnum(schema, name)
-			if !ok {
-				// Composite, range and base types are not modelled, so a
-				// missing one is not an error we can vouch for.
+			if !ok || s.RemoveType == pg.ObjectType_OBJECT_DOMAIN {
+				// Domains, composite, range and base types are not
+				// modelled: a missing one is not an error we can vouch
+				// for, and CASCADE takes the columns printing its name.
+				if err := a.dropUserType(schema, name, cascade); err != nil {
+					return err
+				}
 				continue
 			}
 			if err := a.dropEnum(q, cascade); err != nil {
@@ -192,6 +196,9 @@ func (a *applier) dropSchema(name string, missingOK, cascade bool) error {
 		if err := a.dropEnum(q, true); err != nil {
 			return err
 		}
+	}
+	if err := a.dropUserTypeColumns(inSchema(name)); err != nil {
+		return err
 	}
 	for q := range a.cat.functions {
 		if q.Schema == name {

@@ -44,11 +44,13 @@ func (a *applier) rename(s *pg.RenameStmt) error {
 			return renameConstraint(t, s.Relation.Relname, s.Newname)
 		}
 		return nil
-	case pg.ObjectType_OBJECT_TYPE:
+	case pg.ObjectType_OBJECT_TYPE, pg.ObjectType_OBJECT_DOMAIN:
 		schema, name := qualFromList(listStrings(s.Object))
 		old, ok := a.findEnum(schema, name)
-		if !ok {
-			return nil // a composite, range or base type: not modelled
+		if !ok || s.RenameType == pg.ObjectType_OBJECT_DOMAIN {
+			// A domain, composite or range type: followed by name.
+			a.moveUserType(schema, name, func(q QualName) QualName { return QualName{q.Schema, s.Newname} })
+			return nil
 		}
 		return a.moveEnum(old, QualName{old.Schema, s.Newname})
 	case pg.ObjectType_OBJECT_SCHEMA:
@@ -391,6 +393,7 @@ func (a *applier) renameSchema(from, to string) error {
 	for _, q := range keysIn(a.cat.enums, from) {
 		_ = a.moveEnum(q, QualName{to, q.Name})
 	}
+	a.moveUserTypesOf(from, to)
 	delete(a.cat.schemas, from)
 	return nil
 }
@@ -417,11 +420,12 @@ func (a *applier) setSchema(s *pg.AlterObjectSchemaStmt) error {
 			return clean(err)
 		}
 		return a.moveRelation(q, QualName{s.Newschema, q.Name})
-	case pg.ObjectType_OBJECT_TYPE:
+	case pg.ObjectType_OBJECT_TYPE, pg.ObjectType_OBJECT_DOMAIN:
 		schema, name := qualFromList(listStrings(s.Object))
-		if q, ok := a.findEnum(schema, name); ok {
+		if q, ok := a.findEnum(schema, name); ok && s.ObjectType == pg.ObjectType_OBJECT_TYPE {
 			return a.moveEnum(q, QualName{s.Newschema, q.Name})
 		}
+		a.moveUserType(schema, name, func(q QualName) QualName { return QualName{s.Newschema, q.Name} })
 	case pg.ObjectType_OBJECT_SEQUENCE:
 		seq, _ := a.sequenceAt(s.Relation)
 		a.moveSequence(seq, QualName{s.Newschema, seq.Name})
