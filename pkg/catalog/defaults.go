@@ -52,6 +52,46 @@ func (a *applier) cookDefault(n *pg.Node, colType string) string {
 	return cookExpr(a, n, true)
 }
 
+// castArray prints ARRAY[…]::t[] as ruleutils does: the cast goes into
+// each element (ARRAY[(1)::bigint, 'x'::text]) and an empty array keeps
+// it, named as format_type names it. Only constants are printed so;
+// ok is false for other elements.
+func castArray(arr *pg.A_ArrayExpr, typ string) (string, bool) {
+	elem, isArray := strings.CutSuffix(typ, "[]")
+	if len(arr.Elements) == 0 {
+		return "ARRAY[]::" + typ, true
+	}
+	if !isArray || strings.HasSuffix(elem, "[]") {
+		return "", false
+	}
+	parts := make([]string, len(arr.Elements))
+	for i, e := range arr.Elements {
+		c := e.GetAConst()
+		switch {
+		case c == nil || c.Isnull:
+			return "", false
+		case c.GetSval() != nil:
+			parts[i] = literalAs(c.GetSval().Sval, elem)
+		case c.GetIval() != nil && elem == "integer":
+			parts[i] = strconv.Itoa(int(c.GetIval().Ival))
+		case c.GetIval() != nil:
+			parts[i] = "(" + strconv.Itoa(int(c.GetIval().Ival)) + ")::" + elem
+		default:
+			return "", false
+		}
+	}
+	return "ARRAY[" + strings.Join(parts, ", ") + "]", true
+}
+
+func allStrings(arr *pg.A_ArrayExpr) bool {
+	for _, e := range arr.Elements {
+		if c := e.GetAConst(); c == nil || c.GetSval() == nil {
+			return false
+		}
+	}
+	return true
+}
+
 func isNullConst(n *pg.Node) bool {
 	c := n.GetAConst()
 	return c != nil && c.Isnull
@@ -75,8 +115,8 @@ func cookExpr(a *applier, n *pg.Node, top bool) string {
 			return literalAs(c.GetSval().Sval, a.displayType(spec))
 		}
 		if arr := tc.Arg.GetAArrayExpr(); arr != nil {
-			if len(arr.Elements) == 0 {
-				return "ARRAY[]::" + a.displayType(spec) // format_type's name
+			if s, ok := castArray(arr, a.displayType(spec)); ok {
+				return s
 			}
 			break // ARRAY[…]::t prints as written
 		}
@@ -104,6 +144,10 @@ func cookExpr(a *applier, n *pg.Node, top bool) string {
 			}
 			args[i] = cookExpr(a, arg, false)
 		}
+		if fc.Funcformat == pg.CoercionForm_COERCE_SQL_SYNTAX && len(name) == 2 && name[1] == "timezone" && len(args) == 2 {
+			// ts AT TIME ZONE zone, which ruleutils prints as written.
+			return "(" + args[1] + " AT TIME ZONE " + args[0] + ")"
+		}
 		quoted := make([]string, len(name))
 		for i, p := range name {
 			quoted[i] = QuoteIdent(p)
@@ -112,6 +156,11 @@ func cookExpr(a *applier, n *pg.Node, top bool) string {
 			quoted = quoted[1:]
 		}
 		return strings.Join(quoted, ".") + "(" + strings.Join(args, ", ") + ")"
+	case n.GetAArrayExpr() != nil:
+		// ARRAY['a', 'b'] is a text[]: its literals are text.
+		if s, ok := castArray(n.GetAArrayExpr(), "text[]"); ok && len(n.GetAArrayExpr().Elements) > 0 && allStrings(n.GetAArrayExpr()) {
+			return s
+		}
 	case n.GetSqlvalueFunction() != nil:
 		if s := sqlValueFunction(n.GetSqlvalueFunction()); s != "" {
 			return s

@@ -43,8 +43,10 @@ func (a *applier) typeOf(tn *pg.TypeName) (typeSpec, error) {
 	var spec typeSpec
 	mods := a.typmods(tn.Typmods)
 	var base string
-	if len(names) == 1 && internalNames[names[0]] {
-		// Written in pg_catalog's internal spelling (int8, bool, timestamptz).
+	if len(names) == 1 && (internalNames[names[0]] || names[0] == "char") {
+		// Written in pg_catalog's internal spelling (int8, bool,
+		// timestamptz), or "char", its one-byte type, quoted (char
+		// unquoted the parser has made bpchar already).
 		names = []string{"pg_catalog", names[0]}
 	}
 	if len(names) == 2 && names[0] == "pg_catalog" {
@@ -52,6 +54,9 @@ func (a *applier) typeOf(tn *pg.TypeName) (typeSpec, error) {
 		pretty, ok := builtinTypes[n]
 		if !ok {
 			pretty = n
+		}
+		if n == "char" {
+			pretty = `"char"` // as format_type prints it, unlike character
 		}
 		switch n {
 		case "timestamp", "timestamptz", "time", "timetz":
