@@ -229,6 +229,9 @@ type applier struct {
 	// only at the end of the script.
 	stmt int
 	raw  *pg.RawStmt
+	// defaultNamed holds, while a CREATE TABLE is applied, the keys it
+	// named by default (dropDuplicateKeys).
+	defaultNamed map[string]bool
 	// temp is set once the script creates a temporary relation, which
 	// lives in tempSchema until the script ends (temp.go).
 	temp bool

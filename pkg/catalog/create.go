@@ -90,7 +90,10 @@ func (a *applier) createTable(s *pg.CreateStmt) error {
 		t.PartitionBy = partitionBy(ps)
 	}
 
+	a.defaultNamed = map[string]bool{}
+	defer func() { a.defaultNamed = nil }()
 	var tableConstraints []*pg.Constraint
+	var likeKeysOf []*Table
 	for _, elt := range s.TableElts {
 		switch {
 		case elt.GetColumnDef() != nil:
@@ -100,8 +103,12 @@ func (a *applier) createTable(s *pg.CreateStmt) error {
 		case elt.GetConstraint() != nil:
 			tableConstraints = append(tableConstraints, elt.GetConstraint())
 		case elt.GetTableLikeClause() != nil:
-			if err := a.like(t, elt.GetTableLikeClause()); err != nil {
+			src, err := a.like(t, elt.GetTableLikeClause())
+			if err != nil {
 				return err
+			}
+			if src != nil {
+				likeKeysOf = append(likeKeysOf, src)
 			}
 		}
 	}
@@ -110,7 +117,50 @@ func (a *applier) createTable(s *pg.CreateStmt) error {
 			return err
 		}
 	}
+	a.dropDuplicateKeys(t)
+	// PostgreSQL builds what LIKE … INCLUDING INDEXES copies once the
+	// table exists, after its own keys.
+	for _, src := range likeKeysOf {
+		likeKeys(t, src)
+	}
 	return nil
+}
+
+// noteDefaultName notes, within a CREATE TABLE, a key named by default.
+func (a *applier) noteDefaultName(name string) {
+	if a.defaultNamed != nil {
+		a.defaultNamed[name] = true
+	}
+}
+
+// dropDuplicateKeys keeps one of the keys a CREATE TABLE declares twice
+// over the same columns (id int PRIMARY KEY UNIQUE, or UNIQUE (a) beside
+// CONSTRAINT a_key UNIQUE (a)), as PostgreSQL builds one index for
+// them: the primary key before any unique key, else the first; it takes
+// the name of a duplicate named when its own was a default.
+func (a *applier) dropDuplicateKeys(t *Table) {
+	var kept []*Key
+	if t.PrimaryKey != nil {
+		kept = append(kept, t.PrimaryKey)
+	}
+	unique := make([]Key, 0, len(t.Unique)) // kept points into it: no growing
+	for _, k := range t.Unique {
+		dup := false
+		for _, prior := range kept {
+			if len(k.Columns) > 0 && slices.Equal(prior.Columns, k.Columns) {
+				if a.defaultNamed[prior.Name] && !a.defaultNamed[k.Name] {
+					prior.Name = k.Name
+				}
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			unique = append(unique, k)
+			kept = append(kept, &unique[len(unique)-1])
+		}
+	}
+	t.Unique = unique
 }
 
 // partitionBy renders PARTITION BY for display: strategy and key columns.
@@ -156,10 +206,10 @@ func partitionBound(b *pg.PartitionBoundSpec) string {
 // Columns, types and NOT NULL always come along; defaults, generated
 // expressions, identity, comments, checks and keys only when included,
 // as in PostgreSQL.
-func (a *applier) like(t *Table, l *pg.TableLikeClause) error {
+func (a *applier) like(t *Table, l *pg.TableLikeClause) (keysOf *Table, err error) {
 	src, err := a.table(l.Relation)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	const (
 		comments    = 1 << 0
@@ -203,9 +253,9 @@ func (a *applier) like(t *Table, l *pg.TableLikeClause) error {
 		}
 	}
 	if opt&indexes != 0 {
-		likeKeys(t, src)
+		return src, nil // its keys come after the table's own
 	}
-	return nil
+	return nil, nil
 }
 
 // likeKeys copies src's primary key, unique keys and exclusion
@@ -322,6 +372,7 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 		}
 		if name == "" {
 			name = chooseConstraintName(t, "", "pkey")
+			a.noteDefaultName(name)
 		} else if t.hasConstraint(name) {
 			return duplicate("constraint %s for relation %s already exists", QuoteIdent(name), t.QualName())
 		}
@@ -340,6 +391,7 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 		}
 		if name == "" {
 			name = chooseConstraintName(t, columnsAddition(cols), "key")
+			a.noteDefaultName(name)
 		} else if t.hasConstraint(name) {
 			return duplicate("constraint %s for relation %s already exists", QuoteIdent(name), t.QualName())
 		}
