@@ -187,10 +187,25 @@ var viewCases = []struct{ expr, typ string }{
 	{"CASE WHEN qty > 1 THEN name ELSE 'none' END", "text"},
 	{"upper(name)", "text"},
 	{"now()", "timestamp with time zone"},
+	{"tags[1]", "text"},
+	{"tags[1:2]", "text[]"},
+	{"greatest(qty, big)", "bigint"},
+	{"greatest(small, 1)", "integer"},
+	{"rate * 2", "double precision"},
+	{"rate + rate", "real"},
+	{"small + rate", "double precision"},
+	{"NULL", "text"},
+	{"CASE WHEN qty > 1 THEN NULL END", "text"},
+	{"coalesce(code, 'x')", "character varying"},
+	{"coalesce('x', code)", "character varying"},
+	{"CASE WHEN qty > 1 THEN small ELSE big END", "bigint"},
+	{"coalesce(rate, price)", "real"},
+	{"substr(name, 1, 2)", "text"},
 }
 
 const viewBase = `CREATE TABLE base (id serial PRIMARY KEY, name text, code varchar(10), doc jsonb, js json, tags text[],
-    price numeric(40,15), qty integer, big bigint, ratio double precision, day date, at timestamptz);
+    price numeric(40,15), qty integer, big bigint, ratio double precision, day date, at timestamptz,
+    rate real, small smallint);
 `
 
 func viewCasesSQL() string {
@@ -230,6 +245,36 @@ func TestPostgresViewCases(t *testing.T) {
 	for i, vc := range viewCases {
 		if got := cols[fmt.Sprintf("public.v.c%d", i)].typ; got != vc.typ {
 			t.Errorf("%s: PostgreSQL says %q, the case says %q", vc.expr, got, vc.typ)
+		}
+	}
+}
+
+// A join USING (or NATURAL) columns makes each one column, of the two
+// sides' common type, first in *; a function in FROM has its columns.
+func TestViewColumnsOfJoinsAndFunctions(t *testing.T) {
+	const base = `CREATE TABLE o (id bigint, cust int, note text);
+CREATE TABLE c (id int, cust int, name text);
+`
+	cases := []struct{ view, want string }{
+		{"SELECT * FROM o JOIN c USING (cust, id)", "cust integer, id bigint, note text, name text"},
+		{"SELECT * FROM o NATURAL JOIN c", "id bigint, cust integer, note text, name text"},
+		{"SELECT id, o.id AS oid, c.id AS cid FROM o JOIN c USING (id)", "id bigint, oid bigint, cid integer"},
+		{"SELECT * FROM generate_series(1, 10) g", "g integer"},
+		{"SELECT * FROM generate_series(1, 10) AS g(n)", "n integer"},
+		{"SELECT x FROM unnest(ARRAY['a', 'b']::text[]) x", "x text"},
+		{"SELECT 1 AS a UNION ALL SELECT 2.5", "a numeric"},
+	}
+	for _, tc := range cases {
+		c, err := New("db").Apply("v.sql", base+"CREATE VIEW v AS "+tc.view+";")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, col := range c.View(QualName{"public", "v"}).Columns {
+			got = append(got, col.Name+" "+col.Type)
+		}
+		if s := strings.Join(got, ", "); s != tc.want {
+			t.Errorf("%s: columns %s, want %s", tc.view, s, tc.want)
 		}
 	}
 }

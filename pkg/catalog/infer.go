@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
@@ -23,11 +24,13 @@ func (a *applier) queryColumns(query *pg.Node, aliases []string) []*Column {
 	return out
 }
 
-// scope maps the names visible in a FROM clause to their columns; "" holds
-// every column in order, for unqualified references and *.
+// scope maps the names visible in a FROM clause to their columns, in
+// the order unqualified references search them; star is what * expands
+// to (a JOIN … USING column once, before the others).
 type scope struct {
 	names map[string][]*Column
 	order []string
+	star  []*Column
 }
 
 func (a *applier) selectColumns(sel *pg.SelectStmt, ctes map[string][]*Column) []*Column {
@@ -38,8 +41,11 @@ func (a *applier) selectColumns(sel *pg.SelectStmt, ctes map[string][]*Column) [
 		left := a.selectColumns(sel.Larg, ctes)
 		right := a.selectColumns(sel.Rarg, ctes)
 		for i, c := range left {
-			if c.Type == "" && i < len(right) && right[i].Type != "" {
-				c.Type, c.Enum = right[i].Type, right[i].Enum
+			if i >= len(right) {
+				break
+			}
+			if t := commonOf([]string{c.Type, right[i].Type}); t != c.Type {
+				c.Type, c.Enum = t, right[i].Enum
 			}
 		}
 		return left
@@ -75,7 +81,7 @@ func (a *applier) selectColumns(sel *pg.SelectStmt, ctes map[string][]*Column) [
 	}
 	sc := &scope{names: map[string][]*Column{}}
 	for _, f := range sel.FromClause {
-		a.addSource(sc, f, ctes)
+		sc.star = append(sc.star, a.addSource(sc, f, ctes)...)
 	}
 	var out []*Column
 	for _, tn := range sel.TargetList {
@@ -87,9 +93,7 @@ func (a *applier) selectColumns(sel *pg.SelectStmt, ctes map[string][]*Column) [
 			if len(cr.Fields) > 1 {
 				out = append(out, copyColumns(sc.names[listStrings(cr.Fields[len(cr.Fields)-2])[0]])...)
 			} else {
-				for _, n := range sc.order {
-					out = append(out, copyColumns(sc.names[n])...)
-				}
+				out = append(out, copyColumns(sc.star)...)
 			}
 			continue
 		}
@@ -105,6 +109,9 @@ func (a *applier) selectColumns(sel *pg.SelectStmt, ctes map[string][]*Column) [
 			}
 		} else {
 			c.Type = a.exprType(rt.Val, sc)
+			if c.Type == "" && onlyNulls(rt.Val) {
+				c.Type = "text" // an output of unknown type is text
+			}
 			c.Enum = a.enumOfType(c.Type)
 		}
 		out = append(out, c)
@@ -120,8 +127,10 @@ func copyColumns(cols []*Column) []*Column {
 	return out
 }
 
-func (a *applier) addSource(sc *scope, n *pg.Node, ctes map[string][]*Column) {
-	add := func(name string, cols []*Column, colAliases []string) {
+// addSource adds a FROM item's names to sc and returns the columns *
+// takes from it.
+func (a *applier) addSource(sc *scope, n *pg.Node, ctes map[string][]*Column) []*Column {
+	add := func(name string, cols []*Column, colAliases []string) []*Column {
 		cols = copyColumns(cols)
 		for i, al := range colAliases {
 			if i < len(cols) {
@@ -132,6 +141,7 @@ func (a *applier) addSource(sc *scope, n *pg.Node, ctes map[string][]*Column) {
 			sc.order = append(sc.order, name)
 		}
 		sc.names[name] = cols
+		return cols
 	}
 	switch {
 	case n.GetRangeVar() != nil:
@@ -141,15 +151,14 @@ func (a *applier) addSource(sc *scope, n *pg.Node, ctes map[string][]*Column) {
 			name, aliases = rv.Alias.Aliasname, pgtree.Strings(rv.Alias.Colnames)
 		}
 		if cols, ok := ctes[rv.Relname]; ok && rv.Schemaname == "" {
-			add(name, cols, aliases)
-			return
+			return add(name, cols, aliases)
 		}
 		q, kind := a.resolveRV(rv)
 		switch kind {
 		case relTable:
-			add(name, a.cat.tables[q].Columns, aliases)
+			return add(name, a.cat.tables[q].Columns, aliases)
 		case relView:
-			add(name, a.cat.views[q].Columns, aliases)
+			return add(name, a.cat.views[q].Columns, aliases)
 		}
 	case n.GetRangeSubselect() != nil:
 		rs := n.GetRangeSubselect()
@@ -157,11 +166,101 @@ func (a *applier) addSource(sc *scope, n *pg.Node, ctes map[string][]*Column) {
 		if rs.Alias != nil {
 			name, aliases = rs.Alias.Aliasname, pgtree.Strings(rs.Alias.Colnames)
 		}
-		add(name, a.selectColumns(rs.Subquery.GetSelectStmt(), ctes), aliases)
+		return add(name, a.selectColumns(rs.Subquery.GetSelectStmt(), ctes), aliases)
+	case n.GetRangeFunction() != nil:
+		rf := n.GetRangeFunction()
+		cols := a.functionColumns(rf, sc)
+		name, aliases := "", []string(nil)
+		if len(cols) == 1 {
+			name = cols[0].Name
+		}
+		if rf.Alias != nil {
+			name, aliases = rf.Alias.Aliasname, pgtree.Strings(rf.Alias.Colnames)
+			if len(aliases) == 0 && len(cols) == 1 {
+				aliases = []string{name} // a scalar function's column takes the alias
+			}
+		}
+		return add(name, cols, aliases)
 	case n.GetJoinExpr() != nil:
-		a.addSource(sc, n.GetJoinExpr().Larg, ctes)
-		a.addSource(sc, n.GetJoinExpr().Rarg, ctes)
+		return a.join(sc, n.GetJoinExpr(), ctes)
 	}
+	return nil
+}
+
+// join adds both sides of a join. Columns USING (or NATURAL) joins on
+// are one column each, of the two sides' common type, found before
+// either side's by unqualified names and first in *.
+func (a *applier) join(sc *scope, j *pg.JoinExpr, ctes map[string][]*Column) []*Column {
+	left := a.addSource(sc, j.Larg, ctes)
+	right := a.addSource(sc, j.Rarg, ctes)
+	using := pgtree.Strings(j.UsingClause)
+	if j.IsNatural {
+		for _, l := range left {
+			if slices.ContainsFunc(right, func(r *Column) bool { return r.Name == l.Name }) {
+				using = append(using, l.Name)
+			}
+		}
+	}
+	if len(using) == 0 {
+		return append(left, right...)
+	}
+	find := func(cols []*Column, name string) *Column {
+		if i := slices.IndexFunc(cols, func(c *Column) bool { return c.Name == name }); i >= 0 {
+			return cols[i]
+		}
+		return &Column{Name: name}
+	}
+	var merged []*Column
+	for _, u := range using {
+		l, r := find(left, u), find(right, u)
+		c := &Column{Name: u, Type: commonOf([]string{l.Type, r.Type})}
+		if c.Type == l.Type && l.Enum != nil {
+			e := *l.Enum
+			c.Enum = &e
+		}
+		merged = append(merged, c)
+	}
+	// Found first by unqualified names; a qualified one finds its side's.
+	key := "\x00using" + itoa(len(sc.order))
+	sc.names[key] = merged
+	sc.order = append([]string{key}, sc.order...)
+	rest := func(cols []*Column) []*Column {
+		return slices.DeleteFunc(slices.Clone(cols), func(c *Column) bool { return slices.Contains(using, c.Name) })
+	}
+	return append(append(merged, rest(left)...), rest(right)...)
+}
+
+// functionColumns are the columns a function in FROM returns:
+// generate_series its arguments' common type, unnest its array's
+// element type, another function one column of its result type.
+func (a *applier) functionColumns(rf *pg.RangeFunction, sc *scope) []*Column {
+	if len(rf.Functions) != 1 || rf.Ordinality {
+		return nil
+	}
+	items := rf.Functions[0].GetList().GetItems()
+	if len(items) == 0 || items[0].GetFuncCall() == nil {
+		return nil
+	}
+	fc := items[0].GetFuncCall()
+	names := pgtree.Strings(fc.Funcname)
+	name := strings.ToLower(names[len(names)-1])
+	col := &Column{Name: name}
+	switch name {
+	case "generate_series":
+		if len(fc.Args) >= 2 {
+			col.Type = withoutTypmod(a.commonType(fc.Args[:2], sc))
+		}
+	case "unnest":
+		if len(fc.Args) != 1 {
+			return nil
+		}
+		if t := a.exprType(fc.Args[0], sc); strings.HasSuffix(t, "[]") {
+			col.Type = strings.TrimSuffix(t, "[]")
+		}
+	default:
+		col.Type = a.exprType(items[0], sc)
+	}
+	return []*Column{col}
 }
 
 // lookup resolves a plain column reference against the FROM clause.
@@ -246,6 +345,9 @@ var funcTypes = map[string]string{
 	"length": "integer", "char_length": "integer", "random": "double precision",
 	"gen_random_uuid": "uuid", "uuid_generate_v4": "uuid", "to_tsvector": "tsvector",
 	"jsonb_build_object": "jsonb", "json_build_object": "json", "jsonb_agg": "jsonb", "json_agg": "json",
+	"substr": "text", "lpad": "text", "rpad": "text", "reverse": "text", "translate": "text",
+	"quote_ident": "text", "quote_literal": "text", "quote_nullable": "text", "chr": "text",
+	"string_to_array": "text[]", "regexp_split_to_array": "text[]",
 }
 
 // sameAsArg are functions whose result has their first typed argument's type.
@@ -328,14 +430,21 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 	case n.GetMinMaxExpr() != nil:
 		return a.commonType(n.GetMinMaxExpr().Args, sc)
 	case n.GetCaseExpr() != nil:
-		ce := n.GetCaseExpr()
-		var results []*pg.Node
-		for _, w := range ce.Args {
-			if cw := w.GetCaseWhen(); cw != nil {
-				results = append(results, cw.Result)
+		return a.commonType(caseResults(n.GetCaseExpr()), sc)
+	case n.GetAIndirection() != nil:
+		// An array's element, or a slice of it.
+		ind := n.GetAIndirection()
+		t := a.exprType(ind.Arg, sc)
+		for _, i := range ind.Indirection {
+			idx := i.GetAIndices()
+			switch {
+			case idx == nil || !strings.HasSuffix(t, "[]"):
+				return "" // a field of a composite
+			case !idx.IsSlice:
+				t = strings.TrimSuffix(t, "[]")
 			}
 		}
-		return a.firstType(append(results, ce.Defresult), sc)
+		return t
 	case n.GetBoolExpr() != nil, n.GetNullTest() != nil, n.GetBooleanTest() != nil:
 		return "boolean"
 	case n.GetSubLink() != nil:
@@ -447,7 +556,11 @@ func arithmeticType(op, l, r string) string {
 	lr, lok := numericRank[l]
 	rr, rok := numericRank[r]
 	if lok && rok {
-		// A literal like 1.5 is numeric; with a float it is cast to it.
+		// real with anything else works in double precision, the
+		// category's preferred type (real * 2 is double precision).
+		if (l == "real") != (r == "real") {
+			return "double precision"
+		}
 		if lr >= rr {
 			return l
 		}
@@ -475,15 +588,97 @@ func arithmeticType(op, l, r string) string {
 	return l
 }
 
-// commonType is the type of COALESCE, GREATEST and LEAST: the first
-// typed argument's, keeping its typmod only when every argument has the
-// same one (coalesce(numeric(40,15), 0) is numeric).
+// commonType is the type of COALESCE, GREATEST, LEAST, CASE and the
+// columns of a UNION, as select_common_type picks it: string literals and
+// NULLs take the others' type (text when all are), and the rest resolve
+// by commonOf.
 func (a *applier) commonType(args []*pg.Node, sc *scope) string {
-	t := a.firstType(args, sc)
+	var types []string
+	literal, skipped := false, false
 	for _, n := range args {
-		if u := a.exprType(n, sc); u != t {
-			return withoutTypmod(t)
+		if c := n.GetAConst(); c != nil && (c.Isnull || c.GetSval() != nil) {
+			literal = literal || c.GetSval() != nil
+			skipped = true
+			continue
 		}
+		types = append(types, a.exprType(n, sc))
+	}
+	if len(types) == 0 && literal {
+		return "text"
+	}
+	t := commonOf(types)
+	if skipped {
+		// A literal has no typmod, so the result keeps none.
+		return withoutTypmod(t)
 	}
 	return t
+}
+
+// commonOf resolves types to one: the same type keeps its typmod;
+// numeric types meet in the wider by implicit casts (smallint, integer,
+// bigint, numeric, real, double precision); otherwise the first. An
+// empty type (unknown) is left out.
+func commonOf(types []string) string {
+	first, same := "", true
+	for _, t := range types {
+		switch {
+		case t == "":
+		case first == "":
+			first = t
+		case t != first:
+			same = false
+		}
+	}
+	if same {
+		return first
+	}
+	best, bestRank := withoutTypmod(first), 0
+	for _, t := range types {
+		r, ok := numericRank[withoutTypmod(t)]
+		if t == "" {
+			continue
+		}
+		if !ok {
+			return withoutTypmod(first)
+		}
+		if r > bestRank {
+			best, bestRank = withoutTypmod(t), r
+		}
+	}
+	return best
+}
+
+func caseResults(ce *pg.CaseExpr) []*pg.Node {
+	var results []*pg.Node
+	for _, w := range ce.Args {
+		if cw := w.GetCaseWhen(); cw != nil {
+			results = append(results, cw.Result)
+		}
+	}
+	if ce.Defresult != nil {
+		results = append(results, ce.Defresult)
+	}
+	return results
+}
+
+// onlyNulls reports whether n is NULL, or a CASE or COALESCE of NULLs
+// alone: an expression of unknown type.
+func onlyNulls(n *pg.Node) bool {
+	all := func(nodes []*pg.Node) bool {
+		for _, x := range nodes {
+			if !onlyNulls(x) {
+				return false
+			}
+		}
+		return len(nodes) > 0
+	}
+	switch {
+	case n.GetAConst() != nil:
+		return n.GetAConst().Isnull
+	case n.GetCaseExpr() != nil:
+		return all(caseResults(n.GetCaseExpr())) // no ELSE is ELSE NULL
+	case n.GetCoalesceExpr() != nil:
+		return all(n.GetCoalesceExpr().Args)
+	}
+	return false
 }
