@@ -148,6 +148,13 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 			return err
 		}
 		col.Default = a.cookDefault(cmd.Def, col.Type)
+		// SET and DROP DEFAULT reach the partitions and children too.
+		return a.eachChild(t, recurse, func(child *Table) error {
+			if cc := child.Column(cmd.Name); cc != nil {
+				cc.Default = a.cookDefault(cmd.Def, cc.Type)
+			}
+			return nil
+		})
 	case pg.AlterTableType_AT_DropNotNull, pg.AlterTableType_AT_SetNotNull:
 		col, err := a.alterColumn(t, cmd.Name)
 		if err != nil {

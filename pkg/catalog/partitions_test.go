@@ -67,3 +67,35 @@ CREATE TABLE pm1 PARTITION OF pm FOR VALUES FROM (0) TO (10);
 		})
 	}
 }
+
+// ALTER COLUMN SET or DROP DEFAULT reaches partitions and inheritance
+// children, unless ONLY keeps it to the table named.
+func TestColumnDefaultsReachChildren(t *testing.T) {
+	const base = `CREATE TABLE p (id int, v text) PARTITION BY LIST (id);
+CREATE TABLE p1 PARTITION OF p FOR VALUES IN (1);
+CREATE TABLE b (id int, v text);
+CREATE TABLE k () INHERITS (b);
+`
+	cases := []struct {
+		name, sql string
+		want      map[string]string // table → v's default
+	}{
+		{"set on a partitioned table", "ALTER TABLE p ALTER COLUMN v SET DEFAULT 'x';", map[string]string{"p": "'x'::text", "p1": "'x'::text"}},
+		{"set on a parent", "ALTER TABLE b ALTER COLUMN v SET DEFAULT 'x';", map[string]string{"b": "'x'::text", "k": "'x'::text"}},
+		{"ONLY", "ALTER TABLE ONLY b ALTER COLUMN v SET DEFAULT 'x';", map[string]string{"b": "'x'::text", "k": ""}},
+		{"dropped", "ALTER TABLE p ALTER COLUMN v SET DEFAULT 'x';\nALTER TABLE p ALTER COLUMN v DROP DEFAULT;", map[string]string{"p": "", "p1": ""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New("db").Apply("0001.sql", base+tc.sql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for tb, want := range tc.want {
+				if got := c.Table(QualName{"public", tb}).Column("v").Default; got != want {
+					t.Errorf("%s.v default %q, want %q", tb, got, want)
+				}
+			}
+		})
+	}
+}
