@@ -201,6 +201,12 @@ var viewCases = []struct{ expr, typ string }{
 	{"CASE WHEN qty > 1 THEN small ELSE big END", "bigint"},
 	{"coalesce(rate, price)", "real"},
 	{"substr(name, 1, 2)", "text"},
+	{"ARRAY[code]", "character varying(10)[]"},
+	{"ARRAY[code, 'x']", "character varying[]"},
+	{"ARRAY(SELECT b.code FROM base b)", "character varying(10)[]"},
+	{"ARRAY[ARRAY[1, 2], ARRAY[3, 4]]", "integer[]"},
+	{"ARRAY['a', 'b']", "text[]"},
+	{"ARRAY[qty, 1.5]", "numeric[]"},
 }
 
 const viewBase = `CREATE TABLE base (id serial PRIMARY KEY, name text, code varchar(10), doc jsonb, js json, tags text[],

@@ -431,6 +431,15 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 		return a.commonType(n.GetMinMaxExpr().Args, sc)
 	case n.GetCaseExpr() != nil:
 		return a.commonType(caseResults(n.GetCaseExpr()), sc)
+	case n.GetAArrayExpr() != nil:
+		// ARRAY[…] of its elements' common type; nested ones are one
+		// multidimensional array.
+		if t := a.commonType(n.GetAArrayExpr().Elements, sc); t != "" {
+			if strings.HasSuffix(t, "[]") {
+				return t
+			}
+			return t + "[]"
+		}
 	case n.GetAIndirection() != nil:
 		// An array's element, or a slice of it.
 		ind := n.GetAIndirection()
@@ -456,6 +465,9 @@ func (a *applier) exprType(n *pg.Node, sc *scope) string {
 			return ""
 		}
 		if sl.SubLinkType == pg.SubLinkType_ARRAY_SUBLINK {
+			if cols := a.selectColumns(sl.Subselect.GetSelectStmt(), nil); len(cols) == 1 && cols[0].Type != "" && !strings.HasSuffix(cols[0].Type, "[]") {
+				return cols[0].Type + "[]"
+			}
 			return ""
 		}
 		return "boolean"
