@@ -73,6 +73,14 @@ CREATE TABLE u (id int PRIMARY KEY, name text, avatar text);
 		{"an indexed column dropped", "CREATE INDEX o_cx ON o (c, x);", "ALTER TABLE o DROP COLUMN c"},
 		{"a column of a unique constraint dropped", "CREATE TABLE q (a int, b int, UNIQUE (a, b));", "ALTER TABLE q DROP COLUMN a"},
 		{"a column named as the renamed one was", "CREATE VIEW v AS SELECT c FROM o;", "ALTER TABLE o RENAME COLUMN c TO d; ALTER TABLE o ADD COLUMN c int; ALTER TABLE o DROP COLUMN c"},
+		// A view holds its relations, not their names: it follows a
+		// rename or a move, and a new table under the old name is not
+		// what it reads.
+		{"a renamed table's column dropped", "CREATE VIEW v AS SELECT o.c FROM o;", "ALTER TABLE o RENAME TO o2; ALTER TABLE o2 DROP COLUMN c"},
+		{"a moved table's column dropped", "CREATE SCHEMA s; CREATE VIEW v AS SELECT c FROM o;", "ALTER TABLE o SET SCHEMA s; ALTER TABLE s.o DROP COLUMN c"},
+		{"a renamed table's column dropped with CASCADE", "CREATE VIEW v AS SELECT o.c, u.name FROM o JOIN u ON u.id = o.id;", "ALTER TABLE o RENAME TO o2; ALTER TABLE o2 DROP COLUMN c CASCADE"},
+		{"a new table under a renamed one's name", "CREATE VIEW v AS SELECT c FROM o;", "ALTER TABLE o RENAME TO o2; CREATE TABLE o (c int); ALTER TABLE o DROP COLUMN c"},
+		{"a renamed view's column over a renamed table", "CREATE VIEW v AS SELECT o.c FROM o; CREATE VIEW w AS SELECT v.c FROM v;", "ALTER VIEW v RENAME TO v2; ALTER TABLE o RENAME TO o2; ALTER TABLE o2 DROP COLUMN c CASCADE"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -268,6 +268,7 @@ func (a *applier) moveRelation(from, to QualName) error {
 	if _, ok := a.cat.schemas[to.Schema]; !ok {
 		return undefined("schema %s does not exist", QuoteIdent(to.Schema))
 	}
+	a.moveInViews(from, to)
 	r := Rename{From: from.String(), Source: a.source}
 	if t := a.cat.tables[from]; t != nil {
 		delete(a.cat.tables, from)

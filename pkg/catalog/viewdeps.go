@@ -125,6 +125,65 @@ func (a *applier) renameInViews(t *Table, from, to string) {
 	}
 }
 
+// moveInViews follows a relation renamed or moved to another schema into
+// the definitions of the views that read it, as pg_get_viewdef shows
+// them: the new name, qualified when the search path will not find it,
+// aliased by the old name where the definition wrote it bare, so that
+// a.code still reads. It runs before the move, while the old name still
+// resolves.
+func (a *applier) moveInViews(from, to QualName) {
+	for _, v := range a.cat.views {
+		if !slices.Contains(v.Reads, from) {
+			continue
+		}
+		tree, err := pgtree.Parse(v.Definition)
+		if err != nil || len(tree.Stmts) == 0 {
+			continue
+		}
+		ctes := map[string]bool{}
+		pgtree.Walk(tree.Stmts[0].Stmt, func(n *pg.Node) {
+			if c := n.GetCommonTableExpr(); c != nil {
+				ctes[c.Ctename] = true
+			}
+		})
+		changed := false
+		pgtree.Walk(tree.Stmts[0].Stmt, func(n *pg.Node) {
+			rv := n.GetRangeVar()
+			if rv == nil || rv.Schemaname == "" && ctes[rv.Relname] {
+				return
+			}
+			if q, kind := a.resolve(rv.Schemaname, rv.Relname); kind == relNone || q != from {
+				return
+			}
+			if rv.Alias == nil && rv.Relname != to.Name {
+				rv.Alias = &pg.Alias{Aliasname: rv.Relname}
+			}
+			rv.Relname = to.Name
+			if rv.Schemaname != "" || !a.visibleAs(from, to) {
+				rv.Schemaname = to.Schema
+			}
+			changed = true
+		})
+		if def := deparseQuery(tree.Stmts[0].Stmt); changed && def != "" {
+			v.Definition = def
+		}
+	}
+}
+
+// visibleAs reports whether the search path will find relation from,
+// moved to to, by its bare name.
+func (a *applier) visibleAs(from, to QualName) bool {
+	for _, s := range a.lookupPath() {
+		if s == to.Schema {
+			return true
+		}
+		if q := (QualName{s, to.Name}); q != from && a.kindOf(q) != relNone {
+			return false
+		}
+	}
+	return false
+}
+
 // onlyHas reports whether t is the one relation of rels with column col,
 // so that an unqualified reference to it is t's.
 func (a *applier) onlyHas(rels []QualName, tq QualName, col string) bool {
