@@ -25,10 +25,15 @@ func (c *Catalog) noteConstraintName(name string) {
 	if name == "" {
 		return
 	}
-	name = clipUTF8(name, maxIdentLen)
-	if i, found := slices.BinarySearch(c.otherConstraints, name); !found {
-		c.otherConstraints = slices.Insert(c.otherConstraints, i, name)
+	c.otherConstraints = insertName(c.otherConstraints, clipUTF8(name, maxIdentLen))
+}
+
+// insertName adds name to the sorted set names, once.
+func insertName(names []string, name string) []string {
+	if i, found := slices.BinarySearch(names, name); !found {
+		return slices.Insert(names, i, name)
 	}
+	return names
 }
 
 // noteConstraints records the constraint names n creates that no table

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
@@ -28,9 +27,7 @@ func (c *Catalog) noteTypeName(name string) {
 	if name != unknownTypes {
 		name = clipUTF8(name, maxIdentLen)
 	}
-	if i, found := slices.BinarySearch(c.otherTypes, name); !found {
-		c.otherTypes = slices.Insert(c.otherTypes, i, name)
-	}
+	c.otherTypes = insertName(c.otherTypes, name)
 }
 
 // noteTypes records the type names n creates that the catalog does not

@@ -19,40 +19,43 @@ func opaque(v value) bool {
 	return isStandIn(v) || v.kind == vOid && v.text == ""
 }
 
+// regKind is a reg* type over qualified names: the prefix of its oids,
+// how a name resolves, and the value it prints as.
+type regKind struct {
+	name    string // regclass, regtype
+	prefix  string // "r:" relations, "t:" types
+	resolve func(name string) (QualName, bool)
+	oid     func(QualName) value
+	of      func(QualName) value
+	holds   string // what the catalog holds of the kind, for the stop
+}
+
 // regclass is v::regclass: an oid of a relation the catalog holds, or
 // its name as ::regclass reads one.
 func (e *evaluator) regclass(v value) (value, error) {
-	if v.kind == vOid {
-		if rest, ok := strings.CutPrefix(v.s, "r:"); ok {
-			if q, ok := e.a.regclass(rest); ok && relOid(q).s == v.s {
-				return e.a.regclassOf(q), nil
-			}
-		}
-		return value{kind: vOid, s: v.s}, nil // no relation the catalog holds: its number
-	}
-	q, ok := e.a.regclass(v.String())
-	if !ok {
-		return unknown, stop("regclass %q, which names no table or view the catalog holds", brief(v))
-	}
-	return e.a.regclassOf(q), nil
+	return e.regcast(v, regKind{"regclass", "r:", e.a.regclass, relOid, e.a.regclassOf, "table or view"})
 }
 
 // regtype is v::regtype, for the enums and the tables' and views' row
 // types.
 func (e *evaluator) regtype(v value) (value, error) {
+	return e.regcast(v, regKind{"regtype", "t:", e.a.regtype, typeOid, e.a.regtypeOf, "enum, table or view"})
+}
+
+func (e *evaluator) regcast(v value, k regKind) (value, error) {
 	if v.kind == vOid {
-		if rest, ok := strings.CutPrefix(v.s, "t:"); ok {
-			if q, ok := e.a.regtype(rest); ok && typeOid(q).s == v.s {
-				return e.a.regtypeOf(q), nil
+		if rest, ok := strings.CutPrefix(v.s, k.prefix); ok {
+			if q, ok := k.resolve(rest); ok && k.oid(q).s == v.s {
+				return k.of(q), nil
 			}
 		}
-		return value{kind: vOid, s: v.s}, nil
+		return value{kind: vOid, s: v.s}, nil // not one the catalog holds: its number
 	}
-	q, ok := e.a.regtype(v.String())
+	q, ok := k.resolve(v.String())
 	if !ok {
-		return unknown, stop("regtype %q, which names no enum, table or view the catalog holds", brief(v))
+		return unknown, stop("%s %q, which names no %s the catalog holds", k.name, brief(v), k.holds)
 	}
-	return e.a.regtypeOf(q), nil
+	return k.of(q), nil
 }
 
 // regnamespace is v::regnamespace: a schema's name is read as an
