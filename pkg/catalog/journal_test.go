@@ -71,6 +71,11 @@ var journalStatements = []string{
 	"COMMENT ON SCHEMA app IS 'changed'",
 	"COMMENT ON SCHEMA public IS 'changed'",
 	"CREATE TYPE mood2 AS ENUM ('x')",
+	// Names held by name only (namedconstraints.go, namedtypes.go).
+	"CREATE TYPE shell",
+	"CREATE DOMAIN posint AS int CONSTRAINT posint_positive CHECK (VALUE > 0)",
+	"CREATE EXTENSION postgis",
+	"CREATE TEMP TABLE staged AS SELECT * FROM orders",
 	"CREATE TYPE elsewhere.mood3 AS ENUM ('x')",
 	"ALTER TYPE mood ADD VALUE 'glad'",
 	"ALTER TYPE mood ADD VALUE 'glad' BEFORE 'ok'",

@@ -1,6 +1,10 @@
 package catalog
 
-import pg "github.com/pganalyze/pg_query_go/v5"
+import (
+	"slices"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+)
 
 // savepoint is what an exception block (or an interpreted DO block)
 // needs to undo what it changed when it fails: the objects as it found
@@ -18,10 +22,14 @@ type savepoint struct {
 	saved   journal
 	pending int
 	path    []string
+	// The names the catalog holds of constraints and types it does not
+	// model: a few, so copied whole.
+	constraints, types []string
 }
 
 func (a *applier) savepoint() *savepoint {
-	sp := &savepoint{pending: len(a.pending), path: a.searchPath}
+	sp := &savepoint{pending: len(a.pending), path: a.searchPath,
+		constraints: slices.Clone(a.cat.otherConstraints), types: slices.Clone(a.cat.otherTypes)}
 	a.savepoints = append(a.savepoints, sp)
 	return sp
 }
@@ -60,6 +68,7 @@ func (a *applier) beforeChange(n *pg.Node) error {
 func (a *applier) rollback(sp *savepoint) {
 	a.restore(&sp.saved)
 	a.pending, a.searchPath = a.pending[:sp.pending], sp.path
+	a.cat.otherConstraints, a.cat.otherTypes = sp.constraints, sp.types
 	a.release(sp)
 }
 
