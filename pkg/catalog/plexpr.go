@@ -491,8 +491,16 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 		}
 		if anyStandIn(l, p) {
 			// A name not held: 'pg_%' matches some system relations,
-			// '%s' the information schema's tables.
-			return unknown, nil
+			// '%s' the information schema's tables; 'fk_%' no name
+			// of theirs.
+			prefix := likePrefix(p.String())
+			if x.Kind == pg.A_Expr_Kind_AEXPR_ILIKE {
+				prefix = strings.ToLower(prefix)
+			}
+			if isStandIn(p) || standInStarts[l.s](prefix) {
+				return unknown, nil
+			}
+			return boolean(strings.HasPrefix(op, "!")), nil
 		}
 		if err := e.reserve(2 * (e.size(l) + e.size(p))); err != nil {
 			return unknown, err

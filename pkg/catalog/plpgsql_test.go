@@ -515,10 +515,16 @@ CREATE FUNCTION before_b(made text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
     EXECUTE format('CREATE TABLE %I (id int)', made);
   END IF;
 END $$;
-SELECT seen('pg_%', 'saw_pg'); SELECT seen_public('zz%', 'no_zz_in_public'); SELECT before_b('saw_before_b');`,
-			want:   []string{"no_zz_in_public.id integer"},
-			absent: []string{"saw_pg.id integer", "saw_before_b.id integer"},
-			drift:  []string{"depends on a value only the database held", "depends on a value only the database held"},
+CREATE FUNCTION fk_like(pattern text, made text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.table_constraints WHERE constraint_name LIKE pattern) THEN
+    EXECUTE format('CREATE TABLE %I (id int)', made);
+  END IF;
+END $$;
+SELECT seen('pg_%', 'saw_pg'); SELECT seen_public('zz%', 'no_zz_in_public'); SELECT before_b('saw_before_b');
+SELECT fk_like('fk\_%', 'no_fk'); SELECT fk_like('2200%', 'no_digits'); SELECT fk_like('b\_pk%', 'no_b_pk');`,
+			want:   []string{"no_zz_in_public.id integer", "no_fk.id integer"},
+			absent: []string{"saw_pg.id integer", "saw_before_b.id integer", "no_digits.id integer", "no_b_pk.id integer"},
+			drift:  []string{"depends on a value only the database held", "depends on a value only the database held", "fk_like('2200%'"},
 		},
 		{
 			// PERFORM sets FOUND by its rows; an UPDATE by the rows it

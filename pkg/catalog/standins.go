@@ -45,6 +45,54 @@ var standIns = map[string]func(string) bool{
 	databaseName.s:      func(string) bool { return true },
 }
 
+// standInStarts are, for each stand-in, whether a name of its shape may
+// start with a text: what a LIKE pattern's literal start asks.
+var standInStarts = map[string]func(string) bool{
+	sysName.s:           couldStartSystemName,
+	notNullName.s:       couldStartNotNullName,
+	sysConstraintName.s: func(p string) bool { return couldStartPG(p) || couldStartNotNullName(p) },
+	sysTypeName.s: func(p string) bool {
+		return couldStartSystemName(p) || strings.HasPrefix(p, "_") || anyStartsWith(builtinTypeNames, p)
+	},
+	arrayTypeName.s: func(p string) bool { return strings.HasPrefix(p, "_") },
+	databaseName.s:  func(string) bool { return true },
+}
+
+func couldStartPG(p string) bool { return strings.HasPrefix(p, "pg_") || strings.HasPrefix("pg_", p) }
+
+func couldStartSystemName(p string) bool { return couldStartPG(p) || anyStartsWith(infoSchemaNames, p) }
+
+func couldStartNotNullName(p string) bool { return p == "" || p[0] >= '0' && p[0] <= '9' }
+
+func anyStartsWith(names map[string]bool, p string) bool {
+	for n := range names {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// likePrefix is the literal text a LIKE pattern starts with: up to its
+// first unescaped % or _, with \ escapes read.
+func likePrefix(pattern string) string {
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '%', '_':
+			return b.String()
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+				b.WriteByte(pattern[i])
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
 func isStandIn(v value) bool {
 	_, ok := standIns[v.s]
 	return v.kind == vText && ok

@@ -47,3 +47,16 @@ BEGIN
     EXECUTE format('CREATE TABLE %I (id int)', 'no_row_' || coalesce(c || 'x', 'null') || '_' || coalesce(r.constraint_type, 'null'));
 END;
 $$;
+
+-- A pattern no NOT NULL column's constraint name (digits first) and no
+-- system constraint (pg_…) could match is answered.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM information_schema.table_constraints WHERE constraint_name LIKE 'fk\_orders%') THEN
+        CREATE TABLE no_fk_orders_yet (id int);
+    END IF;
+    IF EXISTS (SELECT 1 FROM information_schema.table_constraints WHERE constraint_name ILIKE 'ORDERS\_%') THEN
+        CREATE TABLE some_orders_constraint (id int);
+    END IF;
+END;
+$$;
