@@ -269,6 +269,9 @@ CREATE TABLE c (id int, cust int, name text);
 		{"SELECT * FROM generate_series(1, 10) AS g(n)", "n integer"},
 		{"SELECT x FROM unnest(ARRAY['a', 'b']::text[]) x", "x text"},
 		{"SELECT 1 AS a UNION ALL SELECT 2.5", "a numeric"},
+		{"SELECT NULL AS a UNION SELECT 1", "a integer"},
+		{"SELECT NULL AS a UNION SELECT NULL", "a text"},
+		{"SELECT NULL AS a, 1 AS b UNION SELECT id, NULL FROM o UNION SELECT NULL, cust FROM c", "a bigint, b integer"},
 	}
 	for _, tc := range cases {
 		c, err := New("db").Apply("v.sql", base+"CREATE VIEW v AS "+tc.view+";")

@@ -38,17 +38,13 @@ func (a *applier) selectColumns(sel *pg.SelectStmt, ctes map[string][]*Column) [
 		return nil
 	}
 	if sel.Op != pg.SetOperation_SETOP_NONE {
-		left := a.selectColumns(sel.Larg, ctes)
-		right := a.selectColumns(sel.Rarg, ctes)
-		for i, c := range left {
-			if i >= len(right) {
-				break
-			}
-			if t := commonOf([]string{c.Type, right[i].Type}); t != c.Type {
-				c.Type, c.Enum = t, right[i].Enum
+		cols, nulls := a.setColumns(sel, ctes)
+		for i, c := range cols {
+			if nulls[i] {
+				c.Type = "text" // NULL in every branch
 			}
 		}
-		return left
+		return cols
 	}
 	if sel.WithClause != nil {
 		inner := make(map[string][]*Column, len(ctes))
@@ -117,6 +113,37 @@ func (a *applier) selectColumns(sel *pg.SelectStmt, ctes map[string][]*Column) [
 		out = append(out, c)
 	}
 	return out
+}
+
+// setColumns resolves a set operation's columns: each of the common type
+// of its branches' columns, a bare NULL taking the others' type. nulls
+// says which columns are NULL in every branch.
+func (a *applier) setColumns(sel *pg.SelectStmt, ctes map[string][]*Column) (cols []*Column, nulls []bool) {
+	if sel.Op == pg.SetOperation_SETOP_NONE {
+		cols = a.selectColumns(sel, ctes)
+		nulls = make([]bool, len(cols))
+		if len(sel.TargetList) != len(cols) {
+			return cols, nulls // a * made more: the targets do not line up
+		}
+		for i, tn := range sel.TargetList {
+			if rt := tn.GetResTarget(); rt != nil && onlyNulls(rt.Val) {
+				cols[i].Type, nulls[i] = "", true
+			}
+		}
+		return cols, nulls
+	}
+	left, ln := a.setColumns(sel.Larg, ctes)
+	right, rn := a.setColumns(sel.Rarg, ctes)
+	for i, c := range left {
+		if i >= len(right) {
+			break
+		}
+		if t := commonOf([]string{c.Type, right[i].Type}); t != c.Type {
+			c.Type, c.Enum = t, right[i].Enum
+		}
+		ln[i] = ln[i] && rn[i]
+	}
+	return left, ln
 }
 
 func copyColumns(cols []*Column) []*Column {
