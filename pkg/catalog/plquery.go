@@ -286,7 +286,8 @@ func (e *evaluator) pinned(it fromItem, items []fromItem, where *pg.Node, outer 
 			if col == "" || readsColumns(side[1], items) {
 				continue
 			}
-			if v, err := e.eval(side[1], outer); err == nil && v.known() && v.kind != vNull {
+			// A stand-in pins nothing: it may equal names it is not.
+			if v, err := e.eval(side[1], outer); err == nil && v.known() && v.kind != vNull && !isStandIn(v) {
 				eq[col] = v
 			}
 		}
