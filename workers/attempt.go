@@ -125,9 +125,13 @@ func (w *Worker) judgeMark(ctx context.Context, it *item, key string, e jetstrea
 	}
 	db := subjectDB(it.msg.Subject())
 	if age := time.Since(e.Created()); age < w.staleMark() {
+		if w.markGone(ctx, key) {
+			return nil // that handling ended: this one may start
+		}
 		// Tried again once the mark is stale, if it is still there:
 		// retries against it would only spend deliveries.
-		return &outcome{act: actRetry, db: db, seq: it.seq, typ: eventType(it), after: w.staleMark() - age + 100*time.Millisecond, reason: fmt.Sprintf(
+		age = time.Since(e.Created())
+		return &outcome{act: actRetry, db: db, seq: it.seq, typ: eventType(it), after: max(w.staleMark()-age, 0) + 100*time.Millisecond, reason: fmt.Sprintf(
 			"another process is handling this event (marked %v ago, by its delivery %d); tried again later", age.Round(time.Millisecond), m.delivery)}
 	}
 	w.log.Error("event ended the process that handled it; dead-lettering it before it is tried again",
@@ -141,6 +145,34 @@ func (w *Worker) judgeMark(ctx context.Context, it *item, key string, e jetstrea
 	return &outcome{act: actDeadLetter, kind: events.DLQKindFailed, db: db, seq: it.seq, typ: eventType(it), reason: fmt.Sprintf(
 		"handling this event ended the process that handled it: delivery %d of it (consumer %s) never finished%s; "+
 			"dead-lettered before it is tried again (`schemaq dlq retry` once the cause is fixed)", m.delivery, m.consumer, why)}
+}
+
+// markWait bounds how long a handling waits for another process's fresh
+// mark to go before it leaves the event for later. Serve replicas read
+// every event on consumers of their own, so replicas catching up
+// together meet on each event for the milliseconds one takes to apply
+// it; leaving the event at once cost each of them staleMark (25 s by
+// default) and a delivery, per replica behind the first.
+const markWait = 3 * time.Second
+
+// markGone waits, up to markWait, for the mark at key to be removed, and
+// reports whether it was.
+func (w *Worker) markGone(ctx context.Context, key string) bool {
+	ctx, cancel := context.WithTimeout(ctx, markWait)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+		_, err := streams.Bounded(ctx, streams.ReadAttempt, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return w.attempts.Get(ctx, key) })
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return true
+		}
+	}
 }
 
 // unmark removes an event's mark. A mark left behind would have the

@@ -283,3 +283,42 @@ func TestReplicasKeepTheirOwnAttemptMarks(t *testing.T) {
 		return err == nil && p == 1
 	})
 }
+
+// Replicas catching up together meet on each event: the one that finds
+// another's fresh mark waits for it to go, briefly, rather than leave
+// the event for the whole stale-mark time (20 s here) and a delivery.
+func TestReplicasMeetingOnAnEventWaitBriefly(t *testing.T) {
+	e := newEnv(t)
+	attempts, err := streams.Attempts(context.Background(), e.js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another replica is handling the event, which is the stream's first.
+	if _, err := attempts.Put(context.Background(), "ev.1", []byte("other-process replica-a 1")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Consumer.Name = "replica-b"
+	cfg.Consumer.AckWait, cfg.MessageTimeout, cfg.GapTimeout = 20*time.Second, 15*time.Second, time.Minute
+	e.startWorker(cfg, e.store)
+	// A DO block may run PL/pgSQL: its first delivery is marked.
+	e.publish(migration(t, "shop", 1, "DO $$ BEGIN CREATE TABLE orders (id int); END $$;"))
+	time.Sleep(500 * time.Millisecond) // b meets the mark
+	if err := attempts.Delete(context.Background(), "ev.1"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "replica b done with the event soon after the other was", func() bool {
+		c, err := e.js.Consumer(context.Background(), events.Stream, cfg.Consumer.SchemaName())
+		if err != nil {
+			return false
+		}
+		ci, err := c.Info(context.Background())
+		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && ci.Delivered.Consumer > 0
+	})
+	if v := e.version("shop"); v != 1 {
+		t.Errorf("catalog at version %d, want 1", v)
+	}
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Fatalf("dead letters: %+v", dl)
+	}
+}
