@@ -386,42 +386,6 @@ func (e *evaluator) cast(v value, tn *pg.TypeName) (value, error) {
 	return unknown, stop("cast to %s", typ)
 }
 
-// regtype resolves the name of an enum or of a table's or a view's row
-// type, as ::regtype does.
-func (a *applier) regtype(name string) (QualName, bool) {
-	if q, ok := a.regclass(name); ok {
-		return q, true
-	}
-	tree, err := pgtree.Parse("SELECT NULL::" + name)
-	if err != nil || len(tree.Stmts) != 1 {
-		return QualName{}, false
-	}
-	sel := tree.Stmts[0].Stmt.GetSelectStmt()
-	if sel == nil || len(sel.TargetList) != 1 {
-		return QualName{}, false
-	}
-	tc := sel.TargetList[0].GetResTarget().GetVal().GetTypeCast()
-	if tc == nil || len(tc.TypeName.ArrayBounds) > 0 {
-		return QualName{}, false
-	}
-	return a.findEnum(qualFromList(pgtree.Strings(tc.TypeName.Names)))
-}
-
-// regclass resolves a relation name as ::regclass does: parsed as a
-// possibly qualified, possibly quoted name, found along search_path.
-func (a *applier) regclass(name string) (QualName, bool) {
-	tree, err := pgtree.Parse("SELECT * FROM " + name)
-	if err != nil || len(tree.Stmts) != 1 {
-		return QualName{}, false
-	}
-	sel := tree.Stmts[0].Stmt.GetSelectStmt()
-	if sel == nil || len(sel.FromClause) != 1 || sel.FromClause[0].GetRangeVar() == nil {
-		return QualName{}, false
-	}
-	q, kind := a.resolveRV(sel.FromClause[0].GetRangeVar())
-	return q, kind != relNone
-}
-
 func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 	op := ""
 	if len(x.Name) > 0 {

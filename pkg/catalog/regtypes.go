@@ -3,6 +3,8 @@ package catalog
 import (
 	"strings"
 
+	pg "github.com/pganalyze/pg_query_go/v5"
+
 	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
@@ -133,18 +135,49 @@ func (a *applier) namespaceOf(schema string) (value, error) {
 // schemaNamed reads name as an identifier, as regnamespace does, and
 // reports whether the catalog holds that schema.
 func (a *applier) schemaNamed(name string) (string, bool) {
-	tree, err := pgtree.Parse("SELECT * FROM " + name + ".t")
-	if err != nil || len(tree.Stmts) != 1 {
+	rv, ok := parseName(name + ".t")
+	if !ok || rv.Catalogname != "" || rv.Schemaname == "" {
 		return "", false
+	}
+	_, ok = a.cat.schemas[rv.Schemaname]
+	return rv.Schemaname, ok
+}
+
+// regclass resolves a relation name as ::regclass does: parsed as a
+// possibly qualified, possibly quoted name, found along search_path.
+func (a *applier) regclass(name string) (QualName, bool) {
+	rv, ok := parseName(name)
+	if !ok {
+		return QualName{}, false
+	}
+	q, kind := a.resolveRV(rv)
+	return q, kind != relNone
+}
+
+// regtype resolves the name of an enum or of a table's or a view's row
+// type, as ::regtype does.
+func (a *applier) regtype(name string) (QualName, bool) {
+	if q, ok := a.regclass(name); ok {
+		return q, true
+	}
+	rv, ok := parseName(name)
+	if !ok {
+		return QualName{}, false
+	}
+	return a.findEnum(rv.Schemaname, rv.Relname)
+}
+
+// parseName parses text a reg* cast reads as a possibly qualified,
+// possibly quoted name (App is app, "App" is App). Nothing else parses:
+// not a list, not an expression.
+func parseName(text string) (*pg.RangeVar, bool) {
+	tree, err := pgtree.Parse("SELECT * FROM " + text)
+	if err != nil || len(tree.Stmts) != 1 {
+		return nil, false
 	}
 	sel := tree.Stmts[0].Stmt.GetSelectStmt()
-	if sel == nil || len(sel.FromClause) != 1 {
-		return "", false
+	if sel == nil || len(sel.FromClause) != 1 || sel.FromClause[0].GetRangeVar() == nil {
+		return nil, false
 	}
-	rv := sel.FromClause[0].GetRangeVar()
-	if rv == nil || rv.Catalogname != "" || rv.Schemaname == "" {
-		return "", false
-	}
-	_, ok := a.cat.schemas[rv.Schemaname]
-	return rv.Schemaname, ok
+	return sel.FromClause[0].GetRangeVar(), true
 }
