@@ -855,20 +855,20 @@ func (fr *frame) execSQL(n map[string]any) error {
 	if into, _ := n["into"].(bool); into {
 		return fr.selectInto(q, n["target"])
 	}
-	if fr.changesRows(q) {
+	tree, err := parseApplied(q)
+	if err != nil {
+		return err
+	}
+	if changesRows(tree) {
 		// FOUND says whether it changed a row: the data decides.
 		fr.setFoundValue(unknown)
 	}
-	return fr.apply(q)
+	return fr.applyTree(q, tree)
 }
 
-// changesRows reports whether q is INSERT, UPDATE, DELETE or MERGE, the
-// static statements that set FOUND.
-func (fr *frame) changesRows(q string) bool {
-	tree, err := fr.ev.calls.parse(q)
-	if err != nil {
-		return false // apply says what is wrong with it
-	}
+// changesRows reports whether tree is INSERT, UPDATE, DELETE or MERGE,
+// the static statements that set FOUND (EXECUTE leaves it alone).
+func changesRows(tree *pg.ParseResult) bool {
 	for _, st := range tree.Stmts {
 		switch n := st.Stmt; {
 		case n.GetInsertStmt() != nil, n.GetUpdateStmt() != nil, n.GetDeleteStmt() != nil, n.GetMergeStmt() != nil:
@@ -934,10 +934,25 @@ func (fr *frame) query(q string) (*result, error) {
 // apply runs SQL text a routine executes: DDL goes to the catalog, and an
 // error it raises is the routine's to catch.
 func (fr *frame) apply(sql string) error {
+	tree, err := parseApplied(sql)
+	if err != nil {
+		return err
+	}
+	return fr.applyTree(sql, tree)
+}
+
+// parseApplied parses SQL a routine runs; a syntax error is the
+// routine's to catch.
+func parseApplied(sql string) (*pg.ParseResult, error) {
 	tree, err := pgtree.Parse(sql)
 	if err != nil {
-		return &sqlError{cond: "syntax_error", err: fmt.Errorf("%w: %s in %q", ErrSyntax, err.Error(), excerpt(sql))}
+		return nil, &sqlError{cond: "syntax_error", err: fmt.Errorf("%w: %s in %q", ErrSyntax, err.Error(), excerpt(sql))}
 	}
+	return tree, nil
+}
+
+// applyTree runs sql, parsed as tree.
+func (fr *frame) applyTree(sql string, tree *pg.ParseResult) error {
 	for _, raw := range tree.Stmts {
 		n := raw.Stmt
 		switch {
