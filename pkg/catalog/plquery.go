@@ -473,20 +473,33 @@ type outRow struct {
 }
 
 // targets evaluates the select list over each matched row; * and a.*
-// expand to their sources' columns. It names res's columns, those of
-// * too when no row matched.
+// expand to their sources' columns. It names res's columns, from the
+// relations, whether or not a row matched.
 func (e *evaluator) targets(s *pg.SelectStmt, rels []boundRel, matched []*row, res *result) ([]outRow, error) {
+	res.cols = nil
+	for _, t := range s.TargetList {
+		rt := t.GetResTarget()
+		qual, star := starOf(rt)
+		if !star {
+			res.cols = append(res.cols, targetName(rt))
+			continue
+		}
+		for _, br := range rels {
+			if qual == "" || qual == br.alias {
+				res.cols = append(res.cols, br.rel.cols...)
+			}
+		}
+	}
 	var rows []outRow
 	for _, m := range matched {
 		var vals []value
-		var cols []string
 		for _, t := range s.TargetList {
 			rt := t.GetResTarget()
 			if qual, star := starOf(rt); star {
+				// A row's sources are the query's relations, in order.
 				for _, src := range m.sources {
 					if qual == "" || qual == src.alias {
 						vals = append(vals, src.vals...)
-						cols = append(cols, src.rel.cols...)
 					}
 				}
 				continue
@@ -496,25 +509,8 @@ func (e *evaluator) targets(s *pg.SelectStmt, rels []boundRel, matched []*row, r
 				return nil, err
 			}
 			vals = append(vals, v)
-			cols = append(cols, targetName(rt))
 		}
-		res.cols = cols
 		rows = append(rows, outRow{vals, m})
-	}
-	if res.cols == nil {
-		for _, t := range s.TargetList {
-			rt := t.GetResTarget()
-			qual, star := starOf(rt)
-			if !star {
-				res.cols = append(res.cols, targetName(rt))
-				continue
-			}
-			for _, br := range rels {
-				if qual == "" || qual == br.alias {
-					res.cols = append(res.cols, br.rel.cols...)
-				}
-			}
-		}
 	}
 	return rows, nil
 }
