@@ -461,7 +461,7 @@ func (e *evaluator) aExpr(x *pg.A_Expr, r *row) (value, error) {
 			if x.Kind == pg.A_Expr_Kind_AEXPR_ILIKE {
 				prefix = strings.ToLower(prefix)
 			}
-			if isStandIn(p) || standInStarts[l.s](prefix) {
+			if isStandIn(p) || standIns[l.s].starts(prefix) {
 				return unknown, nil
 			}
 			return boolean(strings.HasPrefix(op, "!")), nil

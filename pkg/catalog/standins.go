@@ -35,27 +35,32 @@ var (
 	databaseName = value{kind: vText, s: "\x00database"}
 )
 
-// standIns are the shapes of the names each stand-in may be.
-var standIns = map[string]func(string) bool{
-	sysName.s:           couldBeSystemName,
-	notNullName.s:       couldBeNotNullName,
-	sysConstraintName.s: func(s string) bool { return strings.HasPrefix(s, "pg_") || couldBeNotNullName(s) },
-	sysTypeName.s:       func(s string) bool { return couldBeSystemName(s) || builtinTypeNames[s] || strings.HasPrefix(s, "_") },
-	arrayTypeName.s:     func(s string) bool { return strings.HasPrefix(s, "_") },
-	databaseName.s:      func(string) bool { return true },
+// shape is what a stand-in knows of the names it stands for: whether a
+// name may be one (is), and whether one may start with a text (starts,
+// what a LIKE pattern's literal start asks).
+type shape struct {
+	is, starts func(string) bool
 }
 
-// standInStarts are, for each stand-in, whether a name of its shape may
-// start with a text: what a LIKE pattern's literal start asks.
-var standInStarts = map[string]func(string) bool{
-	sysName.s:           couldStartSystemName,
-	notNullName.s:       couldStartNotNullName,
-	sysConstraintName.s: func(p string) bool { return couldStartPG(p) || couldStartNotNullName(p) },
-	sysTypeName.s: func(p string) bool {
-		return couldStartSystemName(p) || strings.HasPrefix(p, "_") || anyStartsWith(builtinTypeNames, p)
+// standIns are the shapes of the names each stand-in may be.
+var standIns = map[string]shape{
+	sysName.s:     {couldBeSystemName, couldStartSystemName},
+	notNullName.s: {couldBeNotNullName, couldStartNotNullName},
+	sysConstraintName.s: {
+		func(s string) bool { return strings.HasPrefix(s, "pg_") || couldBeNotNullName(s) },
+		func(p string) bool { return couldStartPG(p) || couldStartNotNullName(p) },
 	},
-	arrayTypeName.s: func(p string) bool { return strings.HasPrefix(p, "_") },
-	databaseName.s:  func(string) bool { return true },
+	sysTypeName.s: {
+		func(s string) bool { return couldBeSystemName(s) || builtinTypeNames[s] || strings.HasPrefix(s, "_") },
+		func(p string) bool {
+			return couldStartSystemName(p) || strings.HasPrefix(p, "_") || anyStartsWith(builtinTypeNames, p)
+		},
+	},
+	arrayTypeName.s: {
+		func(s string) bool { return strings.HasPrefix(s, "_") },
+		func(p string) bool { return strings.HasPrefix(p, "_") },
+	},
+	databaseName.s: {func(string) bool { return true }, func(string) bool { return true }},
 }
 
 func couldStartPG(p string) bool { return strings.HasPrefix(p, "pg_") || strings.HasPrefix("pg_", p) }
@@ -121,7 +126,7 @@ func standInEqual(a, b value) (eq, certain bool) {
 		}
 		return false, false
 	}
-	if standIns[a.s](b.String()) {
+	if standIns[a.s].is(b.String()) {
 		return false, false
 	}
 	return false, true
