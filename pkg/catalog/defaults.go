@@ -158,8 +158,10 @@ func cookExpr(a *applier, n *pg.Node, top bool) string {
 		return strings.Join(quoted, ".") + "(" + strings.Join(args, ", ") + ")"
 	case n.GetAArrayExpr() != nil:
 		// ARRAY['a', 'b'] is a text[]: its literals are text.
-		if s, ok := castArray(n.GetAArrayExpr(), "text[]"); ok && len(n.GetAArrayExpr().Elements) > 0 && allStrings(n.GetAArrayExpr()) {
-			return s
+		if arr := n.GetAArrayExpr(); len(arr.Elements) > 0 && allStrings(arr) {
+			if s, ok := castArray(arr, "text[]"); ok {
+				return s
+			}
 		}
 	case n.GetSqlvalueFunction() != nil:
 		if s := sqlValueFunction(n.GetSqlvalueFunction()); s != "" {
