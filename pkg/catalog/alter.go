@@ -377,6 +377,7 @@ func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
 	t.Unique = slices.DeleteFunc(t.Unique, func(k Key) bool { return uses(k.Columns) })
 	t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, func(fk ForeignKey) bool { return uses(fk.Columns) })
 	t.Checks = slices.DeleteFunc(t.Checks, func(c Check) bool { return uses(c.Columns) })
+	t.dropIndexesReading(name)
 	t.Columns = slices.DeleteFunc(t.Columns, func(c *Column) bool { return c.Name == name })
 	return nil
 }

@@ -461,6 +461,8 @@ func (a *applier) statement(n *pg.Node) error {
 		return a.createView(n.GetViewStmt())
 	case n.GetCreateTableAsStmt() != nil:
 		return a.createTableAs(n.GetCreateTableAsStmt())
+	case n.GetIndexStmt() != nil:
+		return a.createIndex(n.GetIndexStmt())
 	case n.GetVariableSetStmt() != nil:
 		a.setVariable(n.GetVariableSetStmt())
 		return nil
@@ -484,7 +486,7 @@ func (a *applier) statement(n *pg.Node) error {
 		a.createAggregate(n.GetDefineStmt())
 		return nil
 	}
-	// Everything else (indexes, grants, functions, triggers, sequences,
+	// Everything else (grants, functions, triggers, sequences,
 	// policies, extensions, DML, transaction control, …) leaves the
 	// catalog as it is.
 	return nil

@@ -123,6 +123,7 @@ type Table struct {
 	Unique      []Key        `json:"unique,omitempty"`
 	ForeignKeys []ForeignKey `json:"foreign_keys,omitempty"`
 	Checks      []Check      `json:"checks,omitempty"`
+	Indexes     []Index      `json:"indexes,omitempty"`
 	Inherits    []QualName   `json:"inherits,omitempty"`
 	PartitionOf *QualName    `json:"partition_of,omitempty"`
 	// PartitionBound is the partition's bound as SQL ("FOR VALUES FROM
@@ -516,6 +517,10 @@ func (t *Table) clone() *Table {
 	n.Checks = slices.Clone(t.Checks)
 	for i := range n.Checks {
 		n.Checks[i].Columns = slices.Clone(n.Checks[i].Columns)
+	}
+	n.Indexes = slices.Clone(t.Indexes)
+	for i := range n.Indexes {
+		n.Indexes[i] = n.Indexes[i].clone()
 	}
 	n.Renamed = slices.Clone(t.Renamed)
 	n.Inherits = slices.Clone(t.Inherits)

@@ -122,6 +122,7 @@ func (a *applier) createTable(s *pg.CreateStmt) error {
 	// table exists, after its own keys.
 	for _, src := range likeKeysOf {
 		likeKeys(t, src)
+		a.likeIndexes(t, src)
 	}
 	return nil
 }
@@ -356,44 +357,29 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 			col.NotNull = true
 		}
 	case pg.ConstrType_CONSTR_PRIMARY:
-		cols := colNames(con.Keys)
-		if con.Indexname != "" && len(cols) == 0 && col == nil {
-			cols = nil // USING INDEX: the columns live in the index
-		}
 		if t.PrimaryKey != nil {
 			return invalid("multiple primary keys for table %s are not allowed", t.QualName())
 		}
-		if err := requireColumns(t, cols); err != nil {
+		cols, name, err := a.keyOf(t, con, colNames(con.Keys))
+		if err != nil {
 			return err
-		}
-		name := con.Conname
-		if name == "" {
-			name = con.Indexname
 		}
 		if name == "" {
 			name = chooseConstraintName(t, "", "pkey")
 			a.noteDefaultName(name)
-		} else if t.hasConstraint(name) {
-			return duplicate("constraint %s for relation %s already exists", QuoteIdent(name), t.QualName())
 		}
 		t.PrimaryKey = &Key{Name: name, Columns: cols}
 		for _, c := range cols {
 			t.Column(c).NotNull = true
 		}
 	case pg.ConstrType_CONSTR_UNIQUE:
-		cols := colNames(con.Keys)
-		if err := requireColumns(t, cols); err != nil {
+		cols, name, err := a.keyOf(t, con, colNames(con.Keys))
+		if err != nil {
 			return err
-		}
-		name := con.Conname
-		if name == "" {
-			name = con.Indexname
 		}
 		if name == "" {
 			name = chooseConstraintName(t, columnsAddition(cols), "key")
 			a.noteDefaultName(name)
-		} else if t.hasConstraint(name) {
-			return duplicate("constraint %s for relation %s already exists", QuoteIdent(name), t.QualName())
 		}
 		t.Unique = append(t.Unique, Key{Name: name, Columns: cols})
 	case pg.ConstrType_CONSTR_FOREIGN:
@@ -433,6 +419,33 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 		t.Checks = append(t.Checks, ch)
 	}
 	return nil
+}
+
+// keyOf reads a primary key's or unique constraint's columns and name:
+// its own, or with USING INDEX the index's, which it takes over (and
+// renames to the constraint's name, if it has one). The name is empty
+// when PostgreSQL would choose it.
+func (a *applier) keyOf(t *Table, con *pg.Constraint, cols []string) (_ []string, name string, err error) {
+	name = con.Conname
+	if con.Indexname != "" {
+		if cols, err = t.takeIndex(con.Indexname); err != nil {
+			return nil, "", err
+		}
+		if name == "" {
+			name = con.Indexname
+		}
+	}
+	if err := requireColumns(t, cols); err != nil {
+		return nil, "", err
+	}
+	switch {
+	case name == "":
+	case t.hasConstraint(name):
+		return nil, "", duplicate("constraint %s for relation %s already exists", QuoteIdent(name), t.QualName())
+	case t.indexAt(name) >= 0:
+		return nil, "", duplicate("relation %s already exists", QuoteIdent(name))
+	}
+	return cols, name, nil
 }
 
 func identityKind(when string) string {

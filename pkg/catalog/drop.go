@@ -52,6 +52,8 @@ func (a *applier) drop(s *pg.DropStmt) error {
 				return err
 			}
 		}
+	case pg.ObjectType_OBJECT_INDEX:
+		return a.dropIndexes(s)
 	case pg.ObjectType_OBJECT_FUNCTION:
 		a.dropFunctions(s)
 		a.dropRoutines(s)

@@ -17,6 +17,8 @@ CREATE TABLE grandkid () INHERITS (kid);
 CREATE TABLE m (id int, v text) PARTITION BY LIST (id);
 CREATE TABLE m1 PARTITION OF m FOR VALUES IN (1);
 CREATE TABLE loose (id int, v text);
+CREATE INDEX loose_v ON loose (v);
+CREATE INDEX ON m (v);
 CREATE VIEW order_totals AS SELECT user_id, sum(total) AS total FROM orders GROUP BY user_id;
 CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1';
 CREATE FUNCTION g() RETURNS void LANGUAGE plpgsql AS $b$ BEGIN CREATE TABLE from_g (id int); ALTER TABLE base ADD COLUMN from_g int; END $b$;
@@ -91,6 +93,14 @@ var journalStatements = []string{
 	"EXECUTE 'CREATE TABLE exec_t (id int)'",
 	"EXECUTE 'ALTER TABLE kid ADD COLUMN from_exec int'",
 	"CREATE INDEX ON orders (total)",
+	"CREATE UNIQUE INDEX orders_total_u ON orders (total)",
+	"CREATE INDEX ON m (id)",
+	"CREATE UNIQUE INDEX loose_id ON loose (id); ALTER TABLE loose ADD PRIMARY KEY USING INDEX loose_id",
+	"ALTER INDEX loose_v RENAME TO loose_v2",
+	"DROP INDEX loose_v",
+	"DROP INDEX m_v_idx",
+	"ALTER TABLE loose DROP COLUMN v",
+	"CREATE TABLE like_loose (LIKE loose INCLUDING INDEXES)",
 }
 
 // TestExceptionBlockUndoesExactly runs each statement in an exception

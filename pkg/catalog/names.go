@@ -151,7 +151,9 @@ func columnsAddition(cols []string) string {
 // trying label, then label1, label2, … like ChooseConstraintName.
 func chooseConstraintName(t *Table, name2, label string) string {
 	name := makeObjectName(t.Name, name2, label)
-	for pass := 1; t.hasConstraint(name); pass++ {
+	// A key's name is its index's, which steps around the other indexes.
+	taken := func(name string) bool { return t.hasConstraint(name) || indexLabels[label] && t.indexAt(name) >= 0 }
+	for pass := 1; taken(name); pass++ {
 		name = makeObjectName(t.Name, name2, label+strconv.Itoa(pass))
 	}
 	return name

@@ -3,14 +3,14 @@ package catalog
 import "slices"
 
 // syncPartitions gives every partition its parent's primary key, unique
-// keys and foreign keys, as PostgreSQL does when a partition is created
+// keys, foreign keys and indexes (inheritIndexes), as PostgreSQL does when a partition is created
 // or attached and when the parent gains a key: it builds the partition's
 // own index (named <partition>_pkey, <partition>_<columns>_key) and clones
 // foreign keys under the parent's constraint name. The copies are derived
 // state, marked Inherited and made anew after every script, so a key
 // dropped from the parent drops them; a partition detached keeps them as
-// its own (ownKeys).
-func (c *Catalog) syncPartitions() {
+// its own (ownKeys). It reports whether any table is a partition.
+func (c *Catalog) syncPartitions() bool {
 	var parts, shared []*Table
 	for q, t := range c.tables {
 		if !hasInherited(t) && t.PartitionOf == nil {
@@ -25,6 +25,7 @@ func (c *Catalog) syncPartitions() {
 		}
 		t.Unique = slices.DeleteFunc(t.Unique, func(k Key) bool { return k.Inherited })
 		t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, func(f ForeignKey) bool { return f.Inherited })
+		t.Indexes = slices.DeleteFunc(t.Indexes, func(ix Index) bool { return ix.Inherited })
 		if t.PartitionOf != nil {
 			parts = append(parts, t)
 		}
@@ -64,6 +65,7 @@ func (c *Catalog) syncPartitions() {
 			cp.Columns, cp.RefColumns, cp.Inherited = slices.Clone(fk.Columns), slices.Clone(fk.RefColumns), true
 			t.ForeignKeys = append(t.ForeignKeys, cp)
 		}
+		c.inheritIndexes(t, p)
 	}
 	for _, t := range parts {
 		derive(t, 0)
@@ -74,6 +76,7 @@ func (c *Catalog) syncPartitions() {
 			c.tables[q] = t
 		}
 	}
+	return len(parts) > 0
 }
 
 // PartitionRoot returns the table t is a partition of, through every
@@ -102,6 +105,9 @@ func (t *Table) ownKeys() {
 	for i := range t.ForeignKeys {
 		t.ForeignKeys[i].Inherited = false
 	}
+	for i := range t.Indexes {
+		t.Indexes[i].Inherited = false
+	}
 }
 
 func hasInherited(t *Table) bool {
@@ -109,7 +115,8 @@ func hasInherited(t *Table) bool {
 		return true
 	}
 	return slices.ContainsFunc(t.Unique, func(k Key) bool { return k.Inherited }) ||
-		slices.ContainsFunc(t.ForeignKeys, func(f ForeignKey) bool { return f.Inherited })
+		slices.ContainsFunc(t.ForeignKeys, func(f ForeignKey) bool { return f.Inherited }) ||
+		slices.ContainsFunc(t.Indexes, func(ix Index) bool { return ix.Inherited })
 }
 
 func (t *Table) hasKeyOn(cols []string) bool {

@@ -433,19 +433,45 @@ SELECT names(); SELECT number();`,
 		{
 			// key_column_usage lists each key's columns; a key added
 			// USING INDEX has columns the catalog does not hold.
-			name: "key_column_usage, and a key over an index",
+			// A key over an index the catalog never saw (the history
+			// starts after it was made) has columns it does not know.
+			name: "key_column_usage, and a key over an unseen index",
 			sql: `ALTER TABLE b ADD COLUMN a_id int REFERENCES a (id);
 CREATE FUNCTION keycols(tbl text) RETURNS void LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
   SELECT count(*) INTO n FROM information_schema.key_column_usage WHERE table_name = tbl;
   EXECUTE format('CREATE TABLE %I (id int)', tbl || '_key_columns_' || n);
 END $$;
 SELECT keycols('b');
-CREATE UNIQUE INDEX a_code_idx ON a (id);
 ALTER TABLE a ADD CONSTRAINT a_code_key UNIQUE USING INDEX a_code_idx;
 SELECT keycols('a');`,
 			want:   []string{"b_key_columns_2.id integer"},
 			absent: []string{"a_key_columns_1.id integer", "a_key_columns_2.id integer"},
 			drift:  []string{"depends on a value only the database held"},
+		},
+		{
+			name: "key_column_usage over a key that took an index",
+			sql: `CREATE FUNCTION keycols(tbl text) RETURNS void LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
+  SELECT count(*) INTO n FROM information_schema.key_column_usage WHERE table_name = tbl;
+  EXECUTE format('CREATE TABLE %I (id int)', tbl || '_key_columns_' || n);
+END $$;
+CREATE UNIQUE INDEX a_code_idx ON a (id);
+ALTER TABLE a ADD CONSTRAINT a_code_key UNIQUE USING INDEX a_code_idx;
+SELECT keycols('a');`,
+			want: []string{"a_key_columns_2.id integer"},
+		},
+		{
+			// The usual guard of a migration that builds an index once.
+			name: "pg_indexes finds an index the catalog holds",
+			sql: `CREATE INDEX a_id_idx ON a (id);
+DO $$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_indexes WHERE tablename = 'a' AND indexname = 'a_id_idx') THEN
+    CREATE TABLE has_index (id int);
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_class WHERE relname = 'a_id_idx' AND relkind = 'i') THEN
+    CREATE TABLE has_class (id int);
+  END IF;
+END $$;`,
+			want: []string{"has_index.id integer", "has_class.id integer"},
 		},
 		{
 			// table_catalog is the server's database name, not schemaq's

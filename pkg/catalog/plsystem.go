@@ -348,6 +348,18 @@ func init() {
 				}
 				r.rows = append(r.rows, []value{relOid(q), str(q.Name), nspOid(q.Schema), str(kind), unknown, unknown})
 			}
+			for q, t := range a.cat.tables {
+				kind := "i"
+				if t.PartitionBy != "" {
+					kind = "I"
+				}
+				for _, name := range indexNames(t) {
+					if n, ok := eq["relname"]; ok && n.String() != name {
+						continue
+					}
+					r.rows = append(r.rows, []value{relOid(QualName{q.Schema, name}), str(name), nspOid(q.Schema), str(kind), unknown, unknown})
+				}
+			}
 			for q, v := range a.cat.views {
 				if n, ok := eq["relname"]; ok && n.String() != q.Name {
 					continue
@@ -358,8 +370,9 @@ func init() {
 				}
 				r.rows = append(r.rows, []value{relOid(q), str(q.Name), nspOid(q.Schema), str(kind), unknown, unknown})
 			}
-			// Indexes, sequences, composite types, toast tables and
-			// system relations are not held.
+			// Indexes made by means the catalog never saw, sequences,
+			// composite types, toast tables and system relations are not
+			// held.
 			for _, k := range []string{"i", "I", "S", "c", "t"} {
 				r.phantoms = append(r.phantoms, []value{notHeld, unknown, unknown, str(k), unknown, unknown})
 			}
@@ -397,13 +410,13 @@ func init() {
 	register(&relDef{name: "pg_indexes", cols: []string{"schemaname", "tablename", "indexname", "tablespace", "indexdef"},
 		fill: func(a *applier, eq map[string]value, r *relation) {
 			for _, t := range tablesOf(a, eq, "schemaname", "tablename") {
-				for _, c := range constraintsOf(t) {
-					if c.typ == "p" || c.typ == "u" {
-						r.rows = append(r.rows, []value{str(t.Schema), str(t.Name), str(c.name), unknown, unknown})
-					}
+				for _, name := range indexNames(t) {
+					r.rows = append(r.rows, []value{str(t.Schema), str(t.Name), str(name), unknown, unknown})
 				}
 			}
-			r.phantoms = [][]value{unknownRow(len(r.cols))} // indexes made by CREATE INDEX
+			// Indexes made by means the catalog never saw (on a
+			// materialized view, by tooling).
+			r.phantoms = [][]value{unknownRow(len(r.cols))}
 		}})
 	register(&relDef{name: "pg_attribute", cols: []string{"attrelid", "attname", "attnum", "attnotnull", "attisdropped", "atthasdef", "atttypid"},
 		fill: func(a *applier, eq map[string]value, r *relation) {
@@ -606,6 +619,21 @@ func constraintsOf(t *Table) []constraintInfo {
 			typ = "x"
 		}
 		out = append(out, constraintInfo{name: c.Name, typ: typ})
+	}
+	return out
+}
+
+// indexNames lists t's indexes: its keys' and exclusion constraints' and
+// those CREATE INDEX made.
+func indexNames(t *Table) []string {
+	var out []string
+	for _, c := range constraintsOf(t) {
+		if c.typ == "p" || c.typ == "u" || c.typ == "x" {
+			out = append(out, c.name)
+		}
+	}
+	for _, ix := range t.Indexes {
+		out = append(out, ix.Name)
 	}
 	return out
 }

@@ -66,7 +66,62 @@ ORDER BY 1, 2, 3, 4`)
 	for _, r := range rows {
 		keys = append(keys, fmt.Sprintf("%s.%s %s %s: %s", r[0], r[1], r[2], r[3], r[4]))
 	}
+	// The indexes CREATE INDEX made and partitions' copies of them (the
+	// catalog does not hold expressions as PostgreSQL prints them: an
+	// expression is "(expr)").
+	rows, err = p.Query(db, `
+SELECT n.nspname, t.relname, CASE WHEN i.indisunique THEN 'iu' ELSE 'i' END, c.relname,
+  array_to_string(ARRAY(
+    SELECT CASE WHEN k.att = 0 THEN '(expr)' ELSE a.attname END ||
+      CASE WHEN k.ord > i.indnkeyatts THEN ' INCLUDE'
+           ELSE CASE (i.indoption::int2[])[k.ord - 1] & 3 WHEN 1 THEN ' DESC NULLS LAST' WHEN 3 THEN ' DESC'
+                WHEN 2 THEN ' NULLS FIRST' ELSE '' END END
+    FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(att, ord)
+    LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.att
+    ORDER BY k.ord), ', ') || CASE WHEN i.indpred IS NOT NULL THEN ' WHERE' ELSE '' END
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid
+JOIN pg_class t ON t.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = t.relnamespace
+WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+  AND t.relkind IN ('r', 'p', 'f')
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint con
+                  WHERE con.conindid = i.indexrelid AND con.conrelid = i.indrelid AND con.contype IN ('p', 'u', 'x'))
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.objid = t.oid AND e.deptype = 'e')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		keys = append(keys, fmt.Sprintf("%s.%s %s %s: %s", r[0], r[1], r[2], r[3], r[4]))
+	}
+	slices.Sort(keys)
 	return cols, keys
+}
+
+// indexLine is describe's line for one of tb's indexes.
+func indexLine(tb *Table, ix Index) string {
+	var elems []string
+	for _, k := range ix.Keys {
+		e := "(expr)"
+		if k.Column != "" {
+			e = k.Column
+		}
+		if k.Order != "" {
+			e += " " + k.Order
+		}
+		elems = append(elems, e)
+	}
+	for _, c := range ix.Include {
+		elems = append(elems, c+" INCLUDE")
+	}
+	kind, where := "i", ""
+	if ix.Unique {
+		kind = "iu"
+	}
+	if ix.Where != "" {
+		where = " WHERE"
+	}
+	return fmt.Sprintf("%s.%s %s %s: %s%s", tb.Schema, tb.Name, kind, ix.Name, strings.Join(elems, ", "), where)
 }
 
 // catalogColumns is describe's view of a catalog.
@@ -85,6 +140,9 @@ func catalogColumns(c *Catalog) (map[string]pgColumn, []string) {
 		}
 		for _, fk := range tb.ForeignKeys {
 			keys = append(keys, fmt.Sprintf("%s.%s f %s: %s", tb.Schema, tb.Name, fk.Name, strings.Join(fk.Columns, ",")))
+		}
+		for _, ix := range tb.Indexes {
+			keys = append(keys, indexLine(tb, ix))
 		}
 	}
 	for _, v := range c.Views() {

@@ -28,6 +28,8 @@ func (a *applier) reachOf(n *pg.Node) reach {
 		return a.creating(n.GetViewStmt().View, true)
 	case n.GetSelectStmt() != nil && n.GetSelectStmt().IntoClause != nil:
 		return a.creating(n.GetSelectStmt().IntoClause.Rel, false)
+	case n.GetIndexStmt() != nil:
+		return a.indexReach(n.GetIndexStmt())
 	case n.GetAlterTableStmt() != nil:
 		return a.altering(n.GetAlterTableStmt())
 	case n.GetCommentStmt() != nil:
@@ -72,7 +74,9 @@ func (a *applier) reachOf(n *pg.Node) reach {
 		case pg.ObjectType_OBJECT_TABLE, pg.ObjectType_OBJECT_FOREIGN_TABLE,
 			pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_MATVIEW:
 			return reach{} // dropRelations reaches what it takes as it goes
-		case pg.ObjectType_OBJECT_INDEX, pg.ObjectType_OBJECT_SEQUENCE, pg.ObjectType_OBJECT_TRIGGER,
+		case pg.ObjectType_OBJECT_INDEX:
+			return a.dropIndexReach(n.GetDropStmt())
+		case pg.ObjectType_OBJECT_SEQUENCE, pg.ObjectType_OBJECT_TRIGGER,
 			pg.ObjectType_OBJECT_POLICY, pg.ObjectType_OBJECT_RULE, pg.ObjectType_OBJECT_EXTENSION:
 			return reach{} // not modelled: DROP leaves the catalog as it is
 		}

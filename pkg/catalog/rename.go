@@ -41,7 +41,7 @@ func (a *applier) rename(s *pg.RenameStmt) error {
 		// renames the constraint too.
 		q, _ := a.resolveIndexOwner(s.Relation)
 		if t := a.cat.tables[q]; t != nil {
-			return renameConstraint(t, s.Relation.Relname, s.Newname)
+			return a.renameIndex(t, s.Relation.Relname, s.Newname)
 		}
 		return nil
 	case pg.ObjectType_OBJECT_TYPE, pg.ObjectType_OBJECT_DOMAIN:
@@ -126,26 +126,10 @@ func listStrings(n *pg.Node) []string {
 	return nil
 }
 
-// resolveIndexOwner finds the table that has a key constraint named like
-// the index.
+// resolveIndexOwner finds the table with an index of the name rv gives,
+// its own or a key's.
 func (a *applier) resolveIndexOwner(rv *pg.RangeVar) (QualName, bool) {
-	for _, t := range a.cat.tables {
-		if rv.Schemaname != "" && t.Schema != rv.Schemaname {
-			continue
-		}
-		if rv.Schemaname == "" && !slices.Contains(a.lookupPath(), t.Schema) {
-			continue
-		}
-		if t.PrimaryKey != nil && t.PrimaryKey.Name == rv.Relname {
-			return t.QualName(), true
-		}
-		for _, k := range t.Unique {
-			if k.Name == rv.Relname {
-				return t.QualName(), true
-			}
-		}
-	}
-	return QualName{}, false
+	return a.indexOwner(rv.Schemaname, rv.Relname)
 }
 
 func renameConstraint(t *Table, from, to string) error {
@@ -234,6 +218,7 @@ func (a *applier) renameColumn(s *pg.RenameStmt) error {
 	for _, ch := range t.Checks {
 		ren(ch.Columns)
 	}
+	t.renameInIndexes(s.Subname, s.Newname)
 	refers := func(fk ForeignKey) bool { return fk.RefTable == q && slices.Contains(fk.RefColumns, s.Subname) }
 	for oq, other := range a.cat.tables {
 		if !slices.ContainsFunc(other.ForeignKeys, refers) {

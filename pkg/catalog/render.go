@@ -150,8 +150,8 @@ func (e *Enum) DDL() string {
 }
 
 // DDL renders the whole catalog as a script that rebuilds it: schemas,
-// enums, tables, foreign keys (after every table, so cycles work), views in
-// dependency order, and comments.
+// enums, tables, indexes, foreign keys (after every table, so cycles
+// work), views in dependency order, and comments.
 func (c *Catalog) DDL() string {
 	var b strings.Builder
 	for _, s := range c.Schemas() {
@@ -169,6 +169,13 @@ func (c *Catalog) DDL() string {
 	for _, t := range tables {
 		if t.PartitionOf != nil {
 			b.WriteString("ALTER TABLE " + t.PartitionOf.String() + " ATTACH PARTITION " + t.QualName().String() + " " + t.PartitionBound + ";\n")
+		}
+	}
+	for _, t := range tables {
+		for _, ix := range t.Indexes {
+			if !ix.Inherited {
+				b.WriteString(ix.DDL(t.QualName()))
+			}
 		}
 	}
 	for _, t := range tables {

@@ -56,6 +56,7 @@ func (t *Table) equal(o *Table) bool {
 		slices.EqualFunc(t.Unique, o.Unique, func(a, b Key) bool { return a.equal(&b) }) &&
 		slices.EqualFunc(t.ForeignKeys, o.ForeignKeys, func(a, b ForeignKey) bool { return a.equal(&b) }) &&
 		slices.EqualFunc(t.Checks, o.Checks, func(a, b Check) bool { return a.equal(&b) }) &&
+		slices.EqualFunc(t.Indexes, o.Indexes, Index.equal) &&
 		slices.Equal(t.Inherits, o.Inherits) &&
 		ptrEqual(t.PartitionOf, o.PartitionOf, func(a, b *QualName) bool { return *a == *b }) &&
 		t.PartitionBound == o.PartitionBound && t.PartitionBy == o.PartitionBy && t.Comment == o.Comment &&
@@ -68,6 +69,12 @@ func (c *Column) equal(o *Column) bool {
 		c.NotNull == o.NotNull && c.Default == o.Default && c.Generated == o.Generated &&
 		c.Identity == o.Identity && c.Comment == o.Comment && c.Inferred == o.Inferred &&
 		slices.Equal(c.Renamed, o.Renamed)
+}
+
+func (ix Index) equal(o Index) bool {
+	return ix.Name == o.Name && ix.Method == o.Method && slices.Equal(ix.Keys, o.Keys) && slices.Equal(ix.Include, o.Include) &&
+		ix.Unique == o.Unique && ix.Where == o.Where && slices.Equal(ix.Reads, o.Reads) &&
+		slices.Equal(ix.Names, o.Names) && ix.Inherited == o.Inherited
 }
 
 func (k *Key) equal(o *Key) bool {

@@ -52,7 +52,8 @@ func TestShareWithKeepsWhatDidNotChange(t *testing.T) {
 		{"a view replaced", `CREATE OR REPLACE VIEW big AS SELECT id FROM orders WHERE total > 1000`, []string{"big"}},
 		{"a table dropped", `DROP TABLE notes`, nil},
 		{"a label added", `ALTER TYPE mood ADD VALUE 'glad'`, nil},
-		{"nothing", `CREATE INDEX ON orders (total)`, nil},
+		{"an index", `CREATE INDEX ON orders (total)`, []string{"orders"}},
+		{"nothing", `GRANT SELECT ON orders TO reader`, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,7 +142,9 @@ func fullTable() *Table {
 		Unique:      []Key{{Name: "u", Columns: []string{"c"}, Inherited: true}},
 		ForeignKeys: []ForeignKey{{Name: "fk", Columns: []string{"c"}, RefTable: QualName{"s", "r"}, RefColumns: []string{"id"}, OnDelete: "CASCADE", OnUpdate: "CASCADE", Inherited: true}},
 		Checks:      []Check{{Name: "ck", Expr: "c > 0", Columns: []string{"c"}, Exclude: true}},
-		Inherits:    []QualName{{"s", "p"}}, PartitionOf: &QualName{"s", "p"}, PartitionBound: "DEFAULT", PartitionBy: "LIST (c)", Comment: "c",
+		Indexes: []Index{{Name: "ix", Keys: []IndexKey{{Column: "c", Expr: "c + 1", Order: "DESC"}}, Include: []string{"c"},
+			Unique: true, Where: "c > 0", Reads: []string{"c"}, Names: []string{"c"}, Inherited: true}},
+		Inherits: []QualName{{"s", "p"}}, PartitionOf: &QualName{"s", "p"}, PartitionBound: "DEFAULT", PartitionBy: "LIST (c)", Comment: "c",
 		Renamed: []Rename{{From: "s.old", Source: "1.sql"}}, History: []Change{{Seq: 1, Source: "1.sql", What: "created"}}}
 }
 
