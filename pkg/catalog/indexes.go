@@ -458,6 +458,24 @@ func sqlName(parts []*pg.Node) string {
 	return strings.Join(names, ".")
 }
 
+// Shown reports whether a table's DDL, and so its prompt, shows the
+// index: a unique one of its own.
+func (ix Index) Shown() bool { return ix.Unique && !ix.Inherited }
+
+// Lead is the column a table's part in a chunk shows the index with:
+// its first key column, else the first its expressions read.
+func (ix Index) Lead() string {
+	for _, k := range ix.Keys {
+		if k.Column != "" {
+			return k.Column
+		}
+	}
+	if len(ix.Reads) > 0 {
+		return ix.Reads[0]
+	}
+	return ""
+}
+
 // DDL renders the index as CREATE INDEX.
 func (ix Index) DDL(t QualName) string {
 	var b strings.Builder

@@ -345,7 +345,20 @@ func columnCosts(t *catalog.Table) map[string]int {
 	for _, ch := range t.Checks {
 		charge(ch.Columns, "CONSTRAINT "+ch.Name+" CHECK ("+ch.Expr+")")
 	}
+	for _, ix := range t.Indexes {
+		if ix.Shown() {
+			charge(leadOf(ix), ix.DDL(t.QualName()))
+		}
+	}
 	return cost
+}
+
+// leadOf is the column a part shows the index with, as a key's columns.
+func leadOf(ix catalog.Index) []string {
+	if c := ix.Lead(); c != "" {
+		return []string{c}
+	}
+	return nil
 }
 
 // groupColumns cuts cols into runs that each cost at most budget, but
@@ -396,6 +409,11 @@ func tablePart(t *catalog.Table, g []*catalog.Column, firstPart bool) *catalog.T
 	for _, ch := range t.Checks {
 		if first(ch.Columns) {
 			part.Checks = append(part.Checks, ch)
+		}
+	}
+	for _, ix := range t.Indexes {
+		if ix.Shown() && first(leadOf(ix)) {
+			part.Indexes = append(part.Indexes, ix)
 		}
 	}
 	return part

@@ -1,6 +1,7 @@
 package chunk
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,7 +149,12 @@ func TestWideTableSplitsIntoParts(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		cols = append(cols, "metric_number_"+strings.Repeat("x", i%7)+itoa(i)+" numeric(12,4) NOT NULL DEFAULT 0")
 	}
-	sql := "CREATE TABLE wide (" + strings.Join(cols, ", ") + ", PRIMARY KEY (metric_number_0));\nCOMMENT ON TABLE wide IS 'Daily metrics.';"
+	sql := "CREATE TABLE wide (" + strings.Join(cols, ", ") + ", PRIMARY KEY (metric_number_0));\nCOMMENT ON TABLE wide IS 'Daily metrics.';" +
+		// A unique index shows with its first column, as a key does; a
+		// plain index does not show.
+		"\nCREATE UNIQUE INDEX wide_last ON wide (metric_number_xxxxx299, metric_number_0);" +
+		"\nCREATE UNIQUE INDEX wide_expr ON wide ((metric_number_xxx150 + 1)) WHERE metric_number_0 > 0;" +
+		"\nCREATE INDEX wide_plain ON wide (metric_number_xxxxx299);"
 	c, err := catalog.Snapshot("db", "wide.sql", sql)
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +190,14 @@ func TestWideTableSplitsIntoParts(t *testing.T) {
 	}
 	if !strings.Contains(parts[0].Text, "PRIMARY KEY (metric_number_0)") {
 		t.Error("primary key should go with the part holding its first column")
+	}
+	for name, col := range map[string]string{"wide_last": "metric_number_xxxxx299", "wide_expr": "metric_number_xxx150", "wide_plain": ""} {
+		for i, p := range parts {
+			shown := strings.Contains(p.Text, "INDEX "+name+" ")
+			if want := slices.Contains(p.Columns, col); shown != want {
+				t.Errorf("part %d shows index %s: %v, want %v", i+1, name, shown, want)
+			}
+		}
 	}
 }
 
