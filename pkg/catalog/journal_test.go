@@ -97,6 +97,7 @@ var journalStatements = []string{
 	"CREATE INDEX ON m (id)",
 	"CREATE UNIQUE INDEX loose_id ON loose (id); ALTER TABLE loose ADD PRIMARY KEY USING INDEX loose_id",
 	"ALTER INDEX loose_v RENAME TO loose_v2",
+	"ALTER TABLE loose_v RENAME TO loose_v3",
 	"DROP INDEX loose_v",
 	"DROP INDEX m_v_idx",
 	"ALTER TABLE loose DROP COLUMN v",

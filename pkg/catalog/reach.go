@@ -230,6 +230,9 @@ func (a *applier) renaming(s *pg.RenameStmt) reach {
 		if q, kind := a.resolveRV(s.Relation); kind == relTable {
 			return reach{tables: []QualName{q}}
 		}
+		if q, ok := a.resolveIndexOwner(s.Relation); ok && s.RenameType == pg.ObjectType_OBJECT_TABLE {
+			return reach{tables: []QualName{q}} // ALTER TABLE renames an index too
+		}
 		return reach{}
 	case pg.ObjectType_OBJECT_COLUMN:
 		if q, kind := a.resolveRV(s.Relation); kind == relTable {

@@ -15,10 +15,13 @@ func (a *applier) rename(s *pg.RenameStmt) error {
 		pg.ObjectType_OBJECT_FOREIGN_TABLE:
 		q, _, ok, err := a.existing(s.Relation, s.MissingOk)
 		if !ok && s.RenameType == pg.ObjectType_OBJECT_TABLE {
-			// ALTER TABLE renames a sequence too.
+			// ALTER TABLE renames a sequence or an index too.
 			if seq, used := a.sequenceAt(s.Relation); used {
 				a.moveSequence(seq, QualName{seq.Schema, s.Newname})
 				return nil
+			}
+			if q, found := a.resolveIndexOwner(s.Relation); found {
+				return a.renameIndex(a.changing(q), s.Relation.Relname, s.Newname)
 			}
 		}
 		if !ok {

@@ -23,6 +23,9 @@ CREATE TABLE sessions (id int, user_email text REFERENCES users (email), user_id
 -- Renames and drops.
 ALTER INDEX users_partial RENAME TO users_org_partial;
 ALTER INDEX users_email_uq RENAME TO users_email_key;
+-- ALTER TABLE renames an index too, a key's as well.
+ALTER TABLE users_incl RENAME TO users_id_incl;
+ALTER TABLE users_org_key1 RENAME TO users_org_uq;
 ALTER TABLE users RENAME COLUMN name TO full_name;
 DROP INDEX users_org_email_idx;
 DROP INDEX IF EXISTS no_such_index;
