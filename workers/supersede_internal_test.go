@@ -15,6 +15,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/deadletter"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // A superseded event is deleted only when the stream holds, at its
@@ -161,6 +162,50 @@ func TestResentEventsGoOnceTheCopyApplies(t *testing.T) {
 				got = fmt.Sprintf("%s %d@%d by %d", e.id, e.at, e.seq, e.by)
 			}
 			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestARefusedEventGoesWhenItsReplacementWent: a refused schema event is
+// set aside to go once the event the history applied instead is in the
+// stream. When a snapshot superseded that replacement first (the
+// compactor deleted it before the set-aside event's turn), the refused
+// event, older still, is superseded as much: it goes, where it used to
+// stay for good. A replacement the stream never held keeps it.
+func TestARefusedEventGoesWhenItsReplacementWent(t *testing.T) {
+	ctx := context.Background()
+	js, err := jetstream.New(testenv.Connect(t, testenv.NATS(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"schemaq.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, err := js.Publish(ctx, "schemaq.schema.shop", []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteMsg(ctx, 3); err != nil { // the replacement, superseded
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		by   uint64
+		want string
+	}{
+		{"the replacement went", 3, ""},
+		{"the replacement is no event of the database", 4, supersededKept},
+		{"past the stream's last", 9, supersededKept},
+		{"before the refused event", 1, supersededKept},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &batchView{c: newCompactor(nil, nil, 1<<20, zaptest.NewLogger(t), nil), s: s, held: map[uint64]*heldObjects{}}
+			e := supersededEvent{db: "shop", kind: kindSchema, name: "seq 2", id: "shop-0002", seq: 2, by: tc.by}
+			if got := v.replaced(ctx, candidate{e: e, names: []string{e.name}}); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
