@@ -238,6 +238,7 @@ func (a *applier) renameColumn(s *pg.RenameStmt) error {
 		if c := child.Column(s.Subname); c != nil {
 			c.Name = s.Newname
 			c.Renamed = addRename(c.Renamed, Rename{From: s.Subname, Source: a.source})
+			child.renameInIndexes(s.Subname, s.Newname)
 		}
 		return nil
 	})

@@ -60,3 +60,6 @@ CREATE INDEX events_2026_kind ON events_2026 (kind);
 ALTER TABLE events ATTACH PARTITION events_2026 FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
 CREATE TABLE events_2023 PARTITION OF events FOR VALUES FROM ('2023-01-01') TO ('2024-01-01');
 ALTER TABLE events DETACH PARTITION events_2023;
+-- A partition's own index follows a rename of its parent's column, and
+-- still stands for the parent's.
+ALTER TABLE events RENAME COLUMN kind TO category;
