@@ -415,6 +415,8 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 			ch.Name = chooseConstraintName(t, name2, label)
 		} else if t.hasConstraint(ch.Name) {
 			return duplicate("constraint %s for relation %s already exists", QuoteIdent(ch.Name), t.QualName())
+		} else if ch.Exclude && t.indexAt(ch.Name) >= 0 {
+			return duplicate("relation %s already exists", QuoteIdent(ch.Name)) // an exclusion constraint is an index
 		}
 		t.Checks = append(t.Checks, ch)
 	}
@@ -428,6 +430,9 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 func (a *applier) keyOf(t *Table, con *pg.Constraint, cols []string) (_ []string, name string, err error) {
 	name = con.Conname
 	if con.Indexname != "" {
+		if t.PartitionBy != "" {
+			return nil, "", invalid("ALTER TABLE / ADD CONSTRAINT USING INDEX is not supported on partitioned tables")
+		}
 		if cols, err = t.takeIndex(con.Indexname); err != nil {
 			return nil, "", err
 		}

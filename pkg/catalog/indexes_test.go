@@ -97,6 +97,8 @@ func TestIndexRefusals(t *testing.T) {
 		{"a key named like an index", "CREATE INDEX x ON a1 (email);\nALTER TABLE a1 ADD CONSTRAINT x UNIQUE (org);", ErrDuplicate, "relation x already exists"},
 		{"a rename onto a key", "CREATE INDEX x ON a1 (email);\nALTER INDEX x RENAME TO a1_pkey;", ErrDuplicate, "relation a1_pkey already exists"},
 		{"a missing column", "CREATE INDEX x ON a1 (nope);", ErrUndefined, "column nope does not exist"},
+		{"an exclusion constraint named like an index", "CREATE INDEX x ON a1 (email);\nALTER TABLE a1 ADD CONSTRAINT x EXCLUDE (org WITH =);", ErrDuplicate, "relation x already exists"},
+		{"a partitioned table's", "CREATE TABLE p (a int) PARTITION BY LIST (a);\nCREATE UNIQUE INDEX pa ON p (a);\nALTER TABLE p ADD UNIQUE USING INDEX pa;", ErrInvalid, "not supported on partitioned tables"},
 		{"a key's index", "DROP INDEX a1_pkey;", ErrDependent, "cannot drop index a1_pkey because constraint a1_pkey"},
 		{"a partition's copy", "CREATE TABLE p (a int) PARTITION BY LIST (a);\nCREATE TABLE p1 PARTITION OF p FOR VALUES IN (1);\nCREATE INDEX ON p (a);\nDROP INDEX p1_a_idx;", ErrDependent, "cannot drop index p1_a_idx"},
 	}
