@@ -74,7 +74,7 @@ func (c *Catalog) applyCopy(ctx context.Context, s *script) (*Catalog, error) {
 			return work, nil
 		}
 		var ce *Error
-		if !s.opts.tolerant || !errors.Is(err, ErrUndefined) || !errors.As(err, &ce) || skipped[ce.Statement] != nil {
+		if !s.opts.tolerant || !tolerable(err) || !errors.As(err, &ce) || skipped[ce.Statement] != nil {
 			return nil, err
 		}
 		skipped[ce.Statement] = ce
@@ -117,9 +117,10 @@ type applyOptions struct {
 // migration after it. Where the failing statement alters a column of a
 // known table (ALTER COLUMN … SET DEFAULT, TYPE, SET/DROP NOT NULL), it
 // proves the column exists: the column is added, marked Inferred, and
-// the statement applies; that is recorded as drift too. Syntax errors and
-// contradictions (creating what exists, dropping what others depend on)
-// still fail the script.
+// the statement applies; that is recorded as drift too. So is a CREATE
+// INDEX under a name one of the table's indexes holds (staleIndex): it
+// is skipped. Other syntax errors and contradictions (creating what
+// exists, dropping what others depend on) still fail the script.
 func Tolerant() ApplyOption { return func(o *applyOptions) { o.tolerant = true } }
 
 // run applies every statement of tree, then the foreign keys that waited
@@ -135,7 +136,7 @@ func (a *applier) run(tree *pg.ParseResult) error {
 		}
 		if err := a.statement(raw.Stmt); err != nil {
 			var c cleanErr
-			if a.tolerant && errors.Is(err, ErrUndefined) && errors.As(err, &c) {
+			if a.tolerant && tolerable(err) && errors.As(err, &c) {
 				a.recordDrift(i+1, raw, c.error, "")
 				continue
 			}

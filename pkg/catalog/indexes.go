@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"slices"
 	"strings"
 
@@ -81,7 +82,11 @@ func (a *applier) createIndex(s *pg.IndexStmt) error {
 		if s.IfNotExists {
 			return nil
 		}
-		return duplicate("relation %s already exists", QuoteIdent(s.Idxname))
+		err := duplicate("relation %s already exists", QuoteIdent(s.Idxname))
+		if t.indexAt(s.Idxname) >= 0 {
+			err = staleIndex{err}
+		}
+		return clean(err)
 	}
 	t.Indexes = append(t.Indexes, ix)
 	if t.PartitionBy != "" {
@@ -90,6 +95,21 @@ func (a *applier) createIndex(s *pg.IndexStmt) error {
 		a.cat.syncPartitions()
 	}
 	return nil
+}
+
+// staleIndex is a CREATE INDEX refused for a name one of the table's
+// indexes holds. Indexes are dropped and made again in routines and
+// loops over pg_indexes more than tables are, so the catalog may have
+// missed a drop PostgreSQL ran: a tolerant apply skips the statement as
+// drift (see Tolerant) rather than refuse a migration the database took.
+type staleIndex struct{ error }
+
+func (e staleIndex) Unwrap() error { return e.error }
+
+// tolerable reports whether a tolerant apply skips a statement that
+// failed with err.
+func tolerable(err error) bool {
+	return errors.Is(err, ErrUndefined) || errors.As(err, new(staleIndex))
 }
 
 // indexOf reads an index's definition.
