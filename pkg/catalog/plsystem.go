@@ -370,10 +370,14 @@ func init() {
 				}
 				r.rows = append(r.rows, []value{relOid(q), str(q.Name), nspOid(q.Schema), str(kind), unknown, unknown})
 			}
-			// Indexes made by means the catalog never saw, sequences,
-			// composite types, toast tables and system relations are not
-			// held.
-			for _, k := range []string{"i", "I", "S", "c", "t"} {
+			// Sequences, composite types, toast tables, system relations
+			// and the indexes of materialized views are not held; a
+			// table's indexes are, as its columns are.
+			kinds := []string{"S", "c", "t"}
+			if hasMatview(a) {
+				kinds = append(kinds, "i")
+			}
+			for _, k := range kinds {
 				r.phantoms = append(r.phantoms, []value{notHeld, unknown, unknown, str(k), unknown, unknown})
 			}
 			r.phantoms = append(r.phantoms, sysPhantoms(r.cols, "relnamespace", map[string]value{"relname": sysName, "oid": notHeld})...)
@@ -414,9 +418,15 @@ func init() {
 					r.rows = append(r.rows, []value{str(t.Schema), str(t.Name), str(name), unknown, unknown})
 				}
 			}
-			// Indexes made by means the catalog never saw (on a
-			// materialized view, by tooling).
-			r.phantoms = [][]value{unknownRow(len(r.cols))}
+			// A table's indexes are held as its columns are: the history
+			// made them. A materialized view's and the system catalogs'
+			// are not.
+			r.phantoms = sysPhantoms(r.cols, "schemaname", map[string]value{"tablename": sysName, "indexname": sysName})
+			for _, v := range viewsOf(a, eq, "schemaname", "tablename") {
+				if v.Materialized {
+					r.phantoms = append(r.phantoms, []value{str(v.Schema), str(v.Name), unknown, unknown, unknown})
+				}
+			}
 		}})
 	register(&relDef{name: "pg_attribute", cols: []string{"attrelid", "attname", "attnum", "attnotnull", "attisdropped", "atthasdef", "atttypid"},
 		fill: func(a *applier, eq map[string]value, r *relation) {
@@ -636,4 +646,13 @@ func indexNames(t *Table) []string {
 		out = append(out, ix.Name)
 	}
 	return out
+}
+
+func hasMatview(a *applier) bool {
+	for _, v := range a.cat.views {
+		if v.Materialized {
+			return true
+		}
+	}
+	return false
 }
