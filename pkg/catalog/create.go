@@ -360,7 +360,7 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 		if t.PrimaryKey != nil {
 			return invalid("multiple primary keys for table %s are not allowed", t.QualName())
 		}
-		cols, name, err := a.keyOf(t, con, colNames(con.Keys))
+		cols, name, err := t.keyOf(con, colNames(con.Keys))
 		if err != nil {
 			return err
 		}
@@ -373,7 +373,7 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 			t.Column(c).NotNull = true
 		}
 	case pg.ConstrType_CONSTR_UNIQUE:
-		cols, name, err := a.keyOf(t, con, colNames(con.Keys))
+		cols, name, err := t.keyOf(con, colNames(con.Keys))
 		if err != nil {
 			return err
 		}
@@ -427,7 +427,7 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 // its own, or with USING INDEX the index's, which it takes over (and
 // renames to the constraint's name, if it has one). The name is empty
 // when PostgreSQL would choose it.
-func (a *applier) keyOf(t *Table, con *pg.Constraint, cols []string) (_ []string, name string, err error) {
+func (t *Table) keyOf(con *pg.Constraint, cols []string) (_ []string, name string, err error) {
 	name = con.Conname
 	if con.Indexname != "" {
 		if t.PartitionBy != "" {

@@ -3,10 +3,11 @@ package catalog
 import "slices"
 
 // syncPartitions gives every partition its parent's primary key, unique
-// keys, foreign keys and indexes (inheritIndexes), as PostgreSQL does when a partition is created
-// or attached and when the parent gains a key: it builds the partition's
-// own index (named <partition>_pkey, <partition>_<columns>_key) and clones
-// foreign keys under the parent's constraint name. The copies are derived
+// keys, foreign keys and indexes (inheritIndexes), as PostgreSQL does
+// when a partition is created or attached and when the parent gains a
+// key: it builds the partition's own index (named <partition>_pkey,
+// <partition>_<columns>_key) and clones foreign keys under the parent's
+// constraint name. The copies are derived
 // state, marked Inherited and made anew after every script, so a key
 // dropped from the parent drops them; a partition detached keeps them as
 // its own (ownKeys). It reports whether any table is a partition.
