@@ -100,8 +100,7 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 			}
 			c := *t.Column(def.Colname)
 			c.Comment = ""
-			child.Columns = append(child.Columns, &c)
-			return nil
+			return child.appendColumn(&c)
 		})
 	case pg.AlterTableType_AT_DropColumn:
 		if t.Column(cmd.Name) == nil {
@@ -266,7 +265,9 @@ func (a *applier) alterColumn(t *Table, name string) (*Column, error) {
 		return col, err
 	}
 	col = &Column{Name: name, Inferred: true}
-	t.Columns = append(t.Columns, col)
+	if err := t.appendColumn(col); err != nil {
+		return nil, err
+	}
 	a.recordDrift(a.stmt, a.raw, err, "column "+t.QualName().String()+"."+QuoteIdent(name))
 	return col, nil
 }

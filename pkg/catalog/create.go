@@ -83,7 +83,9 @@ func (a *applier) createTable(s *pg.CreateStmt) error {
 				e := *c.Enum
 				c.Enum = &e
 			}
-			t.Columns = append(t.Columns, &c)
+			if err := t.appendColumn(&c); err != nil {
+				return err
+			}
 		}
 	}
 	if ps := s.Partspec; ps != nil {
@@ -243,7 +245,9 @@ func (a *applier) like(t *Table, l *pg.TableLikeClause) (keysOf *Table, err erro
 		if opt&comments != 0 {
 			c.Comment = sc.Comment
 		}
-		t.Columns = append(t.Columns, c)
+		if err := t.appendColumn(c); err != nil {
+			return nil, err
+		}
 	}
 	if opt&constraints != 0 {
 		for _, ch := range src.Checks {
@@ -290,7 +294,9 @@ func (a *applier) addColumn(t *Table, def *pg.ColumnDef, creating bool) error {
 		return duplicate("column %s of relation %s already exists", QuoteIdent(def.Colname), t.QualName())
 	default:
 		col = &Column{Name: def.Colname}
-		t.Columns = append(t.Columns, col)
+		if err := t.appendColumn(col); err != nil {
+			return err
+		}
 	}
 	if def.TypeName != nil {
 		spec, err := a.typeOf(def.TypeName)
@@ -393,6 +399,9 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 				ch.Columns = []string{col.Name}
 			}
 		} else {
+			if err := indexColumns(len(con.Exclusions)); err != nil {
+				return err
+			}
 			ch.Exclude = true
 			for _, ex := range con.Exclusions {
 				if l := ex.GetList(); l != nil && len(l.Items) > 0 {
@@ -428,6 +437,9 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 // renames to the constraint's name, if it has one). The name is empty
 // when PostgreSQL would choose it.
 func (t *Table) keyOf(con *pg.Constraint, cols []string) (_ []string, name string, err error) {
+	if err := indexColumns(len(cols) + len(con.Including)); err != nil {
+		return nil, "", err
+	}
 	name = con.Conname
 	if con.Indexname != "" {
 		if t.PartitionBy != "" {
@@ -477,6 +489,9 @@ var fkActions = map[string]string{
 // addForeignKey adds a foreign key. With mayDefer, a reference to a table
 // that does not exist yet is kept until the end of the script.
 func (a *applier) addForeignKey(t *Table, con *pg.Constraint, cols []string, mayDefer bool) error {
+	if len(cols) > maxIndexColumns || len(con.PkAttrs) > maxIndexColumns {
+		return invalid("cannot have more than %d keys in a foreign key", maxIndexColumns)
+	}
 	if err := requireColumns(t, cols); err != nil {
 		return err
 	}

@@ -114,6 +114,9 @@ func tolerable(err error) bool {
 
 // indexOf reads an index's definition.
 func indexOf(t *Table, s *pg.IndexStmt) (ix Index, err error) {
+	if err := indexColumns(len(s.IndexParams) + len(s.IndexIncludingParams)); err != nil {
+		return ix, err
+	}
 	ix = Index{Name: s.Idxname, Unique: s.Unique}
 	if s.AccessMethod != "btree" {
 		ix.Method = s.AccessMethod

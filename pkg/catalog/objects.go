@@ -149,6 +149,9 @@ func (a *applier) createView(s *pg.ViewStmt) error {
 	}
 	v.Reads = a.reads(s.Query)
 	v.Columns = a.queryColumns(s.Query, pgtree.Strings(s.Aliases))
+	if err := targetList(v.Columns); err != nil {
+		return err
+	}
 	a.cat.views[q] = v
 	return nil
 }
@@ -165,10 +168,16 @@ func (a *applier) createTableAs(s *pg.CreateTableAsStmt) error {
 		return duplicate("relation %s already exists", q)
 	}
 	cols := a.queryColumns(s.Query, pgtree.Strings(s.Into.ColNames))
+	if err := targetList(cols); err != nil {
+		return err
+	}
 	if s.Objtype == pg.ObjectType_OBJECT_MATVIEW {
 		a.cat.views[q] = &View{Schema: q.Schema, Name: q.Name, Materialized: true,
 			Definition: deparseQuery(s.Query), Reads: a.reads(s.Query), Columns: cols}
 		return nil
+	}
+	if len(cols) > maxTableColumns {
+		return invalid("tables can have at most %d columns (%s)", maxTableColumns, q)
 	}
 	a.cat.tables[q] = &Table{Schema: q.Schema, Name: q.Name, Columns: cols}
 	a.touch(a.cat.tables[q], touchCreated)

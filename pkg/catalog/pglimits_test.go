@@ -1,0 +1,60 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// list joins n elements made by f with ", ".
+func list(n int, f func(i int) string) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = f(i)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PostgreSQL's limits hold, at them and one past them: past them one
+// statement's work grew with the square of its size (a megabyte of
+// CREATE TABLE with 100,000 columns took 16 s, a CREATE INDEX of as many
+// elements minutes), on the worker that serves every database.
+func TestPostgresLimits(t *testing.T) {
+	cols := func(n int) string { return list(n, func(i int) string { return fmt.Sprintf("c%d int", i) }) }
+	names := func(n int) string { return list(n, func(i int) string { return fmt.Sprintf("c%d", i) }) }
+	wide := "CREATE TABLE w (" + cols(40) + ");\n"
+	cases := []struct {
+		name string
+		sql  string
+		msg  string // "" when it applies
+	}{
+		{"a table of 1,600 columns", "CREATE TABLE t (" + cols(1600) + ");", ""},
+		{"a table of 1,601 columns", "CREATE TABLE t (" + cols(1601) + ");", "tables can have at most 1600 columns"},
+		{"a column added past 1,600", "CREATE TABLE t (" + cols(1600) + ");\nALTER TABLE t ADD COLUMN x int;", "tables can have at most 1600 columns"},
+		{"two parents of 900 columns", "CREATE TABLE p1 (" + list(900, func(i int) string { return fmt.Sprintf("a%d int", i) }) + ");\nCREATE TABLE p2 (" +
+			list(900, func(i int) string { return fmt.Sprintf("b%d int", i) }) + ");\nCREATE TABLE kid () INHERITS (p1, p2);", "tables can have at most 1600 columns"},
+		{"LIKE past 1,600", "CREATE TABLE p1 (" + cols(1600) + ");\nCREATE TABLE t (x int, LIKE p1);", "tables can have at most 1600 columns"},
+		{"CREATE TABLE AS of 1,601 columns", "CREATE TABLE t AS SELECT " + list(1601, func(i int) string { return fmt.Sprintf("1 AS c%d", i) }) + ";", "tables can have at most 1600 columns"},
+		{"a view of 1,664 columns", "CREATE VIEW v AS SELECT " + list(1664, func(i int) string { return fmt.Sprintf("1 AS c%d", i) }) + ";", ""},
+		{"a view of 1,665 columns", "CREATE VIEW v AS SELECT " + list(1665, func(i int) string { return fmt.Sprintf("1 AS c%d", i) }) + ";", "target lists can have at most 1664 entries"},
+		{"an index of 32 columns", wide + "CREATE INDEX ON w (" + names(32) + ");", ""},
+		{"an index of 33 columns", wide + "CREATE INDEX ON w (" + names(33) + ");", "cannot use more than 32 columns in an index"},
+		{"an index of 30 columns and 3 included", wide + "CREATE INDEX ON w (" + names(30) + ") INCLUDE (c31, c32, c33);", "cannot use more than 32 columns in an index"},
+		{"a key of 33 columns", wide + "ALTER TABLE w ADD PRIMARY KEY (" + names(33) + ");", "cannot use more than 32 columns in an index"},
+		{"a unique key of 32 columns", wide + "ALTER TABLE w ADD UNIQUE (" + names(32) + ");", ""},
+		{"a foreign key of 33 columns", wide + "CREATE TABLE r (" + cols(40) + ");\nALTER TABLE r ADD FOREIGN KEY (" + names(33) + ") REFERENCES w (" + names(33) + ");", "cannot have more than 32 keys in a foreign key"},
+		{"an exclusion constraint of 33 columns", wide + "ALTER TABLE w ADD EXCLUDE (" + list(33, func(i int) string { return fmt.Sprintf("c%d WITH =", i) }) + ");", "cannot use more than 32 columns in an index"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New("db").Apply("0001.sql", tc.sql)
+			switch {
+			case tc.msg == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.msg != "" && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.msg)):
+				t.Fatalf("error %v, want %q", err, tc.msg)
+			}
+		})
+	}
+}
