@@ -29,6 +29,8 @@ func FuzzChunkerUpdate(f *testing.F) {
 		"CREATE SCHEMA s; ALTER TABLE items SET SCHEMA s;",
 		"ALTER TABLE child NO INHERIT parent; ALTER TABLE parent ADD COLUMN z int;",
 		"CREATE TABLE category (category_id int PRIMARY KEY); ALTER TABLE items ADD COLUMN category_id int;",
+		"CREATE UNIQUE INDEX items_name ON items (name); CREATE INDEX ON events (customer_id);",
+		"CREATE UNIQUE INDEX ON events (customer_id, at); ALTER TABLE items RENAME COLUMN name TO title;",
 	} {
 		f.Add(s)
 	}
