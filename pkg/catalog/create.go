@@ -334,6 +334,13 @@ func (a *applier) addColumn(t *Table, def *pg.ColumnDef, creating bool) error {
 // addConstraint applies a column constraint (col != nil) or a table
 // constraint to t, naming it as PostgreSQL would when it has no name.
 func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error {
+	switch con.Contype {
+	case pg.ConstrType_CONSTR_PRIMARY, pg.ConstrType_CONSTR_UNIQUE, pg.ConstrType_CONSTR_FOREIGN,
+		pg.ConstrType_CONSTR_CHECK, pg.ConstrType_CONSTR_EXCLUSION:
+		if err := t.roomForName(); err != nil {
+			return err
+		}
+	}
 	colNames := func(nodes []*pg.Node) []string {
 		if col != nil && len(nodes) == 0 {
 			return []string{col.Name}

@@ -63,6 +63,9 @@ func (a *applier) createIndex(s *pg.IndexStmt) error {
 		return nil
 	}
 	t := a.cat.tables[q]
+	if err := t.roomForName(); err != nil {
+		return err
+	}
 	ix, err := indexOf(t, s)
 	if err != nil {
 		return err
@@ -205,7 +208,17 @@ func appendNew(list []string, items ...string) []string {
 // the name is taken.
 func (c *Catalog) chooseIndexName(t *Table, name2, label string) string {
 	name := makeObjectName(t.Name, name2, label)
-	for pass := 1; c.relationTaken(t, name); pass++ {
+	if !c.relationTaken(t, name) {
+		return name
+	}
+	// The set made once, as chooseConstraintName does. A foreign key's
+	// or a check's name does not take an index's, but a table's does.
+	own := t.indexSet()
+	taken := func(name string) bool {
+		q := QualName{t.Schema, name}
+		return own[name] || c.tables[q] != nil || c.views[q] != nil
+	}
+	for pass := 1; taken(name); pass++ {
 		name = makeObjectName(t.Name, name2, label+itoa(pass))
 	}
 	return name
@@ -229,6 +242,26 @@ func (t *Table) hasIndex(name string) bool {
 	return slices.ContainsFunc(t.Unique, func(k Key) bool { return k.Name == name }) ||
 		slices.ContainsFunc(t.Checks, func(c Check) bool { return c.Exclude && c.Name == name }) ||
 		t.indexAt(name) >= 0
+}
+
+// indexSet is the set of hasIndex's names.
+func (t *Table) indexSet() map[string]bool {
+	set := make(map[string]bool, len(t.Unique)+len(t.Indexes)+1)
+	if t.PrimaryKey != nil {
+		set[t.PrimaryKey.Name] = true
+	}
+	for _, k := range t.Unique {
+		set[k.Name] = true
+	}
+	for _, c := range t.Checks {
+		if c.Exclude {
+			set[c.Name] = true
+		}
+	}
+	for _, ix := range t.Indexes {
+		set[ix.Name] = true
+	}
+	return set
 }
 
 func (t *Table) indexAt(name string) int {

@@ -58,3 +58,28 @@ func TestPostgresLimits(t *testing.T) {
 		})
 	}
 }
+
+// A table holds at most maxTableNames constraints and indexes, counted
+// together, and the names chosen past a gap are PostgreSQL's lowest.
+func TestTableNames(t *testing.T) {
+	checks := func(n int) string { return strings.Repeat(", CHECK (a > 0)", n) }
+	if _, err := New("db").Apply("0001.sql", "CREATE TABLE t (a int"+checks(maxTableNames)+");"); err != nil {
+		t.Fatalf("%d checks refused: %v", maxTableNames, err)
+	}
+	_, err := New("db").Apply("0001.sql", "CREATE TABLE t (a int"+checks(maxTableNames-1)+");\nCREATE INDEX ON t (a);\nCREATE INDEX ON t (a);")
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "schemaq's bound") {
+		t.Fatalf("past the bound: %v", err)
+	}
+	c := mustApply(t, New("db"), `CREATE TABLE t (a int, CHECK (a > 0), CHECK (a > 1), CHECK (a > 2), CHECK (a > 3),
+  CONSTRAINT t_a_check01 CHECK (a > 4), CONSTRAINT "t_a_check+5" CHECK (a > 5));
+ALTER TABLE t DROP CONSTRAINT t_a_check1;
+ALTER TABLE t ADD CHECK (a > 6), ADD CHECK (a > 7);`)
+	var got []string
+	for _, ch := range c.Table(QualName{"public", "t"}).Checks {
+		got = append(got, ch.Name)
+	}
+	want := "[t_a_check t_a_check2 t_a_check3 t_a_check01 t_a_check+5 t_a_check1 t_a_check4]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("names %v, want %s", got, want)
+	}
+}
