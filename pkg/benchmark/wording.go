@@ -146,20 +146,7 @@ func (w *wording) renameTable(sql *strings.Builder, t *catalog.Table, cw *copyWo
 			fmt.Fprintf(sql, "ALTER TABLE %s RENAME COLUMN %s TO %s;\n", q, catalog.QuoteIdent(c.Name), catalog.QuoteIdent(to))
 		}
 	}
-	var keys []string
-	if t.PrimaryKey != nil {
-		keys = append(keys, t.PrimaryKey.Name)
-	}
-	for _, k := range t.Unique {
-		keys = append(keys, k.Name)
-	}
-	for _, fk := range t.ForeignKeys {
-		keys = append(keys, fk.Name)
-	}
-	for _, ch := range t.Checks {
-		keys = append(keys, ch.Name)
-	}
-	for i, k := range keys {
+	for i, k := range t.ConstraintNames() {
 		if k == "" {
 			continue
 		}

@@ -238,6 +238,10 @@ func (t *Table) nameList(indexes bool) []string {
 	return out
 }
 
+// ConstraintNames lists the names of t's primary key, unique keys,
+// foreign keys and checks, in that order.
+func (t *Table) ConstraintNames() []string { return t.nameList(false) }
+
 // names is nameList as a set.
 func (t *Table) names(indexes bool) map[string]bool {
 	list := t.nameList(indexes)
