@@ -244,22 +244,32 @@ func (t *Table) hasIndex(name string) bool {
 		t.indexAt(name) >= 0
 }
 
-// indexSet is the set of hasIndex's names.
-func (t *Table) indexSet() map[string]bool {
-	set := make(map[string]bool, len(t.Unique)+len(t.Indexes)+1)
+// indexNames lists t's indexes, hasIndex's names: its keys' and
+// exclusion constraints' and those CREATE INDEX made.
+func (t *Table) indexNames() []string {
+	out := make([]string, 0, len(t.Unique)+len(t.Indexes)+1)
 	if t.PrimaryKey != nil {
-		set[t.PrimaryKey.Name] = true
+		out = append(out, t.PrimaryKey.Name)
 	}
 	for _, k := range t.Unique {
-		set[k.Name] = true
+		out = append(out, k.Name)
 	}
 	for _, c := range t.Checks {
 		if c.Exclude {
-			set[c.Name] = true
+			out = append(out, c.Name)
 		}
 	}
 	for _, ix := range t.Indexes {
-		set[ix.Name] = true
+		out = append(out, ix.Name)
+	}
+	return out
+}
+
+// indexSet is indexNames as a set.
+func (t *Table) indexSet() map[string]bool {
+	set := map[string]bool{}
+	for _, n := range t.indexNames() {
+		set[n] = true
 	}
 	return set
 }

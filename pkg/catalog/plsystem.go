@@ -353,7 +353,7 @@ func init() {
 				if t.PartitionBy != "" {
 					kind = "I"
 				}
-				for _, name := range indexNames(t) {
+				for _, name := range t.indexNames() {
 					if n, ok := eq["relname"]; ok && n.String() != name {
 						continue
 					}
@@ -414,7 +414,7 @@ func init() {
 	register(&relDef{name: "pg_indexes", cols: []string{"schemaname", "tablename", "indexname", "tablespace", "indexdef"},
 		fill: func(a *applier, eq map[string]value, r *relation) {
 			for _, t := range tablesOf(a, eq, "schemaname", "tablename") {
-				for _, name := range indexNames(t) {
+				for _, name := range t.indexNames() {
 					r.rows = append(r.rows, []value{str(t.Schema), str(t.Name), str(name), unknown, unknown})
 				}
 			}
@@ -629,21 +629,6 @@ func constraintsOf(t *Table) []constraintInfo {
 			typ = "x"
 		}
 		out = append(out, constraintInfo{name: c.Name, typ: typ})
-	}
-	return out
-}
-
-// indexNames lists t's indexes: its keys' and exclusion constraints' and
-// those CREATE INDEX made.
-func indexNames(t *Table) []string {
-	var out []string
-	for _, c := range constraintsOf(t) {
-		if c.typ == "p" || c.typ == "u" || c.typ == "x" {
-			out = append(out, c.name)
-		}
-	}
-	for _, ix := range t.Indexes {
-		out = append(out, ix.Name)
 	}
 	return out
 }
