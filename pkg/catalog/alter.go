@@ -127,7 +127,9 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 		if views := a.viewsUsing(t, col.Name); len(views) > 0 {
 			return dependent("cannot alter type of a column used by a view or rule: view %s depends on column %s of %s", views[0], QuoteIdent(col.Name), t.QualName())
 		}
-		if gen := generatedUsing(t, col.Name); len(gen) > 0 {
+		if gen, err := a.exprs.generatedUsing(t, col.Name); err != nil {
+			return err
+		} else if len(gen) > 0 {
 			return dependent("cannot alter type of a column used by a generated column: column %s of %s uses %s", QuoteIdent(gen[0]), t.QualName(), QuoteIdent(col.Name))
 		}
 		spec, err := a.typeOf(def.TypeName)
@@ -337,7 +339,11 @@ func (a *applier) noCycle(child, parent QualName) error {
 // column go only with CASCADE.
 func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
 	q := t.QualName()
-	if gen := generatedUsing(t, name); len(gen) > 0 {
+	gen, err := a.exprs.generatedUsing(t, name)
+	if err != nil {
+		return err
+	}
+	if len(gen) > 0 {
 		if !cascade {
 			return dependent("cannot drop column %s of table %s because column %s of table %s depends on it (use CASCADE)", QuoteIdent(name), q, QuoteIdent(gen[0]), q)
 		}

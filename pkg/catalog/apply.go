@@ -240,6 +240,8 @@ type applier struct {
 	// schema files (SpiderUnion's among them) declare a reference before
 	// the table it points to, and the script is applied as one unit.
 	pending []pendingFK
+	// exprs memoises and bounds parsing tables' expressions again.
+	exprs exprWork
 }
 
 type pendingFK struct {

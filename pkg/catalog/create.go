@@ -89,6 +89,9 @@ func (a *applier) createTable(s *pg.CreateStmt) error {
 		}
 	}
 	if ps := s.Partspec; ps != nil {
+		for _, p := range ps.PartParams {
+			unqualify(p.GetPartitionElem().GetExpr(), t.QualName())
+		}
 		t.PartitionBy = partitionBy(ps)
 	}
 
@@ -362,6 +365,7 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 		}
 	case pg.ConstrType_CONSTR_GENERATED:
 		if col != nil {
+			unqualify(con.RawExpr, t.QualName())
 			col.Generated = deparseExpr(con.RawExpr)
 		}
 	case pg.ConstrType_CONSTR_IDENTITY:
@@ -400,6 +404,7 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 	case pg.ConstrType_CONSTR_CHECK, pg.ConstrType_CONSTR_EXCLUSION:
 		ch := Check{Name: con.Conname}
 		if con.Contype == pg.ConstrType_CONSTR_CHECK {
+			unqualify(con.RawExpr, t.QualName())
 			ch.Expr = deparseExpr(con.RawExpr)
 			ch.Columns = columnRefs(con.RawExpr)
 			if col != nil && len(ch.Columns) == 0 {

@@ -132,6 +132,7 @@ func indexOf(t *Table, s *pg.IndexStmt) (ix Index, err error) {
 		k := IndexKey{Column: e.Name, Order: elemOrder(e), Collation: sqlName(e.Collation), Opclass: sqlName(e.Opclass)}
 		name := e.Name
 		if e.Name == "" {
+			unqualify(e.Expr, t.QualName())
 			k.Expr = deparseExpr(e.Expr)
 			ix.Reads = appendNew(ix.Reads, columnRefs(e.Expr)...)
 			if name = columnName(e.Expr); name == "?column?" {
@@ -156,6 +157,7 @@ func indexOf(t *Table, s *pg.IndexStmt) (ix Index, err error) {
 		}
 	}
 	if s.WhereClause != nil {
+		unqualify(s.WhereClause, t.QualName())
 		ix.Where = deparseExpr(s.WhereClause)
 		ix.Reads = appendNew(ix.Reads, columnRefs(s.WhereClause)...)
 	}
@@ -428,13 +430,8 @@ func (t *Table) renameInIndexes(from, to string) {
 				ix.Keys[j].Column = to
 			}
 		}
-		for _, list := range [][]string{ix.Include, ix.Reads} {
-			for j, c := range list {
-				if c == from {
-					list[j] = to
-				}
-			}
-		}
+		renameIn(ix.Include, from, to)
+		renameIn(ix.Reads, from, to)
 	}
 }
 

@@ -83,3 +83,33 @@ ALTER TABLE t ADD CHECK (a > 6), ADD CHECK (a > 7);`)
 		t.Errorf("names %v, want %s", got, want)
 	}
 }
+
+// The expressions a table holds as text are parsed again when a column
+// they may read is renamed or dropped, within a bound per Apply: a
+// rename of forty bytes may rewrite every check and generated column of
+// a table, and a megabyte of renames took most of an hour. What reads a
+// column is remembered, so dropping columns no expression reads costs
+// no parse (a thousand drops beside 1,500 generated columns took 10 s).
+func TestExpressionParsesBound(t *testing.T) {
+	checks := list(maxTableNames-1, func(i int) string { return fmt.Sprintf("CHECK (a > %d)", i) })
+	renames := func(n int) string {
+		return strings.Repeat("ALTER TABLE t RENAME COLUMN a TO b;\nALTER TABLE t RENAME COLUMN b TO a;\n", n/2)
+	}
+	perRename := maxTableNames - 1
+	within := maxExprParses / perRename
+	if _, err := New("db").Apply("0001.sql", "CREATE TABLE t (a int, "+checks+");\n"+renames(within)); err != nil {
+		t.Fatalf("%d renames of a column %d checks read: %v", within, perRename, err)
+	}
+	_, err := New("db").Apply("0001.sql", "CREATE TABLE t (a int, "+checks+");\n"+renames(within+2))
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "schemaq's bound") {
+		t.Fatalf("past the bound: %v", err)
+	}
+	gen := list(1500, func(i int) string { return fmt.Sprintf("g%d int GENERATED ALWAYS AS (a + %d) STORED", i, i) })
+	var drops strings.Builder
+	for i := range 2 * maxExprParses / 1500 {
+		fmt.Fprintf(&drops, "ALTER TABLE t ADD COLUMN x%d int;\nALTER TABLE t DROP COLUMN x%d;\n", i, i)
+	}
+	if _, err := New("db").Apply("0001.sql", "CREATE TABLE t (a int, "+gen+");\n"+drops.String()); err != nil {
+		t.Fatalf("drops beside generated columns: %v", err)
+	}
+}

@@ -202,26 +202,9 @@ func (a *applier) renameColumn(s *pg.RenameStmt) error {
 	}
 	t := a.cat.tables[q]
 	a.touch(t, touchAltered)
-	ren := func(list []string) {
-		for j, c := range list {
-			if c == s.Subname {
-				list[j] = s.Newname
-			}
-		}
+	if err := a.renameColumnIn(t, s.Subname, s.Newname); err != nil {
+		return err
 	}
-	if t.PrimaryKey != nil {
-		ren(t.PrimaryKey.Columns)
-	}
-	for _, k := range t.Unique {
-		ren(k.Columns)
-	}
-	for _, fk := range t.ForeignKeys {
-		ren(fk.Columns)
-	}
-	for _, ch := range t.Checks {
-		ren(ch.Columns)
-	}
-	t.renameInIndexes(s.Subname, s.Newname)
 	refers := func(fk ForeignKey) bool { return fk.RefTable == q && slices.Contains(fk.RefColumns, s.Subname) }
 	for oq, other := range a.cat.tables {
 		if !slices.ContainsFunc(other.ForeignKeys, refers) {
@@ -229,19 +212,48 @@ func (a *applier) renameColumn(s *pg.RenameStmt) error {
 		}
 		for _, fk := range a.changing(oq).ForeignKeys {
 			if fk.RefTable == q {
-				ren(fk.RefColumns)
+				renameIn(fk.RefColumns, s.Subname, s.Newname)
 			}
 		}
 	}
 	// Partitions and inheritance children carry the same column.
 	return a.eachChild(t, s.Relation.Inh, func(child *Table) error {
-		if c := child.Column(s.Subname); c != nil {
-			c.Name = s.Newname
-			c.Renamed = addRename(c.Renamed, Rename{From: s.Subname, Source: a.source})
-			child.renameInIndexes(s.Subname, s.Newname)
+		c := child.Column(s.Subname)
+		if c == nil {
+			return nil
 		}
-		return nil
+		c.Name = s.Newname
+		c.Renamed = addRename(c.Renamed, Rename{From: s.Subname, Source: a.source})
+		return a.renameColumnIn(child, s.Subname, s.Newname)
 	})
+}
+
+// renameColumnIn follows a column's rename into what t holds of it
+// besides the column: its keys, checks and indexes, and the SQL text of
+// its expressions.
+func (a *applier) renameColumnIn(t *Table, from, to string) error {
+	if t.PrimaryKey != nil {
+		renameIn(t.PrimaryKey.Columns, from, to)
+	}
+	for _, k := range t.Unique {
+		renameIn(k.Columns, from, to)
+	}
+	for _, fk := range t.ForeignKeys {
+		renameIn(fk.Columns, from, to)
+	}
+	for _, ch := range t.Checks {
+		renameIn(ch.Columns, from, to)
+	}
+	t.renameInIndexes(from, to)
+	return a.exprs.renameInExpressions(t, from, to)
+}
+
+func renameIn(list []string, from, to string) {
+	for i, c := range list {
+		if c == from {
+			list[i] = to
+		}
+	}
 }
 
 // moveRelation renames a table or view (in place or across schemas) and

@@ -243,30 +243,3 @@ func (a *applier) fromReads(n *pg.Node, tq QualName) bool {
 	}
 	return false
 }
-
-// generatedUsing lists the generated columns of t whose expression reads
-// column col: PostgreSQL records those dependencies too.
-func generatedUsing(t *Table, col string) []string {
-	var out []string
-	for _, c := range t.Columns {
-		if c.Generated == "" || c.Name == col {
-			continue
-		}
-		tree, err := pgtree.Parse("SELECT " + c.Generated)
-		if err != nil || len(tree.Stmts) == 0 {
-			continue
-		}
-		uses := false
-		pgtree.Walk(tree.Stmts[0].Stmt, func(n *pg.Node) {
-			if cr := n.GetColumnRef(); cr != nil && len(cr.Fields) > 0 {
-				if s := cr.Fields[len(cr.Fields)-1].GetString_(); s != nil && s.Sval == col {
-					uses = true
-				}
-			}
-		})
-		if uses {
-			out = append(out, c.Name)
-		}
-	}
-	return out
-}

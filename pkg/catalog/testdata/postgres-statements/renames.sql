@@ -22,3 +22,22 @@ ALTER TABLE g ALTER COLUMN id TYPE bigint;
 DROP TABLE c;
 CREATE TABLE h (id int PRIMARY KEY, self int REFERENCES h);
 ALTER TABLE h RENAME TO h2;
+-- A column's rename follows into the expressions that read it: checks
+-- (bare and qualified by the table), generated columns, index
+-- expressions and predicates, and partition keys, the parent's and a
+-- sub-partition's; a column whose name another's extends stays.
+CREATE TABLE m (qty int CHECK (qty > 0), qty_max int, price numeric, CONSTRAINT m_qty_le CHECK (m.qty <= qty_max),
+  total numeric GENERATED ALWAYS AS (qty * price) STORED);
+CREATE INDEX m_expr ON m ((qty * 2), qty_max) WHERE qty > 1;
+ALTER TABLE m RENAME COLUMN qty TO "Quantity";
+ALTER TABLE m RENAME COLUMN price TO unit_price;
+CREATE TABLE pk (region text, at date, n int) PARTITION BY LIST (lower(region));
+CREATE TABLE pk_eu PARTITION OF pk FOR VALUES IN ('eu') PARTITION BY RANGE (at);
+CREATE TABLE pk_eu_2024 PARTITION OF pk_eu FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+ALTER TABLE pk RENAME COLUMN region TO area;
+ALTER TABLE pk RENAME COLUMN at TO day;
+-- Qualified by the table's name, then the table renamed.
+CREATE TABLE q (a int CHECK (public.q.a > 0), b int GENERATED ALWAYS AS (q.a * 2) STORED) PARTITION BY RANGE ((q.a + 1));
+CREATE TABLE q1 PARTITION OF q FOR VALUES FROM (0) TO (10);
+CREATE INDEX ON q ((q.a + 1)) WHERE q.a > 3;
+ALTER TABLE q RENAME TO q_renamed;

@@ -1,0 +1,247 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v5"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
+)
+
+// The catalog holds a table's expressions (checks, generated columns,
+// index expressions and predicates, partition keys) as SQL text, where
+// PostgreSQL holds trees of column numbers. So a column's rename rewrites
+// the text, and finding what reads a column parses it again.
+
+// maxExprParses bounds the expressions one Apply parses again: each costs
+// a parse (and a rename a deparse too), tens of microseconds, and a
+// statement of forty bytes (a rename, a dropped column) may reach every
+// expression of a table of 1,600 generated columns and 1,000 checks: a
+// megabyte of such statements would take most of an hour. Real histories
+// parse a few per rename.
+const maxExprParses = 50_000
+
+// exprWork memoises, within one Apply, the columns each expression text
+// reads, and counts the parses spent.
+type exprWork struct {
+	reads  map[string][]string
+	parses int
+}
+
+func (w *exprWork) spend() error {
+	if w.parses >= maxExprParses {
+		return invalid("the migration makes the catalog parse more than %d of its tables' expressions again (renamed or dropped columns they may read): schemaq's bound", maxExprParses)
+	}
+	w.parses++
+	return nil
+}
+
+// readsOf lists the columns expr reads.
+func (w *exprWork) readsOf(expr string) ([]string, error) {
+	if cols, ok := w.reads[expr]; ok {
+		return cols, nil
+	}
+	if err := w.spend(); err != nil {
+		return nil, err
+	}
+	var cols []string
+	if val := parseExpr(expr); val != nil {
+		cols = columnRefs(val)
+	}
+	if w.reads == nil {
+		w.reads = map[string][]string{}
+	}
+	w.reads[expr] = cols
+	return cols, nil
+}
+
+// generatedUsing lists the generated columns of t whose expression reads
+// column col: PostgreSQL records those dependencies too.
+func (w *exprWork) generatedUsing(t *Table, col string) ([]string, error) {
+	var out []string
+	for _, c := range t.Columns {
+		if c.Generated == "" || c.Name == col {
+			continue
+		}
+		reads, err := w.readsOf(c.Generated)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(reads, col) {
+			out = append(out, c.Name)
+		}
+	}
+	return out, nil
+}
+
+// renameInExpressions follows a column's rename into the SQL text t holds
+// for its checks, generated columns, partition key and indexes, as
+// PostgreSQL prints them after it. Without it a renamed column's CHECK
+// still named the old column in prompts, and the catalog's DDL did not
+// load. Checks and indexes list the columns they read (renamed already),
+// so only those that read this one are parsed again.
+func (w *exprWork) renameInExpressions(t *Table, from, to string) error {
+	ren := func(expr *string) error {
+		if *expr == "" {
+			return nil
+		}
+		if err := w.spend(); err != nil {
+			return err
+		}
+		*expr = renameColumnInExpr(*expr, t.Name, from, to)
+		return nil
+	}
+	for i := range t.Checks {
+		ch := &t.Checks[i]
+		switch {
+		case !slices.Contains(ch.Columns, to):
+		case ch.Exclude:
+			ch.Expr = "EXCLUDE (" + strings.Join(ch.Columns, ", ") + ")"
+		default:
+			if err := ren(&ch.Expr); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range t.Columns {
+		if c.Generated == "" {
+			continue
+		}
+		if reads, err := w.readsOf(c.Generated); err != nil {
+			return err
+		} else if slices.Contains(reads, from) {
+			if err := ren(&c.Generated); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range t.Indexes {
+		ix := &t.Indexes[i]
+		if !slices.Contains(ix.Reads, to) {
+			continue
+		}
+		for j := range ix.Keys {
+			if err := ren(&ix.Keys[j].Expr); err != nil {
+				return err
+			}
+		}
+		if err := ren(&ix.Where); err != nil {
+			return err
+		}
+	}
+	if t.PartitionBy != "" && mayName(t.PartitionBy, from) {
+		if err := w.spend(); err != nil {
+			return err
+		}
+		t.PartitionBy = renameInPartitionKey(t.PartitionBy, t.Name, from, to)
+	}
+	return nil
+}
+
+// parseExpr parses expr, an expression as the catalog holds it; nil when
+// it does not parse.
+func parseExpr(expr string) *pg.Node {
+	tree, err := pgtree.Parse("SELECT " + expr)
+	if err != nil || len(tree.Stmts) != 1 {
+		return nil
+	}
+	sel := tree.Stmts[0].Stmt.GetSelectStmt()
+	if sel == nil || len(sel.TargetList) != 1 {
+		return nil
+	}
+	return sel.TargetList[0].GetResTarget().GetVal()
+}
+
+// renameColumnInExpr renames column from to to in expr, an expression
+// over one table (named table): a bare reference or one qualified by the
+// table's name. expr is returned as it was when nothing refers to the
+// column or it does not parse.
+func renameColumnInExpr(expr, table, from, to string) string {
+	val := parseExpr(expr)
+	if val == nil || !renameRefs(val, table, from, to) {
+		return expr
+	}
+	if out := deparseExpr(val); out != "" {
+		return out
+	}
+	return expr
+}
+
+// renameInPartitionKey renames a column in a PARTITION BY key as the
+// catalog holds it ("LIST (kind, (lower(name)))").
+func renameInPartitionKey(key, table, from, to string) string {
+	if key == "" || !mayName(key, from) {
+		return key
+	}
+	tree, err := pgtree.Parse("CREATE TABLE t () PARTITION BY " + key)
+	if err != nil || len(tree.Stmts) != 1 {
+		return key
+	}
+	ps := tree.Stmts[0].Stmt.GetCreateStmt().GetPartspec()
+	if ps == nil {
+		return key
+	}
+	changed := false
+	for _, p := range ps.PartParams {
+		pe := p.GetPartitionElem()
+		switch {
+		case pe == nil:
+		case pe.Name == from:
+			pe.Name, changed = to, true
+		case pe.Expr != nil:
+			changed = renameRefs(pe.Expr, table, from, to) || changed
+		}
+	}
+	if !changed {
+		return key
+	}
+	return partitionBy(ps)
+}
+
+// renameRefs renames, in place, the column references under n that name
+// column from of table.
+func renameRefs(n *pg.Node, table, from, to string) bool {
+	changed := false
+	pgtree.Walk(n, func(m *pg.Node) {
+		cr := m.GetColumnRef()
+		if cr == nil || len(cr.Fields) == 0 {
+			return
+		}
+		names := pgtree.Strings(cr.Fields)
+		if len(names) != len(cr.Fields) || names[len(names)-1] != from ||
+			len(names) > 1 && names[len(names)-2] != table {
+			return
+		}
+		cr.Fields[len(cr.Fields)-1] = &pg.Node{Node: &pg.Node_String_{String_: &pg.String{Sval: to}}}
+		changed = true
+	})
+	return changed
+}
+
+// unqualify drops t's name from the column references under n that
+// carry it (m.qty, public.m.qty), in place, as PostgreSQL prints an
+// expression over one table. The catalog then holds nothing a rename of
+// the table would leave stale. A reference qualified by another name is
+// a composite column's field and stays.
+func unqualify(n *pg.Node, t QualName) {
+	pgtree.Walk(n, func(m *pg.Node) {
+		cr := m.GetColumnRef()
+		if cr == nil || len(cr.Fields) < 2 {
+			return
+		}
+		names := pgtree.Strings(cr.Fields)
+		k := len(names)
+		if k != len(cr.Fields) || names[k-2] != t.Name || k > 2 && names[k-3] != t.Schema {
+			return
+		}
+		cr.Fields = cr.Fields[k-1:]
+	})
+}
+
+// mayName says whether SQL text could name the identifier: its letters
+// appear in it, bare or quoted. It spares the parse for the expressions
+// that cannot.
+func mayName(sql, ident string) bool {
+	return strings.Contains(sql, ident) || strings.Contains(sql, strings.ReplaceAll(ident, `"`, `""`))
+}
