@@ -267,7 +267,7 @@ CREATE TABLE public.t (
 			name:   "materialized view",
 			sql:    `CREATE TABLE a (id int); CREATE MATERIALIZED VIEW mv AS SELECT count(*) FROM a WITH NO DATA;`,
 			object: "view:public.mv",
-			want:   "CREATE MATERIALIZED VIEW public.mv AS SELECT count(*) FROM a;\n",
+			want:   "CREATE MATERIALIZED VIEW public.mv (count) AS SELECT count(*) FROM a;\n",
 		},
 		{
 			name:   "DROP TABLE CASCADE drops dependent views",

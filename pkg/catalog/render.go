@@ -1,7 +1,10 @@
 package catalog
 
 import (
+	"slices"
 	"strings"
+
+	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 // DDL renders the table as one canonical CREATE TABLE statement: columns in
@@ -15,7 +18,7 @@ import (
 // never on how the producer formatted its DDL.
 func (t *Table) DDL() string {
 	var b strings.Builder
-	t.writeDDL(&b, true)
+	t.writeDDL(&b, inline{pk: t.PrimaryKey, unique: t.Unique, fks: t.ForeignKeys, checks: t.Checks})
 	for _, ix := range t.Indexes {
 		if ix.Shown() {
 			b.WriteString(ix.DDL(t.QualName()))
@@ -24,7 +27,21 @@ func (t *Table) DDL() string {
 	return b.String()
 }
 
-func (t *Table) writeDDL(b *strings.Builder, withFKs bool) {
+// inline is what a CREATE TABLE writes after its columns: a table's
+// DDL writes all its keys, the catalog's script what PostgreSQL would
+// not make by itself.
+type inline struct {
+	pk     *Key
+	unique []Key
+	fks    []ForeignKey
+	checks []Check
+	// nullDefaults are columns written DEFAULT NULL: an inheritance
+	// child's column without the default its parent's has, which it
+	// would otherwise take from the parent.
+	nullDefaults []string
+}
+
+func (t *Table) writeDDL(b *strings.Builder, in inline) {
 	if t.Comment != "" {
 		writeComment(b, "", t.Comment)
 	}
@@ -35,30 +52,28 @@ func (t *Table) writeDDL(b *strings.Builder, withFKs bool) {
 	var lines []string
 	var comments []string
 	for _, c := range t.Columns {
-		lines = append(lines, "    "+c.Definition())
+		lines = append(lines, "    "+c.definition(slices.Contains(in.nullDefaults, c.Name)))
 		comment := c.Comment
 		if c.Inferred {
 			comment = strings.TrimSpace("inferred: altered by the history, never created in it. " + comment)
 		}
 		comments = append(comments, comment)
 	}
-	if pk := t.PrimaryKey; pk != nil && len(pk.Columns) > 0 {
+	if pk := in.pk; pk != nil && len(pk.Columns) > 0 {
 		lines = append(lines, "    CONSTRAINT "+QuoteIdent(pk.Name)+" PRIMARY KEY ("+identList(pk.Columns)+")")
 		comments = append(comments, "")
 	}
-	for _, k := range t.Unique {
+	for _, k := range in.unique {
 		if len(k.Columns) > 0 {
 			lines = append(lines, "    CONSTRAINT "+QuoteIdent(k.Name)+" UNIQUE ("+identList(k.Columns)+")")
 			comments = append(comments, "")
 		}
 	}
-	if withFKs {
-		for _, fk := range t.ForeignKeys {
-			lines = append(lines, "    CONSTRAINT "+QuoteIdent(fk.Name)+" "+fk.Clause())
-			comments = append(comments, "")
-		}
+	for _, fk := range in.fks {
+		lines = append(lines, "    CONSTRAINT "+QuoteIdent(fk.Name)+" "+fk.Clause())
+		comments = append(comments, "")
 	}
-	for _, ch := range t.Checks {
+	for _, ch := range in.checks {
 		if !ch.Exclude {
 			lines = append(lines, "    CONSTRAINT "+QuoteIdent(ch.Name)+" CHECK ("+ch.Expr+")")
 			comments = append(comments, "")
@@ -89,7 +104,9 @@ func (t *Table) writeDDL(b *strings.Builder, withFKs bool) {
 }
 
 // Definition renders the column as it appears in CREATE TABLE.
-func (c *Column) Definition() string {
+func (c *Column) Definition() string { return c.definition(false) }
+
+func (c *Column) definition(nullDefault bool) string {
 	s := QuoteIdent(c.Name)
 	switch {
 	case c.Type != "":
@@ -106,6 +123,8 @@ func (c *Column) Definition() string {
 		s += " GENERATED " + c.Identity + " AS IDENTITY"
 	case c.Default != "":
 		s += " DEFAULT " + c.Default
+	case nullDefault:
+		s += " DEFAULT NULL"
 	}
 	if c.NotNull {
 		s += " NOT NULL"
@@ -137,7 +156,7 @@ func (v *View) DDL() string {
 		kind = "MATERIALIZED VIEW"
 	}
 	b.WriteString("CREATE " + kind + " " + v.QualName().String())
-	if len(v.Columns) > 0 && !v.Materialized {
+	if len(v.Columns) > 0 {
 		names := make([]string, len(v.Columns))
 		for i, c := range v.Columns {
 			names[i] = c.Name
@@ -171,8 +190,28 @@ func (c *Catalog) DDL() string {
 		b.WriteString(e.DDL())
 	}
 	tables := c.tablesInDependencyOrder()
+	for _, seq := range c.sequencesUsed(tables) {
+		b.WriteString("CREATE SEQUENCE IF NOT EXISTS " + seq.String() + ";\n")
+	}
+	var later []string
 	for _, t := range tables {
-		t.writeDDL(&b, false)
+		in, equal := c.scriptInline(t)
+		t.writeDDL(&b, in)
+		for _, k := range equal {
+			later = append(later, "ALTER TABLE "+t.QualName().String()+" ADD CONSTRAINT "+QuoteIdent(k.Name)+" UNIQUE ("+identList(k.Columns)+");\n")
+		}
+	}
+	for _, s := range later {
+		b.WriteString(s)
+	}
+	// Every index, partitions' copies too, before ATTACH PARTITION, which
+	// takes a partition's equal index for its parent's: a copy's name
+	// comes from the column names its parent's index was made with, which
+	// a rename does not change, so only the copy says it.
+	for _, t := range tables {
+		for _, ix := range t.Indexes {
+			b.WriteString(ix.DDL(t.QualName()))
+		}
 	}
 	for _, t := range tables {
 		if t.PartitionOf != nil {
@@ -180,14 +219,10 @@ func (c *Catalog) DDL() string {
 		}
 	}
 	for _, t := range tables {
-		for _, ix := range t.Indexes {
-			if !ix.Inherited {
-				b.WriteString(ix.DDL(t.QualName()))
-			}
-		}
-	}
-	for _, t := range tables {
 		for _, fk := range t.ForeignKeys {
+			if fk.Inherited {
+				continue // ATTACH PARTITION and the parent's key make it
+			}
 			b.WriteString("ALTER TABLE " + t.QualName().String() + " ADD CONSTRAINT " + QuoteIdent(fk.Name) + " " + fk.Clause() + ";\n")
 		}
 	}
@@ -215,6 +250,105 @@ func (c *Catalog) DDL() string {
 		writeCommentStmts(&b, kind, v.QualName(), v.Comment, v.Columns)
 	}
 	return b.String()
+}
+
+// scriptInline is what the catalog's script writes in t's CREATE TABLE,
+// and the unique keys it must add after: PostgreSQL's CREATE TABLE keeps
+// one key of a list of columns, where LIKE … INCLUDING INDEXES and ALTER
+// TABLE may have made two. A partition's copies of its parent's keys are
+// left to ATTACH PARTITION, which makes them; the parent's checks are
+// written, as ATTACH PARTITION requires a partition to have them.
+func (c *Catalog) scriptInline(t *Table) (in inline, equal []Key) {
+	if t.PrimaryKey != nil && !t.PrimaryKey.Inherited {
+		in.pk = t.PrimaryKey
+	}
+	seen := func(cols []string) bool {
+		return in.pk != nil && slices.Equal(in.pk.Columns, cols) ||
+			slices.ContainsFunc(in.unique, func(k Key) bool { return slices.Equal(k.Columns, cols) })
+	}
+	for _, k := range t.Unique {
+		switch {
+		case k.Inherited:
+		case seen(k.Columns):
+			equal = append(equal, k)
+		default:
+			in.unique = append(in.unique, k)
+		}
+	}
+	in.checks = t.Checks
+	for p, hops := t.PartitionOf, 0; p != nil && hops < len(c.tables); hops++ { // bounded, should a cycle slip in
+		parent := c.tables[*p]
+		if parent == nil {
+			break
+		}
+		for _, ch := range parent.Checks {
+			if !ch.Exclude && !slices.ContainsFunc(in.checks, func(o Check) bool { return o.Name == ch.Name }) {
+				in.checks = append(slices.Clip(in.checks), ch)
+			}
+		}
+		p = parent.PartitionOf
+	}
+	for _, col := range t.Columns {
+		if col.Default == "" && col.Generated == "" && col.Identity == "" && c.parentDefault(t, col.Name) {
+			in.nullDefaults = append(in.nullDefaults, col.Name)
+		}
+	}
+	return in, equal
+}
+
+// parentDefault says whether a table t inherits from has a default for
+// column name.
+func (c *Catalog) parentDefault(t *Table, name string) bool {
+	for _, q := range t.Inherits {
+		if p := c.tables[q]; p != nil {
+			if col := p.Column(name); col != nil && col.Default != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sequencesUsed lists the sequences the tables' defaults call nextval on,
+// once each, in the order the tables use them: the catalog holds no
+// sequences, but its script needs them for the defaults to load.
+func (c *Catalog) sequencesUsed(tables []*Table) []QualName {
+	var out []QualName
+	for _, t := range tables {
+		for _, col := range t.Columns {
+			if seq, ok := nextvalOf(col.Default); ok && !slices.Contains(out, seq) {
+				out = append(out, seq)
+			}
+		}
+	}
+	return out
+}
+
+// nextvalOf reads the sequence of a default in the form the catalog
+// holds it, nextval('name'::regclass). The name is parsed as PostgreSQL's
+// regclass input reads it, so no text of a default reaches the script
+// but a name.
+func nextvalOf(def string) (QualName, bool) {
+	lit, ok := strings.CutPrefix(def, "nextval('")
+	if !ok {
+		return QualName{}, false
+	}
+	if lit, ok = strings.CutSuffix(lit, "'::regclass)"); !ok {
+		return QualName{}, false
+	}
+	tree, err := pgtree.Parse("CREATE SEQUENCE " + strings.ReplaceAll(lit, "''", "'"))
+	if err != nil || len(tree.Stmts) != 1 {
+		return QualName{}, false
+	}
+	cs := tree.Stmts[0].Stmt.GetCreateSeqStmt()
+	if cs == nil || cs.Sequence == nil || cs.Sequence.Catalogname != "" || len(cs.Options) > 0 {
+		return QualName{}, false
+	}
+	schema := cs.Sequence.Schemaname
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	return QualName{schema, cs.Sequence.Relname}, true
 }
 
 // tablesInDependencyOrder puts inheritance parents before their children.

@@ -214,3 +214,20 @@ func (p *Postgres) Major(t testing.TB) int {
 	v, _ := strconv.Atoi(rows[0][0])
 	return v / 10000
 }
+
+// DumpSchema is pg_dump's schema-only script of db.
+func (p *Postgres) DumpSchema(db string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dump := "pg_dump"
+	if exists(filepath.Join(p.bin, "pg_dump")) {
+		dump = filepath.Join(p.bin, "pg_dump")
+	}
+	cmd := exec.CommandContext(ctx, dump, "-h", p.sock, "-U", "postgres", "-s", db)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("pg_dump: %v: %s", err, errb.String())
+	}
+	return out.String(), nil
+}
