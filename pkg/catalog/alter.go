@@ -383,7 +383,26 @@ func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
 	}
 	t.Unique = slices.DeleteFunc(t.Unique, func(k Key) bool { return uses(k.Columns) })
 	t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, func(fk ForeignKey) bool { return uses(fk.Columns) })
-	t.Checks = slices.DeleteFunc(t.Checks, func(c Check) bool { return uses(c.Columns) })
+	// An exclusion constraint lists only its plain elements' columns, as
+	// pg_constraint does. It goes with an INCLUDE column too; one its
+	// expressions or WHERE read it depends on, as PostgreSQL records.
+	var excluded []string
+	for _, c := range t.Checks {
+		if !c.Exclude || uses(c.Columns) {
+			continue
+		}
+		reads, err := a.exprs.exclusionReads(c.Expr)
+		if err != nil {
+			return err
+		}
+		if uses(reads.depends) && !cascade {
+			return dependent("cannot drop column %s of table %s because constraint %s on table %s depends on it (use CASCADE)", QuoteIdent(name), q, QuoteIdent(c.Name), q)
+		}
+		if reads.reads(name) {
+			excluded = append(excluded, c.Name)
+		}
+	}
+	t.Checks = slices.DeleteFunc(t.Checks, func(c Check) bool { return uses(c.Columns) || slices.Contains(excluded, c.Name) })
 	t.dropIndexesReading(name)
 	t.Columns = slices.DeleteFunc(t.Columns, func(c *Column) bool { return c.Name == name })
 	return nil

@@ -474,6 +474,8 @@ CREATE TABLE r (t_id int REFERENCES t);
 		{"enum label that is not there", "CREATE TYPE e AS ENUM ('a');\nALTER TYPE e RENAME VALUE 'b' TO 'c';", ErrUndefined, 4, 4, 1, `"b" is not an existing enum label`},
 		{"DROP SCHEMA with objects and no CASCADE", "CREATE SCHEMA s;\nCREATE TABLE s.x (id int);\nDROP SCHEMA s;", ErrDependent, 5, 5, 1, "schema s"},
 		{"DROP COLUMN referenced by another table", "ALTER TABLE t DROP COLUMN id;", ErrDependent, 3, 3, 1, "constraint r_t_id_fkey"},
+		{"DROP COLUMN an exclusion constraint's WHERE reads", "CREATE TABLE x (a int, c bool, EXCLUDE USING btree (a WITH =) WHERE (c));\nALTER TABLE x DROP COLUMN c;",
+			ErrDependent, 4, 4, 1, "constraint x_a_excl on table public.x depends on it"},
 		{"a table inheriting from itself", "CREATE TABLE x (id int) INHERITS (x);", ErrInvalid, 3, 3, 1, "cannot inherit from itself"},
 		{"circular inheritance", "CREATE TABLE x (id int);\nCREATE TABLE y () INHERITS (x);\nALTER TABLE x INHERIT y;", ErrInvalid, 5, 5, 1, "circular inheritance not allowed"},
 		{"INHERIT itself", "ALTER TABLE t INHERIT t;", ErrInvalid, 3, 3, 1, "circular inheritance"},

@@ -403,6 +403,7 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 		return a.addForeignKey(t, con, colNames(con.FkAttrs), true)
 	case pg.ConstrType_CONSTR_CHECK, pg.ConstrType_CONSTR_EXCLUSION:
 		ch := Check{Name: con.Conname}
+		var exclNames []string // an unnamed exclusion constraint's name is built from these, as an index's
 		if con.Contype == pg.ConstrType_CONSTR_CHECK {
 			unqualify(con.RawExpr, t.QualName())
 			ch.Expr = deparseExpr(con.RawExpr)
@@ -417,17 +418,25 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 			ch.Exclude = true
 			for _, ex := range con.Exclusions {
 				if l := ex.GetList(); l != nil && len(l.Items) > 0 {
-					if ie := l.Items[0].GetIndexElem(); ie != nil && ie.Name != "" {
+					ie := l.Items[0].GetIndexElem()
+					switch {
+					case ie == nil:
+					case ie.Name != "":
 						ch.Columns = append(ch.Columns, ie.Name)
+						exclNames = append(exclNames, ie.Name)
+					case columnName(ie.Expr) == "?column?":
+						exclNames = append(exclNames, "expr")
+					default:
+						exclNames = append(exclNames, columnName(ie.Expr))
 					}
 				}
 			}
-			ch.Expr = "EXCLUDE (" + strings.Join(ch.Columns, ", ") + ")"
+			ch.Expr = exclusionText(con, t.QualName())
 		}
 		if ch.Name == "" {
 			label, name2 := "check", ""
 			if ch.Exclude {
-				label, name2 = "excl", columnsAddition(ch.Columns)
+				label, name2 = "excl", columnsAddition(uniqueColumnNames(exclNames))
 			} else if col != nil {
 				name2 = col.Name
 			} else if len(ch.Columns) == 1 {

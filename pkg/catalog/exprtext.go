@@ -25,8 +25,9 @@ const maxExprParses = 50_000
 // exprWork memoises, within one Apply, the columns each expression text
 // reads, and counts the parses spent.
 type exprWork struct {
-	reads  map[string][]string
-	parses int
+	reads      map[string][]string
+	exclusions map[string]exclusionReads
+	parses     int
 }
 
 func (w *exprWork) spend() error {
@@ -54,6 +55,44 @@ func (w *exprWork) readsOf(expr string) ([]string, error) {
 	}
 	w.reads[expr] = cols
 	return cols, nil
+}
+
+// exclusionReads are the columns an exclusion constraint's text reads:
+// those it goes with when one is dropped (its plain elements and
+// INCLUDE's), and those it depends on as a check does, refusing their
+// drop without CASCADE (its elements' expressions and WHERE's).
+type exclusionReads struct{ keys, depends []string }
+
+func (w *exprWork) exclusionReads(text string) (exclusionReads, error) {
+	if r, ok := w.exclusions[text]; ok {
+		return r, nil
+	}
+	if err := w.spend(); err != nil {
+		return exclusionReads{}, err
+	}
+	var r exclusionReads
+	if con := parseExclusion(text); con != nil {
+		for _, ex := range con.Exclusions {
+			if ie := ex.GetList().GetItems(); len(ie) > 0 && ie[0].GetIndexElem() != nil {
+				e := ie[0].GetIndexElem()
+				if e.Name != "" {
+					r.keys = appendNew(r.keys, e.Name)
+				}
+				r.depends = appendNew(r.depends, columnRefs(e.Expr)...)
+			}
+		}
+		r.keys = appendNew(r.keys, pgtree.Strings(con.Including)...)
+		r.depends = appendNew(r.depends, columnRefs(con.WhereClause)...)
+	}
+	if w.exclusions == nil {
+		w.exclusions = map[string]exclusionReads{}
+	}
+	w.exclusions[text] = r
+	return r, nil
+}
+
+func (r exclusionReads) reads(col string) bool {
+	return slices.Contains(r.keys, col) || slices.Contains(r.depends, col)
 }
 
 // generatedUsing lists the generated columns of t whose expression reads
@@ -95,9 +134,16 @@ func (w *exprWork) renameInExpressions(t *Table, from, to string) error {
 	for i := range t.Checks {
 		ch := &t.Checks[i]
 		switch {
-		case !slices.Contains(ch.Columns, to):
 		case ch.Exclude:
-			ch.Expr = "EXCLUDE (" + strings.Join(ch.Columns, ", ") + ")"
+			if reads, err := w.exclusionReads(ch.Expr); err != nil {
+				return err
+			} else if reads.reads(from) {
+				if err := w.spend(); err != nil {
+					return err
+				}
+				ch.Expr = renameInExclusion(ch.Expr, t.QualName(), from, to)
+			}
+		case !slices.Contains(ch.Columns, to):
 		default:
 			if err := ren(&ch.Expr); err != nil {
 				return err
@@ -166,6 +212,100 @@ func renameColumnInExpr(expr, table, from, to string) string {
 		return out
 	}
 	return expr
+}
+
+// exclusionText renders an EXCLUDE constraint as the catalog holds it,
+// after its name: libpg_query's deparse puts WHERE before INCLUDE, which
+// PostgreSQL's grammar does not take.
+func exclusionText(con *pg.Constraint, t QualName) string {
+	var elems []string
+	for _, ex := range con.Exclusions {
+		l := ex.GetList()
+		if l == nil || len(l.Items) != 2 {
+			continue
+		}
+		ie := l.Items[0].GetIndexElem()
+		if ie == nil {
+			continue
+		}
+		k := IndexKey{Column: ie.Name, Order: elemOrder(ie), Collation: sqlName(ie.Collation), Opclass: sqlName(ie.Opclass)}
+		if ie.Name == "" {
+			unqualify(ie.Expr, t)
+			k.Expr = deparseExpr(ie.Expr)
+		}
+		elems = append(elems, k.sql()+" WITH "+operatorSQL(pgtree.Strings(l.Items[1].GetList().GetItems())))
+	}
+	s := "EXCLUDE"
+	if con.AccessMethod != "" && con.AccessMethod != "btree" {
+		s += " USING " + QuoteIdent(con.AccessMethod)
+	}
+	s += " (" + strings.Join(elems, ", ") + ")"
+	if len(con.Including) > 0 {
+		s += " INCLUDE (" + identList(pgtree.Strings(con.Including)) + ")"
+	}
+	if con.WhereClause != nil {
+		unqualify(con.WhereClause, t)
+		s += " WHERE (" + deparseExpr(con.WhereClause) + ")"
+	}
+	if con.Deferrable {
+		s += " DEFERRABLE"
+	}
+	if con.Initdeferred {
+		s += " INITIALLY DEFERRED"
+	}
+	return s
+}
+
+// operatorSQL writes an operator's name, qualified as OPERATOR(s.op).
+func operatorSQL(name []string) string {
+	if len(name) == 1 {
+		return name[0]
+	}
+	return "OPERATOR(" + QuoteIdent(name[0]) + "." + strings.Join(name[1:], ".") + ")"
+}
+
+// renameInExclusion renames a column in an exclusion constraint's text:
+// its elements, their expressions, INCLUDE and WHERE.
+func renameInExclusion(text string, t QualName, from, to string) string {
+	con := parseExclusion(text)
+	if con == nil {
+		return text
+	}
+	for _, ex := range con.Exclusions {
+		if ie := ex.GetList().GetItems(); len(ie) > 0 && ie[0].GetIndexElem() != nil {
+			e := ie[0].GetIndexElem()
+			if e.Name == from {
+				e.Name = to
+			}
+			renameRefs(e.Expr, t.Name, from, to)
+		}
+	}
+	for _, n := range con.Including {
+		if s := n.GetString_(); s != nil && s.Sval == from {
+			s.Sval = to
+		}
+	}
+	renameRefs(con.WhereClause, t.Name, from, to)
+	return exclusionText(con, t)
+}
+
+// parseExclusion parses an exclusion constraint's text as the catalog
+// holds it; nil when it does not parse (an older release held only its
+// columns).
+func parseExclusion(text string) *pg.Constraint {
+	tree, err := pgtree.Parse("ALTER TABLE t ADD " + text)
+	if err != nil || len(tree.Stmts) != 1 {
+		return nil
+	}
+	cmds := tree.Stmts[0].Stmt.GetAlterTableStmt().GetCmds()
+	if len(cmds) != 1 {
+		return nil
+	}
+	con := cmds[0].GetAlterTableCmd().GetDef().GetConstraint()
+	if con == nil || con.Contype != pg.ConstrType_CONSTR_EXCLUSION {
+		return nil
+	}
+	return con
 }
 
 // renameInPartitionKey renames a column in a PARTITION BY key as the

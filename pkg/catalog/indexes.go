@@ -536,6 +536,23 @@ func sqlName(parts []*pg.Node) string {
 	return strings.Join(names, ".")
 }
 
+// sql renders the element as an index or exclusion constraint lists it.
+func (k IndexKey) sql() string {
+	e := QuoteIdent(k.Column)
+	if k.Column == "" {
+		e = "(" + k.Expr + ")"
+	}
+	if k.Collation != "" {
+		e += " COLLATE " + k.Collation
+	}
+	for _, opt := range []string{k.Opclass, k.Order} {
+		if opt != "" {
+			e += " " + opt
+		}
+	}
+	return e
+}
+
 // Shown reports whether a table's DDL, and so its prompt, shows the
 // index: a unique one of its own.
 func (ix Index) Shown() bool { return ix.Unique && !ix.Inherited }
@@ -567,19 +584,7 @@ func (ix Index) DDL(t QualName) string {
 	}
 	keys := make([]string, len(ix.Keys))
 	for i, k := range ix.Keys {
-		e := QuoteIdent(k.Column)
-		if k.Column == "" {
-			e = "(" + k.Expr + ")"
-		}
-		if k.Collation != "" {
-			e += " COLLATE " + k.Collation
-		}
-		for _, opt := range []string{k.Opclass, k.Order} {
-			if opt != "" {
-				e += " " + opt
-			}
-		}
-		keys[i] = e
+		keys[i] = k.sql()
 	}
 	b.WriteString(" (" + strings.Join(keys, ", ") + ")")
 	if len(ix.Include) > 0 {

@@ -94,6 +94,23 @@ WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LI
 	for _, r := range rows {
 		keys = append(keys, fmt.Sprintf("%s.%s %s %s: %s", r[0], r[1], r[2], r[3], r[4]))
 	}
+	// Checks and exclusion constraints by name and the columns they read
+	// (sorted: PostgreSQL lists them by number). A partition's copies of
+	// its parent's checks are not held.
+	rows, err = p.Query(db, `
+SELECT n.nspname, c.relname, con.contype, con.conname,
+       array_to_string(ARRAY(SELECT DISTINCT a.attname FROM unnest(con.conkey) k(num)
+                             JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num ORDER BY 1), ',')
+FROM pg_constraint con
+JOIN pg_class c ON c.oid = con.conrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE con.contype IN ('c', 'x') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND con.conislocal`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		keys = append(keys, fmt.Sprintf("%s.%s %s %s: %s", r[0], r[1], r[2], r[3], r[4]))
+	}
 	slices.Sort(keys)
 	return cols, keys
 }
@@ -143,6 +160,15 @@ func catalogColumns(c *Catalog) (map[string]pgColumn, []string) {
 		}
 		for _, ix := range tb.Indexes {
 			keys = append(keys, indexLine(tb, ix))
+		}
+		for _, ch := range tb.Checks {
+			kind, cols := "c", slices.Clone(ch.Columns)
+			if ch.Exclude {
+				kind = "x"
+			}
+			slices.Sort(cols)
+			cols = slices.Compact(cols)
+			keys = append(keys, fmt.Sprintf("%s.%s %s %s: %s", tb.Schema, tb.Name, kind, ch.Name, strings.Join(cols, ",")))
 		}
 	}
 	for _, v := range c.Views() {
@@ -357,7 +383,16 @@ $$;`); err != nil {
 	}
 	cols, keys := describe(p, t, "tenant")
 	inferred := 0
+	// The helper's checks, which only its EXECUTE made; the history
+	// drops the third table's.
+	unseen := []string{
+		"key public.invoices c invoices_tenant_check: tenant_id: missing from the catalog",
+		"key public.projects c projects_tenant_check: tenant_id: missing from the catalog",
+	}
 	for _, d := range diffCatalog(cols, keys, c) {
+		if slices.Contains(unseen, d) {
+			continue
+		}
 		name, _, _ := strings.Cut(d, ":")
 		parts := strings.SplitN(name, ".", 3)
 		tb := c.Table(QualName{parts[0], parts[1]})

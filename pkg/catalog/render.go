@@ -74,10 +74,15 @@ func (t *Table) writeDDL(b *strings.Builder, in inline) {
 		comments = append(comments, "")
 	}
 	for _, ch := range in.checks {
-		if !ch.Exclude {
+		switch {
+		case !ch.Exclude:
 			lines = append(lines, "    CONSTRAINT "+QuoteIdent(ch.Name)+" CHECK ("+ch.Expr+")")
-			comments = append(comments, "")
+		case strings.Contains(ch.Expr, " WITH "):
+			lines = append(lines, "    CONSTRAINT "+QuoteIdent(ch.Name)+" "+ch.Expr)
+		default:
+			continue // an older release held only the columns
 		}
+		comments = append(comments, "")
 	}
 	for i, l := range lines {
 		b.WriteString(l)

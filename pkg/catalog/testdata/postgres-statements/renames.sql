@@ -41,3 +41,14 @@ CREATE TABLE q (a int CHECK (public.q.a > 0), b int GENERATED ALWAYS AS (q.a * 2
 CREATE TABLE q1 PARTITION OF q FOR VALUES FROM (0) TO (10);
 CREATE INDEX ON q ((q.a + 1)) WHERE q.a > 3;
 ALTER TABLE q RENAME TO q_renamed;
+-- Exclusion constraints: elements named and by expression, INCLUDE and
+-- WHERE, renamed; and one made without a name.
+CREATE TABLE booking (room int, during tsrange, note text, cancelled boolean,
+  CONSTRAINT booking_no_overlap EXCLUDE USING gist (during WITH &&, (int4range(room, room + 1)) WITH OPERATOR(pg_catalog.&&)) INCLUDE (note) WHERE (NOT booking.cancelled),
+  EXCLUDE USING btree ((lower(note)) WITH =));
+ALTER TABLE booking RENAME COLUMN cancelled TO is_cancelled;
+ALTER TABLE booking RENAME COLUMN note TO memo;
+ALTER TABLE booking RENAME COLUMN room TO room_id;
+ALTER TABLE booking DROP COLUMN is_cancelled CASCADE;
+CREATE TABLE booking2 (a int, b text, EXCLUDE USING btree (a WITH =) INCLUDE (b));
+ALTER TABLE booking2 DROP COLUMN b;
