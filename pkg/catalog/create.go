@@ -126,7 +126,9 @@ func (a *applier) createTable(s *pg.CreateStmt) error {
 	// PostgreSQL builds what LIKE … INCLUDING INDEXES copies once the
 	// table exists, after its own keys.
 	for _, src := range likeKeysOf {
-		likeKeys(t, src)
+		if err := a.likeKeys(t, src); err != nil {
+			return err
+		}
 		a.likeIndexes(t, src)
 	}
 	return nil
@@ -269,7 +271,7 @@ func (a *applier) like(t *Table, l *pg.TableLikeClause) (keysOf *Table, err erro
 // likeKeys copies src's primary key, unique keys and exclusion
 // constraints to t, as INCLUDING INDEXES builds their indexes anew under
 // t's default names (t_pkey, t_a_b_key, t_a_excl).
-func likeKeys(t, src *Table) {
+func (a *applier) likeKeys(t, src *Table) error {
 	if pk := src.PrimaryKey; pk != nil && t.PrimaryKey == nil {
 		t.PrimaryKey = &Key{Name: chooseConstraintName(t, "", "pkey"), Columns: slices.Clone(pk.Columns)}
 	}
@@ -278,11 +280,20 @@ func likeKeys(t, src *Table) {
 	}
 	for _, ch := range src.Checks {
 		if ch.Exclude {
-			ch.Name = chooseConstraintName(t, columnsAddition(ch.Columns), "excl")
+			reads, err := a.exprs.exclusionReads(ch.Expr)
+			if err != nil {
+				return err
+			}
+			names := reads.names
+			if names == nil { // an older release held only the columns
+				names = ch.Columns
+			}
+			ch.Name = chooseConstraintName(t, columnsAddition(names), "excl")
 			ch.Columns = slices.Clone(ch.Columns)
 			t.Checks = append(t.Checks, ch)
 		}
 	}
+	return nil
 }
 
 // addColumn adds a column definition with its inline constraints. In
@@ -417,26 +428,17 @@ func (a *applier) addConstraint(t *Table, con *pg.Constraint, col *Column) error
 			}
 			ch.Exclude = true
 			for _, ex := range con.Exclusions {
-				if l := ex.GetList(); l != nil && len(l.Items) > 0 {
-					ie := l.Items[0].GetIndexElem()
-					switch {
-					case ie == nil:
-					case ie.Name != "":
-						ch.Columns = append(ch.Columns, ie.Name)
-						exclNames = append(exclNames, ie.Name)
-					case columnName(ie.Expr) == "?column?":
-						exclNames = append(exclNames, "expr")
-					default:
-						exclNames = append(exclNames, columnName(ie.Expr))
-					}
+				if ie := ex.GetList().GetItems(); len(ie) > 0 && ie[0].GetIndexElem().GetName() != "" {
+					ch.Columns = append(ch.Columns, ie[0].GetIndexElem().GetName())
 				}
 			}
+			exclNames = exclusionNames(con)
 			ch.Expr = exclusionText(con, t.QualName())
 		}
 		if ch.Name == "" {
 			label, name2 := "check", ""
 			if ch.Exclude {
-				label, name2 = "excl", columnsAddition(uniqueColumnNames(exclNames))
+				label, name2 = "excl", columnsAddition(exclNames)
 			} else if col != nil {
 				name2 = col.Name
 			} else if len(ch.Columns) == 1 {

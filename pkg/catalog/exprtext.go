@@ -61,7 +61,9 @@ func (w *exprWork) readsOf(expr string) ([]string, error) {
 // those it goes with when one is dropped (its plain elements and
 // INCLUDE's), and those it depends on as a check does, refusing their
 // drop without CASCADE (its elements' expressions and WHERE's).
-type exclusionReads struct{ keys, depends []string }
+// names are its index's column names, which its default name and a LIKE
+// copy's are built from.
+type exclusionReads struct{ keys, depends, names []string }
 
 func (w *exprWork) exclusionReads(text string) (exclusionReads, error) {
 	if r, ok := w.exclusions[text]; ok {
@@ -81,6 +83,7 @@ func (w *exprWork) exclusionReads(text string) (exclusionReads, error) {
 				r.depends = appendNew(r.depends, columnRefs(e.Expr)...)
 			}
 		}
+		r.names = exclusionNames(con)
 		r.keys = appendNew(r.keys, pgtree.Strings(con.Including)...)
 		r.depends = appendNew(r.depends, columnRefs(con.WhereClause)...)
 	}
@@ -254,6 +257,29 @@ func exclusionText(con *pg.Constraint, t QualName) string {
 		s += " INITIALLY DEFERRED"
 	}
 	return s
+}
+
+// exclusionNames are the column names of an exclusion constraint's
+// index, as ChooseIndexColumnNames gives them: an element's column, or
+// its expression's name ("lower", else "expr"), made distinct.
+func exclusionNames(con *pg.Constraint) []string {
+	var names []string
+	for _, ex := range con.Exclusions {
+		ie := ex.GetList().GetItems()
+		if len(ie) == 0 || ie[0].GetIndexElem() == nil {
+			continue
+		}
+		e := ie[0].GetIndexElem()
+		switch name := columnName(e.Expr); {
+		case e.Name != "":
+			names = append(names, e.Name)
+		case name == "?column?":
+			names = append(names, "expr")
+		default:
+			names = append(names, name)
+		}
+	}
+	return uniqueColumnNames(names)
 }
 
 // operatorSQL writes an operator's name, qualified as OPERATOR(s.op).

@@ -9,3 +9,7 @@ CREATE TABLE l_none (LIKE src);
 CREATE TABLE l_rooms (LIKE rooms INCLUDING ALL);
 CREATE TABLE l_two (x int PRIMARY KEY, LIKE src INCLUDING CONSTRAINTS);
 CREATE TABLE l_after (LIKE src INCLUDING INDEXES, UNIQUE (a, b));
+-- An exclusion constraint over an expression is named by it (lower), in
+-- its table and in a copy.
+CREATE TABLE tags (name text, EXCLUDE USING btree ((lower(name)) WITH =, name WITH =));
+CREATE TABLE l_tags (LIKE tags INCLUDING INDEXES);
