@@ -38,7 +38,7 @@ type inline struct {
 	// nullDefaults are columns written DEFAULT NULL: an inheritance
 	// child's column without the default its parent's has, which it
 	// would otherwise take from the parent.
-	nullDefaults []string
+	nullDefaults map[string]bool
 }
 
 func (t *Table) writeDDL(b *strings.Builder, in inline) {
@@ -52,7 +52,7 @@ func (t *Table) writeDDL(b *strings.Builder, in inline) {
 	var lines []string
 	var comments []string
 	for _, c := range t.Columns {
-		lines = append(lines, "    "+c.definition(slices.Contains(in.nullDefaults, c.Name)))
+		lines = append(lines, "    "+c.definition(in.nullDefaults[c.Name]))
 		comment := c.Comment
 		if c.Inferred {
 			comment = strings.TrimSpace("inferred: altered by the history, never created in it. " + comment)
@@ -262,56 +262,61 @@ func (c *Catalog) DDL() string {
 // one key of a list of columns, where LIKE … INCLUDING INDEXES and ALTER
 // TABLE may have made two. A partition's copies of its parent's keys are
 // left to ATTACH PARTITION, which makes them; the parent's checks are
-// written, as ATTACH PARTITION requires a partition to have them.
+// written, as ATTACH PARTITION requires a partition to have them. Sets
+// keep it linear in the table's size, as a table may hold 1,600 columns
+// and 1,000 constraints.
 func (c *Catalog) scriptInline(t *Table) (in inline, equal []Key) {
+	keys := map[string]bool{}
 	if t.PrimaryKey != nil && !t.PrimaryKey.Inherited {
 		in.pk = t.PrimaryKey
-	}
-	seen := func(cols []string) bool {
-		return in.pk != nil && slices.Equal(in.pk.Columns, cols) ||
-			slices.ContainsFunc(in.unique, func(k Key) bool { return slices.Equal(k.Columns, cols) })
+		keys[strings.Join(t.PrimaryKey.Columns, "\x00")] = true
 	}
 	for _, k := range t.Unique {
+		cols := strings.Join(k.Columns, "\x00")
 		switch {
 		case k.Inherited:
-		case seen(k.Columns):
+		case keys[cols]:
 			equal = append(equal, k)
 		default:
+			keys[cols] = true
 			in.unique = append(in.unique, k)
 		}
 	}
 	in.checks = t.Checks
+	names := map[string]bool{}
+	for _, ch := range t.Checks {
+		names[ch.Name] = true
+	}
 	for p, hops := t.PartitionOf, 0; p != nil && hops < len(c.tables); hops++ { // bounded, should a cycle slip in
 		parent := c.tables[*p]
 		if parent == nil {
 			break
 		}
 		for _, ch := range parent.Checks {
-			if !ch.Exclude && !slices.ContainsFunc(in.checks, func(o Check) bool { return o.Name == ch.Name }) {
+			if !ch.Exclude && !names[ch.Name] {
+				names[ch.Name] = true
 				in.checks = append(slices.Clip(in.checks), ch)
 			}
 		}
 		p = parent.PartitionOf
 	}
-	for _, col := range t.Columns {
-		if col.Default == "" && col.Generated == "" && col.Identity == "" && c.parentDefault(t, col.Name) {
-			in.nullDefaults = append(in.nullDefaults, col.Name)
+	if len(t.Inherits) > 0 {
+		defaults := map[string]bool{}
+		for _, q := range t.Inherits {
+			if p := c.tables[q]; p != nil {
+				for _, col := range p.Columns {
+					defaults[col.Name] = defaults[col.Name] || col.Default != ""
+				}
+			}
 		}
-	}
-	return in, equal
-}
-
-// parentDefault says whether a table t inherits from has a default for
-// column name.
-func (c *Catalog) parentDefault(t *Table, name string) bool {
-	for _, q := range t.Inherits {
-		if p := c.tables[q]; p != nil {
-			if col := p.Column(name); col != nil && col.Default != "" {
-				return true
+		in.nullDefaults = map[string]bool{}
+		for _, col := range t.Columns {
+			if col.Default == "" && col.Generated == "" && col.Identity == "" && defaults[col.Name] {
+				in.nullDefaults[col.Name] = true
 			}
 		}
 	}
-	return false
+	return in, equal
 }
 
 // sequencesUsed lists the sequences the tables' defaults call nextval on,
@@ -319,9 +324,11 @@ func (c *Catalog) parentDefault(t *Table, name string) bool {
 // sequences, but its script needs them for the defaults to load.
 func (c *Catalog) sequencesUsed(tables []*Table) []QualName {
 	var out []QualName
+	seen := map[QualName]bool{}
 	for _, t := range tables {
 		for _, col := range t.Columns {
-			if seq, ok := nextvalOf(col.Default); ok && !slices.Contains(out, seq) {
+			if seq, ok := nextvalOf(col.Default); ok && !seen[seq] {
+				seen[seq] = true
 				out = append(out, seq)
 			}
 		}
