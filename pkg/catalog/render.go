@@ -7,15 +7,16 @@ import (
 	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
-// DDL renders the table as one canonical CREATE TABLE statement: columns in
-// order with type, default, generated/identity and NOT NULL; then primary
-// key, unique, foreign key and check constraints by name. Its unique
-// indexes follow as CREATE UNIQUE INDEX: they say what is unique as a
-// unique key does (Prisma and TypeORM make indexes, not constraints),
-// where its other indexes say nothing a query's meaning needs. Table and
-// column comments ride along as SQL comments, so the text stays valid SQL
-// and carries them into a prompt. The output depends only on the catalog,
-// never on how the producer formatted its DDL.
+// DDL renders the table as one canonical CREATE TABLE statement: columns
+// in order with type, default, generated/identity and NOT NULL; then
+// primary key, unique, foreign key, check and exclusion constraints by
+// name. Its unique indexes follow as CREATE UNIQUE INDEX: they say what
+// is unique as a unique key does (Prisma and TypeORM make indexes, not
+// constraints), where its other indexes say nothing a query's meaning
+// needs. Table and column comments ride along as SQL comments, so the
+// text stays valid SQL and carries them into a prompt. The output
+// depends only on the catalog, never on how the producer formatted its
+// DDL.
 func (t *Table) DDL() string {
 	var b strings.Builder
 	t.writeDDL(&b, inline{pk: t.PrimaryKey, unique: t.Unique, fks: t.ForeignKeys, checks: t.Checks})
