@@ -124,10 +124,12 @@ func (a *applier) alterCmd(t *Table, cmd *pg.AlterTableCmd, recurse bool) error 
 		if err != nil {
 			return err
 		}
-		if views := a.viewsUsing(t, col.Name); len(views) > 0 {
+		if views, err := a.viewsUsing(t, col.Name); err != nil {
+			return err
+		} else if len(views) > 0 {
 			return dependent("cannot alter type of a column used by a view or rule: view %s depends on column %s of %s", views[0], QuoteIdent(col.Name), t.QualName())
 		}
-		if gen, err := a.exprs.generatedUsing(t, col.Name); err != nil {
+		if gen, err := a.reparse.generatedUsing(t, col.Name); err != nil {
 			return err
 		} else if len(gen) > 0 {
 			return dependent("cannot alter type of a column used by a generated column: column %s of %s uses %s", QuoteIdent(gen[0]), t.QualName(), QuoteIdent(col.Name))
@@ -339,7 +341,7 @@ func (a *applier) noCycle(child, parent QualName) error {
 // column go only with CASCADE.
 func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
 	q := t.QualName()
-	gen, err := a.exprs.generatedUsing(t, name)
+	gen, err := a.reparse.generatedUsing(t, name)
 	if err != nil {
 		return err
 	}
@@ -353,7 +355,11 @@ func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
 			}
 		}
 	}
-	if views := a.viewsUsing(t, name); len(views) > 0 {
+	views, err := a.viewsUsing(t, name)
+	if err != nil {
+		return err
+	}
+	if len(views) > 0 {
 		if !cascade {
 			return dependent("cannot drop column %s of table %s because view %s depends on it (use CASCADE)", QuoteIdent(name), q, views[0])
 		}
@@ -391,7 +397,7 @@ func (a *applier) dropColumn(t *Table, name string, cascade bool) error {
 		if !c.Exclude || uses(c.Columns) {
 			continue
 		}
-		reads, err := a.exprs.exclusionReads(c.Expr)
+		reads, err := a.reparse.exclusionReads(c.Expr)
 		if err != nil {
 			return err
 		}

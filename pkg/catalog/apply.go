@@ -88,7 +88,7 @@ func (c *Catalog) applyCopy(ctx context.Context, s *script) (*Catalog, error) {
 func (c *Catalog) applyInPlace(s *script, skipped map[int]*Error, spent *budget) (*Catalog, error) {
 	c.order = nil // it is being built again: nothing sorted holds
 	a := &applier{cat: c, searchPath: []string{DefaultSchema},
-		source: s.source, sql: s.clean, tolerant: s.opts.tolerant, skip: skipped, spent: spent}
+		source: s.source, sql: s.clean, tolerant: s.opts.tolerant, skip: skipped, spent: spent, reparse: &spent.reparse}
 	if err := a.run(s.tree); err != nil {
 		return nil, err
 	}
@@ -240,8 +240,10 @@ type applier struct {
 	// schema files (SpiderUnion's among them) declare a reference before
 	// the table it points to, and the script is applied as one unit.
 	pending []pendingFK
-	// exprs memoises and bounds parsing tables' expressions again.
-	exprs exprWork
+	// reparse memoises and bounds parsing again the SQL text the catalog
+	// holds (tables' expressions, views' definitions): the budget's, so
+	// that the runs a tolerant Apply restarts share it.
+	reparse *reparse
 }
 
 type pendingFK struct {

@@ -34,6 +34,9 @@ type Limits struct {
 	// Text bounds one text the interpreter parses as SQL (EXECUTE's, a
 	// query's): libpg_query's tree of a huge text is huge too.
 	Text int
+	// Reparse bounds, in bytes, the SQL text the catalog holds that the
+	// Apply parses again (see maxReparse), plain DDL's included.
+	Reparse int
 }
 
 // DefaultLimits are generous for real histories (a helper called once
@@ -51,6 +54,7 @@ func DefaultLimits() Limits {
 		Time:    30 * time.Second,
 		Depth:   16,
 		Text:    1 << 20,
+		Reparse: maxReparse,
 	}
 }
 
@@ -80,6 +84,9 @@ func (l Limits) orDefaults() Limits {
 	if l.Text > 0 {
 		d.Text = l.Text
 	}
+	if l.Reparse > 0 {
+		d.Reparse = l.Reparse
+	}
 	return d
 }
 
@@ -108,13 +115,17 @@ type budget struct {
 	// so a handler or a fallback cannot carry on the work.
 	spent  error
 	parsed map[string]parsed
+	// reparse is what the Apply parsed again of the catalog's own text.
+	reparse reparse
 }
 
 func newBudget(ctx context.Context, l Limits) *budget {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return &budget{parent: ctx, limits: l.orDefaults()}
+	b := &budget{parent: ctx, limits: l.orDefaults()}
+	b.reparse.limit = b.limits.Reparse
+	return b
 }
 
 // close stops the time budget's timer.

@@ -280,7 +280,7 @@ func (a *applier) likeKeys(t, src *Table) error {
 	}
 	for _, ch := range src.Checks {
 		if ch.Exclude {
-			reads, err := a.exprs.exclusionReads(ch.Expr)
+			reads, err := a.reparse.exclusionReads(ch.Expr)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -14,36 +15,55 @@ import (
 // PostgreSQL holds trees of column numbers. So a column's rename rewrites
 // the text, and finding what reads a column parses it again.
 
-// maxExprParses bounds the expressions one Apply parses again: each costs
-// a parse (and a rename a deparse too), tens of microseconds, and a
-// statement of forty bytes (a rename, a dropped column) may reach every
-// expression of a table of 1,600 generated columns and 1,000 checks: a
-// megabyte of such statements would take most of an hour. Real histories
-// parse a few per rename.
-const maxExprParses = 50_000
+// maxReparse bounds the SQL text the catalog holds (expressions and view
+// definitions) that one Apply parses again, in bytes, each parse charged
+// 32 more for its fixed cost. A statement of forty bytes (a rename, a
+// dropped column) may reach every expression of a table of 1,600
+// generated columns and 1,000 checks, or a view of a quarter of a
+// megabyte that takes a third of a second to parse and print: a megabyte
+// of renames took most of an hour before. Four megabytes is a few
+// seconds of the slowest text (a flat chain of ANDs), and more than a
+// migration that renames tens of columns under tens of views parses.
+const (
+	maxReparse      = 4 << 20
+	reparseOverhead = 32
+)
 
-// exprWork memoises, within one Apply, the columns each expression text
-// reads, and counts the parses spent.
-type exprWork struct {
-	reads      map[string][]string
-	exclusions map[string]exclusionReads
-	parses     int
+// reparse memoises, within one Apply, what each expression text reads,
+// and counts the text parsed again against maxReparse.
+type reparse struct {
+	reads        map[string][]string
+	exclusions   map[string]exclusionReads
+	spent, limit int
 }
 
-func (w *exprWork) spend() error {
-	if w.parses >= maxExprParses {
-		return invalid("the migration makes the catalog parse more than %d of its tables' expressions again (renamed or dropped columns they may read): schemaq's bound", maxExprParses)
+// spend charges a parse of text, refusing it past the bound.
+func (w *reparse) spend(text string) error {
+	if w.spent+len(text)+reparseOverhead > w.limit {
+		w.spent = w.limit // sticky, as the interpreter's budget is
+		return reparseSpent{w.limit}
 	}
-	w.parses++
+	w.spent += len(text) + reparseOverhead
 	return nil
 }
 
+// reparseSpent refuses the statement (ErrInvalid) and, inside a routine
+// or DO block, stops it as the interpreter's spent budget does
+// (ErrBudget): no exception handler may catch it and carry on.
+type reparseSpent struct{ limit int }
+
+func (e reparseSpent) Error() string {
+	return fmt.Sprintf("%v: the migration makes the catalog parse more than %d KiB of its expressions and view definitions again (for the columns and tables it renames, drops or retypes): schemaq's bound", ErrInvalid, e.limit>>10)
+}
+
+func (reparseSpent) Is(target error) bool { return target == ErrInvalid || target == ErrBudget }
+
 // readsOf lists the columns expr reads.
-func (w *exprWork) readsOf(expr string) ([]string, error) {
+func (w *reparse) readsOf(expr string) ([]string, error) {
 	if cols, ok := w.reads[expr]; ok {
 		return cols, nil
 	}
-	if err := w.spend(); err != nil {
+	if err := w.spend(expr); err != nil {
 		return nil, err
 	}
 	var cols []string
@@ -65,11 +85,11 @@ func (w *exprWork) readsOf(expr string) ([]string, error) {
 // copy's are built from.
 type exclusionReads struct{ keys, depends, names []string }
 
-func (w *exprWork) exclusionReads(text string) (exclusionReads, error) {
+func (w *reparse) exclusionReads(text string) (exclusionReads, error) {
 	if r, ok := w.exclusions[text]; ok {
 		return r, nil
 	}
-	if err := w.spend(); err != nil {
+	if err := w.spend(text); err != nil {
 		return exclusionReads{}, err
 	}
 	var r exclusionReads
@@ -100,7 +120,7 @@ func (r exclusionReads) reads(col string) bool {
 
 // generatedUsing lists the generated columns of t whose expression reads
 // column col: PostgreSQL records those dependencies too.
-func (w *exprWork) generatedUsing(t *Table, col string) ([]string, error) {
+func (w *reparse) generatedUsing(t *Table, col string) ([]string, error) {
 	var out []string
 	for _, c := range t.Columns {
 		if c.Generated == "" || c.Name == col {
@@ -123,12 +143,12 @@ func (w *exprWork) generatedUsing(t *Table, col string) ([]string, error) {
 // still named the old column in prompts, and the catalog's DDL did not
 // load. Checks and indexes list the columns they read (renamed already),
 // so only those that read this one are parsed again.
-func (w *exprWork) renameInExpressions(t *Table, from, to string) error {
+func (w *reparse) renameInExpressions(t *Table, from, to string) error {
 	ren := func(expr *string) error {
 		if *expr == "" {
 			return nil
 		}
-		if err := w.spend(); err != nil {
+		if err := w.spend(*expr); err != nil {
 			return err
 		}
 		*expr = renameColumnInExpr(*expr, t.Name, from, to)
@@ -141,7 +161,7 @@ func (w *exprWork) renameInExpressions(t *Table, from, to string) error {
 			if reads, err := w.exclusionReads(ch.Expr); err != nil {
 				return err
 			} else if reads.reads(from) {
-				if err := w.spend(); err != nil {
+				if err := w.spend(ch.Expr); err != nil {
 					return err
 				}
 				ch.Expr = renameInExclusion(ch.Expr, t.QualName(), from, to)
@@ -180,7 +200,7 @@ func (w *exprWork) renameInExpressions(t *Table, from, to string) error {
 		}
 	}
 	if t.PartitionBy != "" && mayName(t.PartitionBy, from) {
-		if err := w.spend(); err != nil {
+		if err := w.spend(t.PartitionBy); err != nil {
 			return err
 		}
 		t.PartitionBy = renameInPartitionKey(t.PartitionBy, t.Name, from, to)

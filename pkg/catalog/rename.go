@@ -193,7 +193,9 @@ func (a *applier) renameColumn(s *pg.RenameStmt) error {
 	if kind == relTable {
 		// Before the rename: an unqualified reference is the table's
 		// while no other relation of the view has the name.
-		a.renameInViews(a.cat.tables[q], s.Subname, s.Newname)
+		if err := a.renameInViews(a.cat.tables[q], s.Subname, s.Newname); err != nil {
+			return err
+		}
 	}
 	cols[i].Name = s.Newname
 	cols[i].Renamed = addRename(cols[i].Renamed, Rename{From: s.Subname, Source: a.source})
@@ -245,7 +247,7 @@ func (a *applier) renameColumnIn(t *Table, from, to string) error {
 		renameIn(ch.Columns, from, to)
 	}
 	t.renameInIndexes(from, to)
-	return a.exprs.renameInExpressions(t, from, to)
+	return a.reparse.renameInExpressions(t, from, to)
 }
 
 func renameIn(list []string, from, to string) {
@@ -269,7 +271,9 @@ func (a *applier) moveRelation(from, to QualName) error {
 	if _, ok := a.cat.schemas[to.Schema]; !ok {
 		return undefined("schema %s does not exist", QuoteIdent(to.Schema))
 	}
-	a.moveInViews(from, to)
+	if err := a.moveInViews(from, to); err != nil {
+		return err
+	}
 	r := Rename{From: from.String(), Source: a.source}
 	if t := a.cat.tables[from]; t != nil {
 		delete(a.cat.tables, from)

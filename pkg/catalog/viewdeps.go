@@ -16,33 +16,37 @@ import (
 // (expanded when the view was made). A reference it cannot place is not
 // counted: refusing a migration PostgreSQL would take is worse than
 // missing one it would refuse.
-func (a *applier) viewsUsing(t *Table, col string) []QualName {
+func (a *applier) viewsUsing(t *Table, col string) ([]QualName, error) {
 	tq := t.QualName()
 	var out []QualName
 	for _, v := range a.cat.views {
-		if !slices.Contains(v.Reads, tq) {
+		// A definition that names neither the column nor a * cannot
+		// read it, and is not parsed.
+		if !slices.Contains(v.Reads, tq) || !mayName(v.Definition, col) && !strings.Contains(v.Definition, "*") {
 			continue
 		}
-		if a.viewUses(v, tq, col) {
+		_, refs, star, err := a.columnRefs(v, tq, col)
+		if err != nil {
+			return nil, err
+		}
+		if star || len(refs) > 0 {
 			out = append(out, v.QualName())
 		}
 	}
 	slices.SortFunc(out, compareQual)
-	return out
-}
-
-func (a *applier) viewUses(v *View, tq QualName, col string) bool {
-	_, refs, star := a.columnRefs(v, tq, col)
-	return star || len(refs) > 0
+	return out, nil
 }
 
 // columnRefs parses v's definition and finds its references to column
 // col of t, and whether a * over t reads it; tree is nil when the
 // definition does not parse.
-func (a *applier) columnRefs(v *View, tq QualName, col string) (tree *pg.ParseResult, refs []*pg.ColumnRef, star bool) {
-	tree, err := pgtree.Parse(v.Definition)
+func (a *applier) columnRefs(v *View, tq QualName, col string) (tree *pg.ParseResult, refs []*pg.ColumnRef, star bool, err error) {
+	if err := a.reparse.spend(v.Definition); err != nil {
+		return nil, nil, false, err
+	}
+	tree, err = pgtree.Parse(v.Definition)
 	if err != nil || len(tree.Stmts) == 0 {
-		return nil, nil, false
+		return nil, nil, false, nil
 	}
 	aliases := map[string]QualName{} // alias or name as written → relation
 	var rels []QualName
@@ -89,20 +93,23 @@ func (a *applier) columnRefs(v *View, tq QualName, col string) (tree *pg.ParseRe
 			refs = append(refs, ref)
 		}
 	}
-	return tree, refs, a.starOver(tree.Stmts[0].Stmt, tq)
+	return tree, refs, a.starOver(tree.Stmts[0].Stmt, tq), nil
 }
 
 // renameInViews follows a column rename into the definitions of the
 // views that name it, as PostgreSQL shows them (a view holds columns by
 // number): the reference takes the new name, and the view's column keeps
 // its old one (SELECT o.d AS c).
-func (a *applier) renameInViews(t *Table, from, to string) {
+func (a *applier) renameInViews(t *Table, from, to string) error {
 	tq := t.QualName()
 	for _, v := range a.cat.views {
-		if !slices.Contains(v.Reads, tq) {
+		if !slices.Contains(v.Reads, tq) || !mayName(v.Definition, from) {
 			continue
 		}
-		tree, refs, _ := a.columnRefs(v, tq, from)
+		tree, refs, _, err := a.columnRefs(v, tq, from)
+		if err != nil {
+			return err
+		}
 		if len(refs) == 0 {
 			continue
 		}
@@ -123,6 +130,7 @@ func (a *applier) renameInViews(t *Table, from, to string) {
 			v.Definition = def
 		}
 	}
+	return nil
 }
 
 // moveInViews follows a relation renamed or moved to another schema into
@@ -131,10 +139,13 @@ func (a *applier) renameInViews(t *Table, from, to string) {
 // aliased by the old name where the definition wrote it bare, so that
 // a.code still reads. It runs before the move, while the old name still
 // resolves.
-func (a *applier) moveInViews(from, to QualName) {
+func (a *applier) moveInViews(from, to QualName) error {
 	for _, v := range a.cat.views {
 		if !slices.Contains(v.Reads, from) {
 			continue
+		}
+		if err := a.reparse.spend(v.Definition); err != nil {
+			return err
 		}
 		tree, err := pgtree.Parse(v.Definition)
 		if err != nil || len(tree.Stmts) == 0 {
@@ -168,6 +179,7 @@ func (a *applier) moveInViews(from, to QualName) {
 			v.Definition = def
 		}
 	}
+	return nil
 }
 
 // visibleAs reports whether the search path will find relation from,
