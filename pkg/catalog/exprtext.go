@@ -38,12 +38,12 @@ type reparse struct {
 }
 
 // spend charges a parse of text, refusing it past the bound.
-func (w *reparse) spend(text string) error {
-	if w.spent+len(text)+reparseOverhead > w.limit {
-		w.spent = w.limit // sticky, as the interpreter's budget is
-		return reparseSpent{w.limit}
+func (rp *reparse) spend(text string) error {
+	if rp.spent+len(text)+reparseOverhead > rp.limit {
+		rp.spent = rp.limit // sticky, as the interpreter's budget is
+		return reparseSpent{rp.limit}
 	}
-	w.spent += len(text) + reparseOverhead
+	rp.spent += len(text) + reparseOverhead
 	return nil
 }
 
@@ -59,21 +59,21 @@ func (e reparseSpent) Error() string {
 func (reparseSpent) Is(target error) bool { return target == ErrInvalid || target == ErrBudget }
 
 // readsOf lists the columns expr reads.
-func (w *reparse) readsOf(expr string) ([]string, error) {
-	if cols, ok := w.reads[expr]; ok {
+func (rp *reparse) readsOf(expr string) ([]string, error) {
+	if cols, ok := rp.reads[expr]; ok {
 		return cols, nil
 	}
-	if err := w.spend(expr); err != nil {
+	if err := rp.spend(expr); err != nil {
 		return nil, err
 	}
 	var cols []string
 	if val := parseExpr(expr); val != nil {
 		cols = columnRefs(val)
 	}
-	if w.reads == nil {
-		w.reads = map[string][]string{}
+	if rp.reads == nil {
+		rp.reads = map[string][]string{}
 	}
-	w.reads[expr] = cols
+	rp.reads[expr] = cols
 	return cols, nil
 }
 
@@ -85,11 +85,11 @@ func (w *reparse) readsOf(expr string) ([]string, error) {
 // copy's are built from.
 type exclusionReads struct{ keys, depends, names []string }
 
-func (w *reparse) exclusionReads(text string) (exclusionReads, error) {
-	if r, ok := w.exclusions[text]; ok {
+func (rp *reparse) exclusionReads(text string) (exclusionReads, error) {
+	if r, ok := rp.exclusions[text]; ok {
 		return r, nil
 	}
-	if err := w.spend(text); err != nil {
+	if err := rp.spend(text); err != nil {
 		return exclusionReads{}, err
 	}
 	var r exclusionReads
@@ -107,10 +107,10 @@ func (w *reparse) exclusionReads(text string) (exclusionReads, error) {
 		r.keys = appendNew(r.keys, pgtree.Strings(con.Including)...)
 		r.depends = appendNew(r.depends, columnRefs(con.WhereClause)...)
 	}
-	if w.exclusions == nil {
-		w.exclusions = map[string]exclusionReads{}
+	if rp.exclusions == nil {
+		rp.exclusions = map[string]exclusionReads{}
 	}
-	w.exclusions[text] = r
+	rp.exclusions[text] = r
 	return r, nil
 }
 
@@ -120,13 +120,13 @@ func (r exclusionReads) reads(col string) bool {
 
 // generatedUsing lists the generated columns of t whose expression reads
 // column col: PostgreSQL records those dependencies too.
-func (w *reparse) generatedUsing(t *Table, col string) ([]string, error) {
+func (rp *reparse) generatedUsing(t *Table, col string) ([]string, error) {
 	var out []string
 	for _, c := range t.Columns {
 		if c.Generated == "" || c.Name == col {
 			continue
 		}
-		reads, err := w.readsOf(c.Generated)
+		reads, err := rp.readsOf(c.Generated)
 		if err != nil {
 			return nil, err
 		}
@@ -143,12 +143,12 @@ func (w *reparse) generatedUsing(t *Table, col string) ([]string, error) {
 // still named the old column in prompts, and the catalog's DDL did not
 // load. Checks and indexes list the columns they read (renamed already),
 // so only those that read this one are parsed again.
-func (w *reparse) renameInExpressions(t *Table, from, to string) error {
+func (rp *reparse) renameInExpressions(t *Table, from, to string) error {
 	ren := func(expr *string) error {
 		if *expr == "" {
 			return nil
 		}
-		if err := w.spend(*expr); err != nil {
+		if err := rp.spend(*expr); err != nil {
 			return err
 		}
 		*expr = renameColumnInExpr(*expr, t.Name, from, to)
@@ -158,10 +158,10 @@ func (w *reparse) renameInExpressions(t *Table, from, to string) error {
 		ch := &t.Checks[i]
 		switch {
 		case ch.Exclude:
-			if reads, err := w.exclusionReads(ch.Expr); err != nil {
+			if reads, err := rp.exclusionReads(ch.Expr); err != nil {
 				return err
 			} else if reads.reads(from) {
-				if err := w.spend(ch.Expr); err != nil {
+				if err := rp.spend(ch.Expr); err != nil {
 					return err
 				}
 				ch.Expr = renameInExclusion(ch.Expr, t.QualName(), from, to)
@@ -177,7 +177,7 @@ func (w *reparse) renameInExpressions(t *Table, from, to string) error {
 		if c.Generated == "" {
 			continue
 		}
-		if reads, err := w.readsOf(c.Generated); err != nil {
+		if reads, err := rp.readsOf(c.Generated); err != nil {
 			return err
 		} else if slices.Contains(reads, from) {
 			if err := ren(&c.Generated); err != nil {
@@ -200,7 +200,7 @@ func (w *reparse) renameInExpressions(t *Table, from, to string) error {
 		}
 	}
 	if t.PartitionBy != "" && mayName(t.PartitionBy, from) {
-		if err := w.spend(t.PartitionBy); err != nil {
+		if err := rp.spend(t.PartitionBy); err != nil {
 			return err
 		}
 		t.PartitionBy = renameInPartitionKey(t.PartitionBy, t.Name, from, to)
