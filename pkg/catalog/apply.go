@@ -485,6 +485,17 @@ func (a *applier) statement(n *pg.Node) error {
 			_, err := e.callStmt(n.GetCallStmt())
 			return err
 		})
+	case n.GetCreateSeqStmt() != nil:
+		s := n.GetCreateSeqStmt()
+		seq := QualName{s.Sequence.GetSchemaname(), s.Sequence.GetRelname()}
+		if seq.Schema == "" {
+			seq.Schema = a.creationSchema()
+		}
+		return a.ownSequence(seq, s.Options)
+	case n.GetAlterSeqStmt() != nil:
+		s := n.GetAlterSeqStmt()
+		seq, _ := a.sequenceAt(s.Sequence)
+		return a.ownSequence(seq, s.Options)
 	case n.GetCreateFunctionStmt() != nil:
 		return a.createFunction(n.GetCreateFunctionStmt())
 	case n.GetDefineStmt() != nil && n.GetDefineStmt().Kind == pg.ObjectType_OBJECT_AGGREGATE:

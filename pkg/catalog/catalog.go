@@ -54,7 +54,11 @@ type Column struct {
 	Default   string `json:"default,omitempty"`
 	Generated string `json:"generated,omitempty"` // expression of GENERATED ALWAYS AS (…) STORED
 	Identity  string `json:"identity,omitempty"`  // "ALWAYS" or "BY DEFAULT"
-	Comment   string `json:"comment,omitempty"`
+	// OwnsSequence is the sequence the column owns (a serial's, or one
+	// ALTER SEQUENCE … OWNED BY gave it), which PostgreSQL moves with the
+	// table to another schema.
+	OwnsSequence QualName `json:"owns_sequence,omitzero"`
+	Comment      string   `json:"comment,omitempty"`
 	// Inferred marks a column the catalog never saw created: a tolerant
 	// Apply added it because a statement altered it (see Tolerant). Its
 	// Type is empty unless that statement set one.

@@ -323,7 +323,8 @@ func (a *applier) addColumn(t *Table, def *pg.ColumnDef, creating bool) error {
 			// to the sequence's next value.
 			spec.rendered, spec.user = typ, nil
 			col.NotNull = true
-			col.Default = sequenceDefault(t, col.Name)
+			col.OwnsSequence = serialSequence(t, col.Name)
+			col.Default = sequenceDefaultOf(col.OwnsSequence)
 		}
 		a.setColumnType(col, spec)
 	}

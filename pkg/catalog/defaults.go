@@ -381,8 +381,9 @@ func (a *applier) displayType(spec typeSpec) string {
 // sequenceDefault is the default a serial column gets: nextval of the
 // sequence PostgreSQL names <table>_<column>_seq (shortened to fit 63
 // bytes), qualified unless it lives in public.
-func sequenceDefault(t *Table, column string) string {
-	return sequenceDefaultOf(QualName{t.Schema, makeObjectName(t.Name, column, "seq")})
+// serialSequence is the sequence a serial column makes.
+func serialSequence(t *Table, column string) QualName {
+	return QualName{t.Schema, makeObjectName(t.Name, column, "seq")}
 }
 
 func sequenceDefaultOf(seq QualName) string {

@@ -65,6 +65,10 @@ func (a *applier) reachOf(n *pg.Node) reach {
 		return a.defining(pgtree.Strings(n.GetDefineStmt().Defnames))
 	case n.GetRenameStmt() != nil:
 		return a.renaming(n.GetRenameStmt())
+	case n.GetCreateSeqStmt() != nil:
+		return a.owning(n.GetCreateSeqStmt().Options)
+	case n.GetAlterSeqStmt() != nil:
+		return a.owning(n.GetAlterSeqStmt().Options)
 	case n.GetAlterObjectSchemaStmt() != nil:
 		return reach{all: true}
 	case n.GetDropStmt() != nil:
@@ -248,4 +252,27 @@ func (a *applier) renaming(s *pg.RenameStmt) reach {
 		return reach{}
 	}
 	return reach{all: true}
+}
+
+// owning reaches the table OWNED BY names, whose column comes to own the
+// sequence; NONE takes it from whichever column owned it.
+func (a *applier) owning(options []*pg.Node) reach {
+	for _, o := range options {
+		d := o.GetDefElem()
+		if d == nil || d.Defname != "owned_by" {
+			continue
+		}
+		names := listStrings(d.Arg)
+		if len(names) < 2 {
+			return reach{all: true}
+		}
+		rv := &pg.RangeVar{Relname: names[len(names)-2]}
+		if len(names) > 2 {
+			rv.Schemaname = names[len(names)-3]
+		}
+		if q, kind := a.resolveRV(rv); kind == relTable {
+			return reach{tables: []QualName{q}}
+		}
+	}
+	return reach{}
 }

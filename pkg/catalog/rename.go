@@ -100,17 +100,62 @@ func (a *applier) sequenceUsed(seq QualName) bool {
 // otherwise, so one the catalog never saw is accepted.
 func (a *applier) moveSequence(from, to QualName) {
 	old, repl := sequenceDefaultOf(from), sequenceDefaultOf(to)
-	calls := func(c *Column) bool { return c.Default == old }
+	touches := func(c *Column) bool { return c.Default == old || c.OwnsSequence == from }
 	for q, t := range a.cat.tables {
-		if !slices.ContainsFunc(t.Columns, calls) {
+		if !slices.ContainsFunc(t.Columns, touches) {
 			continue
 		}
 		for _, c := range a.changing(q).Columns {
-			if calls(c) {
+			if c.Default == old {
 				c.Default = repl
+			}
+			if c.OwnsSequence == from {
+				c.OwnsSequence = to
 			}
 		}
 	}
+}
+
+// ownSequence follows OWNED BY of CREATE or ALTER SEQUENCE: the column
+// named owns the sequence, or with NONE no column does.
+func (a *applier) ownSequence(seq QualName, options []*pg.Node) error {
+	for _, o := range options {
+		d := o.GetDefElem()
+		if d == nil || d.Defname != "owned_by" {
+			continue
+		}
+		names := listStrings(d.Arg)
+		if len(names) == 1 && strings.EqualFold(names[0], "none") {
+			for q, t := range a.cat.tables {
+				if slices.ContainsFunc(t.Columns, func(c *Column) bool { return c.OwnsSequence == seq }) {
+					for _, c := range a.changing(q).Columns {
+						if c.OwnsSequence == seq {
+							c.OwnsSequence = QualName{}
+						}
+					}
+				}
+			}
+			continue
+		}
+		if len(names) < 2 {
+			continue
+		}
+		col := names[len(names)-1]
+		rv := &pg.RangeVar{Relname: names[len(names)-2]}
+		if len(names) > 2 {
+			rv.Schemaname = names[len(names)-3]
+		}
+		q, kind := a.resolveRV(rv)
+		if kind != relTable {
+			return undefined("relation %s does not exist", displayName(rv.Schemaname, rv.Relname))
+		}
+		c := a.changing(q).Column(col)
+		if c == nil {
+			return undefined("column %s of relation %s does not exist", QuoteIdent(col), q)
+		}
+		c.OwnsSequence = seq
+	}
+	return nil
 }
 
 func listStrings(n *pg.Node) []string {
@@ -275,6 +320,14 @@ func (a *applier) moveRelation(from, to QualName) error {
 		return err
 	}
 	r := Rename{From: from.String(), Source: a.source}
+	if t := a.cat.tables[from]; t != nil && from.Schema != to.Schema {
+		// A table's own sequences go with it to the other schema.
+		for _, c := range t.Columns {
+			if seq := c.OwnsSequence; seq.Name != "" && seq.Schema != to.Schema {
+				a.moveSequence(seq, QualName{to.Schema, seq.Name})
+			}
+		}
+	}
 	if t := a.cat.tables[from]; t != nil {
 		delete(a.cat.tables, from)
 		t.Schema, t.Name = to.Schema, to.Name

@@ -67,7 +67,7 @@ func (c *Column) equal(o *Column) bool {
 	return c.Name == o.Name && c.Type == o.Type &&
 		ptrEqual(c.Enum, o.Enum, func(a, b *QualName) bool { return *a == *b }) &&
 		c.NotNull == o.NotNull && c.Default == o.Default && c.Generated == o.Generated &&
-		c.Identity == o.Identity && c.Comment == o.Comment && c.Inferred == o.Inferred &&
+		c.Identity == o.Identity && c.OwnsSequence == o.OwnsSequence && c.Comment == o.Comment && c.Inferred == o.Inferred &&
 		slices.Equal(c.Renamed, o.Renamed)
 }
 
