@@ -494,7 +494,15 @@ func (a *applier) statement(n *pg.Node) error {
 		return a.ownSequence(seq, s.Options)
 	case n.GetAlterSeqStmt() != nil:
 		s := n.GetAlterSeqStmt()
-		seq, _ := a.sequenceAt(s.Sequence)
+		if !ownsOption(s.Options) {
+			return nil
+		}
+		// A qualified name (pg_dump's) needs no search of the defaults:
+		// a dump of ten thousand tables has as many of these.
+		seq := QualName{s.Sequence.GetSchemaname(), s.Sequence.GetRelname()}
+		if seq.Schema == "" {
+			seq, _ = a.sequenceAt(s.Sequence)
+		}
 		return a.ownSequence(seq, s.Options)
 	case n.GetCreateFunctionStmt() != nil:
 		return a.createFunction(n.GetCreateFunctionStmt())

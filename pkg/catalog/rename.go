@@ -116,6 +116,11 @@ func (a *applier) moveSequence(from, to QualName) {
 	}
 }
 
+// ownsOption says whether a sequence's options hold OWNED BY.
+func ownsOption(options []*pg.Node) bool {
+	return slices.ContainsFunc(options, func(o *pg.Node) bool { return o.GetDefElem().GetDefname() == "owned_by" })
+}
+
 // ownSequence follows OWNED BY of CREATE or ALTER SEQUENCE: the column
 // named owns the sequence, or with NONE no column does.
 func (a *applier) ownSequence(seq QualName, options []*pg.Node) error {
