@@ -262,13 +262,9 @@ func (a *applier) owning(options []*pg.Node) reach {
 		if d == nil || d.Defname != "owned_by" {
 			continue
 		}
-		names := listStrings(d.Arg)
-		if len(names) < 2 {
-			return reach{all: true}
-		}
-		rv := &pg.RangeVar{Relname: names[len(names)-2]}
-		if len(names) > 2 {
-			rv.Schemaname = names[len(names)-3]
+		rv, _, ok := ownerColumn(listStrings(d.Arg))
+		if !ok {
+			return reach{all: true} // NONE
 		}
 		if q, kind := a.resolveRV(rv); kind == relTable {
 			return reach{tables: []QualName{q}}

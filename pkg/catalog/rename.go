@@ -121,6 +121,19 @@ func ownsOption(options []*pg.Node) bool {
 	return slices.ContainsFunc(options, func(o *pg.Node) bool { return o.GetDefElem().GetDefname() == "owned_by" })
 }
 
+// ownerColumn splits OWNED BY's [schema.]table.column.
+func ownerColumn(names []string) (table *pg.RangeVar, column string, ok bool) {
+	n := len(names)
+	if n < 2 {
+		return nil, "", false
+	}
+	table = &pg.RangeVar{Relname: names[n-2]}
+	if n > 2 {
+		table.Schemaname = names[n-3]
+	}
+	return table, names[n-1], true
+}
+
 // ownSequence follows OWNED BY of CREATE or ALTER SEQUENCE: the column
 // named owns the sequence, or with NONE no column does.
 func (a *applier) ownSequence(seq QualName, options []*pg.Node) error {
@@ -142,13 +155,9 @@ func (a *applier) ownSequence(seq QualName, options []*pg.Node) error {
 			}
 			continue
 		}
-		if len(names) < 2 {
+		rv, col, ok := ownerColumn(names)
+		if !ok {
 			continue
-		}
-		col := names[len(names)-1]
-		rv := &pg.RangeVar{Relname: names[len(names)-2]}
-		if len(names) > 2 {
-			rv.Schemaname = names[len(names)-3]
 		}
 		q, kind := a.resolveRV(rv)
 		if kind != relTable {
