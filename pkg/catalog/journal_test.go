@@ -102,6 +102,12 @@ var journalStatements = []string{
 	"DROP INDEX m_v_idx",
 	"ALTER TABLE loose DROP COLUMN v",
 	"CREATE TABLE like_loose (LIKE loose INCLUDING INDEXES)",
+	"ALTER TABLE loose ADD CONSTRAINT loose_v_check CHECK (v <> ''); ALTER TABLE loose RENAME COLUMN v TO w",
+	"ALTER TABLE m RENAME COLUMN v TO w",
+	"ALTER TABLE loose ADD EXCLUDE USING btree ((lower(v)) WITH =); ALTER TABLE loose RENAME COLUMN v TO w",
+	"ALTER SEQUENCE app.users_id_seq OWNED BY NONE",
+	"CREATE SEQUENCE s OWNED BY loose.id",
+	"ALTER TABLE app.users SET SCHEMA public",
 }
 
 // TestExceptionBlockUndoesExactly runs each statement in an exception
