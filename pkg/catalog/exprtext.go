@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v5"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/schemaq/schemaq/pkg/pgtree"
 )
@@ -206,6 +207,105 @@ func (rp *reparse) renameInExpressions(t *Table, from, to string) error {
 		t.PartitionBy = renameInPartitionKey(t.PartitionBy, t.Name, from, to)
 	}
 	return nil
+}
+
+// retypeInExpressions follows an enum's rename or move into the casts
+// of t's expressions ('sad'::mood becomes 'sad'::feeling), as
+// PostgreSQL, which holds the type's OID, prints them after it.
+func (rp *reparse) retypeInExpressions(t *Table, from, to QualName) error {
+	ren := func(expr *string, rewrite func(string) string) error {
+		if *expr == "" || !mayName(*expr, from.Name) {
+			return nil
+		}
+		if err := rp.spend(*expr); err != nil {
+			return err
+		}
+		*expr = rewrite(*expr)
+		return nil
+	}
+	inExpr := func(expr string) string {
+		val := parseExpr(expr)
+		if val == nil || !retypeNodes(val, from, to) {
+			return expr
+		}
+		if out := deparseExpr(val); out != "" {
+			return out
+		}
+		return expr
+	}
+	inExclusion := func(text string) string {
+		con := parseExclusion(text)
+		if con == nil {
+			return text
+		}
+		changed := retypeNodes(con.WhereClause, from, to)
+		for _, ex := range con.Exclusions {
+			if ie := ex.GetList().GetItems(); len(ie) > 0 && ie[0].GetIndexElem() != nil {
+				changed = retypeNodes(ie[0].GetIndexElem().Expr, from, to) || changed
+			}
+		}
+		if !changed {
+			return text
+		}
+		return exclusionText(con, t.QualName())
+	}
+	for i := range t.Checks {
+		rewrite := inExpr
+		if t.Checks[i].Exclude {
+			rewrite = inExclusion
+		}
+		if err := ren(&t.Checks[i].Expr, rewrite); err != nil {
+			return err
+		}
+	}
+	for _, c := range t.Columns {
+		if err := ren(&c.Generated, inExpr); err != nil {
+			return err
+		}
+	}
+	for i := range t.Indexes {
+		ix := &t.Indexes[i]
+		for j := range ix.Keys {
+			if err := ren(&ix.Keys[j].Expr, inExpr); err != nil {
+				return err
+			}
+		}
+		if err := ren(&ix.Where, inExpr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retypeNodes renames, in place, the type names under n that name enum
+// from (bare or qualified) to to, qualified as a column's type is: bare
+// in public.
+func retypeNodes(n *pg.Node, from, to QualName) bool {
+	changed := false
+	pgtree.Messages(n, func(m protoreflect.ProtoMessage) {
+		tn, ok := m.(*pg.TypeName)
+		if !ok {
+			return
+		}
+		names := pgtree.Strings(tn.Names)
+		if len(names) != len(tn.Names) {
+			return
+		}
+		if !(len(names) == 1 && names[0] == from.Name && from.Schema == DefaultSchema) &&
+			!(len(names) == 2 && names[0] == from.Schema && names[1] == from.Name) {
+			return
+		}
+		parts := []string{to.Name}
+		if to.Schema != DefaultSchema {
+			parts = []string{to.Schema, to.Name}
+		}
+		tn.Names = tn.Names[:0]
+		for _, p := range parts {
+			tn.Names = append(tn.Names, &pg.Node{Node: &pg.Node_String_{String_: &pg.String{Sval: p}}})
+		}
+		changed = true
+	})
+	return changed
 }
 
 // parseExpr parses expr, an expression as the catalog holds it; nil when

@@ -442,9 +442,23 @@ func (a *applier) moveEnum(from, to QualName) error {
 	}
 	for _, t := range a.cat.tables {
 		fix(t.Columns)
+		if err := a.reparse.retypeInExpressions(t, from, to); err != nil {
+			return err
+		}
 	}
 	for _, v := range a.cat.views {
 		fix(v.Columns)
+		if !mayName(v.Definition, from.Name) {
+			continue
+		}
+		if err := a.reparse.spend(v.Definition); err != nil {
+			return err
+		}
+		if tree, err := pgtree.Parse(v.Definition); err == nil && len(tree.Stmts) == 1 && retypeNodes(tree.Stmts[0].Stmt, from, to) {
+			if def := deparseQuery(tree.Stmts[0].Stmt); def != "" {
+				v.Definition = def
+			}
+		}
 	}
 	return nil
 }
@@ -457,14 +471,22 @@ func (a *applier) renameSchema(from, to string) error {
 		return duplicate("schema %s already exists", QuoteIdent(to))
 	}
 	a.cat.schemas[to] = a.cat.schemas[from]
+	// The new schema is empty, so nothing is taken there: what can fail
+	// is the bound on parsing views and expressions again.
 	for _, q := range keysIn(a.cat.tables, from) {
-		_ = a.moveRelation(q, QualName{to, q.Name})
+		if err := a.moveRelation(q, QualName{to, q.Name}); err != nil {
+			return err
+		}
 	}
 	for _, q := range keysIn(a.cat.views, from) {
-		_ = a.moveRelation(q, QualName{to, q.Name})
+		if err := a.moveRelation(q, QualName{to, q.Name}); err != nil {
+			return err
+		}
 	}
 	for _, q := range keysIn(a.cat.enums, from) {
-		_ = a.moveEnum(q, QualName{to, q.Name})
+		if err := a.moveEnum(q, QualName{to, q.Name}); err != nil {
+			return err
+		}
 	}
 	a.moveUserTypesOf(from, to)
 	delete(a.cat.schemas, from)

@@ -38,3 +38,13 @@ ALTER TABLE dumped SET SCHEMA other;
 CREATE TABLE disowned (id serial);
 ALTER SEQUENCE disowned_id_seq OWNED BY NONE;
 ALTER TABLE disowned SET SCHEMA other;
+-- An enum renamed and moved: its casts in checks, generated columns,
+-- partial indexes, exclusion constraints and views follow.
+CREATE TYPE mood AS ENUM ('ok', 'sad');
+CREATE TABLE feelings (m mood, n mood GENERATED ALWAYS AS ('ok'::mood) STORED, CHECK (m <> 'sad'::mood),
+  EXCLUDE USING btree (m WITH =) WHERE (m = 'ok'::public.mood));
+CREATE INDEX ON feelings (m) WHERE m = 'ok'::mood;
+CREATE VIEW sad_feelings AS SELECT m FROM feelings WHERE m = 'sad'::mood;
+ALTER TYPE mood RENAME TO feeling;
+CREATE SCHEMA moods;
+ALTER TYPE feeling SET SCHEMA moods;
