@@ -108,6 +108,7 @@ var journalStatements = []string{
 	"ALTER SEQUENCE app.users_id_seq OWNED BY NONE",
 	"CREATE SEQUENCE s OWNED BY loose.id",
 	"ALTER TABLE app.users SET SCHEMA public",
+	"ALTER TABLE loose ADD CHECK (v::mood <> 'sad'::mood); ALTER TYPE mood RENAME TO feeling",
 }
 
 // TestExceptionBlockUndoesExactly runs each statement in an exception
