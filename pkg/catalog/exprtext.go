@@ -224,30 +224,18 @@ func (rp *reparse) retypeInExpressions(t *Table, from, to QualName) error {
 		return nil
 	}
 	inExpr := func(expr string) string {
-		val := parseExpr(expr)
-		if val == nil || !retypeNodes(val, from, to) {
-			return expr
-		}
-		if out := deparseExpr(val); out != "" {
-			return out
-		}
-		return expr
+		return rewriteExpr(expr, func(val *pg.Node) bool { return retypeNodes(val, from, to) })
 	}
 	inExclusion := func(text string) string {
-		con := parseExclusion(text)
-		if con == nil {
-			return text
-		}
-		changed := retypeNodes(con.WhereClause, from, to)
-		for _, ex := range con.Exclusions {
-			if ie := ex.GetList().GetItems(); len(ie) > 0 && ie[0].GetIndexElem() != nil {
-				changed = retypeNodes(ie[0].GetIndexElem().Expr, from, to) || changed
+		return rewriteExclusion(text, t.QualName(), func(con *pg.Constraint) bool {
+			changed := retypeNodes(con.WhereClause, from, to)
+			for _, ex := range con.Exclusions {
+				if ie := ex.GetList().GetItems(); len(ie) > 0 && ie[0].GetIndexElem() != nil {
+					changed = retypeNodes(ie[0].GetIndexElem().Expr, from, to) || changed
+				}
 			}
-		}
-		if !changed {
-			return text
-		}
-		return exclusionText(con, t.QualName())
+			return changed
+		})
 	}
 	for i := range t.Checks {
 		rewrite := inExpr
@@ -327,14 +315,30 @@ func parseExpr(expr string) *pg.Node {
 // table's name. expr is returned as it was when nothing refers to the
 // column or it does not parse.
 func renameColumnInExpr(expr, table, from, to string) string {
+	return rewriteExpr(expr, func(val *pg.Node) bool { return renameRefs(val, table, from, to) })
+}
+
+// rewriteExpr parses expr, lets change rewrite its tree in place, and
+// prints it again if it changed; expr is returned as it was when it did
+// not, or does not parse.
+func rewriteExpr(expr string, change func(*pg.Node) bool) string {
 	val := parseExpr(expr)
-	if val == nil || !renameRefs(val, table, from, to) {
+	if val == nil || !change(val) {
 		return expr
 	}
 	if out := deparseExpr(val); out != "" {
 		return out
 	}
 	return expr
+}
+
+// rewriteExclusion is rewriteExpr for an exclusion constraint's text.
+func rewriteExclusion(text string, t QualName, change func(*pg.Constraint) bool) string {
+	con := parseExclusion(text)
+	if con == nil || !change(con) {
+		return text
+	}
+	return exclusionText(con, t)
 }
 
 // exclusionText renders an EXCLUDE constraint as the catalog holds it,
@@ -413,26 +417,24 @@ func operatorSQL(name []string) string {
 // renameInExclusion renames a column in an exclusion constraint's text:
 // its elements, their expressions, INCLUDE and WHERE.
 func renameInExclusion(text string, t QualName, from, to string) string {
-	con := parseExclusion(text)
-	if con == nil {
-		return text
-	}
-	for _, ex := range con.Exclusions {
-		if ie := ex.GetList().GetItems(); len(ie) > 0 && ie[0].GetIndexElem() != nil {
-			e := ie[0].GetIndexElem()
-			if e.Name == from {
-				e.Name = to
+	return rewriteExclusion(text, t, func(con *pg.Constraint) bool {
+		changed := renameRefs(con.WhereClause, t.Name, from, to)
+		for _, ex := range con.Exclusions {
+			if ie := ex.GetList().GetItems(); len(ie) > 0 && ie[0].GetIndexElem() != nil {
+				e := ie[0].GetIndexElem()
+				if e.Name == from {
+					e.Name, changed = to, true
+				}
+				changed = renameRefs(e.Expr, t.Name, from, to) || changed
 			}
-			renameRefs(e.Expr, t.Name, from, to)
 		}
-	}
-	for _, n := range con.Including {
-		if s := n.GetString_(); s != nil && s.Sval == from {
-			s.Sval = to
+		for _, n := range con.Including {
+			if s := n.GetString_(); s != nil && s.Sval == from {
+				s.Sval, changed = to, true
+			}
 		}
-	}
-	renameRefs(con.WhereClause, t.Name, from, to)
-	return exclusionText(con, t)
+		return changed
+	})
 }
 
 // parseExclusion parses an exclusion constraint's text as the catalog
