@@ -3,8 +3,6 @@ package catalog
 import (
 	"slices"
 	"strings"
-
-	"github.com/schemaq/schemaq/pkg/pgtree"
 )
 
 // DDL renders the table as one canonical CREATE TABLE statement: columns
@@ -349,19 +347,15 @@ func nextvalOf(def string) (QualName, bool) {
 	if lit, ok = strings.CutSuffix(lit, "'::regclass)"); !ok {
 		return QualName{}, false
 	}
-	tree, err := pgtree.Parse("CREATE SEQUENCE " + strings.ReplaceAll(lit, "''", "'"))
-	if err != nil || len(tree.Stmts) != 1 {
+	rv, ok := parseName(strings.ReplaceAll(lit, "''", "'"))
+	if !ok || rv.Catalogname != "" || rv.Alias != nil {
 		return QualName{}, false
 	}
-	cs := tree.Stmts[0].Stmt.GetCreateSeqStmt()
-	if cs == nil || cs.Sequence == nil || cs.Sequence.Catalogname != "" || len(cs.Options) > 0 {
-		return QualName{}, false
-	}
-	schema := cs.Sequence.Schemaname
+	schema := rv.Schemaname
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	return QualName{schema, cs.Sequence.Relname}, true
+	return QualName{schema, rv.Relname}, true
 }
 
 // tablesInDependencyOrder puts inheritance parents before their children.
