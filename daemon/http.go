@@ -318,19 +318,39 @@ func (r *httpRequest) Subject() string        { return r.subject }
 // from its store takes is handed to a replica, as over NATS.
 func (r *httpRequest) Reply() string { return "_HTTP" }
 
-// ListenHTTP serves the API on addr until ctx ends. A token is required
-// for any address beyond loopback: the API answers questions about the
-// schema, and a listener on every interface must not answer strangers.
+// ListenHTTP serves the API on addr until ctx ends: BindHTTP, then
+// ServeHTTPOn.
 func (d *Daemon) ListenHTTP(ctx context.Context, addr string, cfg HTTPConfig) error {
-	if err := CheckHTTP(addr, cfg.Token != "" || len(cfg.Tokens) > 0); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := BindHTTP(addr, cfg)
 	if err != nil {
-		return fmt.Errorf("http listener %s: %w", addr, err)
+		return err
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = addr
+	}
+	return d.ServeHTTPOn(ctx, ln, cfg)
+}
+
+// BindHTTP binds addr for the API. A token is required for any address
+// beyond loopback: the API answers questions about the schema, and a
+// listener on every interface must not answer strangers. Binding is its
+// own step so that a process reports ready only once the port accepts.
+func BindHTTP(addr string, cfg HTTPConfig) (net.Listener, error) {
+	if err := CheckHTTP(addr, cfg.Token != "" || len(cfg.Tokens) > 0); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("http listener %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// ServeHTTPOn serves the API on ln, which BindHTTP bound for cfg, until
+// ctx ends; it closes ln.
+func (d *Daemon) ServeHTTPOn(ctx context.Context, ln net.Listener, cfg HTTPConfig) error {
+	if cfg.Addr == "" {
+		cfg.Addr = ln.Addr().String()
 	}
 	ring := bearer.NewKeyring(cfg.Token, cfg.Tokens)
 	if cfg.TokensFile != "" {

@@ -32,6 +32,16 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
+	// The port is bound before anything reports ready: a probe that
+	// passed while it was not would send agents to a refused connection,
+	// and a port taken fails here, before NATS is dialled.
+	ln, err := o.listen()
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		defer ln.Close() //nolint:errcheck // closed by the server once it serves
+	}
 	nc, done, err := o.connect(ctx, log)
 	if err != nil {
 		return err
@@ -42,7 +52,19 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return o.serve(ctx, e, log, nc, mcpserver.New(cli, buildInfo().Version, mcpserver.WithChecker(checker)))
+	return o.serve(ctx, e, log, nc, ln, mcpserver.New(cli, buildInfo().Version, mcpserver.WithChecker(checker)))
+}
+
+// listen binds --http's address; on stdio there is none.
+func (o *mcpOptions) listen() (net.Listener, error) {
+	if o.http == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", o.http)
+	if err != nil {
+		return nil, fmt.Errorf("mcp --http %s: %w", o.http, err)
+	}
+	return ln, nil
 }
 
 // mcpOptions are `schemaq mcp`'s flags and the tokens they name.
@@ -118,22 +140,18 @@ func (o *mcpOptions) connect(ctx context.Context, log *zap.Logger) (nc *nats.Con
 	}, nil
 }
 
-// serve answers on stdio or HTTP, and serves the health endpoints
+// serve answers on stdio, or HTTP on ln, and serves the health endpoints
 // beside, until ctx ends or the input does.
-func (o *mcpOptions) serve(ctx context.Context, e *env, log *zap.Logger, nc *nats.Conn, server *mcp.Server) error {
+func (o *mcpOptions) serve(ctx context.Context, e *env, log *zap.Logger, nc *nats.Conn, ln net.Listener, server *mcp.Server) error {
 	g := newGroup(ctx)
 	if !o.embedded && o.role.metrics != "" { // embedded roles serve their own
 		tel := mcpHealth(nc)
 		g.Go(func(ctx context.Context) error { return tel.Serve(ctx, o.role.metrics) })
 	}
-	if o.http == "" {
+	if ln == nil {
 		g.Go(func(ctx context.Context) error { return serveMCPStdio(ctx, log, server) })
 		g.Wait()
 		return g.Stop(nil)
-	}
-	ln, err := net.Listen("tcp", o.http)
-	if err != nil {
-		return g.Stop(fmt.Errorf("mcp: %w", err))
 	}
 	handler := mcpserver.HTTPHandler(server, o.bounds)
 	if ring := bearer.NewKeyring(o.token, o.tokens); !ring.Empty() {

@@ -321,26 +321,39 @@ func (rt *runtime) startDaemon(g *group, r *roleFlags, q queryParts, written *ca
 		return nil, usagef("%v", err)
 	}
 	g.Go(d.Run)
-	rt.serveHTTP(g, r, d)
+	if err := rt.serveHTTP(g, r, d); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
-// serveHTTP starts the HTTP API when an address is set. Up's default
-// address is optional: a port taken costs the API, with a warning.
-func (rt *runtime) serveHTTP(g *group, r *roleFlags, d *daemon.Daemon) {
+// serveHTTP starts the HTTP API when an address is set. The port is
+// bound before the daemon is published to the readiness check, so no
+// probe passes while it refuses connections. Up's default address is
+// optional: a port taken costs the API, with a warning.
+func (rt *runtime) serveHTTP(g *group, r *roleFlags, d *daemon.Daemon) error {
 	if r.http == "" {
-		return
+		return nil
 	}
 	cfg := daemon.HTTPConfig{Token: r.httpToken, Tokens: r.httpTokens, TokensFile: r.httpTokensFile, Version: r.daemon.Version, AllowedHosts: r.httpHosts, Addr: r.http, NoConsole: r.httpNoConsole}
+	ln, err := daemon.BindHTTP(r.http, cfg)
+	switch {
+	case err != nil && r.httpOptional:
+		rt.log.Warn("no HTTP API: its default address is taken; set --http-addr (SCHEMAQ_HTTP_ADDR)", zap.String("addr", r.http), zap.Error(err))
+		return nil
+	case err != nil:
+		return err
+	}
 	if r.httpOptional {
 		g.Background(func(ctx context.Context) {
-			if err := d.ListenHTTP(ctx, r.http, cfg); err != nil {
-				rt.log.Warn("no HTTP API: its default address is taken; set --http-addr (SCHEMAQ_HTTP_ADDR)", zap.String("addr", r.http), zap.Error(err))
+			if err := d.ServeHTTPOn(ctx, ln, cfg); err != nil {
+				rt.log.Warn("the HTTP API stopped", zap.String("addr", r.http), zap.Error(err))
 			}
 		})
-		return
+		return nil
 	}
-	g.Go(func(ctx context.Context) error { return d.ListenHTTP(ctx, r.http, cfg) })
+	g.Go(func(ctx context.Context) error { return d.ServeHTTPOn(ctx, ln, cfg) })
+	return nil
 }
 
 // finish drains the connection and closes the store, the last steps of
