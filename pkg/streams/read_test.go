@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -111,4 +112,68 @@ func newStream(tb testing.TB, cfg jetstream.StreamConfig) (jetstream.JetStream, 
 		tb.Fatal(err)
 	}
 	return js, s
+}
+
+// TestReadBesideDeletes: a read while another client deletes messages
+// of the subject (a compactor) ends once the subject holds nothing after
+// the last message read, and delivers every message never deleted. The
+// messages ahead of a read may all go, and then no message says that
+// none is pending: the read once waited for them and failed after 10 s.
+// The race is the server's, so each case runs rounds until it shows.
+func TestReadBesideDeletes(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, publish, read string
+		fn                  func(context.Context, jetstream.Stream, string, func(jetstream.Msg) error) (int, error)
+	}{
+		{"subject", "gc.a", "gc.a", streams.ReadSubject},
+		{"wildcard headers", "gc.b", "gc.*", streams.ReadHeaders},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js, s := newStream(t, jetstream.StreamConfig{Name: "GC", Subjects: []string{"gc.>"}})
+			kept := map[uint64]bool{}
+			for round := range 40 {
+				var seqs []uint64
+				for range 50 {
+					a, err := js.Publish(ctx, tc.publish, []byte("x"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					seqs = append(seqs, a.Sequence)
+				}
+				// Two of each round's stay, anywhere among them.
+				rand.Shuffle(len(seqs), func(i, j int) { seqs[i], seqs[j] = seqs[j], seqs[i] })
+				kept[seqs[48]], kept[seqs[49]] = true, true
+				deleted := make(chan error, 1)
+				go func() {
+					for _, q := range seqs[:48] {
+						if err := s.DeleteMsg(ctx, q); err != nil {
+							deleted <- err
+							return
+						}
+					}
+					deleted <- nil
+				}()
+				seen := map[uint64]bool{}
+				_, err := tc.fn(ctx, s, tc.read, func(m jetstream.Msg) error {
+					meta, err := m.Metadata()
+					if err == nil {
+						seen[meta.Sequence.Stream] = true
+					}
+					return err
+				})
+				if derr := <-deleted; derr != nil {
+					t.Fatal(derr)
+				}
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				for q := range kept {
+					if !seen[q] {
+						t.Fatalf("round %d: message %d was never deleted and not read", round, q)
+					}
+				}
+			}
+		})
+	}
 }

@@ -530,6 +530,19 @@ func ReadHeaders(ctx context.Context, s jetstream.Stream, subject string, fn fun
 	return readSubject(ctx, s, subject, true, fn)
 }
 
+// heldAfter says whether subject holds a message after stream sequence
+// seq (0: any).
+func heldAfter(ctx context.Context, s jetstream.Stream, subject string, seq uint64) (bool, error) {
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s: %w", subject, err)
+	}
+	return m.Sequence > seq, nil
+}
+
 // readIdleSeconds is how long a read waits for the next message while
 // the server says the subject holds more.
 const readIdleSeconds = 10
@@ -570,23 +583,26 @@ func readSubject(ctx context.Context, s jetstream.Stream, subject string, header
 		return 0, fmt.Errorf("read %s: %w", subject, err)
 	}
 	defer it.Stop()
+	var last uint64 // the stream sequence of the last message delivered
 	n, idle := 0, 0
 	for {
 		msg, err := it.Next(jetstream.NextMaxWait(time.Second))
 		if errors.Is(err, nats.ErrTimeout) {
-			// Nothing came: messages may have been deleted meanwhile;
-			// only the server's count can say the subject is read out.
-			// A busy server may just be slow (seen under CI's load with
-			// the race detector): wait on while it holds some.
-			left, err := count()
+			// Nothing came: the messages ahead may have been deleted
+			// meanwhile (a compactor beside), and then no message will
+			// say none is pending; only the server can say the subject
+			// holds nothing after the last one read. A busy server may
+			// just be slow (seen under CI's load with the race
+			// detector): wait on while it holds some.
+			ahead, err := heldAfter(ctx, s, subject, last)
 			if err != nil {
 				return n, err
 			}
-			if left == 0 || ctx.Err() != nil {
+			if !ahead || ctx.Err() != nil {
 				return n, ctx.Err()
 			}
 			if idle++; idle == readIdleSeconds {
-				return n, fmt.Errorf("read %s: the stream holds %d messages there and sent none within %d s", subject, left, readIdleSeconds)
+				return n, fmt.Errorf("read %s: the stream holds messages there after sequence %d and sent none within %d s", subject, last, readIdleSeconds)
 			}
 			continue
 		}
@@ -594,11 +610,21 @@ func readSubject(ctx context.Context, s jetstream.Stream, subject string, header
 			return n, fmt.Errorf("read %s after %d messages: %w", subject, n, err)
 		}
 		n, idle = n+1, 0
+		meta, metaErr := msg.Metadata()
+		if metaErr == nil {
+			last = meta.Sequence.Stream
+		}
 		if err := fn(msg); err != nil {
 			return n, err
 		}
-		if meta, err := msg.Metadata(); err == nil && meta.NumPending == 0 {
-			return n, nil
+		if metaErr == nil && meta.NumPending == 0 {
+			// The server's count of what is pending drifts while
+			// messages are deleted beside the read, and has said none
+			// with a message ahead: the subject's last message decides.
+			ahead, err := heldAfter(ctx, s, subject, last)
+			if err != nil || !ahead {
+				return n, err
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return n, err
