@@ -369,24 +369,14 @@ func (e *env) eachSchemaEvent(db string, what func(*events.Event) string) []stri
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	// A read that stalls (an ordered consumer that delivered nothing for
-	// 10 s while the compactor deleted beside it, seen once under CI's
-	// race-detector load) is tried once more with a new consumer, and
-	// logged: what this helper checks is what the stream holds.
-	for attempt := 1; ; attempt++ {
-		var out []string
-		err := streams.ReadEvents(ctx, s, events.SchemaSubject(db), db, 0, func(ev *events.Event, _ uint64) error {
-			out = append(out, what(ev))
-			return nil
-		})
-		if err == nil {
-			return out
-		}
-		if attempt == 2 {
-			e.t.Fatal(err)
-		}
-		e.t.Logf("reading %s's schema events again: %v", db, err)
+	var out []string
+	if err := streams.ReadEvents(ctx, s, events.SchemaSubject(db), db, 0, func(ev *events.Event, _ uint64) error {
+		out = append(out, what(ev))
+		return nil
+	}); err != nil {
+		e.t.Fatal(err)
 	}
+	return out
 }
 
 // A team that publishes a schema dump on every deploy adds a snapshot
