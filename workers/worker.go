@@ -636,44 +636,27 @@ func (t *totals) add(info *jetstream.ConsumerInfo) {
 // Events that can never apply (they were dead-lettered when they first
 // came) are skipped, as they were then.
 func (w *Worker) replayDocs(ctx context.Context) (int, error) {
-	cons, err := w.js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{events.StreamSubjectDocs, events.StreamSubjectExamples}})
+	s, err := w.js.Stream(ctx, events.Stream)
 	if err != nil {
 		return 0, fmt.Errorf("replay docs: cannot read the stream: %w", err)
 	}
-	n := 0
-	for ctx.Err() == nil {
-		batch, err := cons.Fetch(100, jetstream.FetchMaxWait(500*time.Millisecond))
+	// streams' read, not a loop of its own: the compactor deletes
+	// superseded docs beside it, and only the subjects' last messages
+	// say when the replay has read them all.
+	return streams.ReadSubjects(ctx, s, []string{events.StreamSubjectDocs, events.StreamSubjectExamples}, func(msg jetstream.Msg) error {
+		meta, err := msg.Metadata()
 		if err != nil {
-			return n, fmt.Errorf("replay docs after %d events: %w", n, err)
+			return fmt.Errorf("replay docs: %w", err)
 		}
-		got := 0
-		for msg := range batch.Messages() {
-			got++
-			meta, err := msg.Metadata()
-			if err != nil {
-				return n, fmt.Errorf("replay docs after %d events: %w", n, err)
-			}
-			switch out := w.handle(ctx, w.newItem(msg, meta)); out.act {
-			case actAck:
-			case actDeadLetter:
-				w.log.Warn("replay: event skipped, it can never apply", zap.Uint64("stream_seq", meta.Sequence.Stream), zap.String("reason", out.reason))
-			default:
-				return n, fmt.Errorf("replay docs: event at stream sequence %d: %s", meta.Sequence.Stream, out.reason)
-			}
-			n++
-			if meta.NumPending == 0 {
-				return n, nil
-			}
+		switch out := w.handle(ctx, w.newItem(msg, meta)); out.act {
+		case actAck:
+		case actDeadLetter:
+			w.log.Warn("replay: event skipped, it can never apply", zap.Uint64("stream_seq", meta.Sequence.Stream), zap.String("reason", out.reason))
+		default:
+			return fmt.Errorf("replay docs: event at stream sequence %d: %s", meta.Sequence.Stream, out.reason)
 		}
-		if err := batch.Error(); err != nil {
-			return n, fmt.Errorf("replay docs after %d events: %w", n, err)
-		}
-		if got == 0 {
-			return n, nil
-		}
-	}
-	return n, ctx.Err()
+		return nil
+	})
 }
 
 // watchConsumers exports the consumers' lag every few seconds, summed:

@@ -122,20 +122,32 @@ func newStream(tb testing.TB, cfg jetstream.StreamConfig) (jetstream.JetStream, 
 // The race is the server's, so each case runs rounds until it shows.
 func TestReadBesideDeletes(t *testing.T) {
 	ctx := context.Background()
+	type readFn func(context.Context, jetstream.Stream, func(jetstream.Msg) error) (int, error)
 	for _, tc := range []struct {
-		name, publish, read string
-		fn                  func(context.Context, jetstream.Stream, string, func(jetstream.Msg) error) (int, error)
+		name    string
+		publish []string // in turn, half of a round each for two
+		read    readFn
 	}{
-		{"subject", "gc.a", "gc.a", streams.ReadSubject},
-		{"wildcard headers", "gc.b", "gc.*", streams.ReadHeaders},
+		{"subject", []string{"gc.a"}, func(ctx context.Context, s jetstream.Stream, fn func(jetstream.Msg) error) (int, error) {
+			return streams.ReadSubject(ctx, s, "gc.a", fn)
+		}},
+		{"wildcard headers", []string{"gc.b"}, func(ctx context.Context, s jetstream.Stream, fn func(jetstream.Msg) error) (int, error) {
+			return streams.ReadHeaders(ctx, s, "gc.*", fn)
+		}},
+		// A worker's replay of docs and examples for a rebuilt index: the
+		// second subject's messages come last, so the first's last
+		// message alone would end the read early.
+		{"two subjects", []string{"gc.c.1", "gc.d.1"}, func(ctx context.Context, s jetstream.Stream, fn func(jetstream.Msg) error) (int, error) {
+			return streams.ReadSubjects(ctx, s, []string{"gc.c.*", "gc.d.*"}, fn)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			js, s := newStream(t, jetstream.StreamConfig{Name: "GC", Subjects: []string{"gc.>"}})
 			kept := map[uint64]bool{}
 			for round := range 40 {
 				var seqs []uint64
-				for range 50 {
-					a, err := js.Publish(ctx, tc.publish, []byte("x"))
+				for i := range 50 {
+					a, err := js.Publish(ctx, tc.publish[i*len(tc.publish)/50], []byte("x"))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -155,7 +167,7 @@ func TestReadBesideDeletes(t *testing.T) {
 					deleted <- nil
 				}()
 				seen := map[uint64]bool{}
-				_, err := tc.fn(ctx, s, tc.read, func(m jetstream.Msg) error {
+				_, err := tc.read(ctx, s, func(m jetstream.Msg) error {
 					meta, err := m.Metadata()
 					if err == nil {
 						seen[meta.Sequence.Stream] = true

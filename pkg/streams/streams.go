@@ -519,7 +519,13 @@ func ReadEvents(ctx context.Context, s jetstream.Stream, subject, db string, max
 // subject with nothing on it: callers decide what may be deleted from
 // what they did not find.
 func ReadSubject(ctx context.Context, s jetstream.Stream, subject string, fn func(jetstream.Msg) error) (int, error) {
-	return readSubject(ctx, s, subject, false, fn)
+	return ReadSubjects(ctx, s, []string{subject}, fn)
+}
+
+// ReadSubjects is ReadSubject over several subjects at once, their
+// messages in stream order.
+func ReadSubjects(ctx context.Context, s jetstream.Stream, subjects []string, fn func(jetstream.Msg) error) (int, error) {
+	return subjectRead{s: s, subjects: subjects}.read(ctx, fn)
 }
 
 // ReadHeaders is ReadSubject without the messages' bodies, for a listing
@@ -527,20 +533,7 @@ func ReadSubject(ctx context.Context, s jetstream.Stream, subject string, fn fun
 // (a dead-letter box of thousands of events of a MiB). subject may hold
 // wildcards.
 func ReadHeaders(ctx context.Context, s jetstream.Stream, subject string, fn func(jetstream.Msg) error) (int, error) {
-	return readSubject(ctx, s, subject, true, fn)
-}
-
-// heldAfter says whether subject holds a message after stream sequence
-// seq (0: any).
-func heldAfter(ctx context.Context, s jetstream.Stream, subject string, seq uint64) (bool, error) {
-	m, err := s.GetLastMsgForSubject(ctx, subject)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("read %s: %w", subject, err)
-	}
-	return m.Sequence > seq, nil
+	return subjectRead{s: s, subjects: []string{subject}, headersOnly: true}.read(ctx, fn)
 }
 
 // readIdleSeconds is how long a read waits for the next message while
@@ -552,27 +545,62 @@ const readIdleSeconds = 10
 // MiB and its headers, or a letter carrying one).
 const readBufferBytes = 16 << 20
 
-func readSubject(ctx context.Context, s jetstream.Stream, subject string, headersOnly bool, fn func(jetstream.Msg) error) (int, error) {
-	count := func() (uint64, error) {
-		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+// subjectRead reads the messages of subjects in s, each may hold
+// wildcards.
+type subjectRead struct {
+	s           jetstream.Stream
+	subjects    []string
+	headersOnly bool
+}
+
+func (r subjectRead) errorf(format string, args ...any) error {
+	return fmt.Errorf("read %s: "+format, append([]any{strings.Join(r.subjects, ", ")}, args...)...)
+}
+
+// held is how many messages the subjects hold.
+func (r subjectRead) held(ctx context.Context) (uint64, error) {
+	var n uint64
+	for _, subject := range r.subjects {
+		info, err := r.s.Info(ctx, jetstream.WithSubjectFilter(subject))
 		if err != nil {
-			return 0, fmt.Errorf("read %s: %w", subject, err)
+			return 0, r.errorf("%w", err)
 		}
-		var n uint64
 		for _, c := range info.State.Subjects { // one, or each a wildcard matches
 			n += c
 		}
-		return n, nil
 	}
-	want, err := count()
-	if err != nil || want == 0 {
+	return n, nil
+}
+
+// heldAfter says whether the subjects hold a message after stream
+// sequence seq (0: any). The subject's last message decides: the
+// server's count of what a consumer has pending drifts while messages
+// are deleted beside a read.
+func (r subjectRead) heldAfter(ctx context.Context, seq uint64) (bool, error) {
+	for _, subject := range r.subjects {
+		m, err := r.s.GetLastMsgForSubject(ctx, subject)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			continue
+		case err != nil:
+			return false, r.errorf("%w", err)
+		}
+		if m.Sequence > seq {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (r subjectRead) read(ctx context.Context, fn func(jetstream.Msg) error) (int, error) {
+	if want, err := r.held(ctx); err != nil || want == 0 {
 		return 0, err
 	}
 	// The server forgets the consumer soon after the read: at the
 	// default five minutes, a console's listings kept hundreds.
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, HeadersOnly: headersOnly, InactiveThreshold: 10 * time.Second})
+	cons, err := r.s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: r.subjects, HeadersOnly: r.headersOnly, InactiveThreshold: 10 * time.Second})
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", subject, err)
+		return 0, r.errorf("%w", err)
 	}
 	// One pull subscription for the whole read: an ordered consumer's
 	// Fetch creates a server consumer each time, which cost more than the
@@ -580,7 +608,7 @@ func readSubject(ctx context.Context, s jetstream.Stream, subject string, header
 	// bytes too, since a subject's messages may each weigh a MiB.
 	it, err := cons.Messages(jetstream.PullMaxBytes(readBufferBytes))
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", subject, err)
+		return 0, r.errorf("%w", err)
 	}
 	defer it.Stop()
 	var last uint64 // the stream sequence of the last message delivered
@@ -590,11 +618,10 @@ func readSubject(ctx context.Context, s jetstream.Stream, subject string, header
 		if errors.Is(err, nats.ErrTimeout) {
 			// Nothing came: the messages ahead may have been deleted
 			// meanwhile (a compactor beside), and then no message will
-			// say none is pending; only the server can say the subject
-			// holds nothing after the last one read. A busy server may
-			// just be slow (seen under CI's load with the race
-			// detector): wait on while it holds some.
-			ahead, err := heldAfter(ctx, s, subject, last)
+			// say none is pending. A busy server may just be slow (seen
+			// under CI's load with the race detector): wait on while it
+			// holds some.
+			ahead, err := r.heldAfter(ctx, last)
 			if err != nil {
 				return n, err
 			}
@@ -602,12 +629,12 @@ func readSubject(ctx context.Context, s jetstream.Stream, subject string, header
 				return n, ctx.Err()
 			}
 			if idle++; idle == readIdleSeconds {
-				return n, fmt.Errorf("read %s: the stream holds messages there after sequence %d and sent none within %d s", subject, last, readIdleSeconds)
+				return n, r.errorf("the stream holds messages there after sequence %d and sent none within %d s", last, readIdleSeconds)
 			}
 			continue
 		}
 		if err != nil {
-			return n, fmt.Errorf("read %s after %d messages: %w", subject, n, err)
+			return n, r.errorf("after %d messages: %w", n, err)
 		}
 		n, idle = n+1, 0
 		meta, metaErr := msg.Metadata()
@@ -618,10 +645,9 @@ func readSubject(ctx context.Context, s jetstream.Stream, subject string, header
 			return n, err
 		}
 		if metaErr == nil && meta.NumPending == 0 {
-			// The server's count of what is pending drifts while
-			// messages are deleted beside the read, and has said none
-			// with a message ahead: the subject's last message decides.
-			ahead, err := heldAfter(ctx, s, subject, last)
+			// Said none pending; the pending count drifts under deletes
+			// and has said none with a message ahead.
+			ahead, err := r.heldAfter(ctx, last)
 			if err != nil || !ahead {
 				return n, err
 			}
