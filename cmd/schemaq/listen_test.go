@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -43,11 +44,9 @@ func TestServingPortBoundBeforeReady(t *testing.T) {
 			defer cancel()
 			done := make(chan string, 1)
 			go func() {
-				_, errOut, code := runVars2(t, tc.args, vars)
-				if code == exitOK {
-					errOut += "(exit 0)"
-				}
-				done <- errOut
+				// runVars: the roles log from several goroutines.
+				out, err := runVars(ctx, tc.args, vars)
+				done <- fmt.Sprint(out, err)
 			}()
 			for {
 				if _, err := runVars(ctx, []string{"healthcheck", "--path", "/readyz"}, map[string]string{"SCHEMAQ_METRICS_ADDR": metrics}); err == nil {
