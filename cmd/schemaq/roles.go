@@ -220,7 +220,7 @@ func (rt *runtime) startWorkers(g *group, r *roleFlags, gate *pace.Gate) (*catal
 	cfg := r.worker
 	cfg.ShutdownTimeout = r.shutdown
 	m := workers.NewMetrics(rt.reg)
-	written := catalogkv.New(rt.kv, catalogkv.WithObjects(rt.objs))
+	written := catalogkv.New(rt.kv, catalogkv.WithObjects(rt.objs), catalogkv.WithJetStream(rt.js))
 	prio := workers.NewPriority()
 	turns, err := streams.Sweeps(g.Context(), rt.js)
 	if err != nil {

@@ -37,6 +37,7 @@ var ErrConflict = errors.New("catalog changed concurrently")
 type Store struct {
 	kv    jetstream.KeyValue
 	objs  jetstream.ObjectStore
+	js    jetstream.JetStream // nil: keys by watching alone
 	mu    sync.Mutex
 	known map[string]cached
 	// wrote holds, per database, the entry value this store last wrote
@@ -67,6 +68,7 @@ type Option func(*options)
 type options struct {
 	objs  jetstream.ObjectStore
 	local *Store
+	js    jetstream.JetStream
 }
 
 // WithObjects lets catalogs larger than a value (MaxInline) live in the
@@ -80,6 +82,13 @@ func WithObjects(obj jetstream.ObjectStore) Option { return func(o *options) { o
 // decompressed and decoded again.
 func WithLocal(s *Store) Option { return func(o *options) { o.local = s } }
 
+// WithJetStream lets a Store's Keys take the bucket's keys from the
+// server's list of its subjects (streams.KeyValueKeys). Without it Keys
+// relies on nats.go's watch of the bucket alone, which leaves out a key
+// whose entry is replaced while it reads. (A Watcher holds such an entry
+// moments after its Ready, when the watch delivers what replaced it.)
+func WithJetStream(js jetstream.JetStream) Option { return func(o *options) { o.js = js } }
+
 func newOptions(opts []Option) options {
 	var o options
 	for _, f := range opts {
@@ -91,7 +100,7 @@ func newOptions(opts []Option) options {
 // New returns a store over the catalog bucket.
 func New(kv jetstream.KeyValue, opts ...Option) *Store {
 	o := newOptions(opts)
-	return &Store{kv: kv, objs: o.objs, known: map[string]cached{}, wrote: map[string]written{}}
+	return &Store{kv: kv, objs: o.objs, js: o.js, known: map[string]cached{}, wrote: map[string]written{}}
 }
 
 // get reads db's entry, each attempt bounded (streams.ReadAttempt) and
@@ -278,12 +287,38 @@ func decodeValue(ctx context.Context, objs jetstream.ObjectStore, b []byte, dec 
 
 // Keys lists the databases that have a catalog.
 func (s *Store) Keys(ctx context.Context) ([]string, error) {
-	keys, err := s.kv.Keys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, nil
+	return liveKeys(ctx, s.kv, s.js)
+}
+
+// liveKeys lists the keys of kv that hold an entry. With js, a key the
+// watch left out but the bucket's subjects name is read to tell an entry
+// put beside the watch from a deleted one.
+func liveKeys(ctx context.Context, kv jetstream.KeyValue, js jetstream.JetStream) ([]string, error) {
+	watched, err := kv.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, fmt.Errorf("list catalogs: %w", err)
 	}
+	if js == nil {
+		return watched, nil
+	}
+	all, err := streams.KeyValueKeys(ctx, js, kv.Bucket())
 	if err != nil {
 		return nil, fmt.Errorf("list catalogs: %w", err)
+	}
+	seen := make(map[string]bool, len(watched))
+	for _, k := range watched {
+		seen[k] = true
+	}
+	keys := watched
+	for _, k := range all {
+		if seen[k] {
+			continue
+		}
+		if _, err := streams.Retried(ctx, streams.ReadAttempt, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return kv.Get(ctx, k) }); err == nil {
+			keys = append(keys, k)
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, fmt.Errorf("list catalogs: read %s: %w", k, err)
+		}
 	}
 	return keys, nil
 }

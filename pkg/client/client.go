@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -236,14 +235,17 @@ func (c *Client) Databases(ctx context.Context) ([]Database, error) {
 	if kv == nil || err != nil {
 		return nil, err
 	}
-	keys, err := kv.Keys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, nil
-	}
+	// The bucket's subjects, not kv.Keys: its watch leaves out an entry
+	// replaced while it reads (streams.KeyValueKeys). Deleted entries
+	// are listed too, and skipped below.
+	var keys []string
+	err = c.ridingElections(ctx, kvStream, func(ctx context.Context) (err error) {
+		keys, err = streams.KeyValueKeys(ctx, c.js, kv.Bucket())
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list databases: %w", err)
 	}
-	sort.Strings(keys)
 	out := make([]Database, 0, len(keys))
 	for _, k := range keys {
 		e, err := c.entry(ctx, kv, k)

@@ -198,7 +198,7 @@ func (rep *Report) catalogs(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return nil // no catalog written yet
 	}
-	var opts []catalogkv.Option
+	opts := []catalogkv.Option{catalogkv.WithJetStream(js)}
 	if objs, err := streams.Objects(ctx, js); err == nil {
 		opts = append(opts, catalogkv.WithObjects(objs)) // big catalogs live there
 	}

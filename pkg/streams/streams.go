@@ -657,3 +657,27 @@ func (r subjectRead) read(ctx context.Context, fn func(jetstream.Msg) error) (in
 		}
 	}
 }
+
+// KeyValueKeys lists the keys of bucket that hold a message, from its
+// stream's subjects: the server's answer at one moment. A key deleted or
+// purged keeps its marker and is listed too, so callers read each key.
+// nats.go's KeyValue.Keys watches the bucket and stops where the server
+// says nothing is pending, a count that drifts while puts replace entries
+// beside it: it then leaves out a key that was there all along.
+func KeyValueKeys(ctx context.Context, js jetstream.JetStream, bucket string) ([]string, error) {
+	s, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, fmt.Errorf("list the keys of %s: %w", bucket, err)
+	}
+	prefix := "$KV." + bucket + "."
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, fmt.Errorf("list the keys of %s: %w", bucket, err)
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subject := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subject, prefix))
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
