@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -187,5 +188,51 @@ func TestReadBesideDeletes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadEndsWhilePublished: a read takes what the subject holds as it
+// begins, and ends while publishers go on: one that followed new
+// messages would never end on a subject published to without pause.
+func TestReadEndsWhilePublished(t *testing.T) {
+	ctx := context.Background()
+	js, s := newStream(t, jetstream.StreamConfig{Name: "BUSY", Subjects: []string{"busy.>"}})
+	const before = 500
+	for range before {
+		if _, err := js.Publish(ctx, "busy.a", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-deadline:
+				return
+			default:
+			}
+			if _, err := js.Publish(ctx, "busy.a", []byte("x")); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	n, err := streams.ReadSubject(ctx, s, "busy.a", func(jetstream.Msg) error {
+		time.Sleep(100 * time.Microsecond) // a reader slower than the publisher
+		return nil
+	})
+	select {
+	case <-stopped:
+		t.Errorf("the read ended only once publishing stopped (%d messages)", n)
+	default:
+	}
+	close(stop)
+	<-stopped
+	if err != nil || n < before {
+		t.Fatalf("read %d, %v; want at least the %d held as it began", n, err, before)
 	}
 }

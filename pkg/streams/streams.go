@@ -557,43 +557,30 @@ func (r subjectRead) errorf(format string, args ...any) error {
 	return fmt.Errorf("read %s: "+format, append([]any{strings.Join(r.subjects, ", ")}, args...)...)
 }
 
-// held is how many messages the subjects hold.
-func (r subjectRead) held(ctx context.Context) (uint64, error) {
-	var n uint64
-	for _, subject := range r.subjects {
-		info, err := r.s.Info(ctx, jetstream.WithSubjectFilter(subject))
-		if err != nil {
-			return 0, r.errorf("%w", err)
-		}
-		for _, c := range info.State.Subjects { // one, or each a wildcard matches
-			n += c
-		}
-	}
-	return n, nil
-}
-
-// heldAfter says whether the subjects hold a message after stream
-// sequence seq (0: any). The subject's last message decides: the
+// lastSeq is the stream sequence of the subjects' last message (0:
+// none). The subjects' last message decides where a read ends: the
 // server's count of what a consumer has pending drifts while messages
 // are deleted beside a read.
-func (r subjectRead) heldAfter(ctx context.Context, seq uint64) (bool, error) {
+func (r subjectRead) lastSeq(ctx context.Context) (uint64, error) {
+	var last uint64
 	for _, subject := range r.subjects {
 		m, err := r.s.GetLastMsgForSubject(ctx, subject)
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			continue
 		case err != nil:
-			return false, r.errorf("%w", err)
+			return 0, r.errorf("%w", err)
 		}
-		if m.Sequence > seq {
-			return true, nil
-		}
+		last = max(last, m.Sequence)
 	}
-	return false, nil
+	return last, nil
 }
 
 func (r subjectRead) read(ctx context.Context, fn func(jetstream.Msg) error) (int, error) {
-	if want, err := r.held(ctx); err != nil || want == 0 {
+	// What the subjects hold as the read begins is what it reads: a
+	// subject published to without pause would otherwise keep it going.
+	end, err := r.lastSeq(ctx)
+	if err != nil || end == 0 {
 		return 0, err
 	}
 	// The server forgets the consumer soon after the read: at the
@@ -612,21 +599,23 @@ func (r subjectRead) read(ctx context.Context, fn func(jetstream.Msg) error) (in
 	}
 	defer it.Stop()
 	var last uint64 // the stream sequence of the last message delivered
+	// readOut says whether nothing is left after last: the messages
+	// ahead may have been deleted meanwhile (a compactor beside), and
+	// then no message says that none is pending.
+	readOut := func() (bool, error) {
+		now, err := r.lastSeq(ctx)
+		return now <= last, err
+	}
 	n, idle := 0, 0
 	for {
 		msg, err := it.Next(jetstream.NextMaxWait(time.Second))
 		if errors.Is(err, nats.ErrTimeout) {
-			// Nothing came: the messages ahead may have been deleted
-			// meanwhile (a compactor beside), and then no message will
-			// say none is pending. A busy server may just be slow (seen
-			// under CI's load with the race detector): wait on while it
-			// holds some.
-			ahead, err := r.heldAfter(ctx, last)
-			if err != nil {
-				return n, err
-			}
-			if !ahead || ctx.Err() != nil {
-				return n, ctx.Err()
+			// Nothing came. A busy server may just be slow (seen under
+			// CI's load with the race detector): wait on while the
+			// subjects hold more.
+			done, err := readOut()
+			if err != nil || done || ctx.Err() != nil {
+				return n, errors.Join(err, ctx.Err())
 			}
 			if idle++; idle == readIdleSeconds {
 				return n, r.errorf("the stream holds messages there after sequence %d and sent none within %d s", last, readIdleSeconds)
@@ -637,18 +626,21 @@ func (r subjectRead) read(ctx context.Context, fn func(jetstream.Msg) error) (in
 			return n, r.errorf("after %d messages: %w", n, err)
 		}
 		n, idle = n+1, 0
-		meta, metaErr := msg.Metadata()
-		if metaErr == nil {
-			last = meta.Sequence.Stream
+		meta, err := msg.Metadata()
+		if err != nil {
+			return n, r.errorf("after %d messages: %w", n, err)
 		}
+		last = meta.Sequence.Stream
 		if err := fn(msg); err != nil {
 			return n, err
 		}
-		if metaErr == nil && meta.NumPending == 0 {
-			// Said none pending; the pending count drifts under deletes
-			// and has said none with a message ahead.
-			ahead, err := r.heldAfter(ctx, last)
-			if err != nil || !ahead {
+		if last >= end {
+			return n, nil
+		}
+		if meta.NumPending == 0 {
+			// Said none pending; that count drifts under deletes and
+			// has said none with a message ahead.
+			if done, err := readOut(); err != nil || done {
 				return n, err
 			}
 		}
