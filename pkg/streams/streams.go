@@ -514,10 +514,11 @@ func ReadEvents(ctx context.Context, s jetstream.Stream, subject, db string, max
 }
 
 // ReadSubject calls fn with every message on subject in s, oldest first,
-// and returns how many it read. It knows how many to expect before it
-// reads, so a server slow to answer is an error, never taken for a
-// subject with nothing on it: callers decide what may be deleted from
-// what they did not find.
+// and returns how many it read: those the subject holds as the read
+// begins, and any that come before the read reaches the last of them.
+// It asks where the subject ends before it reads, so a server slow to
+// answer is an error, never taken for a subject with nothing on it:
+// callers decide what may be deleted from what they did not find.
 func ReadSubject(ctx context.Context, s jetstream.Stream, subject string, fn func(jetstream.Msg) error) (int, error) {
 	return ReadSubjects(ctx, s, []string{subject}, fn)
 }
