@@ -285,23 +285,18 @@ func decodeValue(ctx context.Context, objs jetstream.ObjectStore, b []byte, dec 
 	return c, ref.Object, nil
 }
 
-// Keys lists the databases that have a catalog.
+// Keys lists the databases that have a catalog. With WithJetStream, a
+// key the watch left out but the bucket's subjects name is read, to tell
+// an entry put beside the watch from a deleted one.
 func (s *Store) Keys(ctx context.Context) ([]string, error) {
-	return liveKeys(ctx, s.kv, s.js)
-}
-
-// liveKeys lists the keys of kv that hold an entry. With js, a key the
-// watch left out but the bucket's subjects name is read to tell an entry
-// put beside the watch from a deleted one.
-func liveKeys(ctx context.Context, kv jetstream.KeyValue, js jetstream.JetStream) ([]string, error) {
-	watched, err := kv.Keys(ctx)
+	watched, err := s.kv.Keys(ctx)
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, fmt.Errorf("list catalogs: %w", err)
 	}
-	if js == nil {
+	if s.js == nil {
 		return watched, nil
 	}
-	all, err := streams.KeyValueKeys(ctx, js, kv.Bucket())
+	all, err := streams.KeyValueKeys(ctx, s.js, s.kv.Bucket())
 	if err != nil {
 		return nil, fmt.Errorf("list catalogs: %w", err)
 	}
@@ -314,7 +309,7 @@ func liveKeys(ctx context.Context, kv jetstream.KeyValue, js jetstream.JetStream
 		if seen[k] {
 			continue
 		}
-		if _, err := streams.Retried(ctx, streams.ReadAttempt, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return kv.Get(ctx, k) }); err == nil {
+		if _, err := s.get(ctx, k); err == nil {
 			keys = append(keys, k)
 		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, fmt.Errorf("list catalogs: read %s: %w", k, err)
