@@ -24,8 +24,15 @@ import (
 
 func bucket(t *testing.T) jetstream.KeyValue {
 	t.Helper()
-	ns := testenv.NATS(t)
-	js, err := jetstream.New(testenv.Connect(t, ns))
+	_, kv := bucketWith(t)
+	return kv
+}
+
+// bucketWith is the catalog bucket on a server of its own, and JetStream
+// beside it.
+func bucketWith(t *testing.T) (jetstream.JetStream, jetstream.KeyValue) {
+	t.Helper()
+	js, err := jetstream.New(testenv.Connect(t, testenv.NATS(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +40,7 @@ func bucket(t *testing.T) jetstream.KeyValue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kv
+	return js, kv
 }
 
 func sample(t *testing.T, version int64) *catalog.Catalog {

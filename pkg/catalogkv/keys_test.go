@@ -7,11 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/schemaq/schemaq/pkg/catalogkv"
-	"github.com/schemaq/schemaq/pkg/streams"
-	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // TestKeysBesidePuts: listing the databases (Store.Keys, as status,
@@ -24,14 +20,7 @@ import (
 // runs rounds until it shows.
 func TestKeysBesidePuts(t *testing.T) {
 	ctx := context.Background()
-	js, err := jetstream.New(testenv.Connect(t, testenv.NATS(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := streams.Ensure(ctx, js, streams.DefaultConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, kv := bucketWith(t)
 	const dbs = 200
 	entry := func(version int) []byte {
 		b, err := catalogkv.Encode(sample(t, int64(version)))
