@@ -10,14 +10,13 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalogkv"
 )
 
-// TestKeysBesidePuts: listing the databases (Store.Keys, as status,
-// the sweeper and a worker's re-projection do) while workers write
-// catalogs beside names every database that has one, and none that was
-// retired. nats.go's watch of
-// the bucket ends where the server counts nothing pending, a count that
-// drifts while puts replace entries: alone, it left out a database in
-// about one listing of ten here. The race is the server's, so each case
-// runs rounds until it shows.
+// TestKeysBesidePuts: listing the databases (Store.Keys, as status and
+// a worker's audit and re-projection do) while workers write catalogs
+// beside names every database that has one, and none that was retired.
+// nats.go's watch of the bucket ends where the server counts nothing
+// pending, a count that drifts while puts replace entries: alone, it
+// left out a database in about one listing of ten here. The race is the
+// server's, so the test runs rounds until it shows.
 func TestKeysBesidePuts(t *testing.T) {
 	ctx := context.Background()
 	js, kv := bucketWith(t)
