@@ -48,12 +48,39 @@ func (s *syncBuffer) String() string {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if handedOut.add(addr) {
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+}
+
+// handedOut are the addresses freePort gave this test binary. The kernel
+// may offer a port again once its listener is closed, and two services
+// of one test given the same port answered each other's health checks:
+// TestComposeStack went on while one replica had not started.
+var handedOut = portSet{seen: map[string]bool{}}
+
+type portSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// add records addr and says whether it is new.
+func (s *portSet) add(addr string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[addr] {
+		return false
+	}
+	s.seen[addr] = true
+	return true
 }
 
 // startUp runs `schemaq up` until the returned stop is called; vars
