@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/schemaq/schemaq/pkg/natsembed"
+	"github.com/schemaq/schemaq/pkg/status"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
@@ -304,6 +306,7 @@ func TestComposeStack(t *testing.T) {
 	}
 	type running struct {
 		name   string
+		args   []string
 		vars   map[string]string
 		health []string
 		stop   func() string
@@ -314,7 +317,7 @@ func TestComposeStack(t *testing.T) {
 		for i := range s.replicas() {
 			id := fmt.Sprintf("%s-%d", name, i+1)
 			vars := envFor(id, s)
-			services = append(services, running{id, vars, s.Healthcheck.Test[2:], startService(t, id, s.Command, vars)})
+			services = append(services, running{id, s.Command, vars, s.Healthcheck.Test[2:], startService(t, id, s.Command, vars)})
 		}
 	}
 	for _, r := range services {
@@ -324,6 +327,28 @@ func TestComposeStack(t *testing.T) {
 			out, err = runVars(context.Background(), r.health, r.vars)
 			return err == nil && strings.Contains(out, "/readyz")
 		})
+	}
+	// A health check reaches a port, not a process: one a service was
+	// given may have been taken by another before it bound it. Every
+	// replica of the query service must have joined, counted on NATS.
+	queriers := map[string]int{}
+	for _, r := range services {
+		if cmd := r.args[0]; cmd == "daemon" || cmd == "serve" {
+			queriers[r.vars["SCHEMAQ_NATS_URL"]]++
+		}
+	}
+	for url, want := range queriers {
+		nc, err := nats.Connect(url, nats.Token(composeSecrets["SCHEMAQ_NATS_TOKEN"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, fmt.Sprintf("%d query replicas answer on %s", want, url), func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			ds, err := status.ListDaemons(ctx, nc)
+			return err == nil && len(ds) == want
+		})
+		nc.Close()
 	}
 
 	for _, name := range jobs {
