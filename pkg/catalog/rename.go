@@ -451,13 +451,8 @@ func (a *applier) moveEnum(from, to QualName) error {
 		if !mayName(v.Definition, from.Name) {
 			continue
 		}
-		if err := a.reparse.spend(v.Definition); err != nil {
+		if err := a.rewriteView(v, func(stmt *pg.Node) bool { return retypeNodes(stmt, from, to) }); err != nil {
 			return err
-		}
-		if tree, err := pgtree.Parse(v.Definition); err == nil && len(tree.Stmts) == 1 && retypeNodes(tree.Stmts[0].Stmt, from, to) {
-			if def := deparseQuery(tree.Stmts[0].Stmt); def != "" {
-				v.Definition = def
-			}
 		}
 	}
 	return nil

@@ -144,40 +144,53 @@ func (a *applier) moveInViews(from, to QualName) error {
 		if !slices.Contains(v.Reads, from) {
 			continue
 		}
-		if err := a.reparse.spend(v.Definition); err != nil {
+		err := a.rewriteView(v, func(stmt *pg.Node) bool {
+			ctes := map[string]bool{}
+			pgtree.Walk(stmt, func(n *pg.Node) {
+				if c := n.GetCommonTableExpr(); c != nil {
+					ctes[c.Ctename] = true
+				}
+			})
+			changed := false
+			pgtree.Walk(stmt, func(n *pg.Node) {
+				rv := n.GetRangeVar()
+				if rv == nil || rv.Schemaname == "" && ctes[rv.Relname] {
+					return
+				}
+				if q, kind := a.resolve(rv.Schemaname, rv.Relname); kind == relNone || q != from {
+					return
+				}
+				if rv.Alias == nil && rv.Relname != to.Name {
+					rv.Alias = &pg.Alias{Aliasname: rv.Relname}
+				}
+				rv.Relname = to.Name
+				if rv.Schemaname != "" || !a.visibleAs(from, to) {
+					rv.Schemaname = to.Schema
+				}
+				changed = true
+			})
+			return changed
+		})
+		if err != nil {
 			return err
 		}
-		tree, err := pgtree.Parse(v.Definition)
-		if err != nil || len(tree.Stmts) == 0 {
-			continue
-		}
-		ctes := map[string]bool{}
-		pgtree.Walk(tree.Stmts[0].Stmt, func(n *pg.Node) {
-			if c := n.GetCommonTableExpr(); c != nil {
-				ctes[c.Ctename] = true
-			}
-		})
-		changed := false
-		pgtree.Walk(tree.Stmts[0].Stmt, func(n *pg.Node) {
-			rv := n.GetRangeVar()
-			if rv == nil || rv.Schemaname == "" && ctes[rv.Relname] {
-				return
-			}
-			if q, kind := a.resolve(rv.Schemaname, rv.Relname); kind == relNone || q != from {
-				return
-			}
-			if rv.Alias == nil && rv.Relname != to.Name {
-				rv.Alias = &pg.Alias{Aliasname: rv.Relname}
-			}
-			rv.Relname = to.Name
-			if rv.Schemaname != "" || !a.visibleAs(from, to) {
-				rv.Schemaname = to.Schema
-			}
-			changed = true
-		})
-		if def := deparseQuery(tree.Stmts[0].Stmt); changed && def != "" {
-			v.Definition = def
-		}
+	}
+	return nil
+}
+
+// rewriteView parses v's definition again, charged to the re-parse
+// bound, lets change rewrite its tree in place, and prints it again when
+// it changed: the view counterpart of rewriteExpr.
+func (a *applier) rewriteView(v *View, change func(*pg.Node) bool) error {
+	if err := a.reparse.spend(v.Definition); err != nil {
+		return err
+	}
+	tree, err := pgtree.Parse(v.Definition)
+	if err != nil || len(tree.Stmts) == 0 || !change(tree.Stmts[0].Stmt) {
+		return nil
+	}
+	if def := deparseQuery(tree.Stmts[0].Stmt); def != "" {
+		v.Definition = def
 	}
 	return nil
 }
