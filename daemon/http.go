@@ -32,7 +32,7 @@ import (
 // HTTPConfig configures the HTTP API.
 type HTTPConfig struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on
-	// every /v1 request. ListenHTTP refuses to serve beyond loopback
+	// every /v1 request. BindHTTP refuses to serve beyond loopback
 	// without one.
 	Token string
 	// Version is reported in /openapi.json.
@@ -47,7 +47,7 @@ type HTTPConfig struct {
 	// (bearer.Load); Token, when set too, is one more with every
 	// database.
 	Tokens []bearer.Token
-	// TokensFile, when set, is where Tokens came from: ListenHTTP reads
+	// TokensFile, when set, is where Tokens came from: ServeHTTPOn reads
 	// it again when it changes (bearer.Watch), so a token revoked there
 	// stops working without a restart.
 	TokensFile string
@@ -317,19 +317,6 @@ func (r *httpRequest) Subject() string        { return r.subject }
 // Reply is not a subject; it is set so that a request a daemon cut off
 // from its store takes is handed to a replica, as over NATS.
 func (r *httpRequest) Reply() string { return "_HTTP" }
-
-// ListenHTTP serves the API on addr until ctx ends: BindHTTP, then
-// ServeHTTPOn.
-func (d *Daemon) ListenHTTP(ctx context.Context, addr string, cfg HTTPConfig) error {
-	ln, err := BindHTTP(addr, cfg)
-	if err != nil {
-		return err
-	}
-	if cfg.Addr == "" {
-		cfg.Addr = addr
-	}
-	return d.ServeHTTPOn(ctx, ln, cfg)
-}
 
 // BindHTTP binds addr for the API. A token is required for any address
 // beyond loopback: the API answers questions about the schema, and a

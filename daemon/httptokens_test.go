@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -103,7 +102,7 @@ func TestHTTPTokensPerDatabase(t *testing.T) {
 	})
 }
 
-// TestHTTPTokensFileIsReloaded runs ListenHTTP with a tokens file and
+// TestHTTPTokensFileIsReloaded serves the API with a tokens file and
 // changes the file under it: the token taken out is refused and the one
 // put in answers, without a restart; a file that no longer loads leaves
 // the tokens as they were.
@@ -132,15 +131,15 @@ func TestHTTPTokensFileIsReloaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	cfg := daemon.HTTPConfig{Tokens: tokens, TokensFile: file}
+	ln, err := daemon.BindHTTP("127.0.0.1:0", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.d.ListenHTTP(ctx, addr, daemon.HTTPConfig{Tokens: tokens, TokensFile: file}) }()
+	go func() { done <- r.d.ServeHTTPOn(ctx, ln, cfg) }()
 	t.Cleanup(func() { cancel(); <-done })
 	status := func(tok string) int {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/databases", nil)
