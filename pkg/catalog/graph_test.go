@@ -43,6 +43,23 @@ func TestInferJoins(t *testing.T) {
 			 CREATE TABLE purchases (id int PRIMARY KEY);
 			 CREATE TABLE enrolment (id int PRIMARY KEY, course_id int, purchase_id int);`,
 			[]string{"public.enrolment.course_id → public.courses.id", "public.enrolment.purchase_id → public.purchases.id"}},
+		{"a column named for a table in the singular, of its key's type",
+			`CREATE TABLE country ("Code" text PRIMARY KEY, "Name" text);
+			 CREATE TABLE economy ("Country" text PRIMARY KEY, gdp real);
+			 CREATE TABLE encounters (id uuid PRIMARY KEY);
+			 CREATE TABLE claims (id int PRIMARY KEY, encounter uuid);`,
+			[]string{"public.claims.encounter → public.encounters.id", "public.economy.Country → public.country.Code"}},
+		{"a column named for a table and its key column",
+			`CREATE TABLE country (code char(2) PRIMARY KEY);
+			 CREATE TABLE countries (iso text PRIMARY KEY);
+			 CREATE TABLE city (id int PRIMARY KEY, country_code varchar(2), countries_iso text);`,
+			[]string{"public.city.countries_iso → public.countries.iso", "public.city.country_code → public.country.code"}},
+		{"a plural or another type is a value, not the key",
+			`CREATE TABLE pages (pid int PRIMARY KEY);
+			 CREATE TABLE rating (rating_id int PRIMARY KEY);
+			 CREATE TABLE langs (lid int PRIMARY KEY, pages int, rating real, tag text[]);
+			 CREATE TABLE tag (tag_id text[] PRIMARY KEY);`,
+			nil},
 		{"a bare id alone joins nothing",
 			`CREATE TABLE a (id int PRIMARY KEY);
 			 CREATE TABLE b (id int PRIMARY KEY, x int);`,

@@ -45,7 +45,13 @@ func CompareJoins(a, b InferredJoin) int {
 //   - b's key is a bare "id" and it has a column named for b and "id"
 //     (orders.customer_id, customers.id), or for b without the
 //     namespace both names start with (ci_build_needs.build_id,
-//     ci_builds.id).
+//     ci_builds.id); or
+//   - it has a column of the key's type family named for b in the
+//     singular (economy.country, claims.encounter) or for b and its key
+//     column (city.country_code, country.code). A plural
+//     (langs.pages) is a count more often than a reference, and a
+//     column of another type (a rating real beside a rating table's
+//     integer key) holds a value, not the key.
 //
 // Names compare with case and underscores ignored (CategoryID). Each
 // pair of columns comes once: two tables keyed by the same name join
@@ -124,15 +130,20 @@ type keyedTable struct {
 type joinKeys struct {
 	byKey  map[string][]keyedTable // key column → tables keyed by it
 	byName map[string][]keyedTable // name+"id" → tables keyed by a bare id
+	// byTable: tables by the names of a column that names the table
+	// (country) or the table and its key (countrycode), which must also
+	// share the key's type family.
+	byTable map[string][]keyedTable
 }
 
 func newJoinKeys(tables []keyedTable) joinKeys {
-	k := joinKeys{byKey: map[string][]keyedTable{}, byName: map[string][]keyedTable{}}
+	k := joinKeys{byKey: map[string][]keyedTable{}, byName: map[string][]keyedTable{}, byTable: make(map[string][]keyedTable, len(tables))}
 	for _, kt := range tables {
 		t := kt.t
 		if t.PrimaryKey == nil || len(t.PrimaryKey.Columns) != 1 {
 			continue
 		}
+		k.table(kt)
 		if key := joinName(t.PrimaryKey.Columns[0]); key != "id" {
 			k.byKey[key] = append(k.byKey[key], kt)
 			continue
@@ -153,6 +164,22 @@ func (k joinKeys) name(prefix, n string, kt keyedTable) {
 	k.byName[prefix+n+"id"] = append(k.byName[prefix+n+"id"], kt)
 	if s := text.Singular(n); s != n {
 		k.byName[prefix+s+"id"] = append(k.byName[prefix+s+"id"], kt)
+	}
+}
+
+// table files kt under the names of a column that names it: its name in
+// the singular, and its name (either number) with its key column's,
+// unless that is a bare id, which name already files, or names the
+// table itself (category_id), which byKey files.
+func (k joinKeys) table(kt keyedTable) {
+	n := joinName(kt.t.Name)
+	s := text.Singular(n)
+	k.byTable[s] = append(k.byTable[s], kt)
+	if key := joinName(kt.t.PrimaryKey.Columns[0]); key != "id" && !strings.HasPrefix(key, s) {
+		k.byTable[s+key] = append(k.byTable[s+key], kt)
+		if n != s {
+			k.byTable[n+key] = append(k.byTable[n+key], kt)
+		}
 	}
 }
 
@@ -180,6 +207,11 @@ func (j *joinFinder) match(kt keyedTable, keys joinKeys) {
 		for _, b := range keys.byName[n] {
 			j.add(kt, c.Name, b)
 		}
+		for _, b := range keys.byTable[n] {
+			if sameKeyFamily(c, b.t.Column(b.t.PrimaryKey.Columns[0])) {
+				j.add(kt, c.Name, b)
+			}
+		}
 		if namespaced {
 			for _, b := range keys.byName[ns+"\x00"+n] {
 				j.add(kt, c.Name, b)
@@ -200,8 +232,21 @@ func (j *joinFinder) add(a keyedTable, col string, b keyedTable) {
 	j.out = append(j.out, InferredJoin{From: a.t.QualName(), FromColumn: col, To: b.t.QualName(), ToColumn: e[1].col, from: a.key, to: b.key})
 }
 
+// sameKeyFamily reports whether a column that only names a table holds
+// values of the table's key type: both known (keyFamily), and alike.
+func sameKeyFamily(c, key *Column) bool {
+	if key == nil {
+		return false
+	}
+	f := keyFamily(c)
+	return f != "" && f == keyFamily(key)
+}
+
 // joinName is a name as joins compare it: lower case, letters and digits.
 func joinName(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return (r < 'a' || r > 'z') && (r < '0' || r > '9') }) < 0 {
+		return s // already so: most names are, and every column is asked
+	}
 	var b strings.Builder
 	for _, r := range strings.ToLower(s) {
 		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
