@@ -10,7 +10,8 @@ import (
 )
 
 // gamesDDL: game_publisher and game_platform hold the names of the
-// tables they lead to; video.publisher is another schema's.
+// tables they lead to; video.publisher is another schema's; rent's
+// film_category declares no key, and leads by the joins its names imply.
 const gamesDDL = `
 CREATE TABLE genre (id int PRIMARY KEY, genre_name text);
 CREATE TABLE game (id int PRIMARY KEY, genre_id int REFERENCES genre, game_name text);
@@ -22,6 +23,10 @@ CREATE TABLE region_sales (game_platform_id int REFERENCES game_platform, num_sa
 CREATE SCHEMA video;
 CREATE TABLE video.publisher (id int PRIMARY KEY, name text);
 CREATE TABLE video.game_publisher (publisher_id int REFERENCES video.publisher, title text);
+CREATE SCHEMA rent;
+CREATE TABLE rent.film (film_id int PRIMARY KEY, title text);
+CREATE TABLE rent.category (category_id int PRIMARY KEY, name text);
+CREATE TABLE rent.film_category (film_id int, category_id int, PRIMARY KEY (film_id, category_id));
 `
 
 func TestNamedTargets(t *testing.T) {
@@ -78,6 +83,10 @@ func TestNamedTargets(t *testing.T) {
 			"Which titles has the publisher Acme?",
 			[]string{"video.game_publisher"}, 5, []string{"video"},
 			[]string{"video.game_publisher", "video.publisher"}},
+		{"a junction that declares no key leads by its inferred joins",
+			"Which category does the film Working Microcosmos belong to?",
+			[]string{"rent.film_category", "rent.film"}, 5, nil,
+			[]string{"rent.film_category", "rent.category", "rent.film"}},
 		{"off",
 			"Which games has the publisher 10TACLE Studios?",
 			[]string{"game", "game_publisher", "genre"}, 0, nil,
