@@ -217,8 +217,8 @@ func readBenchFile[T any](name string, read func(io.Reader) ([]T, error)) ([]T, 
 
 // retrievalAblations switch stages of the default configuration off.
 type retrievalAblations struct {
-	bm25, knn, schema, fk, routing, propagation, inferredJoins        bool
-	routingFeatures, corrections, compounds, values, names, keepDates bool
+	bm25, knn, schema, fk, routing, propagation, inferredJoins                    bool
+	routingFeatures, corrections, extensions, compounds, values, names, keepDates bool
 }
 
 func (a *retrievalAblations) register(fs *flag.FlagSet) {
@@ -231,6 +231,7 @@ func (a *retrievalAblations) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.inferredJoins, "no-inferred-joins", false, "ablation: propagation follows declared foreign keys only, not the joins column names imply")
 	fs.BoolVar(&a.routingFeatures, "no-routing-features", false, "ablation: schema routing by the fused ranking alone, without the features that may put another schema first")
 	fs.BoolVar(&a.corrections, "no-corrections", false, "ablation: no corrections of question words one edit from an identifier")
+	fs.BoolVar(&a.extensions, "no-extensions", false, "ablation: no identifier terms that extend a question word no identifier uses by 1-3 letters (rented → rental)")
 	fs.BoolVar(&a.compounds, "no-compounds", false, "ablation: no run-together identifiers for the question words they are made of")
 	fs.BoolVar(&a.values, "no-value-classes", false, "ablation: no attributes (day, month, gender, country…) for the well-known values a question names")
 	fs.BoolVar(&a.names, "no-proper-names", false, "ablation: no attributes (name, person) for the capitalised names a question writes that no identifier uses")
@@ -241,6 +242,7 @@ func (a retrievalAblations) apply(cfg *retrieve.Config) {
 	cfg.Gather.BM25, cfg.Gather.KNN, cfg.Rescore.Enabled, cfg.Expand.Enabled = !a.bm25, !a.knn, !a.schema, !a.fk
 	cfg.Route.Enabled, cfg.Propagate.Enabled = !a.routing, !a.propagation
 	cfg.Analyse.Corrections = cfg.Analyse.Corrections && !a.corrections
+	cfg.Analyse.Extensions = cfg.Analyse.Extensions && !a.extensions
 	cfg.Route.Features = cfg.Route.Features && !a.routingFeatures
 	cfg.Propagate.InferJoins = cfg.Propagate.InferJoins && !a.inferredJoins
 	cfg.Analyse.Compounds = cfg.Analyse.Compounds && !a.compounds

@@ -33,6 +33,12 @@ type AnalyseConfig struct {
 	// identifier of the database uses, the one identifier term a single
 	// edit away, if exactly one is (carr → car, weigh → weight).
 	Corrections bool
+	// Extensions adds, for a question word of 4+ letters that no
+	// identifier uses, the identifier terms that extend it by one to
+	// three letters, when one or two do: a word's derivation the
+	// stemmer does not fold ("rented" → rental, "produced" → product,
+	// "Asia" → asian).
+	Extensions bool
 	// Compounds adds, for a question word, the run-together identifier
 	// terms it is the head of (category → productcategory) where the
 	// schema also uses both parts as words (product, category).
@@ -219,7 +225,7 @@ const (
 // top few, where its term counting sharpens the order instead of
 // overriding BM25's finer scores.
 var DefaultConfig = Config{
-	Analyse: AnalyseConfig{PrefixMin: 4, Corrections: true, Compounds: true, CommonHeads: 0.1, DropDates: true, ValueClasses: true, ProperNames: true},
+	Analyse: AnalyseConfig{PrefixMin: 4, Corrections: true, Extensions: true, Compounds: true, CommonHeads: 0.1, DropDates: true, ValueClasses: true, ProperNames: true},
 	Gather:  GatherConfig{BM25: true, KNN: true, Candidates: 50, Weights: index.DefaultWeights, ExampleCandidates: 5, ExampleTrust: 2, DocCandidates: 3},
 	Fuse:    FuseConfig{RRFK: 60, BM25Weight: 1, KNNWeight: LocalKNNWeight, HintWeight: 0.25, IdentifierWeight: 2, ExampleWeight: 4, DocWeight: 1},
 	Route: RouteConfig{Enabled: true, Weight: 0.02, K: 1, Depth: 1, Head: 5, Likelihood: 1.75, Mu: 50, Features: true,

@@ -314,6 +314,35 @@ CREATE TABLE rivers (id int PRIMARY KEY, title text, length_km numeric);`)
 	}
 }
 
+// A question word no identifier uses reaches the identifier that extends
+// it by a few letters: "rented" is rent to the analyzer, and the table is
+// rental.
+func TestExtensionsFindDerivedIdentifiers(t *testing.T) {
+	cat, err := catalog.Snapshot("dvd", "dvd.sql", `
+CREATE TABLE film (film_id int PRIMARY KEY, title text);
+CREATE TABLE rental (rental_id int PRIMARY KEY, film_id int REFERENCES film, due_on date);
+CREATE TABLE store (store_id int PRIMARY KEY, city text);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	for _, on := range []bool{false, true} {
+		cfg := retrieve.DefaultConfig
+		cfg.Analyse.Extensions = on
+		res := retrieveOnce(t, s, e, cat, cfg, retrieve.Request{Database: "dvd", Question: "How many were rented last week?", K: 3})
+		has := slices.Contains(res.Terms, retrieve.Term{Term: "rental", Why: retrieve.FromExtension, From: "rent"})
+		rank := -1
+		for _, ex := range res.Explain {
+			if ex.Name == "public.rental" {
+				rank = ex.BM25Rank
+			}
+		}
+		if has != on || (rank == 1) != on {
+			t.Errorf("Extensions %v: rental from rent in the terms: %v, rental's BM25 rank %d (%+v)", on, has, rank, res.Terms)
+		}
+	}
+}
+
 // A run-together table name (productcategory) is matched as a name by its
 // head word (category) when the schema uses both parts as words: BM25 then
 // ranks it above a table that has the word only as a column.

@@ -58,6 +58,41 @@ CREATE TABLE tales (id int, moral text, name text, sent_on date);`)
 	}
 }
 
+func TestExtensions(t *testing.T) {
+	cat, err := catalog.Snapshot("db", "t.sql", `
+CREATE TABLE rental (rental_id int, rental_date date);
+CREATE TABLE regions (id int, asian boolean, european boolean);
+CREATE TABLE staff (id int, director text, direction text, directory text, manager text);
+CREATE TABLE shop (id int, products int, producer text, product_line text);
+CREATE TABLE stock (id int, production date, shipped_at date);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newVocab(cat, nil)
+	for _, tc := range []struct {
+		word string
+		want []string
+	}{
+		{"rent", []string{"rental"}},                // rented, as the analyzer leaves it
+		{"asia", []string{"asian"}},                 // a place's people
+		{"europ", []string{"european"}},             // three letters more
+		{"manag", []string{"manager"}},              // two
+		{"direct", nil},                             // director, direction, directory: three, too many
+		{"produc", []string{"producer", "product"}}, // two, in order
+		{"product", nil},                            // production extends it, but it is in the vocabulary
+		{"direc", []string{"director"}},             // directory and direction are four letters more
+		{"rental", nil},                             // in the vocabulary: nothing to extend
+		{"rel", nil},                                // too short to extend
+		{"regio", []string{"region"}},               // a slip is reached too
+		{"2017", nil},                               // a number is a value
+		{"staf", []string{"staff"}},                 // one letter more is also a correction: the query takes it once
+	} {
+		if got := v.extensions(tc.word); !slices.Equal(got, tc.want) {
+			t.Errorf("extensions(%q) = %q, want %q", tc.word, got, tc.want)
+		}
+	}
+}
+
 func TestHedge(t *testing.T) {
 	// Routed order a b c d e f; without the routing bonus x and y (another
 	// schema) would lead.

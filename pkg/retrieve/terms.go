@@ -12,8 +12,9 @@ import (
 // Term is one BM25 query term and where it came from: Why is question
 // (an analysed word of the question), compound (a run-together
 // identifier the word ends), correction (the identifier term one edit
-// from a word no identifier uses) or prefix (an identifier term that
-// abbreviates the word); From is the question word.
+// from a word no identifier uses), extension (an identifier term that
+// extends such a word by a few letters) or prefix (an identifier term
+// that abbreviates the word); From is the question word.
 type Term struct{ Term, Why, From string }
 
 // Term origins.
@@ -21,6 +22,7 @@ const (
 	FromQuestion   = "question"
 	FromCompound   = "compound"
 	FromCorrection = "correction"
+	FromExtension  = "extension"
 	FromPrefix     = "prefix"
 	FromValue      = "value"
 )
@@ -28,8 +30,8 @@ const (
 // queryTerms are the BM25 terms of a question's analysed words: the
 // words, the run-together identifiers they end (Compounds), the
 // corrections of words the database's identifiers do not use
-// (Corrections), and the identifier terms that abbreviate one of them
-// (PrefixMin). cat may be nil: then only the words.
+// (Corrections) and the identifier terms that extend them (Extensions),
+// and the identifier terms that abbreviate one of them (PrefixMin). cat may be nil: then only the words.
 func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
 	out := make([]Term, 0, len(words))
 	seen := make(map[string]bool, len(words))
@@ -42,7 +44,8 @@ func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
 	for _, w := range words {
 		add(w, FromQuestion, "")
 	}
-	if cat == nil || (r.cfg.Analyse.PrefixMin <= 0 && !r.cfg.Analyse.Corrections && !r.cfg.Analyse.Compounds) {
+	a := r.cfg.Analyse
+	if cat == nil || (a.PrefixMin <= 0 && !a.Corrections && !a.Extensions && !a.Compounds) {
 		return out
 	}
 	v := r.graphs.get(cat).vocab
@@ -57,6 +60,13 @@ func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
 		for _, w := range words {
 			if c := v.correction(w); c != "" {
 				add(c, FromCorrection, w)
+			}
+		}
+	}
+	if r.cfg.Analyse.Extensions {
+		for _, w := range words {
+			for _, e := range v.extensions(w) {
+				add(e, FromExtension, w)
 			}
 		}
 	}

@@ -153,6 +153,17 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 			}
 		}
 	}
+	v.extends = map[string][]string{}
+	for t := range v.df {
+		for n := 4; n < len(t); n++ {
+			if len(t)-n <= 3 {
+				v.extends[t[:n]] = append(v.extends[t[:n]], t)
+			}
+		}
+	}
+	for s := range v.extends {
+		slices.Sort(v.extends[s]) // read in order: a query lists them so
+	}
 	return v
 }
 
@@ -174,6 +185,7 @@ func sameVocab(t *testing.T, step string, got, want *vocab) {
 		{"names", got.names, want.names}, {"columns", got.columns, want.columns}, {"df", got.df, want.df},
 		{"postings", got.postings, want.postings}, {"length", got.length, want.length}, {"coll", got.coll, want.coll},
 		{"total", got.total, want.total}, {"heads", got.heads, want.heads}, {"deletes", sets(got.deletes), sets(want.deletes)},
+		{"extends", got.extends, want.extends},
 		{"idents", got.idents, want.idents}, {"objDF", got.objDF, want.objDF}, {"objects", got.objects, want.objects},
 	} {
 		if !reflect.DeepEqual(f.got, f.want) {

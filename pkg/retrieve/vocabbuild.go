@@ -237,6 +237,7 @@ func newVocabUpdate(prev *vocab, parts map[string]*schemaVocab) *vocabUpdate {
 			length:   maps.Clone(prev.length),
 			coll:     maps.Clone(prev.coll),
 			deletes:  maps.Clone(prev.deletes),
+			extends:  maps.Clone(prev.extends),
 			heads:    maps.Clone(prev.heads),
 			headRefs: maps.Clone(prev.headRefs),
 			idents:   maps.Clone(prev.idents),
@@ -339,7 +340,8 @@ func (u *vocabUpdate) sumCollection() {
 }
 
 // refileDeletions files the terms that came into the vocabulary in the
-// symmetric-delete index, and takes out those that left it.
+// symmetric-delete index and under the starts extensions reach them
+// from, and takes out those that left it.
 func (u *vocabUpdate) refileDeletions() {
 	v := u.v
 	for t := range u.words {
@@ -350,16 +352,27 @@ func (u *vocabUpdate) refileDeletions() {
 		switch {
 		case is && !was:
 			deletions(t, func(d string) { v.deletes[d] = append(slices.Clip(v.deletes[d]), t) })
-		case was && !is:
-			deletions(t, func(d string) {
-				rest := slices.DeleteFunc(slices.Clone(v.deletes[d]), func(x string) bool { return x == t })
-				if len(rest) == 0 {
-					delete(v.deletes, d)
-				} else {
-					v.deletes[d] = rest
-				}
+			starts(t, func(s string) {
+				// In order: map order must not leak into query order.
+				ext := slices.Clone(v.extends[s])
+				i, _ := slices.BinarySearch(ext, t)
+				v.extends[s] = slices.Insert(ext, i, t)
 			})
+		case was && !is:
+			deletions(t, func(d string) { unfile(v.deletes, d, t) })
+			starts(t, func(s string) { unfile(v.extends, s, t) })
 		}
+	}
+}
+
+// unfile takes t out of the terms filed under key, and the key out of
+// m when none is left; the list may be the previous vocabulary's.
+func unfile(m map[string][]string, key, t string) {
+	rest := slices.DeleteFunc(slices.Clone(m[key]), func(x string) bool { return x == t })
+	if len(rest) == 0 {
+		delete(m, key)
+	} else {
+		m[key] = rest
 	}
 }
 
@@ -405,7 +418,7 @@ func ownInner[V any](m map[string]map[string]V, owned map[string]bool, k string)
 func emptyVocab() *vocab {
 	return &vocab{names: map[string]map[string]bool{}, columns: map[string]map[string]bool{}, df: map[string]int{},
 		postings: map[string]map[string]float64{}, length: map[string]float64{}, coll: map[string]float64{},
-		deletes: map[string][]string{}, heads: map[string][]string{}, headRefs: map[string]map[string]int{},
+		deletes: map[string][]string{}, extends: map[string][]string{}, heads: map[string][]string{}, headRefs: map[string]map[string]int{},
 		idents: map[string]map[string]int{}, objDF: map[string]int{}}
 }
 
