@@ -47,8 +47,10 @@ func TestInferJoins(t *testing.T) {
 			`CREATE TABLE country ("Code" text PRIMARY KEY, "Name" text);
 			 CREATE TABLE economy ("Country" text PRIMARY KEY, gdp real);
 			 CREATE TABLE encounters (id uuid PRIMARY KEY);
-			 CREATE TABLE claims (id int PRIMARY KEY, encounter uuid);`,
-			[]string{"public.claims.encounter → public.encounters.id", "public.economy.Country → public.country.Code"}},
+			 CREATE TABLE claims (id int PRIMARY KEY, encounter uuid);
+			 CREATE TABLE borders ("Country1" text, "Country2" text, length real);`,
+			[]string{"public.borders.Country1 → public.country.Code", "public.borders.Country2 → public.country.Code",
+				"public.claims.encounter → public.encounters.id", "public.economy.Country → public.country.Code"}},
 		{"a column named for a table and its key column",
 			`CREATE TABLE country (code char(2) PRIMARY KEY);
 			 CREATE TABLE countries (iso text PRIMARY KEY);

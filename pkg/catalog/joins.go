@@ -47,8 +47,9 @@ func CompareJoins(a, b InferredJoin) int {
 //     namespace both names start with (ci_build_needs.build_id,
 //     ci_builds.id); or
 //   - it has a column of the key's type family named for b in the
-//     singular (economy.country, claims.encounter) or for b and its key
-//     column (city.country_code, country.code). A plural
+//     singular (economy.country, claims.encounter), numbered or not
+//     (borders.country1 and country2), or for b and its key column
+//     (city.country_code, country.code). A plural
 //     (langs.pages) is a count more often than a reference, and a
 //     column of another type (a rating real beside a rating table's
 //     integer key) holds a value, not the key.
@@ -207,15 +208,24 @@ func (j *joinFinder) match(kt keyedTable, keys joinKeys) {
 		for _, b := range keys.byName[n] {
 			j.add(kt, c.Name, b)
 		}
-		for _, b := range keys.byTable[n] {
-			if sameKeyFamily(c, b.t.Column(b.t.PrimaryKey.Columns[0])) {
-				j.add(kt, c.Name, b)
-			}
+		j.matchTable(kt, c, n, keys)
+		if base := strings.TrimRight(n, "0123456789"); base != n && base != "" {
+			j.matchTable(kt, c, base, keys) // borders.country1, country2
 		}
 		if namespaced {
 			for _, b := range keys.byName[ns+"\x00"+n] {
 				j.add(kt, c.Name, b)
 			}
+		}
+	}
+}
+
+// matchTable adds the joins of c, named n, to the tables it names
+// (byTable) whose key is of its type family.
+func (j *joinFinder) matchTable(kt keyedTable, c *Column, n string, keys joinKeys) {
+	for _, b := range keys.byTable[n] {
+		if sameKeyFamily(c, b.t.Column(b.t.PrimaryKey.Columns[0])) {
+			j.add(kt, c.Name, b)
 		}
 	}
 }
