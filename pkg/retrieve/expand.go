@@ -140,7 +140,7 @@ func (p *run) expand() {
 		// question's.
 		asked := append(slices.Clip(p.res.Terms), p.hintTerms...)
 		items = p.r.namedTargets(p.cat, items, p.cfg.Expand.Targets, asked, p.req.Schemas)
-		items = p.r.fillGaps(p.cat, items, p.cfg.Expand.GapDepth, p.cfg.Expand.Gaps, asked, p.req.Schemas)
+		items = p.r.fillGaps(p.cat, items, p.cfg.Expand.GapDepth, p.cfg.Expand.Gaps, slices.Concat(asked, p.gapTerms), p.req.Schemas)
 		items = p.r.complete(p.cat, items, p.cfg.Expand.Depth, p.cfg.Expand.MaxBridges, p.req.Schemas)
 	}
 	p.items = cut(items, p.k)

@@ -47,6 +47,9 @@ type run struct {
 	question, hints  string
 	words, hintWords []string
 	hintTerms        []Term // nil: no hints searched
+	// gapTerms are value terms only the coverage gaps read (valueTerms'
+	// loose ones).
+	gapTerms []Term
 
 	// gather
 	text, hint, example, doc <-chan textResult

@@ -84,34 +84,51 @@ func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
 
 // valueTerms adds to terms the attributes that hold the values s names
 // (text.ValueClasses, text.ProperNames), those the database's
-// identifiers use.
-func (r *Retriever) valueTerms(s string, terms []Term, cat *catalog.Catalog) []Term {
+// identifiers use. loose are the attributes of the proper names that
+// some identifier's word is in, but not every word ("Russell Close":
+// close): values too, but searched they route the question to the
+// wrong database as often as to the right one, so only the coverage
+// gaps read them (docs/retrieval.md).
+func (r *Retriever) valueTerms(s string, terms []Term, cat *catalog.Catalog) (_, loose []Term) {
 	if !r.cfg.Analyse.ValueClasses || cat == nil {
-		return terms
+		return terms, nil
 	}
 	classes, from := text.ValueClasses(s)
 	v := r.graphs.get(cat).vocab
 	if r.cfg.Analyse.ProperNames {
 		// A name no identifier uses is a value: of a name column, or of
 		// a table of people ("directed by Michael Bay").
+		known := func(w string) bool {
+			return slices.ContainsFunc(text.QueryTerms(w), func(t string) bool { return v.df[t] > 0 })
+		}
 		names, of := text.ProperNames(s)
 		for _, n := range names {
-			if !slices.ContainsFunc(n, func(w string) bool {
-				return slices.ContainsFunc(text.QueryTerms(w), func(t string) bool { return v.df[t] > 0 })
-			}) {
+			switch {
+			case !slices.ContainsFunc(n, known):
 				for _, c := range of {
 					classes, from = append(classes, c), append(from, strings.Join(n, " "))
+				}
+			case slices.ContainsFunc(n, func(w string) bool { return !known(w) }):
+				for _, c := range of {
+					loose = appendValue(loose, v, c, strings.Join(n, " "))
 				}
 			}
 		}
 	}
-	if len(classes) == 0 {
-		return terms
-	}
 	for i, c := range classes {
-		if v.df[c] > 0 && !slices.ContainsFunc(terms, func(t Term) bool { return t.Term == c }) {
-			terms = append(terms, Term{Term: c, Why: FromValue, From: from[i]})
-		}
+		terms = appendValue(terms, v, c, from[i])
+	}
+	loose = slices.DeleteFunc(loose, func(l Term) bool {
+		return slices.ContainsFunc(terms, func(t Term) bool { return t.Term == l.Term })
+	})
+	return terms, loose
+}
+
+// appendValue adds the value term c, from the value from, when the
+// database's identifiers use it and terms lack it.
+func appendValue(terms []Term, v *vocab, c, from string) []Term {
+	if v.df[c] > 0 && !slices.ContainsFunc(terms, func(t Term) bool { return t.Term == c }) {
+		terms = append(terms, Term{Term: c, Why: FromValue, From: from})
 	}
 	return terms
 }
@@ -155,9 +172,9 @@ func (p *run) analyse() {
 		p.question, p.hints = text.StripDates(p.question), text.StripDates(p.hints)
 	}
 	p.words = text.QueryTerms(p.question)
-	p.res.Terms = p.r.valueTerms(p.question, p.r.queryTerms(p.words, p.cat), p.cat)
+	p.res.Terms, p.gapTerms = p.r.valueTerms(p.question, p.r.queryTerms(p.words, p.cat), p.cat)
 	if strings.TrimSpace(p.req.Hints) != "" && p.cfg.Gather.BM25 && p.cfg.Fuse.HintWeight > 0 {
 		p.hintWords = text.QueryTerms(p.hints)
-		p.hintTerms = p.r.valueTerms(p.hints, p.r.queryTerms(p.hintWords, p.cat), p.cat)
+		p.hintTerms, _ = p.r.valueTerms(p.hints, p.r.queryTerms(p.hintWords, p.cat), p.cat)
 	}
 }
