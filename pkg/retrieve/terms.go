@@ -30,8 +30,9 @@ const (
 // queryTerms are the BM25 terms of a question's analysed words: the
 // words, the run-together identifiers they end (Compounds), the
 // corrections of words the database's identifiers do not use
-// (Corrections) and the identifier terms that extend them (Extensions),
-// and the identifier terms that abbreviate one of them (PrefixMin). cat may be nil: then only the words.
+// (Corrections) and the identifier terms that extend them
+// (Extensions), and the identifier terms that abbreviate one of them
+// (PrefixMin). cat may be nil: then only the words.
 func (r *Retriever) queryTerms(words []string, cat *catalog.Catalog) []Term {
 	out := make([]Term, 0, len(words))
 	seen := make(map[string]bool, len(words))

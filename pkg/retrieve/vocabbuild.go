@@ -186,7 +186,7 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 		u.add(schema, parts[schema])
 	}
 	u.sumCollection()
-	u.refileDeletions()
+	u.refileNearTerms()
 	u.settleHeads()
 	return u.v
 }
@@ -339,10 +339,11 @@ func (u *vocabUpdate) sumCollection() {
 	}
 }
 
-// refileDeletions files the terms that came into the vocabulary in the
-// symmetric-delete index and under the starts extensions reach them
-// from, and takes out those that left it.
-func (u *vocabUpdate) refileDeletions() {
+// refileNearTerms files the terms that came into the vocabulary where
+// a near word finds them, in the symmetric-delete index (corrections)
+// and under their starts (extensions), and takes out those that left
+// it.
+func (u *vocabUpdate) refileNearTerms() {
 	v := u.v
 	for t := range u.words {
 		was, is := u.prev.df[t] > 0, v.df[t] > 0
