@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // FuzzApply: whatever the script, Apply returns a catalog or an *Error;
@@ -75,6 +77,7 @@ func FuzzApply(f *testing.F) {
 //
 //	go test ./pkg/catalog -run '^$' -fuzz FuzzInterpret -fuzztime 5m
 func FuzzInterpret(f *testing.F) {
+	testenv.CapFuzzWorker(f)
 	for _, s := range []string{
 		"BEGIN EXECUTE format('ALTER TABLE %I ADD COLUMN %I int', x, x || n); END",
 		"DECLARE r record; BEGIN FOR r IN SELECT table_name FROM information_schema.columns WHERE column_name = 'id' LOOP EXECUTE 'ALTER TABLE ' || quote_ident(r.table_name) || ' ADD COLUMN z int'; END LOOP; END",
@@ -144,6 +147,7 @@ func FuzzInterpret(f *testing.F) {
 //
 //	go test ./pkg/catalog -run '^$' -fuzz FuzzDecode -fuzztime 5m
 func FuzzDecode(f *testing.F) {
+	testenv.CapFuzzWorker(f)
 	c, err := Snapshot("shop", "base.sql", thawBase)
 	if err != nil {
 		f.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 const journalBase = `CREATE SCHEMA app;
@@ -193,6 +195,7 @@ func TestExceptionBlockKeepsWhatWorked(t *testing.T) {
 // FuzzExceptionBlockUndo wants any statement an exception block undoes
 // to leave the catalog as it was.
 func FuzzExceptionBlockUndo(f *testing.F) {
+	testenv.CapFuzzWorker(f)
 	for _, s := range journalStatements {
 		f.Add(s)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // FuzzChunkerUpdate: whatever a migration does, the catalog it yields is
@@ -14,6 +15,7 @@ import (
 // (Graph.Next) is the graph built from nothing, and the Chunker's chunks
 // of it, updated from the previous version's, are a fresh chunking's.
 func FuzzChunkerUpdate(f *testing.F) {
+	testenv.CapFuzzWorker(f)
 	for _, s := range []string{
 		"CREATE TABLE reviews (id int, customer_id bigint REFERENCES customers (id));",
 		"ALTER TABLE orders ADD COLUMN note text; COMMENT ON TABLE events IS 'x';",

@@ -10,6 +10,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/indexer"
 	"github.com/schemaq/schemaq/pkg/retrieve"
+	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
 // Two schemas alike but for their names, so that routing, hedging and
@@ -52,6 +53,7 @@ CREATE TABLE games.region_sales (game_platform_id int REFERENCES games.game_plat
 // the index does not hold, or order its first k otherwise than when
 // more are asked for; the daemon answers whatever a caller sends.
 func FuzzRetrieve(f *testing.F) {
+	testenv.CapFuzzWorker(f)
 	ddl := strings.Replace(fuzzDDL, `CREATE TABLE "West Side"`, `CREATE SCHEMA "West Side"; CREATE TABLE "West Side"`, 1) + peopleSchemas(4, 8)
 	cat, err := catalog.Snapshot("shop", "shop.sql", ddl)
 	if err != nil {
