@@ -147,6 +147,19 @@ func (v *vocab) correction(w string) string {
 		// 4 KB question of one word would otherwise spend.
 		return ""
 	}
+	// The stemmer folds goalies to goaly and goalie to goali: a noun in
+	// -ie and its plural in -ies, which it cannot tell from category
+	// and categories, meet here, before any other edit is weighed.
+	other := ""
+	switch n := len(w) - 1; w[n] {
+	case 'i':
+		other = w[:n] + "y"
+	case 'y':
+		other = w[:n] + "i"
+	}
+	if other != "" && v.df[other] > 0 {
+		return other
+	}
 	// A doubled letter typed once too often (carr) is the likeliest
 	// slip: its undoubled form wins outright.
 	for i := 1; i < len(w); i++ {
