@@ -38,31 +38,76 @@ func TestServingPortBoundBeforeReady(t *testing.T) {
 		{"serve", []string{"serve", "--http-addr", addr}, ns.ClientURL(), "http listener " + addr},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			metrics := freePort(t)
-			vars := map[string]string{"SCHEMAQ_NATS_URL": tc.nats, "SCHEMAQ_METRICS_ADDR": metrics, "SCHEMAQ_DATA_DIR": t.TempDir()}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			done := make(chan string, 1)
-			go func() {
-				// runVars: the roles log from several goroutines.
-				out, err := runVars(ctx, tc.args, vars)
-				done <- fmt.Sprint(out, err)
-			}()
-			for {
-				if _, err := runVars(ctx, []string{"healthcheck", "--path", "/readyz"}, map[string]string{"SCHEMAQ_METRICS_ADDR": metrics}); err == nil {
-					t.Errorf("%s reported ready while its port %s was another's", tc.name, addr)
+			// The metrics port is free when chosen, but another package's
+			// test process may take it before the command binds it, and
+			// answer /readyz for itself: a port that still answers once
+			// the command has stopped was another's, and the run is tried
+			// again on another port.
+			for attempt := 1; ; attempt++ {
+				run := runWhileProbing(t, tc.args, tc.nats)
+				if !strings.Contains(run.out, tc.want) {
+					t.Errorf("%s with its port taken: want an error naming %q, got %s", tc.name, tc.want, run.out)
 				}
-				select {
-				case errOut := <-done:
-					if !strings.Contains(errOut, tc.want) {
-						t.Errorf("%s with its port taken: want an error naming %q, got %s", tc.name, tc.want, errOut)
-					}
+				if run.ready == 0 {
 					return
-				case <-ctx.Done():
-					t.Fatalf("%s with its port taken did not stop", tc.name)
-				case <-time.After(5 * time.Millisecond):
 				}
+				if !answers(run.metrics) {
+					t.Errorf("%s reported ready %d times while its port %s was another's", tc.name, run.ready, addr)
+					return
+				}
+				if attempt == 3 {
+					t.Fatalf("metrics ports kept answering for other processes after %d tries", attempt)
+				}
+				t.Logf("metrics port %s answers for another process; trying another", run.metrics)
 			}
 		})
 	}
+}
+
+// probedRun is a command run to its end while /readyz was polled on its
+// metrics port: what it printed and returned, and how often the port
+// said ready.
+type probedRun struct {
+	out, metrics string
+	ready        int
+}
+
+// runWhileProbing runs args on a fresh metrics port until they stop,
+// polling /readyz meanwhile.
+func runWhileProbing(t *testing.T, args []string, nats string) probedRun {
+	t.Helper()
+	run := probedRun{metrics: freePort(t)}
+	vars := map[string]string{"SCHEMAQ_NATS_URL": nats, "SCHEMAQ_METRICS_ADDR": run.metrics, "SCHEMAQ_DATA_DIR": t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan string, 1)
+	go func() {
+		// runVars: the roles log from several goroutines.
+		out, err := runVars(ctx, args, vars)
+		done <- fmt.Sprint(out, err)
+	}()
+	for {
+		if answersReady(ctx, run.metrics) {
+			run.ready++
+		}
+		select {
+		case run.out = <-done:
+			return run
+		case <-ctx.Done():
+			t.Fatalf("%v with its port taken did not stop", args)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func answersReady(ctx context.Context, metrics string) bool {
+	_, err := runVars(ctx, []string{"healthcheck", "--path", "/readyz"}, map[string]string{"SCHEMAQ_METRICS_ADDR": metrics})
+	return err == nil
+}
+
+// answers reports whether anything answers /healthz on the port: once
+// the command stopped, that is another process.
+func answers(metrics string) bool {
+	_, err := runVars(context.Background(), []string{"healthcheck", "--path", "/healthz"}, map[string]string{"SCHEMAQ_METRICS_ADDR": metrics})
+	return err == nil
 }
