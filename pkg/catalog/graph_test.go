@@ -416,3 +416,43 @@ func sameGraph(a, b *Graph) bool {
 		reflect.DeepEqual(a.partitionKeys, b.partitionKeys) && reflect.DeepEqual(a.adj, b.adj) &&
 		reflect.DeepEqual(a.inferred, b.inferred)
 }
+
+// TestSharedKeyNamesJoinNothing: a key name many tables share names none
+// of them. Joining each to every other grew with the square of the
+// tables: 2,000 tables keyed by name made two million joins and took
+// 2 GB, and a schema of ten thousand could stop every daemon that
+// serves it.
+func TestSharedKeyNamesJoinNothing(t *testing.T) {
+	for _, tc := range []struct {
+		tables, want int
+	}{
+		{2, 1},
+		{maxKeyOwners, maxKeyOwners * (maxKeyOwners - 1) / 2}, // each pair once
+		{maxKeyOwners + 1, 0},
+		{2000, 0},
+	} {
+		var ddl []byte
+		for i := range tc.tables {
+			ddl = fmt.Appendf(ddl, "CREATE TABLE t%d (name text PRIMARY KEY, country text, v int);\n", i)
+		}
+		ddl = append(ddl, "CREATE TABLE country (code text PRIMARY KEY);\n"...)
+		cat, err := Snapshot("db", "s.sql", string(ddl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every table's country column still joins country, the one
+		// table it names.
+		byName := 0
+		for _, j := range declaredJoins(cat) {
+			if j.To.Name != "country" {
+				byName++
+			}
+		}
+		if byName != tc.want {
+			t.Errorf("%d tables keyed by name: %d joins by it, want %d", tc.tables, byName, tc.want)
+		}
+		if n := len(declaredJoins(cat)) - byName; n != tc.tables {
+			t.Errorf("%d tables with a country column: %d joins to country, want %d", tc.tables, n, tc.tables)
+		}
+	}
+}

@@ -197,15 +197,22 @@ type joinFinder struct {
 	out  []InferredJoin
 }
 
+// maxKeyOwners is the most tables one name may lead to and still infer
+// a join: a key name that many tables share (code, uuid) names none of
+// them, as a bare id names none, and joining every one to every other
+// grew with the square of the tables (2,000 tables keyed by name made
+// two million joins and 2 GB; TestSharedKeyNamesJoinNothing).
+const maxKeyOwners = 10
+
 // match adds the joins of kt's columns to the tables of keys they name.
 func (j *joinFinder) match(kt keyedTable, keys joinKeys) {
 	ns, _, namespaced := strings.Cut(strings.ToLower(kt.t.Name), "_")
 	for _, c := range kt.t.Columns {
 		n := joinName(c.Name)
-		for _, b := range keys.byKey[n] {
+		for _, b := range owners(keys.byKey[n]) {
 			j.add(kt, c.Name, b)
 		}
-		for _, b := range keys.byName[n] {
+		for _, b := range owners(keys.byName[n]) {
 			j.add(kt, c.Name, b)
 		}
 		j.matchTable(kt, c, n, keys)
@@ -213,7 +220,7 @@ func (j *joinFinder) match(kt keyedTable, keys joinKeys) {
 			j.matchTable(kt, c, base, keys) // borders.country1, country2
 		}
 		if namespaced {
-			for _, b := range keys.byName[ns+"\x00"+n] {
+			for _, b := range owners(keys.byName[ns+"\x00"+n]) {
 				j.add(kt, c.Name, b)
 			}
 		}
@@ -223,11 +230,20 @@ func (j *joinFinder) match(kt keyedTable, keys joinKeys) {
 // matchTable adds the joins of c, named n, to the tables it names
 // (byTable) whose key is of its type family.
 func (j *joinFinder) matchTable(kt keyedTable, c *Column, n string, keys joinKeys) {
-	for _, b := range keys.byTable[n] {
+	for _, b := range owners(keys.byTable[n]) {
 		if sameKeyFamily(c, b.t.Column(b.t.PrimaryKey.Columns[0])) {
 			j.add(kt, c.Name, b)
 		}
 	}
+}
+
+// owners is the tables a name leads to, none when more than
+// maxKeyOwners share it.
+func owners(tables []keyedTable) []keyedTable {
+	if len(tables) > maxKeyOwners {
+		return nil
+	}
+	return tables
 }
 
 func (j *joinFinder) add(a keyedTable, col string, b keyedTable) {
