@@ -101,17 +101,17 @@ func (g *graph) gapFill(items []Item, depth int, terms []Term, schema string) ga
 	}
 	var best gapFill
 	for _, p := range first {
-		g.eachJoined(p, func(c string) {
+		for c := range g.joined(p, false) {
 			t := g.tables[c]
 			if t == nil || t.Schema != schema || t.PartitionOf != nil || slices.Contains(first, c) {
-				return
+				continue
 			}
 			var gain float64
 			for _, w := range g.relationTerms(c) {
 				gain += gaps[w]
 			}
 			if gain == 0 || gain < best.gain {
-				return // most neighbours of a hub end here, with nothing built
+				continue // most neighbours of a hub end here, with nothing built
 			}
 			f := gapFill{table: c, partner: p, gain: gain, rank: tablePosition(items, c), junctionEnd: g.junctionEnd(p, c)}
 			if f.rank < 0 {
@@ -125,7 +125,7 @@ func (g *graph) gapFill(items []Item, depth int, terms []Term, schema string) ga
 				}
 				best = f
 			}
-		})
+		}
 	}
 	return best
 }
@@ -159,22 +159,6 @@ func (g *graph) gaps(terms []Term, covered map[string]bool, schema string) map[s
 		}
 	}
 	return out
-}
-
-// eachJoined calls fn with each table key joins, by declared keys and by
-// the joins names imply; a table joined both ways comes more than once.
-// The hub of a big schema joins thousands: nothing is copied.
-func (g *graph) eachJoined(key string, fn func(string)) {
-	for x := range g.Neighbours(key) {
-		fn(x)
-	}
-	for _, j := range g.Inferred(key) {
-		if x := j.ToKey(); x != key {
-			fn(x)
-		} else if x := j.FromKey(); x != key {
-			fn(x)
-		}
-	}
 }
 
 // junctionEnd reports whether c is an end of the junction p: p's primary

@@ -1,7 +1,6 @@
 package retrieve
 
 import (
-	"iter"
 	"slices"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -63,7 +62,7 @@ func (g *graph) namedTarget(items []Item, i, depth int, asked map[string]bool, s
 		return ""
 	}
 	best := ""
-	for x := range g.targets(from.Name) {
+	for x := range g.joined(from.Name, true) {
 		t := g.tables[x]
 		if t == nil || (len(schemas) > 0 && !slices.Contains(schemas, t.Schema)) {
 			continue
@@ -82,25 +81,6 @@ func (g *graph) namedTarget(items []Item, i, depth int, asked map[string]bool, s
 		}
 	}
 	return best
-}
-
-// targets are the tables the table key may lead to: those its declared
-// keys join either way, and those its inferred joins reference
-// (film_category.category_id, which declares nothing, leads to
-// category).
-func (g *graph) targets(key string) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for x := range g.Neighbours(key) {
-			if !yield(x) {
-				return
-			}
-		}
-		for _, j := range g.Inferred(key) {
-			if j.FromKey() == key && !yield(j.ToKey()) {
-				return
-			}
-		}
-	}
 }
 
 // tablePosition is the position of the table named key in items, or -1.
