@@ -51,7 +51,7 @@ func TestServingPortBoundBeforeReady(t *testing.T) {
 				if run.ready == 0 {
 					return
 				}
-				if !answers(run.metrics) {
+				if !answers(context.Background(), run.metrics, "/healthz") {
 					t.Errorf("%s reported ready %d times while its port %s was another's", tc.name, run.ready, addr)
 					return
 				}
@@ -87,7 +87,7 @@ func runWhileProbing(t *testing.T, args []string, nats string) probedRun {
 		done <- fmt.Sprint(out, err)
 	}()
 	for {
-		if answersReady(ctx, run.metrics) {
+		if answers(ctx, run.metrics, "/readyz") {
 			run.ready++
 		}
 		select {
@@ -100,14 +100,9 @@ func runWhileProbing(t *testing.T, args []string, nats string) probedRun {
 	}
 }
 
-func answersReady(ctx context.Context, metrics string) bool {
-	_, err := runVars(ctx, []string{"healthcheck", "--path", "/readyz"}, map[string]string{"SCHEMAQ_METRICS_ADDR": metrics})
-	return err == nil
-}
-
-// answers reports whether anything answers /healthz on the port: once
-// the command stopped, that is another process.
-func answers(metrics string) bool {
-	_, err := runVars(context.Background(), []string{"healthcheck", "--path", "/healthz"}, map[string]string{"SCHEMAQ_METRICS_ADDR": metrics})
+// answers reports whether anything answers path on the metrics port.
+// Once the command stopped, an answer to /healthz is another process's.
+func answers(ctx context.Context, metrics, path string) bool {
+	_, err := runVars(ctx, []string{"healthcheck", "--path", path}, map[string]string{"SCHEMAQ_METRICS_ADDR": metrics})
 	return err == nil
 }
