@@ -101,6 +101,13 @@ func split(t string, uses func(string) bool) (a, b string, ok bool) {
 // (NAMEDATALEN − 1); an identifier's terms are no longer.
 const maxIdentifierBytes = 63
 
+// unknown reports whether w is a word corrections and extensions may
+// stand in for: four letters or more, in no identifier, and no number
+// (numbers are values, not misspelt names: 5000 is not 500).
+func (v *vocab) unknown(w string) bool {
+	return len(w) >= 4 && v.df[w] == 0 && !strings.ContainsAny(w, "0123456789")
+}
+
 // maxExtension is how many letters an extension adds to a word, and
 // maxExtensions how many extensions a word may have and still get them.
 // Four or five letters cost BIRD's CR@15 up to 0.003; one extension
@@ -116,7 +123,7 @@ const (
 // derivations the stemmer does not fold ("rented" → rental, "Asia" →
 // asian, "indicate" → indicator). The slice is the vocabulary's.
 func (v *vocab) extensions(w string) []string {
-	if len(w) < 4 || v.df[w] > 0 || strings.ContainsAny(w, "0123456789") {
+	if !v.unknown(w) {
 		return nil
 	}
 	if ext := v.extends[w]; len(ext) <= maxExtensions {
@@ -138,8 +145,8 @@ func starts(t string, fn func(string)) {
 // there is none or more than one: a misspelt question word ("carr",
 // "adress") or a near form the stemmer does not fold ("weigh" → weight).
 func (v *vocab) correction(w string) string {
-	if len(w) < 4 || v.df[w] > 0 || strings.ContainsAny(w, "0123456789") {
-		return "" // numbers are values, not misspelt names (5000 is not 500)
+	if !v.unknown(w) {
+		return ""
 	}
 	if len(w) > maxIdentifierBytes+1 {
 		// No identifier term is longer, so none is one edit away; and the
