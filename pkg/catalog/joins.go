@@ -144,12 +144,13 @@ func newJoinKeys(tables []keyedTable) joinKeys {
 		if t.PrimaryKey == nil || len(t.PrimaryKey.Columns) != 1 {
 			continue
 		}
-		k.table(kt)
-		if key := joinName(t.PrimaryKey.Columns[0]); key != "id" {
+		n, key := joinName(t.Name), joinName(t.PrimaryKey.Columns[0])
+		k.table(kt, n, key)
+		if key != "id" {
 			k.byKey[key] = append(k.byKey[key], kt)
 			continue
 		}
-		k.name("", joinName(t.Name), kt)
+		k.name("", n, kt)
 		// A namespaced name (ci_builds) is named without its namespace
 		// by the tables that share it (ci_build_needs' build_id).
 		if ns, rest, ok := strings.Cut(strings.ToLower(t.Name), "_"); ok && rest != "" {
@@ -168,15 +169,15 @@ func (k joinKeys) name(prefix, n string, kt keyedTable) {
 	}
 }
 
-// table files kt under the names of a column that names it: its name in
-// the singular, and its name (either number) with its key column's,
-// unless that is a bare id, which name already files, or names the
-// table itself (category_id), which byKey files.
-func (k joinKeys) table(kt keyedTable) {
-	n := joinName(kt.t.Name)
+// table files kt, named n and keyed by key (as joinName has them),
+// under the names of a column that names it: its name in the singular,
+// and its name (either number) with its key column's, unless that is a
+// bare id, which name already files, or names the table itself
+// (category_id), which byKey files.
+func (k joinKeys) table(kt keyedTable, n, key string) {
 	s := text.Singular(n)
 	k.byTable[s] = append(k.byTable[s], kt)
-	if key := joinName(kt.t.PrimaryKey.Columns[0]); key != "id" && !strings.HasPrefix(key, s) {
+	if key != "id" && !strings.HasPrefix(key, s) {
 		k.byTable[s+key] = append(k.byTable[s+key], kt)
 		if n != s {
 			k.byTable[n+key] = append(k.byTable[n+key], kt)
