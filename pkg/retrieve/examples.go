@@ -104,12 +104,15 @@ func (r *Retriever) exampleVotes(cat *catalog.Catalog, hits []index.Hit, terms [
 		if !sharesAWord(asked, h.Chunk.Title, q.Words) {
 			continue
 		}
-		// An example that does not fit the catalog (a table it names is
-		// not there) was written for another database, whatever names
-		// the two share, or is stale (a column it names is gone): it
-		// votes for nothing.
+		// An example reading a relation the catalog does not have was
+		// written for another database, whatever names the two share:
+		// it votes for nothing. One whose relations are all here but
+		// that names a column since gone is stale, and leaves prompts
+		// (freshenExamples), but its relations still say what such a
+		// question reads: a column dropped or renamed untracked does
+		// not move the question to other tables.
 		fit := q.Fit(g.names, h.Chunk.Schema)
-		if fit.Err() != nil {
+		if len(fit.Missing) > 0 {
 			continue
 		}
 		keys := fit.Keys

@@ -1318,6 +1318,50 @@ CREATE TABLE coupons (code text, percent int);`)
 	}
 }
 
+// An example naming a column since dropped, of tables still there, is
+// stale: it leaves the results, but still says which tables such a
+// question reads. One reading a dropped table votes for nothing.
+func TestStaleColumnsStillVote(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.New("shop").Apply("0001.sql", `
+CREATE TABLE products (id int PRIMARY KEY, name text);
+CREATE TABLE orders (id int PRIMARY KEY, product_id int REFERENCES products, quantity int, placed_at date);
+CREATE TABLE promotions (id int PRIMARY KEY, product_id int REFERENCES products, starts date);
+CREATE TABLE coupons (code text, product_id int, percent int);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cat, err = cat.Apply("0002.sql", "ALTER TABLE orders DROP COLUMN placed_at; DROP TABLE coupons;"); err != nil {
+		t.Fatal(err)
+	}
+	s, e := indexCatalogs(t, cat)
+	exs := []chunk.Chunk{
+		chunk.Example("shop", "", "best-sellers", "Which products sold the most units last week?", "SELECT p.name, sum(o.quantity) FROM orders o JOIN products p ON p.id = o.product_id WHERE o.placed_at > now() - interval '7 days' GROUP BY 1 ORDER BY 2 DESC"),
+		chunk.Example("shop", "", "discounted", "Which products had the biggest discount last week?", "SELECT p.name FROM coupons c JOIN promotions pr USING (product_id) JOIN products p ON p.id = c.product_id ORDER BY c.percent DESC"),
+	}
+	if _, err := indexer.Chunks(ctx, s, e, exs); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		question, example, votedFor string
+		votes                       bool
+	}{
+		{"Which products sold the most units last week?", "best-sellers", "public.orders", true},
+		{"Which products had the biggest discount last week?", "discounted", "public.promotions", false},
+	} {
+		t.Run(tc.example, func(t *testing.T) {
+			res := retrieveOnce(t, s, e, cat, retrieve.DefaultConfig, retrieve.Request{Database: "shop", Question: tc.question, K: 5})
+			if slices.ContainsFunc(res.Items, func(it retrieve.Item) bool { return it.Name == tc.example }) || res.Stale == 0 {
+				t.Errorf("the stale example is among the results: items %+v, stale %d", res.Items, res.Stale)
+			}
+			voted := slices.ContainsFunc(res.Explain, func(x retrieve.Explain) bool { return x.Name == tc.votedFor && x.Example == tc.example })
+			if voted != tc.votes {
+				t.Errorf("%s votes for %s: %v, want %v (%+v)", tc.example, tc.votedFor, voted, tc.votes, res.Explain)
+			}
+		})
+	}
+}
+
 // A question that names the third table only by a value: "starred by
 // Kirk Jovovich" needs actor, which holds the name, while film and
 // film_actor take the question's words. The proper name adds the term
