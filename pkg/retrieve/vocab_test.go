@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"slices"
@@ -402,5 +403,166 @@ func TestSharedStartsCostTheirNumber(t *testing.T) {
 	}
 	if ext := v.extends["abcd"]; len(ext) < 16000 || !slices.IsSorted(ext) {
 		t.Errorf("abcd extends to %d terms, sorted %v; want them all, in order", len(ext), slices.IsSorted(ext))
+	}
+}
+
+// TestSchemaShareUpdatesLikeARebuild runs random migrations on one big
+// schema, where each changes a few of its tables and views: the share
+// updated from the one before (nextSchemaVocab) must equal the share
+// built from nothing, and the vocabulary a rebuild.
+func TestSchemaShareUpdatesLikeARebuild(t *testing.T) {
+	words := []string{"product", "category", "productcategory", "order", "line", "orderline", "customer", "address",
+		"name", "title", "price", "total", "created", "at", "status", "shipping", "adress", "line1", "country", "code"}
+	rng := rand.New(rand.NewPCG(7, 55))
+	word := func() string { return words[rng.IntN(len(words))] }
+	// Parts that come and go, alone or run together (warehousebin), so
+	// that heads are filed and unfiled as the parts do.
+	parts := []string{"warehouse", "bin", "vendor", "rating", "season"}
+	part := func() string {
+		if rng.IntN(2) == 0 {
+			return parts[rng.IntN(len(parts))]
+		}
+		return parts[rng.IntN(len(parts))] + parts[rng.IntN(len(parts))]
+	}
+	var b strings.Builder
+	b.WriteString("CREATE SCHEMA app;\n")
+	for i := range 40 {
+		fmt.Fprintf(&b, "CREATE TABLE app.%s_%d (id int PRIMARY KEY, %s_%s text, %q int);\n", word(), i, word(), word(), word())
+	}
+	c, err := catalog.Snapshot("db", "base.sql", b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newVocab(c, nil)
+	incremental := 0
+	for step := range 150 {
+		var tables []*catalog.Table
+		for _, tb := range c.Tables() {
+			if tb.Schema == "app" && tb.PartitionOf == nil {
+				tables = append(tables, tb)
+			}
+		}
+		var views []*catalog.View
+		for _, vw := range c.Views() {
+			if vw.Schema == "app" {
+				views = append(views, vw)
+			}
+		}
+		tb := tables[rng.IntN(len(tables))]
+		col := tb.Columns[rng.IntN(len(tb.Columns))].Name
+		var sql string
+		switch rng.IntN(9) {
+		case 0:
+			sql = fmt.Sprintf("CREATE TABLE app.%s_n%d (id int, %s_%s text)", word(), step, word(), word())
+		case 1:
+			sql = fmt.Sprintf("ALTER TABLE app.%q ADD COLUMN %s text", tb.Name, part())
+		case 2:
+			sql = fmt.Sprintf("ALTER TABLE app.%q RENAME COLUMN %q TO %s_r%d", tb.Name, col, part(), step)
+		case 3:
+			sql = fmt.Sprintf("ALTER TABLE app.%q RENAME TO %s_%s_r%d", tb.Name, word(), word(), step)
+		case 4:
+			if len(tables) > 20 {
+				sql = fmt.Sprintf("DROP TABLE app.%q CASCADE", tb.Name)
+			}
+		case 5:
+			if col != "id" && len(tb.Columns) > 1 {
+				sql = fmt.Sprintf("ALTER TABLE app.%q DROP COLUMN %q CASCADE", tb.Name, col)
+			}
+		case 6:
+			sql = fmt.Sprintf("CREATE VIEW app.%s_v%d AS SELECT %q AS %s_%s FROM app.%q", word(), step, col, word(), word(), tb.Name)
+		case 7:
+			if len(views) > 0 {
+				sql = fmt.Sprintf("DROP VIEW app.%q", views[rng.IntN(len(views))].Name)
+			}
+		case 8:
+			// Several tables at once, and a partitioned one.
+			sql = fmt.Sprintf(`CREATE TABLE app.%[1]s_p%[2]d (id int, at date) PARTITION BY RANGE (at);
+				CREATE TABLE app.%[1]s_p%[2]d_2024 PARTITION OF app.%[1]s_p%[2]d FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+				ALTER TABLE app.%[3]q ADD COLUMN %[4]s_x%[2]d int`, word(), step, tb.Name, word())
+		}
+		if sql == "" {
+			continue
+		}
+		n, err := c.Apply("m.sql", sql)
+		if err != nil {
+			t.Fatalf("step %d (%s): %v", step, sql, err)
+		}
+		n.ShareWith(c) // as a worker does before it writes
+		name := fmt.Sprintf("step %d (%s)", step, sql)
+		if next, _ := nextSchemaVocab("app", v.parts["app"], objectsBySchema(n)["app"]); next != nil {
+			incremental++
+			sameShare(t, name, next, newSchemaVocab("app", objectsBySchema(n)["app"]))
+		}
+		v = newVocab(n, v)
+		sameVocab(t, name, v, referenceVocab(n))
+		sameOwners(t, name, v, n)
+		sameTerms(t, name, v, n)
+		c = n
+	}
+	if incremental < 100 {
+		t.Fatalf("only %d of the migrations updated the share: the test does not test the update", incremental)
+	}
+}
+
+// sameShare checks that a share updated from another holds what one
+// built from nothing does.
+func sameShare(t *testing.T, step string, got, want *schemaVocab) {
+	t.Helper()
+	heads := func(m map[string][]string) map[string][]string {
+		out := map[string][]string{}
+		for k, v := range m {
+			out[k] = slices.Sorted(slices.Values(v))
+		}
+		return out
+	}
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{
+		{"names", got.names, want.names}, {"columns", got.columns, want.columns},
+		{"nameRefs", got.nameRefs, want.nameRefs}, {"columnRefs", got.columnRefs, want.columnRefs},
+		{"post", got.post, want.post}, {"length", got.length, want.length}, {"heads", heads(got.heads), heads(want.heads)},
+		{"idents", got.idents, want.idents}, {"objDF", got.objDF, want.objDF}, {"counted", got.counted, want.counted},
+		{"objTerms", got.objTerms, want.objTerms},
+	} {
+		if !reflect.DeepEqual(f.got, f.want) {
+			t.Fatalf("%s: the share's %s differs from one built from nothing", step, f.name)
+		}
+	}
+}
+
+// BenchmarkNextVocab is a daemon's work on the vocabulary when a
+// migration alters one table of 10,000, in 1,000 schemas or in one.
+func BenchmarkNextVocab(b *testing.B) {
+	for _, schemas := range []int{1000, 1} {
+		var ddl []byte
+		per := 10_000 / schemas
+		for s := range schemas {
+			ddl = fmt.Appendf(ddl, "CREATE SCHEMA s%d;\n", s)
+			for i := range per {
+				ddl = fmt.Appendf(ddl, "CREATE TABLE s%d.order_line_%d (t%d_id int PRIMARY KEY, product_code_%d text, shipped_at date, quantity int);\n", s, i, i, i%500)
+			}
+		}
+		base, err := catalog.Snapshot("db", "s.sql", string(ddl))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cat, err := base.Apply("m.sql", "ALTER TABLE s0.order_line_1 ADD COLUMN warehouse_bin text;")
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev := newVocab(base, nil)
+		for _, from := range []string{"previous", "nothing"} {
+			b.Run(fmt.Sprintf("schemas=%d/from=%s", schemas, from), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if from == "previous" {
+						newVocab(cat, prev)
+					} else {
+						newVocab(cat, nil)
+					}
+				}
+			})
+		}
 	}
 }

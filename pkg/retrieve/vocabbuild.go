@@ -3,10 +3,8 @@ package retrieve
 import (
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
-	"github.com/schemaq/schemaq/pkg/text"
 )
 
 // A vocabulary is built per catalog version, and a search waits for it
@@ -15,149 +13,10 @@ import (
 // (schemaVocab), reused while the schema's tables and views are the same
 // objects (catalogs share what a migration did not change), and the
 // whole is the previous version's with only the changed schemas taken
-// out and put back in. vocab_test.go holds the result to a plain
-// rebuild.
-
-// schemaVocab is one schema's share of a vocabulary.
-type schemaVocab struct {
-	objs    []any // its tables and views, in catalog order: what it was built from
-	names   map[string]bool
-	columns map[string]bool
-	post    map[string]float64 // term → weighted count (names twice, columns once), compounds too
-	length  float64
-	heads   map[string][]string // head → this schema's compounds ending in it
-	idents  map[string][]string // table, view and column name, lower case → this schema's tables and views that have it
-	objDF   map[string]int      // term → how many of its tables and views have it in their name or columns
-	counted int                 // its tables and views, partitions aside: what objDF counts
-	// objTerms are each table's and view's terms (by key), sorted: what
-	// it has in its names and columns, which coverage gaps compare.
-	objTerms map[string][]string
-}
-
-func newSchemaVocab(schema string, objs []any) *schemaVocab {
-	p := &schemaVocab{objs: objs, names: map[string]bool{}, columns: map[string]bool{}, post: map[string]float64{}, heads: map[string][]string{},
-		idents: map[string][]string{}, objDF: map[string]int{}, objTerms: make(map[string][]string, len(objs))}
-	schemaTerms := text.Terms(schema)
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *catalog.Table:
-			// A partition is its parent's rows, not a table of its own:
-			// it counts in neither objDF nor the identifiers. Its parent
-			// is the table a query names, and a table of many partitions
-			// would make every word of it common and push every one of
-			// its names past maxIdentifierOwners.
-			p.object(schemaTerms, o.QualName().Key(), o.Name, o.Renamed, o.Columns, o.PartitionOf == nil)
-			if o.PartitionOf == nil {
-				p.identify(o.QualName().Key(), o.Name, o.Renamed, o.Columns)
-			}
-		case *catalog.View:
-			p.object(schemaTerms, o.QualName().Key(), o.Name, o.Renamed, o.Columns, true)
-			p.identify(o.QualName().Key(), o.Name, o.Renamed, o.Columns)
-		}
-	}
-	p.fileHeads()
-	return p
-}
-
-// object files the terms of one table's or view's names and columns,
-// keyed key; counted says whether it counts in objDF.
-func (p *schemaVocab) object(schemaTerms []string, key, name string, renamed []catalog.Rename, columns []*catalog.Column, counted bool) {
-	for _, t := range schemaTerms {
-		p.names[t] = true
-	}
-	has := map[string]bool{}
-	// Former names are names of the object too, a question may still
-	// use them; each is its own phrase for compounds.
-	for _, n := range namesOf(name, renamed) {
-		ts := text.Terms(n)
-		for _, t := range ts {
-			p.names[t] = true
-			has[t] = true
-		}
-		p.count(ts, 2)
-	}
-	for _, c := range columns {
-		for _, n := range columnNamesOf(c) {
-			ts := text.Terms(n)
-			for _, t := range ts {
-				p.columns[t] = true
-				has[t] = true
-			}
-			p.count(ts, 1)
-		}
-	}
-	terms := make([]string, 0, len(has))
-	for t := range has {
-		terms = append(terms, t)
-		if counted {
-			p.objDF[t]++
-		}
-	}
-	slices.Sort(terms)
-	p.objTerms[key] = terms
-	if counted {
-		p.counted++
-	}
-}
-
-// count adds one phrase's terms and compounds to the schema as a
-// document, each with weight w.
-func (p *schemaVocab) count(terms []string, w float64) {
-	for _, t := range append(terms, text.Compounds(terms)...) {
-		p.post[t] += w
-		p.length += w
-	}
-}
-
-// identify files the relation key under its name, former names and
-// column names, lower case.
-func (p *schemaVocab) identify(key, name string, renamed []catalog.Rename, columns []*catalog.Column) {
-	p.ident(name, key)
-	for _, r := range renamed {
-		p.ident(formerName(r), key)
-	}
-	for _, c := range columns {
-		p.ident(c.Name, key)
-	}
-}
-
-func (p *schemaVocab) ident(name, key string) {
-	n := strings.ToLower(name)
-	// One table's names come together: a repeat (a column named like
-	// its table) is the last key.
-	if l := p.idents[n]; len(l) == 0 || l[len(l)-1] != key {
-		p.idents[n] = append(l, key)
-	}
-}
-
-// fileHeads files each run-together term under its head, the last part.
-// Only the head leads to the compound: a productcategory is a kind of
-// category record, and a question about products is not about it. With
-// both parts, the compound's rare term pulled it to the top of every
-// question about products.
-func (p *schemaVocab) fileHeads() {
-	uses := func(t string) bool { return p.names[t] || p.columns[t] }
-	for _, m := range []map[string]bool{p.names, p.columns} {
-		for t := range m {
-			if _, head, ok := split(t, uses); ok && !slices.Contains(p.heads[head], t) {
-				p.heads[head] = append(p.heads[head], t)
-			}
-		}
-	}
-}
-
-// words calls fn with each distinct term of the schema's names and
-// columns (what df counts).
-func (p *schemaVocab) words(fn func(string)) {
-	for t := range p.names {
-		fn(t)
-	}
-	for t := range p.columns {
-		if !p.names[t] {
-			fn(t)
-		}
-	}
-}
+// out and put back in. Within a changed schema, only the tables and
+// views that changed are analysed, and only the terms they hold are
+// updated in the whole (nextSchemaVocab, shareDelta). vocab_test.go
+// holds the result to a plain rebuild.
 
 // objectsBySchema groups cat's tables, then its views, by schema.
 func objectsBySchema(cat *catalog.Catalog) map[string][]any {
@@ -177,13 +36,16 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 	if prev == nil {
 		prev = emptyVocab()
 	}
-	parts, gone, came := schemaChanges(cat, prev)
+	parts, gone, came, changed := schemaChanges(cat, prev)
 	u := newVocabUpdate(prev, parts)
 	for _, schema := range gone {
 		u.remove(schema, prev.parts[schema])
 	}
 	for _, schema := range came {
 		u.add(schema, parts[schema])
+	}
+	for schema, d := range changed {
+		u.change(schema, prev.parts[schema], parts[schema], d)
 	}
 	u.sumCollection()
 	u.refileNearTerms()
@@ -193,13 +55,22 @@ func newVocab(cat *catalog.Catalog, prev *vocab) *vocab {
 
 // schemaChanges returns cat's schemas' shares, reusing prev's where the
 // objects are the same, with the schemas whose share leaves (gone) and
-// comes in (came): a changed schema is both.
-func schemaChanges(cat *catalog.Catalog, prev *vocab) (parts map[string]*schemaVocab, gone, came []string) {
-	parts = map[string]*schemaVocab{}
+// comes in (came): a schema built again is both. A schema of which a
+// few tables changed is updated from prev's share instead, with what
+// changed (changed).
+func schemaChanges(cat *catalog.Catalog, prev *vocab) (parts map[string]*schemaVocab, gone, came []string, changed map[string]*shareDelta) {
+	parts, changed = map[string]*schemaVocab{}, map[string]*shareDelta{}
 	for schema, objs := range objectsBySchema(cat) {
-		if old := prev.parts[schema]; old != nil && slices.Equal(old.objs, objs) {
+		old := prev.parts[schema]
+		if old != nil && slices.Equal(old.objs, objs) {
 			parts[schema] = old
 			continue
+		}
+		if old != nil {
+			if p, d := nextSchemaVocab(schema, old, objs); p != nil {
+				parts[schema], changed[schema] = p, d
+				continue
+			}
 		}
 		parts[schema] = newSchemaVocab(schema, objs)
 		came = append(came, schema)
@@ -212,7 +83,7 @@ func schemaChanges(cat *catalog.Catalog, prev *vocab) (parts map[string]*schemaV
 			gone = append(gone, schema)
 		}
 	}
-	return parts, gone, came
+	return parts, gone, came, changed
 }
 
 // vocabUpdate is one build of a vocabulary from the previous one. Inner
@@ -306,6 +177,58 @@ func (u *vocabUpdate) add(schema string, p *schemaVocab) {
 		refs := u.heading(h)
 		for _, c := range cs {
 			refs[c]++
+		}
+	}
+}
+
+// change puts schema's share p in place of old, which it was updated
+// from with d: only the terms and identifiers d names are visited.
+func (u *vocabUpdate) change(schema string, old, p *schemaVocab, d *shareDelta) {
+	v := u.v
+	v.names[schema], v.columns[schema], v.length[schema] = p.names, p.columns, p.length
+	for t := range d.post {
+		if w, ok := p.post[t]; ok {
+			u.posting(t)[schema] = w
+		} else {
+			delete(u.posting(t), schema)
+		}
+	}
+	for n := range d.idents {
+		if keys := p.idents[n]; len(keys) > 0 {
+			u.identifying(n)[schema] = len(keys)
+		} else {
+			delete(u.identifying(n), schema)
+		}
+	}
+	for t := range d.terms {
+		if n := p.objDF[t] - old.objDF[t]; n != 0 {
+			if v.objDF[t] += n; v.objDF[t] == 0 {
+				delete(v.objDF, t)
+			}
+		}
+		was, is := old.names[t] || old.columns[t], p.names[t] || p.columns[t]
+		switch {
+		case is && !was:
+			v.df[t]++
+			u.words[t] = true
+		case was && !is:
+			v.df[t]--
+			u.words[t] = true
+		}
+	}
+	v.objects += p.counted - old.counted
+	if d.sets {
+		for h, cs := range old.heads {
+			refs := u.heading(h)
+			for _, c := range cs {
+				refs[c]--
+			}
+		}
+		for h, cs := range p.heads {
+			refs := u.heading(h)
+			for _, c := range cs {
+				refs[c]++
+			}
 		}
 	}
 }
