@@ -164,25 +164,7 @@ type shareDelta struct {
 // in, with what changed. nil when most of the schema changed: a new
 // share is then as cheap.
 func nextSchemaVocab(schema string, old *schemaVocab, objs []any) (*schemaVocab, *shareDelta) {
-	had := make(map[any]bool, len(old.objs))
-	for _, o := range old.objs {
-		had[o] = true
-	}
-	has := make(map[any]bool, len(objs))
-	for _, o := range objs {
-		has[o] = true
-	}
-	var left, came []any
-	for _, o := range old.objs {
-		if !has[o] {
-			left = append(left, o)
-		}
-	}
-	for _, o := range objs {
-		if !had[o] {
-			came = append(came, o)
-		}
-	}
+	left, came := changedObjects(old.objs, objs)
 	if len(left)+len(came) > len(objs)/2 {
 		return nil, nil
 	}
@@ -193,16 +175,7 @@ func nextSchemaVocab(schema string, old *schemaVocab, objs []any) (*schemaVocab,
 	d := &shareDelta{post: map[string]bool{}, terms: map[string]bool{}, idents: map[string]bool{}}
 	schemaTerms := text.Terms(schema)
 	for _, o := range left {
-		ov := analyseObject(o)
-		p.apply(schemaTerms, ov, -1, d)
-		for _, n := range ov.idents {
-			p.ownIdent(d, n)
-			if l := slices.DeleteFunc(p.idents[n], func(k string) bool { return k == ov.key }); len(l) > 0 {
-				p.idents[n] = l
-			} else {
-				delete(p.idents, n)
-			}
-		}
+		p.takeOut(schemaTerms, analyseObject(o), d)
 	}
 	if len(came) > 0 {
 		at := make(map[string]int, len(objs))
@@ -210,14 +183,7 @@ func nextSchemaVocab(schema string, old *schemaVocab, objs []any) (*schemaVocab,
 			at[objectKey(o)] = i
 		}
 		for _, o := range came {
-			ov := analyseObject(o)
-			p.apply(schemaTerms, ov, 1, d)
-			for _, n := range ov.idents {
-				p.ownIdent(d, n)
-				l := p.idents[n]
-				i, _ := slices.BinarySearchFunc(l, at[ov.key], func(k string, pos int) int { return at[k] - pos })
-				p.idents[n] = slices.Insert(l, i, ov.key)
-			}
+			p.putIn(schemaTerms, analyseObject(o), at, d)
 		}
 	}
 	if d.sets {
@@ -225,6 +191,56 @@ func nextSchemaVocab(schema string, old *schemaVocab, objs []any) (*schemaVocab,
 		p.fileHeads()
 	}
 	return p, d
+}
+
+// changedObjects are the objects of was that is lacks (left) and those
+// of is that was lacks (came), in their order.
+func changedObjects(was, is []any) (left, came []any) {
+	had := make(map[any]bool, len(was))
+	for _, o := range was {
+		had[o] = true
+	}
+	has := make(map[any]bool, len(is))
+	for _, o := range is {
+		has[o] = true
+	}
+	for _, o := range was {
+		if !has[o] {
+			left = append(left, o)
+		}
+	}
+	for _, o := range is {
+		if !had[o] {
+			came = append(came, o)
+		}
+	}
+	return left, came
+}
+
+// takeOut takes the share ov out, and its key out of its identifiers'
+// lists.
+func (p *schemaVocab) takeOut(schemaTerms []string, ov objectVocab, d *shareDelta) {
+	p.apply(schemaTerms, ov, -1, d)
+	for _, n := range ov.idents {
+		p.ownIdent(d, n)
+		if l := slices.DeleteFunc(p.idents[n], func(k string) bool { return k == ov.key }); len(l) > 0 {
+			p.idents[n] = l
+		} else {
+			delete(p.idents, n)
+		}
+	}
+}
+
+// putIn puts the share ov in, and its key into its identifiers' lists
+// where the catalog's order (at: key → place) has it.
+func (p *schemaVocab) putIn(schemaTerms []string, ov objectVocab, at map[string]int, d *shareDelta) {
+	p.apply(schemaTerms, ov, 1, d)
+	for _, n := range ov.idents {
+		p.ownIdent(d, n)
+		l := p.idents[n]
+		i, _ := slices.BinarySearchFunc(l, at[ov.key], func(k string, pos int) int { return at[k] - pos })
+		p.idents[n] = slices.Insert(l, i, ov.key)
+	}
 }
 
 // objectKey is a table's or view's key.
