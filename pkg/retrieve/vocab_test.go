@@ -173,27 +173,39 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 // the delete index's lists are compared as sets (their order is not read).
 func sameVocab(t *testing.T, step string, got, want *vocab) {
 	t.Helper()
-	sets := func(m map[string][]string) map[string][]string {
-		out := map[string][]string{}
-		for k, v := range m {
-			out[k] = slices.Sorted(slices.Values(v))
-		}
-		return out
-	}
-	for _, f := range []struct {
-		name      string
-		got, want any
-	}{
+	sameFields(t, step, "a rebuild", []field{
 		{"names", got.names, want.names}, {"columns", got.columns, want.columns}, {"df", got.df, want.df},
 		{"postings", got.postings, want.postings}, {"length", got.length, want.length}, {"coll", got.coll, want.coll},
-		{"total", got.total, want.total}, {"heads", got.heads, want.heads}, {"deletes", sets(got.deletes), sets(want.deletes)},
+		{"total", got.total, want.total}, {"heads", got.heads, want.heads}, {"deletes", sortedLists(got.deletes), sortedLists(want.deletes)},
 		{"extends", got.extends, want.extends},
 		{"idents", got.idents, want.idents}, {"objDF", got.objDF, want.objDF}, {"objects", got.objects, want.objects},
-	} {
+	})
+}
+
+// field is one part of two vocabularies, or of two shares, to compare.
+type field struct {
+	name      string
+	got, want any
+}
+
+// sameFields fails the test at the first field that differs from what
+// it is held to.
+func sameFields(t *testing.T, step, what string, fs []field) {
+	t.Helper()
+	for _, f := range fs {
 		if !reflect.DeepEqual(f.got, f.want) {
-			t.Fatalf("%s: %s differs from a rebuild", step, f.name)
+			t.Fatalf("%s: %s differs from %s", step, f.name, what)
 		}
 	}
+}
+
+// sortedLists sorts each list of m, for lists whose order is not read.
+func sortedLists(m map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range m {
+		out[k] = slices.Sorted(slices.Values(v))
+	}
+	return out
 }
 
 // sameTerms checks that v holds, for every table and view of cat and
@@ -505,30 +517,16 @@ func TestSchemaShareUpdatesLikeARebuild(t *testing.T) {
 }
 
 // sameShare checks that a share updated from another holds what one
-// built from nothing does.
+// built from nothing does (the order of a head's compounds is not read).
 func sameShare(t *testing.T, step string, got, want *schemaVocab) {
 	t.Helper()
-	heads := func(m map[string][]string) map[string][]string {
-		out := map[string][]string{}
-		for k, v := range m {
-			out[k] = slices.Sorted(slices.Values(v))
-		}
-		return out
-	}
-	for _, f := range []struct {
-		name      string
-		got, want any
-	}{
+	sameFields(t, step, "the share built from nothing", []field{
 		{"names", got.names, want.names}, {"columns", got.columns, want.columns},
 		{"nameRefs", got.nameRefs, want.nameRefs}, {"columnRefs", got.columnRefs, want.columnRefs},
-		{"post", got.post, want.post}, {"length", got.length, want.length}, {"heads", heads(got.heads), heads(want.heads)},
+		{"post", got.post, want.post}, {"length", got.length, want.length}, {"heads", sortedLists(got.heads), sortedLists(want.heads)},
 		{"idents", got.idents, want.idents}, {"objDF", got.objDF, want.objDF}, {"counted", got.counted, want.counted},
 		{"objTerms", got.objTerms, want.objTerms},
-	} {
-		if !reflect.DeepEqual(f.got, f.want) {
-			t.Fatalf("%s: the share's %s differs from one built from nothing", step, f.name)
-		}
-	}
+	})
 }
 
 // BenchmarkNextVocab is a daemon's work on the vocabulary when a
