@@ -442,7 +442,8 @@ type Watcher struct {
 	ready   chan struct{}
 	onError func(key string, err error)
 	hooks   []func(*catalog.Catalog)
-	pending chan struct{} // a new entry waits to be decoded
+	warms   map[string]*warming // per database, while its hooks run
+	pending chan struct{}       // a new entry waits to be decoded
 	objs    jetstream.ObjectStore
 	local   *Store
 	// decoders keep each database's tables by their JSON between
@@ -477,7 +478,7 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, 
 	}
 	o := newOptions(opts)
 	cw := &Watcher{cats: map[string]*watched{}, ready: make(chan struct{}), onError: onError, pending: make(chan struct{}, 1),
-		objs: o.objs, local: o.local}
+		warms: map[string]*warming{}, objs: o.objs, local: o.local}
 	initial := true
 	go follow(ctx, w, func(e jetstream.KeyValueEntry) {
 		switch {
@@ -492,8 +493,13 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, 
 	return cw, nil
 }
 
-// OnCatalog calls fn with every catalog the watcher decodes from now on,
-// outside its lock: a cache can be warmed before requests need it.
+// OnCatalog calls fn with the catalogs the watcher decodes from now on,
+// outside its lock: a cache can be warmed before requests need it. fn
+// runs beside the decoding, one call at a time per database, and a
+// database's catalogs that came while fn ran for it are given once, the
+// newest: one database's slow fn (a daemon warming the vocabulary of
+// ten thousand tables) holds up neither the decoding nor another
+// database's fn.
 func (cw *Watcher) OnCatalog(fn func(*catalog.Catalog)) {
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
@@ -598,18 +604,48 @@ func (cw *Watcher) catalog(db string, decoder bool) *catalog.Catalog {
 		w.good = c
 	}
 	good = w.good
-	hooks := cw.hooks
 	more := w.raw != nil
+	if err == nil && len(cw.hooks) > 0 {
+		cw.warmLocked(db, c)
+	}
 	cw.mu.Unlock()
 	if more {
 		cw.kick() // a newer entry came while this one decoded
 	}
-	if err == nil {
-		for _, h := range hooks {
-			h(c)
-		}
-	}
 	return good
+}
+
+// warming is one database's hooks at work, and the catalog they take
+// next.
+type warming struct {
+	next *catalog.Catalog
+}
+
+// warmLocked has the hooks take c: now, on a goroutine of db's own, or
+// after the catalog they are taking, in place of any that waited.
+func (cw *Watcher) warmLocked(db string, c *catalog.Catalog) {
+	if w := cw.warms[db]; w != nil {
+		w.next = c
+		return
+	}
+	w := &warming{next: c}
+	cw.warms[db] = w
+	go func() {
+		for {
+			cw.mu.Lock()
+			c, hooks := w.next, cw.hooks
+			w.next = nil
+			if c == nil {
+				delete(cw.warms, db)
+				cw.mu.Unlock()
+				return
+			}
+			cw.mu.Unlock()
+			for _, h := range hooks {
+				h(c)
+			}
+		}
+	}()
 }
 
 // decode turns an entry into its catalog: the very catalog when this

@@ -346,3 +346,79 @@ func TestConflictOnAReplicatedBucket(t *testing.T) {
 		}
 	}
 }
+
+// One database's slow hook (a daemon warming a huge catalog's
+// vocabulary) must not keep another database's new catalog from its
+// requests: the hooks run beside the decoding, one database's at a
+// time, the newest catalog first.
+func TestSlowHookHoldsUpNoOtherDatabase(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kv := bucket(t)
+	s := catalogkv.New(kv)
+	named := func(db string, version int64) *catalog.Catalog {
+		c, err := catalog.Snapshot(db, "s.sql", "CREATE TABLE a (id int PRIMARY KEY);")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Record(catalog.Applied{Seq: version, ID: fmt.Sprint(version), Source: "1.sql", Checksum: events.Checksum("x")})
+	}
+	revs := map[string]uint64{}
+	put := func(db string, version int64) {
+		rev, err := s.Put(ctx, named(db, version), revs[db])
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs[db] = rev
+	}
+	put("slow", 1)
+	put("fast", 1)
+	w, err := catalogkv.Watch(ctx, kv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-w.Ready()
+	entered, release := make(chan struct{}, 10), make(chan struct{})
+	var mu sync.Mutex
+	warmed := map[string]int64{}
+	w.OnCatalog(func(c *catalog.Catalog) {
+		if c.Database == "slow" {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-time.After(20 * time.Second):
+			}
+		}
+		mu.Lock()
+		warmed[c.Database] = c.Version
+		mu.Unlock()
+	})
+	for _, db := range []string{"slow", "fast"} {
+		if c := w.Catalog(db); c == nil || c.Version != 1 {
+			t.Fatalf("%s: %+v", db, c)
+		}
+	}
+	put("slow", 2)
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow database's hook never ran")
+	}
+	put("fast", 2)
+	testenv.Eventually(t, 5*time.Second, "fast's version 2 while slow's hook runs", func() bool {
+		c := w.Catalog("fast")
+		mu.Lock()
+		defer mu.Unlock()
+		return c != nil && c.Version == 2 && warmed["fast"] == 2
+	})
+	// Versions that came while a hook ran are warmed once, the newest.
+	put("slow", 3)
+	put("slow", 4)
+	testenv.Eventually(t, 5*time.Second, "slow's version 4 read", func() bool { c := w.Catalog("slow"); return c != nil && c.Version == 4 })
+	close(release)
+	testenv.Eventually(t, 5*time.Second, "slow's version 4 warmed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return warmed["slow"] == 4
+	})
+}
