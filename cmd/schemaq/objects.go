@@ -196,8 +196,7 @@ func printExample(e *env, v exampleView) {
 
 // markStale checks each example's SQL against the database's current
 // catalog with the verdict retrieval and check give (sqlguard.Fit): SQL
-// that does not parse or does not fit votes for nothing. only keeps just
-// those.
+// that does not parse or does not fit is stale. only keeps just those.
 func markStale(ctx context.Context, c *clientFlags, db string, views []exampleView, only bool) ([]exampleView, error) {
 	cat, err := currentCatalog(ctx, c, db)
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 
 // Fit is the one verdict on whether an example's SQL fits a catalog,
 // shared by every caller that asks: `check`, retrieval (a stale example
-// votes for nothing and leaves prompts), `examples list --stale` and
+// leaves prompts, and votes for nothing when a relation it reads is
+// gone), `examples list --stale` and
 // `examples show`, the worker's warning, and the feedback guard. SQL
 // fits when every relation it reads is placed (following renames) and
 // every column it names resolves, qualified by its relation, or
