@@ -495,11 +495,11 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, 
 
 // OnCatalog calls fn with the catalogs the watcher decodes from now on,
 // outside its lock: a cache can be warmed before requests need it. fn
-// runs beside the decoding, one call at a time per database, and a
-// database's catalogs that came while fn ran for it are given once, the
-// newest: one database's slow fn (a daemon warming the vocabulary of
-// ten thousand tables) holds up neither the decoding nor another
-// database's fn.
+// runs on a goroutine of the catalog's database, one call at a time; the
+// database's entries that came while fn ran are decoded after it, once,
+// the newest. One database's slow fn (a daemon warming the vocabulary of
+// ten thousand tables) holds up neither another database's decoding nor
+// its fn.
 func (cw *Watcher) OnCatalog(fn func(*catalog.Catalog)) {
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
@@ -541,7 +541,11 @@ func (cw *Watcher) decodeLoop(ctx context.Context) {
 		cw.mu.Lock()
 		var dbs []string
 		for db, w := range cw.cats {
-			if w.raw != nil && time.Since(w.lastRead) < warmFor {
+			// A database whose hooks are at work is decoded after them
+			// (they kick), as the newest entry by then: its requests keep
+			// the catalog whose graph is warm, or being warmed, rather
+			// than one that none is built for yet.
+			if w.raw != nil && time.Since(w.lastRead) < warmFor && cw.warms[db] == nil {
 				dbs = append(dbs, db)
 			}
 		}
@@ -638,6 +642,7 @@ func (cw *Watcher) warmLocked(db string, c *catalog.Catalog) {
 			if c == nil {
 				delete(cw.warms, db)
 				cw.mu.Unlock()
+				cw.kick() // an entry that came meanwhile waits to be decoded
 				return
 			}
 			cw.mu.Unlock()
