@@ -67,9 +67,9 @@ func (v *vocab) rank(terms []string) []string {
 		idf := math.Log(1 + (n-float64(v.df[t])+0.5)/(float64(v.df[t])+0.5))
 		for schema, names := range v.names {
 			switch {
-			case names[t]:
+			case names[t] > 0:
 				scores[schema] += 2 * idf
-			case v.columns[schema][t]:
+			case v.columns[schema][t] > 0:
 				scores[schema] += idf
 			}
 		}
@@ -283,8 +283,8 @@ func (v *vocab) routeFeatures(words []string, all []*object, fused []string, evi
 		}
 		var cov, icov, names float64
 		for i, t := range used {
-			inName := p.names[t]
-			if inName || p.columns[t] {
+			inName := p.names[t] > 0
+			if inName || p.columns[t] > 0 {
 				cov++
 				icov += idf[i]
 			}

@@ -16,18 +16,18 @@ import (
 // of the schema again: ten thousand tables in one schema cost 0.4 s a
 // version that way.
 type schemaVocab struct {
-	objs    []any // its tables and views, in catalog order: what it was built from
-	names   map[string]bool
-	columns map[string]bool
-	// nameRefs and columnRefs count the tables and views behind each
-	// term of names and columns, so that a term leaves with the last.
-	nameRefs, columnRefs map[string]int
-	post                 map[string]float64 // term → weighted count (names twice, columns once), compounds too
-	length               float64
-	heads                map[string][]string // head → this schema's compounds ending in it
-	idents               map[string][]string // table, view and column name, lower case → this schema's tables and views that have it, in catalog order
-	objDF                map[string]int      // term → how many of its tables and views have it in their name or columns
-	counted              int                 // its tables and views, partitions aside: what objDF counts
+	objs []any // its tables and views, in catalog order: what it was built from
+	// names and columns count the tables and views behind each term of
+	// their names and of their column names (the schema's own name is a
+	// name of each), so that a term leaves with the last; a term none
+	// has is not held.
+	names, columns map[string]int
+	post           map[string]float64 // term → weighted count (names twice, columns once), compounds too
+	length         float64
+	heads          map[string][]string // head → this schema's compounds ending in it
+	idents         map[string][]string // table, view and column name, lower case → this schema's tables and views that have it, in catalog order
+	objDF          map[string]int      // term → how many of its tables and views have it in their name or columns
+	counted        int                 // its tables and views, partitions aside: what objDF counts
 	// objTerms are each table's and view's terms (by key), sorted: what
 	// it has in its names and columns, which coverage gaps compare.
 	objTerms map[string][]string
@@ -133,10 +133,10 @@ func appendIdent(idents []string, name string) []string {
 }
 
 func newSchemaVocab(schema string, objs []any) *schemaVocab {
-	p := &schemaVocab{objs: objs, names: map[string]bool{}, columns: map[string]bool{}, nameRefs: map[string]int{}, columnRefs: map[string]int{},
+	p := &schemaVocab{objs: objs, names: map[string]int{}, columns: map[string]int{},
 		post: map[string]float64{}, heads: map[string][]string{}, idents: map[string][]string{}, objDF: map[string]int{},
 		objTerms: make(map[string][]string, len(objs))}
-	schemaTerms := text.Terms(schema)
+	schemaTerms := distinctTerms(schema)
 	for _, o := range objs {
 		ov := analyseObject(o)
 		p.apply(schemaTerms, ov, 1, nil)
@@ -168,12 +168,11 @@ func nextSchemaVocab(schema string, old *schemaVocab, objs []any) (*schemaVocab,
 	if len(left)+len(came) > len(objs)/2 {
 		return nil, nil
 	}
-	p := &schemaVocab{objs: objs, names: maps.Clone(old.names), columns: maps.Clone(old.columns),
-		nameRefs: maps.Clone(old.nameRefs), columnRefs: maps.Clone(old.columnRefs), post: maps.Clone(old.post),
+	p := &schemaVocab{objs: objs, names: maps.Clone(old.names), columns: maps.Clone(old.columns), post: maps.Clone(old.post),
 		length: old.length, heads: old.heads, idents: maps.Clone(old.idents), objDF: maps.Clone(old.objDF),
 		counted: old.counted, objTerms: maps.Clone(old.objTerms)}
 	d := &shareDelta{post: map[string]bool{}, terms: map[string]bool{}, idents: map[string]bool{}}
-	schemaTerms := text.Terms(schema)
+	schemaTerms := distinctTerms(schema)
 	for _, o := range left {
 		p.takeOut(schemaTerms, analyseObject(o), d)
 	}
@@ -243,6 +242,12 @@ func (p *schemaVocab) putIn(schemaTerms []string, ov objectVocab, at map[string]
 	}
 }
 
+// distinctTerms are the terms of s, each once: the schema's name counts
+// once for each of its tables and views.
+func distinctTerms(s string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(text.Terms(s))))
+}
+
 // objectKey is a table's or view's key.
 func objectKey(o any) string {
 	switch o := o.(type) {
@@ -270,14 +275,16 @@ func (p *schemaVocab) ownIdent(d *shareDelta, n string) {
 // of its tables and views.
 func (p *schemaVocab) apply(schemaTerms []string, ov objectVocab, sign int, d *shareDelta) {
 	for _, t := range schemaTerms {
-		p.ref(p.names, p.nameRefs, t, sign, d)
+		if i, ok := slices.BinarySearch(ov.terms, t); !ok || ov.in[i]&inName == 0 {
+			ref(p.names, t, sign, d) // once for a table named like its schema
+		}
 	}
 	for i, t := range ov.terms {
 		if ov.in[i]&inName != 0 {
-			p.ref(p.names, p.nameRefs, t, sign, d)
+			ref(p.names, t, sign, d)
 		}
 		if ov.in[i]&inColumn != 0 {
-			p.ref(p.columns, p.columnRefs, t, sign, d)
+			ref(p.columns, t, sign, d)
 		}
 		if ov.counted {
 			if p.objDF[t] += sign; p.objDF[t] == 0 {
@@ -309,23 +316,16 @@ func (p *schemaVocab) apply(schemaTerms []string, ov objectVocab, sign int, d *s
 	}
 }
 
-// ref counts one more (or one less) table or view behind t in set.
-func (p *schemaVocab) ref(set map[string]bool, refs map[string]int, t string, sign int, d *shareDelta) {
+// ref counts one more (sign 1) or one less (-1) table or view behind t
+// in refs, noting in d when t comes or leaves.
+func ref(refs map[string]int, t string, sign int, d *shareDelta) {
 	refs[t] += sign
-	switch refs[t] {
-	case 0:
+	n := refs[t]
+	if n == 0 {
 		delete(refs, t)
-		delete(set, t)
-		if d != nil {
-			d.sets = true
-		}
-	case sign:
-		if sign > 0 {
-			set[t] = true
-			if d != nil {
-				d.sets = true
-			}
-		}
+	}
+	if d != nil && (n == 0 || (sign > 0 && n == 1)) {
+		d.sets = true
 	}
 }
 
@@ -335,8 +335,8 @@ func (p *schemaVocab) ref(set map[string]bool, refs map[string]int, t string, si
 // both parts, the compound's rare term pulled it to the top of every
 // question about products.
 func (p *schemaVocab) fileHeads() {
-	uses := func(t string) bool { return p.names[t] || p.columns[t] }
-	for _, m := range []map[string]bool{p.names, p.columns} {
+	uses := func(t string) bool { return p.names[t] > 0 || p.columns[t] > 0 }
+	for _, m := range []map[string]int{p.names, p.columns} {
 		for t := range m {
 			if _, head, ok := split(t, uses); ok && !slices.Contains(p.heads[head], t) {
 				p.heads[head] = append(p.heads[head], t)
@@ -352,7 +352,7 @@ func (p *schemaVocab) words(fn func(string)) {
 		fn(t)
 	}
 	for t := range p.columns {
-		if !p.names[t] {
+		if p.names[t] == 0 {
 			fn(t)
 		}
 	}

@@ -39,9 +39,9 @@ func (v *vocab) owners(name string) []string {
 // about which database a question is about), twice when it names a table
 // or the schema itself.
 type vocab struct {
-	names   map[string]map[string]bool // schema → terms of its schema, table and view names
-	columns map[string]map[string]bool // schema → terms of its column names
-	df      map[string]int             // term → number of schemas that have it
+	names   map[string]map[string]int // schema → terms of its schema, table and view names (how many of its tables and views have each)
+	columns map[string]map[string]int // schema → terms of its column names (the same)
+	df      map[string]int            // term → number of schemas that have it
 	// postings, length, coll and total are the schemas as documents for
 	// query likelihood: a term's weighted count in each schema that has
 	// it (names twice, columns once), each schema's length, and the

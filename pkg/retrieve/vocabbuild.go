@@ -206,7 +206,7 @@ func (u *vocabUpdate) change(schema string, old, p *schemaVocab, d *shareDelta) 
 				delete(v.objDF, t)
 			}
 		}
-		was, is := old.names[t] || old.columns[t], p.names[t] || p.columns[t]
+		was, is := old.names[t] > 0 || old.columns[t] > 0, p.names[t] > 0 || p.columns[t] > 0
 		switch {
 		case is && !was:
 			v.df[t]++
@@ -379,7 +379,7 @@ func ownInner[V any](m map[string]map[string]V, owned map[string]bool, k string)
 // emptyVocab is the vocabulary of no catalog, the start of a build from
 // nothing: its maps exist, so that their clones do too.
 func emptyVocab() *vocab {
-	return &vocab{names: map[string]map[string]bool{}, columns: map[string]map[string]bool{}, df: map[string]int{},
+	return &vocab{names: map[string]map[string]int{}, columns: map[string]map[string]int{}, df: map[string]int{},
 		postings: map[string]map[string]float64{}, length: map[string]float64{}, coll: map[string]float64{},
 		deletes: map[string][]string{}, extends: map[string][]string{}, heads: map[string][]string{}, headRefs: map[string]map[string]int{},
 		idents: map[string]map[string]int{}, objDF: map[string]int{}}
