@@ -442,8 +442,10 @@ type Watcher struct {
 	ready   chan struct{}
 	onError func(key string, err error)
 	hooks   []func(*catalog.Catalog)
-	warms   map[string]*warming // per database, while its hooks run
-	pending chan struct{}       // a new entry waits to be decoded
+	// warms holds, per database whose hooks are at work, the catalog
+	// they take next (nil: none waits).
+	warms   map[string]*catalog.Catalog
+	pending chan struct{} // a new entry waits to be decoded
 	objs    jetstream.ObjectStore
 	local   *Store
 	// decoders keep each database's tables by their JSON between
@@ -478,7 +480,7 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, onError func(key string, 
 	}
 	o := newOptions(opts)
 	cw := &Watcher{cats: map[string]*watched{}, ready: make(chan struct{}), onError: onError, pending: make(chan struct{}, 1),
-		warms: map[string]*warming{}, objs: o.objs, local: o.local}
+		warms: map[string]*catalog.Catalog{}, objs: o.objs, local: o.local}
 	initial := true
 	go follow(ctx, w, func(e jetstream.KeyValueEntry) {
 		switch {
@@ -545,7 +547,7 @@ func (cw *Watcher) decodeLoop(ctx context.Context) {
 			// (they kick), as the newest entry by then: its requests keep
 			// the catalog whose graph is warm, or being warmed, rather
 			// than one that none is built for yet.
-			if w.raw != nil && time.Since(w.lastRead) < warmFor && cw.warms[db] == nil {
+			if _, warming := cw.warms[db]; w.raw != nil && time.Since(w.lastRead) < warmFor && !warming {
 				dbs = append(dbs, db)
 			}
 		}
@@ -619,26 +621,19 @@ func (cw *Watcher) catalog(db string, decoder bool) *catalog.Catalog {
 	return good
 }
 
-// warming is one database's hooks at work, and the catalog they take
-// next.
-type warming struct {
-	next *catalog.Catalog
-}
-
 // warmLocked has the hooks take c: now, on a goroutine of db's own, or
 // after the catalog they are taking, in place of any that waited.
 func (cw *Watcher) warmLocked(db string, c *catalog.Catalog) {
-	if w := cw.warms[db]; w != nil {
-		w.next = c
+	_, warming := cw.warms[db]
+	cw.warms[db] = c
+	if warming {
 		return
 	}
-	w := &warming{next: c}
-	cw.warms[db] = w
 	go func() {
 		for {
 			cw.mu.Lock()
-			c, hooks := w.next, cw.hooks
-			w.next = nil
+			c, hooks := cw.warms[db], cw.hooks
+			cw.warms[db] = nil
 			if c == nil {
 				delete(cw.warms, db)
 				cw.mu.Unlock()
