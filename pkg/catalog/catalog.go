@@ -11,6 +11,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -374,6 +375,14 @@ func (c *Catalog) Tables() []*Table {
 	}
 	return sortedValues(c.tables)
 }
+
+// AllTables yields every table in no order: for a walk that needs none,
+// without the sort or copy of Tables. The catalog must not change during
+// the walk.
+func (c *Catalog) AllTables() iter.Seq2[QualName, *Table] { return maps.All(c.tables) }
+
+// AllViews yields every view in no order, as AllTables does tables.
+func (c *Catalog) AllViews() iter.Seq2[QualName, *View] { return maps.All(c.views) }
 
 // Views returns every view sorted by schema and name.
 func (c *Catalog) Views() []*View {

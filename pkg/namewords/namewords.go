@@ -1,0 +1,171 @@
+// Package namewords counts the distinct words in the names of a
+// catalog's tables, views and columns, as search reads them (text.Terms).
+//
+// A daemon's vocabulary of a database (its likelihoods, its corrections'
+// delete index, its identifier lists) grows with these words, not with
+// the tables: ten thousand tables of ordinary words hold about twelve
+// thousand of them and cost a daemon 37 MB, while as many tables of
+// words no other schema uses hold 220,000 and cost 430 MB and seconds of
+// every daemon's time at each version. A worker bounds them per database
+// (--max-words-per-database), so that one team's catalog cannot take the
+// memory every team's daemon serves from.
+package namewords
+
+import (
+	"slices"
+
+	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/text"
+)
+
+// A Counter holds the word counts of one database's catalog, and counts
+// the next catalog's from them by the tables and views that changed: a
+// catalog's unchanged objects are the same objects as its predecessor's
+// (catalog.Catalog.ShareWith), so a migration that alters one table of
+// ten thousand costs a walk of their pointers, not of their names.
+//
+// A Counter is not safe for concurrent use.
+type Counter struct {
+	// of is the catalog counted, nil before the first count; objects
+	// counts, for each word, the tables and views whose names hold it.
+	of      *catalog.Catalog
+	objects map[string]int
+}
+
+// A Tally is a catalog's count, from a Counter, that the Counter can take
+// as its own (Keep) once the catalog is written.
+type Tally struct {
+	// Words is how many distinct words the catalog's names hold.
+	Words int
+	of    *catalog.Catalog
+	delta map[string]int
+}
+
+// Count counts next's words. It does not change the Counter: a catalog
+// refused for its words must not become the one the next is counted from.
+func (c *Counter) Count(next *catalog.Catalog) Tally {
+	d := differ{delta: map[string]int{}, terms: map[string][]string{}}
+	var prev *catalog.Catalog
+	if c.of != nil && c.of.Database == next.Database {
+		prev = c.of
+	}
+	for q, t := range next.AllTables() {
+		var was *catalog.Table
+		if prev != nil {
+			was = prev.Table(q)
+		}
+		if was != t {
+			d.table(was, -1)
+			d.table(t, +1)
+		}
+	}
+	for q, v := range next.AllViews() {
+		var was *catalog.View
+		if prev != nil {
+			was = prev.View(q)
+		}
+		if was != v {
+			d.view(was, -1)
+			d.view(v, +1)
+		}
+	}
+	if prev != nil {
+		for q, t := range prev.AllTables() {
+			if next.Table(q) == nil {
+				d.table(t, -1)
+			}
+		}
+		for q, v := range prev.AllViews() {
+			if next.View(q) == nil {
+				d.view(v, -1)
+			}
+		}
+	}
+	words := len(c.objects)
+	if prev == nil {
+		words = 0
+	}
+	for w, n := range d.delta {
+		had := 0
+		if prev != nil {
+			had = c.objects[w]
+		}
+		switch {
+		case had == 0 && had+n > 0:
+			words++
+		case had > 0 && had+n == 0:
+			words--
+		}
+	}
+	return Tally{Words: words, of: next, delta: d.delta}
+}
+
+// Keep makes t's catalog the one the Counter counts from. t must be the
+// Counter's latest Count: a Tally is a difference from the catalog the
+// Counter held when it was made.
+func (c *Counter) Keep(t Tally) {
+	if c.of == nil || c.of.Database != t.of.Database {
+		c.objects = map[string]int{}
+	}
+	for w, n := range t.delta {
+		if m := c.objects[w] + n; m > 0 {
+			c.objects[w] = m
+		} else {
+			delete(c.objects, w)
+		}
+	}
+	c.of = t.of
+}
+
+// differ sums the words of the objects that left (-1) and came (+1);
+// terms keeps each name's words for the walk, since a name repeats
+// across tables (id, name, created_at) and stemming costs a microsecond.
+type differ struct {
+	delta map[string]int
+	terms map[string][]string
+}
+
+func (d *differ) table(t *catalog.Table, sign int) {
+	if t == nil {
+		return
+	}
+	d.object(t.Schema, t.Name, t.Renamed, t.Columns, sign)
+}
+
+func (d *differ) view(v *catalog.View, sign int) {
+	if v == nil {
+		return
+	}
+	d.object(v.Schema, v.Name, v.Renamed, v.Columns, sign)
+}
+
+// object counts each word of an object's names once: its schema's, its
+// own and its columns', former names too, as the vocabulary holds them.
+func (d *differ) object(schema, name string, renamed []catalog.Rename, columns []*catalog.Column, sign int) {
+	var words []string
+	add := func(n string) { words = append(words, d.words(n)...) }
+	add(schema)
+	add(name)
+	for _, r := range renamed {
+		add(r.From)
+	}
+	for _, col := range columns {
+		add(col.Name)
+		for _, r := range col.Renamed {
+			add(r.From)
+		}
+	}
+	slices.Sort(words)
+	for _, w := range slices.Compact(words) {
+		d.delta[w] += sign
+	}
+}
+
+func (d *differ) words(name string) []string {
+	ws, ok := d.terms[name]
+	if !ok {
+		ws = text.Terms(name)
+		d.terms[name] = ws
+	}
+	return ws
+}
