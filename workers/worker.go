@@ -39,6 +39,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/embed"
 	"github.com/schemaq/schemaq/pkg/index"
 	"github.com/schemaq/schemaq/pkg/indexer"
+	"github.com/schemaq/schemaq/pkg/namewords"
 	"github.com/schemaq/schemaq/pkg/pace"
 	"github.com/schemaq/schemaq/pkg/pgtree"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
@@ -100,6 +101,10 @@ type Config struct {
 	// the worker holds half, the worker consumers none while it holds
 	// all.
 	MaxHeldBytes int64
+	// MaxWordsPerDatabase bounds the distinct words in the names of one
+	// database's tables, views and columns (words.go); 0: no bound. A
+	// migration or snapshot past it is refused.
+	MaxWordsPerDatabase int
 	// StrictCatalog refuses (dead-letters) a migration with a statement
 	// naming an object the catalog does not know. By default such a
 	// statement is skipped and recorded as drift on the catalog (see
@@ -119,6 +124,7 @@ var DefaultConfig = Config{
 	RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 5 * time.Second, ShutdownTimeout: 20 * time.Second,
 	MaxEventBytes: events.DefaultMaxEventBytes, AuditInterval: time.Minute,
 	LaneAt: 128, MaxLanes: 8, LaneQuiet: 30 * time.Second, MaxHeldBytes: 64 << 20,
+	MaxWordsPerDatabase: DefaultMaxWordsPerDatabase,
 }
 
 // Validate checks the config, naming every problem.
@@ -144,6 +150,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxHeldBytes != 0 && c.MaxHeldBytes < 8*int64(c.eventBytes()) {
 		errs = append(errs, fmt.Errorf("max held bytes (%d) must be 0 or at least eight events of the largest size (%d)", c.MaxHeldBytes, 8*c.eventBytes()))
+	}
+	if c.MaxWordsPerDatabase < 0 {
+		errs = append(errs, fmt.Errorf("max words per database must be 0 (no bound) or more, got %d", c.MaxWordsPerDatabase))
 	}
 	if c.LaneAt > 0 && c.LaneQuiet <= 0 {
 		errs = append(errs, fmt.Errorf("lane quiet must be positive with lanes on, got %v", c.LaneQuiet))
@@ -192,6 +201,8 @@ type Worker struct {
 	lanes     *lanes
 	laneTimes laneTimes
 	held      *heldBytes
+	// words counts each database's words, for MaxWordsPerDatabase.
+	words nameWords
 	// objs is the object store of big payloads, bound on first use.
 	objMu sync.Mutex
 	objs  jetstream.ObjectStore
@@ -245,7 +256,7 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 		return nil, errors.New("worker: jetstream, catalogs, store, embedder and logger are required")
 	}
 	w := &Worker{js: js, cats: cats, store: store, emb: emb, chunker: chunk.NewChunker(cfg.Chunk), log: log, cfg: cfg, caughtUp: make(chan struct{}),
-		queues: map[string]*queue{}, refused: map[string]outcome{}, sem: make(chan struct{}, cfg.Concurrency), owner: nuid.Next(),
+		queues: map[string]*queue{}, refused: map[string]outcome{}, words: nameWords{dbs: map[string]*namewords.Counter{}}, sem: make(chan struct{}, cfg.Concurrency), owner: nuid.Next(),
 		lanes: newLanes(), laneTimes: defaultLaneTimes, held: newHeldBytes(cfg.MaxHeldBytes)}
 	for _, o := range opts {
 		o(w)
@@ -1082,9 +1093,14 @@ func (w *Worker) applySnapshot(ctx context.Context, evs []*events.Event, ch sche
 		return outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, ch.seq, err)}
 	}
 	next.Rebase(catalog.Base{Seq: ch.seq, Source: ch.source, StreamSeq: streamSeq})
+	words, fits := w.words.count(w.cfg.MaxWordsPerDatabase, next)
+	if !fits {
+		return outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: w.wordsRefusal(ev.Type, ch.seq, ev.Database, words.tally.Words)}
+	}
 	if rev, err = w.cats.Put(ctx, next, rev); err != nil {
 		return outcome{act: actRetry, reason: err.Error(), conflict: errors.Is(err, catalogkv.ErrConflict)}
 	}
+	w.words.keep(words)
 	w.dropObjects(evs[:1])
 	return outcome{act: actAck, source: ch.source, seq: ch.seq, version: ch.seq, wrote: next, wroteRev: rev}
 }
@@ -1144,17 +1160,7 @@ func migrationNames(ev *events.Event) (source, id string) {
 // follows cat, in memory, and writes the result as one catalog
 // (compare-and-set on rev). It stops at the first one refused.
 func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev uint64, evs []*events.Event, streamSeqs []uint64) []outcome {
-	applied := make(map[string]catalog.Applied, len(cat.History()))
-	for _, a := range cat.History() {
-		applied[a.ID] = a
-	}
-	var opts []catalog.ApplyOption
-	if !w.cfg.StrictCatalog {
-		opts = append(opts, catalog.Tolerant())
-	}
-	// One replay for the batch: a hundred migrations do not copy the
-	// catalog a hundred times.
-	replay := catalog.NewReplay(cat, opts...)
+	replay, applied := w.startReplay(cat)
 	var outs []outcome
 	for i, ev := range evs {
 		out := w.applyMigration(ctx, replay, applied, ev, streamSeqs[i])
@@ -1172,12 +1178,38 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 	if n == 0 {
 		return outs
 	}
-	if !w.writeApplied(ctx, cat, rev, replay.Catalog(), outs[:n], evs[:n]) {
+	next := replay.Catalog()
+	// What the run did not change stays the objects of the catalog before
+	// it, so the chunker, the daemon and the word count redo only what
+	// did change.
+	next.ShareWith(cat)
+	words, fits := w.words.count(w.cfg.MaxWordsPerDatabase, next)
+	if !fits {
+		return w.pastWordBound(ctx, cat, rev, evs[:n], streamSeqs[:n])
+	}
+	if !w.writeApplied(ctx, cat, rev, next, outs[:n], evs[:n]) {
 		// Nothing was written: the applied ones are tried again, and
 		// what follows them is judged then.
 		return outs[:n]
 	}
+	w.words.keep(words)
 	return outs
+}
+
+// startReplay is a replay of migrations from cat, and cat's history by
+// migration id, to which applyMigration adds each it applies.
+func (w *Worker) startReplay(cat *catalog.Catalog) (*catalog.Replay, map[string]catalog.Applied) {
+	applied := make(map[string]catalog.Applied, len(cat.History()))
+	for _, a := range cat.History() {
+		applied[a.ID] = a
+	}
+	var opts []catalog.ApplyOption
+	if !w.cfg.StrictCatalog {
+		opts = append(opts, catalog.Tolerant())
+	}
+	// One replay for the batch: a hundred migrations do not copy the
+	// catalog a hundred times.
+	return catalog.NewReplay(cat, opts...), applied
 }
 
 // applyMigration applies one migration to the batch's replay; applied
@@ -1228,9 +1260,6 @@ func (w *Worker) applyMigration(ctx context.Context, replay *catalog.Replay, app
 // evs, in place of cat at rev, and marks their outcomes (done) written,
 // or to be tried again when the write fails (false).
 func (w *Worker) writeApplied(ctx context.Context, cat *catalog.Catalog, rev uint64, next *catalog.Catalog, done []outcome, evs []*events.Event) bool {
-	// What the run did not change stays the objects of the catalog before
-	// it, so the chunker and the daemon redo only what did change.
-	next.ShareWith(cat)
 	rev, err := w.cats.Put(ctx, next, rev)
 	if err != nil {
 		for i := range done {

@@ -561,6 +561,7 @@ func (r *roleFlags) registerWorker(fs *flag.FlagSet, e *env) error {
 		intVar(fs, e, &w.MaxLanes, "max-lanes", "SCHEMAQ_MAX_LANES", w.MaxLanes, "lanes at most beside each worker consumer (schema, docs); past that a flooding database's events stay in line"),
 		durationVar(fs, e, &w.LaneQuiet, "lane-quiet", "SCHEMAQ_LANE_QUIET", w.LaneQuiet, "how long a lane has nothing pending before it is retired"),
 		intVar(fs, e, &r.heldMiB, "max-held-mib", "SCHEMAQ_MAX_HELD_MIB", int(w.MaxHeldBytes>>20), "MiB of events a worker holds at most, as delivered (about twice that in memory): a database holding an eighth moves to a lane, lanes take no more past half, the worker consumers none past all; 0: no bound"),
+		intVar(fs, e, &w.MaxWordsPerDatabase, "max-words-per-database", "SCHEMAQ_MAX_WORDS_PER_DATABASE", w.MaxWordsPerDatabase, "distinct words in the names of one database's tables, views and columns; a migration or snapshot past it is refused to the dead-letter subject, since every daemon's memory grows with them; 0: no bound"),
 		durationVar(fs, e, &w.AuditInterval, "audit-interval", "SCHEMAQ_AUDIT_INTERVAL", w.AuditInterval, "how often to compare every database's index with its catalog and re-project those that lag (a store that lost acknowledged writes, as a Redis failover can); 0: only at start"),
 		durationVar(fs, e, &r.sweep.Every, "sweep-every", "SCHEMAQ_SWEEP_EVERY", r.sweep.Every, "how often to delete from the object store what nothing will read again (the SQL of big events the catalog is past, replaced catalogs); 0: never"),
 		durationVar(fs, e, &r.sweep.Grace, "sweep-grace", "SCHEMAQ_SWEEP_GRACE", r.sweep.Grace, "how old an object must be before a sweep may delete it; it must exceed the longest publish"),
@@ -650,6 +651,9 @@ func (r *roleFlags) check() error {
 		return usagef("--max-held-mib must be zero (no bound) or more, got %d", r.heldMiB)
 	}
 	r.worker.MaxHeldBytes = int64(r.heldMiB) << 20
+	if r.worker.MaxWordsPerDatabase < 0 {
+		return usagef("--max-words-per-database must be zero (no bound) or more, got %d", r.worker.MaxWordsPerDatabase)
+	}
 	if r.worker.AuditInterval < 0 {
 		return usagef("--audit-interval must be zero (only at start) or more, got %v", r.worker.AuditInterval)
 	}

@@ -559,34 +559,44 @@ func TestLargeSnapshot(t *testing.T) {
 // too large for a message even compressed, so the client puts it in the
 // object store and the event carries a reference; its catalog is too
 // large for a key-value entry, so the worker keeps it in the object store
-// too. The tables get random names, so neither compresses away.
+// too. Its names are drawn from 6,000 random words, as a real schema's
+// repeat a vocabulary (one of random names throughout would be refused
+// for its words: TestWordsPerDatabaseAreBounded), and each text column
+// has a random default, so that neither compresses away.
 func TestHugeSnapshot(t *testing.T) {
 	if testing.Short() || raceDetector {
 		t.Skip("-short or -race: the 50,000-table snapshot runs without the race detector (.ci/run does)")
 	}
-	const tables = 50_000
+	const tables, vocabulary = 50_000, 6_000
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(7, 50_000))
-	word := func() string {
-		const letters = "abcdefghijklmnopqrstuvwxyz"
-		b := make([]byte, 4+rng.IntN(6))
+	letters := func(n int) string {
+		const alphabet = "abcdefghijklmnopqrstuvwxyz"
+		b := make([]byte, n)
 		for i := range b {
-			b[i] = letters[rng.IntN(len(letters))]
+			b[i] = alphabet[rng.IntN(len(alphabet))]
 		}
 		return string(b)
 	}
+	pool := make([]string, vocabulary)
+	for i := range pool {
+		pool[i] = letters(4 + rng.IntN(6))
+	}
+	word := func() string { return pool[rng.IntN(len(pool))] }
 	var b strings.Builder
 	var probe string
 	for i := range tables {
 		if i%500 == 0 {
 			fmt.Fprintf(&b, "CREATE SCHEMA s%03d;\n", i/500)
 		}
-		name := fmt.Sprintf("%s_%s_%d", word(), word(), i)
+		// Two words of the pool by i make the name unique without a
+		// number of its own: 50,000 numbers would be 50,000 words.
+		name := fmt.Sprintf("%s_%s_%s", pool[i%vocabulary], pool[i/vocabulary], word())
 		if i == tables/2 {
 			name, probe = "loyalty_ledger_entries", fmt.Sprintf("s%03d.loyalty_ledger_entries", i/500)
 		}
-		fmt.Fprintf(&b, "CREATE TABLE s%03d.%s (id bigint PRIMARY KEY, c_%s_%s text, c_%s_at timestamptz, c_%s numeric(12,2));\n",
-			i/500, name, word(), word(), word(), word())
+		fmt.Fprintf(&b, "CREATE TABLE s%03d.%s (id bigint PRIMARY KEY, c_%s_%s text DEFAULT '%s', c_%s_at timestamptz, c_%s numeric(12,2));\n",
+			i/500, name, word(), word(), letters(20), word(), word())
 	}
 	dump := filepath.Join(dir, "structure.sql")
 	if err := os.WriteFile(dump, []byte(b.String()), 0o644); err != nil {
