@@ -38,6 +38,9 @@ type Metrics struct {
 	// fullest is the largest share of the stream's bound on events per
 	// database that one database's events of one kind hold (bound.go).
 	fullest prometheus.Gauge
+	// fullestWords is the largest share of --max-words-per-database that
+	// a database this worker wrote holds (words.go).
+	fullestWords prometheus.Gauge
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -82,9 +85,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Events newer events may have superseded (docs, examples, schema events before a snapshot, refused or re-sent schema events once their seq applied from another), by outcome: deleted from the stream, gone (deleted already), live (it still holds an example no newer event replaced), kept (a mark or history names events the stream does not hold as it says), failed or skipped (left in the stream)."}, []string{"outcome"}),
 		fullest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_stream_fullest_database_share",
 			Help: "The largest share of the stream's bound on one database's events of one kind (--max-events-per-database) that a database holds; at 1 its publishes of that kind are refused. 0 without a bound."}),
+		fullestWords: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schemaq_worker_fullest_words_share",
+			Help: "The largest share of --max-words-per-database (distinct words in the names of one database's tables, views and columns) that a database this worker last wrote holds; past 1 its migrations are refused. 0 without a bound."}),
 	}
 	reg.MustRegister(m.events, m.apply, m.pending, m.ackPending, m.redelivered, m.held, m.heldBytes, m.drift, m.unplaced, m.rested, m.heldForProjections, m.paused, m.pauses, m.freshness, m.repaired,
-		m.lanes, m.diverted, m.superseded, m.fullest)
+		m.lanes, m.diverted, m.superseded, m.fullest, m.fullestWords)
 	return m
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"go.uber.org/zap"
+
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/namewords"
@@ -43,10 +45,38 @@ func (n *nameWords) count(max int, next *catalog.Catalog) (wordCount, bool) {
 }
 
 // keep makes the written catalog of wc the one its database's next is
-// counted from.
-func (n *nameWords) keep(wc wordCount) {
-	if wc.counted {
-		n.counter(wc.db).Keep(wc.tally)
+// counted from, and returns the largest count among the databases, for
+// the gauge an alert reads before a team's migrations are refused.
+func (n *nameWords) keep(wc wordCount) (fullest int) {
+	if !wc.counted {
+		return 0
+	}
+	n.counter(wc.db).Keep(wc.tally)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range n.dbs {
+		fullest = max(fullest, c.Words())
+	}
+	return fullest
+}
+
+// wroteWords keeps wc's count once its catalog is written, exports the
+// fullest database's share of the bound, and warns when wc's database
+// comes within a tenth of it (after a start, its first write there),
+// so that its producer hears before its migrations are refused.
+func (w *Worker) wroteWords(wc wordCount) {
+	if !wc.counted {
+		return
+	}
+	before := w.words.counter(wc.db).Words()
+	fullest := w.words.keep(wc)
+	bound := w.cfg.MaxWordsPerDatabase
+	if w.m != nil {
+		w.m.fullestWords.Set(float64(fullest) / float64(bound))
+	}
+	if near := bound - bound/10; before < near && wc.tally.Words >= near {
+		w.log.Warn("a database's names hold nine tenths of the words a database may hold; past the bound its migrations are refused",
+			zap.String("database", wc.db), zap.Int("words", wc.tally.Words), zap.Int("max_words_per_database", bound))
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/schemaq/schemaq/events"
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/namewords"
@@ -141,4 +143,30 @@ func TestWordsBoundSnapshotsAndSetting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFullestWordsShareIsExported: the gauge an alert reads says how near
+// the fullest database's names are to the bound, before its migrations
+// are refused, and a smaller database written later does not lower it.
+func TestFullestWordsShareIsExported(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	big, small := wordyTables(r, "t", 9, 9), "CREATE TABLE orders (id int);"
+	nBig := words(t, "big", big)
+	const bound = 100
+	if nBig < bound*9/10 || nBig > bound {
+		t.Fatalf("premise: %d words, within a tenth of %d", nBig, bound)
+	}
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	cfg := testConfig()
+	cfg.MaxWordsPerDatabase = bound
+	e.startWorker(cfg, e.store, workers.WithMetrics(workers.NewMetrics(reg)))
+	e.publish(migration(t, "big", 1, big))
+	e.waitVersion("big", 1)
+	e.publish(migration(t, "small", 1, small))
+	e.waitVersion("small", 1)
+	want := float64(nBig) / bound
+	testenv.Eventually(t, 10*time.Second, "the fullest database's share of the word bound", func() bool {
+		return metric(t, reg, "schemaq_worker_fullest_words_share") == want
+	})
 }

@@ -1100,7 +1100,7 @@ func (w *Worker) applySnapshot(ctx context.Context, evs []*events.Event, ch sche
 	if rev, err = w.cats.Put(ctx, next, rev); err != nil {
 		return outcome{act: actRetry, reason: err.Error(), conflict: errors.Is(err, catalogkv.ErrConflict)}
 	}
-	w.words.keep(words)
+	w.wroteWords(words)
 	w.dropObjects(evs[:1])
 	return outcome{act: actAck, source: ch.source, seq: ch.seq, version: ch.seq, wrote: next, wroteRev: rev}
 }
@@ -1192,7 +1192,7 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 		// what follows them is judged then.
 		return outs[:n]
 	}
-	w.words.keep(words)
+	w.wroteWords(words)
 	return outs
 }
 

@@ -117,6 +117,9 @@ func (c *Counter) Keep(t Tally) {
 	c.of = t.of
 }
 
+// Words is how many distinct words the kept catalog's names hold.
+func (c *Counter) Words() int { return len(c.objects) }
+
 // differ sums the words of the objects that left (-1) and came (+1);
 // terms keeps each name's words for the walk, since a name repeats
 // across tables (id, name, created_at) and stemming costs a microsecond.
