@@ -34,14 +34,19 @@ type wordCount struct {
 	counted bool
 }
 
-// count counts next's words and reports whether they are within max (0:
-// no bound, and nothing is counted).
-func (n *nameWords) count(max int, next *catalog.Catalog) (wordCount, bool) {
+// count counts the words of next, a later version of cat, and reports
+// whether they are within max (0: no bound, and nothing is counted) or
+// no more than cat's: a database past the bound (written before it, or
+// under a higher one) may still drop what it no longer uses.
+func (n *nameWords) count(max int, cat, next *catalog.Catalog) (wordCount, bool) {
 	if max <= 0 {
 		return wordCount{}, true
 	}
-	t := n.counter(next.Database).Count(next)
-	return wordCount{db: next.Database, tally: t, counted: true}, t.Words <= max
+	c := n.counter(next.Database)
+	c.Follow(cat)
+	before := c.Words()
+	t := c.Count(next)
+	return wordCount{db: next.Database, tally: t, counted: true}, t.Words <= max || t.Words <= before
 }
 
 // keep makes the written catalog of wc the one its database's next is
@@ -91,42 +96,46 @@ func (n *nameWords) counter(db string) *namewords.Counter {
 	return c
 }
 
-// pastWordBound finds which of evs, a run of migrations that together
-// take their database past MaxWordsPerDatabase, is the first to, by
-// applying them again one at a time and counting after each. The ones
-// before it are written as a run; it is refused, naming the count and
-// the bound. Only a database at its bound pays for this second replay.
-func (w *Worker) pastWordBound(ctx context.Context, cat *catalog.Catalog, rev uint64, evs []*events.Event, streamSeqs []uint64) []outcome {
-	replay, applied := w.startReplay(cat)
-	for i, ev := range evs {
-		out := w.applyMigration(ctx, replay, applied, ev, streamSeqs[i])
-		if out.act != actAck {
-			// It applied in the run (a routine's time budget, a cut):
-			// the run is tried again, and judged then.
-			return []outcome{{act: actRetry, source: out.source, seq: out.seq, version: cat.Version, reason: out.reason}}
-		}
-		words, fits := w.words.count(w.cfg.MaxWordsPerDatabase, replay.Catalog())
-		if fits {
-			continue
-		}
-		var before []outcome
-		version := cat.Version
-		if i > 0 {
-			before = w.applyMigrations(ctx, cat, rev, evs[:i], streamSeqs[:i])
-			if last := before[len(before)-1]; last.act != actAck || last.wrote == nil {
-				return before // judged again once those are written
+// pastWordBound finds, in evs, a run of migrations that together take
+// their database past MaxWordsPerDatabase, one that takes it there: the
+// catalog before it is within the bound and the one after it is not.
+// It bisects, applying a prefix again from cat for each probe, so a run
+// of n costs about 2n applies and log n counts (applying and counting
+// after each one would count the run's new tables again at each). The
+// prefix before it is written as a run; it is refused, naming the count
+// and the bound.
+func (w *Worker) pastWordBound(ctx context.Context, cat *catalog.Catalog, rev uint64, evs []*events.Event, streamSeqs []uint64, words int) []outcome {
+	lo, hi := 0, len(evs) // the catalog after lo migrations fits; after hi it does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		replay, applied := w.startReplay(cat)
+		for i, ev := range evs[:mid] {
+			if out := w.applyMigration(ctx, replay, applied, ev, streamSeqs[i]); out.act != actAck {
+				// It applied in the run (a routine's time budget, a
+				// cut): the run is tried again, and judged then.
+				return []outcome{{act: actRetry, source: out.source, seq: out.seq, version: cat.Version, reason: out.reason}}
 			}
-			version = evs[i-1].Migration.Seq
 		}
-		refused := out
-		refused.act, refused.kind, refused.version = actDeadLetter, events.DLQKindRefused, version
-		refused.reason = w.wordsRefusal(ev.Type, out.seq, ev.Database, words.tally.Words)
-		return append(before, refused)
+		wc, fits := w.words.count(w.cfg.MaxWordsPerDatabase, cat, replay.Catalog())
+		if fits {
+			lo = mid
+		} else {
+			hi, words = mid, wc.tally.Words
+		}
 	}
-	// Counted one at a time, the run fits: its words were counted from
-	// another catalog than this worker's last, and it is tried again.
-	return []outcome{{act: actRetry, source: evs[0].Migration.Source, seq: evs[0].Migration.Seq, version: cat.Version,
-		reason: fmt.Sprintf("the words of %s were counted past the bound for the run of migrations from %d, but not for any one of them; tried again", evs[0].Database, evs[0].Migration.Seq)}}
+	var before []outcome
+	version := cat.Version
+	if lo > 0 {
+		before = w.applyMigrations(ctx, cat, rev, evs[:lo], streamSeqs[:lo])
+		if last := before[len(before)-1]; last.act != actAck || last.wrote == nil {
+			return before // judged again once those are written
+		}
+		version = evs[lo-1].Migration.Seq
+	}
+	ev := evs[lo]
+	source, _ := migrationNames(ev)
+	return append(before, outcome{act: actDeadLetter, kind: events.DLQKindRefused, source: source, seq: ev.Migration.Seq, version: version,
+		reason: w.wordsRefusal(ev.Type, ev.Migration.Seq, ev.Database, words)})
 }
 
 // wordsRefusal is the dead letter's reason for an event whose catalog

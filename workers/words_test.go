@@ -15,6 +15,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/namewords"
 	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/workers"
+	"go.uber.org/zap/zaptest"
 )
 
 // wordyTables is DDL of tables whose columns are words no schema uses:
@@ -169,4 +170,70 @@ func TestFullestWordsShareIsExported(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "the fullest database's share of the word bound", func() bool {
 		return metric(t, reg, "schemaq_worker_fullest_words_share") == want
 	})
+}
+
+// TestWordBoundFindsTheMigrationInARun: in a run of eight migrations of
+// new words, the one that takes the database past the bound is refused
+// and those before it are written; a database already past the bound
+// (written under none) may still drop tables, but not add words.
+func TestWordBoundFindsTheMigrationInARun(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	const bound = 120
+	var sqls []string
+	fit := 0
+	for i := range 8 {
+		sqls = append(sqls, wordyTables(r, fmt.Sprintf("m%d", i), 3, 9))
+		if words(t, "run", sqls...) <= bound {
+			fit = i + 1
+		}
+	}
+	if fit < 2 || fit > 6 || words(t, "run", sqls[:fit+1]...) <= bound {
+		t.Fatalf("premise: %d of the migrations fit", fit)
+	}
+	e := newEnv(t)
+	// Written under no bound: 8 migrations' words, past 120.
+	for i, sql := range sqls {
+		e.publish(migration(t, "over", int64(i+1), sql))
+	}
+	unbounded := testConfig()
+	unbounded.MaxWordsPerDatabase = 0
+	w, err := workers.New(e.js, e.cats, e.store, e.emb, zaptest.NewLogger(t), unbounded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	e.waitVersion("over", 8)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// Published before the bounded worker starts, the eight are one run.
+	for i, sql := range sqls {
+		e.publish(migration(t, "run", int64(i+1), sql))
+	}
+	cfg := testConfig()
+	cfg.MaxWordsPerDatabase = bound
+	e.startWorker(cfg, e.store)
+	e.waitVersion("run", int64(fit))
+	dl := e.waitDeadLetters(1)
+	if !strings.Contains(dl[0].reason, fmt.Sprintf("schema.migration %d would give database run", fit+1)) {
+		t.Fatalf("the first letter: %+v", dl[0])
+	}
+	e.publish(migration(t, "over", 9, "DROP TABLE m0_0; DROP TABLE m1_0;"))
+	e.waitVersion("over", 9)
+	e.publish(migration(t, "over", 10, wordyTables(r, "late", 1, 5)))
+	testenv.Eventually(t, 20*time.Second, "the migration adding words to over refused", func() bool {
+		for _, d := range e.deadLetters() {
+			if strings.Contains(d.reason, "schema.migration 10 would give database over") {
+				return true
+			}
+		}
+		return false
+	})
+	if v := e.version("over"); v != 9 {
+		t.Fatalf("over at version %d, want 9", v)
+	}
 }

@@ -969,7 +969,7 @@ func (w *Worker) schemaOnce(ctx context.Context, evs []*events.Event, streamSeqs
 	case ch.seq <= cat.Version:
 		return with(w.appliedAlready(ctx, ev, cat, ch, streamSeqs[0]))
 	case ev.Snapshot != nil:
-		o := w.applySnapshot(ctx, evs, ch, rev, streamSeqs[0])
+		o := w.applySnapshot(ctx, evs, ch, cat, rev, streamSeqs[0])
 		if o.wrote == nil {
 			return with(o)
 		}
@@ -1069,10 +1069,10 @@ func (w *Worker) appliedAlready(ctx context.Context, ev *events.Event, cat *cata
 	return outcome{act: actAck}
 }
 
-// applySnapshot replaces the catalog with the snapshot's. An outcome
+// applySnapshot replaces the catalog, cat at rev, with the snapshot's. An outcome
 // that wrote the catalog carries its new version; any other is the
 // caller's to label with the catalog's.
-func (w *Worker) applySnapshot(ctx context.Context, evs []*events.Event, ch schemaChange, rev uint64, streamSeq uint64) outcome {
+func (w *Worker) applySnapshot(ctx context.Context, evs []*events.Event, ch schemaChange, cat *catalog.Catalog, rev uint64, streamSeq uint64) outcome {
 	ev := evs[0]
 	sql := ch.sql
 	if ev.Snapshot.SQLObject != nil {
@@ -1093,7 +1093,7 @@ func (w *Worker) applySnapshot(ctx context.Context, evs []*events.Event, ch sche
 		return outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: fmt.Sprintf("%s %d does not apply: %v", ev.Type, ch.seq, err)}
 	}
 	next.Rebase(catalog.Base{Seq: ch.seq, Source: ch.source, StreamSeq: streamSeq})
-	words, fits := w.words.count(w.cfg.MaxWordsPerDatabase, next)
+	words, fits := w.words.count(w.cfg.MaxWordsPerDatabase, cat, next)
 	if !fits {
 		return outcome{act: actDeadLetter, kind: events.DLQKindRefused, reason: w.wordsRefusal(ev.Type, ch.seq, ev.Database, words.tally.Words)}
 	}
@@ -1183,9 +1183,9 @@ func (w *Worker) applyMigrations(ctx context.Context, cat *catalog.Catalog, rev 
 	// it, so the chunker, the daemon and the word count redo only what
 	// did change.
 	next.ShareWith(cat)
-	words, fits := w.words.count(w.cfg.MaxWordsPerDatabase, next)
+	words, fits := w.words.count(w.cfg.MaxWordsPerDatabase, cat, next)
 	if !fits {
-		return w.pastWordBound(ctx, cat, rev, evs[:n], streamSeqs[:n])
+		return w.pastWordBound(ctx, cat, rev, evs[:n], streamSeqs[:n], words.tally.Words)
 	}
 	if !w.writeApplied(ctx, cat, rev, next, outs[:n], evs[:n]) {
 		// Nothing was written: the applied ones are tried again, and

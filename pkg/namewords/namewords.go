@@ -117,6 +117,14 @@ func (c *Counter) Keep(t Tally) {
 	c.of = t.of
 }
 
+// Follow makes cat, a catalog that is written, the one the Counter
+// counts from, counting it unless it already is.
+func (c *Counter) Follow(cat *catalog.Catalog) {
+	if c.of != cat {
+		c.Keep(c.Count(cat))
+	}
+}
+
 // Words is how many distinct words the kept catalog's names hold.
 func (c *Counter) Words() int { return len(c.objects) }
 
