@@ -21,10 +21,12 @@ const DefaultMaxWordsPerDatabase = 50_000
 // nameWords holds a counter of each database's words, from the catalog
 // this worker last wrote or counted. Events of one database are applied
 // one at a time (the database's lock), so a counter is never used by two
-// at once; the map is shared.
+// at once; the maps are shared, and words holds each counter's count for
+// the gauge, which reads every database's.
 type nameWords struct {
-	mu  sync.Mutex
-	dbs map[string]*namewords.Counter
+	mu    sync.Mutex
+	dbs   map[string]*namewords.Counter
+	words map[string]int
 }
 
 // wordCount is a catalog's count, to keep once the catalog is written.
@@ -45,6 +47,7 @@ func (n *nameWords) count(max int, cat, next *catalog.Catalog) (wordCount, bool)
 	c := n.counter(next.Database)
 	c.Follow(cat)
 	before := c.Words()
+	n.kept(next.Database, before)
 	t := c.Count(next)
 	return wordCount{db: next.Database, tally: t, counted: true}, t.Words <= max || t.Words <= before
 }
@@ -56,11 +59,18 @@ func (n *nameWords) keep(wc wordCount) (fullest int) {
 	if !wc.counted {
 		return 0
 	}
-	n.counter(wc.db).Keep(wc.tally)
+	c := n.counter(wc.db)
+	c.Keep(wc.tally)
+	return n.kept(wc.db, c.Words())
+}
+
+// kept records db's count and returns the largest.
+func (n *nameWords) kept(db string, words int) (fullest int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, c := range n.dbs {
-		fullest = max(fullest, c.Words())
+	n.words[db] = words
+	for _, w := range n.words {
+		fullest = max(fullest, w)
 	}
 	return fullest
 }

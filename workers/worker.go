@@ -256,7 +256,7 @@ func New(js jetstream.JetStream, cats *catalogkv.Store, store Store, emb embed.E
 		return nil, errors.New("worker: jetstream, catalogs, store, embedder and logger are required")
 	}
 	w := &Worker{js: js, cats: cats, store: store, emb: emb, chunker: chunk.NewChunker(cfg.Chunk), log: log, cfg: cfg, caughtUp: make(chan struct{}),
-		queues: map[string]*queue{}, refused: map[string]outcome{}, words: nameWords{dbs: map[string]*namewords.Counter{}}, sem: make(chan struct{}, cfg.Concurrency), owner: nuid.Next(),
+		queues: map[string]*queue{}, refused: map[string]outcome{}, words: nameWords{dbs: map[string]*namewords.Counter{}, words: map[string]int{}}, sem: make(chan struct{}, cfg.Concurrency), owner: nuid.Next(),
 		lanes: newLanes(), laneTimes: defaultLaneTimes, held: newHeldBytes(cfg.MaxHeldBytes)}
 	for _, o := range opts {
 		o(w)
