@@ -14,6 +14,8 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/migrate"
+	"github.com/schemaq/schemaq/pkg/namewords"
+	"github.com/schemaq/schemaq/workers"
 )
 
 // runCatalog replays DDL files locally, exactly as a worker applies
@@ -24,6 +26,7 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 	db := fs.String("db", "db", "database name the catalog is for")
 	format := fs.String("format", "summary", "output: summary, tables, ddl, json or chunks")
 	strict := fs.Bool("strict", false, "refuse a migration with a statement naming an object the catalog does not know, instead of skipping it as drift (exit 1)")
+	maxWords := fs.Int("max-words-per-database", workers.DefaultMaxWordsPerDatabase, "fail (exit 1) when the catalog's names hold more distinct words than this, as workers with the same setting refuse it; 0: no check")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -60,6 +63,11 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	c := replay.Catalog()
+	var counter namewords.Counter
+	words := counter.Count(c).Words
+	if *maxWords > 0 && words > *maxWords {
+		return fmt.Errorf("catalog %s would hold %d distinct words in the names of its tables, views and columns, past the bound of %d per database (--max-words-per-database); workers with that bound refuse the migration that crosses it", c.Database, words, *maxWords)
+	}
 	// Drift goes to stderr so that the output formats stay what they
 	// are; the exit status stays 0, since the history did run somewhere.
 	if d := c.Drift(); len(d) > 0 {
@@ -93,8 +101,8 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "database %s at version %d: %d migration(s) applied; %d tables, %d views, %d enums in %d schemas\n",
-		c.Database, c.Version, len(steps), len(c.Tables()), len(c.Views()), len(c.Enums()), len(c.Schemas()))
+	fmt.Fprintf(e.stdout, "database %s at version %d: %d migration(s) applied; %d tables, %d views, %d enums in %d schemas; %d distinct words in names\n",
+		c.Database, c.Version, len(steps), len(c.Tables()), len(c.Views()), len(c.Enums()), len(c.Schemas()), words)
 	return nil
 }
 
