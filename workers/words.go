@@ -64,6 +64,19 @@ func (n *nameWords) keep(wc wordCount) (fullest int) {
 	return n.kept(wc.db, c.Words())
 }
 
+// forget drops a retired database's counter and returns the largest
+// count of those left.
+func (n *nameWords) forget(db string) (fullest int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.dbs, db)
+	delete(n.words, db)
+	for _, w := range n.words {
+		fullest = max(fullest, w)
+	}
+	return fullest
+}
+
 // kept records db's count and returns the largest.
 func (n *nameWords) kept(db string, words int) (fullest int) {
 	n.mu.Lock()
@@ -84,11 +97,8 @@ func (w *Worker) wroteWords(wc wordCount) {
 		return
 	}
 	before := w.words.counter(wc.db).Words()
-	fullest := w.words.keep(wc)
+	w.exportWords(w.words.keep(wc))
 	bound := w.cfg.MaxWordsPerDatabase
-	if w.m != nil {
-		w.m.fullestWords.Set(float64(fullest) / float64(bound))
-	}
 	if near := bound - bound/10; before < near && wc.tally.Words >= near {
 		w.log.Warn("a database's names hold nine tenths of the words a database may hold; past the bound its migrations are refused",
 			zap.String("database", wc.db), zap.Int("words", wc.tally.Words), zap.Int("max_words_per_database", bound))
@@ -153,4 +163,12 @@ func (w *Worker) pastWordBound(ctx context.Context, cat *catalog.Catalog, rev ui
 func (w *Worker) wordsRefusal(typ string, seq int64, db string, words int) string {
 	return fmt.Sprintf("%s %d would give database %s %d distinct words in the names of its tables, views and columns, past the bound of %d per database (--max-words-per-database): nothing of it was applied; drop what is no longer used, or ask the operator to raise the bound",
 		typ, seq, db, words, w.cfg.MaxWordsPerDatabase)
+}
+
+// exportWords sets the gauge of the fullest database's share of the
+// word bound.
+func (w *Worker) exportWords(fullest int) {
+	if w.m != nil && w.cfg.MaxWordsPerDatabase > 0 {
+		w.m.fullestWords.Set(float64(fullest) / float64(w.cfg.MaxWordsPerDatabase))
+	}
 }

@@ -148,7 +148,8 @@ func TestWordsBoundSnapshotsAndSetting(t *testing.T) {
 
 // TestFullestWordsShareIsExported: the gauge an alert reads says how near
 // the fullest database's names are to the bound, before its migrations
-// are refused, and a smaller database written later does not lower it.
+// are refused; a smaller database written later does not lower it, and
+// a retired one's share goes with it.
 func TestFullestWordsShareIsExported(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
 	big, small := wordyTables(r, "t", 9, 9), "CREATE TABLE orders (id int);"
@@ -168,6 +169,15 @@ func TestFullestWordsShareIsExported(t *testing.T) {
 	e.waitVersion("small", 1)
 	want := float64(nBig) / bound
 	testenv.Eventually(t, 10*time.Second, "the fullest database's share of the word bound", func() bool {
+		return metric(t, reg, "schemaq_worker_fullest_words_share") == want
+	})
+	// Retired (`schemaq databases retire` deletes its entry), it is
+	// forgotten: the gauge falls to the other's share.
+	if err := e.kv.Purge(context.Background(), "big"); err != nil {
+		t.Fatal(err)
+	}
+	want = float64(words(t, "small", small)) / bound
+	testenv.Eventually(t, 10*time.Second, "the retired database's share forgotten", func() bool {
 		return metric(t, reg, "schemaq_worker_fullest_words_share") == want
 	})
 }

@@ -840,6 +840,7 @@ func (w *Worker) forget(ctx context.Context, db string) {
 		w.log.Info("retired database was published again; its index stays", zap.String("database", db), zap.Int64("version", v))
 		return
 	}
+	w.exportWords(w.words.forget(db))
 	if err := w.store.DeleteDatabase(ctx, db); err != nil {
 		w.log.Warn("retired database: its index could not be dropped; it is tried again at the next start", zap.String("database", db), zap.Error(err))
 		return
