@@ -12,6 +12,7 @@
 package namewords
 
 import (
+	"iter"
 	"slices"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
@@ -44,60 +45,42 @@ type Tally struct {
 // Count counts next's words. It does not change the Counter: a catalog
 // refused for its words must not become the one the next is counted from.
 func (c *Counter) Count(next *catalog.Catalog) Tally {
+	prev, objects := c.of, c.objects
+	if prev == nil || prev.Database != next.Database {
+		prev, objects = catalog.New(next.Database), nil
+	}
 	d := differ{delta: map[string]int{}, terms: map[string][]string{}}
-	var prev *catalog.Catalog
-	if c.of != nil && c.of.Database == next.Database {
-		prev = c.of
-	}
-	for q, t := range next.AllTables() {
-		var was *catalog.Table
-		if prev != nil {
-			was = prev.Table(q)
-		}
-		if was != t {
-			d.table(was, -1)
-			d.table(t, +1)
-		}
-	}
-	for q, v := range next.AllViews() {
-		var was *catalog.View
-		if prev != nil {
-			was = prev.View(q)
-		}
-		if was != v {
-			d.view(was, -1)
-			d.view(v, +1)
-		}
-	}
-	if prev != nil {
-		for q, t := range prev.AllTables() {
-			if next.Table(q) == nil {
-				d.table(t, -1)
-			}
-		}
-		for q, v := range prev.AllViews() {
-			if next.View(q) == nil {
-				d.view(v, -1)
-			}
-		}
-	}
-	words := len(c.objects)
-	if prev == nil {
-		words = 0
-	}
+	diff(next.AllTables(), prev.AllTables(), next.Table, prev.Table, d.table)
+	diff(next.AllViews(), prev.AllViews(), next.View, prev.View, d.view)
+	words := len(objects)
 	for w, n := range d.delta {
-		had := 0
-		if prev != nil {
-			had = c.objects[w]
-		}
-		switch {
-		case had == 0 && had+n > 0:
+		switch had := objects[w]; {
+		case had == 0 && n > 0:
 			words++
 		case had > 0 && had+n == 0:
 			words--
 		}
 	}
 	return Tally{Words: words, of: next, delta: d.delta}
+}
+
+// diff counts out the objects of one kind that left or changed between
+// two catalogs (by name: in and was look one up in each), and counts in
+// those that came or changed. Unchanged objects are the same objects.
+func diff[O any](now, old iter.Seq2[catalog.QualName, *O], in, was func(catalog.QualName) *O, count func(*O, int)) {
+	for q, o := range now {
+		if p := was(q); p != o {
+			if p != nil {
+				count(p, -1)
+			}
+			count(o, +1)
+		}
+	}
+	for q, p := range old {
+		if in(q) == nil {
+			count(p, -1)
+		}
+	}
 }
 
 // Keep makes t's catalog the one the Counter counts from. t must be the
@@ -137,16 +120,10 @@ type differ struct {
 }
 
 func (d *differ) table(t *catalog.Table, sign int) {
-	if t == nil {
-		return
-	}
 	d.object(t.Schema, t.Name, t.Renamed, t.Columns, sign)
 }
 
 func (d *differ) view(v *catalog.View, sign int) {
-	if v == nil {
-		return
-	}
 	d.object(v.Schema, v.Name, v.Renamed, v.Columns, sign)
 }
 
