@@ -222,9 +222,9 @@ func coverage(own map[string]bool, question string, words []string) float64 {
 }
 
 // freshenExamples holds the examples found to the catalog as it is now.
-// One whose SQL reads a relation the catalog no longer has is stale: it
-// voted for nothing, and it leaves the results, so no prompt shows a
-// model a query that would fail. One that reads a relation by a name a
+// One whose SQL does not parse, or reads a relation the catalog no longer
+// has, or names a column none of its relations has, is stale: it leaves
+// the results, so no prompt shows a model a query that would fail. One that reads a relation by a name a
 // migration has renamed since votes for it under its new name (Place
 // follows renames); its text is rewritten to the current names of its
 // relations and columns, with the renames noted, so the model writes
@@ -243,7 +243,9 @@ func (p *run) freshenExamples() {
 		}
 		qs := p.r.reads.queries(o.cand.Chunks[0])
 		if len(qs) == 0 {
-			kept = append(kept, o) // SQL that does not parse: a few-shot example still
+			// SQL that does not parse would fail as surely, and would
+			// teach the model to write what the guard refuses.
+			p.res.Stale++
 			continue
 		}
 		fit := qs[0].Fit(g.names, o.cand.Schema)

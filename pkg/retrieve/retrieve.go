@@ -66,9 +66,9 @@ type Item struct {
 type Result struct {
 	Items     []Item
 	Truncated bool // the token budget cut items
-	// Stale counts the worked examples left out because their SQL reads
-	// a relation the catalog no longer has: they neither vote nor reach
-	// a prompt.
+	// Stale counts the worked examples left out because their SQL does
+	// not fit the catalog (it does not parse, or reads a relation or
+	// column the catalog no longer has): they reach no prompt.
 	Stale int
 	// Warnings say what degraded without failing (a reranker that
 	// failed, leaving the fused order).

@@ -1320,7 +1320,8 @@ CREATE TABLE coupons (code text, percent int);`)
 
 // An example naming a column since dropped, of tables still there, is
 // stale: it leaves the results, but still says which tables such a
-// question reads. One reading a dropped table votes for nothing.
+// question reads. One reading a dropped table votes for nothing, nor
+// does one whose SQL does not parse; neither reaches a prompt.
 func TestStaleColumnsStillVote(t *testing.T) {
 	ctx := context.Background()
 	cat, err := catalog.New("shop").Apply("0001.sql", `
@@ -1338,6 +1339,7 @@ CREATE TABLE coupons (code text, product_id int, percent int);`)
 	exs := []chunk.Chunk{
 		chunk.Example("shop", "", "best-sellers", "Which products sold the most units last week?", "SELECT p.name, sum(o.quantity) FROM orders o JOIN products p ON p.id = o.product_id WHERE o.placed_at > now() - interval '7 days' GROUP BY 1 ORDER BY 2 DESC"),
 		chunk.Example("shop", "", "discounted", "Which products had the biggest discount last week?", "SELECT p.name FROM coupons c JOIN promotions pr USING (product_id) JOIN products p ON p.id = c.product_id ORDER BY c.percent DESC"),
+		chunk.Example("shop", "", "misspelt", "Which promotions started this month?", "SELEKT * FROM promotions WHERE starts >= date_trunc('month', now())"),
 	}
 	if _, err := indexer.Chunks(ctx, s, e, exs); err != nil {
 		t.Fatal(err)
@@ -1348,6 +1350,7 @@ CREATE TABLE coupons (code text, product_id int, percent int);`)
 	}{
 		{"Which products sold the most units last week?", "best-sellers", "public.orders", true},
 		{"Which products had the biggest discount last week?", "discounted", "public.promotions", false},
+		{"Which promotions started this month?", "misspelt", "public.promotions", false},
 	} {
 		t.Run(tc.example, func(t *testing.T) {
 			res := retrieveOnce(t, s, e, cat, retrieve.DefaultConfig, retrieve.Request{Database: "shop", Question: tc.question, K: 5})
