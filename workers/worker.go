@@ -1070,9 +1070,9 @@ func (w *Worker) appliedAlready(ctx context.Context, ev *events.Event, cat *cata
 	return outcome{act: actAck}
 }
 
-// applySnapshot replaces the catalog, cat at rev, with the snapshot's. An outcome
-// that wrote the catalog carries its new version; any other is the
-// caller's to label with the catalog's.
+// applySnapshot replaces the catalog, cat at rev, with the snapshot's.
+// An outcome that wrote the catalog carries its new version; any other
+// is the caller's to label with the catalog's.
 func (w *Worker) applySnapshot(ctx context.Context, evs []*events.Event, ch schemaChange, cat *catalog.Catalog, rev uint64, streamSeq uint64) outcome {
 	ev := evs[0]
 	sql := ch.sql

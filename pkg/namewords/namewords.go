@@ -50,8 +50,8 @@ func (c *Counter) Count(next *catalog.Catalog) Tally {
 		prev, objects = catalog.New(next.Database), nil
 	}
 	d := differ{delta: map[string]int{}, terms: map[string][]string{}}
-	diff(next.AllTables(), prev.AllTables(), next.Table, prev.Table, d.table)
-	diff(next.AllViews(), prev.AllViews(), next.View, prev.View, d.view)
+	diff(&d, next.AllTables(), prev.AllTables(), next.Table, prev.Table, tableNames)
+	diff(&d, next.AllViews(), prev.AllViews(), next.View, prev.View, viewNames)
 	words := len(objects)
 	for w, n := range d.delta {
 		switch had := objects[w]; {
@@ -66,21 +66,53 @@ func (c *Counter) Count(next *catalog.Catalog) Tally {
 
 // diff counts out the objects of one kind that left or changed between
 // two catalogs (by name: in and was look one up in each), and counts in
-// those that came or changed. Unchanged objects are the same objects.
-func diff[O any](now, old iter.Seq2[catalog.QualName, *O], in, was func(catalog.QualName) *O, count func(*O, int)) {
+// those that came or changed. An unchanged object is most often the same
+// object; one decoded again (a catalog another worker wrote) is compared
+// by its names, which costs no stemming.
+func diff[O any](d *differ, now, old iter.Seq2[catalog.QualName, *O], in, was func(catalog.QualName) *O, names func(*O) named) {
 	for q, o := range now {
-		if p := was(q); p != o {
-			if p != nil {
-				count(p, -1)
-			}
-			count(o, +1)
+		p := was(q)
+		if p == o {
+			continue
 		}
+		n := names(o)
+		if p != nil {
+			pn := names(p)
+			if pn.same(n) {
+				continue
+			}
+			d.object(pn, -1)
+		}
+		d.object(n, +1)
 	}
 	for q, p := range old {
 		if in(q) == nil {
-			count(p, -1)
+			d.object(names(p), -1)
 		}
 	}
+}
+
+// named is what of an object's names holds words: its schema's, its
+// own and its columns', with their former names.
+type named struct {
+	schema, name string
+	renamed      []catalog.Rename
+	columns      []*catalog.Column
+}
+
+func tableNames(t *catalog.Table) named { return named{t.Schema, t.Name, t.Renamed, t.Columns} }
+func viewNames(v *catalog.View) named   { return named{v.Schema, v.Name, v.Renamed, v.Columns} }
+
+func (a named) same(b named) bool {
+	if a.schema != b.schema || a.name != b.name || !slices.Equal(a.renamed, b.renamed) || len(a.columns) != len(b.columns) {
+		return false
+	}
+	for i, c := range a.columns {
+		if c.Name != b.columns[i].Name || !slices.Equal(c.Renamed, b.columns[i].Renamed) {
+			return false
+		}
+	}
+	return true
 }
 
 // Keep makes t's catalog the one the Counter counts from. t must be the
@@ -119,25 +151,16 @@ type differ struct {
 	terms map[string][]string
 }
 
-func (d *differ) table(t *catalog.Table, sign int) {
-	d.object(t.Schema, t.Name, t.Renamed, t.Columns, sign)
-}
-
-func (d *differ) view(v *catalog.View, sign int) {
-	d.object(v.Schema, v.Name, v.Renamed, v.Columns, sign)
-}
-
-// object counts each word of an object's names once: its schema's, its
-// own and its columns', former names too, as the vocabulary holds them.
-func (d *differ) object(schema, name string, renamed []catalog.Rename, columns []*catalog.Column, sign int) {
+// object counts each word of an object's names once.
+func (d *differ) object(n named, sign int) {
 	var words []string
-	add := func(n string) { words = append(words, d.words(n)...) }
-	add(schema)
-	add(name)
-	for _, r := range renamed {
+	add := func(name string) { words = append(words, d.words(name)...) }
+	add(n.schema)
+	add(n.name)
+	for _, r := range n.renamed {
 		add(r.From)
 	}
-	for _, col := range columns {
+	for _, col := range n.columns {
 		add(col.Name)
 		for _, r := range col.Renamed {
 			add(r.From)

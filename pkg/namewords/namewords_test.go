@@ -1,8 +1,10 @@
 package namewords
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,8 +155,9 @@ func TestCountAnotherDatabase(t *testing.T) {
 }
 
 // BenchmarkCount is a worker's count after a migration that alters one
-// table of 10,000, and of the same catalog from nothing (a snapshot, or
-// a worker's first event of the database).
+// table of 10,000: from the catalog it wrote, from the same catalog
+// decoded again (a replica that lost the write to another), and from
+// nothing (a snapshot, or a worker's first event of the database).
 func BenchmarkCount(b *testing.B) {
 	var ddl strings.Builder
 	for i := range 10_000 {
@@ -177,6 +180,22 @@ func BenchmarkCount(b *testing.B) {
 			n.Count(next)
 		}
 	})
+	j, err := json.Marshal(next)
+	if err != nil {
+		b.Fatal(err)
+	}
+	decoded := new(catalog.Catalog)
+	if err := json.Unmarshal(j, decoded); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("from=decoded", func(b *testing.B) {
+		var n Counter
+		n.Keep(n.Count(base))
+		b.ReportAllocs()
+		for b.Loop() {
+			n.Count(decoded)
+		}
+	})
 	b.Run("from=nothing", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -184,4 +203,54 @@ func BenchmarkCount(b *testing.B) {
 			n.Count(next)
 		}
 	})
+}
+
+// TestCountDecodedCatalog: a catalog decoded again (another worker wrote
+// it) holds new objects for unchanged tables; they count as unchanged by
+// their names, and only the altered table's words move.
+func TestCountDecodedCatalog(t *testing.T) {
+	for _, tc := range []struct {
+		name, sql string
+		moved     []string
+	}{
+		{"a column added", "ALTER TABLE orders ADD COLUMN carrier_code text;", []string{"carrier", "code"}},
+		// The same names as before, but a former one more.
+		{"a column renamed and back", "ALTER TABLE parcels RENAME COLUMN weight TO mass; ALTER TABLE parcels RENAME COLUMN mass TO weight;", []string{"mass"}},
+		{"a table renamed and back", "ALTER TABLE orders RENAME TO sales; ALTER TABLE sales RENAME TO orders;", []string{"sale"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := catalog.Snapshot("db", "s.sql", "CREATE TABLE orders (id int, placed_at date); CREATE TABLE parcels (weight int); CREATE VIEW heavy AS SELECT weight FROM parcels;")
+			if err != nil {
+				t.Fatal(err)
+			}
+			next, err := base.Apply("m.sql", tc.sql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded := new(catalog.Catalog)
+			if err := json.Unmarshal(b, decoded); err != nil {
+				t.Fatal(err)
+			}
+			var n Counter
+			n.Keep(n.Count(base))
+			got := n.Count(decoded)
+			if got.Words != recount(decoded) {
+				t.Fatalf("counted %d words, want %d", got.Words, recount(decoded))
+			}
+			var moved []string
+			for w, d := range got.delta {
+				if d != 0 {
+					moved = append(moved, w)
+				}
+			}
+			slices.Sort(moved)
+			if !slices.Equal(moved, tc.moved) {
+				t.Fatalf("words moved: %v, want %v (delta %v)", moved, tc.moved, got.delta)
+			}
+		})
+	}
 }
