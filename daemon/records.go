@@ -17,6 +17,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/client"
 	"github.com/schemaq/schemaq/pkg/impact"
+	"github.com/schemaq/schemaq/pkg/namewords"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
 )
 
@@ -464,7 +465,8 @@ func (d *Daemon) checkMigrations(ctx context.Context, _ *principal, req *CheckRe
 	if err != nil {
 		return nil, err
 	}
-	in.Strict = req.Strict
+	// The workers' setting is theirs; the check refuses as their default.
+	in.Strict, in.MaxWords = req.Strict, namewords.DefaultMaxPerDatabase
 	rep := impact.Check(ctx, *in)
 	if err := ctx.Err(); err != nil {
 		return nil, events.Errorf(events.CodeTimeout, "the check did not finish within its deadline")

@@ -13,10 +13,8 @@ import (
 )
 
 // DefaultMaxWordsPerDatabase bounds the distinct words of one database's
-// names. Ten thousand tables of ordinary words (BIRD's and Spider's
-// columns pooled) hold about 12,000; a daemon's vocabulary of 52,000
-// words of no other schema took 92 MB and 1.2 s to build.
-const DefaultMaxWordsPerDatabase = 50_000
+// names (namewords.DefaultMaxPerDatabase).
+const DefaultMaxWordsPerDatabase = namewords.DefaultMaxPerDatabase
 
 // nameWords holds a counter of each database's words, from the catalog
 // this worker last wrote or counted. Events of one database are applied

@@ -15,7 +15,6 @@ import (
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/migrate"
 	"github.com/schemaq/schemaq/pkg/namewords"
-	"github.com/schemaq/schemaq/workers"
 )
 
 // runCatalog replays DDL files locally, exactly as a worker applies
@@ -26,7 +25,7 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 	db := fs.String("db", "db", "database name the catalog is for")
 	format := fs.String("format", "summary", "output: summary, tables, ddl, json or chunks")
 	strict := fs.Bool("strict", false, "refuse a migration with a statement naming an object the catalog does not know, instead of skipping it as drift (exit 1)")
-	maxWords := fs.Int("max-words-per-database", workers.DefaultMaxWordsPerDatabase, "fail (exit 1) when the catalog's names hold more distinct words than this, as workers with the same setting refuse it; 0: no check")
+	maxWords := fs.Int("max-words-per-database", namewords.DefaultMaxPerDatabase, "fail (exit 1) when the catalog's names hold more distinct words than this, as workers with the same setting refuse it; 0: no check")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/impact"
 	"github.com/schemaq/schemaq/pkg/mcpserver"
 	"github.com/schemaq/schemaq/pkg/migrate"
+	"github.com/schemaq/schemaq/pkg/namewords"
 	"go.uber.org/zap"
 )
 
@@ -42,6 +43,7 @@ func runCheck(ctx context.Context, e *env, args []string) (err error) {
 	fs.BoolVar(&plan.AcceptChanged, "accept-changed", false, "go on past applied migrations whose file changed")
 	allowDrift := fs.Bool("allow-drift", false, "drift the migrations add is reported but does not fail the check")
 	strict := fs.Bool("strict-catalog", false, "apply as workers started with --strict-catalog do: DDL naming objects the catalog lacks is refused, not drift")
+	maxWords := fs.Int("max-words-per-database", namewords.DefaultMaxPerDatabase, "refuse, as workers with the same setting do, the migration that takes the catalog's names past this many distinct words; 0: no check")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -70,7 +72,7 @@ func runCheck(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	in.Strict = *strict
+	in.Strict, in.MaxWords = *strict, *maxWords
 	rep := impact.Check(rctx, *in)
 	for _, w := range warnings {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
@@ -143,12 +145,14 @@ func (s *impactSource) pending(ctx context.Context, db string, paths []string, p
 }
 
 // Check is the MCP tool check_migration's: the migrations apply in
-// order after the catalog's version, unplanned.
+// order after the catalog's version, unplanned, under the workers'
+// default bound on words.
 func (s *impactSource) Check(ctx context.Context, db string, migrations []mcpserver.Migration) (*impact.Report, error) {
 	in, err := s.input(ctx, db, nil)
 	if err != nil {
 		return nil, err
 	}
+	in.MaxWords = namewords.DefaultMaxPerDatabase
 	for i, m := range migrations {
 		in.Pending = append(in.Pending, impact.Migration{Seq: in.Catalog.Version + int64(i) + 1, Source: m.Name, SQL: m.SQL})
 	}

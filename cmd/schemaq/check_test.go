@@ -74,6 +74,13 @@ func TestCheckBeforePublishing(t *testing.T) {
 	if !strings.Contains(out, "refused: migration 7 (0007_parse.sql) would be dead-lettered") {
 		t.Errorf("a syntax error: %s", out)
 	}
+	// Past the workers' bound on words (the shop's names hold 33).
+	words := pr(map[string]string{"0007_words.sql": "CREATE TABLE loyalty (customer_id bigint, points int, tier text);\n"})
+	out, _ = run(exitBreaks, "check", "--db", "shop", "--max-words-per-database", "34", words)
+	if !strings.Contains(out, "refused: migration 7 (0007_words.sql) would be dead-lettered: it would give database shop") || !strings.Contains(out, "past the bound of 34 per database") {
+		t.Errorf("past the word bound: %s", out)
+	}
+	run(exitOK, "check", "--db", "shop", words)
 	drift := pr(map[string]string{"0007_drift.sql": "ALTER TABLE audit_log ADD COLUMN at timestamptz;\n"})
 	out, _ = run(exitBreaks, "check", "--db", "shop", drift)
 	if !strings.Contains(out, "drift: ") {

@@ -19,6 +19,7 @@ import (
 	"github.com/schemaq/schemaq/pkg/catalog"
 	"github.com/schemaq/schemaq/pkg/chunk"
 	"github.com/schemaq/schemaq/pkg/client"
+	"github.com/schemaq/schemaq/pkg/namewords"
 	"github.com/schemaq/schemaq/pkg/sqlguard"
 )
 
@@ -50,6 +51,10 @@ type Input struct {
 	// Strict applies as a worker started with --strict-catalog does:
 	// DDL naming objects the catalog lacks is refused, not drift.
 	Strict bool
+	// MaxWords refuses, as a worker with --max-words-per-database does,
+	// the migration that takes the catalog's names past this many
+	// distinct words (namewords); 0 checks nothing.
+	MaxWords int
 }
 
 // Report is what the pending migrations would do.
@@ -131,6 +136,9 @@ func Check(ctx context.Context, in Input) *Report {
 	rep := &Report{Database: before.Database, Version: before.Version, Pending: in.Pending,
 		Examples: []BrokenExample{}, Followed: []BrokenExample{}, Docs: []StaleDoc{}, Views: []BrokenView{}, Drift: []catalog.Drift{}, Dropped: []string{}, Renamed: []string{}}
 	after := rep.apply(ctx, before, in.Pending, in.Strict)
+	if in.MaxWords > 0 && rep.Refused == nil {
+		after = rep.boundWords(ctx, before, after, in)
+	}
 	rep.After = after.Version
 	gone := rep.compare(before, after)
 	rep.checkExamples(before, after, in.Examples)
@@ -160,6 +168,43 @@ func (r *Report) apply(ctx context.Context, cat *catalog.Catalog, pending []Migr
 		r.Drift = append(r.Drift, d[drifted:]...)
 	}
 	return cat
+}
+
+// boundWords refuses the migration that takes the catalog past
+// in.MaxWords distinct words and adds to those it held, as a worker
+// would, and returns the catalog before it. Like a worker it bisects
+// the pending migrations, applying a prefix again for each probe.
+func (r *Report) boundWords(ctx context.Context, before, after *catalog.Catalog, in Input) *catalog.Catalog {
+	var n namewords.Counter
+	n.Keep(n.Count(before))
+	had := n.Words()
+	over := func(c *catalog.Catalog) (int, bool) {
+		w := n.Count(c).Words
+		return w, w > in.MaxWords && w > had
+	}
+	words, past := over(after)
+	if !past {
+		return after
+	}
+	lo, hi := 0, len(in.Pending) // the catalog after lo migrations fits; after hi it does not
+	fits := before
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		var probe Report
+		c := probe.apply(ctx, before, in.Pending[:mid], in.Strict)
+		if w, p := over(c); p {
+			hi, words = mid, w
+		} else {
+			lo, fits = mid, c
+		}
+	}
+	r.Refused = &Refusal{Migration: in.Pending[lo], Error: fmt.Sprintf(
+		"it would give database %s %d distinct words in the names of its tables, views and columns, past the bound of %d per database (--max-words-per-database) that workers refuse by default", before.Database, words, in.MaxWords)}
+	r.Drift = r.Drift[:0]
+	if d := fits.Drift(); len(d) > len(before.Drift()) {
+		r.Drift = append(r.Drift, d[len(before.Drift()):]...)
+	}
+	return fits
 }
 
 // compare lists what the migrations drop and rename, and returns the

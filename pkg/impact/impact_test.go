@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/schemaq/schemaq/pkg/catalog"
+	"github.com/schemaq/schemaq/pkg/namewords"
 	"github.com/schemaq/schemaq/pkg/testenv"
 )
 
@@ -133,5 +134,55 @@ func TestCheckAtScale(t *testing.T) {
 	// tables below 200 are t00000 … t00190, twenty of them.
 	if len(rep.Docs) != 20 {
 		t.Errorf("%d doc sections, want 20", len(rep.Docs))
+	}
+}
+
+// TestCheckWordBound: the migration that takes the catalog's names past
+// the bound is refused, as a worker would refuse it, and the report is
+// of the catalog before it; a catalog past the bound already may shrink.
+func TestCheckWordBound(t *testing.T) {
+	cat, err := catalog.Snapshot("shop", "shop.sql", shopDDL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat.Version = 6
+	var n namewords.Counter
+	had := n.Count(cat).Words
+	made := strings.Fields("quux zorb flim blat wug dax tove grob snark jub plon vex kib mox narf yalp tib grue fnord zyx")
+	table := func(i int) string {
+		w := made[4*i : 4*i+4]
+		return fmt.Sprintf("CREATE TABLE %s (%s int, %s text, %s date);", w[0], w[1], w[2], w[3])
+	}
+	var five []Migration
+	for i := range 5 {
+		five = append(five, Migration{Seq: int64(7 + i), Source: fmt.Sprintf("%04d.sql", 7+i), SQL: table(i)})
+	}
+	for _, tc := range []struct {
+		name      string
+		pending   []Migration
+		bound     int
+		refused   int64 // 0: none
+		after     int64
+		withWords string
+	}{
+		// Each adds four words (its table's and three columns').
+		{"the third of five crosses", five, had + 10, 9, 8, "past the bound of"},
+		{"all five fit", five, had + 20, 0, 11, ""},
+		{"no bound", five, 0, 0, 11, ""},
+		{"past the bound already, a drop applies", []Migration{{Seq: 7, Source: "0007.sql", SQL: "DROP TABLE categories;"}}, had - 5, 0, 7, ""},
+		{"past the bound already, new words do not", five[:1], had - 5, 7, 6, "past the bound of"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := Check(context.Background(), Input{Catalog: cat, Pending: tc.pending, MaxWords: tc.bound})
+			switch {
+			case tc.refused == 0 && rep.Refused != nil:
+				t.Fatalf("refused %+v", rep.Refused)
+			case tc.refused != 0 && (rep.Refused == nil || rep.Refused.Migration.Seq != tc.refused || !strings.Contains(rep.Refused.Error, tc.withWords)):
+				t.Fatalf("refused %+v, want migration %d", rep.Refused, tc.refused)
+			}
+			if rep.After != tc.after {
+				t.Fatalf("after = %d, want %d", rep.After, tc.after)
+			}
+		})
 	}
 }
