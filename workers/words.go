@@ -64,22 +64,23 @@ func (n *nameWords) keep(wc wordCount) (fullest int) {
 
 // forget drops a retired database's counter and returns the largest
 // count of those left.
-func (n *nameWords) forget(db string) (fullest int) {
+func (n *nameWords) forget(db string) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.dbs, db)
 	delete(n.words, db)
-	for _, w := range n.words {
-		fullest = max(fullest, w)
-	}
-	return fullest
+	return n.fullestLocked()
 }
 
 // kept records db's count and returns the largest.
-func (n *nameWords) kept(db string, words int) (fullest int) {
+func (n *nameWords) kept(db string, words int) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.words[db] = words
+	return n.fullestLocked()
+}
+
+func (n *nameWords) fullestLocked() (fullest int) {
 	for _, w := range n.words {
 		fullest = max(fullest, w)
 	}
@@ -114,9 +115,9 @@ func (n *nameWords) counter(db string) *namewords.Counter {
 	return c
 }
 
-// pastWordBound finds, in evs, a run of migrations that together take
-// their database past MaxWordsPerDatabase, one that takes it there: the
-// catalog before it is within the bound and the one after it is not.
+// pastWordBound finds where evs, a run of migrations that together take
+// their database past MaxWordsPerDatabase, cross it: a migration whose
+// catalog before is within the bound and whose catalog after is not.
 // It bisects, applying a prefix again from cat for each probe, so a run
 // of n costs about 2n applies and log n counts (applying and counting
 // after each one would count the run's new tables again at each). The

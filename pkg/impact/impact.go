@@ -199,7 +199,7 @@ func (r *Report) boundWords(ctx context.Context, before, after *catalog.Catalog,
 		}
 	}
 	r.Refused = &Refusal{Migration: in.Pending[lo], Error: fmt.Sprintf(
-		"it would give database %s %d distinct words in the names of its tables, views and columns, past the bound of %d per database (--max-words-per-database) that workers refuse by default", before.Database, words, in.MaxWords)}
+		"it would give database %s %d distinct words in the names of its tables, views and columns, past the bound of %d per database (--max-words-per-database): a worker with that bound dead-letters it", before.Database, words, in.MaxWords)}
 	r.Drift = r.Drift[:0]
 	if d := fits.Drift(); len(d) > len(before.Drift()) {
 		r.Drift = append(r.Drift, d[len(before.Drift()):]...)
