@@ -15,7 +15,6 @@ import (
 	"github.com/schemaq/schemaq/pkg/namewords"
 	"github.com/schemaq/schemaq/pkg/testenv"
 	"github.com/schemaq/schemaq/workers"
-	"go.uber.org/zap/zaptest"
 )
 
 // wordyTables is DDL of tables whose columns are words no schema uses:
@@ -207,16 +206,9 @@ func TestWordBoundFindsTheMigrationInARun(t *testing.T) {
 	}
 	unbounded := testConfig()
 	unbounded.MaxWordsPerDatabase = 0
-	w, err := workers.New(e.js, e.cats, e.store, e.emb, zaptest.NewLogger(t), unbounded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	stop := e.runWorkerWith(unbounded, e.store, e.emb)
 	e.waitVersion("over", 8)
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 

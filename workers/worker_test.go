@@ -103,7 +103,15 @@ func (e *env) startWorker(cfg workers.Config, store workers.Store, opts ...worke
 // runWorker runs a worker over store and emb until the returned stop.
 func (e *env) runWorker(store workers.Store, emb embed.Embedder) (stop func()) {
 	e.t.Helper()
-	w, err := workers.New(e.js, e.cats, store, emb, zaptest.NewLogger(e.t), testConfig())
+	stopped := e.runWorkerWith(testConfig(), store, emb)
+	return func() { _ = stopped() }
+}
+
+// runWorkerWith runs a worker of cfg over store and emb until the
+// returned stop, which returns what Run did.
+func (e *env) runWorkerWith(cfg workers.Config, store workers.Store, emb embed.Embedder) (stop func() error) {
+	e.t.Helper()
+	w, err := workers.New(e.js, e.cats, store, emb, zaptest.NewLogger(e.t), cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -111,7 +119,11 @@ func (e *env) runWorker(store workers.Store, emb embed.Embedder) (stop func()) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	var once sync.Once
-	return func() { once.Do(func() { cancel(); <-done }) }
+	var ran error
+	return func() error {
+		once.Do(func() { cancel(); ran = <-done })
+		return ran
+	}
 }
 
 // publish sends an event with its id as Nats-Msg-Id and reports whether
