@@ -77,6 +77,36 @@ type Rename struct {
 	Source string `json:"source,omitempty"`
 }
 
+// Name is the name, without its schema, a relation had before the
+// rename.
+func (r Rename) Name() string {
+	name := r.From
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	return strings.Trim(name, `"`)
+}
+
+// NamesOf is a relation's name and its former names: what a question may
+// call it by.
+func NamesOf(name string, renamed []Rename) []string {
+	out := []string{name}
+	for _, r := range renamed {
+		out = append(out, r.Name())
+	}
+	return out
+}
+
+// Names is the column's name and its former names (a column's From is
+// its bare name, which may hold a dot).
+func (c *Column) Names() []string {
+	out := []string{c.Name}
+	for _, r := range c.Renamed {
+		out = append(out, r.From)
+	}
+	return out
+}
+
 // maxRenames bounds the renames an object keeps: the latest.
 const maxRenames = 8
 

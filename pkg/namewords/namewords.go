@@ -158,19 +158,17 @@ type differ struct {
 	terms map[string][]string
 }
 
-// object counts each word of an object's names once.
+// object counts each word of an object's names once: its schema's, and
+// the names a question may call it and its columns by, as the
+// vocabulary holds them.
 func (d *differ) object(n named, sign int) {
-	var words []string
-	add := func(name string) { words = append(words, d.words(name)...) }
-	add(n.schema)
-	add(n.name)
-	for _, r := range n.renamed {
-		add(r.From)
+	words := d.words(n.schema)
+	for _, name := range catalog.NamesOf(n.name, n.renamed) {
+		words = append(words, d.words(name)...)
 	}
 	for _, col := range n.columns {
-		add(col.Name)
-		for _, r := range col.Renamed {
-			add(r.From)
+		for _, name := range col.Names() {
+			words = append(words, d.words(name)...)
 		}
 	}
 	slices.Sort(words)

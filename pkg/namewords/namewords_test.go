@@ -22,14 +22,12 @@ func recount(c *catalog.Catalog) int {
 	}
 	addAll := func(schema, name string, renamed []catalog.Rename, cols []*catalog.Column) {
 		add(schema)
-		add(name)
-		for _, r := range renamed {
-			add(r.From)
+		for _, n := range catalog.NamesOf(name, renamed) {
+			add(n)
 		}
 		for _, col := range cols {
-			add(col.Name)
-			for _, r := range col.Renamed {
-				add(r.From)
+			for _, n := range col.Names() {
+				add(n)
 			}
 		}
 	}

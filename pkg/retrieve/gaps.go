@@ -220,14 +220,14 @@ func (g *graph) keyTerms(key string) []string {
 			return nil
 		}
 		own := map[string]bool{}
-		for _, n := range namesOf(t.Name, t.Renamed) {
+		for _, n := range catalog.NamesOf(t.Name, t.Renamed) {
 			for _, w := range text.Terms(n) {
 				own[w] = true
 			}
 		}
 		for _, c := range t.Columns {
 			if !joins[strings.ToLower(c.Name)] {
-				for _, n := range columnNamesOf(c) {
+				for _, n := range c.Names() {
 					for _, w := range text.Terms(n) {
 						own[w] = true
 					}

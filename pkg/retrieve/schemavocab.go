@@ -94,11 +94,11 @@ func newObjectVocab(key, name string, renamed []catalog.Rename, columns []*catal
 	}
 	// Former names are names of the object too, a question may still
 	// use them; each is its own phrase for compounds.
-	for _, n := range namesOf(name, renamed) {
+	for _, n := range catalog.NamesOf(name, renamed) {
 		phrase(text.Terms(n), 2, inName)
 	}
 	for _, c := range columns {
-		for _, n := range columnNamesOf(c) {
+		for _, n := range c.Names() {
 			phrase(text.Terms(n), 1, inColumn)
 		}
 	}
@@ -113,7 +113,7 @@ func newObjectVocab(key, name string, renamed []catalog.Rename, columns []*catal
 	if counted {
 		ov.idents = appendIdent(ov.idents, name)
 		for _, r := range renamed {
-			ov.idents = appendIdent(ov.idents, formerName(r))
+			ov.idents = appendIdent(ov.idents, r.Name())
 		}
 		for _, c := range columns {
 			ov.idents = appendIdent(ov.idents, c.Name)

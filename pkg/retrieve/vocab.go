@@ -4,8 +4,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/schemaq/schemaq/pkg/catalog"
 )
 
 // maxIdentifierOwners bounds how many tables an identifier may belong
@@ -226,32 +224,4 @@ func editOne(a, b string) bool {
 	default:
 		return a[i+1:] == b[i:]
 	}
-}
-
-// formerName is the name, without its schema, a relation had before a
-// rename.
-func formerName(r catalog.Rename) string {
-	name := r.From
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		name = name[i+1:]
-	}
-	return strings.Trim(name, `"`)
-}
-
-// namesOf is a relation's name and its former names; columnNamesOf a
-// column's.
-func namesOf(name string, renamed []catalog.Rename) []string {
-	out := []string{name}
-	for _, r := range renamed {
-		out = append(out, formerName(r))
-	}
-	return out
-}
-
-func columnNamesOf(c *catalog.Column) []string {
-	out := []string{c.Name}
-	for _, r := range c.Renamed {
-		out = append(out, r.From)
-	}
-	return out
 }

@@ -46,7 +46,7 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 		for _, t := range text.Terms(schema) {
 			names[t] = true
 		}
-		for _, n := range namesOf(name, renamed) {
+		for _, n := range catalog.NamesOf(name, renamed) {
 			nameTerms := text.Terms(n)
 			for _, t := range nameTerms {
 				names[t] = true
@@ -54,7 +54,7 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 			count(schema, nameTerms, 2)
 		}
 		for _, c := range columns {
-			for _, n := range columnNamesOf(c) {
+			for _, n := range c.Names() {
 				ts := text.Terms(n)
 				for _, t := range ts {
 					cols[t] = true
@@ -69,13 +69,13 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 	v.objDF = map[string]int{}
 	objDF := func(name string, renamed []catalog.Rename, columns []*catalog.Column) {
 		has := map[string]bool{}
-		for _, n := range namesOf(name, renamed) {
+		for _, n := range catalog.NamesOf(name, renamed) {
 			for _, x := range text.Terms(n) {
 				has[x] = true
 			}
 		}
 		for _, c := range columns {
-			for _, n := range columnNamesOf(c) {
+			for _, n := range c.Names() {
 				for _, x := range text.Terms(n) {
 					has[x] = true
 				}
@@ -92,7 +92,7 @@ func referenceVocab(cat *catalog.Catalog) *vocab {
 	// ident files a table's or view's names under its schema once each.
 	ident := func(schema, name string, renamed []catalog.Rename, columns []*catalog.Column) {
 		names := map[string]bool{}
-		for _, n := range namesOf(name, renamed) {
+		for _, n := range catalog.NamesOf(name, renamed) {
 			names[strings.ToLower(n)] = true
 		}
 		for _, c := range columns {
@@ -225,9 +225,9 @@ func sameTerms(t *testing.T, step string, v *vocab, cat *catalog.Catalog) {
 	t.Helper()
 	want := map[string][]string{}
 	scan := func(schema, key, name string, renamed []catalog.Rename, columns []*catalog.Column) {
-		names := namesOf(name, renamed)
+		names := catalog.NamesOf(name, renamed)
 		for _, c := range columns {
-			names = append(names, columnNamesOf(c)...)
+			names = append(names, c.Names()...)
 		}
 		var ts []string
 		for _, n := range names {
